@@ -1,0 +1,38 @@
+# make install  - create .venv (Python 3.11) with the pinned environment; fast no-op when up to date
+# make demo     - the main job on the bundled default data (see README)
+# make test     - install if needed, then run the test suite
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DATA_DIR ?= data
+PIP := $(PY) -m pip --disable-pip-version-check
+
+.PHONY: install test demo data constraints clean-venv
+
+install: $(STAMP)
+
+$(STAMP): constraints.txt requirements.txt setup.py
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -c constraints.txt -r requirements.txt
+	$(PIP) install --no-deps -c constraints.txt allennlp==2.10.1 allennlp-models==2.10.1
+	$(PIP) install --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+test: install
+	$(PY) -m pytest tests
+
+data: install
+	$(PY) -m allennlp_elmo_c build-demo-data --data-dir $(DATA_DIR)
+
+demo: install
+	$(PY) -m allennlp_elmo_c.demo --data-dir $(DATA_DIR)
+
+# Rewrite constraints.txt from the current venv (keeps the header comments).
+constraints: install
+	@{ grep '^#' constraints.txt; $(PIP) freeze --all --exclude-editable | grep -v -E '^(pip|allennlp-elmo-c)=='; } > constraints.txt.new
+	@mv constraints.txt.new constraints.txt
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,14 @@
+"""
+allennlp-elmo-c: ELMo-style contextual representations trained with continuous outputs.
+
+Importing this package applies the torch compatibility fixes AllenNLP 2.10.1 needs (see
+`allennlp_elmo_c.compat`) and registers every component with AllenNLP, so both
+`--include-package allennlp_elmo_c` and a `.allennlp_plugins` file naming `allennlp_elmo_c` work.
+"""
+from allennlp_elmo_c import compat
+
+compat.apply()
+
+from allennlp_elmo_c import commands  # noqa: E402,F401  (registers the subcommands)
+
+__version__ = "0.1.0"

@@ -1,0 +1,2 @@
+from allennlp_elmo_c.commands.build_demo_data import BuildDemoData
+from allennlp_elmo_c.commands.train_fasttext import TrainFastText

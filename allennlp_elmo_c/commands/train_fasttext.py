@@ -1,0 +1,189 @@
+"""
+`allennlp train-fasttext`: trains the frozen input/target vectors of ELMo-C, a skipgram fastText
+model with character n-grams (so every string, seen or not, gets a vector), and writes a standard
+`.bin` that the fastText library (and our `fasttext` token embedder) loads.
+"""
+import argparse
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+import fasttext
+
+from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.data.build_cache import is_built, write_manifest
+
+logger = logging.getLogger(__name__)
+
+# fastText raises "Encountered NaN" now and then on small corpora; that many tries before giving up.
+NAN_ATTEMPTS = 3
+
+
+def train_fasttext(
+    corpus: Union[str, Path],
+    output: Union[str, Path],
+    dim: int = 100,
+    minn: int = 3,
+    maxn: int = 6,
+    bucket: int = 200_000,
+    epoch: int = 5,
+    min_count: int = 5,
+    lr: float = 0.05,
+    threads: Optional[int] = None,
+    force: bool = False,
+    verbose: int = 2,
+) -> Path:
+    """
+    Trains a skipgram fastText model with subwords on `corpus` (plain text, tokens separated by
+    whitespace) and saves it to `output` (`.bin`). Returns `output`.
+
+    If `output` exists and was trained from the same corpus file (same size and modification
+    time) with the same settings, nothing is done unless `force`.
+
+    # Parameters
+
+    dim : `int`
+        Vector size (the paper uses fastText's 300-d `cc.en.300.bin` / crawl vectors).
+    minn, maxn : `int`
+        Character n-gram lengths; `maxn = 0` disables subwords (then out-of-vocabulary words get
+        zero vectors, which ELMo-C cannot use as targets).
+    bucket : `int`
+        Hash buckets for n-grams. fastText's default of 2M makes a 100-d `.bin` of ~800 MB; 200k
+        is plenty for a few million tokens.
+    verbose : `int`
+        fastText's verbosity: 2 shows its progress line, 0 is silent.
+    """
+    corpus, output = Path(corpus), Path(output)
+    if not corpus.is_file():
+        raise ConfigurationError(f"fastText corpus {corpus} does not exist")
+    if corpus.stat().st_size == 0:
+        raise ConfigurationError(f"fastText corpus {corpus} is empty")
+    for name, value in (("dim", dim), ("bucket", bucket), ("epoch", epoch), ("min_count", min_count)):
+        if value < 1:
+            raise ConfigurationError(f"train-fasttext: {name} must be >= 1, got {value}")
+    if not 0 <= minn <= maxn or (maxn > 0 and minn < 1):
+        raise ConfigurationError(f"train-fasttext: need 1 <= minn <= maxn (or maxn = 0), got {minn}, {maxn}")
+    if not (lr > 0 and math.isfinite(lr)):
+        raise ConfigurationError(f"train-fasttext: lr must be a positive number, got {lr}")
+    threads = threads or os.cpu_count() or 1
+    stat = corpus.stat()
+    recipe: Dict[str, Any] = {
+        "corpus": str(corpus.resolve()),
+        "corpus_size": stat.st_size,
+        "corpus_mtime_ns": stat.st_mtime_ns,
+        "model": "skipgram",
+        "dim": dim,
+        "minn": minn,
+        "maxn": maxn,
+        "bucket": bucket,
+        "epoch": epoch,
+        "min_count": min_count,
+        "lr": lr,
+    }
+    manifest = output.name + ".json"
+    if not force and is_built(output.parent, recipe, name=manifest):
+        logger.info("%s is up to date (trained from %s with the same settings)", output, corpus)
+        return output
+
+    settings = dict(dim=dim, minn=minn, maxn=maxn, bucket=bucket, epoch=epoch, minCount=min_count, lr=lr)
+    settings.update(input=str(corpus), model="skipgram", thread=threads, verbose=verbose)
+    logger.info("Training fastText on %s with %s", corpus, settings)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(output.name + ".partial")
+    for attempt in range(1, NAN_ATTEMPTS + 1):
+        error = _train_in_child_process(settings, partial)
+        if error is None:
+            break
+        if "NaN" in error and attempt < NAN_ATTEMPTS:
+            # fastText's lock-free (Hogwild) training occasionally hits NaN on small corpora even
+            # at sane learning rates; a fresh run usually does not.
+            logger.warning("fastText hit NaN (attempt %d of %d); retrying", attempt, NAN_ATTEMPTS)
+            continue
+        hint = ""
+        if "NaN" in error:
+            hint = " Training diverged: lower --lr (e.g. 0.01) or use a larger, more varied corpus."
+        elif "vocabulary" in error.lower():
+            hint = f" No word occurs at least --min-count={min_count} times in {corpus}."
+        raise ConfigurationError(f"fastText training on {corpus} failed: {error}{hint}")
+    os.replace(partial, output)
+    model = fasttext.load_model(str(output))
+    words = len(model.get_words(on_unicode_error="replace"))
+    write_manifest(output.parent, recipe, {"files": {output.name: {"words": words}}}, name=manifest)
+    logger.info("Saved %s: %d words, dim %d", output, words, model.get_dimension())
+    return output
+
+
+# Runs in a fresh interpreter that imports nothing but fastText: training inside a process that has
+# loaded torch/AllenNLP hit spurious NaNs far more often, and a C++ abort cannot take the caller down.
+_CHILD = """
+import json, sys
+import fasttext
+settings, output, error_file = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+try:
+    fasttext.train_unsupervised(**settings).save_model(output)
+except (RuntimeError, ValueError) as error:
+    open(error_file, "w", encoding="utf-8").write(str(error))
+    sys.exit(3)
+"""
+
+
+def _train_in_child_process(settings: Dict[str, Any], output: Path) -> Optional[str]:
+    """Trains and saves to `output`; returns fastText's error message, or None on success."""
+    error_file = output.with_name(output.name + ".error")
+    error_file.unlink(missing_ok=True)
+    command = [sys.executable, "-c", _CHILD, json.dumps(settings), str(output), str(error_file)]
+    returncode = subprocess.run(command).returncode
+    if returncode == 0 and output.is_file():
+        return None
+    if error_file.is_file():
+        message = error_file.read_text(encoding="utf-8")
+        error_file.unlink()
+        return message
+    return f"the fastText process exited with code {returncode}"
+
+
+@Subcommand.register("train-fasttext")
+class TrainFastText(Subcommand):
+    requires_plugins: bool = False
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        description = "Train skipgram fastText vectors with subwords (ELMo-C's input and targets)."
+        subparser = parser.add_parser(self.name, description=description, help=description)
+        subparser.add_argument("corpus", type=str, help="text file, whitespace-tokenized")
+        subparser.add_argument("output", type=str, help="where to write the model (.bin)")
+        subparser.add_argument("--dim", type=int, default=100)
+        subparser.add_argument("--minn", type=int, default=3, help="shortest character n-gram")
+        subparser.add_argument("--maxn", type=int, default=6, help="longest character n-gram")
+        subparser.add_argument("--bucket", type=int, default=200_000, help="n-gram hash buckets")
+        subparser.add_argument("--epoch", type=int, default=5)
+        subparser.add_argument("--min-count", type=int, default=5)
+        subparser.add_argument("--lr", type=float, default=0.05)
+        subparser.add_argument("--threads", type=int, default=None, help="default: all cores")
+        subparser.add_argument("--force", action="store_true", help="retrain even if up to date")
+        subparser.add_argument("--quiet", action="store_true", help="no progress output")
+        subparser.set_defaults(func=_run)
+        return subparser
+
+
+def _run(args: argparse.Namespace) -> None:
+    train_fasttext(
+        args.corpus,
+        args.output,
+        dim=args.dim,
+        minn=args.minn,
+        maxn=args.maxn,
+        bucket=args.bucket,
+        epoch=args.epoch,
+        min_count=args.min_count,
+        lr=args.lr,
+        threads=args.threads,
+        force=args.force,
+        verbose=0 if args.quiet else 2,
+    )

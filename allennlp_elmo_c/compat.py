@@ -1,0 +1,93 @@
+"""
+Compatibility fixes that let AllenNLP 2.10.1 (archived, written for torch < 1.13) run on the
+modern torch pinned in `constraints.txt`. Applied once, when `allennlp_elmo_c` is imported.
+
+Each fix patches exactly the AllenNLP function that calls the changed torch API, keeps that
+function's signature (so `FromParams` and existing configs are unaffected) and is covered by one
+test in `tests/test_compat.py` that fails without it:
+
+1. `reduce_on_plateau`: torch 2.7 removed the `verbose` argument of
+   `torch.optim.lr_scheduler.ReduceLROnPlateau`, and AllenNLP always passes it, so the scheduler
+   cannot be constructed. `verbose` is still accepted in configs and ignored (AllenNLP logs the
+   learning rate itself).
+2. `allennlp train --recover`: torch 2.6 made `torch.load(weights_only=True)` the default.
+   AllenNLP's training-state pickles (optimizer, scheduler, metric tracker, ...) may contain
+   non-tensor Python objects such as numpy scalars, which that mode refuses. The checkpointer
+   loads the training state, a file written by the same training run, with
+   `weights_only=False`; model weights keep the safe default.
+"""
+import logging
+from typing import List, Optional, Union
+
+import torch
+from torch.optim import Optimizer
+
+from allennlp.nn import util as nn_util
+from allennlp.training.checkpointer import Checkpointer, TrainerCheckpoint
+from allennlp.training.learning_rate_schedulers.learning_rate_scheduler import (
+    _PyTorchLearningRateSchedulerWithMetricsWrapper,
+)
+from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
+    ReduceOnPlateauLearningRateScheduler,
+)
+
+logger = logging.getLogger(__name__)
+
+# The AllenNLP functions replaced by `apply()`, kept so tests can show each fix is still needed.
+ORIGINALS = {
+    "reduce_on_plateau_init": ReduceOnPlateauLearningRateScheduler.__init__,
+    "load_checkpoint": Checkpointer.load_checkpoint,
+}
+
+
+def _reduce_on_plateau_init(
+    self,
+    optimizer: Optimizer,
+    mode: str = "min",
+    factor: float = 0.1,
+    patience: int = 10,
+    verbose: bool = False,
+    threshold_mode: str = "rel",
+    threshold: float = 1e-4,
+    cooldown: int = 0,
+    min_lr: Union[float, List[float]] = 0,
+    eps: float = 1e-8,
+) -> None:
+    if verbose:
+        logger.info(
+            "reduce_on_plateau: 'verbose' is ignored (removed from torch); "
+            "the trainer logs learning rates itself."
+        )
+    lr_scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer=optimizer,
+        mode=mode,
+        factor=factor,
+        patience=patience,
+        threshold_mode=threshold_mode,
+        threshold=threshold,
+        cooldown=cooldown,
+        min_lr=min_lr,
+        eps=eps,
+    )
+    _PyTorchLearningRateSchedulerWithMetricsWrapper.__init__(self, lr_scheduler)
+
+
+def _load_checkpoint(self) -> Optional[TrainerCheckpoint]:
+    latest_checkpoint = self.find_latest_checkpoint()
+    if latest_checkpoint is None:
+        return None
+    model_path, training_state_path = latest_checkpoint
+    map_location = nn_util.device_mapping(-1)
+    model_state = torch.load(model_path, map_location=map_location)
+    training_state = torch.load(training_state_path, map_location=map_location, weights_only=False)
+    return TrainerCheckpoint(model_state, training_state)
+
+
+def apply() -> None:
+    """Applies every fix once; calling it again does nothing."""
+    if Checkpointer.load_checkpoint is _load_checkpoint:
+        return
+    _reduce_on_plateau_init.__doc__ = ReduceOnPlateauLearningRateScheduler.__init__.__doc__
+    ReduceOnPlateauLearningRateScheduler.__init__ = _reduce_on_plateau_init  # type: ignore
+    _load_checkpoint.__doc__ = Checkpointer.load_checkpoint.__doc__
+    Checkpointer.load_checkpoint = _load_checkpoint  # type: ignore

@@ -1,0 +1,48 @@
+"""
+Build-once outputs: a directory of files plus a `manifest.json` that records what they were built
+from. Files are written to a temporary name and renamed when complete, and the manifest is written
+last, so an interrupted build is never mistaken for a finished one.
+"""
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, IO, Iterator, Union
+
+MANIFEST = "manifest.json"
+
+
+def is_built(directory: Union[str, Path], recipe: Dict[str, Any], name: str = MANIFEST) -> bool:
+    """True if `directory` holds a complete build made from exactly `recipe`."""
+    manifest = Path(directory) / name
+    try:
+        content = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if content.get("recipe") != recipe:
+        return False
+    return all((Path(directory) / name).is_file() for name in content.get("files", []))
+
+
+def write_manifest(
+    directory: Union[str, Path], recipe: Dict[str, Any], stats: Dict[str, Any], name: str = MANIFEST
+) -> None:
+    """Records a finished build; `stats["files"]` names the files that must exist for it."""
+    files = sorted(stats.get("files", {}))
+    with atomic_open(Path(directory) / name) as out:
+        json.dump({"recipe": recipe, "files": files, "stats": stats}, out, indent=2, sort_keys=True)
+
+
+@contextlib.contextmanager
+def atomic_open(path: Union[str, Path]) -> Iterator[IO[str]]:
+    """Opens `path` for writing text; it appears under its name only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with open(partial, "w", encoding="utf-8", newline="\n") as out:
+            yield out
+        os.replace(partial, path)
+    finally:
+        if partial.exists():
+            partial.unlink()

@@ -1,0 +1,19 @@
+from setuptools import find_packages, setup
+
+# allennlp==2.10.1 and allennlp-models==2.10.1 are deliberately NOT listed in install_requires:
+# their metadata pins torch<1.13, which has no Python 3.11 wheels, so pip could never resolve them.
+# `make install` installs them with --no-deps on top of the pinned set in constraints.txt.
+setup(
+    name="allennlp-elmo-c",
+    version="0.1.0",
+    description=(
+        "ELMo-C for AllenNLP: contextual representations trained with continuous outputs "
+        "(predicting fastText vectors) instead of a softmax layer"
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*"]),
+    python_requires=">=3.11",
+    install_requires=["torch>=2.6", "numpy>=2", "scipy", "h5py", "jsonnet", "fasttext-numpy2"],
+    license="Apache-2.0",
+)

