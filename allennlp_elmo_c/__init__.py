@@ -9,6 +9,8 @@ from allennlp_elmo_c import compat
 
 compat.apply()
 
-from allennlp_elmo_c import commands  # noqa: E402,F401  (registers the subcommands)
+# Importing the subpackages registers every component (a `.allennlp_plugins` file imports only
+# this module, not its submodules).
+from allennlp_elmo_c import commands, data, models, modules, training  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -1,0 +1,2 @@
+from allennlp_elmo_c.data.dataset_readers import LmCorpusReader
+from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer

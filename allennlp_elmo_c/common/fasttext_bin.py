@@ -1,0 +1,229 @@
+"""
+A fastText `.bin` model read without the fastText library: its dictionary and arguments are
+parsed into Python, and its input matrix (the word and character n-gram vectors) is memory-mapped
+from the file instead of loaded, so a multi-GB `cc.en.300.bin` costs no RAM until rows are touched
+and is shared by every process on the machine that maps it (data-loader workers, DDP ranks).
+
+Subword ids are computed exactly as fastText's `Dictionary::getSubwords` does (FNV-1a hash of
+each UTF-8 character n-gram of `<word>`, modulo `bucket`, offset by the number of words); the
+tests check this against the fastText library for in- and out-of-vocabulary words.
+"""
+import functools
+import logging
+import os
+import struct
+from pathlib import Path
+from typing import Dict, List, Tuple, Union
+
+import numpy as np
+
+from allennlp.common.checks import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+FASTTEXT_MAGIC = 793712314
+FASTTEXT_VERSION = 12
+EOS = "</s>"
+_ARG_NAMES = (
+    "dim", "ws", "epoch", "min_count", "neg", "word_ngrams", "loss", "model",
+    "bucket", "minn", "maxn", "lr_update_rate",
+)  # fmt: skip
+
+
+class FastTextBin:
+    """
+    The parts of a fastText `.bin` that ELMo-C needs: the word dictionary, the subword settings
+    (`minn`, `maxn`, `bucket`) and the input matrix of shape `(num_words + bucket, dim)` as a
+    read-only memory map.
+
+    Use `FastTextBin.load(path)`, which caches one instance per file in each process.
+
+    # Parameters
+
+    path : `Union[str, Path]`
+        A model written by fastText's `save_model` (format version 12, not quantized).
+    """
+
+    def __init__(self, path: Union[str, Path]) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ConfigurationError(f"fastText model {self.path} does not exist")
+        try:
+            with open(self.path, "rb") as stream:
+                matrix_offset = self._read_header(_Reader(stream))
+        except (struct.error, UnicodeDecodeError, EOFError, MemoryError) as error:
+            raise ConfigurationError(
+                f"{self.path} is not a valid fastText .bin file (truncated or corrupt: {error})"
+            ) from error
+        rows, columns = self.num_rows, self.dim
+        end = matrix_offset + rows * columns * 4
+        expected = self._expected_size(end)
+        if os.path.getsize(self.path) < expected:
+            raise ConfigurationError(
+                f"{self.path} is truncated: a complete model has {expected} bytes, the file has "
+                f"{os.path.getsize(self.path)}"
+            )
+        # Copy-on-write mapping: pages are shared with every other process mapping the file;
+        # nothing ever writes to it (the embedder is frozen).
+        self.input_matrix = np.memmap(
+            self.path, dtype="<f4", mode="c", offset=matrix_offset, shape=(rows, columns)
+        )
+
+    @classmethod
+    @functools.lru_cache(maxsize=8)
+    def load(cls, path: Union[str, Path]) -> "FastTextBin":
+        return cls(Path(path).resolve())
+
+    def _expected_size(self, input_matrix_end: int) -> int:
+        """Size of the whole file, from the output matrix header after the input matrix."""
+        with open(self.path, "rb") as stream:
+            stream.seek(input_matrix_end)
+            header = stream.read(17)
+        if len(header) < 17:
+            return input_matrix_end + 17
+        quantized, rows, columns = struct.unpack("<?qq", header)
+        return input_matrix_end + 17 + (0 if quantized else rows * columns * 4)
+
+    def _read_header(self, reader: "_Reader") -> int:
+        """Parses everything before the input matrix; returns the matrix's byte offset."""
+        unpack = reader.unpack
+        magic, version = unpack("<ii")
+        if magic != FASTTEXT_MAGIC:
+            raise ConfigurationError(
+                f"{self.path} is not a fastText .bin model (bad magic number; a .vec text file "
+                "or a model from another library?)"
+            )
+        if version != FASTTEXT_VERSION:
+            raise ConfigurationError(
+                f"{self.path}: fastText format version {version} is not supported "
+                f"(expected {FASTTEXT_VERSION}); re-save it with a current fastText"
+            )
+        args = dict(zip(_ARG_NAMES, unpack("<12i")))
+        unpack("<d")  # sampling threshold t
+        self.dim: int = args["dim"]
+        self.minn: int = args["minn"]
+        self.maxn: int = args["maxn"]
+        self.bucket: int = args["bucket"]
+        size, self.num_words, _num_labels, _num_tokens, prune_size = unpack("<iiiqq")
+        if self.dim <= 0 or size < 0 or self.num_words < 0 or self.bucket < 0:
+            raise ConfigurationError(f"{self.path} has an invalid fastText header")
+        if prune_size >= 0:
+            raise ConfigurationError(
+                f"{self.path} is a pruned/quantized fastText model (.ftz), which is not supported"
+            )
+        self.words: List[str] = []
+        self.word_ids: Dict[str, int] = {}
+        for index in range(size):
+            word = reader.cstring()
+            unpack("<qb")  # count, entry type (0 = word, 1 = label)
+            if index < self.num_words:
+                self.words.append(word)
+                self.word_ids[word] = index
+        (quantized,) = unpack("<?")
+        if quantized:
+            raise ConfigurationError(f"{self.path} is quantized (.ftz), which is not supported")
+        rows, columns = unpack("<qq")
+        if rows != self.num_words + self.bucket or columns != self.dim:
+            raise ConfigurationError(
+                f"{self.path}: input matrix is {rows} x {columns}, expected "
+                f"{self.num_words + self.bucket} x {self.dim}"
+            )
+        self.num_rows: int = rows
+        return reader.offset
+
+    def subword_ids(self, word: str) -> List[int]:
+        """
+        The input-matrix rows whose mean is `word`'s vector, as fastText's `get_subwords`: the
+        word's own row if it is in the dictionary, then its hashed character n-grams. May be
+        empty (e.g. the empty string), in which case fastText's vector is all zeros.
+        """
+        ids = []
+        word_id = self.word_ids.get(word)
+        if word_id is not None:
+            ids.append(word_id)
+        if word != EOS and self.maxn > 0 and self.bucket > 0:
+            encoded = ("<" + word + ">").encode("utf-8", errors="surrogatepass")
+            ids.extend(self.num_words + h for h in _ngram_hashes(encoded, self.minn, self.maxn, self.bucket))
+        return ids
+
+    def word_vector(self, word: str) -> np.ndarray:
+        """`word`'s vector, shape `(dim,)`, as fastText's `get_word_vector` computes it."""
+        ids = self.subword_ids(word)
+        if not ids:
+            return np.zeros(self.dim, dtype=np.float32)
+        return np.asarray(self.input_matrix[ids], dtype=np.float32).mean(axis=0)
+
+    def __getstate__(self):
+        # Pickled (e.g. to a spawned worker) as its path: the receiver re-maps the file.
+        return {"path": str(self.path)}
+
+    def __setstate__(self, state):
+        self.__init__(state["path"])
+
+
+class _Reader:
+    """Buffered reads of fixed-size fields and NUL-terminated strings from a binary stream."""
+
+    def __init__(self, stream, chunk_size: int = 1 << 20) -> None:
+        self._stream = stream
+        self._chunk_size = chunk_size
+        self._buffer = b""
+        self._position = 0
+        self._consumed = 0  # bytes of the stream before the buffer
+
+    @property
+    def offset(self) -> int:
+        return self._consumed + self._position
+
+    def _fill(self, needed: int) -> None:
+        while len(self._buffer) - self._position < needed:
+            data = self._stream.read(self._chunk_size)
+            if not data:
+                raise EOFError("unexpected end of file in the header")
+            self._consumed += self._position
+            self._buffer = self._buffer[self._position :] + data
+            self._position = 0
+
+    def unpack(self, fmt: str) -> tuple:
+        size = struct.calcsize(fmt)
+        self._fill(size)
+        values = struct.unpack_from(fmt, self._buffer, self._position)
+        self._position += size
+        return values
+
+    def cstring(self) -> str:
+        while True:
+            end = self._buffer.find(b"\x00", self._position)
+            if end >= 0:
+                break
+            self._fill(len(self._buffer) - self._position + 1)
+        text = self._buffer[self._position : end].decode("utf-8", errors="replace")
+        self._position = end + 1
+        return text
+
+
+def _fnv1a(data: bytes) -> int:
+    # fastText hashes each byte as a *signed* char: bytes >= 0x80 are sign-extended.
+    h = 2166136261
+    for byte in data:
+        h ^= byte if byte < 0x80 else (byte | 0xFFFFFF00)
+        h = (h * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def _ngram_hashes(word: bytes, minn: int, maxn: int, bucket: int) -> List[int]:
+    """Character n-gram hashes of `word` (already wrapped in `<`, `>`), in fastText's order."""
+    hashes = []
+    length = len(word)
+    for i in range(length):
+        if word[i] & 0xC0 == 0x80:  # not the first byte of a UTF-8 character
+            continue
+        j, n = i, 1
+        while j < length and n <= maxn:
+            j += 1
+            while j < length and word[j] & 0xC0 == 0x80:
+                j += 1
+            if n >= minn and not (n == 1 and (i == 0 or j == length)):
+                hashes.append(_fnv1a(word[i:j]) % bucket)
+            n += 1
+    return hashes

@@ -1,0 +1,1 @@
+from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader

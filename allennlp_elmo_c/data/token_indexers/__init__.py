@@ -1,0 +1,1 @@
+from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer

@@ -1,0 +1,118 @@
+import logging
+from typing import Dict, List
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data.token_indexers.token_indexer import IndexedTokenList, TokenIndexer
+from allennlp.data.tokenizers import Token
+from allennlp.data.vocabulary import Vocabulary
+
+from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+
+logger = logging.getLogger(__name__)
+
+
+@TokenIndexer.register("fasttext_subwords")
+class FastTextSubwordsIndexer(TokenIndexer):
+    """
+    Maps each token to its fastText subword rows: the word's own row if it is in the model's
+    dictionary, then the rows of its hashed character n-grams, exactly as the fastText library's
+    `get_subwords` does. The mean of those rows (see the `fasttext` token embedder) is fastText's
+    word vector, so every string gets a vector and no AllenNLP `Vocabulary` is involved.
+
+    Results are cached per token string. Only the `.bin`'s dictionary is read; its matrix is
+    memory-mapped and never touched here.
+
+    Registered as a `TokenIndexer` with name "fasttext_subwords".
+
+    # Parameters
+
+    model_path : `str`
+        The fastText `.bin` (the same file the `fasttext` token embedder uses).
+    max_subwords_per_token : `int`, optional (default = `256`)
+        A token with more subwords (a word of roughly 60+ characters) keeps the first this many
+        (its own row first), so that a pathological 10k-character token cannot blow up a batch.
+        Such tokens are counted and logged.
+    cache_size : `int`, optional (default = `1_000_000`)
+        Token strings whose ids are kept; the cache is emptied when it is full.
+    token_min_padding_length : `int`, optional (default = `0`)
+        See `TokenIndexer`.
+
+    # Output
+
+    `subword_ids`: `(num_tokens, max_subwords)` ids padded with 0; `subword_counts`:
+    `(num_tokens,)` number of valid ids per token (0 for padding and for strings without
+    subwords, e.g. ""); `mask`: `(num_tokens,)` True for real tokens.
+    """
+
+    def __init__(
+        self,
+        model_path: str,
+        max_subwords_per_token: int = 256,
+        cache_size: int = 1_000_000,
+        token_min_padding_length: int = 0,
+    ) -> None:
+        super().__init__(token_min_padding_length)
+        if max_subwords_per_token < 1:
+            raise ConfigurationError("fasttext_subwords: max_subwords_per_token must be >= 1")
+        self._model = FastTextBin.load(model_path)
+        self._max_subwords = max_subwords_per_token
+        self._cache_size = cache_size
+        self._cache: Dict[str, List[int]] = {}
+        self.num_truncated = 0
+
+    def subword_ids(self, text: str) -> List[int]:
+        ids = self._cache.get(text)
+        if ids is None:
+            ids = self._model.subword_ids(text)
+            if len(ids) > self._max_subwords:
+                self.num_truncated += 1
+                if self.num_truncated in (1, 10, 100) or self.num_truncated % 10_000 == 0:
+                    logger.warning(
+                        "%d token(s) had more than %d fastText subwords and were truncated "
+                        "(latest: %d characters starting %r)",
+                        self.num_truncated,
+                        self._max_subwords,
+                        len(text),
+                        text[:20],
+                    )
+                ids = ids[: self._max_subwords]
+            if len(self._cache) >= self._cache_size:
+                self._cache.clear()
+            self._cache[text] = ids
+        return ids
+
+    def count_vocab_items(self, token: Token, counter: Dict[str, Dict[str, int]]):
+        pass  # open vocabulary: nothing to count
+
+    def tokens_to_indices(self, tokens: List[Token], vocabulary: Vocabulary) -> IndexedTokenList:
+        subwords = [self.subword_ids(token.text or "") for token in tokens]
+        return {
+            "subword_ids": subwords,
+            "subword_counts": [len(ids) for ids in subwords],
+            "mask": [True] * len(subwords),
+        }
+
+    def get_empty_token_list(self) -> IndexedTokenList:
+        return {"subword_ids": [], "subword_counts": [], "mask": []}
+
+    def get_padding_lengths(self, indexed_tokens: IndexedTokenList) -> Dict[str, int]:
+        num_tokens = max(len(indexed_tokens["subword_ids"]), self._token_min_padding_length)
+        num_subwords = max((len(ids) for ids in indexed_tokens["subword_ids"]), default=0)
+        return {"subword_ids": num_tokens, "num_subwords": max(num_subwords, 1)}
+
+    def as_padded_tensor_dict(
+        self, tokens: IndexedTokenList, padding_lengths: Dict[str, int]
+    ) -> Dict[str, torch.Tensor]:
+        num_tokens = padding_lengths["subword_ids"]
+        num_subwords = padding_lengths["num_subwords"]
+        rows = [ids[:num_subwords] for ids in tokens["subword_ids"][:num_tokens]]
+        counts = [len(row) for row in rows] + [0] * (num_tokens - len(rows))
+        padded = [row + [0] * (num_subwords - len(row)) for row in rows]
+        padded += [[0] * num_subwords] * (num_tokens - len(rows))
+        ids = torch.tensor(padded, dtype=torch.long).view(num_tokens, num_subwords)
+        counts = torch.tensor(counts, dtype=torch.long)
+        mask = torch.zeros(num_tokens, dtype=torch.bool)
+        mask[: min(len(tokens["mask"]), num_tokens)] = True
+        return {"subword_ids": ids, "subword_counts": counts, "mask": mask}

@@ -1,0 +1,210 @@
+import logging
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import torch
+
+from allennlp.common import Lazy
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.models.model import Model
+from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
+from allennlp.nn import InitializerApplicator
+from allennlp.nn.util import get_text_field_mask
+from allennlp.training.metrics import Average
+
+from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
+
+logger = logging.getLogger(__name__)
+
+DIRECTIONS = ("forward", "backward")
+
+
+@Model.register("elmo_c")
+class ElmoC(Model):
+    """
+    A bidirectional language model in the shape of ELMo whose output layer is swappable: with the
+    `continuous` head it is ELMo-C, which predicts the (frozen, e.g. fastText) embedding of the
+    next word (forward LM) or the previous word (backward LM) instead of a softmax over a
+    vocabulary.
+
+    Sentences are expected to carry boundary tokens (`<S>` ... `</S>`, added by the `lm_corpus`
+    reader). The forward LM's state at position t predicts token t+1 and the backward LM's state
+    at position t+1 predicts token t; the loss is the mean of the two directions' mean losses.
+
+    Registered as a `Model` with name "elmo_c".
+
+    # Parameters
+
+    vocab : `Vocabulary`
+        Unused by the continuous head (an open-vocabulary fastText input needs none).
+    text_field_embedder : `TextFieldEmbedder`
+        The input embeddings (frozen fastText vectors for ELMo-C).
+    contextualizer : `Seq2SeqEncoder`
+        A bidirectional encoder whose output is forward || backward (`elmo_lstm`); it must not
+        let either direction see the other.
+    output_head : `Lazy[OutputHead]`
+        Built twice, once per direction, with `input_dim` = half the contextualizer's output and
+        `target_dim` = the target embedder's output.
+    target_embedder : `TextFieldEmbedder`, optional (default = `None`)
+        The embeddings to predict. By default the input embeddings themselves (then no
+        vocabulary exists anywhere); any frozen embedder of the same tokens may be given.
+    dropout : `float`, optional (default = `0.1`)
+        Dropout on the input embeddings and on the states fed to the heads.
+    nearest_neighbour_words : `str`, optional (default = `None`)
+        A file of candidate words (one per line). During validation the model then also reports
+        `*_nn_accuracy`: how often the candidate closest (cosine) to the prediction is the target
+        word, over targets that are among the candidates. Needs a target token embedder with an
+        `embed_strings` method (the `fasttext` embedder has one).
+    initializer : `InitializerApplicator`, optional
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        text_field_embedder: TextFieldEmbedder,
+        contextualizer: Seq2SeqEncoder,
+        output_head: Lazy[OutputHead],
+        target_embedder: Optional[TextFieldEmbedder] = None,
+        dropout: float = 0.1,
+        nearest_neighbour_words: Optional[str] = None,
+        initializer: InitializerApplicator = InitializerApplicator(),
+        **kwargs,
+    ) -> None:
+        super().__init__(vocab, **kwargs)
+        self._text_field_embedder = text_field_embedder
+        self._contextualizer = contextualizer
+        self._target_embedder = target_embedder
+        if not contextualizer.is_bidirectional() or contextualizer.get_output_dim() % 2:
+            raise ConfigurationError("elmo_c needs a bidirectional contextualizer (forward || backward)")
+        if text_field_embedder.get_output_dim() != contextualizer.get_input_dim():
+            raise ConfigurationError(
+                f"elmo_c: the embedder's output ({text_field_embedder.get_output_dim()}) does not "
+                f"match the contextualizer's input ({contextualizer.get_input_dim()})"
+            )
+        hidden_dim = contextualizer.get_output_dim() // 2
+        target_dim = (target_embedder or text_field_embedder).get_output_dim()
+        self._heads: Optional[torch.nn.ModuleDict] = torch.nn.ModuleDict(
+            {
+                f"{d}_lm": output_head.construct(input_dim=hidden_dim, target_dim=target_dim)
+                for d in DIRECTIONS
+            }
+        )
+        self._dropout = torch.nn.Dropout(dropout)
+        self._metrics: Dict[str, Average] = {}
+        for direction in DIRECTIONS:
+            for name in ("loss", "cosine", "nn_accuracy"):
+                self._metrics[f"{direction}_{name}"] = Average()
+        self._candidate_words = self._read_candidates(nearest_neighbour_words)
+        self._candidate_vectors: Optional[torch.Tensor] = None
+        initializer(self)
+
+    def _read_candidates(self, path: Optional[str]) -> Optional[List[str]]:
+        if path is None:
+            return None
+        if not Path(path).is_file():
+            raise ConfigurationError(f"elmo_c: nearest_neighbour_words file {path} does not exist")
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+        words = [word for word in dict.fromkeys(line.strip() for line in lines) if word]
+        if not words:
+            raise ConfigurationError(f"elmo_c: nearest_neighbour_words file {path} is empty")
+        if not hasattr(self._single_target_token_embedder(), "embed_strings"):
+            raise ConfigurationError("elmo_c: nearest_neighbour_words needs a fasttext target embedder")
+        return words
+
+    def _single_target_token_embedder(self):
+        embedder = self._target_embedder or self._text_field_embedder
+        token_embedders = list(getattr(embedder, "_token_embedders", {}).values())
+        return token_embedders[0] if len(token_embedders) == 1 else None
+
+    def num_layers(self) -> int:
+        """Number of representations a downstream ScalarMix mixes: input layer + LSTM layers."""
+        return self._contextualizer.num_layers + 1
+
+    def delete_softmax(self) -> None:
+        """Drops the output heads (downstream use needs only the representations)."""
+        self._heads = None
+
+    def forward(self, tokens: TextFieldTensors) -> Dict[str, torch.Tensor]:  # type: ignore
+        """
+        # Parameters
+
+        tokens : `TextFieldTensors`
+            Sentences with boundary tokens, `(batch_size, timesteps)` per indexer.
+
+        # Returns
+
+        `loss` (when the heads exist), `forward_loss`, `backward_loss`, `lm_embeddings` (the top
+        layer `(batch_size, timesteps, 2 * hidden)`, or the list of all layers when the
+        contextualizer returns all layers), `noncontextual_token_embeddings`
+        `(batch_size, timesteps, embedding_dim)` and `mask` `(batch_size, timesteps)`.
+        """
+        mask = get_text_field_mask(tokens)
+        embeddings = self._text_field_embedder(tokens)
+        contextual = self._contextualizer(self._dropout(embeddings), mask)
+        output = {
+            "lm_embeddings": contextual,
+            "noncontextual_token_embeddings": embeddings,
+            "mask": mask,
+        }
+        if self._heads is None:
+            return output
+        top = contextual[-1] if isinstance(contextual, list) else contextual
+        hidden = dict(zip(DIRECTIONS, self._dropout(top).chunk(2, dim=-1)))
+        targets = embeddings if self._target_embedder is None else self._target_embedder(tokens)
+        pair_mask = mask[:, 1:]  # position t and t + 1 are both real tokens
+        inputs = {
+            "forward": (hidden["forward"][:, :-1], targets[:, 1:]),
+            "backward": (hidden["backward"][:, 1:], targets[:, :-1]),
+        }
+        losses = []
+        for direction, (states, target_vectors) in inputs.items():
+            head = self._heads[f"{direction}_lm"]
+            result = head(states, pair_mask, target_embeddings=target_vectors)
+            count = result["count"]
+            loss = result["loss"] / count.clamp(min=1)
+            output[f"{direction}_loss"] = loss
+            losses.append(loss)
+            if count > 0:
+                self._metrics[f"{direction}_loss"](loss.item())
+            if "predictions" in result and count > 0:
+                self._update_vector_metrics(direction, result["predictions"], target_vectors, pair_mask)
+        output["loss"] = 0.5 * (losses[0] + losses[1])
+        return output
+
+    @torch.no_grad()
+    def _update_vector_metrics(
+        self,
+        direction: str,
+        predictions: torch.Tensor,
+        targets: torch.Tensor,
+        mask: torch.BoolTensor,
+    ) -> None:
+        predictions, targets = predictions[mask].float(), targets[mask].float()
+        cosine = torch.nn.functional.cosine_similarity(predictions, targets, dim=-1, eps=1e-8)
+        self._metrics[f"{direction}_cosine"](cosine.mean().item())
+        if self._candidate_words is None or self.training:
+            return
+        candidates = self._candidates(predictions.device)
+        targets_match = torch.nn.functional.normalize(targets, dim=-1) @ candidates.t()
+        best_target_score, target_index = targets_match.max(dim=1)
+        in_list = best_target_score > 1 - 1e-5  # the target word is one of the candidates
+        if in_list.any():
+            predicted = (torch.nn.functional.normalize(predictions[in_list], dim=-1) @ candidates.t()).argmax(1)
+            accuracy = (predicted == target_index[in_list]).float().mean().item()
+            self._metrics[f"{direction}_nn_accuracy"](accuracy)
+
+    def _candidates(self, device: torch.device) -> torch.Tensor:
+        if self._candidate_vectors is None or self._candidate_vectors.device != device:
+            vectors = self._single_target_token_embedder().embed_strings(self._candidate_words, device)
+            self._candidate_vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
+        return self._candidate_vectors
+
+    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
+        metrics = {}
+        for name, metric in self._metrics.items():
+            if metric._count > 0:
+                metrics[name] = float(metric.get_metric(reset=False))
+            if reset:
+                metric.reset()
+        return metrics

@@ -1,0 +1,3 @@
+from allennlp_elmo_c.modules.output_heads import ContinuousOutputHead, OutputHead
+from allennlp_elmo_c.modules.seq2seq_encoders import ElmoLstmEncoder
+from allennlp_elmo_c.modules.token_embedders import FastTextEmbedder

@@ -1,0 +1,2 @@
+from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
+from allennlp_elmo_c.modules.output_heads.continuous import ContinuousOutputHead

@@ -1,0 +1,222 @@
+import logging
+from typing import Dict, List, Optional, Tuple, Union
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.seq2seq_encoders.seq2seq_encoder import Seq2SeqEncoder
+
+from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import (
+    ProjectedLstmLayer,
+    State,
+)
+
+logger = logging.getLogger(__name__)
+
+DIRECTIONS = ("forward_lm", "backward_lm")
+BACKENDS = ("reference", "fused")
+
+
+def reverse_padded(tensor: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """
+    Reverses each sequence of `tensor` (`(batch, timesteps, ...)`) within its own length, leaving
+    padding in place at the end. Applying it twice is the identity.
+    """
+    timesteps = tensor.size(1)
+    positions = torch.arange(timesteps, device=tensor.device).unsqueeze(0)
+    lengths = lengths.unsqueeze(1)
+    index = torch.where(positions < lengths, lengths - 1 - positions, positions)
+    index = index.view(*index.shape, *([1] * (tensor.dim() - 2))).expand_as(tensor)
+    return tensor.gather(1, index)
+
+
+class _DirectionStack(torch.nn.Module):
+    """One direction: input projection + LayerNorm, then the LSTM layers (residual from 2nd)."""
+
+    def __init__(
+        self,
+        input_size: int,
+        projection_size: int,
+        cell_size: int,
+        num_layers: int,
+        cell_clip: Optional[float],
+        projection_clip: Optional[float],
+        recurrent_dropout: float,
+        residual: bool,
+    ) -> None:
+        super().__init__()
+        self.residual = residual
+        # No bias: the LayerNorm right after it has its own shift.
+        self.input_projection = torch.nn.Linear(input_size, projection_size, bias=False)
+        self.input_norm = torch.nn.LayerNorm(projection_size)
+        self.layers = torch.nn.ModuleList(
+            ProjectedLstmLayer(
+                projection_size,
+                cell_size,
+                projection_size,
+                cell_clip=cell_clip,
+                projection_clip=projection_clip,
+                recurrent_dropout=recurrent_dropout,
+            )
+            for _ in range(num_layers)
+        )
+
+    def forward(
+        self,
+        inputs: torch.Tensor,
+        mask: torch.BoolTensor,
+        states: List[Optional[State]],
+        backend: str,
+    ) -> Tuple[List[torch.Tensor], List[State]]:
+        hidden = self.input_norm(self.input_projection(inputs)) * mask.unsqueeze(-1)
+        outputs, final_states = [hidden], []
+        for index, layer in enumerate(self.layers):
+            output, state = layer(hidden, mask, states[index], backend)
+            hidden = output + hidden if (self.residual and index > 0) else output
+            outputs.append(hidden)
+            final_states.append(state)
+        return outputs, final_states
+
+
+@Seq2SeqEncoder.register("elmo_lstm")
+class ElmoLstmEncoder(Seq2SeqEncoder):
+    """
+    The encoder of an ELMo-shaped bidirectional language model: two independent stacks, one
+    reading left to right (forward LM) and one right to left (backward LM). No layer of one
+    direction ever sees the other direction's states, so the forward output at position t depends
+    only on tokens 0..t and the backward output only on tokens t..n-1.
+
+    Each direction: `Linear(input_size -> projection_size)` (no bias) + LayerNorm, then `num_layers` LSTM
+    layers with a projection (cell `cell_size`, output `projection_size`) and LayerNorm, with a
+    residual connection around every layer from the second on.
+
+    Registered as a `Seq2SeqEncoder` with name "elmo_lstm".
+
+    # Parameters
+
+    input_size : `int`
+        Size of the token embeddings (300 for fastText `cc.en.300.bin`).
+    projection_size : `int`, optional (default = `512`)
+    cell_size : `int`, optional (default = `4096`)
+    num_layers : `int`, optional (default = `2`)
+    backend : `str`, optional (default = `"fused"`)
+        `"fused"` (torch's LSTM kernel, cuDNN on GPU) or `"reference"` (per-timestep cell with
+        LayerNorm inside the recurrence and clipping, as the paper's code); see
+        `ProjectedLstmLayer`. Both have the same parameters, so weights can be moved between them.
+    cell_clip : `float`, optional (default = `3.0`)
+    projection_clip : `float`, optional (default = `3.0`)
+        Clipping of the cell and projected states (reference backend only).
+    recurrent_dropout : `float`, optional (default = `0.1`)
+    residual : `bool`, optional (default = `True`)
+    stateful : `bool`, optional (default = `False`)
+        Carry each row's final states over to the next call (same batch size), detached, e.g. for
+        consecutive windows of a long text; `reset_states()` clears them.
+    return_all_layers : `bool`, optional (default = `False`)
+        Return a list of `num_layers + 1` tensors instead of the top layer alone: layer 0 is the
+        input projection of both directions concatenated, layer k the outputs of LSTM layer k of
+        both directions concatenated (forward first), each `(batch, timesteps, 2 * projection)`.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        projection_size: int = 512,
+        cell_size: int = 4096,
+        num_layers: int = 2,
+        backend: str = "fused",
+        cell_clip: Optional[float] = 3.0,
+        projection_clip: Optional[float] = 3.0,
+        recurrent_dropout: float = 0.1,
+        residual: bool = True,
+        stateful: bool = False,
+        return_all_layers: bool = False,
+    ) -> None:
+        super().__init__(stateful=False)
+        if backend not in BACKENDS:
+            raise ConfigurationError(f"elmo_lstm: backend must be one of {BACKENDS}, got {backend!r}")
+        if min(input_size, projection_size, cell_size, num_layers) < 1:
+            raise ConfigurationError("elmo_lstm: sizes and num_layers must be positive")
+        if not 0.0 <= recurrent_dropout < 1.0:
+            raise ConfigurationError("elmo_lstm: recurrent_dropout must be in [0, 1)")
+        self.input_size = input_size
+        self.projection_size = projection_size
+        self.num_layers = num_layers
+        self.backend = backend
+        self.return_all_layers = return_all_layers
+        self._keep_states = stateful
+        self._states: Optional[Dict[str, List[State]]] = None
+        self.stacks = torch.nn.ModuleDict(
+            {
+                direction: _DirectionStack(
+                    input_size,
+                    projection_size,
+                    cell_size,
+                    num_layers,
+                    cell_clip,
+                    projection_clip,
+                    recurrent_dropout,
+                    residual,
+                )
+                for direction in DIRECTIONS
+            }
+        )
+
+    def get_input_dim(self) -> int:
+        return self.input_size
+
+    def get_output_dim(self) -> int:
+        return 2 * self.projection_size
+
+    def is_bidirectional(self) -> bool:
+        return True
+
+    def reset_states(self, mask: torch.BoolTensor = None) -> None:
+        self._states = None
+
+    def _initial_states(self, batch_size: int) -> Dict[str, List[Optional[State]]]:
+        if self._states is None or self._states["forward_lm"][0][0].size(0) != batch_size:
+            if self._states is not None:
+                logger.debug("elmo_lstm: batch size changed, resetting the stateful states")
+            return {direction: [None] * self.num_layers for direction in DIRECTIONS}
+        return self._states
+
+    def forward(
+        self, inputs: torch.Tensor, mask: torch.BoolTensor
+    ) -> Union[torch.Tensor, List[torch.Tensor]]:
+        """
+        # Parameters
+
+        inputs : `torch.Tensor`
+            `(batch_size, timesteps, input_size)`.
+        mask : `torch.BoolTensor`
+            `(batch_size, timesteps)`, True for real tokens; sequences must be left-aligned.
+
+        # Returns
+
+        `(batch_size, timesteps, 2 * projection_size)`, forward || backward outputs of the top
+        layer, zeros at padding; or, with `return_all_layers`, the list of every layer.
+        """
+        mask = mask.bool()
+        lengths = mask.sum(1)
+        initial_states = self._initial_states(inputs.size(0))
+        layers_per_direction: Dict[str, List[torch.Tensor]] = {}
+        final_states: Dict[str, List[State]] = {}
+        for direction in DIRECTIONS:
+            backward = direction == "backward_lm"
+            sequence = reverse_padded(inputs, lengths) if backward else inputs
+            outputs, final_states[direction] = self.stacks[direction](
+                sequence, mask, initial_states[direction], self.backend
+            )
+            if backward:
+                outputs = [reverse_padded(output, lengths) for output in outputs]
+            layers_per_direction[direction] = outputs
+        if self._keep_states:
+            self._states = {
+                direction: [(h.detach(), c.detach()) for h, c in states]
+                for direction, states in final_states.items()
+            }
+        layers = [
+            torch.cat([forward, backward], dim=-1)
+            for forward, backward in zip(*(layers_per_direction[d] for d in DIRECTIONS))
+        ]
+        return layers if self.return_all_layers else layers[-1]

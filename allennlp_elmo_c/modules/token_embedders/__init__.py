@@ -1,0 +1,1 @@
+from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder

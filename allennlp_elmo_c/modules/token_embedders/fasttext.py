@@ -1,0 +1,94 @@
+import logging
+from typing import List, Optional
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
+
+from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+
+logger = logging.getLogger(__name__)
+
+
+@TokenEmbedder.register("fasttext")
+class FastTextEmbedder(TokenEmbedder):
+    """
+    Frozen fastText word vectors with subwords: a token's vector is the mean of the input-matrix
+    rows given by the `fasttext_subwords` indexer, which equals fastText's `get_word_vector` for
+    in- and out-of-vocabulary words alike.
+
+    The matrix (`(num_words + bucket, dim)`, ~4.8 GB for `cc.en.300.bin`) is memory-mapped from
+    the `.bin` and is neither a parameter nor a buffer: it is not trained, not in `state_dict()`,
+    not in checkpoints or `model.tar.gz`, and not broadcast by DDP. It is moved to the device of
+    the input ids on first use. To load an archive on a machine where the `.bin` lives elsewhere,
+    override `model_path` (of this embedder and of the indexer), e.g. with `load_archive(...,
+    overrides=...)` or `allennlp ... --overrides`.
+
+    Registered as a `TokenEmbedder` with name "fasttext".
+
+    # Parameters
+
+    model_path : `str`
+        The fastText `.bin`.
+    expected_dim : `int`, optional (default = `None`)
+        If given, a `.bin` of another dimension is a `ConfigurationError` (e.g. a model trained
+        on 300-d vectors must not silently get 100-d ones).
+    """
+
+    def __init__(self, model_path: str, expected_dim: Optional[int] = None) -> None:
+        super().__init__()
+        self._fasttext = FastTextBin.load(model_path)
+        if expected_dim is not None and expected_dim != self._fasttext.dim:
+            raise ConfigurationError(
+                f"fastText model {model_path} has dimension {self._fasttext.dim}, "
+                f"but {expected_dim} was expected"
+            )
+        self._matrix: torch.Tensor = torch.from_numpy(self._fasttext.input_matrix)
+
+    def get_output_dim(self) -> int:
+        return self._fasttext.dim
+
+    def _matrix_on(self, device: torch.device) -> torch.Tensor:
+        if self._matrix.device != device:
+            logger.info("Moving the fastText matrix %s to %s", tuple(self._matrix.shape), device)
+            self._matrix = self._matrix.to(device)
+        return self._matrix
+
+    def forward(
+        self,
+        subword_ids: torch.LongTensor,
+        subword_counts: torch.LongTensor,
+        mask: Optional[torch.BoolTensor] = None,
+    ) -> torch.Tensor:
+        """
+        # Parameters
+
+        subword_ids : `torch.LongTensor`
+            Shape `(batch_size, num_tokens, max_subwords)`, padded with anything.
+        subword_counts : `torch.LongTensor`
+            Shape `(batch_size, num_tokens)`: how many leading entries of each row are valid.
+        mask : `torch.BoolTensor`, optional
+            Shape `(batch_size, num_tokens)`; unused (padding tokens have count 0 and get zeros).
+
+        # Returns
+
+        `torch.Tensor` of shape `(batch_size, num_tokens, dim)`, float32; all zeros for tokens
+        with no subwords.
+        """
+        matrix = self._matrix_on(subword_ids.device)
+        counts = subword_counts.reshape(-1)
+        valid = torch.arange(subword_ids.size(-1), device=subword_ids.device) < counts.unsqueeze(1)
+        flat_ids = subword_ids.reshape(counts.numel(), -1)[valid]
+        offsets = torch.cumsum(counts, 0) - counts
+        vectors = torch.nn.functional.embedding_bag(flat_ids, matrix, offsets, mode="mean")
+        return vectors.view(*subword_counts.shape, self._fasttext.dim)
+
+    def embed_strings(self, words: List[str], device: Optional[torch.device] = None) -> torch.Tensor:
+        """The vectors of arbitrary strings, shape `(len(words), dim)`."""
+        rows = [self._fasttext.subword_ids(word) for word in words]
+        width = max([len(row) for row in rows] + [1])
+        ids = torch.tensor([row + [0] * (width - len(row)) for row in rows], dtype=torch.long)
+        counts = torch.tensor([len(row) for row in rows], dtype=torch.long)
+        device = device or self._matrix.device
+        return self.forward(ids.to(device).unsqueeze(0), counts.to(device).unsqueeze(0))[0]

@@ -1,0 +1,1 @@
+from allennlp_elmo_c.training.rnmt_plus import RnmtPlusLearningRateScheduler

@@ -1,0 +1,188 @@
+import logging
+import math
+from typing import Any, Dict, List
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.training.learning_rate_schedulers.learning_rate_scheduler import LearningRateScheduler
+
+logger = logging.getLogger(__name__)
+
+
+@LearningRateScheduler.register("rnmt_plus")
+class RnmtPlusLearningRateScheduler(LearningRateScheduler):
+    """
+    The RNMT+ learning rate schedule (Chen et al. 2018, "The Best of Both Worlds") used to train
+    ELMo-C, rewritten so that it is never negative and always finite, whatever the batch size.
+
+    The reference schedule is `lr_t = base * min(1 + t(n-1)/(np), n, n(2n)^((s-nt)/(e-s)))`, with
+    `n` the number of replicas (ELMo-C uses `n = batch_size / 128`). For `n < 1` its warm-up term
+    is negative once `t > n p / (1 - n)` (a third of the warm-up for a batch of 32): gradient
+    ascent. This scheduler computes, for the `t`-th optimizer update and each parameter group's
+    base learning rate `base`:
+
+    - warm-up, `t < p`: `base * (1 + (n - 1) * t / p)`, a straight line from `base` to the peak
+      `base * n`. It is a convex combination of two positive numbers, so it is positive for every
+      `n > 0`; when `n < 1` (batches smaller than the reference) it is a *decrease* toward
+      `n * base`, the learning rate the linear scaling rule asks for.
+    - hold, `p <= t < s`: `base * n`.
+    - decay, `t >= s`: `base * n * r ** ((t - s) / (e - s))` with `r = min(final_factor, n) / n`,
+      so the learning rate is `base * final_factor` at step `e` (RNMT+: `base / 2`) and keeps
+      falling at the same exponential rate afterwards. If `final_factor >= n` (a batch of at most
+      half the reference batch with the default `final_factor`), reaching `base * final_factor`
+      would mean *raising* the learning rate; the reference's `min(..., n, ...)` forbids that
+      too, so the learning rate then stays at `base * n` after the warm-up.
+    - everything is floored at `min_lr`.
+
+    `s` and `e` count optimizer updates of this run. For `n >= 1` this is ELMo-C's schedule up to
+    `e` (ELMo-C's code then holds `base / 2`). The RNMT+ paper's formula multiplies `t` by `n` in
+    its decay term and spreads its warm-up over `n * p` updates: for `n >= 1` and `n p <= s / n`
+    it is this schedule with `warmup_steps = n * p`, `decay_start = s / n`, `decay_end = e / n`.
+
+    The learning rate changes after every batch: the trainer calls `step_batch(t)` with the
+    number of the update about to be made (1 for the first), before `optimizer.step()`.
+    `step()`, called at the end of each epoch, does nothing. All state is plain Python numbers,
+    so `state_dict()` / `load_state_dict()` let `allennlp train --recover` resume the
+    same sequence.
+
+    Registered as a `LearningRateScheduler` with name "rnmt_plus".
+
+    # Parameters
+
+    optimizer : `torch.optim.Optimizer`
+        This argument does not get an entry in a configuration file for the object. Its learning
+        rate(s) (`"lr"` of the optimizer config) are the base learning rates.
+    warmup_steps : `int`, required
+        `p`: number of updates over which the learning rate goes from `base` to `base * n`.
+        0 starts at the peak.
+    decay_start : `int`, required
+        `s`: the update at which the exponential decay starts (`s >= p`).
+    decay_end : `int`, required
+        `e`: the update at which the learning rate reaches `base * final_factor` (`e > s`).
+    batch_scale : `float`, optional (default = `None`)
+        `n`: the peak multiplier (RNMT+'s number of replicas). Give this or `batch_size`.
+    batch_size : `int`, optional (default = `None`)
+        Sentences per optimizer update (data loader batch size x gradient accumulation steps x
+        number of GPUs); then `n = batch_size / reference_batch_size`.
+    reference_batch_size : `int`, optional (default = `128`)
+        The batch size whose peak learning rate is `base` (ELMo-C: 128).
+    final_factor : `float`, optional (default = `0.5`)
+        The learning rate at step `e` is `base * final_factor` (see above when it is `>= n`).
+    min_lr : `float`, optional (default = `0.0`)
+        A floor for the learning rate, applied at every step.
+    last_epoch : `int`, optional (default = `-1`)
+        The number of the last update made, as for every AllenNLP scheduler; -1 for a new run.
+
+    # Example
+
+    Config for an effective batch of 768 sentences (`n = 6`), 1000 warm-up updates and a decay
+    from update 20000 (peak `6e-4`) to update 100000 (`5e-5`):
+
+    ```json
+    {
+        ...
+        "trainer": {
+            ...
+            "optimizer": {"type": "adam", "lr": 1e-4},
+            "learning_rate_scheduler": {
+                "type": "rnmt_plus",
+                "warmup_steps": 1000,
+                "decay_start": 20000,
+                "decay_end": 100000,
+                "batch_size": 768
+            },
+            ...
+        }
+    }
+    ```
+    Note that you do NOT pass an `optimizer` key to the learning rate scheduler.
+    """
+
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        warmup_steps: int,
+        decay_start: int,
+        decay_end: int,
+        batch_scale: float = None,
+        batch_size: int = None,
+        reference_batch_size: int = 128,
+        final_factor: float = 0.5,
+        min_lr: float = 0.0,
+        last_epoch: int = -1,
+    ) -> None:
+        if not 0 <= warmup_steps <= decay_start < decay_end:
+            raise ConfigurationError(
+                "rnmt_plus needs 0 <= warmup_steps <= decay_start < decay_end, got "
+                f"warmup_steps={warmup_steps}, decay_start={decay_start}, decay_end={decay_end}"
+            )
+        if (batch_scale is None) == (batch_size is None):
+            raise ConfigurationError(
+                "rnmt_plus needs exactly one of 'batch_scale' and 'batch_size', got "
+                f"batch_scale={batch_scale}, batch_size={batch_size}"
+            )
+        if batch_size is not None:
+            if batch_size < 1 or reference_batch_size < 1:
+                raise ConfigurationError(
+                    "rnmt_plus needs batch_size >= 1 and reference_batch_size >= 1, got "
+                    f"{batch_size} and {reference_batch_size}"
+                )
+            batch_scale = batch_size / reference_batch_size
+        if not (0 < batch_scale < math.inf):
+            raise ConfigurationError(f"rnmt_plus needs a finite batch_scale > 0, got {batch_scale}")
+        if not (0 < final_factor < math.inf):
+            raise ConfigurationError(
+                f"rnmt_plus needs a finite final_factor > 0, got {final_factor}"
+            )
+        if not (0 <= min_lr < math.inf):
+            raise ConfigurationError(f"rnmt_plus needs a finite min_lr >= 0, got {min_lr}")
+        self.warmup_steps = int(warmup_steps)
+        self.decay_start = int(decay_start)
+        self.decay_end = int(decay_end)
+        self.batch_scale = float(batch_scale)
+        self.final_factor = float(final_factor)
+        self.min_lr = float(min_lr)
+        super().__init__(optimizer, last_epoch=last_epoch)
+        if self.final_factor >= self.batch_scale:
+            logger.info(
+                "rnmt_plus: final_factor %s >= batch scale %s, so the learning rate holds at its "
+                "peak after the warm-up instead of rising",
+                self.final_factor,
+                self.batch_scale,
+            )
+        logger.info("rnmt_plus: batch scale n = %s", self.batch_scale)
+        self.last_epoch = max(last_epoch, 0)
+        self._apply()
+
+    def step(self, metric: float = None) -> None:
+        pass
+
+    def step_batch(self, batch_num_total: int = None) -> None:
+        if batch_num_total is None:
+            self.last_epoch += 1
+        else:
+            self.last_epoch = batch_num_total
+        self._apply()
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        self._apply()
+
+    def get_values(self) -> List[float]:
+        factor = self._factor(self.last_epoch)
+        return [max(self.min_lr, base * factor) for base in self.base_values]
+
+    def _factor(self, step: int) -> float:
+        n = self.batch_scale
+        if step < self.warmup_steps:
+            return 1.0 + (n - 1.0) * step / self.warmup_steps
+        if step < self.decay_start:
+            return n
+        log_ratio = math.log(min(self.final_factor, n) / n)  # <= 0: never rises, never overflows
+        progress = (step - self.decay_start) / (self.decay_end - self.decay_start)
+        return n * math.exp(log_ratio * progress)
+
+    def _apply(self) -> None:
+        for param_group, learning_rate in zip(self.optimizer.param_groups, self.get_values()):
+            param_group[self.param_group_field] = learning_rate

@@ -1,0 +1,99 @@
+import fasttext
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import Batch, Instance, Token, Vocabulary
+from allennlp.data.fields import TextField
+from allennlp.data.token_indexers import TokenIndexer
+
+from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
+from tests import FIXTURES_ROOT
+
+TINY = str(FIXTURES_ROOT / "fasttext" / "tiny.bin")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return fasttext.load_model(TINY)
+
+
+def tensors_for(sentences, indexer):
+    fields = [TextField([Token(t) for t in sentence], {"ft": indexer}) for sentence in sentences]
+    batch = Batch([Instance({"text": field}) for field in fields])
+    batch.index_instances(Vocabulary())
+    return batch.as_tensor_dict()["text"]["ft"]
+
+
+def test_from_config_and_ids_match_the_library(reference):
+    indexer = TokenIndexer.from_params(Params({"type": "fasttext_subwords", "model_path": TINY}))
+    tokens = [Token(t) for t in ["schools", "unseenword", "", "café"]]
+    indexed = indexer.tokens_to_indices(tokens, Vocabulary())
+    assert indexed["subword_ids"] == [reference.get_subwords(t.text)[1].tolist() for t in tokens]
+    assert indexed["subword_counts"] == [len(ids) for ids in indexed["subword_ids"]]
+    assert indexed["subword_counts"][2] == 0  # "" has no subwords (and a zero vector)
+
+
+def test_padding_and_mask():
+    indexer = FastTextSubwordsIndexer(TINY)
+    tensors = tensors_for([["schools", "are", "closed"], ["a"]], indexer)
+    assert tensors["subword_ids"].shape[:2] == (2, 3)
+    assert tensors["mask"].tolist() == [[True, True, True], [True, False, False]]
+    assert tensors["subword_counts"][1, 1:].tolist() == [0, 0]
+
+
+def test_long_tokens_are_truncated_and_logged(caplog):
+    indexer = FastTextSubwordsIndexer(TINY, max_subwords_per_token=10)
+    ids = indexer.tokens_to_indices([Token("y" * 10_000)], Vocabulary())["subword_ids"][0]
+    assert len(ids) == 10 and indexer.num_truncated == 1
+    assert "truncated" in caplog.text
+    with pytest.raises(ConfigurationError):
+        FastTextSubwordsIndexer(TINY, max_subwords_per_token=0)
+
+
+def test_embedder_equals_get_word_vector(reference):
+    indexer = FastTextSubwordsIndexer(TINY)
+    embedder = FastTextEmbedder(TINY)
+    sentences = [["schools", "unseenword", "Zürich", "😀"], ["", "</s>", "x" * 60], ["The"]]
+    vectors = embedder(**tensors_for(sentences, indexer))
+    assert vectors.shape == (3, 4, 16) and vectors.dtype == torch.float32
+    for row, sentence in enumerate(sentences):
+        for column, word in enumerate(sentence):
+            expected = reference.get_word_vector(word)
+            np.testing.assert_allclose(vectors[row, column].numpy(), expected, atol=1e-5)
+    assert torch.all(vectors[1, 3] == 0) and torch.all(vectors[2, 1:] == 0)  # padding
+
+
+def test_embedder_is_frozen_and_not_in_state_dict():
+    embedder = FastTextEmbedder(TINY)
+    assert list(embedder.parameters()) == [] and embedder.state_dict() == {}
+    assert embedder.get_output_dim() == 16
+    np.testing.assert_allclose(
+        embedder.embed_strings(["schools", ""]).numpy()[0],
+        fasttext.load_model(TINY).get_word_vector("schools"),
+        atol=1e-6,
+    )
+
+
+def test_dimension_mismatch_is_a_clear_error():
+    with pytest.raises(ConfigurationError, match="dimension 16.*300"):
+        FastTextEmbedder(TINY, expected_dim=300)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=6))
+def test_any_unicode_string_gets_the_library_vector(words):
+    reference = fasttext.load_model(TINY)
+    indexer = FastTextSubwordsIndexer(TINY)
+    embedder = FastTextEmbedder(TINY)
+    # fastText treats its input as bytes; strings with lone surrogates cannot be encoded.
+    words = [w for w in words if w.encode("utf-8", errors="ignore").decode("utf-8") == w] or ["x"]
+    vectors = embedder(**tensors_for([words], indexer))[0]
+    assert torch.isfinite(vectors).all()
+    for word, vector in zip(words, vectors):
+        np.testing.assert_allclose(vector.numpy(), reference.get_word_vector(word), atol=1e-5)

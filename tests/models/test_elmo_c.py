@@ -1,0 +1,100 @@
+import json
+
+import pytest
+import torch
+
+from allennlp.common import Params
+from allennlp.common.testing import ModelTestCase
+from allennlp.models import Model
+from allennlp.models.archival import load_archive
+
+from allennlp_elmo_c.models.elmo_c import ElmoC
+from tests import FIXTURES_ROOT
+
+CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
+DATA = FIXTURES_ROOT / "data" / "lm" / "sentences.txt"
+
+
+class TestElmoC(ModelTestCase):
+    def setup_method(self):
+        super().setup_method()
+        self.set_up_model(CONFIG, DATA)
+
+    @pytest.mark.parametrize("backend", ["fused", "reference"])
+    @pytest.mark.parametrize("loss", ["cosine", "l2", "vmf"])
+    def test_train_save_and_load(self, backend, loss):
+        overrides = {"model.contextualizer.backend": backend, "model.output_head.loss": loss}
+        overrides["trainer.num_epochs"] = 1
+        self.ensure_model_can_train_save_and_load(CONFIG, overrides=json.dumps(overrides))
+
+    @pytest.mark.parametrize("backend", ["fused", "reference"])
+    def test_batch_predictions_are_consistent(self, backend):
+        # As ModelTestCase.ensure_batch_predictions_are_consistent, with a float32-sized tolerance
+        # (1e-6 absolute is one ulp at 1.5: batched matmuls may differ by that much).
+        from allennlp.data import Batch
+
+        self.model._contextualizer.backend = backend
+        self.model.eval()
+        batch = self.model(**Batch(self.instances).as_tensor_dict())
+        for index, instance in enumerate(self.instances):
+            single = self.model(**Batch([instance]).as_tensor_dict())
+            length = int(single["mask"].sum())
+            for key in ("lm_embeddings", "noncontextual_token_embeddings"):
+                torch.testing.assert_close(
+                    single[key][0, :length], batch[key][index, :length], atol=1e-5, rtol=1e-5
+                )
+
+    def test_metrics_and_output_shapes(self):
+        self.model.eval()
+        output = self.model(**self.dataset.as_tensor_dict())
+        batch_size, timesteps = output["mask"].shape
+        assert output["lm_embeddings"].shape == (batch_size, timesteps, 16)
+        assert output["noncontextual_token_embeddings"].shape == (batch_size, timesteps, 16)
+        assert torch.isfinite(output["loss"])
+        metrics = self.model.get_metrics(reset=True)
+        for name in ("forward_loss", "backward_loss", "forward_cosine", "backward_nn_accuracy"):
+            assert name in metrics
+        assert 0.0 <= metrics["forward_nn_accuracy"] <= 1.0
+        assert self.model.get_metrics() == {}
+
+    def test_fasttext_matrix_is_not_trainable_nor_archived(self):
+        names = [name for name, _ in self.model.named_parameters()]
+        assert not any("fasttext" in name or "_matrix" in name for name in names)
+        assert all(tensor.numel() < 10_000 for tensor in self.model.state_dict().values())
+
+    def test_downstream_interface(self):
+        overrides = Params.from_file(CONFIG, '{"model.contextualizer.return_all_layers": true}')
+        model = Model.from_params(vocab=self.vocab, params=overrides["model"])
+        assert model.num_layers() == 3
+        model.delete_softmax()
+        output = model(**self.dataset.as_tensor_dict())
+        assert "loss" not in output
+        assert len(output["lm_embeddings"]) == 3
+        assert all(layer.shape[-1] == 16 for layer in output["lm_embeddings"])
+
+    def test_loss_decreases_on_a_fixed_batch(self):
+        torch.manual_seed(0)
+        batch = self.dataset.as_tensor_dict()
+        optimizer = torch.optim.Adam(self.model.parameters(), lr=0.01)
+        self.model.train()
+        first = self.model(**batch)["loss"].item()
+        for _ in range(30):
+            optimizer.zero_grad()
+            self.model(**batch)["loss"].backward()
+            optimizer.step()
+        assert self.model(**batch)["loss"].item() < 0.8 * first
+
+    def test_archive_loads_with_overridden_fasttext_path(self, tmp_path):
+        import shutil
+
+        self.ensure_model_can_train_save_and_load(CONFIG)
+        moved = tmp_path / "elsewhere.bin"
+        shutil.copy(FIXTURES_ROOT / "fasttext" / "tiny.bin", moved)
+        overrides = {
+            "model.text_field_embedder.token_embedders.tokens.model_path": str(moved),
+            "dataset_reader.token_indexers.tokens.model_path": str(moved),
+        }
+        archive = load_archive(self.TEST_DIR / "save_and_load_test" / "model.tar.gz", overrides=overrides)
+        assert isinstance(archive.model, ElmoC)
+        embedder = archive.model._text_field_embedder._token_embedders["tokens"]
+        assert embedder._fasttext.path == moved.resolve()

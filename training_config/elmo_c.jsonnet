@@ -1,0 +1,68 @@
+// ELMo-C as in Li, Chen, Hsieh & Chang (TACL 2019): frozen 300-d fastText vectors with subwords
+// in and out, an ELMo-shaped biLM (cell 4096 / projection 512 x 2 layers per direction), a
+// continuous output layer with the cosine loss, Adam (eps 1e-6) with the RNMT+ schedule, gradient
+// norm 1.0, 20-token windows, 10 epochs. 76.2M trainable parameters.
+//
+//   ELMO_C_TRAIN_DATA=... ELMO_C_VALIDATION_DATA=... ELMO_C_FASTTEXT=.../cc.en.300.bin \
+//   allennlp train training_config/elmo_c.jsonnet -s runs/elmo_c --include-package allennlp_elmo_c
+//
+// ELMO_C_TRAIN_DATA / ELMO_C_VALIDATION_DATA: text, one tokenized sentence per line (the 1B Word
+// Benchmark's format). ELMO_C_FASTTEXT: a fastText .bin with subwords (the paper uses
+// crawl-300d-2M-subword.bin; cc.en.300.bin works the same way). For nearest-neighbour accuracy
+// during validation add -o '{"model.nearest_neighbour_words": "words.txt"}' (one word a line).
+local fasttext = std.extVar('ELMO_C_FASTTEXT');
+local batch_size = 768;
+// The paper's schedule (its code): decay from 0.4 to 2.0 x (400M / batch) steps, peak lr
+// 1e-4 x batch / 128 after 10k warm-up steps.
+local steps_per_400m_tokens = 400000000 / batch_size;
+
+{
+  dataset_reader: {
+    type: 'lm_corpus',
+    max_sequence_length: 20,
+    token_indexers: { tokens: { type: 'fasttext_subwords', model_path: fasttext } },
+  },
+  train_data_path: std.extVar('ELMO_C_TRAIN_DATA'),
+  validation_data_path: std.extVar('ELMO_C_VALIDATION_DATA'),
+  model: {
+    type: 'elmo_c',
+    text_field_embedder: {
+      token_embedders: { tokens: { type: 'fasttext', model_path: fasttext, expected_dim: 300 } },
+    },
+    contextualizer: {
+      type: 'elmo_lstm',
+      input_size: 300,
+      projection_size: 512,
+      cell_size: 4096,
+      num_layers: 2,
+      backend: 'fused',
+      cell_clip: 3,
+      projection_clip: 3,
+      recurrent_dropout: 0.1,
+    },
+    output_head: { type: 'continuous', loss: 'cosine' },
+    dropout: 0.1,
+  },
+  data_loader: {
+    batch_size: batch_size,
+    shuffle: true,
+    max_instances_in_memory: batch_size * 200,
+    num_workers: 2,
+  },
+  validation_data_loader: { batch_size: batch_size, shuffle: false },
+  trainer: {
+    num_epochs: 10,
+    cuda_device: 0,
+    optimizer: { type: 'adam', lr: 1e-4, eps: 1e-6 },
+    learning_rate_scheduler: {
+      type: 'rnmt_plus',
+      warmup_steps: 10000,
+      decay_start: std.floor(0.4 * steps_per_400m_tokens),
+      decay_end: std.floor(2.0 * steps_per_400m_tokens),
+      batch_size: batch_size,
+    },
+    grad_norm: 1.0,
+    validation_metric: '-loss',
+    checkpointer: { save_every_num_seconds: 3600, keep_most_recent_by_count: 2 },
+  },
+}
