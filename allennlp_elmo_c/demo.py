@@ -5,23 +5,47 @@
 2. Train 100-d skipgram fastText vectors with subwords on the news corpus (`train-fasttext`):
    ELMo-C's frozen input embeddings and its prediction targets.
 3. Print nearest neighbours of a few words, including one the model never saw, as a sanity check.
+4. Pretrain ELMo-C with `training_config/elmo_c_demo.jsonnet` (AllenNLP's trainer), printing the
+   validation cosine between predicted and true next-word vectors before and after, and the
+   nearest words to the forward LM's prediction after a few contexts.
 
-Every step is cached: a second run only prints.
+Every step is cached: a second run only prints (delete `<data-dir>/runs/elmo_c_demo` to pretrain
+again).
 """
 import argparse
+import json
 import logging
 import os
 from pathlib import Path
 from typing import List, Sequence
 
 import fasttext
+import torch
+
+from allennlp.commands.train import train_model_from_file
+from allennlp.common import Params
+from allennlp.data import Batch, DatasetReader, Vocabulary
+from allennlp.data.data_loaders import SimpleDataLoader
+from allennlp.models import Model
+from allennlp.models.archival import load_archive
+from allennlp.training.util import evaluate
 
 from allennlp_elmo_c.commands.build_demo_data import build_demo_data
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
+from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
 
 logger = logging.getLogger(__name__)
 
 NEIGHBOUR_QUERIES = ("president", "school", "election", "police", "healthcare", "unpresidential")
+CONFIG = Path(__file__).resolve().parent.parent / "training_config" / "elmo_c_demo.jsonnet"
+CONTEXTS = (
+    "The president said",
+    "Police arrested two",
+    "The Supreme Court",
+    "Republicans in the House voted to repeal",
+    "The company 's shares",
+)
+NUM_CANDIDATES = 5000
 
 
 def nearest_neighbours(model_path: Path, words: Sequence[str], k: int = 6) -> List[str]:
@@ -35,6 +59,77 @@ def nearest_neighbours(model_path: Path, words: Sequence[str], k: int = 6) -> Li
     return lines
 
 
+def write_candidates(vectors: Path, path: Path, count: int = NUM_CANDIDATES) -> Path:
+    """The most frequent words of the fastText dictionary (it is sorted by frequency)."""
+    words = [word for word in FastTextBin.load(vectors).words if word != EOS][:count]
+    path.write_text("\n".join(words) + "\n", encoding="utf-8")
+    return path
+
+
+def validation_metrics(params: Params, model: Model) -> dict:
+    reader = DatasetReader.from_params(params["dataset_reader"].duplicate())
+    instances = list(reader.read(params["validation_data_path"]))
+    loader = SimpleDataLoader(instances, batch_size=256)
+    loader.index_with(model.vocab)
+    return evaluate(model, loader, cuda_device=-1)
+
+
+def show(label: str, metrics: dict) -> str:
+    return (
+        f"  {label}: cosine forward {metrics['forward_cosine']:.3f} / backward "
+        f"{metrics['backward_cosine']:.3f}, next-word accuracy@1 among {NUM_CANDIDATES} frequent "
+        f"words {metrics.get('forward_nn_accuracy', float('nan')):.3f} / "
+        f"{metrics.get('backward_nn_accuracy', float('nan')):.3f}"
+    )
+
+
+@torch.no_grad()
+def next_word_neighbours(archive_path: Path, contexts: Sequence[str], k: int = 5) -> List[str]:
+    archive = load_archive(str(archive_path))
+    model, reader = archive.model.eval(), archive.dataset_reader
+    embedder = model._single_target_token_embedder()
+    words = model._candidate_words
+    candidates = torch.nn.functional.normalize(embedder.embed_strings(words), dim=-1)
+    lines = []
+    for context in contexts:
+        instance = reader.text_to_instance(context)
+        reader.apply_token_indexers(instance)
+        batch = Batch([instance])
+        batch.index_instances(model.vocab)
+        output = model(**batch.as_tensor_dict())
+        # Tokens are <S> w1 .. wn </S>; the forward prediction at index n is for token n + 1.
+        position = len(context.split())
+        prediction = torch.nn.functional.normalize(output["forward_predictions"][0, position], dim=0)
+        best = (candidates @ prediction).topk(k).indices.tolist()
+        lines.append(f"  {context} ... -> {', '.join(words[i] for i in best)}")
+    return lines
+
+
+def pretrain(data_dir: Path) -> None:
+    os.environ["ELMO_C_DATA_DIR"] = str(data_dir)
+    serialization_dir = data_dir / "runs" / "elmo_c_demo"
+    params = Params.from_file(str(CONFIG))
+    archive = serialization_dir / "model.tar.gz"
+    if archive.is_file():
+        print(f"  already pretrained: {archive} (delete {serialization_dir} to pretrain again)")
+    else:
+        torch.manual_seed(13)
+        untrained = Model.from_params(vocab=Vocabulary(), params=params.duplicate()["model"])
+        before = validation_metrics(params.duplicate(), untrained)
+        print(show("before pretraining", before), flush=True)
+        (serialization_dir.parent).mkdir(parents=True, exist_ok=True)
+        train_model_from_file(str(CONFIG), str(serialization_dir), force=True)
+        (serialization_dir / "demo_before.json").write_text(json.dumps(before))
+    before = json.loads((serialization_dir / "demo_before.json").read_text())
+    metrics = json.loads((serialization_dir / "metrics.json").read_text())
+    after = {key[len("best_validation_") :]: value for key, value in metrics.items() if key.startswith("best_validation_")}
+    print(show("before pretraining", before))
+    print(show("after pretraining ", after))
+    print(f"  (training took {metrics.get('training_duration')}, {metrics.get('training_epochs', 0) + 1} epochs)")
+    print("  nearest frequent words to the forward LM's prediction of the next word:")
+    print("\n".join(next_word_neighbours(archive, CONTEXTS)), flush=True)
+
+
 def main(argv: Sequence[str] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data-dir", default=os.environ.get("ELMO_C_DATA_DIR", "data"))
@@ -43,14 +138,17 @@ def main(argv: Sequence[str] = None) -> None:
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
 
     data_dir = Path(args.data_dir)
-    print(f"== 1/3 demo data in {data_dir}", flush=True)
+    print(f"== 1/4 demo data in {data_dir}", flush=True)
     paths = build_demo_data(data_dir)
-    print(f"== 2/3 fastText vectors (skipgram, subwords) on {paths['news']['train']}", flush=True)
+    print(f"== 2/4 fastText vectors (skipgram, subwords) on {paths['news']['train']}", flush=True)
     vectors = train_fasttext(
         paths["news"]["train"], data_dir / "fasttext" / "news.100d.bin", dim=100, threads=args.threads
     )
-    print(f"== 3/3 nearest neighbours in {vectors}", flush=True)
+    print(f"== 3/4 nearest neighbours in {vectors}", flush=True)
     print("\n".join(nearest_neighbours(vectors, NEIGHBOUR_QUERIES)), flush=True)
+    write_candidates(vectors, vectors.parent / "frequent_words.txt")
+    print(f"== 4/4 ELMo-C pretraining ({CONFIG.name})", flush=True)
+    pretrain(data_dir)
 
 
 if __name__ == "__main__":

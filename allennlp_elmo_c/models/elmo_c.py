@@ -134,7 +134,10 @@ class ElmoC(Model):
 
         # Returns
 
-        `loss` (when the heads exist), `forward_loss`, `backward_loss`, `lm_embeddings` (the top
+        `loss` (when the heads exist), `forward_loss`, `backward_loss`, for heads that predict
+        vectors `forward_predictions` / `backward_predictions` `(batch_size, timesteps - 1, dim)`
+        (the forward prediction at index t is for token t + 1, the backward one for token t),
+        `lm_embeddings` (the top
         layer `(batch_size, timesteps, 2 * hidden)`, or the list of all layers when the
         contextualizer returns all layers), `noncontextual_token_embeddings`
         `(batch_size, timesteps, embedding_dim)` and `mask` `(batch_size, timesteps)`.
@@ -164,6 +167,8 @@ class ElmoC(Model):
             count = result["count"]
             loss = result["loss"] / count.clamp(min=1)
             output[f"{direction}_loss"] = loss
+            if "predictions" in result:
+                output[f"{direction}_predictions"] = result["predictions"]
             losses.append(loss)
             if count > 0:
                 self._metrics[f"{direction}_loss"](loss.item())

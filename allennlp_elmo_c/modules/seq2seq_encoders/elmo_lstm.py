@@ -110,7 +110,11 @@ class ElmoLstmEncoder(Seq2SeqEncoder):
     residual : `bool`, optional (default = `True`)
     stateful : `bool`, optional (default = `False`)
         Carry each row's final states over to the next call (same batch size), detached, e.g. for
-        consecutive windows of a long text; `reset_states()` clears them.
+        consecutive windows of a long text; `reset_states(mask)` clears them (for the rows where
+        `mask` is True, or all). As in AllenNLP's ELMo, both directions carry their state: the
+        backward LM then starts a window from the state it had after reading the previous
+        window (right to left), which is a useful warm start but not the text's true right
+        context.
     return_all_layers : `bool`, optional (default = `False`)
         Return a list of `num_layers + 1` tensors instead of the top layer alone: layer 0 is the
         input projection of both directions concatenated, layer k the outputs of LSTM layer k of
@@ -131,7 +135,10 @@ class ElmoLstmEncoder(Seq2SeqEncoder):
         stateful: bool = False,
         return_all_layers: bool = False,
     ) -> None:
+        # AllenNLP's own stateful machinery (sort_and_run_forward) is not used; `stateful` is
+        # kept as the attribute AllenNLP code reads.
         super().__init__(stateful=False)
+        self.stateful = stateful
         if backend not in BACKENDS:
             raise ConfigurationError(f"elmo_lstm: backend must be one of {BACKENDS}, got {backend!r}")
         if min(input_size, projection_size, cell_size, num_layers) < 1:
@@ -171,7 +178,15 @@ class ElmoLstmEncoder(Seq2SeqEncoder):
         return True
 
     def reset_states(self, mask: torch.BoolTensor = None) -> None:
-        self._states = None
+        """Forgets the carried states: of every row, or of the rows where `mask` `(batch,)` is True."""
+        if mask is None or self._states is None:
+            self._states = None
+            return
+        keep = (~mask.bool()).unsqueeze(1)
+        self._states = {
+            direction: [(h * keep.to(h.dtype), c * keep.to(c.dtype)) for h, c in states]
+            for direction, states in self._states.items()
+        }
 
     def _initial_states(self, batch_size: int) -> Dict[str, List[Optional[State]]]:
         if self._states is None or self._states["forward_lm"][0][0].size(0) != batch_size:

@@ -6,9 +6,10 @@ a `projection_size` linear projection of it. Two ways to run the same weights:
 - `reference`: a per-timestep loop as in the ELMo-C paper's code: LayerNorm on the projected state
   *inside* the recurrence, cell and projection clipping, variational dropout on the recurrent
   state (one mask for all timesteps).
-- `fused`: one call of torch's LSTM kernel (`torch.lstm`, what `torch.nn.LSTM(proj_size=...)`
-  runs: cuDNN on GPU, ATen's native kernel on CPU) over packed sequences, then LayerNorm on the
-  outputs. A fused kernel cannot clip or drop its recurrent state, so clipping is skipped and the
+- `fused`: the whole sequence in one kernel call, then LayerNorm on the outputs. On GPU that is
+  `torch.lstm` over packed sequences (what `torch.nn.LSTM(proj_size=...)` runs: cuDNN). On CPU,
+  where oneDNN has no projection support and torch's fallback has a quadratic backward pass,
+  it is `allennlp_elmo_c.nn.lstmp` (the same function with a hand-written backward). A fused kernel cannot clip or drop its recurrent state, so clipping is skipped and the
   dropout mask (one per sequence, shared over time) is applied to the layer's output instead.
 
 Both backends keep their parameters under names that task-config initializer regexes for
@@ -21,6 +22,8 @@ import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from allennlp.nn.initializers import block_orthogonal
+
+from allennlp_elmo_c.nn.lstmp import lstm_with_projection
 
 logger = logging.getLogger(__name__)
 
@@ -127,9 +130,10 @@ class ProjectedLstmLayer(torch.nn.Module):
         dropout = self._dropout_mask(inputs.size(0), inputs)
         projected_inputs = torch.nn.functional.linear(inputs, self.input_weight, self.gate_bias)
         outputs = []
-        for t in range(inputs.size(1)):
+        # unbind, not [:, t]: the backward of T slices would write T full-size zero tensors.
+        for t, step_inputs in enumerate(projected_inputs.unbind(1)):
             recurrent = hidden if dropout is None else hidden * dropout
-            gates = projected_inputs[:, t] + recurrent.matmul(self.state_weight.t())
+            gates = torch.addmm(step_inputs, recurrent, self.state_weight.t())
             input_gate, forget_gate, cell_gate, output_gate = gates.chunk(4, dim=1)
             new_cell = torch.sigmoid(forget_gate) * cell + torch.sigmoid(
                 input_gate
@@ -152,9 +156,27 @@ class ProjectedLstmLayer(torch.nn.Module):
     def _forward_fused(
         self, inputs: torch.Tensor, mask: torch.BoolTensor, state: State
     ) -> Tuple[torch.Tensor, State]:
-        batch_size, timesteps, _ = inputs.shape
-        lengths = mask.sum(1).clamp(min=1).cpu()
-        packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
+        lengths = mask.sum(1)
+        if inputs.is_cuda:
+            output, hidden, cell = self._cudnn(inputs, lengths, state)
+        else:
+            output, hidden, cell = lstm_with_projection(
+                inputs, lengths, state[0], state[1], self.input_weight, self.state_weight,
+                self.gate_bias, self.projection_weight,
+            )  # fmt: skip
+        output = self._layer_norm(output)
+        dropout = self._dropout_mask(inputs.size(0), inputs)
+        if dropout is not None:
+            output = output * dropout.unsqueeze(1)
+        return output * mask.unsqueeze(-1), (hidden, cell)
+
+    def _cudnn(
+        self, inputs: torch.Tensor, lengths: torch.Tensor, state: State
+    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        # torch.lstm over packed sequences; empty rows (length 0) run one step and keep their state.
+        packed = pack_padded_sequence(
+            inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False
+        )
         order = packed.sorted_indices
         initial = (state[0][order].unsqueeze(0), state[1][order].unsqueeze(0))
         weights = [
@@ -168,11 +190,9 @@ class ProjectedLstmLayer(torch.nn.Module):
             packed.data, packed.batch_sizes, initial, weights, True, 1, 0.0, self.training, False
         )
         output = PackedSequence(output, packed.batch_sizes, order, packed.unsorted_indices)
-        output, _ = pad_packed_sequence(output, batch_first=True, total_length=timesteps)
-        output = self._layer_norm(output)
-        dropout = self._dropout_mask(batch_size, inputs)
-        if dropout is not None:
-            output = output * dropout.unsqueeze(1)
-        output = output * mask.unsqueeze(-1)
+        output, _ = pad_packed_sequence(output, batch_first=True, total_length=inputs.size(1))
         unsort = packed.unsorted_indices
-        return output, (hidden[0][unsort], cell[0][unsort])
+        empty = (lengths == 0).unsqueeze(1)
+        hidden = torch.where(empty, state[0], hidden[0][unsort])
+        cell = torch.where(empty, state[1], cell[0][unsort])
+        return output, hidden, cell

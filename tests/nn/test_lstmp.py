@@ -1,0 +1,70 @@
+import pytest
+import torch
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+from allennlp_elmo_c.nn.lstmp import lstm_with_projection
+
+BATCH, TIMESTEPS, INPUT, CELL, PROJECTION = 4, 6, 5, 7, 3
+
+
+def random_args(lengths, dtype=torch.float64):
+    torch.manual_seed(0)
+    shapes = [(BATCH, TIMESTEPS, INPUT), (BATCH, PROJECTION), (BATCH, CELL), (4 * CELL, INPUT),
+              (4 * CELL, PROJECTION), (4 * CELL,), (PROJECTION, CELL)]  # fmt: skip
+    tensors = [torch.randn(*shape, dtype=dtype, requires_grad=True) for shape in shapes]
+    inputs, hidden, cell, w_ih, w_hh, bias, w_hr = tensors
+    return inputs, torch.tensor(lengths), hidden, cell, w_ih, w_hh, bias, w_hr
+
+
+def torch_reference(inputs, lengths, hidden, cell, w_ih, w_hh, bias, w_hr):
+    """torch.lstm over packed sequences (rows of length 0 excluded)."""
+    keep = lengths > 0
+    packed = pack_padded_sequence(inputs[keep], lengths[keep], batch_first=True, enforce_sorted=False)
+    order = packed.sorted_indices
+    state = (hidden[keep][order].unsqueeze(0), cell[keep][order].unsqueeze(0))
+    weights = [w_ih, w_hh, bias, torch.zeros_like(bias), w_hr]
+    output, h, c = torch.lstm(packed.data, packed.batch_sizes, state, weights, True, 1, 0.0, False, False)
+    output = PackedSequence(output, packed.batch_sizes, order, packed.unsorted_indices)
+    output, _ = pad_packed_sequence(output, batch_first=True, total_length=inputs.size(1))
+    return output, h[0][packed.unsorted_indices], c[0][packed.unsorted_indices], keep
+
+
+@pytest.mark.parametrize("lengths", [[6, 6, 6, 6], [6, 3, 0, 5], [1, 2, 3, 4]])
+def test_matches_torch_lstm_values_and_gradients(lengths):
+    args = random_args(lengths)
+    outputs, h_n, c_n = lstm_with_projection(*args)
+    expected, expected_h, expected_c, keep = torch_reference(*args)
+    torch.testing.assert_close(outputs[keep], expected)
+    torch.testing.assert_close(h_n[keep], expected_h)
+    torch.testing.assert_close(c_n[keep], expected_c)
+    # Empty rows: no output, state unchanged.
+    assert torch.all(outputs[~keep] == 0)
+    torch.testing.assert_close(h_n[~keep], args[2][~keep])
+    # Gradients of a loss on outputs and final states agree with autograd through torch.lstm.
+    weights = torch.randn_like(outputs)
+    differentiable = [args[0], args[2], args[3], *args[4:]]
+    ours = torch.autograd.grad(
+        (outputs * weights).sum() + h_n[keep].sum() + c_n[keep].pow(2).sum(), differentiable
+    )
+    theirs = torch.autograd.grad(
+        (expected * weights[keep]).sum() + expected_h.sum() + expected_c.pow(2).sum(),
+        differentiable,
+        allow_unused=True,
+    )
+    for mine, reference in zip(ours, theirs):
+        reference = torch.zeros_like(mine) if reference is None else reference
+        torch.testing.assert_close(mine, reference)
+
+
+def test_gradcheck():
+    inputs, lengths, hidden, cell, *weights = random_args([6, 3, 0, 5])
+    function = lambda x, h, c, *w: lstm_with_projection(x, lengths, h, c, *w)  # noqa: E731
+    assert torch.autograd.gradcheck(function, (inputs, hidden, cell, *weights))
+
+
+def test_float32_is_close_to_float64():
+    args64 = random_args([6, 2, 4, 6])
+    args32 = [a.detach().float() if a.is_floating_point() else a for a in args64]
+    torch.testing.assert_close(
+        lstm_with_projection(*args32)[0], lstm_with_projection(*args64)[0].float(), atol=1e-5, rtol=1e-4
+    )

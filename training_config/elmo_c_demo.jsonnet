@@ -1,0 +1,61 @@
+// The ELMo-C recipe of elmo_c.jsonnet shrunk to train on the demo corpus (2.4M tokens of news,
+// `build-demo-data`) with the demo fastText vectors (100-d, `train-fasttext`) on 2 CPU cores in
+// under 10 minutes: cell 256 / projection 128 x 2 layers, one epoch (about 2,600 steps of 64
+// windows). Same reader, embedder, encoder, head, loss, optimizer and schedule; only sizes and
+// step counts differ.
+//
+//   ELMO_C_DATA_DIR=data allennlp train training_config/elmo_c_demo.jsonnet -s runs/demo \
+//       --include-package allennlp_elmo_c
+//
+// ELMO_C_DATA_DIR must hold news/{train,dev}.txt and fasttext/news.100d.bin (`make demo`
+// builds them).
+local data = std.extVar('ELMO_C_DATA_DIR');
+local fasttext = data + '/fasttext/news.100d.bin';
+local batch_size = 64;
+
+{
+  dataset_reader: {
+    type: 'lm_corpus',
+    max_sequence_length: 20,
+    token_indexers: { tokens: { type: 'fasttext_subwords', model_path: fasttext } },
+  },
+  train_data_path: data + '/news/train.txt',
+  validation_data_path: data + '/news/dev.txt',
+  model: {
+    type: 'elmo_c',
+    text_field_embedder: {
+      token_embedders: { tokens: { type: 'fasttext', model_path: fasttext, expected_dim: 100 } },
+    },
+    contextualizer: {
+      type: 'elmo_lstm',
+      input_size: 100,
+      projection_size: 128,
+      cell_size: 256,
+      num_layers: 2,
+      backend: 'fused',
+      cell_clip: 3,
+      projection_clip: 3,
+      recurrent_dropout: 0.1,
+    },
+    output_head: { type: 'continuous', loss: 'cosine' },
+    dropout: 0.1,
+    nearest_neighbour_words: data + '/fasttext/frequent_words.txt',
+  },
+  data_loader: { batch_size: batch_size, shuffle: true },
+  validation_data_loader: { batch_size: 256, shuffle: false },
+  trainer: {
+    num_epochs: 1,
+    cuda_device: -1,
+    optimizer: { type: 'adam', lr: 2e-3, eps: 1e-6 },
+    // ~2,600 steps: warm up, hold, then decay to half the peak by the end.
+    learning_rate_scheduler: {
+      type: 'rnmt_plus',
+      warmup_steps: 200,
+      decay_start: 1000,
+      decay_end: 2600,
+      batch_scale: 1.0,
+    },
+    grad_norm: 1.0,
+    validation_metric: '-loss',
+  },
+}
