@@ -5,6 +5,7 @@ Importing this package applies the torch compatibility fixes AllenNLP 2.10.1 nee
 `allennlp_elmo_c.compat`) and registers every component with AllenNLP, so both
 `--include-package allennlp_elmo_c` and a `.allennlp_plugins` file naming `allennlp_elmo_c` work.
 """
+
 from allennlp_elmo_c import compat
 
 compat.apply()

@@ -1,4 +1,5 @@
 """`python -m allennlp_elmo_c ...`: the `allennlp` command line with this plugin loaded."""
+
 from allennlp.commands import main
 
 import allennlp_elmo_c  # noqa: F401  (applies the compatibility fixes, registers components)

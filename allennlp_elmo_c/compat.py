@@ -16,6 +16,7 @@ test in `tests/test_compat.py` that fails without it:
    loads the training state, a file written by the same training run, with
    `weights_only=False`; model weights keep the safe default.
 """
+
 import logging
 from typing import List, Optional, Union
 

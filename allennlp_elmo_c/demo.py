@@ -12,6 +12,7 @@
 Every step is cached: a second run only prints (delete `<data-dir>/runs/elmo_c_demo` to pretrain
 again).
 """
+
 import argparse
 import json
 import logging
@@ -87,9 +88,7 @@ def show(label: str, metrics: dict) -> str:
 def next_word_neighbours(archive_path: Path, contexts: Sequence[str], k: int = 5) -> List[str]:
     archive = load_archive(str(archive_path))
     model, reader = archive.model.eval(), archive.dataset_reader
-    embedder = model._single_target_token_embedder()
-    words = model._candidate_words
-    candidates = torch.nn.functional.normalize(embedder.embed_strings(words), dim=-1)
+    words, candidates = model.candidate_words, model.candidate_vectors(torch.device("cpu"))
     lines = []
     for context in contexts:
         instance = reader.text_to_instance(context)
@@ -99,7 +98,9 @@ def next_word_neighbours(archive_path: Path, contexts: Sequence[str], k: int = 5
         output = model(**batch.as_tensor_dict())
         # Tokens are <S> w1 .. wn </S>; the forward prediction at index n is for token n + 1.
         position = len(context.split())
-        prediction = torch.nn.functional.normalize(output["forward_predictions"][0, position], dim=0)
+        prediction = torch.nn.functional.normalize(
+            output["forward_predictions"][0, position], dim=0
+        )
         best = (candidates @ prediction).topk(k).indices.tolist()
         lines.append(f"  {context} ... -> {', '.join(words[i] for i in best)}")
     return lines
@@ -122,10 +123,16 @@ def pretrain(data_dir: Path) -> None:
         (serialization_dir / "demo_before.json").write_text(json.dumps(before))
     before = json.loads((serialization_dir / "demo_before.json").read_text())
     metrics = json.loads((serialization_dir / "metrics.json").read_text())
-    after = {key[len("best_validation_") :]: value for key, value in metrics.items() if key.startswith("best_validation_")}
+    after = {
+        key[len("best_validation_") :]: value
+        for key, value in metrics.items()
+        if key.startswith("best_validation_")
+    }
     print(show("before pretraining", before))
     print(show("after pretraining ", after))
-    print(f"  (training took {metrics.get('training_duration')}, {metrics.get('training_epochs', 0) + 1} epochs)")
+    print(
+        f"  (training took {metrics.get('training_duration')}, {metrics.get('training_epochs', 0) + 1} epochs)"
+    )
     print("  nearest frequent words to the forward LM's prediction of the next word:")
     print("\n".join(next_word_neighbours(archive, CONTEXTS)), flush=True)
 
@@ -135,14 +142,19 @@ def main(argv: Sequence[str] = None) -> None:
     parser.add_argument("--data-dir", default=os.environ.get("ELMO_C_DATA_DIR", "data"))
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
-    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO
+    )
 
     data_dir = Path(args.data_dir)
     print(f"== 1/4 demo data in {data_dir}", flush=True)
     paths = build_demo_data(data_dir)
     print(f"== 2/4 fastText vectors (skipgram, subwords) on {paths['news']['train']}", flush=True)
     vectors = train_fasttext(
-        paths["news"]["train"], data_dir / "fasttext" / "news.100d.bin", dim=100, threads=args.threads
+        paths["news"]["train"],
+        data_dir / "fasttext" / "news.100d.bin",
+        dim=100,
+        threads=args.threads,
     )
     print(f"== 3/4 nearest neighbours in {vectors}", flush=True)
     print("\n".join(nearest_neighbours(vectors, NEIGHBOUR_QUERIES)), flush=True)

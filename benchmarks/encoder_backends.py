@@ -14,6 +14,7 @@ the same run: AllenNLP's own ELMo encoder (`allennlp.modules.elmo_lstm.ElmoLstm`
 the fused backend with torch's `torch.lstm` (whose CPU path for projections is a generic
 fallback: oneDNN has none) in place of `allennlp_elmo_c.nn.lstmp`.
 """
+
 import argparse
 import statistics
 import time
@@ -33,11 +34,15 @@ SIZES = {
 
 
 def torch_lstm_fallback(inputs, lengths, hidden, cell, w_ih, w_hh, bias, w_hr):
-    packed = pack_padded_sequence(inputs, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
+    packed = pack_padded_sequence(
+        inputs, lengths.clamp(min=1), batch_first=True, enforce_sorted=False
+    )
     order = packed.sorted_indices
     weights = [w_ih, w_hh, bias, torch.zeros_like(bias), w_hr]
     state = (hidden[order].unsqueeze(0), cell[order].unsqueeze(0))
-    output, h, c = torch.lstm(packed.data, packed.batch_sizes, state, weights, True, 1, 0.0, True, False)
+    output, h, c = torch.lstm(
+        packed.data, packed.batch_sizes, state, weights, True, 1, 0.0, True, False
+    )
     output = PackedSequence(output, packed.batch_sizes, order, packed.unsorted_indices)
     output, _ = pad_packed_sequence(output, batch_first=True, total_length=inputs.size(1))
     return output, h[0][packed.unsorted_indices], c[0][packed.unsorted_indices]
@@ -108,8 +113,14 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {args.threads} threads"
-    print(f"elmo_lstm {args.size} size {SIZES[args.size]}, batch {args.batch_size} x {args.timesteps}, {name}")
+    name = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"CPU, {args.threads} threads"
+    )
+    print(
+        f"elmo_lstm {args.size} size {SIZES[args.size]}, batch {args.batch_size} x {args.timesteps}, {name}"
+    )
     results = {}
     for backend in ("reference", "fused"):
         results[backend] = time_backend(
@@ -120,8 +131,10 @@ def main():
     allennlp = time_backend(
         "allennlp", args.size, args.batch_size, args.timesteps, device, args.steps, args.warmup
     )
-    print(f"  AllenNLP ElmoLstm (per-step cell) {allennlp:12,.0f} tokens/s: fused / it "
-          f"{results['fused'] / allennlp:.2f}x, reference / it {results['reference'] / allennlp:.2f}x")
+    print(
+        f"  AllenNLP ElmoLstm (per-step cell) {allennlp:12,.0f} tokens/s: fused / it "
+        f"{results['fused'] / allennlp:.2f}x, reference / it {results['reference'] / allennlp:.2f}x"
+    )
     if device.type == "cpu":
         ours = layer_module.lstm_with_projection
         layer_module.lstm_with_projection = torch_lstm_fallback
@@ -131,8 +144,10 @@ def main():
             )
         finally:
             layer_module.lstm_with_projection = ours
-        print(f"  fused with torch.lstm's CPU fallback {fallback:12,.0f} tokens/s "
-              f"({fallback / results['reference']:.2f}x reference)")
+        print(
+            f"  fused with torch.lstm's CPU fallback {fallback:12,.0f} tokens/s "
+            f"({fallback / results['reference']:.2f}x reference)"
+        )
 
 
 if __name__ == "__main__":

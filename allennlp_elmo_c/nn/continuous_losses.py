@@ -2,6 +2,7 @@
 Losses between predicted vectors and target word vectors, all `(..., dim) x (..., dim) -> (...)`,
 finite (value and gradient) for zero vectors and large norms.
 """
+
 from typing import Callable, Dict
 
 import torch

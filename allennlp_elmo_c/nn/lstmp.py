@@ -13,6 +13,7 @@ products over all timesteps at the end.
 It computes exactly what `torch.lstm` computes with weights `[w_ih, w_hh, b, 0, w_hr]`
 (gate order input, forget, cell, output); the tests compare values and gradients.
 """
+
 from typing import List, Tuple
 
 import torch
@@ -59,8 +60,14 @@ class _LstmpFunction(torch.autograd.Function):
         saved, batch_sizes = ctx.saved_steps, ctx.batch_sizes
         batch, timesteps, _ = inputs.shape
         cell_size = w_hh.size(0) // 4
-        dh_carry = grad_hidden.clone() if grad_hidden is not None else inputs.new_zeros(batch, w_hr.size(0))
-        dc_carry = grad_cell.clone() if grad_cell is not None else inputs.new_zeros(batch, cell_size)
+        dh_carry = (
+            grad_hidden.clone()
+            if grad_hidden is not None
+            else inputs.new_zeros(batch, w_hr.size(0))
+        )
+        dc_carry = (
+            grad_cell.clone() if grad_cell is not None else inputs.new_zeros(batch, cell_size)
+        )
         grad_gates = inputs.new_zeros(batch, timesteps, 4 * cell_size)
         grad_h_total = inputs.new_zeros(batch, timesteps, w_hr.size(0))
         for t in range(len(saved) - 1, -1, -1):
@@ -90,7 +97,9 @@ class _LstmpFunction(torch.autograd.Function):
             h_prev_all[:n, t] = h_prev
             m_all[:n, t] = m
         grad_w_hh = flat_gates.t().matmul(h_prev_all.view(batch * timesteps, -1))
-        grad_w_hr = grad_h_total.view(batch * timesteps, -1).t().matmul(m_all.view(batch * timesteps, -1))
+        grad_w_hr = (
+            grad_h_total.view(batch * timesteps, -1).t().matmul(m_all.view(batch * timesteps, -1))
+        )
         return grad_inputs, None, dh_carry, dc_carry, grad_w_ih, grad_w_hh, grad_bias, grad_w_hr
 
 

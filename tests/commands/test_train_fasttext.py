@@ -14,7 +14,9 @@ SMALL = dict(dim=16, bucket=20_000, epoch=2, min_count=1, threads=2, verbose=0)
 
 
 def test_trains_a_loadable_bin_with_subwords(varied_corpus, tmp_path):
-    output = train_fasttext(varied_corpus, tmp_path / "vectors" / "model.bin", minn=2, maxn=4, **SMALL)
+    output = train_fasttext(
+        varied_corpus, tmp_path / "vectors" / "model.bin", minn=2, maxn=4, **SMALL
+    )
     model = fasttext.load_model(str(output))
     assert model.get_dimension() == 16
     assert model.f.getArgs().bucket == 20_000 and model.f.getArgs().minn == 2
@@ -63,7 +65,9 @@ def test_no_word_reaches_min_count(varied_corpus, tmp_path):
 
 def test_invalid_bytes_and_odd_unicode_in_corpus(tmp_path):
     corpus = tmp_path / "odd.txt"
-    lines = [b"caf\xc3\xa9 \xff\xfe broken \x00 bytes \xf0\x9f\x98\x80 emoji \xe6\x97\xa5\xe6\x9c\xac"] * 50
+    lines = [
+        b"caf\xc3\xa9 \xff\xfe broken \x00 bytes \xf0\x9f\x98\x80 emoji \xe6\x97\xa5\xe6\x9c\xac"
+    ] * 50
     lines += [b"plain words here and there"] * 50
     corpus.write_bytes(b"\n".join(lines) + b"\n")
     model = fasttext.load_model(str(train_fasttext(corpus, tmp_path / "m.bin", **SMALL)))
@@ -72,7 +76,11 @@ def test_invalid_bytes_and_odd_unicode_in_corpus(tmp_path):
 
 @pytest.mark.parametrize(
     "bad, message",
-    [({"dim": 0}, "dim must be"), ({"minn": 5, "maxn": 3}, "minn <= maxn"), ({"lr": float("nan")}, "lr must")],
+    [
+        ({"dim": 0}, "dim must be"),
+        ({"minn": 5, "maxn": 3}, "minn <= maxn"),
+        ({"lr": float("nan")}, "lr must"),
+    ],
 )
 def test_bad_settings(varied_corpus, tmp_path, bad, message):
     with pytest.raises(ConfigurationError, match=message):

@@ -10,7 +10,20 @@ from allennlp_elmo_c.common.fasttext_bin import FastTextBin, _fnv1a
 from tests import FIXTURES_ROOT
 
 TINY = FIXTURES_ROOT / "fasttext" / "tiny.bin"
-WORDS = ["schools", "The", ".", "</s>", "", "unseenword", "café", "Zürich", "日本語", "😀", "a", "x" * 500]
+WORDS = [
+    "schools",
+    "The",
+    ".",
+    "</s>",
+    "",
+    "unseenword",
+    "café",
+    "Zürich",
+    "日本語",
+    "😀",
+    "a",
+    "x" * 500,
+]
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +34,12 @@ def reference():
 def test_header_and_matrix_match_the_library(reference):
     model = FastTextBin(TINY)
     args = reference.f.getArgs()
-    assert (model.dim, model.minn, model.maxn, model.bucket) == (args.dim, args.minn, args.maxn, args.bucket)
+    assert (model.dim, model.minn, model.maxn, model.bucket) == (
+        args.dim,
+        args.minn,
+        args.maxn,
+        args.bucket,
+    )
     assert model.words == reference.get_words(on_unicode_error="replace")
     np.testing.assert_array_equal(np.asarray(model.input_matrix), reference.get_input_matrix())
 

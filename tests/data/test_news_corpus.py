@@ -50,14 +50,20 @@ def test_accepts_the_inner_zip_directly(tmp_path):
     from tests import FIXTURES_ROOT
 
     inner = tmp_path / "NewsArticles.zip"
-    inner.write_bytes(zipped("NewsArticles.csv", (FIXTURES_ROOT / "data" / "news_articles.csv").read_bytes()))
+    inner.write_bytes(
+        zipped("NewsArticles.csv", (FIXTURES_ROOT / "data" / "news_articles.csv").read_bytes())
+    )
     paths = build_news_corpus(tmp_path / "news", news_source(inner), tmp_path)
     assert paths["train"].stat().st_size > 0
 
 
 def test_articles_sorted_by_numeric_id():
     csv = b"article_id,title,text\n10,T10,x\n2,T2,y\n1,T1,z\n"
-    assert [a for a, _ in read_articles(zipped("NewsArticles.csv", csv), "test")] == ["1", "2", "10"]
+    assert [a for a, _ in read_articles(zipped("NewsArticles.csv", csv), "test")] == [
+        "1",
+        "2",
+        "10",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -46,8 +46,12 @@ def test_fresh_vs_rotten_deduplicated_and_split(tmp_path, wheel):
 
 def test_split_is_stable_and_roughly_80_10_10():
     counts = collections.Counter(split_of(f"sentence number {i}") for i in range(10_000))
-    assert 7700 < counts["train"] < 8300 and 800 < counts["dev"] < 1200 and 800 < counts["test"] < 1200
-    assert split_of("A small movie with a big impact .") == split_of("A small movie with a big impact .")
+    assert (
+        7700 < counts["train"] < 8300 and 800 < counts["dev"] < 1200 and 800 < counts["test"] < 1200
+    )
+    assert split_of("A small movie with a big impact .") == split_of(
+        "A small movie with a big impact ."
+    )
 
 
 def test_readable_by_allennlp_text_classification_reader(tmp_path, wheel):

@@ -72,6 +72,28 @@ class TestElmoC(ModelTestCase):
         assert len(output["lm_embeddings"]) == 3
         assert all(layer.shape[-1] == 16 for layer in output["lm_embeddings"])
 
+    def test_separate_target_embedder(self):
+        target = {
+            "token_embedders": {
+                "tokens": {
+                    "type": "fasttext",
+                    "model_path": str(FIXTURES_ROOT / "fasttext" / "tiny.bin"),
+                }
+            }
+        }
+        params = Params.from_file(CONFIG, json.dumps({"model.target_embedder": target}))
+        model = Model.from_params(vocab=self.vocab, params=params["model"])
+        assert model._target_embedder is not None
+        output = model(**self.dataset.as_tensor_dict())
+        assert torch.isfinite(output["loss"])
+        # Same vectors as the inputs here, so the same loss as the default model with equal weights.
+        self.model.load_state_dict(model.state_dict())
+        model.eval(), self.model.eval()
+        torch.testing.assert_close(
+            model(**self.dataset.as_tensor_dict())["loss"],
+            self.model(**self.dataset.as_tensor_dict())["loss"],
+        )
+
     def test_loss_decreases_on_a_fixed_batch(self):
         torch.manual_seed(0)
         batch = self.dataset.as_tensor_dict()
@@ -94,7 +116,9 @@ class TestElmoC(ModelTestCase):
             "model.text_field_embedder.token_embedders.tokens.model_path": str(moved),
             "dataset_reader.token_indexers.tokens.model_path": str(moved),
         }
-        archive = load_archive(self.TEST_DIR / "save_and_load_test" / "model.tar.gz", overrides=overrides)
+        archive = load_archive(
+            self.TEST_DIR / "save_and_load_test" / "model.tar.gz", overrides=overrides
+        )
         assert isinstance(archive.model, ElmoC)
         embedder = archive.model._text_field_embedder._token_embedders["tokens"]
         assert embedder._fasttext.path == moved.resolve()

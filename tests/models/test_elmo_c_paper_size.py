@@ -3,6 +3,7 @@ The paper-size ELMo-C of `training_config/elmo_c.jsonnet` (300-d fastText, cell 
 projection 512 x 2 layers per direction): 76.2M trainable parameters, and the fastText matrix
 never becomes part of the model's weights or archive.
 """
+
 import io
 import random
 import tarfile
@@ -48,7 +49,9 @@ def _corpus_text() -> str:
     for _ in range(20):
         out.extend(rng.sample(lines, len(lines)))
     for _ in range(1500):
-        words = rng.choices(fixture_words, k=rng.randint(2, 8)) + rng.choices(made_up, k=rng.randint(3, 15))
+        words = rng.choices(fixture_words, k=rng.randint(2, 8)) + rng.choices(
+            made_up, k=rng.randint(3, 15)
+        )
         rng.shuffle(words)
         out.append(" ".join(words))
     rng.shuffle(out)
@@ -61,8 +64,14 @@ def fasttext_300d(tmp_path_factory):
     corpus = directory / "corpus.txt"
     corpus.write_text(_corpus_text(), encoding="utf-8")
     return train_fasttext(
-        corpus, directory / "cc.test.300.bin",
-        dim=300, bucket=BUCKET, epoch=1, min_count=1, threads=2, verbose=0,
+        corpus,
+        directory / "cc.test.300.bin",
+        dim=300,
+        bucket=BUCKET,
+        epoch=1,
+        min_count=1,
+        threads=2,
+        verbose=0,
     )
 
 
@@ -110,7 +119,10 @@ def test_paper_model_size_and_no_fasttext_matrix_in_weights(paper_params, fastte
     def check(tensors):
         for name, tensor in tensors:
             assert tuple(tensor.shape) != matrix_shape, name
-            assert 300 not in tensor.shape or tensor.numel() < matrix_numel, (name, tuple(tensor.shape))
+            assert 300 not in tensor.shape or tensor.numel() < matrix_numel, (
+                name,
+                tuple(tensor.shape),
+            )
             pointer = tensor.data_ptr()
             assert not matrix_start <= pointer < matrix_end, f"{name} lives in the fastText matrix"
 
@@ -122,7 +134,9 @@ def test_paper_model_size_and_no_fasttext_matrix_in_weights(paper_params, fastte
     torch.save(model.state_dict(), buffer)
     size = buffer.tell()
     assert size < 400 * 2**20, f"state_dict is {size / 2**20:.0f} MiB"
-    assert size < 4 * EXPECTED_PARAMETERS * 1.01  # float32 parameters and LayerNorm stats, nothing else
+    assert (
+        size < 4 * EXPECTED_PARAMETERS * 1.01
+    )  # float32 parameters and LayerNorm stats, nothing else
     buffer.seek(0)
     saved = torch.load(buffer)
     biggest = max(tensor.numel() for tensor in saved.values())
@@ -153,22 +167,17 @@ def test_paper_dataset_reader_reads_the_fixture_and_feeds_the_model(paper_params
     fasttext = FastTextBin.load(fasttext_300d)
     word = instances[0]["tokens"].tokens[1].text
     expected = torch.from_numpy(fasttext.word_vector(word)).float()
-    torch.testing.assert_close(output["noncontextual_token_embeddings"][0, 1], expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        output["noncontextual_token_embeddings"][0, 1], expected, atol=1e-5, rtol=1e-5
+    )
 
 
-@pytest.fixture
-def one_thread():
-    # Tiny model: a second OpenMP thread only adds wake-up latency on a busy 2-core machine.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def test_small_archive_holds_no_fasttext_matrix(tmp_path, monkeypatch, one_thread):
+def test_small_archive_holds_no_fasttext_matrix(tmp_path, monkeypatch):
     monkeypatch.chdir(PROJECT_ROOT)  # the fixture config's paths are relative to the project
     serialization_dir = tmp_path / "run"
-    train_model_from_file(str(SMALL_CONFIG), str(serialization_dir), overrides='{"trainer.num_epochs": 1}')
+    train_model_from_file(
+        str(SMALL_CONFIG), str(serialization_dir), overrides='{"trainer.num_epochs": 1}'
+    )
     archive = serialization_dir / "model.tar.gz"
     assert archive.is_file()
     matrix_shape = tuple(FastTextBin.load(TINY_BIN).input_matrix.shape)

@@ -19,11 +19,15 @@ def random_args(lengths, dtype=torch.float64):
 def torch_reference(inputs, lengths, hidden, cell, w_ih, w_hh, bias, w_hr):
     """torch.lstm over packed sequences (rows of length 0 excluded)."""
     keep = lengths > 0
-    packed = pack_padded_sequence(inputs[keep], lengths[keep], batch_first=True, enforce_sorted=False)
+    packed = pack_padded_sequence(
+        inputs[keep], lengths[keep], batch_first=True, enforce_sorted=False
+    )
     order = packed.sorted_indices
     state = (hidden[keep][order].unsqueeze(0), cell[keep][order].unsqueeze(0))
     weights = [w_ih, w_hh, bias, torch.zeros_like(bias), w_hr]
-    output, h, c = torch.lstm(packed.data, packed.batch_sizes, state, weights, True, 1, 0.0, False, False)
+    output, h, c = torch.lstm(
+        packed.data, packed.batch_sizes, state, weights, True, 1, 0.0, False, False
+    )
     output = PackedSequence(output, packed.batch_sizes, order, packed.unsorted_indices)
     output, _ = pad_packed_sequence(output, batch_first=True, total_length=inputs.size(1))
     return output, h[0][packed.unsorted_indices], c[0][packed.unsorted_indices], keep
@@ -66,5 +70,8 @@ def test_float32_is_close_to_float64():
     args64 = random_args([6, 2, 4, 6])
     args32 = [a.detach().float() if a.is_floating_point() else a for a in args64]
     torch.testing.assert_close(
-        lstm_with_projection(*args32)[0], lstm_with_projection(*args64)[0].float(), atol=1e-5, rtol=1e-4
+        lstm_with_projection(*args32)[0],
+        lstm_with_projection(*args64)[0].float(),
+        atol=1e-5,
+        rtol=1e-4,
     )

@@ -44,14 +44,20 @@ class ContinuousOutputHead(OutputHead):
     ) -> None:
         super().__init__(input_dim, target_dim)
         if loss not in LOSSES:
-            raise ConfigurationError(f"continuous head: loss must be one of {sorted(LOSSES)}, got {loss!r}")
+            raise ConfigurationError(
+                f"continuous head: loss must be one of {sorted(LOSSES)}, got {loss!r}"
+            )
         if loss != "vmf" and (vmf_lambda_1 != 0.0 or vmf_lambda_2 != 1.0):
             raise ConfigurationError("continuous head: vmf_lambda_* only apply to loss 'vmf'")
         if vmf_lambda_1 < 0 or not 0 < vmf_lambda_2 <= 1:
-            raise ConfigurationError("continuous head: need vmf_lambda_1 >= 0 and 0 < vmf_lambda_2 <= 1")
+            raise ConfigurationError(
+                "continuous head: need vmf_lambda_1 >= 0 and 0 < vmf_lambda_2 <= 1"
+            )
         self.loss_name = loss
         self._loss = LOSSES[loss]
-        self._loss_kwargs = {"lambda_1": vmf_lambda_1, "lambda_2": vmf_lambda_2} if loss == "vmf" else {}
+        self._loss_kwargs = (
+            {"lambda_1": vmf_lambda_1, "lambda_2": vmf_lambda_2} if loss == "vmf" else {}
+        )
         self.projection = torch.nn.Linear(input_dim, target_dim)
 
     def forward(
@@ -70,5 +76,7 @@ class ContinuousOutputHead(OutputHead):
             )
         predictions = self.projection(hidden)
         # Only real positions go through the loss, so padding can never produce NaN/inf.
-        losses = self._loss(predictions[mask], target_embeddings[mask].to(predictions.dtype), **self._loss_kwargs)
+        losses = self._loss(
+            predictions[mask], target_embeddings[mask].to(predictions.dtype), **self._loss_kwargs
+        )
         return {"loss": losses.sum(), "count": mask.sum(), "predictions": predictions}

@@ -140,7 +140,9 @@ class ElmoLstmEncoder(Seq2SeqEncoder):
         super().__init__(stateful=False)
         self.stateful = stateful
         if backend not in BACKENDS:
-            raise ConfigurationError(f"elmo_lstm: backend must be one of {BACKENDS}, got {backend!r}")
+            raise ConfigurationError(
+                f"elmo_lstm: backend must be one of {BACKENDS}, got {backend!r}"
+            )
         if min(input_size, projection_size, cell_size, num_layers) < 1:
             raise ConfigurationError("elmo_lstm: sizes and num_layers must be positive")
         if not 0.0 <= recurrent_dropout < 1.0:

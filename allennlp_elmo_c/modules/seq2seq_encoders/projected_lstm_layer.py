@@ -15,6 +15,7 @@ a `projection_size` linear projection of it. Two ways to run the same weights:
 Both backends keep their parameters under names that task-config initializer regexes for
 `torch.nn.LSTM` (`.*weight_ih.*`, `.*weight_hh.*`, `.*bias_ih.*`, `.*bias_hh.*`) do not match.
 """
+
 import logging
 from typing import Optional, Tuple
 
@@ -81,7 +82,9 @@ class ProjectedLstmLayer(torch.nn.Module):
         # Called functionally: the kernel between two LayerNorms is invisible to module hooks,
         # and AllenNLP's normalization-bias check would otherwise see "norm followed by norm".
         norm = self.norm
-        return torch.nn.functional.layer_norm(hidden, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        return torch.nn.functional.layer_norm(
+            hidden, norm.normalized_shape, norm.weight, norm.bias, norm.eps
+        )
 
     def initial_state(self, batch_size: int, like: torch.Tensor) -> State:
         return (
@@ -135,9 +138,9 @@ class ProjectedLstmLayer(torch.nn.Module):
             recurrent = hidden if dropout is None else hidden * dropout
             gates = torch.addmm(step_inputs, recurrent, self.state_weight.t())
             input_gate, forget_gate, cell_gate, output_gate = gates.chunk(4, dim=1)
-            new_cell = torch.sigmoid(forget_gate) * cell + torch.sigmoid(
-                input_gate
-            ) * torch.tanh(cell_gate)
+            new_cell = torch.sigmoid(forget_gate) * cell + torch.sigmoid(input_gate) * torch.tanh(
+                cell_gate
+            )
             if self.cell_clip is not None:
                 new_cell = new_cell.clamp(-self.cell_clip, self.cell_clip)
             new_hidden = (torch.sigmoid(output_gate) * torch.tanh(new_cell)).matmul(

@@ -84,7 +84,9 @@ class FastTextEmbedder(TokenEmbedder):
         vectors = torch.nn.functional.embedding_bag(flat_ids, matrix, offsets, mode="mean")
         return vectors.view(*subword_counts.shape, self._fasttext.dim)
 
-    def embed_strings(self, words: List[str], device: Optional[torch.device] = None) -> torch.Tensor:
+    def embed_strings(
+        self, words: List[str], device: Optional[torch.device] = None
+    ) -> torch.Tensor:
         """The vectors of arbitrary strings, shape `(len(words), dim)`."""
         rows = [self._fasttext.subword_ids(word) for word in words]
         width = max([len(row) for row in rows] + [1])

@@ -15,15 +15,6 @@ INPUT, TARGET = 6, 5
 LOSSES = ["cosine", "l2", "vmf"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny tensors: a second OpenMP thread only adds wake-up latency on a busy 2-core machine.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def batch(seed=0, lengths=(4, 2, 3)):
     generator = torch.Generator().manual_seed(seed)
     timesteps = max(lengths)
@@ -51,7 +42,9 @@ def test_cosine_loss_is_one_minus_cosine():
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-10, atol=1e-12)
     # Same direction -> 0, opposite -> 2, any scale.
     p = torch.from_numpy(predictions[:3])
-    torch.testing.assert_close(cosine_loss(p, 5 * p), torch.zeros(3, dtype=p.dtype), atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        cosine_loss(p, 5 * p), torch.zeros(3, dtype=p.dtype), atol=1e-12, rtol=0
+    )
     torch.testing.assert_close(cosine_loss(p, -0.1 * p), 2 * torch.ones(3, dtype=p.dtype))
 
 
@@ -117,7 +110,9 @@ def test_padding_with_nan_and_inf_targets_changes_nothing(loss):
         result = model(x, mask, target_embeddings=t)
         result["loss"].backward()
         grads = [p.grad.clone() for p in model.parameters()]
-        results.append((result["loss"].detach(), result["count"], grads, x.grad[mask].clone(), x.grad[~mask]))
+        results.append(
+            (result["loss"].detach(), result["count"], grads, x.grad[mask].clone(), x.grad[~mask])
+        )
     clean_loss, clean_count, clean_grads, clean_x, _ = results[0]
     loss_value, count, grads, x_grad, x_pad_grad = results[1]
     assert torch.isfinite(loss_value)
@@ -137,7 +132,9 @@ def test_loss_is_a_sum_over_masked_positions(loss):
     with torch.no_grad():
         whole = model(hidden, mask, target_embeddings=targets)
         parts = [
-            model(hidden[row : row + 1], mask[row : row + 1], target_embeddings=targets[row : row + 1])
+            model(
+                hidden[row : row + 1], mask[row : row + 1], target_embeddings=targets[row : row + 1]
+            )
             for row in range(3)
         ]
         empty = model(hidden, torch.zeros_like(mask), target_embeddings=targets)
@@ -229,11 +226,21 @@ def test_from_params():
     assert (model.input_dim, model.target_dim, model.loss_name) == (4, 3, "cosine")
     assert model.projection.weight.shape == (3, 4)
     model = OutputHead.from_params(
-        Params({"type": "continuous", "input_dim": 4, "target_dim": 3, "loss": "vmf", "vmf_lambda_2": 0.5})
+        Params(
+            {
+                "type": "continuous",
+                "input_dim": 4,
+                "target_dim": 3,
+                "loss": "vmf",
+                "vmf_lambda_2": 0.5,
+            }
+        )
     )
     assert model.loss_name == "vmf"
     with pytest.raises(ConfigurationError):
-        OutputHead.from_params(Params({"type": "continuous", "input_dim": 4, "target_dim": 3, "loss": "dot"}))
+        OutputHead.from_params(
+            Params({"type": "continuous", "input_dim": 4, "target_dim": 3, "loss": "dot"})
+        )
     # Target embeddings can be float64/float16 (e.g. straight from a .bin); the head casts them.
     hidden = torch.randn(2, 3, 4)
     mask = torch.ones(2, 3, dtype=torch.bool)

@@ -9,22 +9,16 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder
 from allennlp.nn import InitializerApplicator
 
-from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import BACKENDS, ElmoLstmEncoder, reverse_padded
+from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import (
+    BACKENDS,
+    ElmoLstmEncoder,
+    reverse_padded,
+)
 from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
 
 INPUT, PROJECTION, CELL = 5, 4, 6
 LENGTHS = [7, 4, 6, 1]
 TORCH_LSTM_PATTERNS = [".*weight_ih.*", ".*weight_hh.*", ".*bias_ih.*", ".*bias_hh.*"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tensors here are tiny; on a 2-core VM each OpenMP region of a 2-thread op (LayerNorm) can
-    # cost milliseconds when the other core is busy, which made these tests ~20x slower.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def encoder(backend: str = "reference", **kwargs) -> ElmoLstmEncoder:
@@ -52,7 +46,9 @@ def randomise_norms(module: torch.nn.Module, seed: int = 1) -> None:
     with torch.no_grad():
         for submodule in module.modules():
             if isinstance(submodule, torch.nn.LayerNorm):
-                submodule.weight.copy_(1 + 0.5 * torch.randn(submodule.weight.shape, generator=generator))
+                submodule.weight.copy_(
+                    1 + 0.5 * torch.randn(submodule.weight.shape, generator=generator)
+                )
                 submodule.bias.copy_(0.5 * torch.randn(submodule.bias.shape, generator=generator))
 
 
@@ -207,7 +203,9 @@ def test_reference_step_equals_hand_written_lstm_with_projection():
     state = (torch.tensor(h0[None], dtype=torch.float), torch.tensor(c0[None], dtype=torch.float))
     inputs = torch.tensor(x[None, None], dtype=torch.float)
     with torch.no_grad():
-        output, (h1, c1) = layer(inputs, torch.ones(1, 1, dtype=torch.bool), state, backend="reference")
+        output, (h1, c1) = layer(
+            inputs, torch.ones(1, 1, dtype=torch.bool), state, backend="reference"
+        )
     np.testing.assert_allclose(output[0, 0].numpy(), expected_h, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(h1[0].numpy(), expected_h, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c1[0].numpy(), expected_c, rtol=1e-5, atol=1e-6)
@@ -217,7 +215,9 @@ def test_reference_step_equals_hand_written_lstm_with_projection():
     expected_h2, expected_c2 = _numpy_step(layer, x2, expected_h, expected_c)
     inputs = torch.tensor(np.stack([x, x2])[None], dtype=torch.float)
     with torch.no_grad():
-        output, (h2, c2) = layer(inputs, torch.ones(1, 2, dtype=torch.bool), state, backend="reference")
+        output, (h2, c2) = layer(
+            inputs, torch.ones(1, 2, dtype=torch.bool), state, backend="reference"
+        )
     np.testing.assert_allclose(output[0, 1].numpy(), expected_h2, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c2[0].numpy(), expected_c2, rtol=1e-5, atol=1e-6)
 
@@ -225,8 +225,14 @@ def test_reference_step_equals_hand_written_lstm_with_projection():
 def test_reference_encoder_one_layer_one_timestep_by_hand():
     torch.manual_seed(0)
     model = ElmoLstmEncoder(
-        3, projection_size=2, cell_size=2, num_layers=1, backend="reference",
-        cell_clip=0.6, projection_clip=0.3, recurrent_dropout=0.0,
+        3,
+        projection_size=2,
+        cell_size=2,
+        num_layers=1,
+        backend="reference",
+        cell_clip=0.6,
+        projection_clip=0.3,
+        recurrent_dropout=0.0,
     ).eval()
     randomise_norms(model)
     x = np.array([0.5, -1.0, 2.0])
@@ -240,12 +246,16 @@ def test_reference_encoder_one_layer_one_timestep_by_hand():
         hidden, _ = _numpy_step(stack.layers[0], projected, np.zeros(2), np.zeros(2))
         halves.append(hidden)
     with torch.no_grad():
-        output = model(torch.tensor(x[None, None], dtype=torch.float), torch.ones(1, 1, dtype=torch.bool))
+        output = model(
+            torch.tensor(x[None, None], dtype=torch.float), torch.ones(1, 1, dtype=torch.bool)
+        )
     np.testing.assert_allclose(output[0, 0].numpy(), np.concatenate(halves), rtol=1e-5, atol=1e-6)
 
 
 def _torch_lstm_like(layer: ProjectedLstmLayer, input_size: int) -> torch.nn.LSTM:
-    lstm = torch.nn.LSTM(input_size, layer.cell_size, proj_size=layer.projection_size, batch_first=True)
+    lstm = torch.nn.LSTM(
+        input_size, layer.cell_size, proj_size=layer.projection_size, batch_first=True
+    )
     with torch.no_grad():
         lstm.weight_ih_l0.copy_(layer.input_weight)
         lstm.weight_hh_l0.copy_(layer.state_weight)
@@ -320,7 +330,9 @@ def test_empty_rows_keep_their_state_and_output_zeros(backend, device):
         assert not torch.allclose(h[0], h0[0]) and not torch.allclose(h[2], h0[2])
         # The non-empty rows are as if the empty row were not there.
         rows = [0, 2]
-        alone, (h_alone, c_alone) = layer(inputs[rows], mask[rows], (h0[rows], c0[rows]), backend=backend)
+        alone, (h_alone, c_alone) = layer(
+            inputs[rows], mask[rows], (h0[rows], c0[rows]), backend=backend
+        )
         torch.testing.assert_close(output[rows], alone, atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(h[rows], h_alone, atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(c[rows], c_alone, atol=1e-6, rtol=1e-5)
@@ -335,7 +347,9 @@ def test_clipping_bounds_cell_and_projection_in_the_reference_backend():
     torch.manual_seed(0)
     results = {}
     for clips in [(0.5, 0.25), (None, None)]:
-        layer = ProjectedLstmLayer(INPUT, CELL, PROJECTION, cell_clip=clips[0], projection_clip=clips[1])
+        layer = ProjectedLstmLayer(
+            INPUT, CELL, PROJECTION, cell_clip=clips[0], projection_clip=clips[1]
+        )
         with torch.no_grad():
             layer.input_weight.normal_(0, 50.0)
             layer.state_weight.normal_(0, 50.0)
@@ -356,13 +370,17 @@ def test_clipping_bounds_cell_and_projection_in_the_reference_backend():
         with torch.no_grad():
             state = None
             for t in range(mask.size(1)):  # step by step to see every cell state
-                _, state = layer(inputs[:, t : t + 1], mask[:, t : t + 1], state, backend="reference")
+                _, state = layer(
+                    inputs[:, t : t + 1], mask[:, t : t + 1], state, backend="reference"
+                )
                 cells.append(state[1])
         assert len(before_norm) == mask.size(1)
         results[clips] = (torch.stack(cells), torch.stack(before_norm))
     cells, projected = results[(0.5, 0.25)]
     assert cells.abs().max() <= 0.5 and torch.isclose(cells.abs().max(), torch.tensor(0.5))
-    assert projected.abs().max() <= 0.25 and torch.isclose(projected.abs().max(), torch.tensor(0.25))
+    assert projected.abs().max() <= 0.25 and torch.isclose(
+        projected.abs().max(), torch.tensor(0.25)
+    )
     # Without clipping the same huge weights go far beyond those bounds.
     cells, projected = results[(None, None)]
     assert cells.abs().max() > 0.9 and projected.abs().max() > 10.0
@@ -372,7 +390,11 @@ def test_encoder_passes_clips_to_every_layer():
     model = encoder(cell_clip=2.5, projection_clip=1.5, recurrent_dropout=0.2)
     for stack in model.stacks.values():
         for layer in stack.layers:
-            assert (layer.cell_clip, layer.projection_clip, layer.recurrent_dropout) == (2.5, 1.5, 0.2)
+            assert (layer.cell_clip, layer.projection_clip, layer.recurrent_dropout) == (
+                2.5,
+                1.5,
+                0.2,
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -443,7 +465,9 @@ def test_stateful_forward_direction_halves_equal_whole(backend):
         second = stateful(inputs[:, 4:], mask[:, 4:])
     for index, layer in enumerate(whole):
         halves = torch.cat([first[index], second[index]], dim=1)
-        torch.testing.assert_close(halves[..., :PROJECTION], layer[..., :PROJECTION], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            halves[..., :PROJECTION], layer[..., :PROJECTION], atol=1e-5, rtol=1e-5
+        )
         assert torch.equal(halves[~mask], torch.zeros_like(halves[~mask]))
 
 
@@ -485,10 +509,15 @@ def test_stateful_backward_direction_continues_from_the_previous_window(backend)
     for index in range(len(first)):
         torch.testing.assert_close(first[index], fresh_a[index], atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(
-            second[index][..., PROJECTION:], b_then_a[index][:, :4, PROJECTION:], atol=1e-5, rtol=1e-5
+            second[index][..., PROJECTION:],
+            b_then_a[index][:, :4, PROJECTION:],
+            atol=1e-5,
+            rtol=1e-5,
         )
     # ...which really depends on the carried state (LSTM layers only; layer 0 has no state).
-    assert not torch.allclose(second[-1][..., PROJECTION:], fresh_b[-1][..., PROJECTION:], atol=1e-4)
+    assert not torch.allclose(
+        second[-1][..., PROJECTION:], fresh_b[-1][..., PROJECTION:], atol=1e-4
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -605,10 +634,16 @@ def test_from_params():
     )
     model = Seq2SeqEncoder.from_params(params)
     assert isinstance(model, ElmoLstmEncoder)
-    assert (model.backend, model.num_layers, model.get_output_dim()) == ("reference", 2, 2 * PROJECTION)
+    assert (model.backend, model.num_layers, model.get_output_dim()) == (
+        "reference",
+        2,
+        2 * PROJECTION,
+    )
     assert model.stacks["forward_lm"].layers[1].cell_clip == 1.0
     with pytest.raises(ConfigurationError):
-        Seq2SeqEncoder.from_params(Params({"type": "elmo_lstm", "input_size": 3, "backend": "nope"}))
+        Seq2SeqEncoder.from_params(
+            Params({"type": "elmo_lstm", "input_size": 3, "backend": "nope"})
+        )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -640,7 +675,9 @@ def test_paper_size_parameter_count(monkeypatch):
     model = ElmoLstmEncoder(300, projection_size=512, cell_size=4096, num_layers=2, backend="fused")
     d, p, c, layers = 300, 512, 4096, 2
     input_projection = d * p + 2 * p  # Linear without bias, LayerNorm (gamma, beta)
-    lstm_layer = 4 * c * p + 4 * c * p + 4 * c + p * c + 2 * p  # W_x, W_h, one gate bias, P, LayerNorm
+    lstm_layer = (
+        4 * c * p + 4 * c * p + 4 * c + p * c + 2 * p
+    )  # W_x, W_h, one gate bias, P, LayerNorm
     expected = 2 * (input_projection + layers * lstm_layer)  # two directions
     assert expected == 75_876_352
     assert sum(parameter.numel() for parameter in model.parameters()) == expected
