@@ -8,6 +8,9 @@
 4. Pretrain ELMo-C with `training_config/elmo_c_demo.jsonnet` (AllenNLP's trainer), printing the
    validation cosine between predicted and true next-word vectors before and after, and the
    nearest words to the forward LM's prediction after a few contexts.
+5. Use it downstream: train the same sentence classifier (fresh vs rotten review snippets) twice,
+   on fastText vectors + ELMo-C and on fastText vectors only
+   (`downstream_configs/demo_sentiment_elmo_c.jsonnet`), and print both test accuracies.
 
 Every step is cached: a second run only prints (delete `<data-dir>/runs/elmo_c_demo` to pretrain
 again).
@@ -25,6 +28,7 @@ import torch
 
 from allennlp.commands.train import train_model_from_file
 from allennlp.common import Params
+from allennlp.common.plugins import import_plugins
 from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.data.data_loaders import SimpleDataLoader
 from allennlp.models import Model
@@ -38,7 +42,9 @@ from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
 logger = logging.getLogger(__name__)
 
 NEIGHBOUR_QUERIES = ("president", "school", "election", "police", "healthcare", "unpresidential")
-CONFIG = Path(__file__).resolve().parent.parent / "training_config" / "elmo_c_demo.jsonnet"
+PROJECT = Path(__file__).resolve().parent.parent
+CONFIG = PROJECT / "training_config" / "elmo_c_demo.jsonnet"
+DOWNSTREAM_CONFIG = PROJECT / "downstream_configs" / "demo_sentiment_elmo_c.jsonnet"
 CONTEXTS = (
     "The president said",
     "Police arrested two",
@@ -137,30 +143,51 @@ def pretrain(data_dir: Path) -> None:
     print("\n".join(next_word_neighbours(archive, CONTEXTS)), flush=True)
 
 
+def downstream(data_dir: Path) -> None:
+    os.environ["ELMO_C_ARCHIVE"] = str(data_dir / "runs" / "elmo_c_demo" / "model.tar.gz")
+    accuracies = {}
+    for name, baseline in (("fastText + ELMo-C", "none"), ("fastText only", "fasttext")):
+        os.environ["ELMO_C_DEMO_BASELINE"] = baseline
+        serialization_dir = data_dir / "runs" / f"sentiment_{baseline}"
+        metrics_file = serialization_dir / "metrics.json"
+        if not metrics_file.is_file():
+            torch.manual_seed(13)
+            train_model_from_file(str(DOWNSTREAM_CONFIG), str(serialization_dir), force=True)
+        accuracies[name] = json.loads(metrics_file.read_text())["test_accuracy"]
+    labels = [json.loads(line)["label"] for line in open(data_dir / "sentiment" / "test.jsonl")]
+    majority = max(labels.count(label) for label in set(labels)) / len(labels)
+    print(f"  fresh vs rotten review snippets, test accuracy (majority class {majority:.3f}):")
+    for name, accuracy in accuracies.items():
+        print(f"    {name:18s} {accuracy:.3f}")
+
+
 def main(argv: Sequence[str] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data-dir", default=os.environ.get("ELMO_C_DATA_DIR", "data"))
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
+    import_plugins()  # allennlp_models (bcn), as the `allennlp` command line does
     logging.basicConfig(
         format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO
     )
 
     data_dir = Path(args.data_dir)
-    print(f"== 1/4 demo data in {data_dir}", flush=True)
+    print(f"== 1/5 demo data in {data_dir}", flush=True)
     paths = build_demo_data(data_dir)
-    print(f"== 2/4 fastText vectors (skipgram, subwords) on {paths['news']['train']}", flush=True)
+    print(f"== 2/5 fastText vectors (skipgram, subwords) on {paths['news']['train']}", flush=True)
     vectors = train_fasttext(
         paths["news"]["train"],
         data_dir / "fasttext" / "news.100d.bin",
         dim=100,
         threads=args.threads,
     )
-    print(f"== 3/4 nearest neighbours in {vectors}", flush=True)
+    print(f"== 3/5 nearest neighbours in {vectors}", flush=True)
     print("\n".join(nearest_neighbours(vectors, NEIGHBOUR_QUERIES)), flush=True)
     write_candidates(vectors, vectors.parent / "frequent_words.txt")
-    print(f"== 4/4 ELMo-C pretraining ({CONFIG.name})", flush=True)
+    print(f"== 4/5 ELMo-C pretraining ({CONFIG.name})", flush=True)
     pretrain(data_dir)
+    print(f"== 5/5 downstream ({DOWNSTREAM_CONFIG.name})", flush=True)
+    downstream(data_dir)
 
 
 if __name__ == "__main__":

@@ -126,6 +126,17 @@ class ElmoC(Model):
         """Number of representations a downstream ScalarMix mixes: input layer + LSTM layers."""
         return self._contextualizer.num_layers + 1
 
+    def encode(self, embeddings: torch.Tensor, mask: torch.BoolTensor) -> List[torch.Tensor]:
+        """
+        Every representation layer for already-embedded tokens (`(batch, timesteps, dim)`, with
+        boundary tokens): needs a contextualizer with `return_all_layers` set. Layer 0 is the
+        input projection of both directions, then each LSTM layer, forward || backward.
+        """
+        layers = self._contextualizer(embeddings, mask)
+        if not isinstance(layers, list):
+            raise ConfigurationError("elmo_c.encode needs contextualizer.return_all_layers = True")
+        return layers
+
     def delete_softmax(self) -> None:
         """Drops the output heads (downstream use needs only the representations)."""
         self._heads = None

@@ -41,9 +41,14 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     # Output
 
-    `subword_ids`: `(num_tokens, max_subwords)` ids padded with 0; `subword_counts`:
-    `(num_tokens,)` number of valid ids per token (0 for padding and for strings without
-    subwords, e.g. ""); `mask`: `(num_tokens,)` True for real tokens.
+    `subword_ids`: `(num_tokens, max_subwords)` ids padded with 0; `token_mask`:
+    `(num_tokens,)` True for real tokens; `subword_counts`: `(num_tokens,)` number of valid ids
+    per token (0 for padding and for strings without subwords, e.g. "").
+
+    The token mask is deliberately not called `mask`: AllenNLP's `get_text_field_mask` refuses a
+    text field with two `mask` outputs, and task configs may index the same tokens twice (e.g.
+    fastText vectors + ELMo-C). Without a `mask` key it takes the first lowest-dimensional
+    tensor, which is `token_mask` (it comes before `subword_counts`) or another indexer's ids.
     """
 
     def __init__(
@@ -90,12 +95,12 @@ class FastTextSubwordsIndexer(TokenIndexer):
         subwords = [self.subword_ids(token.text or "") for token in tokens]
         return {
             "subword_ids": subwords,
+            "token_mask": [True] * len(subwords),
             "subword_counts": [len(ids) for ids in subwords],
-            "mask": [True] * len(subwords),
         }
 
     def get_empty_token_list(self) -> IndexedTokenList:
-        return {"subword_ids": [], "subword_counts": [], "mask": []}
+        return {"subword_ids": [], "token_mask": [], "subword_counts": []}
 
     def get_padding_lengths(self, indexed_tokens: IndexedTokenList) -> Dict[str, int]:
         num_tokens = max(len(indexed_tokens["subword_ids"]), self._token_min_padding_length)
@@ -114,5 +119,5 @@ class FastTextSubwordsIndexer(TokenIndexer):
         ids = torch.tensor(padded, dtype=torch.long).view(num_tokens, num_subwords)
         counts = torch.tensor(counts, dtype=torch.long)
         mask = torch.zeros(num_tokens, dtype=torch.bool)
-        mask[: min(len(tokens["mask"]), num_tokens)] = True
-        return {"subword_ids": ids, "subword_counts": counts, "mask": mask}
+        mask[: min(len(tokens["token_mask"]), num_tokens)] = True
+        return {"subword_ids": ids, "token_mask": mask, "subword_counts": counts}

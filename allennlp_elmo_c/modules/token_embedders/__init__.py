@@ -1,1 +1,2 @@
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
+from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder

@@ -59,7 +59,7 @@ class FastTextEmbedder(TokenEmbedder):
         self,
         subword_ids: torch.LongTensor,
         subword_counts: torch.LongTensor,
-        mask: Optional[torch.BoolTensor] = None,
+        token_mask: Optional[torch.BoolTensor] = None,
     ) -> torch.Tensor:
         """
         # Parameters
@@ -68,7 +68,7 @@ class FastTextEmbedder(TokenEmbedder):
             Shape `(batch_size, num_tokens, max_subwords)`, padded with anything.
         subword_counts : `torch.LongTensor`
             Shape `(batch_size, num_tokens)`: how many leading entries of each row are valid.
-        mask : `torch.BoolTensor`, optional
+        token_mask : `torch.BoolTensor`, optional
             Shape `(batch_size, num_tokens)`; unused (padding tokens have count 0 and get zeros).
 
         # Returns

@@ -43,7 +43,7 @@ def test_padding_and_mask():
     indexer = FastTextSubwordsIndexer(TINY)
     tensors = tensors_for([["schools", "are", "closed"], ["a"]], indexer)
     assert tensors["subword_ids"].shape[:2] == (2, 3)
-    assert tensors["mask"].tolist() == [[True, True, True], [True, False, False]]
+    assert tensors["token_mask"].tolist() == [[True, True, True], [True, False, False]]
     assert tensors["subword_counts"][1, 1:].tolist() == [0, 0]
 
 
@@ -97,3 +97,20 @@ def test_any_unicode_string_gets_the_library_vector(words):
     assert torch.isfinite(vectors).all()
     for word, vector in zip(words, vectors):
         np.testing.assert_allclose(vector.numpy(), reference.get_word_vector(word), atol=1e-5)
+
+
+def test_text_field_mask_with_one_or_two_of_our_indexers_and_empty_tokens():
+    from allennlp.nn.util import get_text_field_mask
+
+    sentences = [["schools", "", "closed"], ["a"]]
+    expected = [[True, True, True], [True, False, False]]
+    fields = {
+        "one": {"ft": FastTextSubwordsIndexer(TINY)},
+        "two": {"ft": FastTextSubwordsIndexer(TINY), "elmo_c": FastTextSubwordsIndexer(TINY)},
+    }
+    for indexers in fields.values():
+        instances = [Instance({"t": TextField([Token(w) for w in s], indexers)}) for s in sentences]
+        batch = Batch(instances)
+        batch.index_instances(Vocabulary())
+        # "" has no subwords (count 0) but is a real token.
+        assert get_text_field_mask(batch.as_tensor_dict()["t"]).tolist() == expected

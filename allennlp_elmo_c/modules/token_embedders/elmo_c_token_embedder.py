@@ -1,0 +1,100 @@
+import logging
+from typing import List, Optional
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
+
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+
+logger = logging.getLogger(__name__)
+
+
+@TokenEmbedder.register("elmo_c_token_embedder")
+class ElmoCTokenEmbedder(TokenEmbedder):
+    """
+    A drop-in replacement for `elmo_token_embedder` that uses a trained ELMo-C archive: the
+    output is a learned `ScalarMix` of the biLM's layers (1024-d for the paper's size, so the
+    `input_size` numbers of existing ELMo task configs stay valid), with dropout. Use it with
+    the `fasttext_subwords` token indexer (pointing at the biLM's fastText `.bin`) under the same
+    key. The mix's parameters are AllenNLP `ScalarMix` parameters (`..._scalar_mixes.0.scalar_parameters.*`,
+    `..._scalar_mixes.0.gamma`), so the usual `scalar_parameters` regularizer regexes match; the biLM's
+    parameter names match none of the `torch.nn.LSTM` initializer regexes of task configs
+    (`.*weight_ih.*` etc.), so those never re-initialise it.
+
+    Registered as a `TokenEmbedder` with name "elmo_c_token_embedder".
+
+    # Parameters
+
+    archive_file : `str`
+        The ELMo-C `model.tar.gz`.
+    do_layer_norm : `bool`, optional (default = `False`)
+    dropout : `float`, optional (default = `0.5`)
+    requires_grad : `bool`, optional (default = `False`)
+        Fine-tune the biLM.
+    projection_dim : `int`, optional
+        Project the mix down to this size.
+    scalar_mix_parameters : `List[float]`, optional
+        Fixed, untrained pre-softmax layer weights.
+    keep_sentence_boundaries : `bool`, optional (default = `False`)
+        Keep the `<S>` / `</S>` positions in the output (then it has 2 more timesteps than the
+        input and the text field's mask no longer matches it; for custom models only).
+    fasttext_path : `str`, optional
+        The biLM's fastText `.bin` at another path than recorded in the archive.
+    """
+
+    def __init__(
+        self,
+        archive_file: str,
+        do_layer_norm: bool = False,
+        dropout: float = 0.5,
+        requires_grad: bool = False,
+        projection_dim: Optional[int] = None,
+        scalar_mix_parameters: Optional[List[float]] = None,
+        keep_sentence_boundaries: bool = False,
+        fasttext_path: Optional[str] = None,
+    ) -> None:
+        super().__init__()
+        self._elmo_c = ElmoCRepresentations(
+            archive_file,
+            num_output_representations=1,
+            requires_grad=requires_grad,
+            do_layer_norm=do_layer_norm,
+            dropout=dropout,
+            keep_sentence_boundaries=keep_sentence_boundaries,
+            scalar_mix_parameters=scalar_mix_parameters,
+            fasttext_path=fasttext_path,
+        )
+        self._projection = None
+        self.output_dim = self._elmo_c.get_output_dim()
+        if projection_dim:
+            self._projection = torch.nn.Linear(self.output_dim, projection_dim)
+            self.output_dim = projection_dim
+
+    def get_output_dim(self) -> int:
+        return self.output_dim
+
+    def forward(
+        self,
+        subword_ids: torch.LongTensor,
+        subword_counts: torch.LongTensor,
+        token_mask: Optional[torch.BoolTensor] = None,
+    ) -> torch.Tensor:
+        """
+        # Parameters
+
+        subword_ids, subword_counts, token_mask : `torch.Tensor`
+            The `fasttext_subwords` indexer's output.
+
+        # Returns
+
+        `(batch_size, timesteps, output_dim)`.
+        """
+        if token_mask is None:
+            raise ConfigurationError("elmo_c_token_embedder needs the fasttext_subwords token_mask")
+        output = self._elmo_c(subword_ids, subword_counts, token_mask)["elmo_representations"][0]
+        if self._projection is not None:
+            output = self._projection(output)
+        return output

@@ -1,0 +1,162 @@
+import json
+import shutil
+
+import pytest
+import torch
+
+from allennlp.commands.train import train_model_from_file
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import Batch, Instance, Token, Vocabulary
+from allennlp.data.fields import TextField
+from allennlp.models.archival import load_archive
+from allennlp.modules.token_embedders import TokenEmbedder
+from allennlp.nn import InitializerApplicator
+
+from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
+from tests import FIXTURES_ROOT, PROJECT_ROOT
+
+TINY = str(FIXTURES_ROOT / "fasttext" / "tiny.bin")
+SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed", "schools"]]
+
+
+@pytest.fixture(scope="module", params=["fused", "reference"])
+def archive(request, tmp_path_factory):
+    """A tiny ELMo-C archive trained for one epoch with each encoder backend."""
+    directory = tmp_path_factory.mktemp(f"elmo_c_{request.param}")
+    overrides = {"trainer.num_epochs": 1, "model.contextualizer.backend": request.param}
+    config = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
+    cwd = PROJECT_ROOT
+    import os
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        train_model_from_file(str(config), str(directory / "run"), overrides=json.dumps(overrides))
+    finally:
+        os.chdir(old)
+    return str(directory / "run" / "model.tar.gz")
+
+
+def indexed(sentences, model_path=TINY):
+    indexer = FastTextSubwordsIndexer(model_path)
+    instances = [
+        Instance({"t": TextField([Token(w) for w in s], {"ft": indexer})}) for s in sentences
+    ]
+    batch = Batch(instances)
+    batch.index_instances(Vocabulary())
+    return batch.as_tensor_dict()["t"]["ft"]
+
+
+def test_shapes_mask_and_determinism(archive):
+    embedder = ElmoCTokenEmbedder(archive, dropout=0.5).eval()
+    tensors = indexed(SENTENCES)
+    first, second = embedder(**tensors), embedder(**tensors)
+    assert first.shape == (2, 6, 16) and embedder.get_output_dim() == 16
+    assert torch.equal(first, second)
+    assert torch.all(first[1, 3:] == 0)  # padding
+    # A sentence alone gives the same vectors as in a batch.
+    alone = embedder(**indexed([SENTENCES[1]]))
+    torch.testing.assert_close(alone[0], first[1, :3], atol=1e-5, rtol=1e-5)
+
+
+def test_equals_the_pretraining_representations(archive):
+    """With a fixed mix selecting one layer, the output is that layer of the biLM run on
+    `<S> w1 .. wn </S>` exactly as during pretraining, without the boundary positions."""
+    loaded = load_archive(archive, overrides={"model.contextualizer.return_all_layers": True})
+    model, reader = loaded.model.eval(), loaded.dataset_reader
+    instance = reader.text_to_instance(" ".join(SENTENCES[0]))
+    reader.apply_token_indexers(instance)
+    batch = Batch([instance])
+    batch.index_instances(model.vocab)
+    layers = model(**batch.as_tensor_dict())["lm_embeddings"]
+    for layer in range(3):
+        weights = [-9e10] * 3
+        weights[layer] = 1.0
+        representations = ElmoCRepresentations(archive, dropout=0.0, scalar_mix_parameters=weights)
+        output = representations.eval()(**indexed([SENTENCES[0]]))["elmo_representations"][0]
+        torch.testing.assert_close(output[0], layers[layer][0, 1:-1], atol=1e-5, rtol=1e-5)
+
+
+def test_keep_sentence_boundaries_and_several_representations(archive):
+    representations = ElmoCRepresentations(
+        archive, num_output_representations=2, keep_sentence_boundaries=True, dropout=0.0
+    ).eval()
+    output = representations(**indexed(SENTENCES))
+    assert len(output["elmo_representations"]) == 2
+    assert output["elmo_representations"][0].shape == (2, 8, 16)
+    assert output["mask"].sum(1).tolist() == [8, 5]
+
+
+def test_requires_grad_and_scalar_mix_names(archive):
+    frozen = ElmoCTokenEmbedder(archive)
+    trainable = {name for name, p in frozen.named_parameters() if p.requires_grad}
+    assert trainable and all("scalar_mixes" in name for name in trainable)
+    assert any("scalar_parameters" in name for name in trainable)
+    tuned = ElmoCTokenEmbedder(archive, requires_grad=True)
+    assert all(p.requires_grad for p in tuned.parameters())
+    tuned(**indexed(SENTENCES)).sum().backward()
+    assert all(p.grad is not None for p in tuned.parameters())
+
+
+def test_task_initializer_regexes_do_not_touch_the_bilm(archive):
+    # ESIM's initializer (allennlp-models training_config/pair_classification/esim.jsonnet).
+    applicator = InitializerApplicator(
+        regexes=[
+            (".*linear_layers.*weight", {"type": "xavier_uniform"}),
+            (".*linear_layers.*bias", {"type": "constant", "val": 0}),
+            (".*weight_ih.*", {"type": "xavier_uniform"}),
+            (".*weight_hh.*", {"type": "orthogonal"}),
+            (".*bias_ih.*", {"type": "zero"}),
+            (".*bias_hh.*", {"type": "lstm_hidden_bias"}),
+        ]
+    )
+    embedder = ElmoCTokenEmbedder(archive)
+    before = {name: p.detach().clone() for name, p in embedder.named_parameters()}
+    applicator(embedder)
+    for name, parameter in embedder.named_parameters():
+        assert torch.equal(parameter, before[name]), name
+
+
+def test_from_params_and_projection(archive):
+    embedder = TokenEmbedder.from_params(
+        Params({"type": "elmo_c_token_embedder", "archive_file": archive, "projection_dim": 5})
+    )
+    assert embedder.get_output_dim() == 5
+    assert embedder(**indexed(SENTENCES)).shape == (2, 6, 5)
+
+
+def test_fasttext_path_override(archive, tmp_path):
+    moved = tmp_path / "moved.bin"
+    shutil.copy(TINY, moved)
+    embedder = ElmoCTokenEmbedder(archive, fasttext_path=str(moved)).eval()
+    reference = ElmoCTokenEmbedder(archive).eval()
+    torch.testing.assert_close(embedder(**indexed(SENTENCES)), reference(**indexed(SENTENCES)))
+
+
+def test_missing_and_corrupt_archives(tmp_path):
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        ElmoCTokenEmbedder(str(tmp_path / "nope.tar.gz"))
+    corrupt = tmp_path / "model.tar.gz"
+    corrupt.write_bytes(b"\x1f\x8b\x08\x00 not really gzip")
+    with pytest.raises(ConfigurationError, match="not a readable model.tar.gz"):
+        ElmoCTokenEmbedder(str(corrupt))
+
+
+def test_fasttext_of_the_wrong_dimension(archive, tmp_path, varied_corpus):
+    from allennlp_elmo_c.commands.train_fasttext import train_fasttext
+
+    other = train_fasttext(
+        varied_corpus,
+        tmp_path / "dim8.bin",
+        dim=8,
+        bucket=20_000,
+        min_count=1,
+        epoch=1,
+        threads=1,
+        verbose=0,
+    )
+    with pytest.raises(ConfigurationError, match="does not match|dimension"):
+        ElmoCTokenEmbedder(archive, fasttext_path=str(other))

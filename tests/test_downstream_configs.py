@@ -1,0 +1,55 @@
+"""Every config in downstream_configs/ trains for one epoch on tiny fixtures."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+import allennlp_models.classification  # noqa: F401  (registers bcn; the CLI would import it)
+from allennlp.commands.train import train_model_from_file
+
+from tests import FIXTURES_ROOT, PROJECT_ROOT
+
+TINY = FIXTURES_ROOT / "fasttext" / "tiny.bin"
+
+
+@pytest.fixture(scope="module")
+def elmo_c_archive(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("bilm")
+    cwd = os.getcwd()
+    os.chdir(PROJECT_ROOT)
+    try:
+        train_model_from_file(
+            str(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"),
+            str(directory / "run"),
+            overrides=json.dumps({"trainer.num_epochs": 1}),
+        )
+    finally:
+        os.chdir(cwd)
+    return directory / "run" / "model.tar.gz"
+
+
+@pytest.fixture
+def demo_data_dir(tmp_path):
+    """The layout `build-demo-data` makes, with the tiny fixtures in it."""
+    (tmp_path / "fasttext").mkdir()
+    shutil.copy(TINY, tmp_path / "fasttext" / "news.100d.bin")
+    (tmp_path / "sentiment").mkdir()
+    for split in ("train", "dev", "test"):
+        shutil.copy(
+            FIXTURES_ROOT / "data" / "sentiment.jsonl", tmp_path / "sentiment" / f"{split}.jsonl"
+        )
+    return tmp_path
+
+
+@pytest.mark.parametrize("baseline, input_dim", [("none", 16 + 16), ("fasttext", 16)])
+def test_demo_sentiment(monkeypatch, tmp_path, demo_data_dir, elmo_c_archive, baseline, input_dim):
+    monkeypatch.setenv("ELMO_C_DATA_DIR", str(demo_data_dir))
+    monkeypatch.setenv("ELMO_C_ARCHIVE", str(elmo_c_archive))
+    monkeypatch.setenv("ELMO_C_DEMO_BASELINE", baseline)
+    overrides = {"trainer.num_epochs": 1, "model.pre_encode_feedforward.input_dim": input_dim}
+    config = PROJECT_ROOT / "downstream_configs" / "demo_sentiment_elmo_c.jsonnet"
+    train_model_from_file(str(config), str(tmp_path / "run"), overrides=json.dumps(overrides))
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert 0.0 <= metrics["test_accuracy"] <= 1.0
