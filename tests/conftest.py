@@ -10,7 +10,7 @@ import torch
 # the package here registers every component and applies the torch compatibility fixes.
 import allennlp_elmo_c  # noqa: F401
 
-from tests import FIXTURES_ROOT
+from tests import FIXTURES_ROOT, PROJECT_ROOT
 
 # The test tensors are tiny; on a 2-core machine waking a second intra-op thread for each small
 # op costs more than it saves (milliseconds per op).
@@ -53,3 +53,30 @@ def varied_corpus(tmp_path) -> Path:
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def train_tiny_elmo_c(directory: Path, backend: str = "fused") -> Path:
+    """Trains the fixture ELMo-C config for one epoch; returns its model.tar.gz."""
+    import json
+    import os
+
+    from allennlp.commands.train import train_model_from_file
+
+    overrides = {"trainer.num_epochs": 1, "model.contextualizer.backend": backend}
+    cwd = os.getcwd()
+    os.chdir(PROJECT_ROOT)  # the fixture config's paths are relative to the project
+    try:
+        train_model_from_file(
+            str(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"),
+            str(directory / "run"),
+            overrides=json.dumps(overrides),
+        )
+    finally:
+        os.chdir(cwd)
+    return directory / "run" / "model.tar.gz"
+
+
+@pytest.fixture(scope="session")
+def elmo_c_archive(tmp_path_factory) -> Path:
+    """A tiny trained ELMo-C archive (fused backend), shared by the downstream tests."""
+    return train_tiny_elmo_c(tmp_path_factory.mktemp("elmo_c_archive"))

@@ -1,7 +1,6 @@
 """Every config in downstream_configs/ trains for one epoch on tiny fixtures."""
 
 import json
-import os
 import shutil
 
 import pytest
@@ -12,22 +11,6 @@ from allennlp.commands.train import train_model_from_file
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 
 TINY = FIXTURES_ROOT / "fasttext" / "tiny.bin"
-
-
-@pytest.fixture(scope="module")
-def elmo_c_archive(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("bilm")
-    cwd = os.getcwd()
-    os.chdir(PROJECT_ROOT)
-    try:
-        train_model_from_file(
-            str(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"),
-            str(directory / "run"),
-            overrides=json.dumps({"trainer.num_epochs": 1}),
-        )
-    finally:
-        os.chdir(cwd)
-    return directory / "run" / "model.tar.gz"
 
 
 @pytest.fixture

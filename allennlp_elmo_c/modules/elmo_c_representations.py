@@ -1,7 +1,7 @@
 import logging
 import tarfile
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -162,11 +162,7 @@ class ElmoCRepresentations(torch.nn.Module):
         `{"elmo_representations": [(batch, timesteps, dim)] * num_output_representations,
         "mask": (batch, timesteps)}` (timesteps + 2 with `keep_sentence_boundaries`).
         """
-        mask = token_mask.bool()
-        embeddings = self._token_embedder(subword_ids, subword_counts)
-        boundaries = self._boundaries.to(embeddings.device)
-        embeddings, full_mask = add_boundary_vectors(embeddings, mask, boundaries[0], boundaries[1])
-        layers = self._lm.encode(embeddings, full_mask)
+        layers, full_mask = self.layers(subword_ids, subword_counts, token_mask)
         representations = []
         for scalar_mix in self._scalar_mixes:
             mixed = scalar_mix(layers, full_mask)
@@ -175,5 +171,31 @@ class ElmoCRepresentations(torch.nn.Module):
             representations.append(self._dropout(mixed))
         return {
             "elmo_representations": representations,
-            "mask": full_mask if self._keep_sentence_boundaries else mask,
+            "mask": full_mask if self._keep_sentence_boundaries else token_mask.bool(),
         }
+
+    @property
+    def num_layers(self) -> int:
+        """Number of layers `layers()` returns (input projection + LSTM layers)."""
+        return self._lm.num_layers()
+
+    @property
+    def fasttext_path(self) -> str:
+        """The fastText `.bin` the biLM reads (index tokens with it)."""
+        return str(self._token_embedder._fasttext.path)
+
+    def layers(
+        self,
+        subword_ids: torch.LongTensor,
+        subword_counts: torch.LongTensor,
+        token_mask: torch.BoolTensor,
+    ) -> Tuple[List[torch.Tensor], torch.BoolTensor]:
+        """
+        Every layer of the biLM, `(batch, timesteps + 2, dim)` each, with the boundary positions
+        (`<S>` first, `</S>` after each sentence's last token), and their mask.
+        """
+        mask = token_mask.bool()
+        embeddings = self._token_embedder(subword_ids, subword_counts)
+        boundaries = self._boundaries.to(embeddings.device)
+        embeddings, full_mask = add_boundary_vectors(embeddings, mask, boundaries[0], boundaries[1])
+        return self._lm.encode(embeddings, full_mask), full_mask

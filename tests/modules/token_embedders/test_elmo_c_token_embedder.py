@@ -4,7 +4,6 @@ import shutil
 import pytest
 import torch
 
-from allennlp.commands.train import train_model_from_file
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import Batch, Instance, Token, Vocabulary
@@ -16,28 +15,19 @@ from allennlp.nn import InitializerApplicator
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
-from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests import FIXTURES_ROOT
+from tests.conftest import train_tiny_elmo_c
 
 TINY = str(FIXTURES_ROOT / "fasttext" / "tiny.bin")
 SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed", "schools"]]
 
 
 @pytest.fixture(scope="module", params=["fused", "reference"])
-def archive(request, tmp_path_factory):
+def archive(request, tmp_path_factory, elmo_c_archive):
     """A tiny ELMo-C archive trained for one epoch with each encoder backend."""
-    directory = tmp_path_factory.mktemp(f"elmo_c_{request.param}")
-    overrides = {"trainer.num_epochs": 1, "model.contextualizer.backend": request.param}
-    config = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
-    cwd = PROJECT_ROOT
-    import os
-
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        train_model_from_file(str(config), str(directory / "run"), overrides=json.dumps(overrides))
-    finally:
-        os.chdir(old)
-    return str(directory / "run" / "model.tar.gz")
+    if request.param == "fused":
+        return str(elmo_c_archive)
+    return str(train_tiny_elmo_c(tmp_path_factory.mktemp("elmo_c_reference"), "reference"))
 
 
 def indexed(sentences, model_path=TINY):

@@ -1,0 +1,165 @@
+"""
+`allennlp elmo-c-embed`: writes ELMo-C representations of a tokenized text file to HDF5, like the
+old `allennlp elmo` command, for pipelines that consume cached features (e.g. e2e-coref).
+
+The output has one dataset per input line, named by the line's index ("0", "1", ...):
+`(num_layers, num_tokens, dim)` with `--all` (the default), or `(num_tokens, dim)` with `--top`
+or `--average`; an empty line gives `num_tokens = 0`. A JSON dataset `sentence_to_index` maps
+each sentence to its index. The file is written as `OUTPUT.partial` and renamed to `OUTPUT` only
+when complete, so an interrupted run never leaves a file that looks finished; running the same
+command again resumes from the sentences already in `OUTPUT.partial`.
+"""
+
+import argparse
+import json
+import logging
+import os
+from pathlib import Path
+from typing import List, Optional, Union
+
+import h5py
+import numpy
+import torch
+
+from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.tqdm import Tqdm
+from allennlp.data import Batch, Instance, Token, Vocabulary
+from allennlp.data.fields import TextField
+
+from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+
+logger = logging.getLogger(__name__)
+
+OUTPUT_MODES = ("all", "top", "average")
+
+
+def embed_file(
+    archive_file: Union[str, Path],
+    input_file: Union[str, Path],
+    output_file: Union[str, Path],
+    output_mode: str = "all",
+    batch_size: int = 64,
+    cuda_device: int = -1,
+    fasttext_path: Optional[str] = None,
+) -> Path:
+    """
+    Embeds every line of `input_file` (whitespace-tokenized) and writes `output_file` (HDF5).
+    Returns its path. See the module docstring for the layout.
+    """
+    if output_mode not in OUTPUT_MODES:
+        raise ConfigurationError(f"elmo-c-embed: output mode must be one of {OUTPUT_MODES}")
+    if batch_size < 1:
+        raise ConfigurationError("elmo-c-embed: batch size must be >= 1")
+    input_file, output_file = Path(input_file), Path(output_file)
+    if not input_file.is_file():
+        raise ConfigurationError(f"elmo-c-embed: input file {input_file} does not exist")
+    if output_file.exists():
+        raise ConfigurationError(f"elmo-c-embed: {output_file} exists; remove it to re-embed")
+    with open(input_file, encoding="utf-8", errors="replace") as lines:
+        sentences = [line.replace("\x00", " ").split() for line in lines]
+    representations = ElmoCRepresentations(
+        str(archive_file), num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
+    ).eval()
+    device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
+    representations.to(device)
+    indexer = FastTextSubwordsIndexer(representations.fasttext_path)
+    partial = output_file.with_name(output_file.name + ".partial")
+    with h5py.File(partial, "a") as out:
+        todo = [index for index in range(len(sentences)) if str(index) not in out]
+        if len(todo) < len(sentences):
+            logger.info(
+                "Resuming %s: %d of %d sentences done",
+                partial,
+                len(sentences) - len(todo),
+                len(sentences),
+            )
+        empty = [index for index in todo if not sentences[index]]
+        for index in empty:
+            shape = (0, representations.get_output_dim())
+            if output_mode == "all":
+                shape = (representations.num_layers,) + shape
+            out.create_dataset(str(index), shape, dtype="float32")
+        if empty:
+            logger.warning(
+                "%s: %d empty line(s) written as 0-token entries", input_file, len(empty)
+            )
+        todo = [index for index in todo if sentences[index]]
+        for start in Tqdm.tqdm(range(0, len(todo), batch_size), desc="embedding"):
+            chunk = todo[start : start + batch_size]
+            vectors = _embed([sentences[i] for i in chunk], representations, indexer, device)
+            for index, layers in zip(chunk, vectors):
+                if output_mode == "top":
+                    layers = layers[-1]
+                elif output_mode == "average":
+                    layers = layers.mean(axis=0)
+                out.create_dataset(str(index), data=layers)
+            out.flush()
+        if "sentence_to_index" in out:
+            del out["sentence_to_index"]
+        mapping = {" ".join(sentence): str(index) for index, sentence in enumerate(sentences)}
+        out.create_dataset("sentence_to_index", data=numpy.array([json.dumps(mapping)], dtype=object),
+                           dtype=h5py.string_dtype())  # fmt: skip
+    os.replace(partial, output_file)
+    return output_file
+
+
+@torch.no_grad()
+def _embed(
+    sentences: List[List[str]],
+    representations: ElmoCRepresentations,
+    indexer: FastTextSubwordsIndexer,
+    device: torch.device,
+) -> List[numpy.ndarray]:
+    """`(num_layers, len(sentence), dim)` per sentence, boundaries removed."""
+    fields = [
+        TextField([Token(word) for word in sentence], {"ft": indexer}) for sentence in sentences
+    ]
+    batch = Batch([Instance({"tokens": field}) for field in fields])
+    batch.index_instances(Vocabulary())
+    tensors = {k: v.to(device) for k, v in batch.as_tensor_dict()["tokens"]["ft"].items()}
+    layers, _ = representations.layers(**tensors)
+    stacked = torch.stack(layers, dim=1).float().cpu().numpy()  # (batch, layers, time + 2, dim)
+    return [stacked[row, :, 1 : len(sentence) + 1] for row, sentence in enumerate(sentences)]
+
+
+@Subcommand.register("elmo-c-embed")
+class ElmoCEmbed(Subcommand):
+    requires_plugins: bool = False
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        description = "Write ELMo-C representations of a tokenized text file to HDF5."
+        subparser = parser.add_parser(self.name, description=description, help=description)
+        subparser.add_argument("archive_file", help="the ELMo-C model.tar.gz")
+        subparser.add_argument("input_file", help="one whitespace-tokenized sentence per line")
+        subparser.add_argument("output_file", help="the HDF5 file to write")
+        mode = subparser.add_mutually_exclusive_group()
+        mode.add_argument(
+            "--all", action="store_const", const="all", dest="mode", help="every layer (default)"
+        )
+        mode.add_argument(
+            "--top", action="store_const", const="top", dest="mode", help="the top layer"
+        )
+        mode.add_argument(
+            "--average",
+            action="store_const",
+            const="average",
+            dest="mode",
+            help="mean of the layers",
+        )
+        subparser.add_argument("--batch-size", type=int, default=64)
+        subparser.add_argument("--cuda-device", type=int, default=-1)
+        subparser.add_argument("--fasttext-path", default=None, help="the biLM's .bin, if moved")
+        subparser.set_defaults(
+            func=lambda args: embed_file(
+                args.archive_file,
+                args.input_file,
+                args.output_file,
+                args.mode or "all",
+                args.batch_size,
+                args.cuda_device,
+                args.fasttext_path,
+            )
+        )
+        return subparser
