@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple, Union
 
 import numpy as np
+import torch
 
 from allennlp.common.checks import ConfigurationError
 
@@ -69,6 +70,8 @@ class FastTextBin:
         self.input_matrix = np.memmap(
             self.path, dtype="<f4", mode="c", offset=matrix_offset, shape=(rows, columns)
         )
+        self._cpu_matrix = torch.from_numpy(self.input_matrix)
+        self._device_matrices: Dict[torch.device, torch.Tensor] = {}
 
     @classmethod
     @functools.lru_cache(maxsize=8)
@@ -132,6 +135,21 @@ class FastTextBin:
         self.num_rows: int = rows
         return reader.offset
 
+    def matrix_on(self, device: torch.device) -> torch.Tensor:
+        """
+        The input matrix as a tensor on `device`: the memory map itself on CPU, one shared copy
+        per other device (every embedder using this file shares it).
+        """
+        device = torch.device(device)
+        if device.type == "cpu":
+            return self._cpu_matrix
+        if device not in self._device_matrices:
+            logger.info(
+                "Copying the fastText matrix %s to %s", tuple(self._cpu_matrix.shape), device
+            )
+            self._device_matrices[device] = self._cpu_matrix.to(device)
+        return self._device_matrices[device]
+
     def subword_ids(self, word: str) -> List[int]:
         """
         The input-matrix rows whose mean is `word`'s vector, as fastText's `get_subwords`: the
@@ -157,12 +175,15 @@ class FastTextBin:
             return np.zeros(self.dim, dtype=np.float32)
         return np.asarray(self.input_matrix[ids], dtype=np.float32).mean(axis=0)
 
+    def __deepcopy__(self, memo) -> "FastTextBin":
+        return self  # read-only and shared: copying a module that uses it must not copy the matrix
+
     def __getstate__(self):
         # Pickled (e.g. to a spawned worker) as its path: the receiver re-maps the file.
         return {"path": str(self.path)}
 
     def __setstate__(self, state):
-        self.__init__(state["path"])
+        self.__dict__ = FastTextBin.load(state["path"]).__dict__
 
 
 class _Reader:

@@ -1,8 +1,9 @@
 import logging
 from pathlib import Path
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional
 
 import torch
+import torch.distributed as dist
 
 from allennlp.common import Lazy
 from allennlp.common.checks import ConfigurationError
@@ -10,8 +11,8 @@ from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
 from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
 from allennlp.nn import InitializerApplicator
+from allennlp.common.util import is_distributed
 from allennlp.nn.util import get_text_field_mask
-from allennlp.training.metrics import Average
 
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 
@@ -93,11 +94,13 @@ class ElmoC(Model):
             }
         )
         self._dropout = torch.nn.Dropout(dropout)
-        self._metrics: Dict[str, Average] = {}
-        self._updated: Set[str] = set()
-        for direction in DIRECTIONS:
-            for name in ("loss", "cosine", "nn_accuracy"):
-                self._metrics[f"{direction}_{name}"] = Average()
+        # Metric name -> [sum, count] as tensors on the model's device: updated every batch
+        # without host syncs, summed across workers only when read (get_metrics is called on
+        # every rank at the same points, so distributed reduces always pair up).
+        self._metric_names = [
+            f"{d}_{m}" for d in DIRECTIONS for m in ("loss", "cosine", "nn_accuracy")
+        ]
+        self._totals: Dict[str, torch.Tensor] = {}
         self._candidate_words = self._read_candidates(nearest_neighbour_words)
         self._candidate_vectors: Optional[torch.Tensor] = None
         initializer(self)
@@ -186,9 +189,8 @@ class ElmoC(Model):
             if "predictions" in result:
                 output[f"{direction}_predictions"] = result["predictions"]
             losses.append(loss)
-            if count > 0:
-                self._record(f"{direction}_loss", loss.item())
-            if "predictions" in result and count > 0:
+            self._record(f"{direction}_loss", result["loss"].detach(), count)
+            if "predictions" in result:
                 self._update_vector_metrics(
                     direction, result["predictions"], target_vectors, pair_mask
                 )
@@ -203,21 +205,20 @@ class ElmoC(Model):
         targets: torch.Tensor,
         mask: torch.BoolTensor,
     ) -> None:
-        predictions, targets = predictions[mask].float(), targets[mask].float()
+        mask = mask.float()
+        predictions, targets = predictions.float(), targets.float()
         cosine = torch.nn.functional.cosine_similarity(predictions, targets, dim=-1, eps=1e-8)
-        self._record(f"{direction}_cosine", cosine.mean().item())
+        self._record(f"{direction}_cosine", (cosine * mask).sum(), mask.sum())
         if self._candidate_words is None or self.training:
             return
         candidates = self.candidate_vectors(predictions.device)
         targets_match = torch.nn.functional.normalize(targets, dim=-1) @ candidates.t()
-        best_target_score, target_index = targets_match.max(dim=1)
-        in_list = best_target_score > 1 - 1e-5  # the target word is one of the candidates
-        if in_list.any():
-            predicted = (
-                torch.nn.functional.normalize(predictions[in_list], dim=-1) @ candidates.t()
-            ).argmax(1)
-            accuracy = (predicted == target_index[in_list]).float().mean().item()
-            self._record(f"{direction}_nn_accuracy", accuracy)
+        best_target_score, target_index = targets_match.max(dim=-1)
+        # Targets whose word is one of the candidates (its vector is a candidate's, cosine 1).
+        in_list = (best_target_score > 1 - 1e-5).float() * mask
+        predicted = (torch.nn.functional.normalize(predictions, dim=-1) @ candidates.t()).argmax(-1)
+        correct = (predicted == target_index).float() * in_list
+        self._record(f"{direction}_nn_accuracy", correct.sum(), in_list.sum())
 
     @property
     def candidate_words(self) -> Optional[List[str]]:
@@ -236,14 +237,23 @@ class ElmoC(Model):
         return self._candidate_vectors
 
     def get_metrics(self, reset: bool = False) -> Dict[str, float]:
-        # Only metrics that received values (nn_accuracy exists only during validation).
-        metrics = {
-            name: float(self._metrics[name].get_metric(reset=reset)) for name in self._updated
-        }
+        """Token-weighted means; only metrics that have counted something are reported
+        (`*_nn_accuracy` exists only during validation with `nearest_neighbour_words`)."""
+        if not self._totals:
+            return {}
+        device = next(iter(self._totals.values())).device
+        zero = torch.zeros(2, dtype=torch.float64, device=device)
+        totals = torch.stack([self._totals.get(name, zero) for name in self._metric_names])
+        if is_distributed():
+            dist.all_reduce(totals)
         if reset:
-            self._updated.clear()
-        return metrics
+            self._totals = {}
+        return {
+            name: float(total / count)
+            for name, (total, count) in zip(self._metric_names, totals.tolist())
+            if count > 0
+        }
 
-    def _record(self, name: str, value: float) -> None:
-        self._metrics[name](value)
-        self._updated.add(name)
+    def _record(self, name: str, total: torch.Tensor, count: torch.Tensor) -> None:
+        value = torch.stack([total.double(), torch.as_tensor(count, device=total.device).double()])
+        self._totals[name] = self._totals[name] + value if name in self._totals else value

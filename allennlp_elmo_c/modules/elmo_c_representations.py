@@ -47,7 +47,8 @@ class ElmoCRepresentations(torch.nn.Module):
         A `model.tar.gz` of an `elmo_c` model.
     num_output_representations : `int`, optional (default = `1`)
     requires_grad : `bool`, optional (default = `False`)
-        Fine-tune the biLM. The fastText matrix stays frozen either way.
+        Fine-tune the biLM (then its dropout is active in training mode). A frozen biLM always
+        runs in inference mode. The fastText matrix stays frozen either way.
     do_layer_norm : `bool`, optional (default = `False`)
         Passed to `ScalarMix`.
     dropout : `float`, optional (default = `0.5`)
@@ -86,6 +87,8 @@ class ElmoCRepresentations(torch.nn.Module):
         self._token_embedder = token_embedders[0]
         for parameter in self._lm.parameters():
             parameter.requires_grad_(requires_grad)
+        self._requires_grad = requires_grad
+        self._lm.train(False)
         self._keep_sentence_boundaries = keep_sentence_boundaries
         self._boundaries = self._token_embedder.embed_strings(self._boundary_tokens)
         num_layers = self._lm.num_layers()
@@ -105,13 +108,23 @@ class ElmoCRepresentations(torch.nn.Module):
         )
         self._dropout = torch.nn.Dropout(dropout)
 
+    def train(self, mode: bool = True) -> "ElmoCRepresentations":
+        # A frozen biLM always runs in inference mode (no recurrent dropout), as AllenNLP's ELMo:
+        # the same batch gives the same representations. Fine-tuning (requires_grad) trains it.
+        super().train(mode)
+        if not self._requires_grad:
+            self._lm.train(False)
+        return self
+
     def _load(self, archive_file: str, fasttext_path: Optional[str]):
         # Imported here: the model module imports the modules package, which imports this one.
         from allennlp_elmo_c.models.elmo_c import ElmoC
 
         if not Path(archive_file).is_file():
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
-        overrides: Dict[str, str] = {}
+        # The validation-only candidate word list is not needed downstream (and may not exist
+        # where the archive is used).
+        overrides: Dict[str, Optional[str]] = {"model.nearest_neighbour_words": None}
         if fasttext_path is not None:
             overrides["model.text_field_embedder.token_embedders.tokens.model_path"] = fasttext_path
             overrides["dataset_reader.token_indexers.tokens.model_path"] = fasttext_path

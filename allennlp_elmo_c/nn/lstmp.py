@@ -132,9 +132,9 @@ def lstm_with_projection(
     """
     order = torch.argsort(lengths, descending=True, stable=True)
     unsort = torch.argsort(order)
-    sorted_lengths = lengths[order].tolist()
     timesteps = inputs.size(1)
-    batch_sizes = [sum(1 for length in sorted_lengths if length > t) for t in range(timesteps)]
+    steps = torch.arange(timesteps, device=lengths.device)
+    batch_sizes = (lengths.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
     outputs, h_n, c_n = _LstmpFunction.apply(
         inputs[order], batch_sizes, hidden[order], cell[order], w_ih, w_hh, bias, w_hr
     )

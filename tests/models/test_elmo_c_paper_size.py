@@ -113,8 +113,9 @@ def test_paper_model_size_and_no_fasttext_matrix_in_weights(paper_params, fastte
     assert matrix_shape[1] == 300 and matrix_shape[0] > BUCKET  # words + buckets rows
     matrix_numel = matrix_shape[0] * matrix_shape[1]
     embedder = model._text_field_embedder._token_embedders["tokens"]
-    matrix_start = embedder._matrix.data_ptr()
-    matrix_end = matrix_start + embedder._matrix.numel() * embedder._matrix.element_size()
+    matrix = embedder._fasttext.matrix_on(torch.device("cpu"))
+    matrix_start = matrix.data_ptr()
+    matrix_end = matrix_start + matrix.numel() * matrix.element_size()
 
     def check(tensors):
         for name, tensor in tensors:

@@ -20,8 +20,9 @@ class FastTextEmbedder(TokenEmbedder):
 
     The matrix (`(num_words + bucket, dim)`, ~4.8 GB for `cc.en.300.bin`) is memory-mapped from
     the `.bin` and is neither a parameter nor a buffer: it is not trained, not in `state_dict()`,
-    not in checkpoints or `model.tar.gz`, and not broadcast by DDP. It is moved to the device of
-    the input ids on first use. To load an archive on a machine where the `.bin` lives elsewhere,
+    not in checkpoints or `model.tar.gz`, not broadcast by DDP and not copied by `deepcopy`. It is
+    copied to the device of the input ids on first use, once per device for all embedders that
+    use the same file. To load an archive on a machine where the `.bin` lives elsewhere,
     override `model_path` (of this embedder and of the indexer), e.g. with `load_archive(...,
     overrides=...)` or `allennlp ... --overrides`.
 
@@ -44,16 +45,9 @@ class FastTextEmbedder(TokenEmbedder):
                 f"fastText model {model_path} has dimension {self._fasttext.dim}, "
                 f"but {expected_dim} was expected"
             )
-        self._matrix: torch.Tensor = torch.from_numpy(self._fasttext.input_matrix)
 
     def get_output_dim(self) -> int:
         return self._fasttext.dim
-
-    def _matrix_on(self, device: torch.device) -> torch.Tensor:
-        if self._matrix.device != device:
-            logger.info("Moving the fastText matrix %s to %s", tuple(self._matrix.shape), device)
-            self._matrix = self._matrix.to(device)
-        return self._matrix
 
     def forward(
         self,
@@ -76,10 +70,11 @@ class FastTextEmbedder(TokenEmbedder):
         `torch.Tensor` of shape `(batch_size, num_tokens, dim)`, float32; all zeros for tokens
         with no subwords.
         """
-        matrix = self._matrix_on(subword_ids.device)
+        matrix = self._fasttext.matrix_on(subword_ids.device)
         counts = subword_counts.reshape(-1)
-        valid = torch.arange(subword_ids.size(-1), device=subword_ids.device) < counts.unsqueeze(1)
-        flat_ids = subword_ids.reshape(counts.numel(), -1)[valid]
+        width = subword_ids.size(-1)
+        valid = torch.arange(width, device=subword_ids.device) < counts.unsqueeze(1)
+        flat_ids = subword_ids.reshape(counts.numel(), width)[valid]
         offsets = torch.cumsum(counts, 0) - counts
         vectors = torch.nn.functional.embedding_bag(flat_ids, matrix, offsets, mode="mean")
         return vectors.view(*subword_counts.shape, self._fasttext.dim)
@@ -92,5 +87,5 @@ class FastTextEmbedder(TokenEmbedder):
         width = max([len(row) for row in rows] + [1])
         ids = torch.tensor([row + [0] * (width - len(row)) for row in rows], dtype=torch.long)
         counts = torch.tensor([len(row) for row in rows], dtype=torch.long)
-        device = device or self._matrix.device
+        device = device or torch.device("cpu")
         return self.forward(ids.to(device).unsqueeze(0), counts.to(device).unsqueeze(0))[0]

@@ -114,3 +114,18 @@ def test_text_field_mask_with_one_or_two_of_our_indexers_and_empty_tokens():
         batch.index_instances(Vocabulary())
         # "" has no subwords (count 0) but is a real token.
         assert get_text_field_mask(batch.as_tensor_dict()["t"]).tolist() == expected
+
+
+def test_empty_batches_and_shared_matrix():
+    import copy
+
+    embedder = FastTextEmbedder(TINY)
+    for shape in [(2, 0, 1), (0, 3, 1)]:
+        ids = torch.zeros(shape, dtype=torch.long)
+        assert embedder(ids, torch.zeros(shape[:2], dtype=torch.long)).shape == (*shape[:2], 16)
+    assert embedder.embed_strings([]).shape == (0, 16)
+    # deepcopy and a second embedder share the one memory-mapped matrix, not copies of it.
+    clone, other = copy.deepcopy(embedder), FastTextEmbedder(TINY)
+    cpu = torch.device("cpu")
+    pointers = {e._fasttext.matrix_on(cpu).data_ptr() for e in (embedder, clone, other)}
+    assert len(pointers) == 1

@@ -150,3 +150,21 @@ def test_fasttext_of_the_wrong_dimension(archive, tmp_path, varied_corpus):
     )
     with pytest.raises(ConfigurationError, match="does not match|dimension"):
         ElmoCTokenEmbedder(archive, fasttext_path=str(other))
+
+
+def test_frozen_bilm_runs_in_inference_mode_even_when_training(archive):
+    embedder = ElmoCTokenEmbedder(archive, dropout=0.0).train()
+    tensors = indexed(SENTENCES)
+    assert torch.equal(embedder(**tensors), embedder(**tensors))  # no recurrent dropout
+    tuned = ElmoCTokenEmbedder(archive, dropout=0.0, requires_grad=True).train()
+    assert tuned._elmo_c._lm.training
+
+
+def test_archive_with_a_candidate_word_list_loads_without_it(archive, tmp_path):
+    # The fixture archive was trained with nearest_neighbour_words; downstream ignores the list,
+    # so a missing file does not matter (e.g. the archive was moved to another machine).
+    from allennlp.models.archival import load_archive
+
+    config = load_archive(archive).config.as_dict(quiet=True)
+    assert config["model"]["nearest_neighbour_words"]
+    assert ElmoCRepresentations(archive)._lm.candidate_words is None
