@@ -147,7 +147,7 @@ def downstream(data_dir: Path) -> None:
     os.environ["ELMO_C_ARCHIVE"] = str(data_dir / "runs" / "elmo_c_demo" / "model.tar.gz")
     accuracies = {}
     for name, baseline in (("fastText + ELMo-C", "none"), ("fastText only", "fasttext")):
-        os.environ["ELMO_C_DEMO_BASELINE"] = baseline
+        os.environ["ELMO_C_BASELINE"] = baseline
         serialization_dir = data_dir / "runs" / f"sentiment_{baseline}"
         metrics_file = serialization_dir / "metrics.json"
         if not metrics_file.is_file():

@@ -1,11 +1,11 @@
 // Demo downstream task: fresh vs rotten review snippets (`build-demo-data`) with a small
 // biattentive classification network (BCN, the paper's SST-5 model). As in the paper's task
 // models, the input is word vectors (here the biLM's own fastText vectors, in place of GloVe)
-// concatenated with the ELMo-C representation; with ELMO_C_DEMO_BASELINE=fasttext the ELMo-C
+// concatenated with the ELMo-C representation; with ELMO_C_BASELINE=fasttext the ELMo-C
 // part is left out (the paper's no-context baseline row).
 //
 //   ELMO_C_DATA_DIR=data ELMO_C_ARCHIVE=data/runs/elmo_c_demo/model.tar.gz \
-//   ELMO_C_DEMO_BASELINE=none allennlp train downstream_configs/demo_sentiment_elmo_c.jsonnet \
+//   ELMO_C_BASELINE=none allennlp train downstream_configs/demo_sentiment_elmo_c.jsonnet \
 //       -s runs/sentiment_elmo_c --include-package allennlp_elmo_c
 //
 // ELMo-C goes through the text field embedder (key 'elmo_c'; BCN refuses the key 'elmo'), not
@@ -13,7 +13,7 @@
 // this matches BCN's `use_input_elmo` (ELMo concatenated to the input embeddings).
 local data = std.extVar('ELMO_C_DATA_DIR');
 local fasttext = data + '/fasttext/news.100d.bin';
-local use_elmo_c = std.extVar('ELMO_C_DEMO_BASELINE') != 'fasttext';
+local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
 local fasttext_dim = 100;
 local elmo_c_dim = 256;  // 2 x the demo biLM's projection size
 local input_dim = fasttext_dim + (if use_elmo_c then elmo_c_dim else 0);

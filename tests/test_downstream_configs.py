@@ -30,7 +30,7 @@ def demo_data_dir(tmp_path):
 def test_demo_sentiment(monkeypatch, tmp_path, demo_data_dir, elmo_c_archive, baseline, input_dim):
     monkeypatch.setenv("ELMO_C_DATA_DIR", str(demo_data_dir))
     monkeypatch.setenv("ELMO_C_ARCHIVE", str(elmo_c_archive))
-    monkeypatch.setenv("ELMO_C_DEMO_BASELINE", baseline)
+    monkeypatch.setenv("ELMO_C_BASELINE", baseline)
     overrides = {"trainer.num_epochs": 1, "model.pre_encode_feedforward.input_dim": input_dim}
     config = PROJECT_ROOT / "downstream_configs" / "demo_sentiment_elmo_c.jsonnet"
     train_model_from_file(str(config), str(tmp_path / "run"), overrides=json.dumps(overrides))

@@ -1,0 +1,82 @@
+// CoNLL-2003 NER with the CRF tagger: allennlp-models' ner_elmo.jsonnet (GloVe 50 + character CNN
+// 128 + ELMo 1024 into a 2-layer BiLSTM of 200, scalar-mix L2 0.1) with ELMo replaced by ELMo-C
+// (paper-size archive: 1024-d, so input_size stays 1202). With ELMO_C_BASELINE=fasttext, ELMo is
+// replaced by the 300-d fastText vectors instead (the paper's "fastText only" row).
+//
+//   NER_TRAIN_DATA_PATH=eng.train NER_TEST_DATA_PATH=eng.testa GLOVE_50D=glove.6B.50d.txt.gz \
+//   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
+//   allennlp train downstream_configs/ner_elmo_c.jsonnet -s runs/ner --include-package allennlp_elmo_c
+//
+// All paths are local files (GloVe: download glove.6B.50d yourself); nothing is fetched.
+local fasttext = std.extVar('ELMO_C_FASTTEXT');
+local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
+local context_dim = if use_elmo_c then 1024 else 300;
+
+{
+  dataset_reader: {
+    type: 'conll2003',
+    tag_label: 'ner',
+    coding_scheme: 'BIOUL',
+    token_indexers: {
+      tokens: { type: 'single_id', lowercase_tokens: true },
+      token_characters: { type: 'characters', min_padding_length: 3 },
+      elmo: { type: 'fasttext_subwords', model_path: fasttext },
+    },
+  },
+  train_data_path: std.extVar('NER_TRAIN_DATA_PATH'),
+  validation_data_path: std.extVar('NER_TEST_DATA_PATH'),
+  model: {
+    type: 'crf_tagger',
+    label_encoding: 'BIOUL',
+    dropout: 0.5,
+    include_start_end_transitions: false,
+    text_field_embedder: {
+      token_embedders: {
+        tokens: {
+          type: 'embedding',
+          embedding_dim: 50,
+          pretrained_file: std.extVar('GLOVE_50D'),
+          trainable: true,
+        },
+        elmo: if use_elmo_c then {
+          type: 'elmo_c_token_embedder',
+          archive_file: std.extVar('ELMO_C_ARCHIVE'),
+          fasttext_path: fasttext,
+          do_layer_norm: false,
+          dropout: 0.0,
+        } else { type: 'fasttext', model_path: fasttext },
+        token_characters: {
+          type: 'character_encoding',
+          // allennlp-models leaves vocab_namespace at its default 'tokens', which only works
+          // while there are more words than characters; name the right namespace.
+          embedding: { embedding_dim: 16, vocab_namespace: 'token_characters' },
+          encoder: {
+            type: 'cnn',
+            embedding_dim: 16,
+            num_filters: 128,
+            ngram_filter_sizes: [3],
+            conv_layer_activation: 'relu',
+          },
+        },
+      },
+    },
+    encoder: {
+      type: 'lstm',
+      input_size: 50 + 128 + context_dim,
+      hidden_size: 200,
+      num_layers: 2,
+      dropout: 0.5,
+      bidirectional: true,
+    },
+    regularizer: { regexes: [['scalar_parameters', { type: 'l2', alpha: 0.1 }]] },
+  },
+  data_loader: { batch_size: 64 },
+  trainer: {
+    optimizer: { type: 'adam', lr: 0.001 },
+    checkpointer: { keep_most_recent_by_count: 3 },
+    validation_metric: '+f1-measure-overall',
+    num_epochs: 75,
+    grad_norm: 5.0,
+    patience: 25,
+  },
+}
