@@ -1,0 +1,86 @@
+// SST-5 with the biattentive classification network: allennlp-models'
+// biattentive_classification_network_elmo.jsonnet with ELMo replaced by ELMo-C. That config uses
+// BCN's own `elmo` argument with use_input_elmo = true and use_integrator_output_elmo = false, i.e.
+// one ELMo mix concatenated to the GloVe input: here the same through the text field embedder
+// (key 'elmo_c'; BCN refuses a token embedder named 'elmo'), so pre_encode_feedforward still gets
+// 300 + 1024 = 1324 inputs. With ELMO_C_BASELINE=fasttext the 300-d fastText vectors take
+// ELMo-C's place (the paper's "fastText only" row).
+//
+//   SST_TRAIN=train.txt SST_DEV=dev.txt SST_TEST=test.txt GLOVE_840B_300D=glove.840B.300d.txt.gz \
+//   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
+//   allennlp train downstream_configs/sst5_elmo_c.jsonnet -s runs/sst5 --include-package allennlp_elmo_c
+//
+// SST files are PTB trees (the sst_tokens reader); all paths are local files.
+local fasttext = std.extVar('ELMO_C_FASTTEXT');
+local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
+local context_dim = if use_elmo_c then 1024 else 300;
+local reader(subtrees) = {
+  type: 'sst_tokens',
+  use_subtrees: subtrees,
+  granularity: '5-class',
+  token_indexers: {
+    tokens: { type: 'single_id' },
+    elmo_c: { type: 'fasttext_subwords', model_path: fasttext },
+  },
+};
+
+{
+  dataset_reader: reader(true),
+  validation_dataset_reader: reader(false),
+  train_data_path: std.extVar('SST_TRAIN'),
+  validation_data_path: std.extVar('SST_DEV'),
+  test_data_path: std.extVar('SST_TEST'),
+  evaluate_on_test: true,
+  model: {
+    type: 'bcn',
+    text_field_embedder: {
+      token_embedders: {
+        tokens: {
+          type: 'embedding',
+          pretrained_file: std.extVar('GLOVE_840B_300D'),
+          embedding_dim: 300,
+          trainable: false,
+        },
+        elmo_c: if use_elmo_c then {
+          type: 'elmo_c_token_embedder',
+          archive_file: std.extVar('ELMO_C_ARCHIVE'),
+          fasttext_path: fasttext,
+          do_layer_norm: false,
+          dropout: 0.0,
+        } else { type: 'fasttext', model_path: fasttext },
+      },
+    },
+    embedding_dropout: 0.5,
+    pre_encode_feedforward: {
+      input_dim: 300 + context_dim,
+      num_layers: 1,
+      hidden_dims: [300],
+      activations: ['relu'],
+      dropout: [0.25],
+    },
+    encoder: { type: 'lstm', input_size: 300, hidden_size: 300, num_layers: 1, bidirectional: true },
+    integrator: {
+      type: 'lstm',
+      input_size: 1800,
+      hidden_size: 300,
+      num_layers: 1,
+      bidirectional: true,
+    },
+    integrator_dropout: 0.1,
+    output_layer: {
+      input_dim: 2400,
+      num_layers: 3,
+      output_dims: [1200, 600, 5],
+      pool_sizes: 4,
+      dropout: [0.2, 0.3, 0.0],
+    },
+  },
+  data_loader: { batch_sampler: { type: 'bucket', batch_size: 100 } },
+  trainer: {
+    num_epochs: 40,
+    patience: 5,
+    grad_norm: 5.0,
+    validation_metric: '+accuracy',
+    optimizer: { type: 'adam', lr: 0.001 },
+  },
+}
