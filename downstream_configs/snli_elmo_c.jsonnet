@@ -1,0 +1,81 @@
+// SNLI with ESIM: allennlp-models' esim_elmo.jsonnet (one ELMo mix, no GloVe) with ELMo replaced
+// by ELMo-C (1024-d, so the encoder's input_size stays 1024). With ELMO_C_BASELINE=fasttext the
+// 300-d fastText vectors replace it (the paper's "fastText only" row). ESIM's initializer regexes
+// (.*weight_ih.* etc.) match no ELMo-C parameter, so the pretrained biLM is never re-initialised.
+// The reader uses spaCy's rule-based English tokenizer (no model download) instead of
+// en_core_web_sm.
+//
+//   SNLI_TRAIN=snli_1.0_train.jsonl SNLI_DEV=snli_1.0_dev.jsonl ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz \
+//   ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
+//   allennlp train downstream_configs/snli_elmo_c.jsonnet -s runs/snli --include-package allennlp_elmo_c
+local fasttext = std.extVar('ELMO_C_FASTTEXT');
+local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
+
+{
+  dataset_reader: {
+    type: 'snli',
+    tokenizer: { type: 'spacy', language: 'blank:en' },
+    token_indexers: { elmo: { type: 'fasttext_subwords', model_path: fasttext } },
+  },
+  train_data_path: std.extVar('SNLI_TRAIN'),
+  validation_data_path: std.extVar('SNLI_DEV'),
+  model: {
+    type: 'esim',
+    dropout: 0.5,
+    text_field_embedder: {
+      token_embedders: {
+        elmo: if use_elmo_c then {
+          type: 'elmo_c_token_embedder',
+          archive_file: std.extVar('ELMO_C_ARCHIVE'),
+          fasttext_path: fasttext,
+          do_layer_norm: false,
+          dropout: 0.0,
+        } else { type: 'fasttext', model_path: fasttext },
+      },
+    },
+    encoder: {
+      type: 'lstm',
+      input_size: if use_elmo_c then 1024 else 300,
+      hidden_size: 300,
+      num_layers: 1,
+      bidirectional: true,
+    },
+    matrix_attention: { type: 'dot_product' },
+    projection_feedforward: { input_dim: 2400, hidden_dims: 300, num_layers: 1, activations: 'relu' },
+    inference_encoder: {
+      type: 'lstm',
+      input_size: 300,
+      hidden_size: 300,
+      num_layers: 1,
+      bidirectional: true,
+    },
+    output_feedforward: {
+      input_dim: 2400,
+      num_layers: 1,
+      hidden_dims: 300,
+      activations: 'relu',
+      dropout: 0.5,
+    },
+    output_logit: { input_dim: 300, num_layers: 1, hidden_dims: 3, activations: 'linear' },
+    initializer: {
+      regexes: [
+        ['.*linear_layers.*weight', { type: 'xavier_uniform' }],
+        ['.*linear_layers.*bias', { type: 'zero' }],
+        ['.*weight_ih.*', { type: 'xavier_uniform' }],
+        ['.*weight_hh.*', { type: 'orthogonal' }],
+        ['.*bias_ih.*', { type: 'zero' }],
+        ['.*bias_hh.*', { type: 'lstm_hidden_bias' }],
+      ],
+    },
+  },
+  data_loader: { batch_sampler: { type: 'bucket', batch_size: 32 } },
+  trainer: {
+    optimizer: { type: 'adam', lr: 0.0004 },
+    checkpointer: { keep_most_recent_by_count: 2 },
+    validation_metric: '+accuracy',
+    num_epochs: 75,
+    grad_norm: 10.0,
+    patience: 5,
+    learning_rate_scheduler: { type: 'reduce_on_plateau', factor: 0.5, mode: 'max', patience: 0 },
+  },
+}
