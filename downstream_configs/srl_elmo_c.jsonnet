@@ -1,0 +1,54 @@
+// Semantic role labelling (CoNLL-2012 format, the `srl` reader and model): allennlp-models'
+// srl_elmo.jsonnet with ELMo replaced by ELMo-C (1024-d + 100-d verb indicator = 1124 into the
+// 8-layer alternating LSTM, as before). With ELMO_C_BASELINE=fasttext the 300-d fastText vectors
+// replace it (the paper's "fastText only" row). The SRL metric runs the official perl scorer
+// that ships with allennlp-models (needs `perl`).
+//
+//   SRL_TRAIN_DATA_PATH=conll-2012/v4/data/train SRL_VALIDATION_DATA_PATH=conll-2012/v4/data/development \
+//   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
+//   allennlp train downstream_configs/srl_elmo_c.jsonnet -s runs/srl --include-package allennlp_elmo_c
+local fasttext = std.extVar('ELMO_C_FASTTEXT');
+local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
+
+{
+  dataset_reader: {
+    type: 'srl',
+    token_indexers: { elmo: { type: 'fasttext_subwords', model_path: fasttext } },
+  },
+  train_data_path: std.extVar('SRL_TRAIN_DATA_PATH'),
+  validation_data_path: std.extVar('SRL_VALIDATION_DATA_PATH'),
+  model: {
+    type: 'srl',
+    text_field_embedder: {
+      token_embedders: {
+        elmo: if use_elmo_c then {
+          type: 'elmo_c_token_embedder',
+          archive_file: std.extVar('ELMO_C_ARCHIVE'),
+          fasttext_path: fasttext,
+          do_layer_norm: false,
+          dropout: 0.1,
+        } else { type: 'fasttext', model_path: fasttext },
+      },
+    },
+    initializer: { regexes: [['tag_projection_layer.*weight', { type: 'orthogonal' }]] },
+    encoder: {
+      type: 'alternating_lstm',
+      input_size: (if use_elmo_c then 1024 else 300) + 100,
+      hidden_size: 300,
+      num_layers: 8,
+      recurrent_dropout_probability: 0.1,
+      use_input_projection_bias: false,
+    },
+    binary_feature_dim: 100,
+    regularizer: { regexes: [['.*scalar_parameters.*', { type: 'l2', alpha: 0.001 }]] },
+  },
+  data_loader: { batch_sampler: { type: 'bucket', batch_size: 80 } },
+  trainer: {
+    num_epochs: 500,
+    grad_clipping: 1.0,
+    patience: 200,
+    validation_metric: '+f1-measure-overall',
+    checkpointer: { keep_most_recent_by_count: 10 },
+    optimizer: { type: 'adadelta', rho: 0.95 },
+  },
+}
