@@ -43,6 +43,10 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         input and the text field's mask no longer matches it; for custom models only).
     fasttext_path : `str`, optional
         The biLM's fastText `.bin` at another path than recorded in the archive.
+    num_output_representations : `int`, optional (default = `1`)
+        Several independent mixes for models that use ELMo in several places: the output is
+        their concatenation, `num_output_representations x 1024`, mix k in slice k (split it in
+        the model). `ElmoCRepresentations` returns them as a list instead.
     """
 
     def __init__(
@@ -55,11 +59,16 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         scalar_mix_parameters: Optional[List[float]] = None,
         keep_sentence_boundaries: bool = False,
         fasttext_path: Optional[str] = None,
+        num_output_representations: int = 1,
     ) -> None:
         super().__init__()
+        if num_output_representations < 1:
+            raise ConfigurationError(
+                "elmo_c_token_embedder: num_output_representations must be >= 1"
+            )
         self._elmo_c = ElmoCRepresentations(
             archive_file,
-            num_output_representations=1,
+            num_output_representations=num_output_representations,
             requires_grad=requires_grad,
             do_layer_norm=do_layer_norm,
             dropout=dropout,
@@ -68,7 +77,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             fasttext_path=fasttext_path,
         )
         self._projection = None
-        self.output_dim = self._elmo_c.get_output_dim()
+        self.output_dim = self._elmo_c.get_output_dim() * num_output_representations
         if projection_dim:
             self._projection = torch.nn.Linear(self.output_dim, projection_dim)
             self.output_dim = projection_dim
@@ -94,7 +103,8 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         """
         if token_mask is None:
             raise ConfigurationError("elmo_c_token_embedder needs the fasttext_subwords token_mask")
-        output = self._elmo_c(subword_ids, subword_counts, token_mask)["elmo_representations"][0]
+        mixes = self._elmo_c(subword_ids, subword_counts, token_mask)["elmo_representations"]
+        output = mixes[0] if len(mixes) == 1 else torch.cat(mixes, dim=-1)
         if self._projection is not None:
             output = self._projection(output)
         return output

@@ -168,3 +168,23 @@ def test_archive_with_a_candidate_word_list_loads_without_it(archive, tmp_path):
     config = load_archive(archive).config.as_dict(quiet=True)
     assert config["model"]["nearest_neighbour_words"]
     assert ElmoCRepresentations(archive)._lm.candidate_words is None
+
+
+def test_several_output_representations_are_concatenated(archive):
+    weights = [[1.0, -9e10, -9e10], [-9e10, -9e10, 1.0]]
+    single = [
+        ElmoCTokenEmbedder(archive, dropout=0.0, scalar_mix_parameters=w).eval() for w in weights
+    ]
+    double = ElmoCTokenEmbedder(archive, dropout=0.0, num_output_representations=2).eval()
+    assert double.get_output_dim() == 32
+    for k, mix in enumerate(double._elmo_c._scalar_mixes):  # give each mix a known weighting
+        mix.scalar_parameters.load_state_dict(
+            single[k]._elmo_c._scalar_mixes[0].scalar_parameters.state_dict()
+        )
+    tensors = indexed(SENTENCES)
+    output = double(**tensors)
+    assert output.shape == (2, 6, 32)
+    torch.testing.assert_close(output[..., :16], single[0](**tensors))
+    torch.testing.assert_close(output[..., 16:], single[1](**tensors))
+    with pytest.raises(ConfigurationError):
+        ElmoCTokenEmbedder(archive, num_output_representations=0)
