@@ -80,3 +80,28 @@ def train_tiny_elmo_c(directory: Path, backend: str = "fused") -> Path:
 def elmo_c_archive(tmp_path_factory) -> Path:
     """A tiny trained ELMo-C archive (fused backend), shared by the downstream tests."""
     return train_tiny_elmo_c(tmp_path_factory.mktemp("elmo_c_archive"))
+
+
+def set_downstream_environment(
+    monkeypatch, archive: Path, baseline: str, **task_paths: str
+) -> None:
+    """The environment variables a downstream config reads: the task's data/GloVe paths plus
+    the ELMo-C archive, the tiny fastText model and ELMO_C_BASELINE ("none" or "fasttext")."""
+    environment = {
+        **task_paths,
+        "ELMO_C_ARCHIVE": str(archive),
+        "ELMO_C_FASTTEXT": str(FIXTURES_ROOT / "fasttext" / "tiny.bin"),
+        "ELMO_C_BASELINE": baseline,
+    }
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+
+
+def train_config(config: Path, serialization_dir: Path, overrides: str = "") -> dict:
+    """`allennlp train` in-process; returns metrics.json."""
+    import json
+
+    from allennlp.commands.train import train_model_from_file
+
+    train_model_from_file(str(config), str(serialization_dir), overrides=overrides)
+    return json.loads((serialization_dir / "metrics.json").read_text())

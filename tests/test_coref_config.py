@@ -1,39 +1,30 @@
 """downstream_configs/coref_elmo_c.jsonnet trains one epoch on a CoNLL-2012-format fixture, and
 its derived dimensions agree with the coref model's own checks at full size."""
 
-import json
-
 import pytest
 
 import allennlp_models.coref  # noqa: F401  (registers the coref model and reader)
-from allennlp.commands.train import train_model_from_file
 from allennlp.common import Params
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests.conftest import set_downstream_environment, train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "coref_elmo_c_tiny.jsonnet"  # imports downstream_configs/
 DOCUMENT = str(FIXTURES_ROOT / "data" / "coref.gold_conll")
 
 
 def set_environment(monkeypatch, archive, baseline):
-    environment = {
-        "COREF_TRAIN_DATA_PATH": DOCUMENT,
-        "COREF_DEV_DATA_PATH": DOCUMENT,
-        "COREF_TEST_DATA_PATH": DOCUMENT,
-        "GLOVE_6B_300D": str(FIXTURES_ROOT / "data" / "glove_tiny.300d.txt"),
-        "ELMO_C_ARCHIVE": str(archive),
-        "ELMO_C_FASTTEXT": str(FIXTURES_ROOT / "fasttext" / "tiny.bin"),
-        "ELMO_C_BASELINE": baseline,
-    }
-    for name, value in environment.items():
-        monkeypatch.setenv(name, value)
+    set_downstream_environment(
+        monkeypatch, archive, baseline, COREF_TRAIN_DATA_PATH=DOCUMENT,
+        COREF_DEV_DATA_PATH=DOCUMENT, COREF_TEST_DATA_PATH=DOCUMENT,
+        GLOVE_6B_300D=str(FIXTURES_ROOT / "data" / "glove_tiny.300d.txt"),
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("baseline", ["none", "fasttext"])
 def test_coref_config_trains_one_epoch(elmo_c_archive, monkeypatch, tmp_path, baseline):
     set_environment(monkeypatch, elmo_c_archive, baseline)
-    train_model_from_file(str(CONFIG), str(tmp_path / "run"))
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    metrics = train_config(CONFIG, tmp_path / "run")
     assert 0.0 <= metrics["best_validation_coref_f1"] <= 1.0
 
 

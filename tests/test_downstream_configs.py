@@ -6,9 +6,9 @@ import shutil
 import pytest
 
 import allennlp_models.classification  # noqa: F401  (registers bcn; the CLI would import it)
-from allennlp.commands.train import train_model_from_file
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests.conftest import set_downstream_environment, train_config
 
 TINY = FIXTURES_ROOT / "fasttext" / "tiny.bin"
 
@@ -28,11 +28,10 @@ def demo_data_dir(tmp_path):
 
 @pytest.mark.parametrize("baseline, input_dim", [("none", 16 + 16), ("fasttext", 16)])
 def test_demo_sentiment(monkeypatch, tmp_path, demo_data_dir, elmo_c_archive, baseline, input_dim):
-    monkeypatch.setenv("ELMO_C_DATA_DIR", str(demo_data_dir))
-    monkeypatch.setenv("ELMO_C_ARCHIVE", str(elmo_c_archive))
-    monkeypatch.setenv("ELMO_C_BASELINE", baseline)
+    set_downstream_environment(
+        monkeypatch, elmo_c_archive, baseline, ELMO_C_DATA_DIR=str(demo_data_dir)
+    )
     overrides = {"trainer.num_epochs": 1, "model.pre_encode_feedforward.input_dim": input_dim}
     config = PROJECT_ROOT / "downstream_configs" / "demo_sentiment_elmo_c.jsonnet"
-    train_model_from_file(str(config), str(tmp_path / "run"), overrides=json.dumps(overrides))
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    metrics = train_config(config, tmp_path / "run", overrides=json.dumps(overrides))
     assert 0.0 <= metrics["test_accuracy"] <= 1.0

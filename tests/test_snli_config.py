@@ -1,41 +1,30 @@
 """downstream_configs/snli_elmo_c.jsonnet (ESIM on SNLI) trains one epoch on jsonl fixtures, and
 ESIM's initializer regexes leave the pretrained biLM untouched."""
 
-import json
-
 import pytest
 import torch
 
 import allennlp_models.pair_classification  # noqa: F401  (registers esim and the snli reader)
-from allennlp.commands.train import train_model_from_file
 from allennlp.common import Params
 from allennlp.data import DatasetReader, Vocabulary
 from allennlp.models import Model
 from allennlp.models.archival import load_archive
 
 from tests import FIXTURES_ROOT
+from tests.conftest import set_downstream_environment, train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "snli_elmo_c_tiny.jsonnet"  # imports downstream_configs/
 SNLI = str(FIXTURES_ROOT / "data" / "snli.jsonl")
 
 
 def set_environment(monkeypatch, archive, baseline):
-    environment = {
-        "SNLI_TRAIN": SNLI,
-        "SNLI_DEV": SNLI,
-        "ELMO_C_ARCHIVE": str(archive),
-        "ELMO_C_FASTTEXT": str(FIXTURES_ROOT / "fasttext" / "tiny.bin"),
-        "ELMO_C_BASELINE": baseline,
-    }
-    for name, value in environment.items():
-        monkeypatch.setenv(name, value)
+    set_downstream_environment(monkeypatch, archive, baseline, SNLI_TRAIN=SNLI, SNLI_DEV=SNLI)
 
 
 @pytest.mark.parametrize("baseline", ["none", "fasttext"])
 def test_snli_config_trains_one_epoch(elmo_c_archive, monkeypatch, tmp_path, baseline):
     set_environment(monkeypatch, elmo_c_archive, baseline)
-    train_model_from_file(str(CONFIG), str(tmp_path / "run"))  # reduce_on_plateau included
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    metrics = train_config(CONFIG, tmp_path / "run")  # reduce_on_plateau included
     assert 0.0 <= metrics["best_validation_accuracy"] <= 1.0
 
 

@@ -1,5 +1,3 @@
-import shutil
-
 import fasttext
 import numpy as np
 import pytest
