@@ -1,4 +1,5 @@
 import logging
+import math
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -52,6 +53,11 @@ class ElmoC(Model):
         vocabulary exists anywhere); any frozen embedder of the same tokens may be given.
     dropout : `float`, optional (default = `0.1`)
         Dropout on the input embeddings and on the states fed to the heads.
+    target_ids_key : `str`, optional (default = `None`)
+        For heads over a vocabulary (softmax-type heads): the key, in the `tokens` text field, of
+        a `single_id` indexer whose ids are the words to predict. If the input embedder has no
+        embedder under that key the ids are removed before embedding, so the input can stay
+        open-vocabulary (fastText) while the output has a vocabulary.
     nearest_neighbour_words : `str`, optional (default = `None`)
         A file of candidate words (one per line). During validation the model then also reports
         `*_nn_accuracy`: how often the candidate closest (cosine) to the prediction is the target
@@ -68,6 +74,7 @@ class ElmoC(Model):
         output_head: Lazy[OutputHead],
         target_embedder: Optional[TextFieldEmbedder] = None,
         dropout: float = 0.1,
+        target_ids_key: Optional[str] = None,
         nearest_neighbour_words: Optional[str] = None,
         initializer: InitializerApplicator = InitializerApplicator(),
         **kwargs,
@@ -76,6 +83,7 @@ class ElmoC(Model):
         self._text_field_embedder = text_field_embedder
         self._contextualizer = contextualizer
         self._target_embedder = target_embedder
+        self._target_ids_key = target_ids_key
         if not contextualizer.is_bidirectional() or contextualizer.get_output_dim() % 2:
             raise ConfigurationError(
                 "elmo_c needs a bidirectional contextualizer (forward || backward)"
@@ -87,12 +95,28 @@ class ElmoC(Model):
             )
         hidden_dim = contextualizer.get_output_dim() // 2
         target_dim = (target_embedder or text_field_embedder).get_output_dim()
+        # Heads take what they need of these (a vocabulary, the input embedder to tie to).
         self._heads: Optional[torch.nn.ModuleDict] = torch.nn.ModuleDict(
             {
-                f"{d}_lm": output_head.construct(input_dim=hidden_dim, target_dim=target_dim)
+                f"{d}_lm": output_head.construct(
+                    input_dim=hidden_dim,
+                    target_dim=target_dim,
+                    vocab=vocab,
+                    text_field_embedder=text_field_embedder,
+                )
                 for d in DIRECTIONS
             }
         )
+        needs_ids = [getattr(head, "needs_target_ids", False) for head in self._heads.values()]
+        if any(needs_ids) and target_ids_key is None:
+            raise ConfigurationError(
+                "elmo_c: this output head predicts vocabulary ids; set model.target_ids_key to "
+                "the key of a single_id token indexer"
+            )
+        # Heads whose loss is a negative log-likelihood also report perplexity.
+        self._perplexity_directions = [
+            d for d in DIRECTIONS if getattr(self._heads[f"{d}_lm"], "reports_perplexity", False)
+        ]
         self._dropout = torch.nn.Dropout(dropout)
         # Metric name -> [sum, count] as tensors on the model's device: updated every batch
         # without host syncs, summed across workers only when read (get_metrics is called on
@@ -161,6 +185,18 @@ class ElmoC(Model):
         contextualizer returns all layers), `noncontextual_token_embeddings`
         `(batch_size, timesteps, embedding_dim)` and `mask` `(batch_size, timesteps)`.
         """
+        target_ids = None
+        if self._target_ids_key is not None:
+            if self._target_ids_key not in tokens:
+                raise ConfigurationError(
+                    f"elmo_c: target_ids_key {self._target_ids_key!r} is not among the token "
+                    f"indexers ({sorted(tokens)})"
+                )
+            target_ids = tokens[self._target_ids_key]["tokens"]
+            if self._target_ids_key not in getattr(
+                self._text_field_embedder, "_token_embedders", {}
+            ):
+                tokens = {k: v for k, v in tokens.items() if k != self._target_ids_key}
         mask = get_text_field_mask(tokens)
         embeddings = self._text_field_embedder(tokens)
         contextual = self._contextualizer(self._dropout(embeddings), mask)
@@ -176,13 +212,18 @@ class ElmoC(Model):
         targets = embeddings if self._target_embedder is None else self._target_embedder(tokens)
         pair_mask = mask[:, 1:]  # position t and t + 1 are both real tokens
         inputs = {
-            "forward": (hidden["forward"][:, :-1], targets[:, 1:]),
-            "backward": (hidden["backward"][:, 1:], targets[:, :-1]),
+            "forward": (hidden["forward"][:, :-1], targets[:, 1:], slice(1, None)),
+            "backward": (hidden["backward"][:, 1:], targets[:, :-1], slice(None, -1)),
         }
         losses = []
-        for direction, (states, target_vectors) in inputs.items():
+        for direction, (states, target_vectors, shift) in inputs.items():
             head = self._heads[f"{direction}_lm"]
-            result = head(states, pair_mask, target_embeddings=target_vectors)
+            result = head(
+                states,
+                pair_mask,
+                target_embeddings=target_vectors,
+                target_ids=None if target_ids is None else target_ids[:, shift],
+            )
             count = result["count"]
             loss = result["loss"] / count.clamp(min=1)
             output[f"{direction}_loss"] = loss
@@ -248,11 +289,17 @@ class ElmoC(Model):
             dist.all_reduce(totals)
         if reset:
             self._totals = {}
-        return {
+        metrics = {
             name: float(total / count)
             for name, (total, count) in zip(self._metric_names, totals.tolist())
             if count > 0
         }
+        for direction in self._perplexity_directions:
+            if f"{direction}_loss" in metrics:
+                metrics[f"{direction}_perplexity"] = math.exp(
+                    min(metrics[f"{direction}_loss"], 700)
+                )
+        return metrics
 
     def _record(self, name: str, total: torch.Tensor, count: torch.Tensor) -> None:
         value = torch.stack([total.double(), torch.as_tensor(count, device=total.device).double()])

@@ -18,7 +18,16 @@ class OutputHead(torch.nn.Module, Registrable):
         Size of the hidden states (the encoder's projection size).
     target_dim : `int`
         Size of the target embeddings (e.g. 300 for fastText); heads that predict ids may ignore it.
+
+    The model also offers `vocab` (`Vocabulary`) and `text_field_embedder` (the input embedder,
+    e.g. to tie weights to) when it builds a head; a subclass receives them by naming them in its
+    constructor. Subclasses over a vocabulary set `needs_target_ids = True` (the model then
+    requires `target_ids_key`); heads whose loss is a negative log-likelihood per token set
+    `reports_perplexity = True`.
     """
+
+    needs_target_ids = False
+    reports_perplexity = False
 
     def __init__(self, input_dim: int, target_dim: int) -> None:
         super().__init__()
