@@ -1,2 +1,3 @@
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.continuous import ContinuousOutputHead
+from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead

@@ -1,0 +1,96 @@
+import logging
+from typing import Dict, Optional
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import Vocabulary
+
+from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
+
+logger = logging.getLogger(__name__)
+
+
+class VocabularyOutputHead(OutputHead):
+    """
+    The shared part of output heads that predict a word id from a closed vocabulary (softmax,
+    sampled, adaptive, slim): the vocabulary size, the target ids, the selection of the real
+    positions and the summed negative log-likelihood. A subclass implements `logits` (full
+    scores over the vocabulary) and may override `loss` (e.g. a sampled loss in training).
+
+    Not registered itself.
+
+    # Parameters
+
+    input_dim : `int`
+    target_dim : `int`
+        Filled in by the model.
+    vocab : `Vocabulary`
+        Filled in by the model.
+    vocab_namespace : `str`, optional (default = `"tokens"`)
+        The namespace of the `single_id` indexer named by the model's `target_ids_key`.
+    """
+
+    needs_target_ids = True
+    reports_perplexity = True
+
+    def __init__(
+        self,
+        input_dim: int,
+        target_dim: int,
+        vocab: Vocabulary,
+        vocab_namespace: str = "tokens",
+    ) -> None:
+        super().__init__(input_dim, target_dim)
+        self.vocab_namespace = vocab_namespace
+        self.num_words = vocab.get_vocab_size(vocab_namespace)
+        if self.num_words < 2:
+            raise ConfigurationError(
+                f"{type(self).__name__}: the vocabulary namespace {vocab_namespace!r} is empty; "
+                "build the vocabulary from the training data or from files"
+            )
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """
+        # Parameters
+
+        hidden : `torch.Tensor`
+            `(num_positions, input_dim)`.
+
+        # Returns
+
+        Unnormalised scores `(num_positions, num_words)`.
+        """
+        raise NotImplementedError
+
+    def loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
+        """
+        Summed negative log-likelihood of `target_ids` `(num_positions,)` given `hidden`
+        `(num_positions, input_dim)`: a full softmax unless a subclass approximates it.
+        """
+        logits = self.logits(hidden)
+        return torch.nn.functional.cross_entropy(logits.float(), target_ids, reduction="sum")
+
+    def forward(
+        self,
+        hidden: torch.Tensor,
+        mask: torch.BoolTensor,
+        target_embeddings: Optional[torch.Tensor] = None,
+        target_ids: Optional[torch.LongTensor] = None,
+    ) -> Dict[str, torch.Tensor]:
+        if target_ids is None:
+            raise ConfigurationError(
+                f"{type(self).__name__} needs target ids (set the model's target_ids_key)"
+            )
+        if target_ids.shape != mask.shape:
+            raise ValueError(
+                f"target ids {tuple(target_ids.shape)} do not match the mask {tuple(mask.shape)}"
+            )
+        targets = target_ids[mask]
+        if targets.numel() and int(targets.max()) >= self.num_words:
+            raise ValueError(
+                f"target id {int(targets.max())} is outside the vocabulary namespace "
+                f"{self.vocab_namespace!r} of {self.num_words} words"
+            )
+        # Only real positions are scored: padding never reaches the softmax.
+        return {"loss": self.loss(hidden[mask], targets), "count": mask.sum()}
