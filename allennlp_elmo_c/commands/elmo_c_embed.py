@@ -8,6 +8,11 @@ or `--average`; an empty line gives `num_tokens = 0`. A JSON dataset `sentence_t
 each sentence to its index. The file is written as `OUTPUT.partial` and renamed to `OUTPUT` only
 when complete, so an interrupted run never leaves a file that looks finished; running the same
 command again resumes from the sentences already in `OUTPUT.partial`.
+
+Lines that are not UTF-8 are read with U+FFFD for the bad bytes and NUL characters as spaces
+(both counted and logged). A sentence longer than `--max-sentence-length` tokens stops the
+command before anything is embedded, naming the lines (the biLM's memory grows with the longest
+sentence of a batch). Sentences are batched by length, so padding stays small.
 """
 
 import argparse
@@ -43,6 +48,7 @@ def embed_file(
     batch_size: int = 64,
     cuda_device: int = -1,
     fasttext_path: Optional[str] = None,
+    max_sentence_length: int = 10_000,
 ) -> Path:
     """
     Embeds every line of `input_file` (whitespace-tokenized) and writes `output_file` (HDF5).
@@ -52,13 +58,23 @@ def embed_file(
         raise ConfigurationError(f"elmo-c-embed: output mode must be one of {OUTPUT_MODES}")
     if batch_size < 1:
         raise ConfigurationError("elmo-c-embed: batch size must be >= 1")
+    if max_sentence_length < 1:
+        raise ConfigurationError("elmo-c-embed: max sentence length must be >= 1")
     input_file, output_file = Path(input_file), Path(output_file)
     if not input_file.is_file():
         raise ConfigurationError(f"elmo-c-embed: input file {input_file} does not exist")
     if output_file.exists():
         raise ConfigurationError(f"elmo-c-embed: {output_file} exists; remove it to re-embed")
-    with open(input_file, encoding="utf-8", errors="replace") as lines:
-        sentences = [line.replace("\x00", " ").split() for line in lines]
+    sentences = read_sentences(input_file)
+    too_long = [
+        i + 1 for i, sentence in enumerate(sentences) if len(sentence) > max_sentence_length
+    ]
+    if too_long:
+        raise ConfigurationError(
+            f"elmo-c-embed: {input_file} has {len(too_long)} line(s) longer than "
+            f"{max_sentence_length} tokens (line {', '.join(map(str, too_long[:5]))}"
+            f"{', ...' if len(too_long) > 5 else ''}); split them or raise --max-sentence-length"
+        )
     representations = ElmoCRepresentations(
         str(archive_file), num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
     ).eval()
@@ -85,7 +101,8 @@ def embed_file(
             logger.warning(
                 "%s: %d empty line(s) written as 0-token entries", input_file, len(empty)
             )
-        todo = [index for index in todo if sentences[index]]
+        # Longest first: padding stays small and a batch that does not fit fails at once.
+        todo = sorted((i for i in todo if sentences[i]), key=lambda i: -len(sentences[i]))
         for start in Tqdm.tqdm(range(0, len(todo), batch_size), desc="embedding"):
             chunk = todo[start : start + batch_size]
             vectors = _embed([sentences[i] for i in chunk], representations, indexer, device)
@@ -103,6 +120,35 @@ def embed_file(
                            dtype=h5py.string_dtype())  # fmt: skip
     os.replace(partial, output_file)
     return output_file
+
+
+def read_sentences(input_file: Path) -> List[List[str]]:
+    """Whitespace-tokenized lines; bytes that are not UTF-8 and NUL characters are counted."""
+    sentences, undecodable, with_nul = [], [], []
+    with open(input_file, "rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                line = raw.decode("utf-8", errors="replace")
+                undecodable.append(number)
+            if "\x00" in line:
+                line = line.replace("\x00", " ")
+                with_nul.append(number)
+            if number == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            sentences.append(line.split())
+    for problem, numbers in (("bytes that are not UTF-8 (read as U+FFFD)", undecodable),
+                             ("NUL characters (read as spaces)", with_nul)):  # fmt: skip
+        if numbers:
+            logger.warning(
+                "%s: %d line(s) with %s, e.g. line %d",
+                input_file,
+                len(numbers),
+                problem,
+                numbers[0],
+            )
+    return sentences
 
 
 @torch.no_grad()
@@ -151,6 +197,12 @@ class ElmoCEmbed(Subcommand):
         subparser.add_argument("--batch-size", type=int, default=64)
         subparser.add_argument("--cuda-device", type=int, default=-1)
         subparser.add_argument("--fasttext-path", default=None, help="the biLM's .bin, if moved")
+        subparser.add_argument(
+            "--max-sentence-length",
+            type=int,
+            default=10_000,
+            help="stop (before embedding anything) if a line has more tokens than this",
+        )
         subparser.set_defaults(
             func=lambda args: embed_file(
                 args.archive_file,
@@ -160,6 +212,7 @@ class ElmoCEmbed(Subcommand):
                 args.batch_size,
                 args.cuda_device,
                 args.fasttext_path,
+                args.max_sentence_length,
             )
         )
         return subparser

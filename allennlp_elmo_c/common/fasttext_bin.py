@@ -14,7 +14,7 @@ import logging
 import os
 import struct
 from pathlib import Path
-from typing import Dict, List, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -150,11 +150,12 @@ class FastTextBin:
             self._device_matrices[device] = self._cpu_matrix.to(device)
         return self._device_matrices[device]
 
-    def subword_ids(self, word: str) -> List[int]:
+    def subword_ids(self, word: str, limit: Optional[int] = None) -> List[int]:
         """
         The input-matrix rows whose mean is `word`'s vector, as fastText's `get_subwords`: the
         word's own row if it is in the dictionary, then its hashed character n-grams. May be
-        empty (e.g. the empty string), in which case fastText's vector is all zeros.
+        empty (e.g. the empty string), in which case fastText's vector is all zeros. With
+        `limit`, at most the first `limit` ids (a 1M-character token has ~4M n-grams).
         """
         ids = []
         word_id = self.word_ids.get(word)
@@ -162,11 +163,12 @@ class FastTextBin:
             ids.append(word_id)
         if word != EOS and self.maxn > 0 and self.bucket > 0:
             encoded = ("<" + word + ">").encode("utf-8", errors="surrogatepass")
+            remaining = None if limit is None else max(limit - len(ids), 0)
             ids.extend(
                 self.num_words + h
-                for h in _ngram_hashes(encoded, self.minn, self.maxn, self.bucket)
+                for h in _ngram_hashes(encoded, self.minn, self.maxn, self.bucket, remaining)
             )
-        return ids
+        return ids if limit is None else ids[:limit]
 
     def word_vector(self, word: str) -> np.ndarray:
         """`word`'s vector, shape `(dim,)`, as fastText's `get_word_vector` computes it."""
@@ -236,11 +238,16 @@ def _fnv1a(data: bytes) -> int:
     return h
 
 
-def _ngram_hashes(word: bytes, minn: int, maxn: int, bucket: int) -> List[int]:
-    """Character n-gram hashes of `word` (already wrapped in `<`, `>`), in fastText's order."""
-    hashes = []
+def _ngram_hashes(
+    word: bytes, minn: int, maxn: int, bucket: int, limit: Optional[int] = None
+) -> List[int]:
+    """Character n-gram hashes of `word` (already wrapped in `<`, `>`), in fastText's order;
+    the first `limit` of them if given."""
+    hashes: List[int] = []
     length = len(word)
     for i in range(length):
+        if limit is not None and len(hashes) >= limit:
+            return hashes[:limit]
         if word[i] & 0xC0 == 0x80:  # not the first byte of a UTF-8 character
             continue
         j, n = i, 1
@@ -251,4 +258,4 @@ def _ngram_hashes(word: bytes, minn: int, maxn: int, bucket: int) -> List[int]:
             if n >= minn and not (n == 1 and (i == 0 or j == length)):
                 hashes.append(_fnv1a(word[i:j]) % bucket)
             n += 1
-    return hashes
+    return hashes if limit is None else hashes[:limit]

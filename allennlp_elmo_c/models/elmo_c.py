@@ -236,7 +236,23 @@ class ElmoC(Model):
                     direction, result["predictions"], target_vectors, pair_mask
                 )
         output["loss"] = 0.5 * (losses[0] + losses[1])
+        if self.training:
+            self._check_finite(losses)
         return output
+
+    @staticmethod
+    def _check_finite(losses: List[torch.Tensor]) -> None:
+        # One host sync per step (the trainer reads the loss every step anyway). AllenNLP's
+        # trainer stops on NaN only; an infinite loss would otherwise train on silently.
+        values = torch.stack([loss.detach().float() for loss in losses]).tolist()
+        for direction, value in zip(DIRECTIONS, values):
+            if not math.isfinite(value):
+                raise ValueError(
+                    f"elmo_c: the {direction} LM loss is {value} in this training batch; "
+                    "stopping instead of training on it. Typical causes: a learning rate too "
+                    "high for the batch size, corrupt input vectors, or fp16 overflow. The "
+                    "checkpoints in the serialization directory hold the weights from before."
+                )
 
     @torch.no_grad()
     def _update_vector_metrics(

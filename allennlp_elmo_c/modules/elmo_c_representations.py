@@ -1,3 +1,4 @@
+import json
 import logging
 import tarfile
 from pathlib import Path
@@ -30,6 +31,21 @@ def add_boundary_vectors(
         lengths + 2
     ).unsqueeze(1)
     return result, new_mask
+
+
+def _archived_model_type(archive_file: str) -> str:
+    """The `model.type` in an archive's config.json, read without loading any weights."""
+    try:
+        with tarfile.open(archive_file) as archive:
+            member = archive.extractfile("config.json")
+            config = json.load(member) if member is not None else None
+    except (tarfile.TarError, EOFError, OSError, KeyError, ValueError) as error:
+        raise ConfigurationError(
+            f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
+        ) from error
+    if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
+        raise ConfigurationError(f"ELMo-C archive {archive_file} has no model in its config.json")
+    return str(config["model"].get("type"))
 
 
 class ElmoCRepresentations(torch.nn.Module):
@@ -124,6 +140,11 @@ class ElmoCRepresentations(torch.nn.Module):
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
         # The validation-only candidate word list is not needed downstream (and may not exist
         # where the archive is used).
+        model_type = _archived_model_type(archive_file)
+        if model_type != "elmo_c":
+            raise ConfigurationError(
+                f"{archive_file} holds a {model_type} model, not an elmo_c model"
+            )
         overrides: Dict[str, Optional[str]] = {"model.nearest_neighbour_words": None}
         if fasttext_path is not None:
             overrides["model.text_field_embedder.token_embedders.tokens.model_path"] = fasttext_path

@@ -130,6 +130,16 @@ def lstm_with_projection(
     outputs `(batch, timesteps, projection_size)` (zeros past each length), and the hidden and
     cell states after each sequence's last step.
     """
+    if inputs.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+        # The hand-written backward mixes saved activations with the weights; under CPU
+        # autocast (bf16/fp16) the recurrence runs in float32 instead, as autocast does for its
+        # precision-sensitive ops (the cell state accumulates over every timestep).
+        with torch.autocast("cpu", enabled=False):
+            return lstm_with_projection(
+                inputs.float(),
+                lengths,
+                *(t.float() for t in (hidden, cell, w_ih, w_hh, bias, w_hr)),
+            )
     order = torch.argsort(lengths, descending=True, stable=True)
     unsort = torch.argsort(order)
     timesteps = inputs.size(1)

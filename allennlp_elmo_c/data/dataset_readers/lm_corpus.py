@@ -88,7 +88,7 @@ class LmCorpusReader(DatasetReader):
         if os.path.isdir(path):
             raise ConfigurationError(f"lm_corpus: {file_path} is a directory, not a corpus file")
         logger.info("Reading sentences from %s", file_path)
-        undecodable = with_nul = 0
+        undecodable = with_nul = sentences = 0
         try:
             with open(path, "rb") as corpus:
                 for number, raw_line in self.shard_iterable(enumerate(corpus)):
@@ -105,11 +105,18 @@ class LmCorpusReader(DatasetReader):
                     if not line.strip():
                         continue
                     tokens = self._tokenizer.tokenize(line)
+                    sentences += 1
                     step = self._max_sequence_length or max(len(tokens), 1)
                     for start in range(0, len(tokens), step):
                         yield self.text_to_instance(tokens[start : start + step])
         finally:
             self._warn(file_path, undecodable, with_nul)
+        # Training on nothing would "succeed" with zero steps: an empty corpus is an error. (A
+        # worker's shard of a small file may be empty; only a file without any text is.)
+        if not sentences and not _has_text(path):
+            raise ConfigurationError(
+                f"lm_corpus: {file_path} has no sentences (it is empty or has only blank lines)"
+            )
 
     def text_to_instance(self, sentence: Union[str, List[str]]) -> Instance:  # type: ignore
         """
@@ -139,3 +146,13 @@ class LmCorpusReader(DatasetReader):
             logger.warning(
                 "%s: %d line(s) held NUL characters, read as spaces%s", file_path, with_nul, where
             )
+
+
+def _has_text(path: str) -> bool:
+    """Whether any line of the file holds more than whitespace, NULs and a byte order mark."""
+    with open(path, "rb") as corpus:
+        for raw_line in corpus:
+            line = raw_line.decode("utf-8", errors="replace").replace("\x00", " ")
+            if line.lstrip("\ufeff").strip():
+                return True
+    return False

@@ -70,7 +70,7 @@ class FastTextSubwordsIndexer(TokenIndexer):
     def subword_ids(self, text: str) -> List[int]:
         ids = self._cache.get(text)
         if ids is None:
-            ids = self._model.subword_ids(text)
+            ids = self._model.subword_ids(text, limit=self._max_subwords + 1)
             if len(ids) > self._max_subwords:
                 self.num_truncated += 1
                 if self.num_truncated in (1, 10, 100) or self.num_truncated % 10_000 == 0:

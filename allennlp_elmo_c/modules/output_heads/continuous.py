@@ -75,8 +75,11 @@ class ContinuousOutputHead(OutputHead):
                 f"the head predicts {self.target_dim}"
             )
         predictions = self.projection(hidden)
-        # Only real positions go through the loss, so padding can never produce NaN/inf.
+        # Only real positions go through the loss, so padding can never produce NaN/inf. The loss
+        # runs in float32 at least: under fp16/bf16 autocast, squared norms of 300-d vectors
+        # overflow float16 (max 65504) and bfloat16 keeps only 8 bits of mantissa.
+        dtype = torch.promote_types(predictions.dtype, torch.float32)
         losses = self._loss(
-            predictions[mask], target_embeddings[mask].to(predictions.dtype), **self._loss_kwargs
+            predictions[mask].to(dtype), target_embeddings[mask].to(dtype), **self._loss_kwargs
         )
         return {"loss": losses.sum(), "count": mask.sum(), "predictions": predictions}

@@ -64,9 +64,19 @@ def test_without_max_sequence_length_lines_stay_whole(tmp_path):
     assert sentences(LmCorpusReader(start_tokens=[], end_tokens=[]), path) == [words]
 
 
-@pytest.mark.parametrize("content", ["", "\n", "   \n\t\n\n \r\n", " \u3000 \n"])
-def test_empty_and_blank_files_give_no_instances(tmp_path, content):
-    assert sentences(LmCorpusReader(), write(tmp_path, content)) == []
+@pytest.mark.parametrize("content", ["", "\n", "   \n\t\n\n \r\n", " \u3000 \n", "\ufeff\n\x00 \n"])
+def test_empty_and_blank_files_are_an_error(tmp_path, content):
+    # Training on them would otherwise "succeed" with zero steps.
+    path = write(tmp_path, content)
+    with pytest.raises(ConfigurationError, match=f"{path}.*no sentences"):
+        sentences(LmCorpusReader(), path)
+
+
+def test_an_empty_shard_of_a_small_file_is_not_an_error(tmp_path):
+    # Two lines, three workers: one worker's shard is empty, the file is not.
+    reader = LmCorpusReader()
+    reader._set_worker_info(WorkerInfo(3, 2))
+    assert sentences(reader, write(tmp_path, "a b\nc d\n")) == []
 
 
 def test_invalid_utf8_replaced_and_counted_once(tmp_path, caplog):
