@@ -63,6 +63,8 @@ local steps_per_400m_tokens = 400000000 / batch_size;
     },
     grad_norm: 1.0,
     validation_metric: '-loss',
+    // Dropout draws resume exactly after a crash (allennlp train --recover).
+    callbacks: [{ type: 'rng_state' }],
     checkpointer: { save_every_num_seconds: 3600, keep_most_recent_by_count: 2 },
   },
 }

@@ -57,5 +57,7 @@ local batch_size = 64;
     },
     grad_norm: 1.0,
     validation_metric: '-loss',
+    // Dropout draws resume exactly after a crash (allennlp train --recover).
+    callbacks: [{ type: 'rng_state' }],
   },
 }

@@ -1,1 +1,2 @@
 from allennlp_elmo_c.training.rnmt_plus import RnmtPlusLearningRateScheduler
+from allennlp_elmo_c.training.rng_state import RngStateCallback
