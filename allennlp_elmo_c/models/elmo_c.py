@@ -58,6 +58,9 @@ class ElmoC(Model):
         a `single_id` indexer whose ids are the words to predict. If the input embedder has no
         embedder under that key the ids are removed before embedding, so the input can stay
         open-vocabulary (fastText) while the output has a vocabulary.
+    share_output_head : `bool`, optional (default = `False`)
+        One output head for both directions, as ELMo's single softmax (by default each direction
+        has its own, as in ELMo-C, whose two LMs were trained separately).
     nearest_neighbour_words : `str`, optional (default = `None`)
         A file of candidate words (one per line). During validation the model then also reports
         `*_nn_accuracy`: how often the candidate closest (cosine) to the prediction is the target
@@ -75,6 +78,7 @@ class ElmoC(Model):
         target_embedder: Optional[TextFieldEmbedder] = None,
         dropout: float = 0.1,
         target_ids_key: Optional[str] = None,
+        share_output_head: bool = False,
         nearest_neighbour_words: Optional[str] = None,
         initializer: InitializerApplicator = InitializerApplicator(),
         **kwargs,
@@ -96,16 +100,17 @@ class ElmoC(Model):
         hidden_dim = contextualizer.get_output_dim() // 2
         target_dim = (target_embedder or text_field_embedder).get_output_dim()
         # Heads take what they need of these (a vocabulary, the input embedder to tie to).
+        def build_head() -> OutputHead:
+            return output_head.construct(
+                input_dim=hidden_dim,
+                target_dim=target_dim,
+                vocab=vocab,
+                text_field_embedder=text_field_embedder,
+            )
+
+        shared = build_head() if share_output_head else None
         self._heads: Optional[torch.nn.ModuleDict] = torch.nn.ModuleDict(
-            {
-                f"{d}_lm": output_head.construct(
-                    input_dim=hidden_dim,
-                    target_dim=target_dim,
-                    vocab=vocab,
-                    text_field_embedder=text_field_embedder,
-                )
-                for d in DIRECTIONS
-            }
+            {f"{d}_lm": shared or build_head() for d in DIRECTIONS}
         )
         needs_ids = [getattr(head, "needs_target_ids", False) for head in self._heads.values()]
         if any(needs_ids) and target_ids_key is None:

@@ -1,3 +1,4 @@
 from allennlp_elmo_c.modules.output_heads import ContinuousOutputHead, OutputHead
 from allennlp_elmo_c.modules.seq2seq_encoders import ElmoLstmEncoder
 from allennlp_elmo_c.modules.token_embedders import FastTextEmbedder
+from allennlp_elmo_c.modules.text_field_embedders import SubsetTextFieldEmbedder

@@ -27,6 +27,12 @@ class TestElmoC(ModelTestCase):
         overrides["trainer.num_epochs"] = 1
         self.ensure_model_can_train_save_and_load(CONFIG, overrides=json.dumps(overrides))
 
+    def test_shared_output_head_trains_saves_and_loads(self):
+        overrides = json.dumps({"model.share_output_head": True, "trainer.num_epochs": 1})
+        model, loaded = self.ensure_model_can_train_save_and_load(CONFIG, overrides=overrides)
+        for lm in (model, loaded):
+            assert lm._heads["forward_lm"] is lm._heads["backward_lm"]
+
     @pytest.mark.parametrize("backend", ["fused", "reference"])
     def test_batch_predictions_are_consistent(self, backend):
         # As ModelTestCase.ensure_batch_predictions_are_consistent, with a float32-sized tolerance

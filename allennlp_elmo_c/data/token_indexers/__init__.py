@@ -1,1 +1,2 @@
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.data.token_indexers.word_hash import WordHashIndexer

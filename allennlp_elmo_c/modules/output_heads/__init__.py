@@ -1,3 +1,6 @@
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.continuous import ContinuousOutputHead
 from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
+from allennlp_elmo_c.modules.output_heads.softmax import SoftmaxOutputHead
+from allennlp_elmo_c.modules.output_heads.sampled_softmax import SampledSoftmaxOutputHead
+from allennlp_elmo_c.modules.output_heads.adaptive_softmax import AdaptiveSoftmaxOutputHead

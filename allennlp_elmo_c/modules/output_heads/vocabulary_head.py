@@ -44,7 +44,9 @@ class VocabularyOutputHead(OutputHead):
         super().__init__(input_dim, target_dim)
         self.vocab_namespace = vocab_namespace
         self.num_words = vocab.get_vocab_size(vocab_namespace)
-        if self.num_words < 2:
+        # A padded namespace always holds @@PADDING@@ and @@UNKNOWN@@.
+        padded = self.num_words > 0 and vocab.is_padded(vocab_namespace)
+        if self.num_words - (2 if padded else 0) < 2:
             raise ConfigurationError(
                 f"{type(self).__name__}: the vocabulary namespace {vocab_namespace!r} is empty; "
                 "build the vocabulary from the training data or from files"

@@ -1,0 +1,161 @@
+import logging
+from typing import Optional
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import Vocabulary
+from allennlp.modules import TextFieldEmbedder
+
+from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
+from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
+
+logger = logging.getLogger(__name__)
+
+
+def fasttext_output_embedding(vocab: Vocabulary, namespace: str, path: str) -> torch.Tensor:
+    """
+    The fastText vector (with subwords, so every string has one) of each word of `namespace`,
+    `(vocab_size, fasttext_dim)`, in id order. The padding row is zero (padding is never a
+    target); the OOV row is the mean of the other words' vectors (an "average rare word").
+    """
+    fasttext = FastTextBin.load(path)
+    size = vocab.get_vocab_size(namespace)
+    vectors = torch.zeros(size, fasttext.dim)
+    oov_index = None
+    for index, word in vocab.get_index_to_token_vocabulary(namespace).items():
+        if word == vocab._padding_token:
+            continue
+        if word == vocab._oov_token:
+            oov_index = index
+            continue
+        vectors[index] = torch.from_numpy(fasttext.word_vector(word))
+    if oov_index is not None and size > 1:
+        known = torch.ones(size, dtype=torch.bool)
+        known[oov_index] = False
+        if vocab._padding_token in vocab.get_token_to_index_vocabulary(namespace):
+            known[vocab.get_token_index(vocab._padding_token, namespace)] = False
+        if known.any():
+            vectors[oov_index] = vectors[known].mean(0)
+    logger.info("Output embedding: fastText vectors of %d words from %s", size, path)
+    return vectors
+
+
+@OutputHead.register("softmax")
+class SoftmaxOutputHead(VocabularyOutputHead):
+    """
+    A full softmax over the words of `vocab_namespace`: `logits = W h + b` with an output
+    embedding `W` of shape `(vocab_size, embedding_dim)` and a bias `b` (always trainable). Its
+    cost is O(vocab_size) per token.
+
+    The output embedding is, by default, a trainable `N(0, 1 / input_dim)` matrix (as AllenNLP's
+    `SoftmaxLoss`). It can instead be
+
+    * tied to the input embedding (`tie_input_embedding`; ELMo-Sub): the input embedder must
+      hold exactly one token embedder with a `weight` of shape `(vocab_size, input_dim)` over
+      the same namespace (e.g. an `embedding` token embedder). The Parameter itself is shared,
+      so both uses train it together;
+    * initialised with the fastText vectors of the vocabulary's words
+      (`output_embedding_fasttext`), and/or frozen (`freeze_output_embedding`). Both together
+      give the paper's FIXED output layer. When the fastText dimension differs from `input_dim`,
+      a trainable `Linear(input_dim -> fasttext_dim)` projects the hidden state into the
+      fastText space before the dot product.
+
+    Registered as an `OutputHead` with name "softmax".
+
+    # Parameters
+
+    input_dim : `int`
+    target_dim : `int`
+    vocab : `Vocabulary`
+    text_field_embedder : `TextFieldEmbedder`, optional
+        Filled in by the model (the input embedder); used only by `tie_input_embedding`.
+    vocab_namespace : `str`, optional (default = `"tokens"`)
+        The namespace of the target ids.
+    tie_input_embedding : `bool`, optional (default = `False`)
+    freeze_output_embedding : `bool`, optional (default = `False`)
+        Keeps the output embedding at its initial value (the bias still trains).
+    output_embedding_fasttext : `str`, optional (default = `None`)
+        A fastText `.bin` whose word vectors initialise the output embedding.
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        target_dim: int,
+        vocab: Vocabulary,
+        text_field_embedder: Optional[TextFieldEmbedder] = None,
+        vocab_namespace: str = "tokens",
+        tie_input_embedding: bool = False,
+        freeze_output_embedding: bool = False,
+        output_embedding_fasttext: Optional[str] = None,
+    ) -> None:
+        super().__init__(input_dim, target_dim, vocab, vocab_namespace)
+        name = type(self).__name__
+        if tie_input_embedding and (freeze_output_embedding or output_embedding_fasttext):
+            raise ConfigurationError(
+                f"{name}: a tied output embedding is the input embedding; freeze or initialise "
+                "the input embedder instead of setting freeze_output_embedding / "
+                "output_embedding_fasttext"
+            )
+        self.tie_input_embedding = tie_input_embedding
+        if tie_input_embedding:
+            self.output_embedding = self._input_embedding_weight(text_field_embedder)
+        else:
+            if output_embedding_fasttext is not None:
+                weight = fasttext_output_embedding(
+                    vocab, vocab_namespace, output_embedding_fasttext
+                )
+            else:
+                weight = torch.randn(self.num_words, input_dim) / input_dim**0.5
+            self.output_embedding = torch.nn.Parameter(
+                weight, requires_grad=not freeze_output_embedding
+            )
+        self.output_bias = torch.nn.Parameter(torch.zeros(self.num_words))
+        embedding_dim = self.output_embedding.size(1)
+        self.projection: Optional[torch.nn.Linear] = (
+            torch.nn.Linear(input_dim, embedding_dim) if embedding_dim != input_dim else None
+        )
+
+    def _input_embedding_weight(
+        self, text_field_embedder: Optional[TextFieldEmbedder]
+    ) -> torch.nn.Parameter:
+        name = type(self).__name__
+        embedders = dict(getattr(text_field_embedder, "_token_embedders", {}))
+        if len(embedders) != 1:
+            raise ConfigurationError(
+                f"{name}: tie_input_embedding needs an input embedder with exactly one token "
+                f"embedder, found {sorted(embedders)}"
+            )
+        ((key, embedder),) = embedders.items()
+        weight = getattr(embedder, "weight", None)
+        if not isinstance(weight, torch.nn.Parameter):
+            raise ConfigurationError(
+                f"{name}: tie_input_embedding: the input token embedder {key!r} "
+                f"({type(embedder).__name__}) has no weight matrix (use an 'embedding')"
+            )
+        expected = (self.num_words, self.input_dim)
+        if tuple(weight.shape) != expected:
+            raise ConfigurationError(
+                f"{name}: tie_input_embedding: the input embedding {key!r} is "
+                f"{tuple(weight.shape)}, the output embedding must be {expected} (vocabulary "
+                f"{self.vocab_namespace!r} x input_dim; set embedding_dim to input_dim and no "
+                "projection_dim)"
+            )
+        namespace = getattr(embedder, "_vocab_namespace", None)
+        if namespace is not None and namespace != self.vocab_namespace:
+            raise ConfigurationError(
+                f"{name}: tie_input_embedding: the input embedding is over namespace "
+                f"{namespace!r}, the head predicts {self.vocab_namespace!r}"
+            )
+        return weight
+
+    def project(self, hidden: torch.Tensor) -> torch.Tensor:
+        """`(N, input_dim)` -> `(N, embedding_dim)`: the space of the output embedding."""
+        return hidden if self.projection is None else self.projection(hidden)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(
+            self.project(hidden), self.output_embedding, self.output_bias
+        )

@@ -1,0 +1,1 @@
+from allennlp_elmo_c.modules.text_field_embedders.subset import SubsetTextFieldEmbedder

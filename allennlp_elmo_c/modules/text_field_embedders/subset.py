@@ -1,0 +1,55 @@
+import logging
+from typing import Dict
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import TextFieldTensors
+from allennlp.modules.text_field_embedders.basic_text_field_embedder import (
+    BasicTextFieldEmbedder,
+)
+from allennlp.modules.text_field_embedders.text_field_embedder import TextFieldEmbedder
+from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
+
+logger = logging.getLogger(__name__)
+
+
+@TextFieldEmbedder.register("subset")
+class SubsetTextFieldEmbedder(BasicTextFieldEmbedder):
+    """
+    A `basic` text field embedder that embeds only the indexer keys it has token embedders for
+    and ignores the other keys of the text field. One `tokens` field can then feed embedders that
+    read different indexers: e.g. the `elmo_c` model's input embedder reads the fastText subwords
+    while its `target_embedder` (which receives the same, whole field) reads the `word_hash` or
+    `elmo_characters` key. `basic` would refuse the extra keys; `empty` embedders for them would
+    work in the model but add token embedders, which code that expects a single one (the model's
+    `nearest_neighbour_words`, the downstream `elmo_c_token_embedder`) rejects.
+
+    A key it has an embedder for but the field lacks is still an error (so a misspelt key does
+    not silently embed nothing).
+
+    Registered as a `TextFieldEmbedder` with name "subset".
+
+    # Parameters
+
+    token_embedders : `Dict[str, TokenEmbedder]`
+        As for `basic`: one embedder per indexer key to embed; outputs are concatenated in sorted
+        key order.
+    """
+
+    def __init__(self, token_embedders: Dict[str, TokenEmbedder]) -> None:
+        if not token_embedders:
+            raise ConfigurationError("subset text field embedder: token_embedders is empty")
+        super().__init__(token_embedders)
+
+    def forward(
+        self, text_field_input: TextFieldTensors, num_wrapping_dims: int = 0, **kwargs
+    ) -> torch.Tensor:
+        missing = sorted(set(self._token_embedders) - set(text_field_input))
+        if missing:
+            raise ConfigurationError(
+                f"subset text field embedder: no indexer output for {missing} "
+                f"(the field has {sorted(text_field_input)})"
+            )
+        selected = {key: text_field_input[key] for key in self._token_embedders}
+        return super().forward(selected, num_wrapping_dims, **kwargs)

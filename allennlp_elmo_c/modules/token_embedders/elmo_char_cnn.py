@@ -1,0 +1,155 @@
+import json
+import logging
+from typing import List, Optional
+
+import h5py
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.file_utils import cached_path
+from allennlp.data.token_indexers.elmo_indexer import ELMoCharacterMapper
+from allennlp.modules.elmo import _ElmoCharacterEncoder
+from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
+
+logger = logging.getLogger(__name__)
+
+_ACTIVATIONS = {"relu": torch.nn.functional.relu, "tanh": torch.tanh}
+
+
+@TokenEmbedder.register("elmo_char_cnn")
+class ElmoCharCnnEmbedder(TokenEmbedder):
+    """
+    ELMo's character CNN (character embedding, max-pooled convolutions, highway layers, linear
+    projection), loaded from an ELMo options `.json` + weights `.hdf5` pair (the layout of the
+    released ELMo models; AllenNLP's `_ElmoCharacterEncoder` does the loading). Unlike that
+    encoder it adds no sentence boundaries: every token, `<S>` / `</S>` included, is embedded on
+    its own, because the `lm_corpus` reader already adds the boundary tokens. The paper's
+    ablations use it frozen, as the input embedding (ELMo-C with ELMo's CNN input) or as the
+    target embedding (predicting the CNN's vectors).
+
+    Use it with AllenNLP's `elmo_characters` indexer (output key `elmo_tokens`). ELMo's mapper
+    gives the strings `<S>` and `</S>` exactly the character ids of ELMo's own sentence
+    boundaries, so they get the vectors the CNN was trained with (`tokens_to_add: {"<S>": 256,
+    "</S>": 257}` in the indexer gives the same ids, spelled out).
+
+    Each distinct token of a batch goes through the CNN once (a batch of text repeats most of
+    its tokens; the convolutions of ELMo's CNN need ~370 KB of activations per token).
+
+    Registered as a `TokenEmbedder` with name "elmo_char_cnn".
+
+    # Parameters
+
+    options_file : `str`
+        ELMo options `.json` (`char_cnn` section and `lstm.projection_dim`, the output size).
+    weight_file : `str`
+        ELMo weights `.hdf5` (`char_embed`, `CNN`, `CNN_high_*`, `CNN_proj`).
+    requires_grad : `bool`, optional (default = `False`)
+        Fine-tune the CNN. Do not train a CNN that serves as the *target* embedding: predicting
+        vectors that can move lets the model collapse them.
+    """
+
+    def __init__(self, options_file: str, weight_file: str, requires_grad: bool = False) -> None:
+        super().__init__()
+        _check_files(options_file, weight_file)
+        try:
+            self._encoder = _ElmoCharacterEncoder(options_file, weight_file, requires_grad)
+        except (OSError, KeyError, ValueError, TypeError, IndexError, RuntimeError) as error:
+            raise ConfigurationError(
+                f"elmo_char_cnn: cannot load ELMo weights {weight_file} with options "
+                f"{options_file}: {type(error).__name__}: {error}"
+            ) from error
+        options = self._encoder._options["char_cnn"]
+        self._max_characters = options["max_characters_per_token"]
+        self._activation = _ACTIVATIONS[options["activation"]]
+        self._mapper = ELMoCharacterMapper()
+
+    def get_output_dim(self) -> int:
+        return self._encoder.get_output_dim()
+
+    def forward(self, elmo_tokens: torch.LongTensor) -> torch.Tensor:
+        """
+        # Parameters
+
+        elmo_tokens : `torch.LongTensor`
+            Shape `(batch_size, num_tokens, max_characters_per_token)`: ELMo character ids + 1
+            (the `elmo_characters` indexer's output); all-zero rows are padding.
+
+        # Returns
+
+        `(batch_size, num_tokens, output_dim)`, zeros at padding positions.
+        """
+        if elmo_tokens.size(-1) != self._max_characters:
+            raise ConfigurationError(
+                f"elmo_char_cnn: got {elmo_tokens.size(-1)} characters per token, the ELMo "
+                f"options say {self._max_characters} (index tokens with elmo_characters)"
+            )
+        flat = elmo_tokens.reshape(-1, self._max_characters)
+        distinct, inverse = torch.unique(flat, dim=0, return_inverse=True)
+        vectors = self._embed_distinct(distinct)[inverse]
+        mask = (flat > 0).any(-1, keepdim=True)
+        return (vectors * mask).view(*elmo_tokens.shape[:-1], -1)
+
+    def _embed_distinct(self, character_ids: torch.LongTensor) -> torch.Tensor:
+        # (tokens, characters, char_dim) -> (tokens, char_dim, characters) for Conv1d.
+        characters = torch.nn.functional.embedding(
+            character_ids, self._encoder._char_embedding_weights
+        ).transpose(1, 2)
+        pooled = [
+            self._activation(conv(characters).max(dim=-1)[0])
+            for conv in self._encoder._convolutions
+        ]
+        return self._encoder._projection(self._encoder._highways(torch.cat(pooled, dim=-1)))
+
+    def embed_strings(
+        self, words: List[str], device: Optional[torch.device] = None
+    ) -> torch.Tensor:
+        """The vectors of arbitrary strings, shape `(len(words), output_dim)` (`<S>` / `</S>`
+        are ELMo's sentence boundaries)."""
+        ids = [self._mapper.convert_word_to_char_ids(word) for word in words]
+        ids = torch.tensor(ids, dtype=torch.long).view(len(words), self._max_characters)
+        return self.forward(ids.to(device or torch.device("cpu")).unsqueeze(0))[0]
+
+
+def _check_files(options_file: str, weight_file: str) -> None:
+    """ConfigurationErrors naming the file for a missing or unreadable options/weights pair."""
+    try:
+        with open(cached_path(options_file), encoding="utf-8") as stream:
+            options = json.load(stream)
+        char_cnn = options["char_cnn"]
+        num_filters = len(char_cnn["filters"])
+        num_highway = int(char_cnn["n_highway"])
+        activation = char_cnn["activation"]
+        int(char_cnn["max_characters_per_token"]), int(char_cnn["embedding"]["dim"])
+        int(options["lstm"]["projection_dim"])
+    except OSError as error:
+        raise ConfigurationError(
+            f"elmo_char_cnn: cannot read ELMo options {options_file}: {error}"
+        ) from error
+    except (ValueError, KeyError, TypeError) as error:
+        raise ConfigurationError(
+            f"elmo_char_cnn: {options_file} is not an ELMo options file with a char_cnn section "
+            f"and lstm.projection_dim ({type(error).__name__}: {error})"
+        ) from error
+    if activation not in _ACTIVATIONS:
+        raise ConfigurationError(
+            f"elmo_char_cnn: unknown activation {activation!r} in {options_file}"
+        )
+    names = ["char_embed", "CNN_proj/W_proj", "CNN_proj/b_proj"]
+    names += [f"CNN/{kind}_cnn_{i}" for kind in "Wb" for i in range(num_filters)]
+    names += [
+        f"CNN_high_{k}/{kind}_{part}"
+        for k in range(num_highway)
+        for kind in "Wb"
+        for part in ("transform", "carry")
+    ]
+    try:
+        with h5py.File(cached_path(weight_file), "r") as weights:
+            missing = [name for name in names if name not in weights]
+    except OSError as error:
+        raise ConfigurationError(
+            f"elmo_char_cnn: cannot read ELMo weights {weight_file} (an HDF5 file): {error}"
+        ) from error
+    if missing:
+        raise ConfigurationError(
+            f"elmo_char_cnn: ELMo weights {weight_file} lack {missing} required by {options_file}"
+        )

@@ -1,0 +1,77 @@
+import logging
+from typing import List, Optional
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
+
+from allennlp_elmo_c.data.token_indexers.word_hash import PADDING_HASH, word_hash
+from allennlp_elmo_c.nn.hashed_normal import hashed_normal
+
+logger = logging.getLogger(__name__)
+
+
+@TokenEmbedder.register("random_vectors")
+class RandomVectorsEmbedder(TokenEmbedder):
+    """
+    A fixed random N(0, 1) vector per word string, without a vocabulary or a table: the vector
+    is a deterministic function of the string's stable 64-bit hash (the `word_hash` indexer) and
+    `seed`, generated on the fly on the input's device (counter-based splitmix64 + Box-Muller, see
+    `allennlp_elmo_c.nn.hashed_normal`). The same string gets the same vector in every process,
+    on every machine and device, in training and after loading an archive; different strings get
+    independent vectors. This is the random output (or input) embedding of the paper's ELMo-C-Rnd
+    ablation, for an open vocabulary. Nothing is trained and nothing is stored.
+
+    Registered as a `TokenEmbedder` with name "random_vectors".
+
+    # Parameters
+
+    embedding_dim : `int`
+    seed : `int`, optional (default = `0`)
+        Another seed gives another, independent set of vectors.
+    """
+
+    def __init__(self, embedding_dim: int, seed: int = 0) -> None:
+        super().__init__()
+        if embedding_dim < 1:
+            raise ConfigurationError(
+                f"random_vectors: embedding_dim must be >= 1, got {embedding_dim}"
+            )
+        self._dim = embedding_dim
+        self._seed = seed
+
+    def get_output_dim(self) -> int:
+        return self._dim
+
+    def forward(
+        self, word_hashes: torch.LongTensor, token_mask: Optional[torch.BoolTensor] = None
+    ) -> torch.Tensor:
+        """
+        # Parameters
+
+        word_hashes : `torch.LongTensor`
+            Shape `(batch_size, num_tokens)`, the `word_hash` indexer's output.
+        token_mask : `torch.BoolTensor`, optional
+            Shape `(batch_size, num_tokens)`; padding is also recognised by its hash (0).
+
+        # Returns
+
+        `(batch_size, num_tokens, embedding_dim)` float32, zeros at padding positions.
+        """
+        if word_hashes.dtype != torch.int64:
+            raise ConfigurationError(
+                f"random_vectors needs the word_hash indexer's int64 hashes, got {word_hashes.dtype}"
+            )
+        mask = word_hashes != PADDING_HASH
+        if token_mask is not None:
+            mask = mask & token_mask.bool()
+        vectors = hashed_normal(word_hashes, self._dim, self._seed)
+        return vectors * mask.unsqueeze(-1)
+
+    def embed_strings(
+        self, words: List[str], device: Optional[torch.device] = None
+    ) -> torch.Tensor:
+        """The vectors of arbitrary strings, shape `(len(words), embedding_dim)`."""
+        hashes = torch.tensor([word_hash(word) for word in words], dtype=torch.long)
+        return self.forward(hashes.to(device or torch.device("cpu")))
