@@ -24,6 +24,8 @@ local steps_per_400m_tokens = 400000000 / batch_size;
   },
   train_data_path: std.extVar('ELMO_C_TRAIN_DATA'),
   validation_data_path: std.extVar('ELMO_C_VALIDATION_DATA'),
+  // fastText in and out: no vocabulary, and no pass over the corpus to count one.
+  vocabulary: { type: 'empty' },
   model: {
     type: 'elmo_c',
     text_field_embedder: {

@@ -21,6 +21,8 @@ local batch_size = 64;
   },
   train_data_path: data + '/news/train.txt',
   validation_data_path: data + '/news/dev.txt',
+  // fastText in and out: no vocabulary, and no pass over the corpus to count one.
+  vocabulary: { type: 'empty' },
   model: {
     type: 'elmo_c',
     text_field_embedder: {

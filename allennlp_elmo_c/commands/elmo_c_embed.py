@@ -29,11 +29,11 @@ import torch
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
-from allennlp.data import Batch, Instance, Token, Vocabulary
+from allennlp.data import Batch, Instance, Token, TokenIndexer
 from allennlp.data.fields import TextField
 
-from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.modules.subword_representations import load_representations
 
 logger = logging.getLogger(__name__)
 
@@ -75,12 +75,12 @@ def embed_file(
             f"{max_sentence_length} tokens (line {', '.join(map(str, too_long[:5]))}"
             f"{', ...' if len(too_long) > 5 else ''}); split them or raise --max-sentence-length"
         )
-    representations = ElmoCRepresentations(
+    representations = load_representations(
         str(archive_file), num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
     ).eval()
     device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
     representations.to(device)
-    indexer = FastTextSubwordsIndexer(representations.fasttext_path)
+    indexer = representations.word_indexer()
     partial = output_file.with_name(output_file.name + ".partial")
     with h5py.File(partial, "a") as out:
         todo = [index for index in range(len(sentences)) if str(index) not in out]
@@ -155,16 +155,16 @@ def read_sentences(input_file: Path) -> List[List[str]]:
 def _embed(
     sentences: List[List[str]],
     representations: ElmoCRepresentations,
-    indexer: FastTextSubwordsIndexer,
+    indexer: TokenIndexer,
     device: torch.device,
 ) -> List[numpy.ndarray]:
     """`(num_layers, len(sentence), dim)` per sentence, boundaries removed."""
     fields = [
-        TextField([Token(word) for word in sentence], {"ft": indexer}) for sentence in sentences
+        TextField([Token(word) for word in sentence], {"words": indexer}) for sentence in sentences
     ]
     batch = Batch([Instance({"tokens": field}) for field in fields])
-    batch.index_instances(Vocabulary())
-    tensors = {k: v.to(device) for k, v in batch.as_tensor_dict()["tokens"]["ft"].items()}
+    batch.index_instances(representations.vocab)
+    tensors = {k: v.to(device) for k, v in batch.as_tensor_dict()["tokens"]["words"].items()}
     layers, _ = representations.layers(**tensors)
     stacked = torch.stack(layers, dim=1).float().cpu().numpy()  # (batch, layers, time + 2, dim)
     return [stacked[row, :, 1 : len(sentence) + 1] for row, sentence in enumerate(sentences)]

@@ -1,2 +1,3 @@
 from allennlp_elmo_c.data.dataset_readers import LmCorpusReader
 from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
+from allennlp_elmo_c.data.tokenizers import BpeTokenizer

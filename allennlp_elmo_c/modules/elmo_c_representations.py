@@ -1,3 +1,4 @@
+import inspect
 import json
 import logging
 import tarfile
@@ -7,9 +8,10 @@ from typing import Dict, List, Optional, Tuple, Union
 import torch
 
 from allennlp.common.checks import ConfigurationError
+from allennlp.data import TokenIndexer, Vocabulary
 from allennlp.models.archival import load_archive
 from allennlp.modules.scalar_mix import ScalarMix
-from allennlp.nn.util import remove_sentence_boundaries
+from allennlp.nn.util import get_text_field_mask, remove_sentence_boundaries
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +52,18 @@ def _archived_model_type(archive_file: str) -> str:
 
 class ElmoCRepresentations(torch.nn.Module):
     """
-    The counterpart of AllenNLP's `Elmo` for a trained ELMo-C archive: runs the (frozen or
-    fine-tuned) biLM on fastText-indexed tokens and returns `num_output_representations`
-    softmax-weighted mixes (`ScalarMix`, with gamma) of its layers: layer 0 = the input
-    projection of both directions, then every LSTM layer, forward || backward (1024-d for the
-    paper's size). Sentence boundaries are added around each sentence as in pretraining and, as
-    in `Elmo`, removed from the output unless `keep_sentence_boundaries`.
+    The counterpart of AllenNLP's `Elmo` for a trained `elmo_c` archive: runs the (frozen or
+    fine-tuned) biLM on the tokens and returns `num_output_representations` softmax-weighted
+    mixes (`ScalarMix`, with gamma) of its layers: layer 0 = the input projection of both
+    directions, then every LSTM layer, forward || backward (1024-d for the paper's size).
+    Sentence boundaries are added around each sentence as in pretraining and, as in `Elmo`,
+    removed from the output unless `keep_sentence_boundaries`.
+
+    Any word-level input embedder the biLM was pretrained with works (fastText, ELMo's char-CNN,
+    a slim or plain embedding over the archive's vocabulary): index the words with the same
+    indexer as in pretraining (`word_indexer()` gives it) and pass its outputs by keyword. The
+    boundary vectors come from the embedder's `embed_strings`. A biLM over BPE subwords needs
+    `SubwordElmoCRepresentations`, which overrides the input hooks (`_check_input`, `layers`).
 
     # Parameters
 
@@ -89,7 +97,11 @@ class ElmoCRepresentations(torch.nn.Module):
         fasttext_path: Optional[str] = None,
     ) -> None:
         super().__init__()
-        self._lm = self._load(archive_file, fasttext_path)
+        overrides: Dict[str, Optional[str]] = {}
+        if fasttext_path is not None:
+            overrides["model.text_field_embedder.token_embedders.tokens.model_path"] = fasttext_path
+            overrides["dataset_reader.token_indexers.tokens.model_path"] = fasttext_path
+        self._lm = self._load(archive_file, overrides, fasttext_path is not None)
         self._lm.delete_softmax()
         contextualizer = self._lm._contextualizer
         if not hasattr(contextualizer, "return_all_layers"):
@@ -97,16 +109,19 @@ class ElmoCRepresentations(torch.nn.Module):
                 f"{archive_file}: its contextualizer cannot return all layers (use elmo_lstm)"
             )
         contextualizer.return_all_layers = True
-        token_embedders = list(self._lm._text_field_embedder._token_embedders.values())
-        if len(token_embedders) != 1 or not hasattr(token_embedders[0], "embed_strings"):
-            raise ConfigurationError(f"{archive_file}: expected a biLM over one fasttext embedder")
-        self._token_embedder = token_embedders[0]
+        token_embedders = dict(self._lm._text_field_embedder._token_embedders)
+        if len(token_embedders) != 1:
+            raise ConfigurationError(
+                f"{archive_file}: expected a biLM over one input token embedder, found "
+                f"{sorted(token_embedders)}"
+            )
+        ((self._input_key, self._token_embedder),) = token_embedders.items()
+        self._check_input(archive_file)
         for parameter in self._lm.parameters():
             parameter.requires_grad_(requires_grad)
         self._requires_grad = requires_grad
         self._lm.train(False)
         self._keep_sentence_boundaries = keep_sentence_boundaries
-        self._boundaries = self._token_embedder.embed_strings(self._boundary_tokens)
         num_layers = self._lm.num_layers()
         if scalar_mix_parameters is not None and len(scalar_mix_parameters) != num_layers:
             raise ConfigurationError(
@@ -124,6 +139,18 @@ class ElmoCRepresentations(torch.nn.Module):
         )
         self._dropout = torch.nn.Dropout(dropout)
 
+    def _check_input(self, archive_file: str) -> None:
+        """Checks the archived input embedder can be used here and prepares what it needs."""
+        if not hasattr(self._token_embedder, "embed_strings"):
+            raise ConfigurationError(
+                f"{archive_file}: its input embedder ({type(self._token_embedder).__name__}) "
+                "has no embed_strings method, so the sentence boundary vectors cannot be made"
+            )
+        self._boundaries = self._token_embedder.embed_strings(self._boundary_tokens)
+        signature = inspect.signature(self._token_embedder.forward).parameters
+        self._takes_any_input = any(p.kind == p.VAR_KEYWORD for p in signature.values())
+        self._embedder_inputs = set(signature)
+
     def train(self, mode: bool = True) -> "ElmoCRepresentations":
         # A frozen biLM always runs in inference mode (no recurrent dropout), as AllenNLP's ELMo:
         # the same batch gives the same representations. Fine-tuning (requires_grad) trains it.
@@ -132,23 +159,20 @@ class ElmoCRepresentations(torch.nn.Module):
             self._lm.train(False)
         return self
 
-    def _load(self, archive_file: str, fasttext_path: Optional[str]):
+    def _load(self, archive_file: str, overrides: Dict[str, Optional[str]], moved: bool):
         # Imported here: the model module imports the modules package, which imports this one.
         from allennlp_elmo_c.models.elmo_c import ElmoC
 
         if not Path(archive_file).is_file():
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
-        # The validation-only candidate word list is not needed downstream (and may not exist
-        # where the archive is used).
         model_type = _archived_model_type(archive_file)
         if model_type != "elmo_c":
             raise ConfigurationError(
                 f"{archive_file} holds a {model_type} model, not an elmo_c model"
             )
-        overrides: Dict[str, Optional[str]] = {"model.nearest_neighbour_words": None}
-        if fasttext_path is not None:
-            overrides["model.text_field_embedder.token_embedders.tokens.model_path"] = fasttext_path
-            overrides["dataset_reader.token_indexers.tokens.model_path"] = fasttext_path
+        # The validation-only candidate word list is not needed downstream (and may not exist
+        # where the archive is used).
+        overrides = {"model.nearest_neighbour_words": None, **overrides}
         try:
             archive = load_archive(archive_file, overrides=overrides)
         except (tarfile.TarError, EOFError, OSError) as error:
@@ -156,7 +180,7 @@ class ElmoCRepresentations(torch.nn.Module):
                 f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
             ) from error
         except ConfigurationError as error:
-            if fasttext_path is None and "fastText model" in str(error):
+            if not moved and "fastText model" in str(error):
                 raise ConfigurationError(
                     f"{error}. The archive {archive_file} refers to that fastText file; pass "
                     "fasttext_path to use a copy elsewhere."
@@ -166,6 +190,7 @@ class ElmoCRepresentations(torch.nn.Module):
             raise ConfigurationError(
                 f"{archive_file} holds a {type(archive.model).__name__}, not an elmo_c model"
             )
+        self._reader = archive.dataset_reader
         reader = archive.config.get("dataset_reader").as_dict(quiet=True)
         self._boundary_tokens = [
             *reader.get("start_tokens", ["<S>"]),
@@ -178,25 +203,30 @@ class ElmoCRepresentations(torch.nn.Module):
     def get_output_dim(self) -> int:
         return self._lm._contextualizer.get_output_dim()
 
-    def forward(
-        self,
-        subword_ids: torch.LongTensor,
-        subword_counts: torch.LongTensor,
-        token_mask: torch.BoolTensor,
-    ) -> Dict[str, Union[torch.Tensor, List[torch.Tensor]]]:
+    @property
+    def vocab(self) -> Vocabulary:
+        """The biLM's vocabulary (what `word_indexer()` indexes with, if it uses one)."""
+        return self._lm.vocab
+
+    def word_indexer(self) -> TokenIndexer:
+        """The token indexer the biLM's input embedder reads (the pretraining reader's), to
+        index words for `forward` / `layers`."""
+        return self._reader._token_indexers[self._input_key]
+
+    def forward(self, **inputs: torch.Tensor) -> Dict[str, Union[torch.Tensor, List[torch.Tensor]]]:
         """
         # Parameters
 
-        subword_ids, subword_counts, token_mask : `torch.Tensor`
-            The `fasttext_subwords` indexer's output, `(batch, timesteps, max_subwords)`,
-            `(batch, timesteps)` and `(batch, timesteps)`.
+        **inputs : `torch.Tensor`
+            The outputs of `word_indexer()` for `(batch, timesteps)` words, by keyword (e.g.
+            `subword_ids`, `subword_counts`, `token_mask` of `fasttext_subwords`).
 
         # Returns
 
         `{"elmo_representations": [(batch, timesteps, dim)] * num_output_representations,
         "mask": (batch, timesteps)}` (timesteps + 2 with `keep_sentence_boundaries`).
         """
-        layers, full_mask = self.layers(subword_ids, subword_counts, token_mask)
+        layers, full_mask = self.layers(**inputs)
         representations = []
         for scalar_mix in self._scalar_mixes:
             mixed = scalar_mix(layers, full_mask)
@@ -205,8 +235,16 @@ class ElmoCRepresentations(torch.nn.Module):
             representations.append(self._dropout(mixed))
         return {
             "elmo_representations": representations,
-            "mask": full_mask if self._keep_sentence_boundaries else token_mask.bool(),
+            "mask": full_mask if self._keep_sentence_boundaries else self.word_mask(inputs),
         }
+
+    @staticmethod
+    def word_mask(inputs: Dict[str, torch.Tensor]) -> torch.BoolTensor:
+        """The `(batch, timesteps)` mask of the words in an indexer's output."""
+        for key in ("token_mask", "mask"):
+            if key in inputs:
+                return inputs[key].bool()
+        return get_text_field_mask({"words": inputs})
 
     @property
     def num_layers(self) -> int:
@@ -215,21 +253,26 @@ class ElmoCRepresentations(torch.nn.Module):
 
     @property
     def fasttext_path(self) -> str:
-        """The fastText `.bin` the biLM reads (index tokens with it)."""
+        """The fastText `.bin` the biLM reads, if its input is fastText."""
+        if not hasattr(self._token_embedder, "_fasttext"):
+            raise ConfigurationError(
+                f"this biLM reads {type(self._token_embedder).__name__} input, not fastText: "
+                "index words with its word_indexer()"
+            )
         return str(self._token_embedder._fasttext.path)
 
-    def layers(
-        self,
-        subword_ids: torch.LongTensor,
-        subword_counts: torch.LongTensor,
-        token_mask: torch.BoolTensor,
-    ) -> Tuple[List[torch.Tensor], torch.BoolTensor]:
+    def layers(self, **inputs: torch.Tensor) -> Tuple[List[torch.Tensor], torch.BoolTensor]:
         """
         Every layer of the biLM, `(batch, timesteps + 2, dim)` each, with the boundary positions
         (`<S>` first, `</S>` after each sentence's last token), and their mask.
         """
-        mask = token_mask.bool()
-        embeddings = self._token_embedder(subword_ids, subword_counts)
-        boundaries = self._boundaries.to(embeddings.device)
+        mask = self.word_mask(inputs)
+        arguments = {
+            key: value
+            for key, value in inputs.items()
+            if self._takes_any_input or key in self._embedder_inputs
+        }
+        embeddings = self._token_embedder(**arguments)
+        boundaries = self._boundaries.to(device=embeddings.device, dtype=embeddings.dtype)
         embeddings, full_mask = add_boundary_vectors(embeddings, mask, boundaries[0], boundaries[1])
         return self._lm.encode(embeddings, full_mask), full_mask

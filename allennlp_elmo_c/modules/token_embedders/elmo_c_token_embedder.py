@@ -7,7 +7,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.modules.subword_representations import load_representations
 
 logger = logging.getLogger(__name__)
 
@@ -15,11 +15,14 @@ logger = logging.getLogger(__name__)
 @TokenEmbedder.register("elmo_c_token_embedder")
 class ElmoCTokenEmbedder(TokenEmbedder):
     """
-    A drop-in replacement for `elmo_token_embedder` that uses a trained ELMo-C archive: the
-    output is a learned `ScalarMix` of the biLM's layers (1024-d for the paper's size, so the
-    `input_size` numbers of existing ELMo task configs stay valid), with dropout. Use it with
-    the `fasttext_subwords` token indexer (pointing at the biLM's fastText `.bin`) under the same
-    key. The mix's parameters are AllenNLP `ScalarMix` parameters (`..._scalar_mixes.0.scalar_parameters.*`,
+    A drop-in replacement for `elmo_token_embedder` that uses a trained `elmo_c` archive (ELMo-C
+    or any baseline trained with the `elmo_c` model): the output is a learned `ScalarMix` of the
+    biLM's layers (1024-d for the paper's size, so the `input_size` numbers of existing ELMo task
+    configs stay valid), with dropout. Index the words, under the same key, with the indexer the
+    biLM read in pretraining: `fasttext_subwords` (pointing at the biLM's fastText `.bin`) for
+    fastText input, `elmo_characters` for a char-CNN input, `bpe_first_subword` (with the
+    archive as its `vocabulary`) for ELMo-Sub, whose words are represented by their first
+    subword. The mix's parameters are AllenNLP `ScalarMix` parameters (`..._scalar_mixes.0.scalar_parameters.*`,
     `..._scalar_mixes.0.gamma`), so the usual `scalar_parameters` regularizer regexes match; the biLM's
     parameter names match none of the `torch.nn.LSTM` initializer regexes of task configs
     (`.*weight_ih.*` etc.), so those never re-initialise it.
@@ -47,6 +50,8 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         Several independent mixes for models that use ELMo in several places: the output is
         their concatenation, `num_output_representations x 1024`, mix k in slice k (split it in
         the model). `ElmoCRepresentations` returns them as a list instead.
+    tokenizer_path : `str`, optional
+        For an ELMo-Sub archive: its BPE tokenizer JSON at another path than recorded.
     """
 
     def __init__(
@@ -60,21 +65,23 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         keep_sentence_boundaries: bool = False,
         fasttext_path: Optional[str] = None,
         num_output_representations: int = 1,
+        tokenizer_path: Optional[str] = None,
     ) -> None:
         super().__init__()
         if num_output_representations < 1:
             raise ConfigurationError(
                 "elmo_c_token_embedder: num_output_representations must be >= 1"
             )
-        self._elmo_c = ElmoCRepresentations(
+        self._elmo_c = load_representations(
             archive_file,
+            fasttext_path=fasttext_path,
+            tokenizer_path=tokenizer_path,
             num_output_representations=num_output_representations,
             requires_grad=requires_grad,
             do_layer_norm=do_layer_norm,
             dropout=dropout,
             keep_sentence_boundaries=keep_sentence_boundaries,
             scalar_mix_parameters=scalar_mix_parameters,
-            fasttext_path=fasttext_path,
         )
         self._projection = None
         self.output_dim = self._elmo_c.get_output_dim() * num_output_representations
@@ -85,25 +92,19 @@ class ElmoCTokenEmbedder(TokenEmbedder):
     def get_output_dim(self) -> int:
         return self.output_dim
 
-    def forward(
-        self,
-        subword_ids: torch.LongTensor,
-        subword_counts: torch.LongTensor,
-        token_mask: Optional[torch.BoolTensor] = None,
-    ) -> torch.Tensor:
+    def forward(self, **inputs: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         """
         # Parameters
 
-        subword_ids, subword_counts, token_mask : `torch.Tensor`
-            The `fasttext_subwords` indexer's output.
+        **inputs : `torch.Tensor`
+            The output of the biLM's own word indexer, `(batch_size, timesteps, ...)` (see the
+            class docstring).
 
         # Returns
 
         `(batch_size, timesteps, output_dim)`.
         """
-        if token_mask is None:
-            raise ConfigurationError("elmo_c_token_embedder needs the fasttext_subwords token_mask")
-        mixes = self._elmo_c(subword_ids, subword_counts, token_mask)["elmo_representations"]
+        mixes = self._elmo_c(**inputs)["elmo_representations"]
         output = mixes[0] if len(mixes) == 1 else torch.cat(mixes, dim=-1)
         if self._projection is not None:
             output = self._projection(output)

@@ -1,0 +1,194 @@
+"""
+`allennlp train-bpe`: trains the subword (BPE) vocabulary of ELMo-Sub with the `tokenizers`
+library and writes what pretraining and downstream use need:
+
+- `OUTPUT/tokenizer.json`: the BPE tokenizer (read by the `bpe` tokenizer and the
+  `bpe_first_subword` token indexer);
+- `OUTPUT/vocabulary/`: an AllenNLP vocabulary directory (`Vocabulary.save_to_files` layout) with
+  every subword in one namespace, for `"vocabulary": {"type": "from_files", "directory": ...}`;
+- `OUTPUT/manifest.json`: what it was trained from (an up-to-date output is not retrained).
+
+Words are the whitespace-separated tokens of each line (the corpus is pre-tokenized, one sentence
+per line; lines are read like the `lm_corpus` reader reads them). A word is split into a first
+subword and continuation subwords that carry the prefix `##` ("schools" -> `school`, `##s`), so
+a word's first subword is the one without the prefix (and the first of the word's pieces; the
+downstream indexer finds it by position). `<S>`, `</S>` and AllenNLP's OOV token `@@UNKNOWN@@`
+are special tokens: never split, and a character never seen in training becomes `@@UNKNOWN@@`,
+which the AllenNLP vocabulary maps to its OOV id.
+"""
+
+import argparse
+import logging
+import shutil
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Union
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.util import namespace_match
+from allennlp.data.vocabulary import DEFAULT_NON_PADDED_NAMESPACES, DEFAULT_OOV_TOKEN, Vocabulary
+
+from allennlp_elmo_c.data.build_cache import is_built, write_manifest
+
+logger = logging.getLogger(__name__)
+
+CONTINUATION_PREFIX = "##"
+START_TOKEN, END_TOKEN = "<S>", "</S>"
+SPECIAL_TOKENS = [START_TOKEN, END_TOKEN, DEFAULT_OOV_TOKEN]
+TOKENIZER_FILE = "tokenizer.json"
+VOCABULARY_DIRECTORY = "vocabulary"
+
+
+def train_bpe(
+    corpus: Union[str, Path],
+    output_directory: Union[str, Path],
+    vocab_size: int = 30_000,
+    min_frequency: int = 2,
+    namespace: str = "subwords",
+    limit_alphabet: Optional[int] = None,
+    force: bool = False,
+    show_progress: bool = True,
+) -> Path:
+    """
+    Trains a BPE model on `corpus` and writes `tokenizer.json` and `vocabulary/` into
+    `output_directory` (see the module docstring). Returns `output_directory`.
+
+    # Parameters
+
+    vocab_size : `int`
+        The most subwords, special tokens and single characters included (a small corpus may
+        give fewer: training stops when no pair is left to merge).
+    min_frequency : `int`
+        A pair must occur this often to be merged.
+    namespace : `str`
+        The vocabulary namespace of the subwords (the `single_id` indexer's, the `embedding`'s and
+        the softmax head's `vocab_namespace`). It must be a padded namespace (id 0 = padding,
+        id 1 = OOV), i.e. not match `*tags` / `*labels`.
+    limit_alphabet : `int`, optional
+        Keep only this many of the most frequent characters (the others become `@@UNKNOWN@@`);
+        default: all.
+    """
+    corpus, output_directory = Path(corpus), Path(output_directory)
+    if not corpus.is_file():
+        raise ConfigurationError(f"train-bpe: corpus {corpus} does not exist")
+    if corpus.stat().st_size == 0:
+        raise ConfigurationError(f"train-bpe: corpus {corpus} is empty")
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ConfigurationError(
+            f"train-bpe: vocab_size must be > {len(SPECIAL_TOKENS)} (the special tokens), "
+            f"got {vocab_size}"
+        )
+    if min_frequency < 1:
+        raise ConfigurationError(f"train-bpe: min_frequency must be >= 1, got {min_frequency}")
+    if limit_alphabet is not None and limit_alphabet < 1:
+        raise ConfigurationError(f"train-bpe: limit_alphabet must be >= 1, got {limit_alphabet}")
+    if not namespace or any(namespace_match(p, namespace) for p in DEFAULT_NON_PADDED_NAMESPACES):
+        raise ConfigurationError(
+            f"train-bpe: namespace {namespace!r} must be a padded namespace (not matching "
+            f"{list(DEFAULT_NON_PADDED_NAMESPACES)})"
+        )
+    stat = corpus.stat()
+    recipe: Dict[str, Any] = {
+        "corpus": str(corpus.resolve()),
+        "corpus_size": stat.st_size,
+        "corpus_mtime_ns": stat.st_mtime_ns,
+        "vocab_size": vocab_size,
+        "min_frequency": min_frequency,
+        "namespace": namespace,
+        "limit_alphabet": limit_alphabet,
+        "continuation_prefix": CONTINUATION_PREFIX,
+        "special_tokens": SPECIAL_TOKENS,
+    }
+    if not force and is_built(output_directory, recipe):
+        logger.info("%s is up to date (trained from %s)", output_directory, corpus)
+        return output_directory
+
+    tokenizer = Tokenizer(
+        models.BPE(unk_token=DEFAULT_OOV_TOKEN, continuing_subword_prefix=CONTINUATION_PREFIX)
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX, cleanup=False)
+    settings: Dict[str, Any] = {} if limit_alphabet is None else {"limit_alphabet": limit_alphabet}
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=SPECIAL_TOKENS,
+        continuing_subword_prefix=CONTINUATION_PREFIX,
+        show_progress=show_progress,
+        **settings,
+    )
+    logger.info("Training BPE (vocab_size %d) on %s", vocab_size, corpus)
+    tokenizer.train_from_iterator(_line_batches(corpus), trainer)
+    subwords = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    if len(subwords) <= len(SPECIAL_TOKENS):
+        raise ConfigurationError(f"train-bpe: corpus {corpus} holds no words")
+
+    output_directory.mkdir(parents=True, exist_ok=True)
+    partial = output_directory / (TOKENIZER_FILE + ".partial")
+    tokenizer.save(str(partial))
+    partial.replace(output_directory / TOKENIZER_FILE)
+    vocabulary = Vocabulary()  # "subwords" is padded: 0 = @@PADDING@@, 1 = @@UNKNOWN@@
+    vocabulary.add_tokens_to_namespace(
+        [text for text, _ in subwords if text != DEFAULT_OOV_TOKEN], namespace
+    )
+    vocabulary_directory = output_directory / VOCABULARY_DIRECTORY
+    shutil.rmtree(vocabulary_directory, ignore_errors=True)  # no stale namespace files
+    vocabulary.save_to_files(str(vocabulary_directory))
+    files = [TOKENIZER_FILE, f"{VOCABULARY_DIRECTORY}/{namespace}.txt"]
+    size = vocabulary.get_vocab_size(namespace)
+    write_manifest(output_directory, recipe, {"files": {name: {} for name in files}, "size": size})
+    logger.info("Saved %s: %d subwords in namespace %r", output_directory, size, namespace)
+    return output_directory
+
+
+def _line_batches(corpus: Path, batch_size: int = 1000) -> Iterator[List[str]]:
+    """The corpus lines as the `lm_corpus` reader reads them (UTF-8 with replacement, NUL as a
+    space), words re-joined with single spaces (Python's notion of whitespace, as at tokenization
+    time), in batches."""
+    batch: List[str] = []
+    with open(corpus, encoding="utf-8", errors="replace", newline="\n") as lines:
+        for line in lines:
+            words = line.replace("\x00", " ").split()
+            if words:
+                batch.append(" ".join(words))
+            if len(batch) == batch_size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+@Subcommand.register("train-bpe")
+class TrainBpe(Subcommand):
+    requires_plugins: bool = False
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        description = "Train the BPE subword vocabulary of ELMo-Sub (tokenizer + vocabulary)."
+        subparser = parser.add_parser(self.name, description=description, help=description)
+        subparser.add_argument("corpus", type=str, help="text file, whitespace-tokenized")
+        subparser.add_argument(
+            "output_directory", type=str, help="gets tokenizer.json and vocabulary/"
+        )
+        subparser.add_argument("--vocab-size", type=int, default=30_000)
+        subparser.add_argument("--min-frequency", type=int, default=2)
+        subparser.add_argument("--namespace", type=str, default="subwords")
+        subparser.add_argument("--limit-alphabet", type=int, default=None)
+        subparser.add_argument("--force", action="store_true", help="retrain even if up to date")
+        subparser.add_argument("--quiet", action="store_true", help="no progress output")
+        subparser.set_defaults(func=_run)
+        return subparser
+
+
+def _run(args: argparse.Namespace) -> None:
+    train_bpe(
+        args.corpus,
+        args.output_directory,
+        vocab_size=args.vocab_size,
+        min_frequency=args.min_frequency,
+        namespace=args.namespace,
+        limit_alphabet=args.limit_alphabet,
+        force=args.force,
+        show_progress=not args.quiet,
+    )

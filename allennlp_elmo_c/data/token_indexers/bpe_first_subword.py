@@ -1,0 +1,161 @@
+import logging
+import os
+from typing import Dict, List
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data.token_indexers.token_indexer import IndexedTokenList, TokenIndexer
+from allennlp.data.tokenizers import Token
+from allennlp.data.vocabulary import Vocabulary
+
+from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
+
+logger = logging.getLogger(__name__)
+
+
+@TokenIndexer.register("bpe_first_subword")
+class BpeFirstSubwordIndexer(TokenIndexer):
+    """
+    Feeds word-level tasks to an ELMo-Sub biLM (`SubwordElmoCRepresentations`), in the spirit
+    of AllenNLP's `pretrained_transformer_mismatched`: words in, the BPE subwords of the whole
+    sentence out (between the pretraining boundary tokens, `<S>` ... `</S>`), with the position of
+    each word's first subword, whose biLM vectors represent the word (as in the paper).
+
+    Subword ids are those of the pretraining vocabulary, read here from `vocabulary` (the
+    `vocabulary/` directory `train-bpe` wrote, or the ELMo-Sub `model.tar.gz`, whose
+    `vocabulary/` is read, with AllenNLP's `Vocabulary.from_files`): the task's own vocabulary is
+    never used nor extended, so the ids always match the biLM's embedding rows. Words are split
+    by the same `bpe` tokenizer as in pretraining. A word without subwords ("" or whitespace
+    only) gets `@@UNKNOWN@@`, so every word has a first subword.
+
+    Registered as a `TokenIndexer` with name "bpe_first_subword".
+
+    # Parameters
+
+    tokenizer_path : `str`
+        The BPE tokenizer JSON the biLM was pretrained with.
+    vocabulary : `str`
+        The pretraining vocabulary: the output directory of `train-bpe` (or its `vocabulary/`)
+        or the ELMo-Sub archive.
+    namespace : `str`, optional (default = `"subwords"`)
+        The subword namespace of that vocabulary.
+    start_token, end_token : `str`, optional (default = `"<S>"`, `"</S>"`)
+        The pretraining reader's boundary tokens.
+    max_subwords_per_word : `int`, optional (default = `50`)
+        A word with more subwords (a pathological very long token) keeps its first this many, so
+        that it cannot blow up a batch; such words are counted and logged.
+    token_min_padding_length : `int`, optional (default = `0`)
+        See `TokenIndexer`.
+
+    # Output
+
+    `subword_ids` `(num_subwords,)` and `subword_mask` `(num_subwords,)`: the sentence's subwords
+    with the boundary tokens; `first_subword` `(num_words,)`: the index in `subword_ids` of each
+    word's first subword (padding words point at `<S>`); `mask` `(num_words,)`: the word mask,
+    which `get_text_field_mask` returns.
+    """
+
+    def __init__(
+        self,
+        tokenizer_path: str,
+        vocabulary: str,
+        namespace: str = "subwords",
+        start_token: str = "<S>",
+        end_token: str = "</S>",
+        max_subwords_per_word: int = 50,
+        token_min_padding_length: int = 0,
+    ) -> None:
+        super().__init__(token_min_padding_length)
+        if max_subwords_per_word < 1:
+            raise ConfigurationError("bpe_first_subword: max_subwords_per_word must be >= 1")
+        self._tokenizer = BpeTokenizer(tokenizer_path)
+        self._vocabulary = _load_vocabulary(vocabulary)
+        self._namespace = namespace
+        self._max_subwords = max_subwords_per_word
+        self.num_truncated = 0
+        token_to_index = self._vocabulary.get_token_to_index_vocabulary(namespace)
+        oov = self._vocabulary._oov_token
+        missing = [
+            subword
+            for subword in [start_token, end_token, *self._tokenizer.subword_vocabulary()]
+            if subword not in token_to_index and subword != oov
+        ]
+        if missing:
+            raise ConfigurationError(
+                f"bpe_first_subword: {len(missing)} subword(s) of {tokenizer_path} (e.g. "
+                f"{missing[:5]}) are not in namespace {namespace!r} of {vocabulary}: the tokenizer "
+                "and the vocabulary are not from the same `train-bpe` run"
+            )
+        self._unknown = oov
+        self._start_id = token_to_index[start_token]
+        self._end_id = token_to_index[end_token]
+
+    def word_subword_ids(self, word: str) -> List[int]:
+        """The pretraining ids of `word`'s subwords (at least one, at most the maximum)."""
+        subwords = self._tokenizer.word_subwords(word) or [self._unknown]
+        if len(subwords) > self._max_subwords:
+            self.num_truncated += 1
+            if self.num_truncated in (1, 10, 100) or self.num_truncated % 10_000 == 0:
+                logger.warning(
+                    "%d word(s) had more than %d subwords and were truncated (latest: %d "
+                    "characters starting %r)",
+                    self.num_truncated,
+                    self._max_subwords,
+                    len(word),
+                    word[:20],
+                )
+            subwords = subwords[: self._max_subwords]
+        return [self._vocabulary.get_token_index(s, self._namespace) for s in subwords]
+
+    def count_vocab_items(self, token: Token, counter: Dict[str, Dict[str, int]]):
+        pass  # the pretraining vocabulary is fixed
+
+    def tokens_to_indices(self, tokens: List[Token], vocabulary: Vocabulary) -> IndexedTokenList:
+        subword_ids, first_subword = [self._start_id], []
+        for token in tokens:
+            first_subword.append(len(subword_ids))
+            subword_ids.extend(self.word_subword_ids(token.text or ""))
+        subword_ids.append(self._end_id)
+        return {
+            "subword_ids": subword_ids,
+            "subword_mask": [True] * len(subword_ids),
+            "first_subword": first_subword,
+            "mask": [True] * len(first_subword),
+        }
+
+    def get_empty_token_list(self) -> IndexedTokenList:
+        return {"subword_ids": [], "subword_mask": [], "first_subword": [], "mask": []}
+
+    def get_padding_lengths(self, indexed_tokens: IndexedTokenList) -> Dict[str, int]:
+        num_words = max(len(indexed_tokens["first_subword"]), self._token_min_padding_length)
+        return {"subword_ids": len(indexed_tokens["subword_ids"]), "first_subword": num_words}
+
+    def as_padded_tensor_dict(
+        self, tokens: IndexedTokenList, padding_lengths: Dict[str, int]
+    ) -> Dict[str, torch.Tensor]:
+        num_subwords, num_words = padding_lengths["subword_ids"], padding_lengths["first_subword"]
+        subword_ids = torch.zeros(num_subwords, dtype=torch.long)
+        ids = tokens["subword_ids"][:num_subwords]
+        subword_ids[: len(ids)] = torch.tensor(ids, dtype=torch.long)
+        first_subword = torch.zeros(num_words, dtype=torch.long)
+        offsets = tokens["first_subword"][:num_words]
+        first_subword[: len(offsets)] = torch.tensor(offsets, dtype=torch.long)
+        return {
+            "subword_ids": subword_ids,
+            "subword_mask": torch.arange(num_subwords) < len(ids),
+            "first_subword": first_subword,
+            "mask": torch.arange(num_words) < len(offsets),
+        }
+
+
+def _load_vocabulary(path: str) -> Vocabulary:
+    if os.path.isdir(os.path.join(path, "vocabulary")):  # train-bpe's output directory
+        path = os.path.join(path, "vocabulary")
+    try:
+        return Vocabulary.from_files(path)
+    except (OSError, ConfigurationError) as error:
+        raise ConfigurationError(
+            f"bpe_first_subword: cannot read a vocabulary from {path} (give the `vocabulary/` "
+            f"directory of `train-bpe` or the ELMo-Sub model.tar.gz): {error}"
+        ) from error

@@ -1,0 +1,1 @@
+from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
