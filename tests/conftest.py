@@ -43,16 +43,20 @@ def fake_news_wheel(tmp_path) -> Path:
     )
 
 
-@pytest.fixture
-def varied_corpus(tmp_path) -> Path:
-    """~30k tokens of random sentences over a 600-word vocabulary: varied enough for fastText."""
+def write_varied_corpus(path: Path) -> Path:
+    """~30k tokens of random sentences over a 600-word vocabulary: varied enough for fastText
+    (a tiny, repetitive corpus makes fastText's training diverge)."""
     rng = random.Random(0)
     syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "xe", "zu", "pa", "de"]
     vocabulary = ["".join(rng.choices(syllables, k=rng.randint(1, 4))) for _ in range(600)]
     lines = [" ".join(rng.choices(vocabulary, k=rng.randint(5, 25))) for _ in range(2000)]
-    path = tmp_path / "corpus.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def varied_corpus(tmp_path) -> Path:
+    return write_varied_corpus(tmp_path / "corpus.txt")
 
 
 def train_tiny_elmo_c(directory: Path, backend: str = "fused") -> Path:

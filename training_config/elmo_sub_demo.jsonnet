@@ -8,55 +8,25 @@
 //   ELMO_C_DATA_DIR=data allennlp train training_config/elmo_sub_demo.jsonnet -s runs/demo_sub \
 //       --include-package allennlp_elmo_c
 local data = std.extVar('ELMO_C_DATA_DIR');
-local batch_size = 64;
-local projection_size = 128;
+local demo = import 'elmo_c_demo.jsonnet';
+local projection_size = demo.model.contextualizer.projection_size;
 
-{
-  dataset_reader: {
-    type: 'lm_corpus',
-    max_sequence_length: 20,
+demo + {
+  dataset_reader+: {
     tokenizer: { type: 'bpe', tokenizer_path: data + '/bpe/tokenizer.json' },
     token_indexers: { tokens: { type: 'single_id', namespace: 'subwords' } },
   },
   vocabulary: { type: 'from_files', directory: data + '/bpe/vocabulary' },
-  train_data_path: data + '/news/train.txt',
-  validation_data_path: data + '/news/dev.txt',
-  model: {
-    type: 'elmo_c',
+  model+: {
     text_field_embedder: {
       token_embedders: {
         tokens: { type: 'embedding', embedding_dim: projection_size, vocab_namespace: 'subwords' },
       },
     },
-    contextualizer: {
-      type: 'elmo_lstm',
-      input_size: projection_size,
-      projection_size: projection_size,
-      cell_size: 256,
-      num_layers: 2,
-      backend: 'fused',
-      cell_clip: 3,
-      projection_clip: 3,
-      recurrent_dropout: 0.1,
-    },
+    contextualizer+: { input_size: projection_size },
     output_head: { type: 'softmax', tie_input_embedding: true, vocab_namespace: 'subwords' },
     target_ids_key: 'tokens',
-    dropout: 0.1,
-  },
-  data_loader: { batch_size: batch_size, shuffle: true },
-  validation_data_loader: { batch_size: 256, shuffle: false },
-  trainer: {
-    num_epochs: 1,
-    cuda_device: -1,
-    optimizer: { type: 'adam', lr: 2e-3, eps: 1e-6 },
-    learning_rate_scheduler: {
-      type: 'rnmt_plus',
-      warmup_steps: 200,
-      decay_start: 1000,
-      decay_end: 2600,
-      batch_scale: 1.0,
-    },
-    grad_norm: 1.0,
-    validation_metric: '-loss',
+    // Nearest-neighbour accuracy needs predicted vectors, which a softmax does not make.
+    nearest_neighbour_words: null,
   },
 }

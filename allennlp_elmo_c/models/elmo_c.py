@@ -99,6 +99,7 @@ class ElmoC(Model):
             )
         hidden_dim = contextualizer.get_output_dim() // 2
         target_dim = (target_embedder or text_field_embedder).get_output_dim()
+
         # Heads take what they need of these (a vocabulary, the input embedder to tie to).
         def build_head() -> OutputHead:
             return output_head.construct(
@@ -197,6 +198,11 @@ class ElmoC(Model):
                     f"elmo_c: target_ids_key {self._target_ids_key!r} is not among the token "
                     f"indexers ({sorted(tokens)})"
                 )
+            if "tokens" not in tokens[self._target_ids_key]:
+                raise ConfigurationError(
+                    f"elmo_c: target_ids_key {self._target_ids_key!r} must name a single_id "
+                    f"indexer (its outputs are {sorted(tokens[self._target_ids_key])})"
+                )
             target_ids = tokens[self._target_ids_key]["tokens"]
             if self._target_ids_key not in getattr(
                 self._text_field_embedder, "_token_embedders", {}
@@ -249,11 +255,18 @@ class ElmoC(Model):
     def _check_finite(losses: List[torch.Tensor]) -> None:
         # One host sync per step (the trainer reads the loss every step anyway). AllenNLP's
         # trainer stops on NaN only; an infinite loss would otherwise train on silently.
-        values = torch.stack([loss.detach().float() for loss in losses]).tolist()
-        for direction, value in zip(DIRECTIONS, values):
+        values = torch.stack([loss.detach().float() for loss in losses])
+        if is_distributed():
+            # Every rank must stop, not only the one that saw it (the others would wait in the
+            # next gradient all-reduce until the timeout): share the worst value.
+            flags = (~torch.isfinite(values)).float()
+            dist.all_reduce(flags)
+            values = torch.where(flags > 0, torch.full_like(values, math.nan), values)
+        for direction, value in zip(DIRECTIONS, values.tolist()):
             if not math.isfinite(value):
                 raise ValueError(
-                    f"elmo_c: the {direction} LM loss is {value} in this training batch; "
+                    f"elmo_c: the {direction} LM loss is {value} in this training batch "
+                    "(of this process or, in distributed training, another one); "
                     "stopping instead of training on it. Typical causes: a learning rate too "
                     "high for the batch size, corrupt input vectors, or fp16 overflow. The "
                     "checkpoints in the serialization directory hold the weights from before."

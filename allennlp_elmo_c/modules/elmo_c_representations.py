@@ -35,8 +35,8 @@ def add_boundary_vectors(
     return result, new_mask
 
 
-def _archived_model_type(archive_file: str) -> str:
-    """The `model.type` in an archive's config.json, read without loading any weights."""
+def _archived_config(archive_file: str) -> dict:
+    """An archive's config.json, read without loading any weights."""
     try:
         with tarfile.open(archive_file) as archive:
             member = archive.extractfile("config.json")
@@ -47,7 +47,45 @@ def _archived_model_type(archive_file: str) -> str:
         ) from error
     if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
         raise ConfigurationError(f"ELMo-C archive {archive_file} has no model in its config.json")
-    return str(config["model"].get("type"))
+    return config
+
+
+def _archived_model_type(archive_file: str) -> str:
+    """The `model.type` in an archive's config.json."""
+    return str(_archived_config(archive_file)["model"].get("type"))
+
+
+FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
+
+
+def fasttext_overrides(config: dict, new_path: str, archive_file: str) -> Dict[str, str]:
+    """
+    Overrides that point every fastText path of an archived config (input and target
+    embedders, indexers, a fastText-initialised output layer) at `new_path`.
+    """
+    found: Dict[str, str] = {}
+
+    def walk(node, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                path = f"{prefix}.{key}" if prefix else key
+                if key in FASTTEXT_KEYS and isinstance(value, str):
+                    found[path] = value
+                else:
+                    walk(value, path)
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{prefix}.{index}")
+
+    walk(config, "")
+    if not found:
+        raise ConfigurationError(f"{archive_file}: the biLM reads no fastText file (fasttext_path)")
+    if len(set(found.values())) > 1:
+        raise ConfigurationError(
+            f"{archive_file} refers to several fastText files ({sorted(set(found.values()))}): "
+            "fasttext_path cannot say which to replace"
+        )
+    return {path: new_path for path in found}
 
 
 class ElmoCRepresentations(torch.nn.Module):
@@ -98,9 +136,9 @@ class ElmoCRepresentations(torch.nn.Module):
     ) -> None:
         super().__init__()
         overrides: Dict[str, Optional[str]] = {}
-        if fasttext_path is not None:
-            overrides["model.text_field_embedder.token_embedders.tokens.model_path"] = fasttext_path
-            overrides["dataset_reader.token_indexers.tokens.model_path"] = fasttext_path
+        if fasttext_path is not None and Path(archive_file).is_file():
+            config = _archived_config(archive_file)
+            overrides.update(fasttext_overrides(config, fasttext_path, archive_file))
         self._lm = self._load(archive_file, overrides, fasttext_path is not None)
         self._lm.delete_softmax()
         contextualizer = self._lm._contextualizer
@@ -146,7 +184,8 @@ class ElmoCRepresentations(torch.nn.Module):
                 f"{archive_file}: its input embedder ({type(self._token_embedder).__name__}) "
                 "has no embed_strings method, so the sentence boundary vectors cannot be made"
             )
-        self._boundaries = self._token_embedder.embed_strings(self._boundary_tokens)
+        with torch.no_grad():
+            self._boundaries = self._token_embedder.embed_strings(self._boundary_tokens)
         signature = inspect.signature(self._token_embedder.forward).parameters
         self._takes_any_input = any(p.kind == p.VAR_KEYWORD for p in signature.values())
         self._embedder_inputs = set(signature)
@@ -273,6 +312,13 @@ class ElmoCRepresentations(torch.nn.Module):
             if self._takes_any_input or key in self._embedder_inputs
         }
         embeddings = self._token_embedder(**arguments)
-        boundaries = self._boundaries.to(device=embeddings.device, dtype=embeddings.dtype)
+        if self._requires_grad and any(p.requires_grad for p in self._token_embedder.parameters()):
+            # A fine-tuned input embedder moves the boundary vectors too.
+            boundaries = self._token_embedder.embed_strings(
+                self._boundary_tokens, embeddings.device
+            )
+        else:
+            boundaries = self._boundaries
+        boundaries = boundaries.to(device=embeddings.device, dtype=embeddings.dtype)
         embeddings, full_mask = add_boundary_vectors(embeddings, mask, boundaries[0], boundaries[1])
         return self._lm.encode(embeddings, full_mask), full_mask

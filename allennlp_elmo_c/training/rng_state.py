@@ -21,10 +21,10 @@ class RngStateCallback(TrainerCallback):
     Data order needs nothing: AllenNLP re-seeds Python's `random` at start-up, replays the
     interrupted epoch's shuffle and skips the batches already done.
 
-    In distributed training only the primary process writes the training state, so the states
-    are restored in single-process runs only (ranks draw from differently seeded generators, so
-    restoring rank 0's state everywhere would be wrong); a resumed distributed run is then
-    statistically, not bitwise, the same.
+    In distributed training only the primary process writes the training state, and by then
+    each rank's generator has drawn for its own batches (same seed, different shapes), so rank
+    0's state is not the others': the states are restored in single-process runs only, and a
+    resumed distributed run is statistically, not bitwise, the same.
 
     Registered as a `TrainerCallback` with name "rng_state".
     """

@@ -22,6 +22,7 @@ from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCT
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from allennlp_elmo_c.modules.token_embedders.random_vectors import RandomVectorsEmbedder
+from tests.conftest import write_varied_corpus
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.conftest import train_config
 from tests.models.test_elmo_c_paper_size import EXPECTED_PARAMETERS, _fast_reset_parameters
@@ -177,7 +178,7 @@ ELMO_CNN_PARAMETERS = (
 def paper_files(tmp_path_factory):
     directory = tmp_path_factory.mktemp("paper_size")
     fasttext = train_fasttext(
-        DATA,
+        write_varied_corpus(directory / "corpus.txt"),  # the fixture corpus is too small
         directory / "ft.300.bin",
         dim=300,
         bucket=1000,

@@ -21,7 +21,7 @@ from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.modules.output_heads.sampled_softmax import SampledSoftmaxOutputHead
 from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.conftest import train_config
+from tests.conftest import train_config, write_varied_corpus
 from tests.models.test_elmo_c_paper_size import EXPECTED_PARAMETERS, _fast_reset_parameters
 
 TINY_CONFIGS = {name: FIXTURES_ROOT / "configs" / f"elmo_{name}_tiny.jsonnet" for name in
@@ -75,6 +75,19 @@ class TestVocabularyHeadsInTheModel(ModelTestCase):
         assert all(not head.output_embedding.requires_grad for head in heads)
         assert heads[0].num_samples == 20 and heads[0].output_embedding.shape[1] == 16
         assert heads[0].output_embedding is not heads[1].output_embedding  # one per direction
+        # Not in the weights (it is rebuilt from the .bin): the reloaded model has it all the same.
+        assert "_heads.forward_lm.output_embedding" not in self.model.state_dict()
+        _, loaded = self.ensure_model_can_train_save_and_load(
+            TINY_CONFIGS["fixed"], overrides=json.dumps({"trainer.num_epochs": 1})
+        )
+        from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+
+        table = loaded._heads["forward_lm"].output_embedding
+        fasttext = FastTextBin.load(str(TINY_BIN))
+        for word, index in loaded.vocab.get_token_to_index_vocabulary("lm_targets").items():
+            if index > 1:  # not padding / OOV
+                expected = torch.from_numpy(fasttext.word_vector(word))
+                torch.testing.assert_close(table[index], expected)
 
 
 def _without_output_layer(config: dict) -> dict:
@@ -141,7 +154,8 @@ def test_paper_config_trains_one_epoch_at_a_tiny_size(name, paper_environment, t
 def fasttext_300d(tmp_path_factory):
     """A 300-d fastText .bin (the paper's input size), trained on the fixture sentences."""
     directory = tmp_path_factory.mktemp("fasttext_300d")
-    return train_fasttext(SENTENCES, directory / "tiny.300.bin", dim=300, bucket=1000, epoch=1,
+    corpus = write_varied_corpus(directory / "corpus.txt")  # the fixture corpus is too small
+    return train_fasttext(corpus, directory / "tiny.300.bin", dim=300, bucket=1000, epoch=1,
                           min_count=1, threads=1, verbose=0)  # fmt: skip
 
 
@@ -192,7 +206,10 @@ def test_elmo_fixed_trains_only_bias_and_projection(fasttext_300d, monkeypatch):
     # One head shared by both directions (elmo_sampled's): bias, projection into fastText space.
     head = (num_words + 2) + (512 * 300 + 300)
     assert trainable(model) == ENCODER_PARAMETERS + head
-    frozen = sum(p.numel() for p in model.parameters() if not p.requires_grad)
-    assert frozen == (num_words + 2) * 300
+    assert not any(not p.requires_grad for p in model.parameters())
+    # The frozen fastText table is a buffer rebuilt from the .bin, not saved with the weights.
+    table = model._heads["forward_lm"].output_embedding
+    assert table.shape == (num_words + 2, 300)
+    assert not any(name.endswith("output_embedding") for name in model.state_dict())
     at_paper_size = ENCODER_PARAMETERS + (PAPER_VOCABULARY + 2) + (512 * 300 + 300)
     assert at_paper_size == 76_830_254

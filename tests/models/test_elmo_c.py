@@ -128,3 +128,23 @@ class TestElmoC(ModelTestCase):
         assert isinstance(archive.model, ElmoC)
         embedder = archive.model._text_field_embedder._token_embedders["tokens"]
         assert embedder._fasttext.path == moved.resolve()
+
+
+def test_target_ids_key_must_name_a_single_id_indexer():
+    from allennlp.common.checks import ConfigurationError
+    from allennlp.data import Batch, Vocabulary
+
+    params = Params.from_file(str(CONFIG), json.dumps({"model.target_ids_key": "tokens"}))
+    model = Model.from_params(vocab=Vocabulary(), params=params["model"])
+    from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
+    from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+
+    reader = LmCorpusReader(
+        token_indexers={"tokens": FastTextSubwordsIndexer("tests/fixtures/fasttext/tiny.bin")}
+    )
+    instance = reader.text_to_instance("a b c")
+    reader.apply_token_indexers(instance)
+    batch = Batch([instance])
+    batch.index_instances(Vocabulary())
+    with pytest.raises(ConfigurationError, match="must name a single_id indexer"):
+        model(**batch.as_tensor_dict())

@@ -109,9 +109,14 @@ class SoftmaxOutputHead(VocabularyOutputHead):
                 )
             else:
                 weight = torch.randn(self.num_words, input_dim) / input_dim**0.5
-            self.output_embedding = torch.nn.Parameter(
-                weight, requires_grad=not freeze_output_embedding
-            )
+            if output_embedding_fasttext is not None and freeze_output_embedding:
+                # Rebuilt from the .bin and the archived vocabulary whenever the model is built:
+                # never in checkpoints or model.tar.gz (800K x 300 floats would be ~1 GB each).
+                self.register_buffer("output_embedding", weight, persistent=False)
+            else:
+                self.output_embedding = torch.nn.Parameter(
+                    weight, requires_grad=not freeze_output_embedding
+                )
         self.output_bias = torch.nn.Parameter(torch.zeros(self.num_words))
         embedding_dim = self.output_embedding.size(1)
         self.projection: Optional[torch.nn.Linear] = (

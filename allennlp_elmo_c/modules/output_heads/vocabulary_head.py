@@ -10,6 +10,9 @@ from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 
 logger = logging.getLogger(__name__)
 
+# Validation scores at most this many logits at once (256 MB in float32).
+EVAL_LOGITS_PER_CHUNK = 1 << 26
+
 
 class VocabularyOutputHead(OutputHead):
     """
@@ -68,8 +71,21 @@ class VocabularyOutputHead(OutputHead):
     def loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
         """
         Summed negative log-likelihood of `target_ids` `(num_positions,)` given `hidden`
-        `(num_positions, input_dim)`: a full softmax unless a subclass approximates it.
+        `(num_positions, input_dim)`: a full softmax unless a subclass approximates it. Without
+        gradients (validation) the positions are scored in chunks of at most
+        `EVAL_LOGITS_PER_CHUNK` logits: a full softmax over 800K words for a batch of 768
+        windows would otherwise need ~50 GB of logits at once.
         """
+        if torch.is_grad_enabled():
+            return self.full_loss(hidden, target_ids)
+        chunk = max(1, EVAL_LOGITS_PER_CHUNK // self.num_words)
+        return sum(
+            (self.full_loss(h, y) for h, y in zip(hidden.split(chunk), target_ids.split(chunk))),
+            hidden.new_zeros((), dtype=torch.float32),
+        )
+
+    def full_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
+        """The summed full-softmax negative log-likelihood (log-softmax in float32)."""
         logits = self.logits(hidden)
         return torch.nn.functional.cross_entropy(logits.float(), target_ids, reduction="sum")
 

@@ -83,6 +83,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             keep_sentence_boundaries=keep_sentence_boundaries,
             scalar_mix_parameters=scalar_mix_parameters,
         )
+        self._input_names = list(self._elmo_c.word_indexer().get_empty_token_list())
         self._projection = None
         self.output_dim = self._elmo_c.get_output_dim() * num_output_representations
         if projection_dim:
@@ -92,18 +93,26 @@ class ElmoCTokenEmbedder(TokenEmbedder):
     def get_output_dim(self) -> int:
         return self.output_dim
 
-    def forward(self, **inputs: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(self, *tensors: torch.Tensor, **inputs: torch.Tensor) -> torch.Tensor:
         """
         # Parameters
 
-        **inputs : `torch.Tensor`
+        *tensors, **inputs : `torch.Tensor`
             The output of the biLM's own word indexer, `(batch_size, timesteps, ...)` (see the
-            class docstring).
+            class docstring), by keyword; AllenNLP passes the output of an indexer that has only
+            one (`elmo_characters`, `single_id`) positionally.
 
         # Returns
 
         `(batch_size, timesteps, output_dim)`.
         """
+        if tensors:
+            if len(tensors) != 1 or inputs or len(self._input_names) != 1:
+                raise ConfigurationError(
+                    f"elmo_c_token_embedder expects the indexer outputs {self._input_names} by "
+                    f"name, got {len(tensors)} positional and {sorted(inputs)}"
+                )
+            inputs = {self._input_names[0]: tensors[0]}
         mixes = self._elmo_c(**inputs)["elmo_representations"]
         output = mixes[0] if len(mixes) == 1 else torch.cat(mixes, dim=-1)
         if self._projection is not None:

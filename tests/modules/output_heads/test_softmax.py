@@ -212,3 +212,22 @@ def test_autocast_loss_is_float32_and_close_to_full_precision():
         low = softmax(hidden, mask, target_ids=targets)["loss"]
     assert low.dtype == torch.float32
     assert low.item() == pytest.approx(full.item(), rel=2e-2)
+
+
+def test_validation_loss_is_scored_in_chunks_with_the_same_value(monkeypatch):
+    from allennlp_elmo_c.modules.output_heads import vocabulary_head
+
+    model = head()
+    hidden = torch.randn(37, INPUT)
+    targets = torch.randint(0, model.num_words, (37,))
+    with torch.no_grad():
+        whole = model.loss(hidden, targets)
+        calls = []
+        original = model.full_loss
+        monkeypatch.setattr(model, "full_loss", lambda h, y: calls.append(len(h)) or original(h, y))
+        monkeypatch.setattr(vocabulary_head, "EVAL_LOGITS_PER_CHUNK", 10 * model.num_words)
+        chunked = model.loss(hidden, targets)
+    assert calls == [10, 10, 10, 7]
+    torch.testing.assert_close(chunked, whole)
+    reference = torch.nn.functional.cross_entropy(model.logits(hidden), targets, reduction="sum")
+    torch.testing.assert_close(chunked, reference.detach())

@@ -70,11 +70,13 @@ def word_tensors(embedder: ElmoCTokenEmbedder, sentences):
     return batch.as_tensor_dict()["words"]["words"]
 
 
-def pretraining_layers(archive: Path, words):
+def pretraining_layers(archive: Path, words, change=None):
     """The archived model's own layers for one sentence, read as in pretraining (boundaries by
-    the reader): `(num_layers, len(words) + 2, dim)`."""
+    the reader): `(num_layers, len(words) + 2, dim)`; `change(model)` first if given."""
     loaded = load_archive(str(archive), overrides={"model.nearest_neighbour_words": None})
     model, reader = loaded.model.eval(), loaded.dataset_reader
+    if change is not None:
+        change(model)
     model._contextualizer.return_all_layers = True
     instance = reader.text_to_instance(words)
     reader.apply_token_indexers(instance)
@@ -117,6 +119,12 @@ def test_downstream_embedder_on_every_archive(archives, name):
     assert torch.isfinite(output).all()
     for row, words in enumerate(SENTENCES):
         assert not output[row, len(words) :].any()  # padding stays zero
+    # As a task model calls it: through a text field embedder (which passes the output of a
+    # one-tensor indexer positionally).
+    from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
+
+    through_field = BasicTextFieldEmbedder({"elmo": embedder})({"elmo": tensors})
+    torch.testing.assert_close(through_field, output)
     if is_subword_archive(str(archive)):
         return  # word positions are first subwords: tests/modules/test_subword_representations.py
     # Every layer the embedder mixes equals the pretraining-time layer, boundaries included.
@@ -126,3 +134,69 @@ def test_downstream_embedder_on_every_archive(archives, name):
         actual = torch.stack([layer[row, : len(words) + 2] for layer in layers])
         torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
         assert mask[row].sum() == len(words) + 2
+
+
+def with_fasttext_gone(archive: Path, directory: Path) -> Path:
+    """A copy of `archive` whose config points at a fastText file that no longer exists."""
+    import io
+    import tarfile
+
+    copy = directory / "moved_model.tar.gz"
+    with tarfile.open(archive) as source, tarfile.open(copy, "w:gz") as target:
+        for member in source:
+            data = source.extractfile(member).read() if member.isfile() else None
+            if member.name == "config.json":
+                text = data.decode().replace("tests/fixtures/fasttext/tiny.bin", "/gone/tiny.bin")
+                data = text.encode()
+                member.size = len(data)
+            target.addfile(member, io.BytesIO(data) if data is not None else None)
+    return copy
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_fasttext_path_override_on_every_archive(archives, name, tmp_path):
+    """An archive whose fastText file moved loads with `fasttext_path`, wherever the biLM reads
+    fastText (input, target, a fastText-initialised output layer, indexers)."""
+    import shutil
+
+    from allennlp_elmo_c.modules.elmo_c_representations import _archived_config
+
+    if name not in archives:
+        pytest.skip(f"no fixture config for {name}")
+    archive = archives[name]
+    if "fasttext" not in json.dumps(_archived_config(str(archive))):
+        with pytest.raises(Exception, match="no fastText|BPE subword"):
+            ElmoCTokenEmbedder(str(archive), fasttext_path=str(tmp_path / "x.bin"))
+        return
+    gone = with_fasttext_gone(archive, tmp_path)
+    with pytest.raises(Exception, match="/gone/tiny.bin"):
+        ElmoCTokenEmbedder(str(gone))
+    moved = tmp_path / "moved.bin"
+    shutil.copy(FIXTURES_ROOT / "fasttext" / "tiny.bin", moved)
+    embedder = ElmoCTokenEmbedder(str(gone), fasttext_path=str(moved), dropout=0.0).eval()
+    fasttext_users = [module for module in embedder.modules() if hasattr(module, "_fasttext")]
+    assert {str(module._fasttext.path) for module in fasttext_users} <= {str(moved)}
+    reference = ElmoCTokenEmbedder(str(archive), dropout=0.0).eval()
+    tensors = word_tensors(reference, SENTENCES)
+    torch.testing.assert_close(embedder(**tensors), reference(**tensors))
+
+
+def test_fine_tuned_input_embedder_moves_the_boundary_vectors_too(archives):
+    """With requires_grad, a trained input embedder (here slim) changes; `<S>` / `</S>` must
+    follow it, as the pretraining reader's boundary tokens would."""
+    if "elmo_slim_input" not in archives:
+        pytest.skip("no slim-input fixture")
+    archive = archives["elmo_slim_input"]
+
+    def change(model):
+        with torch.no_grad():
+            for parameter in model._text_field_embedder.parameters():
+                parameter.add_(0.5)
+
+    embedder = ElmoCTokenEmbedder(str(archive), dropout=0.0, requires_grad=True).eval()
+    change(embedder._elmo_c._lm)  # as an optimizer step would
+    tensors = word_tensors(embedder, SENTENCES[:1])
+    with torch.no_grad():
+        layers, _ = embedder._elmo_c.layers(**tensors)
+    expected = pretraining_layers(archive, SENTENCES[0], change)
+    torch.testing.assert_close(torch.stack([layer[0] for layer in layers]), expected)
