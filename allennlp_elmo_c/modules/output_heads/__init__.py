@@ -4,3 +4,4 @@ from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutpu
 from allennlp_elmo_c.modules.output_heads.softmax import SoftmaxOutputHead
 from allennlp_elmo_c.modules.output_heads.sampled_softmax import SampledSoftmaxOutputHead
 from allennlp_elmo_c.modules.output_heads.adaptive_softmax import AdaptiveSoftmaxOutputHead
+from allennlp_elmo_c.modules.output_heads.slim_softmax import SlimSoftmaxOutputHead

@@ -2,6 +2,7 @@ import logging
 from typing import Dict, Optional
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
@@ -32,6 +33,9 @@ class VocabularyOutputHead(OutputHead):
         Filled in by the model.
     vocab_namespace : `str`, optional (default = `"tokens"`)
         The namespace of the `single_id` indexer named by the model's `target_ids_key`.
+    positions_per_chunk : `int`, optional (default = `None`)
+        Score the training loss this many positions at a time, recomputing each chunk's logits in
+        the backward pass (see `loss`); the loss and gradients are the same.
     """
 
     needs_target_ids = True
@@ -43,8 +47,14 @@ class VocabularyOutputHead(OutputHead):
         target_dim: int,
         vocab: Vocabulary,
         vocab_namespace: str = "tokens",
+        positions_per_chunk: Optional[int] = None,
     ) -> None:
         super().__init__(input_dim, target_dim)
+        if positions_per_chunk is not None and positions_per_chunk < 1:
+            raise ConfigurationError(
+                f"{type(self).__name__}: positions_per_chunk must be >= 1, got {positions_per_chunk}"
+            )
+        self.positions_per_chunk = positions_per_chunk
         self.vocab_namespace = vocab_namespace
         self.num_words = vocab.get_vocab_size(vocab_namespace)
         # A padded namespace always holds @@PADDING@@ and @@UNKNOWN@@.
@@ -71,13 +81,22 @@ class VocabularyOutputHead(OutputHead):
     def loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
         """
         Summed negative log-likelihood of `target_ids` `(num_positions,)` given `hidden`
-        `(num_positions, input_dim)`: a full softmax unless a subclass approximates it. Without
-        gradients (validation) the positions are scored in chunks of at most
-        `EVAL_LOGITS_PER_CHUNK` logits: a full softmax over 800K words for a batch of 768
-        windows would otherwise need ~50 GB of logits at once.
+        `(num_positions, input_dim)`: a full softmax (`full_loss`) unless a subclass
+        approximates it. Without gradients (validation) the positions are scored in chunks of at
+        most `EVAL_LOGITS_PER_CHUNK` logits: a full softmax over 800K words for a batch of 768
+        windows would otherwise need ~50 GB of logits at once. In training, chunks of
+        `positions_per_chunk` positions (if set) are recomputed in the backward pass (gradient
+        checkpointing): memory O(chunk x V) for one more forward pass of the logits.
         """
         if torch.is_grad_enabled():
-            return self.full_loss(hidden, target_ids)
+            chunk = self.positions_per_chunk
+            if chunk is None or hidden.size(0) <= chunk:
+                return self.full_loss(hidden, target_ids)
+            parts = [
+                checkpoint(self.full_loss, h, y, use_reentrant=False)
+                for h, y in zip(hidden.split(chunk), target_ids.split(chunk))
+            ]
+            return torch.stack(parts).sum()
         chunk = max(1, EVAL_LOGITS_PER_CHUNK // self.num_words)
         return sum(
             (self.full_loss(h, y) for h, y in zip(hidden.split(chunk), target_ids.split(chunk))),

@@ -2,3 +2,4 @@ from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.modules.token_embedders.random_vectors import RandomVectorsEmbedder
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
+from allennlp_elmo_c.modules.token_embedders.slim_embedding import SlimEmbedding

@@ -1,0 +1,103 @@
+import logging
+from typing import Optional
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import Vocabulary
+
+from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
+from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
+from allennlp_elmo_c.nn.slim import SlimTable
+
+logger = logging.getLogger(__name__)
+
+
+@OutputHead.register("slim_softmax")
+class SlimSoftmaxOutputHead(VocabularyOutputHead):
+    """
+    A full softmax over a closed vocabulary whose output word vectors are slim (Li et al.,
+    AAAI 2018): each is the concatenation of `num_subvectors` (K) sub-vectors from a shared
+    trainable pool of `pool_size` (M), by a fixed random assignment (seeded by `seed`, stored in
+    the weights). Logits use the paper's two-step computation: the hidden state's K chunks dotted
+    with every pool vector (O(M * input_dim) per position), then each word's logit as the sum of
+    its K partial products (O(V * K) per position); the `(V, input_dim)` matrix is never built.
+    Parameters: `M * input_dim / K` (+ `V` biases) instead of `V * input_dim` (+ `V`).
+
+    The word vectors have the hidden state's size (`input_dim`); no projection is added.
+
+    Registered as an `OutputHead` with name "slim_softmax".
+
+    # Parameters
+
+    input_dim : `int`
+    target_dim : `int`
+    vocab : `Vocabulary`
+        Filled in by the model.
+    num_subvectors : `int`
+        K; must divide `input_dim`.
+    pool_size : `int`
+        M (`M ** K >= vocabulary size` is required).
+    vocab_namespace : `str`, optional (default = `"tokens"`)
+        The namespace of the `single_id` indexer named by the model's `target_ids_key`.
+    embedding_dim : `int`, optional (default = `None`)
+        The word vector size, if stated; it must equal `input_dim` (a `ConfigurationError`
+        otherwise: put the projection in the encoder instead).
+    bias : `bool`, optional (default = `True`)
+        A per-word bias on the logits.
+    seed : `int`, optional (default = `0`)
+        Seeds the assignment of sub-vectors to words.
+    positions_per_chunk : `int`, optional (default = `None`)
+        If given, the loss scores at most this many positions at a time and recomputes each
+        chunk's logits during the backward pass (gradient checkpointing), so memory grows with
+        `positions_per_chunk * V` instead of `num_positions * V`, for one more forward pass of
+        the logits. The loss and gradients are the same (up to float summation order).
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        target_dim: int,
+        vocab: Vocabulary,
+        num_subvectors: int,
+        pool_size: int,
+        vocab_namespace: str = "tokens",
+        embedding_dim: Optional[int] = None,
+        bias: bool = True,
+        seed: int = 0,
+        positions_per_chunk: Optional[int] = None,
+    ) -> None:
+        super().__init__(input_dim, target_dim, vocab, vocab_namespace, positions_per_chunk)
+        if embedding_dim is not None and embedding_dim != input_dim:
+            raise ConfigurationError(
+                f"slim_softmax: embedding_dim {embedding_dim} differs from the hidden size "
+                f"{input_dim}; the word vectors must have the hidden size (no projection)"
+            )
+        self.table = SlimTable(
+            self.num_words, input_dim, num_subvectors, pool_size, seed, "slim_softmax"
+        )
+        self.bias = torch.nn.Parameter(torch.zeros(self.num_words)) if bias else None
+
+    def scores(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The logits `(num_words, num_positions)`, words first, for `hidden`
+        `(num_positions, input_dim)`."""
+        scores = self.table.scores(hidden)
+        return scores if self.bias is None else scores + self.bias.unsqueeze(1)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """
+        # Parameters
+
+        hidden : `torch.Tensor`
+            `(num_positions, input_dim)`.
+
+        # Returns
+
+        `(num_positions, num_words)` (a transposed view of `scores`).
+        """
+        return self.scores(hidden).t()
+
+    def full_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
+        # The softmax over the words axis of the words-first scores: no (N, V) transpose copy.
+        log_probs = torch.log_softmax(self.scores(hidden).float(), dim=0)
+        return -log_probs.gather(0, target_ids.unsqueeze(0)).sum()

@@ -1,0 +1,105 @@
+import logging
+from typing import List, Optional
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import Vocabulary
+from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
+
+from allennlp_elmo_c.nn.slim import SlimTable
+
+logger = logging.getLogger(__name__)
+
+
+@TokenEmbedder.register("slim_embedding")
+class SlimEmbedding(TokenEmbedder):
+    """
+    A trainable word embedding with slim storage (Li et al., AAAI 2018): each word's vector is
+    the concatenation of `num_subvectors` sub-vectors from a shared pool of `pool_size`, chosen
+    by a fixed random assignment seeded by `seed` (stored in the weights, so archives reload it
+    exactly). `pool_size * embedding_dim / num_subvectors` parameters instead of
+    `vocab_size * embedding_dim`. Used like AllenNLP's `embedding` over a `single_id` indexer.
+
+    Registered as a `TokenEmbedder` with name "slim_embedding".
+
+    # Parameters
+
+    embedding_dim : `int`
+        Size of a word vector; must be divisible by `num_subvectors`.
+    num_subvectors : `int`
+        K, the number of sub-vectors per word.
+    pool_size : `int`
+        M, the number of shared sub-vectors (`M ** K >= vocabulary size` is required).
+    num_embeddings : `int`, optional (default = `None`)
+        The vocabulary size; by default the size of `vocab_namespace` in `vocab`.
+    vocab_namespace : `str`, optional (default = `"tokens"`)
+        The namespace of the `single_id` indexer whose ids this embeds.
+    vocab : `Vocabulary`, optional (default = `None`)
+        Filled in by AllenNLP; needed unless `num_embeddings` is given, and by `embed_strings`.
+    seed : `int`, optional (default = `0`)
+        Seeds the assignment of sub-vectors to words.
+    """
+
+    def __init__(
+        self,
+        embedding_dim: int,
+        num_subvectors: int,
+        pool_size: int,
+        num_embeddings: Optional[int] = None,
+        vocab_namespace: str = "tokens",
+        vocab: Optional[Vocabulary] = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if num_embeddings is None:
+            if vocab is None:
+                raise ConfigurationError(
+                    "slim_embedding needs either num_embeddings or a vocabulary"
+                )
+            num_embeddings = vocab.get_vocab_size(vocab_namespace)
+        self._vocab = vocab
+        self._vocab_namespace = vocab_namespace
+        self.table = SlimTable(
+            num_embeddings, embedding_dim, num_subvectors, pool_size, seed, "slim_embedding"
+        )
+
+    def get_output_dim(self) -> int:
+        return self.table.embedding_dim
+
+    def forward(self, tokens: torch.LongTensor) -> torch.Tensor:
+        """
+        # Parameters
+
+        tokens : `torch.LongTensor`
+            Word ids, `(batch_size, num_tokens)` (or any shape).
+
+        # Returns
+
+        `(batch_size, num_tokens, embedding_dim)`.
+        """
+        if tokens.numel():
+            low, high = (int(value) for value in torch.aminmax(tokens))  # one host sync
+            if low < 0 or high >= self.table.num_words:
+                raise ValueError(
+                    f"slim_embedding: token ids must lie in [0, {self.table.num_words}), got "
+                    f"[{low}, {high}]"
+                )
+        return self.table(tokens)
+
+    def embed_strings(
+        self, words: List[str], device: Optional[torch.device] = None
+    ) -> torch.Tensor:
+        """The vectors of `words` (out-of-vocabulary words get `@@UNKNOWN@@`'s), shape
+        `(len(words), embedding_dim)`."""
+        if self._vocab is None:
+            raise ConfigurationError("slim_embedding.embed_strings needs the vocabulary")
+        try:
+            ids = [self._vocab.get_token_index(word, self._vocab_namespace) for word in words]
+        except KeyError as error:
+            raise ConfigurationError(
+                f"slim_embedding: a word is missing from the vocabulary namespace "
+                f"{self._vocab_namespace!r}, which has no unknown token"
+            ) from error
+        ids_tensor = torch.tensor(ids, dtype=torch.long, device=device or self.table.pool.device)
+        return self.forward(ids_tensor)
