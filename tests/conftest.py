@@ -109,3 +109,16 @@ def train_config(config: Path, serialization_dir: Path, overrides: str = "") -> 
 
     train_model_from_file(str(config), str(serialization_dir), overrides=overrides)
     return json.loads((serialization_dir / "metrics.json").read_text())
+
+
+def overfit(model, batch: dict, steps: int = 30, lr: float = 0.01):
+    """Trains `model` on one batch with Adam; returns the loss before and after."""
+    torch.manual_seed(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    first = model(**batch)["loss"].item()
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(**batch)["loss"].backward()
+        optimizer.step()
+    return first, model(**batch)["loss"].item()
