@@ -142,7 +142,10 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
         weights = torch.nn.functional.embedding(ids, self.output_embedding)
         biases = self.output_bias[ids]
         count = target_ids.size(0)
-        true_logits = (projected * weights[:count]).sum(-1) + biases[:count]
+        # A batched matrix product, like the sampled logits' (under autocast both then run in the
+        # same precision; an elementwise product would stay in float32 and bias the softmax).
+        true_logits = torch.bmm(projected.unsqueeze(1), weights[:count].unsqueeze(2)).view(count)
+        true_logits = true_logits + biases[:count]
         sampled_logits = projected @ weights[count:].t() + biases[count:]
         # The corrections and the softmax in float32 whatever the autocast dtype.
         true_logits = (
