@@ -36,12 +36,16 @@ def add_boundary_vectors(
 
 
 def _archived_config(archive_file: str) -> dict:
-    """An archive's config.json, read without loading any weights."""
+    """An archive's config.json, read without loading any weights: AllenNLP writes it first, so
+    reading stops there (looking it up by name would decompress the whole archive)."""
+    config = None
     try:
         with tarfile.open(archive_file) as archive:
-            member = archive.extractfile("config.json")
-            config = json.load(member) if member is not None else None
-    except (tarfile.TarError, EOFError, OSError, KeyError, ValueError) as error:
+            for member in archive:
+                if member.name == "config.json":
+                    config = json.load(archive.extractfile(member))  # type: ignore[arg-type]
+                    break
+    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
         raise ConfigurationError(
             f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
         ) from error

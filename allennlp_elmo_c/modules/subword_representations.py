@@ -1,6 +1,4 @@
-import json
 import logging
-import tarfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -11,6 +9,7 @@ from allennlp.data import TokenIndexer
 
 from allennlp_elmo_c.modules.elmo_c_representations import (
     ElmoCRepresentations,
+    _archived_config,
     _archived_model_type,
 )
 
@@ -24,16 +23,9 @@ def is_subword_archive(archive_file: str) -> bool:
     `bpe_first_subword` indexer. Reads only the archive's `config.json`; False for anything
     unreadable (loading it then reports the problem).
     """
-    config = None
     try:
-        with tarfile.open(archive_file) as archive:
-            for member in archive:  # config.json comes first: stop there, skip the weights
-                if member.name == "config.json":
-                    config = json.load(archive.extractfile(member))  # type: ignore[arg-type]
-                    break
-    except (OSError, EOFError, tarfile.TarError, ValueError):
-        return False
-    if not isinstance(config, dict):
+        config = _archived_config(archive_file)
+    except ConfigurationError:
         return False
     tokenizer = config.get("dataset_reader", {}).get("tokenizer") or {}
     return tokenizer.get("type") == "bpe"
