@@ -89,19 +89,16 @@ class VocabularyOutputHead(OutputHead):
         checkpointing): memory O(chunk x V) for one more forward pass of the logits.
         """
         if torch.is_grad_enabled():
-            chunk = self.positions_per_chunk
-            if chunk is None or hidden.size(0) <= chunk:
-                return self.full_loss(hidden, target_ids)
-            parts = [
-                checkpoint(self.full_loss, h, y, use_reentrant=False)
-                for h, y in zip(hidden.split(chunk), target_ids.split(chunk))
-            ]
-            return torch.stack(parts).sum()
-        chunk = max(1, EVAL_LOGITS_PER_CHUNK // self.num_words)
-        return sum(
-            (self.full_loss(h, y) for h, y in zip(hidden.split(chunk), target_ids.split(chunk))),
-            hidden.new_zeros((), dtype=torch.float32),
-        )
+            chunk, score = self.positions_per_chunk, self._recomputed_loss
+        else:
+            chunk, score = max(1, EVAL_LOGITS_PER_CHUNK // self.num_words), self.full_loss
+        if chunk is None or hidden.size(0) <= chunk:
+            return self.full_loss(hidden, target_ids)
+        parts = [score(h, y) for h, y in zip(hidden.split(chunk), target_ids.split(chunk))]
+        return torch.stack(parts).sum()
+
+    def _recomputed_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
+        return checkpoint(self.full_loss, hidden, target_ids, use_reentrant=False)
 
     def full_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
         """The summed full-softmax negative log-likelihood (log-softmax in float32)."""
