@@ -54,6 +54,16 @@ def write_varied_corpus(path: Path) -> Path:
     return path
 
 
+def train_small_fasttext(directory: Path, dim: int, bucket: int) -> Path:
+    """A `dim`-d fastText .bin (one epoch, `bucket` n-gram buckets) trained on a varied corpus
+    written into `directory`; returns its path."""
+    from allennlp_elmo_c.commands.train_fasttext import train_fasttext
+
+    corpus = write_varied_corpus(directory / "corpus.txt")
+    return train_fasttext(corpus, directory / f"{dim}d.bin", dim=dim, bucket=bucket, epoch=1,
+                          min_count=1, threads=1, verbose=0)  # fmt: skip
+
+
 @pytest.fixture
 def varied_corpus(tmp_path) -> Path:
     return write_varied_corpus(tmp_path / "corpus.txt")

@@ -16,13 +16,12 @@ from allennlp.common.testing import ModelTestCase
 from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.models import Model
 
-from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from allennlp_elmo_c.modules.token_embedders.random_vectors import RandomVectorsEmbedder
-from tests.conftest import write_varied_corpus
+from tests.conftest import train_small_fasttext
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.conftest import train_config
 from tests.models.test_elmo_c_paper_size import EXPECTED_PARAMETERS, _fast_reset_parameters
@@ -177,16 +176,7 @@ ELMO_CNN_PARAMETERS = (
 @pytest.fixture(scope="module")
 def paper_files(tmp_path_factory):
     directory = tmp_path_factory.mktemp("paper_size")
-    fasttext = train_fasttext(
-        write_varied_corpus(directory / "corpus.txt"),  # the fixture corpus is too small
-        directory / "ft.300.bin",
-        dim=300,
-        bucket=1000,
-        epoch=1,
-        min_count=1,
-        threads=1,
-        verbose=0,
-    )
+    fasttext = train_small_fasttext(directory, dim=300, bucket=1000)
     options, weights = write_elmo_files(
         directory / "elmo", ELMO_FILTERS, 2, 16, 512, random_weights=False
     )

@@ -26,7 +26,7 @@ from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwor
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
-from tests.conftest import train_config, write_varied_corpus
+from tests.conftest import train_config, train_small_fasttext
 
 CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
 TINY = FIXTURES_ROOT / "fasttext" / "tiny.bin"
@@ -51,14 +51,7 @@ HOSTILE = b"\n".join(HOSTILE_LINES) + b"\n" + CLEAN
 
 @pytest.fixture(scope="module")
 def wrong_dimension_bin(tmp_path_factory):
-    from allennlp_elmo_c.commands.train_fasttext import train_fasttext
-
-    directory = tmp_path_factory.mktemp("dim8")
-    corpus = write_varied_corpus(directory / "corpus.txt")
-    return train_fasttext(
-        corpus, directory / "dim8.bin", dim=8, bucket=20_000, min_count=1, epoch=1, threads=1,
-        verbose=0,
-    )  # fmt: skip
+    return train_small_fasttext(tmp_path_factory.mktemp("dim8"), dim=8, bucket=20_000)
 
 
 def bad_bins(tmp_path, wrong_dimension_bin):

@@ -134,19 +134,10 @@ def test_missing_and_corrupt_archives(tmp_path):
         ElmoCTokenEmbedder(str(corrupt))
 
 
-def test_fasttext_of_the_wrong_dimension(archive, tmp_path, varied_corpus):
-    from allennlp_elmo_c.commands.train_fasttext import train_fasttext
+def test_fasttext_of_the_wrong_dimension(archive, tmp_path):
+    from tests.conftest import train_small_fasttext
 
-    other = train_fasttext(
-        varied_corpus,
-        tmp_path / "dim8.bin",
-        dim=8,
-        bucket=20_000,
-        min_count=1,
-        epoch=1,
-        threads=1,
-        verbose=0,
-    )
+    other = train_small_fasttext(tmp_path, dim=8, bucket=20_000)
     with pytest.raises(ConfigurationError, match="does not match|dimension"):
         ElmoCTokenEmbedder(archive, fasttext_path=str(other))
 
