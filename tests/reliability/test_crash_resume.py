@@ -18,7 +18,7 @@ import torch
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from tests import PROJECT_ROOT
-from tests.reliability.conftest import make_demo_data_dir
+from tests.reliability.conftest import DEMO_AT_FIXTURE_SIZE, make_demo_data_dir
 
 DEMO_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c_demo.jsonnet"
 KILL_ENV = "ELMO_C_TEST_SIGKILL_AT_BATCH"
@@ -38,10 +38,7 @@ class SigkillAtBatch(TrainerCallback):
 
 def train(data_dir, run, recover=False, kill_at=None):
     overrides = {
-        # The fixture fastText model is 16-d; the demo's is 100-d.
-        "model.text_field_embedder.token_embedders.tokens.expected_dim": 16,
-        "model.contextualizer.input_size": 16,
-        "data_loader.batch_size": 4,  # ~8 batches an epoch on the fixture corpus
+        **DEMO_AT_FIXTURE_SIZE,
         "trainer.num_epochs": 2,
         "trainer.checkpointer": {"save_every_num_batches": 2},
         "trainer.callbacks": [{"type": "rng_state"}, {"type": "sigkill_at_batch"}],
@@ -91,45 +88,35 @@ def test_sigkill_mid_epoch_then_recover_equals_an_uninterrupted_run(tmp_path):
         assert torch.equal(expected_weights[name], actual_weights[name]), name
 
 
-def test_without_the_callback_a_resumed_run_differs(tmp_path):
+def test_without_the_callback_a_resumed_run_differs(tmp_path, monkeypatch):
     """Shows what `rng_state` is for (and that the test above can fail): the same crash and
     resume without it ends with different weights, because the resumed batches draw other
     dropout masks."""
     from allennlp.common import Params
     from allennlp.commands.train import train_model
 
-    data = make_demo_data_dir(tmp_path / "data")
-    os.environ["ELMO_C_DATA_DIR"] = str(data)
-    try:
-        params = lambda: Params.from_file(  # noqa: E731
-            str(DEMO_CONFIG),
-            json.dumps(
-                {
-                    "model.text_field_embedder.token_embedders.tokens.expected_dim": 16,
-                    "model.contextualizer.input_size": 16,
-                    "data_loader.batch_size": 4,
-                    "trainer.num_epochs": 1,
-                    "trainer.checkpointer": {
-                        "save_every_num_batches": 2,
-                        "keep_most_recent_by_count": None,
-                    },
-                    "trainer.callbacks": [],
-                    "model.nearest_neighbour_words": None,
-                }
-            ),
-        )
-        train_model(params(), tmp_path / "reference")
-        train_model(params(), tmp_path / "crashed")
-        # "Crash" after batch 4: keep only that checkpoint.
-        for path in (tmp_path / "crashed").iterdir():
-            if path.suffix == ".th" and "_e0_b4" not in path.name or path.name.endswith(".json"):
-                if path.name != "config.json":
-                    path.unlink()
-        (tmp_path / "crashed" / "model.tar.gz").unlink()
-        assert (tmp_path / "crashed" / "training_state_e0_b4.th").is_file()
-        train_model(params(), tmp_path / "crashed", recover=True)
-    finally:
-        del os.environ["ELMO_C_DATA_DIR"]
+    monkeypatch.setenv("ELMO_C_DATA_DIR", str(make_demo_data_dir(tmp_path / "data")))
+    overrides = {
+        **DEMO_AT_FIXTURE_SIZE,
+        "trainer.num_epochs": 1,
+        "trainer.checkpointer": {"save_every_num_batches": 2, "keep_most_recent_by_count": None},
+        "trainer.callbacks": [],
+        "model.nearest_neighbour_words": None,
+    }
+
+    def params():
+        return Params.from_file(str(DEMO_CONFIG), json.dumps(overrides))
+
+    train_model(params(), tmp_path / "reference")
+    train_model(params(), tmp_path / "crashed")
+    # "Crash" after batch 4: keep only that checkpoint.
+    for path in (tmp_path / "crashed").iterdir():
+        if path.suffix == ".th" and "_e0_b4" not in path.name or path.name.endswith(".json"):
+            if path.name != "config.json":
+                path.unlink()
+    (tmp_path / "crashed" / "model.tar.gz").unlink()
+    assert (tmp_path / "crashed" / "training_state_e0_b4.th").is_file()
+    train_model(params(), tmp_path / "crashed", recover=True)
     expected = torch.load(tmp_path / "reference" / "model_state_e1_b0.th")
     actual = torch.load(tmp_path / "crashed" / "model_state_e1_b0.th")
     assert any(not torch.equal(expected[name], actual[name]) for name in expected)

@@ -27,7 +27,7 @@ from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 from tests import PROJECT_ROOT
-from tests.reliability.conftest import make_demo_data_dir
+from tests.reliability.conftest import DEMO_AT_FIXTURE_SIZE, make_demo_data_dir
 
 DEMO_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c_demo.jsonnet"
 MAX_SEQUENCE_LENGTH = 20  # the demo config's
@@ -85,13 +85,10 @@ def test_demo_config_trains_on_two_gloo_workers_with_a_sharded_corpus(tmp_path):
     records.mkdir()
     run = tmp_path / "run"
     overrides = {
-        # The fixture fastText model is 16-d; the demo's is 100-d.
-        "model.text_field_embedder.token_embedders.tokens.expected_dim": 16,
-        "model.contextualizer.input_size": 16,
+        **DEMO_AT_FIXTURE_SIZE,
         "dataset_reader.type": "lm_corpus_shard_probe",
         "dataset_reader.record_dir": str(records),
         # Several (and, per rank, unequal numbers of) steps; sharding by loader worker too.
-        "data_loader.batch_size": 4,
         "data_loader.num_workers": LOADER_WORKERS,
         "distributed": {"cuda_devices": [-1] * WORLD_SIZE},
     }
