@@ -1,3 +1,4 @@
+import contextlib
 import io
 import random
 import zipfile
@@ -72,21 +73,16 @@ def varied_corpus(tmp_path) -> Path:
 def train_tiny_elmo_c(directory: Path, backend: str = "fused") -> Path:
     """Trains the fixture ELMo-C config for one epoch; returns its model.tar.gz."""
     import json
-    import os
 
     from allennlp.commands.train import train_model_from_file
 
     overrides = {"trainer.num_epochs": 1, "model.contextualizer.backend": backend}
-    cwd = os.getcwd()
-    os.chdir(PROJECT_ROOT)  # the fixture config's paths are relative to the project
-    try:
+    with contextlib.chdir(PROJECT_ROOT):  # the fixture config's paths are relative to it
         train_model_from_file(
             str(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"),
             str(directory / "run"),
             overrides=json.dumps(overrides),
         )
-    finally:
-        os.chdir(cwd)
     return directory / "run" / "model.tar.gz"
 
 

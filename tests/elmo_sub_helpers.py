@@ -1,7 +1,7 @@
 """Shared by the ELMo-Sub tests: a BPE vocabulary trained on the fixture corpus and a tiny
 ELMo-Sub archive trained with it (tests/fixtures/configs/elmo_sub_tiny.jsonnet)."""
 
-import os
+import contextlib
 from pathlib import Path
 from typing import Dict
 
@@ -35,10 +35,6 @@ def train_tiny_elmo_sub(directory: Path, bpe_directory: Path) -> Path:
     params = Params.from_file(
         str(TINY_CONFIG), '{"trainer.num_epochs": 1}', ext_vars=bpe_environment(bpe_directory)
     )
-    cwd = os.getcwd()
-    os.chdir(PROJECT_ROOT)  # the config's data paths are relative to the project
-    try:
+    with contextlib.chdir(PROJECT_ROOT):  # the config's data paths are relative to it
         train_model(params, str(directory / "run"))
-    finally:
-        os.chdir(cwd)
     return directory / "run" / "model.tar.gz"

@@ -5,6 +5,7 @@ and gives exactly the biLM's pretraining-time layers at the words' positions (bo
 as the pretraining reader adds them), from a task whose text field holds only those words.
 """
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -28,38 +29,19 @@ SENTENCES = [["the", "cat", "sat", "on", "the", "mat"], ["unseen", "wordz"], ["a
 
 
 @pytest.fixture(scope="module")
-def archives(tmp_path_factory):
-    """name -> model.tar.gz, each fixture config trained for one epoch."""
+def archives(tmp_path_factory, elmo_c_archive):
+    """name -> model.tar.gz, each fixture config trained for one epoch (ELMo-C's is the
+    session's `elmo_c_archive`)."""
     root = tmp_path_factory.mktemp("archives")
     environment = bpe_environment(train_tiny_bpe(root / "bpe"))
-    trained = {}
-    for name in CONFIGS:
+    trained = {"elmo_c": elmo_c_archive}
+    for name in CONFIGS[1:]:
         config = FIXTURES_ROOT / "configs" / f"{name}_tiny.jsonnet"
-        if name == "elmo_c":
-            config = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
-        if not config.is_file():
-            continue
         params = Params.from_file(str(config), json.dumps({"trainer.num_epochs": 1}), environment)
-        with _in(PROJECT_ROOT):
+        with contextlib.chdir(PROJECT_ROOT):  # the configs' paths are relative to it
             train_model(params, str(root / name))
         trained[name] = root / name / "model.tar.gz"
     return trained
-
-
-class _in:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-
-    def __enter__(self):
-        import os
-
-        self.previous = os.getcwd()
-        os.chdir(self.directory)
-
-    def __exit__(self, *exc):
-        import os
-
-        os.chdir(self.previous)
 
 
 def word_tensors(embedder: ElmoCTokenEmbedder, sentences):
@@ -92,8 +74,6 @@ def test_embed_command_on_every_archive(archives, name, tmp_path):
 
     from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 
-    if name not in archives:
-        pytest.skip(f"no fixture config for {name}")
     source = tmp_path / "text.txt"
     source.write_text("\n".join(" ".join(words) for words in SENTENCES) + "\n")
     output = embed_file(archives[name], source, tmp_path / "out.hdf5", "all")
@@ -109,8 +89,6 @@ def test_embed_command_on_every_archive(archives, name, tmp_path):
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_downstream_embedder_on_every_archive(archives, name):
-    if name not in archives:
-        pytest.skip(f"no fixture config for {name}")
     archive = archives[name]
     embedder = ElmoCTokenEmbedder(str(archive), dropout=0.0).eval()
     tensors = word_tensors(embedder, SENTENCES)
@@ -161,8 +139,6 @@ def test_fasttext_path_override_on_every_archive(archives, name, tmp_path):
 
     from allennlp_elmo_c.modules.elmo_c_representations import _archived_config
 
-    if name not in archives:
-        pytest.skip(f"no fixture config for {name}")
     archive = archives[name]
     if "fasttext" not in json.dumps(_archived_config(str(archive))):
         with pytest.raises(Exception, match="no fastText|BPE subword"):
@@ -184,8 +160,6 @@ def test_fasttext_path_override_on_every_archive(archives, name, tmp_path):
 def test_fine_tuned_input_embedder_moves_the_boundary_vectors_too(archives):
     """With requires_grad, a trained input embedder (here slim) changes; `<S>` / `</S>` must
     follow it, as the pretraining reader's boundary tokens would."""
-    if "elmo_slim_input" not in archives:
-        pytest.skip("no slim-input fixture")
     archive = archives["elmo_slim_input"]
 
     def change(model):
