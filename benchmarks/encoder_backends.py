@@ -25,6 +25,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 import allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer as layer_module
 from allennlp_elmo_c.modules.output_heads.continuous import ContinuousOutputHead
 from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import ElmoLstmEncoder
+from timing import device_name
 
 SIZES = {
     # name: (input size, projection, cell, layers)
@@ -113,11 +114,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    name = (
-        torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else f"CPU, {args.threads} threads"
-    )
+    name = device_name(device, args.threads)
     print(
         f"elmo_lstm {args.size} size {SIZES[args.size]}, batch {args.batch_size} x {args.timesteps}, {name}"
     )

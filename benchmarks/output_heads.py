@@ -15,14 +15,13 @@ heads run in turn within each repetition, so load on the machine affects all of 
 """
 
 import argparse
-import statistics
-import time
 
 import torch
 
 from allennlp.data import Vocabulary
 
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
+from timing import device_name, time_in_turn, trainable_parameters
 
 NAMESPACE = "lm_targets"
 TARGET_DIM = 300
@@ -65,10 +64,6 @@ def build(kind: str, options: dict, dim: int, vocab: Vocabulary, device) -> Outp
     return cls(**kwargs).to(device).train()
 
 
-def parameters(head: torch.nn.Module) -> int:
-    return sum(p.numel() for p in head.parameters() if p.requires_grad)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
@@ -88,7 +83,7 @@ def main() -> None:
     mask = torch.ones(shape, dtype=torch.bool, device=device)
     mask[: args.batch_size // 4, 15:] = False  # a quarter of the windows are shorter
     targets = torch.randn(*shape, TARGET_DIM, generator=generator).to(device)
-    print(f"device {device}, {args.threads} threads, batch {args.batch_size} x 20, d {args.dim}")
+    print(f"{device_name(device, args.threads)}, batch {args.batch_size} x 20, d {args.dim}")
     print("| V | output layer | trainable params | s / step | vs continuous | peak GiB |")
     print("|---|---|---|---|---|---|")
     for num_words in args.vocab_sizes:
@@ -99,28 +94,18 @@ def main() -> None:
             name: build(kind, options, args.dim, vocab, device)
             for name, (kind, options) in head_configs(num_words, args.samples).items()
         }
-        times = {name: [] for name in heads}
-        peaks = {name: 0.0 for name in heads}
-        for repetition in range(args.warmup + args.steps):
-            for name, head in heads.items():
-                head.zero_grad(set_to_none=True)
-                hidden.grad = None
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                    torch.cuda.reset_peak_memory_stats()
-                start = time.perf_counter()
-                result = head(hidden, mask, target_embeddings=targets, target_ids=ids)
-                result["loss"].backward()
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                    peaks[name] = torch.cuda.max_memory_allocated() / 2**30
-                if repetition >= args.warmup:
-                    times[name].append(time.perf_counter() - start)
-        medians = {name: statistics.median(values) for name, values in times.items()}
+
+        def step(head):
+            head.zero_grad(set_to_none=True)
+            hidden.grad = None
+            head(hidden, mask, target_embeddings=targets, target_ids=ids)["loss"].backward()
+
+        work = {name: (lambda head=head: step(head)) for name, head in heads.items()}
+        medians, peaks = time_in_turn(work, args.steps, args.warmup, device)
         base = medians["continuous (ELMo-C)"]
         for name, head in heads.items():
             peak = f"{peaks[name]:.2f}" if device.type == "cuda" else "-"
-            print(f"| {num_words:,} | {name} | {parameters(head):,} | {medians[name]:.4f} | "
+            print(f"| {num_words:,} | {name} | {trainable_parameters(head):,} | {medians[name]:.4f} | "
                   f"{medians[name] / base:.1f}x | {peak} |")  # fmt: skip
         del heads
 

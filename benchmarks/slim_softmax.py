@@ -18,29 +18,16 @@ turn within each repetition, so load on the machine affects all of them alike.
 
 import argparse
 import copy
-import statistics
-import time
 
 import torch
 
 from allennlp.data import Vocabulary
 
 from allennlp_elmo_c.modules.output_heads.slim_softmax import SlimSoftmaxOutputHead
-from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
+from allennlp_elmo_c.modules.output_heads.softmax import SoftmaxOutputHead
+from timing import device_name, time_in_turn, trainable_parameters
 
 NAMESPACE = "words"
-
-
-class FullSoftmax(VocabularyOutputHead):
-    """The reference: a trainable (V, d) output embedding and bias, full softmax."""
-
-    def __init__(self, input_dim: int, vocab: Vocabulary) -> None:
-        super().__init__(input_dim, input_dim, vocab, NAMESPACE)
-        self.weight = torch.nn.Parameter(torch.randn(self.num_words, input_dim) / input_dim**0.5)
-        self.bias = torch.nn.Parameter(torch.zeros(self.num_words))
-
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.linear(hidden, self.weight, self.bias)
 
 
 def vocabulary(size: int) -> Vocabulary:
@@ -49,33 +36,20 @@ def vocabulary(size: int) -> Vocabulary:
     return vocab
 
 
-def parameters(head: torch.nn.Module) -> int:
-    return sum(p.numel() for p in head.parameters() if p.requires_grad)
-
-
 def time_heads(heads, dim, positions, device, steps, warmup):
     """Median forward + backward seconds of each head, and peak CUDA memory (GiB)."""
     generator = torch.Generator().manual_seed(0)
     num_words = next(iter(heads.values())).num_words
     hidden = torch.randn(positions, dim, generator=generator).to(device).requires_grad_(True)
     targets = torch.randint(0, num_words, (positions,), generator=generator).to(device)
-    times = {name: [] for name in heads}
-    peaks = {name: 0.0 for name in heads}
-    for repetition in range(warmup + steps):
-        for name, head in heads.items():
-            head.zero_grad(set_to_none=True)
-            hidden.grad = None
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-            start = time.perf_counter()
-            head.loss(hidden, targets).backward()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-                peaks[name] = torch.cuda.max_memory_allocated() / 2**30
-            if repetition >= warmup:
-                times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}, peaks
+
+    def step(head):
+        head.zero_grad(set_to_none=True)
+        hidden.grad = None
+        head.loss(hidden, targets).backward()
+
+    work = {name: (lambda head=head: step(head)) for name, head in heads.items()}
+    return time_in_turn(work, steps, warmup, device)
 
 
 def main():
@@ -93,11 +67,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    name = (
-        torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else f"CPU, {args.threads} threads"
-    )
+    name = device_name(device, args.threads)
     print(
         f"slim_softmax vs full softmax: d {args.dim}, N {args.positions} positions, "
         f"forward + backward, median of {args.steps} steps, {name}, torch {torch.__version__}"
@@ -105,7 +75,9 @@ def main():
     for size in args.vocab_sizes:
         vocab = vocabulary(size)
         torch.manual_seed(0)
-        heads = {"full": FullSoftmax(args.dim, vocab)}
+        # The reference: a full softmax, `softmax` with no options (a trainable (V, d) output
+        # embedding and a bias).
+        heads = {"full": SoftmaxOutputHead(args.dim, args.dim, vocab, vocab_namespace=NAMESPACE)}
         for k in args.subvectors:
             for divisor in args.pool_divisors:
                 label = f"K {k}, M V/{divisor}"
@@ -121,12 +93,12 @@ def main():
         seconds, peaks = time_heads(
             heads, args.dim, args.positions, device, args.steps, args.warmup
         )
-        full_parameters = parameters(heads["full"])
+        full_parameters = trainable_parameters(heads["full"])
         print(f"V = {size:,}")
         for label, head in heads.items():
             line = (
                 f"  {label:30s} {seconds[label]:8.3f} s  full/this {seconds['full'] / seconds[label]:5.2f}x"
-                f"  params {parameters(head):13,d} ({full_parameters / parameters(head):6.1f}x fewer)"
+                f"  params {trainable_parameters(head):13,d} ({full_parameters / trainable_parameters(head):6.1f}x fewer)"
             )
             if device.type == "cuda":
                 line += f"  peak {peaks[label]:6.2f} GiB"
