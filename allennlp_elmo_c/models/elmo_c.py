@@ -111,7 +111,7 @@ class ElmoC(Model):
 
         shared = build_head() if share_output_head else None
         self._heads: Optional[torch.nn.ModuleDict] = torch.nn.ModuleDict(
-            {f"{d}_lm": shared or build_head() for d in DIRECTIONS}
+            {f"{d}_lm": shared if shared is not None else build_head() for d in DIRECTIONS}
         )
         needs_ids = [getattr(head, "needs_target_ids", False) for head in self._heads.values()]
         if any(needs_ids) and target_ids_key is None:
