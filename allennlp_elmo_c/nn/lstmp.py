@@ -1,106 +1,195 @@
 """
-An LSTM with a recurrent projection (LSTMP, Sak et al. 2014) over left-aligned, variable-length
-sequences, with a hand-written backward pass (backpropagation through time) for the CPU.
+One layer of ELMo-C's LSTM with a projection (LSTMP, Sak et al. 2014) over left-aligned,
+variable-length sequences, with a hand-written backward pass (backpropagation through time).
 
-Why: `torch.lstm` with `proj_size` runs cuDNN on GPU, but on CPU oneDNN has no projection
-support and torch falls back to a generic per-timestep implementation whose autograd graph slices
-the precomputed input gates at every step; each slice's backward materialises a zero tensor of
-the whole `(batch, timesteps, 4 * cell)` gradient, making the backward pass quadratic in the
-sequence length. Here the forward loop keeps only what the backward needs, the backward loop
-does two small matrix products per step, and the weight gradients are three large matrix
-products over all timesteps at the end.
+Per timestep, for the rows still running (gate order input, forget, cell, output as in torch):
 
-It computes exactly what `torch.lstm` computes with weights `[w_ih, w_hh, b, 0, w_hr]`
-(gate order input, forget, cell, output); the tests compare values and gradients.
+    r_t = h_{t-1} * d                                  (d: recurrent dropout mask, optional)
+    i, f, g, o = σ, σ, tanh, σ of  W_ih x_t + b + W_hh r_t
+    c_t = clip(f * c_{t-1} + i * g, cell_clip)         (clip optional)
+    p_t = clip(W_hr (o * tanh(c_t)), projection_clip)  (clip optional)
+    h_t = LayerNorm(p_t)                               (optional; otherwise h_t = p_t)
+
+`(h_t, c_t)` is both the output and the state fed back: exactly the per-step loop of
+`ProjectedLstmLayer`'s reference backend (the paper's cell), in one autograd node.
+
+Why a hand-written backward: autograd through a per-step Python loop records a dozen nodes per
+step, and slicing precomputed input gates makes each slice's backward materialise a zero tensor of
+the whole `(batch, timesteps, 4 * cell)` gradient (quadratic in the sequence length; this is what
+torch's own CPU LSTM-with-projection fallback does). Here the forward pass writes every step into
+preallocated time-major buffers, the backward loop does two small matrix products per step, and
+all weight gradients are a few large matrix products over every timestep at the end.
+
+Without LayerNorm, clips and dropout it is exactly what `torch.lstm` computes with weights
+`[w_ih, w_hh, b, 0, w_hr]`; the tests compare values and gradients against `torch.lstm`, against
+the reference loop, and with gradcheck.
 """
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
 
+def _clip_keep(raw: torch.Tensor, clip: Optional[float]) -> Optional[torch.Tensor]:
+    # Where torch.clamp lets the gradient through (bounds inclusive).
+    return None if clip is None else (raw >= -clip) & (raw <= clip)
+
+
 class _LstmpFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, inputs, batch_sizes, h0, c0, w_ih, w_hh, bias, w_hr):
+    def forward(  # type: ignore[override]
+        ctx,
+        inputs: torch.Tensor,
+        batch_sizes: List[int],
+        h0: torch.Tensor,
+        c0: torch.Tensor,
+        w_ih: torch.Tensor,
+        w_hh: torch.Tensor,
+        bias: torch.Tensor,
+        w_hr: torch.Tensor,
+        norm_weight: Optional[torch.Tensor],
+        norm_bias: Optional[torch.Tensor],
+        norm_eps: float,
+        cell_clip: Optional[float],
+        projection_clip: Optional[float],
+        dropout: Optional[torch.Tensor],
+    ):
         # inputs: (batch, timesteps, in), rows sorted by length, descending; batch_sizes[t] rows
-        # are still running at step t.
+        # are still running at step t. Buffers are time-major so that step t's rows are one
+        # contiguous block [t, :n].
         batch, timesteps, _ = inputs.shape
-        cell_size = w_hh.size(0) // 4
-        input_gates = torch.addmm(bias, inputs.reshape(batch * timesteps, -1), w_ih.t())
-        input_gates = input_gates.view(batch, timesteps, 4 * cell_size)
-        hidden, cell = h0.clone(), c0.clone()
-        outputs = inputs.new_zeros(batch, timesteps, w_hr.size(0))
-        saved: List[Tuple[torch.Tensor, ...]] = []
-        for t in range(timesteps):
+        cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
+        steps = sum(1 for n in batch_sizes if n > 0)
+        normalise = norm_weight is not None
+        # (timesteps, batch, 4 * cell): W_ih x + b, overwritten step by step by the activations.
+        gates = torch.addmm(bias, inputs.transpose(0, 1).reshape(-1, inputs.size(2)), w_ih.t())
+        gates = gates.view(timesteps, batch, 4 * cell_size)
+        cells = inputs.new_zeros(timesteps + 1, batch, cell_size)  # c_t (clipped), c_0 first
+        hiddens = inputs.new_zeros(timesteps + 1, batch, projection_size)  # h_t, h_0 first
+        tanh_cells = inputs.new_zeros(timesteps, batch, cell_size)
+        projected = inputs.new_zeros(timesteps, batch, projection_size)  # p_t (clipped)
+        means = inputs.new_zeros(timesteps, batch, 1) if normalise else None
+        rstds = inputs.new_zeros(timesteps, batch, 1) if normalise else None
+        cell_keep = inputs.new_ones(timesteps, batch, cell_size, dtype=torch.bool)
+        projection_keep = inputs.new_ones(timesteps, batch, projection_size, dtype=torch.bool)
+        cells[0], hiddens[0] = c0, h0
+        for t in range(steps):
             n = batch_sizes[t]
-            if n == 0:
-                break
-            h_prev, c_prev = hidden[:n], cell[:n]
-            # One sigmoid over all four gates and one tanh for the cell gate: fewer kernels
-            # (each op costs microseconds of dispatch, which matters at small sizes).
-            pre_activation = torch.addmm(input_gates[:n, t], h_prev, w_hh.t())
-            i, f, _, o = pre_activation.sigmoid().chunk(4, dim=1)
-            g = pre_activation[:, 2 * cell_size : 3 * cell_size].tanh()
-            c = torch.addcmul(f * c_prev, i, g)
-            tanh_c = torch.tanh(c)
-            m = o * tanh_c
-            h = m.matmul(w_hr.t())
-            saved.append((i, f, g, o, c_prev, tanh_c, m, h_prev))
-            hidden = torch.cat([h, hidden[n:]]) if n < batch else h
-            cell = torch.cat([c, cell[n:]]) if n < batch else c
-            outputs[:n, t] = h
-        ctx.save_for_backward(inputs, w_ih, w_hh, w_hr)
-        ctx.saved_steps = saved
-        ctx.batch_sizes = batch_sizes
-        return outputs, hidden, cell
+            recurrent = hiddens[t, :n] if dropout is None else hiddens[t, :n] * dropout[:n]
+            step_gates = gates[t, :n]
+            step_gates.addmm_(recurrent, w_hh.t())
+            torch.sigmoid_(step_gates[:, : 2 * cell_size])
+            torch.tanh_(step_gates[:, 2 * cell_size : 3 * cell_size])
+            torch.sigmoid_(step_gates[:, 3 * cell_size :])
+            i, f, g, o = step_gates.chunk(4, dim=1)
+            cell = f * cells[t, :n] + i * g
+            if cell_clip is not None:
+                torch.logical_and(cell >= -cell_clip, cell <= cell_clip, out=cell_keep[t, :n])
+                cell.clamp_(-cell_clip, cell_clip)
+            cells[t + 1, :n] = cell
+            tanh_cell = torch.tanh(cell, out=tanh_cells[t, :n])
+            projection = torch.mm(o * tanh_cell, w_hr.t(), out=projected[t, :n])
+            if projection_clip is not None:
+                torch.logical_and(
+                    projection >= -projection_clip,
+                    projection <= projection_clip,
+                    out=projection_keep[t, :n],
+                )
+                projection.clamp_(-projection_clip, projection_clip)
+            if normalise:
+                hidden, mean, rstd = torch.native_layer_norm(
+                    projection, (projection_size,), norm_weight, norm_bias, norm_eps
+                )
+                means[t, :n], rstds[t, :n] = mean, rstd
+                hiddens[t + 1, :n] = hidden
+            else:
+                hiddens[t + 1, :n] = projection
+        ctx.save_for_backward(
+            inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, gates, cells, hiddens,
+            tanh_cells, projected, means, rstds, cell_keep, projection_keep,
+        )  # fmt: skip
+        ctx.batch_sizes, ctx.steps, ctx.norm_eps = batch_sizes, steps, norm_eps
+        ctx.clips = (cell_clip is not None, projection_clip is not None)
+        # Each row's final state: the step at its length (the initial state for length 0).
+        rows = torch.arange(batch, device=inputs.device)
+        lengths = (torch.tensor(batch_sizes, device=inputs.device).unsqueeze(1) > rows).sum(0)
+        outputs = hiddens[1:].transpose(0, 1).contiguous()
+        return outputs, hiddens[lengths, rows], cells[lengths, rows]
 
     @staticmethod
-    def backward(ctx, grad_outputs, grad_hidden, grad_cell):
-        inputs, w_ih, w_hh, w_hr = ctx.saved_tensors
-        saved, batch_sizes = ctx.saved_steps, ctx.batch_sizes
-        batch, timesteps, _ = inputs.shape
-        cell_size = w_hh.size(0) // 4
-        dh_carry = (
-            grad_hidden.clone()
-            if grad_hidden is not None
-            else inputs.new_zeros(batch, w_hr.size(0))
+    def backward(ctx, grad_outputs, grad_hidden, grad_cell):  # type: ignore[override]
+        (
+            inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, gates, cells, hiddens,
+            tanh_cells, projected, means, rstds, cell_keep, projection_keep,
+        ) = ctx.saved_tensors  # fmt: skip
+        batch_sizes, steps = ctx.batch_sizes, ctx.steps
+        clip_cell, clip_projection = ctx.clips
+        normalise = norm_weight is not None
+        batch, timesteps, input_size = inputs.shape
+        cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
+        shape = (projection_size,)
+        dh_carry = inputs.new_zeros(batch, projection_size)
+        dc_carry = inputs.new_zeros(batch, cell_size)
+        if grad_hidden is not None:
+            dh_carry += grad_hidden
+        if grad_cell is not None:
+            dc_carry += grad_cell
+        grad_outputs = (
+            grad_outputs.transpose(0, 1)
+            if grad_outputs is not None
+            else inputs.new_zeros(timesteps, batch, projection_size)
         )
-        dc_carry = (
-            grad_cell.clone() if grad_cell is not None else inputs.new_zeros(batch, cell_size)
-        )
-        grad_gates = inputs.new_zeros(batch, timesteps, 4 * cell_size)
-        grad_h_total = inputs.new_zeros(batch, timesteps, w_hr.size(0))
-        for t in range(len(saved) - 1, -1, -1):
+        grad_gates = inputs.new_zeros(timesteps, batch, 4 * cell_size)
+        grad_hiddens = inputs.new_zeros(timesteps, batch, projection_size)  # dL/dh_t, all paths
+        grad_projected = inputs.new_zeros(timesteps, batch, projection_size)  # dL/dp_t (raw)
+        for t in range(steps - 1, -1, -1):
             n = batch_sizes[t]
-            i, f, g, o, c_prev, tanh_c, m, h_prev = saved[t]
-            dh = dh_carry[:n] + grad_outputs[:n, t]
-            grad_h_total[:n, t] = dh
-            dm = dh.matmul(w_hr)
-            do = dm * tanh_c
-            dc = dc_carry[:n] + dm * o * (1 - tanh_c * tanh_c)
-            di, df, dg = dc * g, dc * c_prev, dc * i
-            dgates = torch.cat(
-                [di * i * (1 - i), df * f * (1 - f), dg * (1 - g * g), do * o * (1 - o)], dim=1
-            )
-            grad_gates[:n, t] = dgates
-            dh_carry[:n] = dgates.matmul(w_hh)
+            dh = torch.add(dh_carry[:n], grad_outputs[t, :n], out=grad_hiddens[t, :n])
+            if normalise:
+                dp, _, _ = torch.ops.aten.native_layer_norm_backward(
+                    dh, projected[t, :n], shape, means[t, :n], rstds[t, :n], norm_weight,
+                    norm_bias, [True, False, False],
+                )  # fmt: skip
+            else:
+                dp = dh
+            if clip_projection:
+                dp = dp * projection_keep[t, :n]
+            grad_projected[t, :n] = dp
+            i, f, g, o = gates[t, :n].chunk(4, dim=1)
+            tanh_cell = tanh_cells[t, :n]
+            dm = dp.mm(w_hr)
+            dc = torch.addcmul(dc_carry[:n], dm * o, 1 - tanh_cell * tanh_cell)
+            if clip_cell:
+                dc = dc * cell_keep[t, :n]
+            di, df, dg, do = grad_gates[t, :n].chunk(4, dim=1)
+            torch.mul(dc * g, i * (1 - i), out=di)
+            torch.mul(dc * cells[t, :n], f * (1 - f), out=df)
+            torch.mul(dc * i, 1 - g * g, out=dg)
+            torch.mul(dm * tanh_cell, o * (1 - o), out=do)
+            dr = grad_gates[t, :n].mm(w_hh)
+            dh_carry[:n] = dr if dropout is None else dr * dropout[:n]
             dc_carry[:n] = dc * f
-        flat_gates = grad_gates.view(batch * timesteps, -1)
-        grad_inputs = flat_gates.matmul(w_ih).view_as(inputs)
-        grad_w_ih = flat_gates.t().matmul(inputs.reshape(batch * timesteps, -1))
+        flat_gates = grad_gates.view(timesteps * batch, -1)
+        time_major_inputs = inputs.transpose(0, 1).reshape(timesteps * batch, input_size)
+        grad_inputs = flat_gates.mm(w_ih).view(timesteps, batch, input_size).transpose(0, 1)
+        grad_w_ih = flat_gates.t().mm(time_major_inputs)
         grad_bias = flat_gates.sum(0)
-        # h_{t-1} and m_t for every (row, step) that ran, aligned with grad_gates / grad_h_total.
-        h_prev_all = inputs.new_zeros(batch, timesteps, w_hr.size(0))
-        m_all = inputs.new_zeros(batch, timesteps, cell_size)
-        for t, (_, _, _, _, _, _, m, h_prev) in enumerate(saved):
-            n = batch_sizes[t]
-            h_prev_all[:n, t] = h_prev
-            m_all[:n, t] = m
-        grad_w_hh = flat_gates.t().matmul(h_prev_all.view(batch * timesteps, -1))
-        grad_w_hr = (
-            grad_h_total.view(batch * timesteps, -1).t().matmul(m_all.view(batch * timesteps, -1))
+        recurrent = hiddens[:timesteps] if dropout is None else hiddens[:timesteps] * dropout
+        grad_w_hh = flat_gates.t().mm(recurrent.reshape(timesteps * batch, -1))
+        # m_t = o_t * tanh(c_t) for every (step, row) that ran; zeros elsewhere meet zero grads.
+        memory = gates[..., 3 * cell_size :] * tanh_cells
+        grad_w_hr = grad_projected.view(timesteps * batch, -1).t().mm(
+            memory.reshape(timesteps * batch, -1)
         )
-        return grad_inputs, None, dh_carry, dc_carry, grad_w_ih, grad_w_hh, grad_bias, grad_w_hr
+        grad_norm_weight = grad_norm_bias = None
+        if normalise:
+            normalised = (projected - means) * rstds  # zeros where nothing ran
+            grad_norm_weight = (grad_hiddens * normalised).sum((0, 1))
+            grad_norm_bias = grad_hiddens.sum((0, 1))
+        return (
+            grad_inputs, None, dh_carry, dc_carry, grad_w_ih, grad_w_hh, grad_bias, grad_w_hr,
+            grad_norm_weight, grad_norm_bias, None, None, None, None,
+        )  # fmt: skip
 
 
 def lstm_with_projection(
@@ -112,6 +201,12 @@ def lstm_with_projection(
     w_hh: torch.Tensor,
     bias: torch.Tensor,
     w_hr: torch.Tensor,
+    norm_weight: Optional[torch.Tensor] = None,
+    norm_bias: Optional[torch.Tensor] = None,
+    norm_eps: float = 1e-5,
+    cell_clip: Optional[float] = None,
+    projection_clip: Optional[float] = None,
+    dropout: Optional[torch.Tensor] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """
     # Parameters
@@ -124,21 +219,36 @@ def lstm_with_projection(
         Initial states, `(batch, projection_size)` and `(batch, cell_size)`.
     w_ih, w_hh, bias, w_hr : `torch.Tensor`
         `(4 * cell, input_size)`, `(4 * cell, projection)`, `(4 * cell,)`, `(projection, cell)`.
+    norm_weight, norm_bias : `torch.Tensor`, optional
+        `(projection,)`: LayerNorm of the projected state inside the recurrence (both or neither).
+    norm_eps : `float`
+    cell_clip, projection_clip : `float`, optional
+        Clip the cell state / the projected state (before the LayerNorm) to `[-clip, clip]`.
+    dropout : `torch.Tensor`, optional
+        `(batch, projection)`: multiplies the state fed back into the recurrence at every step
+        (variational dropout, already scaled); receives no gradient.
 
     # Returns
 
     outputs `(batch, timesteps, projection_size)` (zeros past each length), and the hidden and
     cell states after each sequence's last step.
     """
+    if (norm_weight is None) != (norm_bias is None):
+        raise ValueError("lstm_with_projection: give both norm_weight and norm_bias, or neither")
     if inputs.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
         # The hand-written backward mixes saved activations with the weights; under CPU
         # autocast (bf16/fp16) the recurrence runs in float32 instead, as autocast does for its
         # precision-sensitive ops (the cell state accumulates over every timestep).
+        tensors = (hidden, cell, w_ih, w_hh, bias, w_hr, norm_weight, norm_bias, dropout)
         with torch.autocast("cpu", enabled=False):
             return lstm_with_projection(
                 inputs.float(),
                 lengths,
-                *(t.float() for t in (hidden, cell, w_ih, w_hh, bias, w_hr)),
+                *(None if t is None else t.float() for t in tensors[:8]),
+                norm_eps=norm_eps,
+                cell_clip=cell_clip,
+                projection_clip=projection_clip,
+                dropout=None if dropout is None else dropout.float(),
             )
     order = torch.argsort(lengths, descending=True, stable=True)
     unsort = torch.argsort(order)
@@ -146,6 +256,8 @@ def lstm_with_projection(
     steps = torch.arange(timesteps, device=lengths.device)
     batch_sizes = (lengths.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
     outputs, h_n, c_n = _LstmpFunction.apply(
-        inputs[order], batch_sizes, hidden[order], cell[order], w_ih, w_hh, bias, w_hr
-    )
+        inputs[order], batch_sizes, hidden[order], cell[order], w_ih, w_hh, bias, w_hr,
+        norm_weight, norm_bias, norm_eps, cell_clip, projection_clip,
+        None if dropout is None else dropout[order],
+    )  # fmt: skip
     return outputs[unsort], h_n[unsort], c_n[unsort]

@@ -75,3 +75,33 @@ def test_float32_is_close_to_float64():
         atol=1e-5,
         rtol=1e-4,
     )
+
+
+def test_gradcheck_with_layer_norm_clips_and_dropout():
+    inputs, lengths, hidden, cell, *weights = random_args([6, 3, 0, 5])
+    generator = torch.Generator().manual_seed(3)
+    norm_weight = (1 + 0.3 * torch.randn(PROJECTION, generator=generator)).double()
+    norm_bias = (0.3 * torch.randn(PROJECTION, generator=generator)).double()
+    norm_weight.requires_grad_(), norm_bias.requires_grad_()
+    dropout = (torch.rand(BATCH, PROJECTION, generator=generator) > 0.3).double() / 0.7
+
+    def function(x, h, c, *parameters):
+        return lstm_with_projection(
+            x, lengths, h, c, *parameters[:4], norm_weight=parameters[4],
+            norm_bias=parameters[5], cell_clip=1.5, projection_clip=1.0, dropout=dropout,
+        )  # fmt: skip
+
+    # The random weights are large enough for both clips to be active somewhere.
+    with torch.no_grad():
+        plain = lstm_with_projection(inputs, lengths, hidden, cell, *weights)
+    assert plain[2].abs().max() > 1.5 and plain[0].abs().max() > 1.0
+    arguments = (inputs, hidden, cell, *weights, norm_weight, norm_bias)
+    assert torch.autograd.gradcheck(function, arguments)
+
+
+def test_norm_weight_and_bias_come_together():
+    inputs, lengths, hidden, cell, *weights = random_args([6, 3, 0, 5])
+    with pytest.raises(ValueError, match="norm_weight and norm_bias"):
+        lstm_with_projection(
+            inputs, lengths, hidden, cell, *weights, norm_weight=torch.ones(PROJECTION)
+        )

@@ -1,16 +1,24 @@
 """
-One layer, one direction of ELMo's LSTM with a projection (Sak et al. 2014): the cell state has
+One layer, one direction of ELMo-C's LSTM with a projection (Sak et al. 2014): the cell state has
 `cell_size` units, the hidden state fed back into the recurrence and passed to the next layer is
-a `projection_size` linear projection of it. Two ways to run the same weights:
+a `projection_size` linear projection of it.
 
-- `reference`: a per-timestep loop as in the ELMo-C paper's code: LayerNorm on the projected state
-  *inside* the recurrence, cell and projection clipping, variational dropout on the recurrent
-  state (one mask for all timesteps).
-- `fused`: the whole sequence in one kernel call, then LayerNorm on the outputs. On GPU that is
-  `torch.lstm` over packed sequences (what `torch.nn.LSTM(proj_size=...)` runs: cuDNN). On CPU,
-  where oneDNN has no projection support and torch's fallback has a quadratic backward pass,
-  it is `allennlp_elmo_c.nn.lstmp` (the same function with a hand-written backward). A fused kernel cannot clip or drop its recurrent state, so clipping is skipped and the
-  dropout mask (one per sequence, shared over time) is applied to the layer's output instead.
+Two functions, chosen by `recurrence_norm` (a model choice, saved with the weights' config):
+
+- `"inside"` (default, the paper's cell): per step, cell clipping, projection, projection
+  clipping, then LayerNorm on the projected state *inside* the recurrence; variational dropout
+  (one mask per sequence) on the state fed back into the recurrence, not on the outputs.
+- `"outside"`: a plain LSTM with projection (no clipping, no normalisation inside the recurrence:
+  what cuDNN can run), then LayerNorm on the layer's outputs, and the dropout mask (one per
+  sequence, shared over time) on those outputs. A different model, offered for speed on GPUs;
+  setting clips with it is a `ConfigurationError`.
+
+Two backends, chosen by `backend`, compute the same function (the tests compare values and
+gradients):
+
+- `reference`: a per-timestep Python loop through autograd, written to read like the equations.
+- `fused`: `allennlp_elmo_c.nn.lstmp` (one autograd node with a hand-written backward), on any
+  device. For `"outside"` on a GPU it is cuDNN's `torch.lstm` over packed sequences instead.
 
 Both backends keep their parameters under names that task-config initializer regexes for
 `torch.nn.LSTM` (`.*weight_ih.*`, `.*weight_hh.*`, `.*bias_ih.*`, `.*bias_hh.*`) do not match.
@@ -22,6 +30,7 @@ from typing import Optional, Tuple
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from allennlp.common.checks import ConfigurationError
 from allennlp.nn.initializers import block_orthogonal
 
 from allennlp_elmo_c.nn.lstmp import lstm_with_projection
@@ -29,6 +38,7 @@ from allennlp_elmo_c.nn.lstmp import lstm_with_projection
 logger = logging.getLogger(__name__)
 
 State = Tuple[torch.Tensor, torch.Tensor]  # (hidden (batch, projection), cell (batch, cell))
+RECURRENCE_NORMS = ("inside", "outside")
 
 
 class ProjectedLstmLayer(torch.nn.Module):
@@ -39,11 +49,15 @@ class ProjectedLstmLayer(torch.nn.Module):
     cell_size : `int`
     projection_size : `int`
     cell_clip : `float`, optional
-        Clip the cell state to `[-cell_clip, cell_clip]` (reference backend).
+        Clip the cell state to `[-cell_clip, cell_clip]` (`"inside"` only).
     projection_clip : `float`, optional
-        Clip the projected state to `[-projection_clip, projection_clip]` (reference backend).
+        Clip the projected state to `[-projection_clip, projection_clip]` before its LayerNorm
+        (`"inside"` only).
     recurrent_dropout : `float`
-        Variational dropout probability (see the module docstring for where each backend puts it).
+        Variational dropout probability: on the recurrent state (`"inside"`) or on the layer's
+        outputs (`"outside"`).
+    recurrence_norm : `str`, optional (default = `"inside"`)
+        `"inside"` (the paper's cell) or `"outside"` (see the module docstring).
     """
 
     def __init__(
@@ -54,8 +68,20 @@ class ProjectedLstmLayer(torch.nn.Module):
         cell_clip: Optional[float] = None,
         projection_clip: Optional[float] = None,
         recurrent_dropout: float = 0.0,
+        recurrence_norm: str = "inside",
     ) -> None:
         super().__init__()
+        if recurrence_norm not in RECURRENCE_NORMS:
+            raise ConfigurationError(
+                f"recurrence_norm must be one of {RECURRENCE_NORMS}, got {recurrence_norm!r}"
+            )
+        if recurrence_norm == "outside" and (cell_clip is not None or projection_clip is not None):
+            raise ConfigurationError(
+                "recurrence_norm 'outside' runs a plain LSTM with projection (cuDNN's), which "
+                f"cannot clip its states: set cell_clip and projection_clip to null (got "
+                f"{cell_clip} and {projection_clip}), or use recurrence_norm 'inside'"
+            )
+        self.recurrence_norm = recurrence_norm
         self.cell_size = cell_size
         self.projection_size = projection_size
         self.cell_clip = cell_clip
@@ -114,6 +140,8 @@ class ProjectedLstmLayer(torch.nn.Module):
             `(batch_size, timesteps)`.
         state : `State`, optional
             Initial `(hidden, cell)`; zeros if None.
+        backend : `str`, optional (default = `"fused"`)
+            `"reference"` or `"fused"`: the same function either way.
 
         # Returns
 
@@ -122,15 +150,43 @@ class ProjectedLstmLayer(torch.nn.Module):
         """
         if state is None:
             state = self.initial_state(inputs.size(0), inputs)
+        # Drawn first on both backends, so that the same seed gives the same mask.
+        dropout = self._dropout_mask(inputs.size(0), inputs)
+        inside = self.recurrence_norm == "inside"
+        recurrent_dropout = dropout if inside else None
         if backend == "reference":
-            return self._forward_reference(inputs, mask, state)
-        return self._forward_fused(inputs, mask, state)
+            output, state = self._forward_reference(inputs, mask, state, recurrent_dropout)
+        elif inputs.is_cuda and not inside:
+            output, hidden, cell = self._cudnn(inputs, mask.sum(1), state)
+            state = (hidden, cell)
+        else:
+            norm = self.norm
+            output, hidden, cell = lstm_with_projection(
+                inputs, mask.sum(1), state[0], state[1], self.input_weight, self.state_weight,
+                self.gate_bias, self.projection_weight,
+                norm_weight=norm.weight if inside else None,
+                norm_bias=norm.bias if inside else None,
+                norm_eps=norm.eps,
+                cell_clip=self.cell_clip,
+                projection_clip=self.projection_clip,
+                dropout=recurrent_dropout,
+            )  # fmt: skip
+            state = (hidden, cell)
+        if not inside:
+            output = self._layer_norm(output)
+            if dropout is not None:
+                output = output * dropout.unsqueeze(1)
+        return output * mask.unsqueeze(-1), state
 
     def _forward_reference(
-        self, inputs: torch.Tensor, mask: torch.BoolTensor, state: State
+        self,
+        inputs: torch.Tensor,
+        mask: torch.BoolTensor,
+        state: State,
+        dropout: Optional[torch.Tensor],
     ) -> Tuple[torch.Tensor, State]:
         hidden, cell = state
-        dropout = self._dropout_mask(inputs.size(0), inputs)
+        inside = self.recurrence_norm == "inside"
         projected_inputs = torch.nn.functional.linear(inputs, self.input_weight, self.gate_bias)
         outputs = []
         # unbind, not [:, t]: the backward of T slices would write T full-size zero tensors.
@@ -148,30 +204,14 @@ class ProjectedLstmLayer(torch.nn.Module):
             )
             if self.projection_clip is not None:
                 new_hidden = new_hidden.clamp(-self.projection_clip, self.projection_clip)
-            new_hidden = self._layer_norm(new_hidden)
+            if inside:
+                new_hidden = self._layer_norm(new_hidden)
             step = mask[:, t].unsqueeze(1)
             hidden = torch.where(step, new_hidden, hidden)
             cell = torch.where(step, new_cell, cell)
             outputs.append(new_hidden)
         output = torch.stack(outputs, dim=1) * mask.unsqueeze(-1)
         return output, (hidden, cell)
-
-    def _forward_fused(
-        self, inputs: torch.Tensor, mask: torch.BoolTensor, state: State
-    ) -> Tuple[torch.Tensor, State]:
-        lengths = mask.sum(1)
-        if inputs.is_cuda:
-            output, hidden, cell = self._cudnn(inputs, lengths, state)
-        else:
-            output, hidden, cell = lstm_with_projection(
-                inputs, lengths, state[0], state[1], self.input_weight, self.state_weight,
-                self.gate_bias, self.projection_weight,
-            )  # fmt: skip
-        output = self._layer_norm(output)
-        dropout = self._dropout_mask(inputs.size(0), inputs)
-        if dropout is not None:
-            output = output * dropout.unsqueeze(1)
-        return output * mask.unsqueeze(-1), (hidden, cell)
 
     def _cudnn(
         self, inputs: torch.Tensor, lengths: torch.Tensor, state: State

@@ -1,0 +1,147 @@
+"""
+The `reference` and `fused` backends are two implementations of one function: values, final
+states and every gradient agree on realistic inputs (long and ragged sequences, a non-zero
+initial state, clips that really clip, recurrent dropout with the same masks).
+"""
+import pytest
+import torch
+
+from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import ElmoLstmEncoder
+from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
+
+INPUT, CELL, PROJECTION = 12, 24, 16
+CELL_CLIP, PROJECTION_CLIP = 1.0, 0.6
+TOLERANCES = {torch.float32: 1e-5, torch.float64: 1e-10}
+
+
+def ragged_lengths(timesteps: int):
+    return [timesteps, timesteps - 3, 1, 0, timesteps // 2, timesteps - 1]
+
+
+def clipping_layer(dtype, recurrence_norm="inside", seed=0) -> ProjectedLstmLayer:
+    torch.manual_seed(seed)
+    clips = (CELL_CLIP, PROJECTION_CLIP) if recurrence_norm == "inside" else (None, None)
+    layer = ProjectedLstmLayer(
+        INPUT, CELL, PROJECTION, *clips, recurrent_dropout=0.3, recurrence_norm=recurrence_norm
+    )
+    with torch.no_grad():
+        # Large weights: forget gates near 1 let cells grow past the clip, and a large
+        # projection pushes projected states past theirs (a quarter to a third of the entries,
+        # measured below), never all of one state at once: a state clipped whole has zero
+        # variance, its LayerNorm divides by sqrt(eps), and any rounding difference between two
+        # implementations is amplified 300-fold. Random LayerNorm affine parameters.
+        layer.input_weight.mul_(2.0)
+        layer.gate_bias.normal_(0.0, 1.0)
+        layer.gate_bias[CELL : 2 * CELL] += 2.0
+        layer.projection_weight.mul_(2.0)
+        layer.norm.weight.copy_(1 + 0.5 * torch.randn(PROJECTION))
+        layer.norm.bias.copy_(0.5 * torch.randn(PROJECTION))
+    return layer.to(dtype).train()
+
+
+def inputs_and_state(timesteps, dtype, seed=1):
+    generator = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor(ragged_lengths(timesteps))
+    mask = torch.arange(timesteps).unsqueeze(0) < lengths.unsqueeze(1)
+    batch = len(lengths)
+    inputs = torch.randn(batch, timesteps, INPUT, generator=generator, dtype=dtype)
+    h0 = torch.randn(batch, PROJECTION, generator=generator, dtype=dtype)
+    c0 = 2 * torch.randn(batch, CELL, generator=generator, dtype=dtype)
+    weights = torch.randn(batch, timesteps, PROJECTION, generator=generator, dtype=dtype)
+    return inputs, mask, h0, c0, weights
+
+
+def assert_equal_to(ours, theirs, tolerance, name):
+    """
+    Equal to `tolerance` relative to the tensor's scale: a weight gradient sums batch x timesteps
+    products, so an entry near zero carries the rounding of the large terms it cancelled.
+    """
+    scale = max(1.0, theirs.abs().max().item())
+    error = (ours - theirs).abs().max().item()
+    assert error <= tolerance * scale, f"{name}: max error {error:.3g} at scale {scale:.3g}"
+
+
+def run_layer(layer, backend, inputs, mask, h0, c0, weights):
+    leaves = [t.detach().clone().requires_grad_() for t in (inputs, h0, c0)]
+    torch.manual_seed(1234)  # the same dropout mask on both backends
+    output, (h_n, c_n) = layer(leaves[0], mask, (leaves[1], leaves[2]), backend=backend)
+    loss = (output * weights).sum() + (h_n * h_n).sum() + (c_n * weights[:, 0, :1]).sum()
+    parameters = list(layer.parameters())
+    grads = torch.autograd.grad(loss, leaves + parameters)
+    return [output, h_n, c_n], grads
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("timesteps", [20, 100])
+@pytest.mark.parametrize("recurrence_norm", ["inside", "outside"])
+def test_fused_equals_reference_values_states_and_gradients(dtype, timesteps, recurrence_norm):
+    layer = clipping_layer(dtype, recurrence_norm)
+    batch = inputs_and_state(timesteps, dtype)
+    reference_values, reference_grads = run_layer(layer, "reference", *batch)
+    fused_values, fused_grads = run_layer(layer, "fused", *batch)
+    tolerance = TOLERANCES[dtype]
+    names = ["outputs", "h_n", "c_n"]
+    for name, ours, theirs in zip(names, fused_values, reference_values):
+        assert_equal_to(ours, theirs, tolerance, name)
+    names = ["inputs", "h0", "c0"] + [name for name, _ in layer.named_parameters()]
+    for name, ours, theirs in zip(names, fused_grads, reference_grads):
+        assert theirs.abs().sum() > 0, name
+        assert_equal_to(ours, theirs, tolerance, name)
+
+
+def test_the_agreement_test_really_clips_and_drops():
+    """The inputs above hit both clips often (but not always), and the dropout mask is live."""
+    layer = clipping_layer(torch.float64)
+    inputs, mask, h0, c0, _ = inputs_and_state(20, torch.float64)
+    projected, cells = [], []
+    original = layer._layer_norm
+
+    def recording(hidden):
+        projected.append(hidden.detach())
+        return original(hidden)
+
+    layer._layer_norm = recording  # the reference loop normalises every step's projected state
+    state = (h0, c0)
+    with torch.no_grad():
+        for t in range(mask.size(1)):
+            torch.manual_seed(1234)
+            _, state = layer(inputs[:, t : t + 1], mask[:, t : t + 1], state, backend="reference")
+            cells.append(state[1][mask[:, t]])
+    cells, projected = torch.cat(cells), torch.stack(projected)[mask.t()]
+    for values, clip in ((cells, CELL_CLIP), (projected, PROJECTION_CLIP)):
+        at_clip = (values.abs() == clip).double().mean()
+        assert 0.1 < at_clip < 0.6, (clip, at_clip)
+    assert not (projected.abs() == PROJECTION_CLIP).all(-1).any()
+    # Without dropout the outputs differ: the masks matter.
+    batch = inputs_and_state(20, torch.float64)
+    with_dropout = run_layer(layer, "fused", *batch)[0][0]
+    layer.recurrent_dropout = 0.0
+    assert not torch.allclose(run_layer(layer, "fused", *batch)[0][0], with_dropout)
+
+
+@pytest.mark.parametrize("recurrence_norm", ["inside", "outside"])
+def test_encoders_agree_across_backends(recurrence_norm):
+    """Two layers, residual, both directions, dropout: the whole encoder, float64."""
+    clips = {} if recurrence_norm == "inside" else {"cell_clip": None, "projection_clip": None}
+    models = {}
+    for backend in ("reference", "fused"):
+        torch.manual_seed(0)
+        models[backend] = ElmoLstmEncoder(
+            INPUT, PROJECTION, CELL, num_layers=2, backend=backend, recurrent_dropout=0.2,
+            recurrence_norm=recurrence_norm, return_all_layers=True, **clips,
+        ).double().train()  # fmt: skip
+    inputs, mask, _, _, _ = inputs_and_state(30, torch.float64)
+    results = {}
+    for backend, model in models.items():
+        leaf = inputs.clone().requires_grad_()
+        torch.manual_seed(7)
+        layers = model(leaf, mask)
+        weights = torch.randn(layers[-1].shape, generator=torch.Generator().manual_seed(3))
+        loss = sum(((layer * weights.double()).sum() for layer in layers))
+        grads = torch.autograd.grad(loss, [leaf] + list(model.parameters()))
+        results[backend] = (layers, grads)
+    for index, (ours, theirs) in enumerate(zip(*(results[b][0] for b in models))):
+        assert_equal_to(ours, theirs, 1e-10, f"layer {index}")
+    names = ["inputs"] + [name for name, _ in models["fused"].named_parameters()]
+    for name, ours, theirs in zip(names, *(results[b][1] for b in models)):
+        assert_equal_to(ours, theirs, 1e-10, name)
