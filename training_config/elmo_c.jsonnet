@@ -37,13 +37,17 @@ local steps_per_400m_tokens = 400000000 / batch_size;
       projection_size: 512,
       cell_size: 4096,
       num_layers: 2,
+      // 'fused' and 'reference' compute the same function; 'fused' is the faster one.
       backend: 'fused',
+      // The paper's cell: clip, project, clip, LayerNorm inside the recurrence.
+      recurrence_norm: 'inside',
       cell_clip: 3,
       projection_clip: 3,
       recurrent_dropout: 0.1,
     },
     output_head: { type: 'continuous', loss: 'cosine' },
-    dropout: 0.1,
+    // As the paper's code: no dropout on the input and output layers.
+    dropout: 0.0,
   },
   data_loader: {
     batch_size: batch_size,

@@ -34,13 +34,17 @@ local batch_size = 64;
       projection_size: 128,
       cell_size: 256,
       num_layers: 2,
+      // 'fused' and 'reference' compute the same function; 'fused' is the faster one.
       backend: 'fused',
+      // The paper's cell: clip, project, clip, LayerNorm inside the recurrence.
+      recurrence_norm: 'inside',
       cell_clip: 3,
       projection_clip: 3,
       recurrent_dropout: 0.1,
     },
     output_head: { type: 'continuous', loss: 'cosine' },
-    dropout: 0.1,
+    // As the paper's code: no dropout on the input and output layers.
+    dropout: 0.0,
     nearest_neighbour_words: data + '/fasttext/frequent_words.txt',
   },
   data_loader: { batch_size: batch_size, shuffle: true },

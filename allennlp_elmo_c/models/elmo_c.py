@@ -51,8 +51,9 @@ class ElmoC(Model):
     target_embedder : `TextFieldEmbedder`, optional (default = `None`)
         The embeddings to predict. By default the input embeddings themselves (then no
         vocabulary exists anywhere); any frozen embedder of the same tokens may be given.
-    dropout : `float`, optional (default = `0.1`)
-        Dropout on the input embeddings and on the states fed to the heads.
+    dropout : `float`, optional (default = `0.0`)
+        Dropout on the input embeddings and on the states fed to the heads (the paper's code:
+        none; the encoder's recurrent dropout is its regulariser).
     target_ids_key : `str`, optional (default = `None`)
         For heads over a vocabulary (softmax-type heads): the key, in the `tokens` text field, of
         a `single_id` indexer whose ids are the words to predict. If the input embedder has no
@@ -76,7 +77,7 @@ class ElmoC(Model):
         contextualizer: Seq2SeqEncoder,
         output_head: Lazy[OutputHead],
         target_embedder: Optional[TextFieldEmbedder] = None,
-        dropout: float = 0.1,
+        dropout: float = 0.0,
         target_ids_key: Optional[str] = None,
         share_output_head: bool = False,
         nearest_neighbour_words: Optional[str] = None,

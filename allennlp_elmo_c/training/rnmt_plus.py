@@ -28,17 +28,19 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
       `n * base`, the learning rate the linear scaling rule asks for.
     - hold, `p <= t < s`: `base * n`.
     - decay, `t >= s`: `base * n * r ** ((t - s) / (e - s))` with `r = min(final_factor, n) / n`,
-      so the learning rate is `base * final_factor` at step `e` (RNMT+: `base / 2`) and keeps
-      falling at the same exponential rate afterwards. If `final_factor >= n` (a batch of at most
+      so the learning rate is `base * final_factor` at step `e` (RNMT+: `base / 2`).
+    - hold, `t >= e`: `base * final_factor`, as ELMo-C's code does (RNMT+'s formula would keep
+      decaying at the same exponential rate). If `final_factor >= n` (a batch of at most
       half the reference batch with the default `final_factor`), reaching `base * final_factor`
       would mean *raising* the learning rate; the reference's `min(..., n, ...)` forbids that
       too, so the learning rate then stays at `base * n` after the warm-up.
     - everything is floored at `min_lr`.
 
-    `s` and `e` count optimizer updates of this run. For `n >= 1` this is ELMo-C's schedule up to
-    `e` (ELMo-C's code then holds `base / 2`). The RNMT+ paper's formula multiplies `t` by `n` in
+    `s` and `e` count optimizer updates of this run. For `n >= 1` this is ELMo-C's schedule. The
+    RNMT+ paper's formula multiplies `t` by `n` in
     its decay term and spreads its warm-up over `n * p` updates: for `n >= 1` and `n p <= s / n`
-    it is this schedule with `warmup_steps = n * p`, `decay_start = s / n`, `decay_end = e / n`.
+    it is this schedule with `warmup_steps = n * p`, `decay_start = s / n`, `decay_end = e / n`,
+    up to `e / n`.
 
     The learning rate changes after every batch: the trainer calls `step_batch(t)` with the
     number of the update about to be made (1 for the first), before `optimizer.step()`.
@@ -180,7 +182,7 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         if step < self.decay_start:
             return n
         log_ratio = math.log(min(self.final_factor, n) / n)  # <= 0: never rises, never overflows
-        progress = (step - self.decay_start) / (self.decay_end - self.decay_start)
+        progress = min(1.0, (step - self.decay_start) / (self.decay_end - self.decay_start))
         return n * math.exp(log_ratio * progress)
 
     def _apply(self) -> None:

@@ -28,12 +28,12 @@ SENTENCES = FIXTURES_ROOT / "data" / "lm" / "sentences.txt"
 TINY_BIN = FIXTURES_ROOT / "fasttext" / "tiny.bin"
 BUCKET = 10_000
 
-# Per direction: input projection (300 x 512, no bias) + LayerNorm, then 2 layers of
+# Per direction: input projection (300 x 512 + bias 512) + LayerNorm, then 2 layers of
 # W_x (4*4096 x 512), W_h (4*4096 x 512), one gate bias (4*4096), P (512 x 4096), LayerNorm (2*512);
 # plus one Linear(512 -> 300) head per direction.
 _D, _P, _C = 300, 512, 4096
 EXPECTED_PARAMETERS = 2 * (
-    (_D * _P + 2 * _P) + 2 * (2 * 4 * _C * _P + 4 * _C + _P * _C + 2 * _P) + (_P * _D + _D)
+    (_D * _P + 3 * _P) + 2 * (2 * 4 * _C * _P + 4 * _C + _P * _C + 2 * _P) + (_P * _D + _D)
 )
 
 
@@ -96,7 +96,7 @@ def paper_params(fasttext_300d, monkeypatch) -> Params:
 
 
 def test_expected_parameter_formula():
-    assert EXPECTED_PARAMETERS == 76_184_152
+    assert EXPECTED_PARAMETERS == 76_185_176
 
 
 def test_paper_model_size_and_no_fasttext_matrix_in_weights(paper_params, fasttext_300d):
