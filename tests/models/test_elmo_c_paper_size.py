@@ -149,10 +149,12 @@ def test_paper_dataset_reader_reads_the_fixture_and_feeds_the_model(paper_params
     reader = DatasetReader.from_params(paper_params.pop("dataset_reader"))
     instances = list(reader.read(paper_params["train_data_path"]))
     lines = [line for line in SENTENCES.read_text(encoding="utf-8").splitlines() if line.strip()]
-    assert len(instances) >= len(lines)
-    for instance in instances:
-        tokens = [token.text for token in instance["tokens"].tokens]
-        assert tokens[0] == "<S>" and tokens[-1] == "</S>" and len(tokens) <= 22
+    # The sentences, each between <S> and </S>, as one stream of 20-token windows that share one
+    # token with the next.
+    windows = [[token.text for token in instance["tokens"].tokens] for instance in instances]
+    assert all(len(window) == 20 for window in windows[:-1]) and len(windows[-1]) <= 20
+    stream = [t for line in lines for t in ["<S>", *line.split(), "</S>"]]
+    assert windows[0] + [t for window in windows[1:] for t in window[1:]] == stream
     torch.manual_seed(0)
     model = Model.from_params(vocab=Vocabulary(), params=paper_params.pop("model"))
     batch = Batch(instances[:3])

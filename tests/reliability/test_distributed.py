@@ -38,9 +38,9 @@ LOADER_WORKERS = 2
 @DatasetReader.register("lm_corpus_shard_probe")
 class ShardProbeReader(LmCorpusReader):
     """
-    `lm_corpus` that also appends every instance it yields (its tokens without the boundary
-    tokens, one line each) to `<record_dir>/<corpus stem>.<who>.txt`, where `who` is `rank<r>`
-    in a distributed process or `main` otherwise, plus `.worker<w>` in a data-loader worker.
+    `lm_corpus` that also appends every instance it yields (its tokens, one window a line) to
+    `<record_dir>/<corpus stem>.<who>.txt`, where `who` is `rank<r>` in a distributed process or
+    `main` otherwise, plus `.worker<w>` in a data-loader worker.
     """
 
     def __init__(self, record_dir: str, **kwargs) -> None:
@@ -55,24 +55,37 @@ class ShardProbeReader(LmCorpusReader):
         record = self._record_dir / f"{Path(file_path).stem}.{who}.txt"
         with open(record, "a", encoding="utf-8") as out:
             for instance in super()._read(file_path):
-                out.write(" ".join(t.text for t in instance["tokens"].tokens[1:-1]) + "\n")
+                out.write(" ".join(t.text for t in instance["tokens"].tokens) + "\n")
                 out.flush()
                 yield instance
 
 
-def chunks_of_lines(path: Path, keep) -> Counter:
-    """The instances (as token strings) `lm_corpus` makes of the lines `i` of `path` with
-    `keep(i)`: blank lines skipped, longer lines cut into `MAX_SEQUENCE_LENGTH`-token chunks."""
-    chunks: List[str] = []
+def lines_of(path: Path, keep) -> List[str]:
+    """The lines `i` of `path` with `keep(i)`."""
     lines = path.read_text(encoding="utf-8").split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the file's final newline ends the last line; it starts none
-    for index, line in enumerate(lines):
-        tokens = line.split()
-        if keep(index):
-            for start in range(0, len(tokens), MAX_SEQUENCE_LENGTH):
-                chunks.append(" ".join(tokens[start : start + MAX_SEQUENCE_LENGTH]))
-    return Counter(chunks)
+    return [line for index, line in enumerate(lines) if keep(index)]
+
+
+def chunks_of_lines(path: Path, keep) -> Counter:
+    """The instances (as token strings) `lm_corpus` makes of the lines `i` of `path` with
+    `keep(i)`: the non-blank lines, each between <S> and </S>, as one stream cut into
+    `MAX_SEQUENCE_LENGTH`-token windows that share one token with the next."""
+    lines = [line.split() for line in lines_of(path, keep) if line.split()]
+    stream = [t for words in lines for t in ["<S>", *words, "</S>"]]
+    step = MAX_SEQUENCE_LENGTH - 1
+    starts = range(0, max(len(stream) - 1, 1), step)
+    return Counter(" ".join(stream[start : start + MAX_SEQUENCE_LENGTH]) for start in starts)
+
+
+def sentences_in(windows: List[str]) -> List[str]:
+    """The sentences (words joined by spaces) of the stream that `windows` (one stream's
+    windows, in order, as token strings) were cut from."""
+    tokens = [window.split(" ") for window in windows]
+    text = " ".join(tokens[0] + [t for window in tokens[1:] for t in window[1:]])
+    assert text.startswith("<S> ") and text.endswith(" </S>")
+    return text[len("<S> ") : -len(" </S>")].split(" </S> <S> ")
 
 
 def recorded(path: Path) -> Counter:
@@ -110,9 +123,9 @@ def test_demo_config_trains_on_two_gloo_workers_with_a_sharded_corpus(tmp_path):
     assert all(math.isfinite(value) for value in losses.values()), losses
 
     # Sharding: rank r took lines r, r + 2, ... and its loader worker w every other one of
-    # those (lines i with i % 4 == r + 2w); validation (no loader workers) is split by rank only.
+    # those (lines i with i % 4 == r + 2w), each streamed into its own windows; validation (no
+    # loader workers) is split by rank only.
     train, dev = data / "news" / "train.txt", data / "news" / "dev.txt"
-    everything = chunks_of_lines(train, lambda i: True)
     for rank in range(WORLD_SIZE):
         for worker in range(LOADER_WORKERS):
             shard = rank + WORLD_SIZE * worker
@@ -121,13 +134,24 @@ def test_demo_config_trains_on_two_gloo_workers_with_a_sharded_corpus(tmp_path):
             assert recorded(records / f"train.rank{rank}.worker{worker}.txt") == expected
         expected = chunks_of_lines(dev, lambda i: i % WORLD_SIZE == rank)
         assert recorded(records / f"dev.rank{rank}.txt") == expected
-    assert sum(len(recorded(p)) for p in records.glob("train.rank*")) == len(everything)
+    # Together the workers' streams hold every sentence of the corpus exactly once.
+    read = Counter()
+    for path in records.glob("train.rank*"):
+        read.update(sentences_in(path.read_text(encoding="utf-8").splitlines()))
+    sentences = [" ".join(line.split()) for line in lines_of(train, lambda i: True)]
+    assert read == Counter(sentence for sentence in sentences if sentence)
 
-    # The archive loads and runs; its validation metrics, recomputed in one process over the whole
-    # dev set, equal the ones training reported: the ranks' metric sums were all-reduced.
+    # The archive loads and runs; its validation metrics, recomputed in one process over the
+    # windows of both ranks' shares of the dev set (each its own stream), equal the ones training
+    # reported: the ranks' metric sums were all-reduced.
     archive = load_archive(str(run / "model.tar.gz"))
     model, reader = archive.model.eval(), archive.dataset_reader
-    instances = [reader.text_to_instance(line) for line in dev.read_text().splitlines()]
+    instances = []
+    for rank in range(WORLD_SIZE):
+        share = tmp_path / f"dev.rank{rank}.txt"
+        lines = lines_of(dev, lambda i: i % WORLD_SIZE == rank)
+        share.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        instances += list(reader.read(str(share)))
     for instance in instances:
         reader.apply_token_indexers(instance)
     batch = Batch(instances)

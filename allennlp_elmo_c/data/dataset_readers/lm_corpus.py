@@ -1,6 +1,6 @@
 import logging
 import os
-from typing import Dict, Iterable, List, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.file_utils import cached_path
@@ -13,22 +13,80 @@ from allennlp.data.tokenizers import Token, Tokenizer, WhitespaceTokenizer
 logger = logging.getLogger(__name__)
 
 
+class WindowTextField(TextField):
+    """
+    The `TextField` of one window of `lm_corpus`'s token stream. If `shares_first_token`, its
+    first token is the previous window's last: it is counted for a vocabulary only there, so a
+    vocabulary built from the windows counts every token of the corpus once (as `min_count`
+    expects). Everything else is a `TextField`'s.
+    """
+
+    __slots__ = ["shares_first_token"]
+
+    def __init__(
+        self,
+        tokens: List[Token],
+        token_indexers: Optional[Dict[str, TokenIndexer]] = None,
+        shares_first_token: bool = False,
+    ) -> None:
+        super().__init__(tokens, token_indexers)
+        self.shares_first_token = shares_first_token
+
+    def count_vocab_items(self, counter: Dict[str, Dict[str, int]]):
+        counted = self.tokens[1:] if self.shares_first_token else self.tokens
+        for indexer in self.token_indexers.values():
+            for token in counted:
+                indexer.count_vocab_items(token, counter)
+
+    def duplicate(self) -> "WindowTextField":
+        new = super().duplicate()
+        copy = WindowTextField(new.tokens, new._token_indexers, self.shares_first_token)
+        copy._indexed_tokens = new._indexed_tokens
+        return copy
+
+
 @DatasetReader.register("lm_corpus")
 class LmCorpusReader(DatasetReader):
     """
-    Reads a language modelling corpus with one sentence per line. Every line becomes one or more
-    instances with a single field, `"tokens"` (a `TextField`), holding the line's tokens between
-    the start and end tokens.
+    Reads a language modelling corpus with one sentence per line into instances with a single
+    field, `"tokens"` (a `WindowTextField`, i.e. a `TextField`).
 
-    The file is streamed: only one line is held at a time. Lines are split on `\\n` (a trailing
-    `\\r` is whitespace) and decoded as UTF-8; undecodable bytes become U+FFFD and NUL characters
-    become spaces, and the number of lines affected is logged as one warning per file (in
-    multi-process loading, per worker: each reports its own share of the lines). Blank lines
-    are skipped. A line longer than `max_sequence_length` tokens is split into consecutive chunks
-    of at most that many tokens, one instance each: no token is ever dropped.
+    Every sentence gets its own start and end tokens (`<S>` ... `</S>`), and the sentences are
+    concatenated, in file order, into one token stream. With `max_sequence_length` = L the
+    stream is cut into windows of L tokens, one instance each, where consecutive windows share
+    one token: window k holds the stream's tokens `k * (L - 1)` to `k * (L - 1) + L - 1` (both
+    included). A window may therefore hold the end of one sentence and the start of the next, or
+    the middle of a long sentence without any boundary token: boundary tokens are only ever where
+    a sentence really starts or ends. The last window is shorter if the stream ends in it (it is
+    kept, never dropped); a window that would only repeat the previous window's last token is
+    not made.
 
-    Sharding is done here: with multi-process loading or distributed training each worker and
-    rank reads a disjoint subset of the lines (`shard_iterable`), and token indexers are set in
+    The shared token is what makes every token of the stream predicted exactly once per
+    direction: the `elmo_c` model predicts, in a window `w`, the tokens `w[1:]` with the forward
+    LM (from `w[:-1]`) and the tokens `w[:-1]` with the backward LM (from `w[1:]`). Over all the
+    windows of a stream `s` the forward targets are exactly `s[1:]` and the backward targets
+    exactly `s[:-1]`, each token once; only the stream's first token (a `<S>`) is no forward
+    target and its last (a `</S>`) no backward target, so with boundary tokens every word is a
+    target in both directions. Each window is read on its own (no LM state is carried from one
+    window to the next, unlike the paper's stateful training), so tokens near a cut see less
+    context, but no token is skipped or predicted twice. For the same reason a vocabulary built
+    from the windows counts the shared token once (`WindowTextField`).
+
+    Without `max_sequence_length` nothing is cut: every sentence is one instance, `<S>` words
+    `</S>` (the same as `text_to_instance` makes of it).
+
+    The file is streamed: only one line (and the part of the stream not yet in a window) is held
+    at a time. Lines are
+    split on `\\n` (a trailing `\\r` is whitespace) and decoded as UTF-8; undecodable bytes become
+    U+FFFD and NUL characters become spaces, and the number of lines affected is logged as one
+    warning per file (in multi-process loading, per worker: each reports its own share of the
+    lines). Blank lines, and lines the tokenizer makes no token of, are skipped.
+
+    Sharding is done here, by line: with multi-process loading or distributed training each
+    worker and rank reads a disjoint subset of the lines (`shard_iterable`: line i goes to rank
+    i mod W and to that rank's worker (i div W) mod K) and makes its own stream of them, cut into
+    windows as above. Every line is thus read by exactly one process, and every token predicted
+    exactly once per direction within that process's stream. Token indexers are set in
     `apply_token_indexers`, in the main process.
 
     Registered as a `DatasetReader` with name "lm_corpus".
@@ -40,19 +98,21 @@ class LmCorpusReader(DatasetReader):
     token_indexers : `Dict[str, TokenIndexer]`, optional
         Defaults to `{"tokens": SingleIdTokenIndexer()}`.
     max_sequence_length : `int`, optional (default = `None`)
-        If given (>= 1), the most tokens in one instance, not counting the start and end tokens.
-        Longer lines are split into chunks. `None` keeps every line whole.
+        If given (>= 2), the number of tokens in one window, boundary tokens and the token shared
+        with the previous window included: each window after the first adds
+        `max_sequence_length - 1` new tokens of the stream. `None` makes one instance of every
+        sentence.
     start_tokens : `List[str]`, optional (default = `["<S>"]`)
-        Added before every chunk; `[]` adds none.
+        Added before every sentence; `[]` adds none.
     end_tokens : `List[str]`, optional (default = `["</S>"]`)
-        Added after every chunk; `[]` adds none.
+        Added after every sentence; `[]` adds none.
 
     # Example
 
     ```json
     "dataset_reader": {
         "type": "lm_corpus",
-        "max_sequence_length": 400,
+        "max_sequence_length": 20,
         "token_indexers": {"tokens": {"type": "single_id"}}
     }
     ```
@@ -60,19 +120,20 @@ class LmCorpusReader(DatasetReader):
 
     def __init__(
         self,
-        tokenizer: Tokenizer = None,
-        token_indexers: Dict[str, TokenIndexer] = None,
-        max_sequence_length: int = None,
-        start_tokens: List[str] = None,
-        end_tokens: List[str] = None,
+        tokenizer: Optional[Tokenizer] = None,
+        token_indexers: Optional[Dict[str, TokenIndexer]] = None,
+        max_sequence_length: Optional[int] = None,
+        start_tokens: Optional[List[str]] = None,
+        end_tokens: Optional[List[str]] = None,
         **kwargs,
     ) -> None:
         super().__init__(
             manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs
         )
-        if max_sequence_length is not None and max_sequence_length < 1:
+        if max_sequence_length is not None and max_sequence_length < 2:
             raise ConfigurationError(
-                f"lm_corpus: max_sequence_length must be >= 1 (or null), got {max_sequence_length}"
+                "lm_corpus: max_sequence_length must be >= 2 (or null): consecutive windows "
+                f"share one token, so a window needs at least two; got {max_sequence_length}"
             )
         self._tokenizer = tokenizer or WhitespaceTokenizer()
         self._token_indexers = token_indexers or {"tokens": SingleIdTokenIndexer()}
@@ -81,6 +142,16 @@ class LmCorpusReader(DatasetReader):
         self._end_tokens = [Token(t) for t in (["</S>"] if end_tokens is None else end_tokens)]
 
     def _read(self, file_path) -> Iterable[Instance]:
+        windows = self._windows(self._read_sentences(file_path))
+        shares_first_token = False
+        for window in windows:
+            yield Instance({"tokens": WindowTextField(window, None, shares_first_token)})
+            # (With max_sequence_length, every window after the first shares its first token.)
+            shares_first_token = self._max_sequence_length is not None
+
+    def _read_sentences(self, file_path) -> Iterator[List[Token]]:
+        """This process's share of the corpus's sentences, each as its tokens between the start
+        and end tokens."""
         try:
             path = cached_path(file_path)
         except FileNotFoundError as error:
@@ -106,9 +177,8 @@ class LmCorpusReader(DatasetReader):
                         continue
                     tokens = self._tokenizer.tokenize(line)
                     sentences += 1
-                    step = self._max_sequence_length or max(len(tokens), 1)
-                    for start in range(0, len(tokens), step):
-                        yield self.text_to_instance(tokens[start : start + step])
+                    if tokens:
+                        yield self._start_tokens + tokens + self._end_tokens
         finally:
             self._warn(file_path, undecodable, with_nul)
         # Training on nothing would "succeed" with zero steps: an empty corpus is an error. (A
@@ -118,10 +188,33 @@ class LmCorpusReader(DatasetReader):
                 f"lm_corpus: {file_path} has no sentences (it is empty or has only blank lines)"
             )
 
+    def _windows(self, sentences: Iterable[List[Token]]) -> Iterator[List[Token]]:
+        """The windows of the stream of `sentences` (see the class docstring)."""
+        length = self._max_sequence_length
+        if length is None:
+            yield from sentences
+            return
+        # `pending` holds the stream from the last window's last token on (only the stream's
+        # start before the first window): `pending[0]` is shared with the next window.
+        pending: List[Token] = []
+        made_one = False
+        for sentence in sentences:
+            pending.extend(sentence)
+            start = 0
+            while len(pending) - start >= length:
+                yield pending[start : start + length]
+                made_one = True
+                start += length - 1
+            if start:
+                del pending[:start]
+        if len(pending) > 1 or (pending and not made_one):
+            yield pending
+
     def text_to_instance(self, sentence: Union[str, List[str]]) -> Instance:  # type: ignore
         """
-        One instance from a sentence, as a string (tokenized like the corpus; NUL characters are
-        spaces) or as a list of tokens (strings or `Token`s). It is never split into chunks.
+        One instance from one sentence, as a string (tokenized like the corpus; NUL characters
+        are spaces) or as a list of tokens (strings or `Token`s): its tokens between the start
+        and end tokens. It is never cut into windows.
         """
         if isinstance(sentence, str):
             tokens = self._tokenizer.tokenize(sentence.replace("\x00", " "))

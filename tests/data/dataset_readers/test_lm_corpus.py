@@ -25,6 +25,25 @@ def sentences(reader, path):
     return [[t.text for t in instance["tokens"].tokens] for instance in reader.read(path)]
 
 
+def stream_of(lines, start=("<S>",), end=("</S>",)):
+    """The token stream of `lines`: each non-blank line's words between its boundary tokens."""
+    return [t for line in lines if line.split() for t in [*start, *line.split(), *end]]
+
+
+def assert_windows_cover(windows, stream, length):
+    """`windows` are `stream` cut into `length`-token windows that share one token with the
+    next, the last one possibly shorter; and, as `elmo_c` reads a window `w` (forward targets
+    `w[1:]`, backward targets `w[:-1]`), every token of the stream but the first is a forward
+    target exactly once and every token but the last a backward target exactly once."""
+    assert windows, "no windows"
+    assert all(2 <= len(w) <= length for w in windows) or windows == [stream]
+    assert all(len(w) == length for w in windows[:-1])
+    assert all(after[0] == before[-1] for before, after in zip(windows, windows[1:]))
+    assert windows[0] + [t for w in windows[1:] for t in w[1:]] == stream
+    assert [t for w in windows for t in w[1:]] == stream[1:]  # forward targets
+    assert [t for w in windows for t in w[:-1]] == stream[:-1]  # backward targets
+
+
 def test_one_instance_per_line_with_boundaries(tmp_path):
     path = write(tmp_path, "the cat sat .\n\n  hello \t world  \r\nlast line without newline")
     assert sentences(LmCorpusReader(), path) == [
@@ -41,21 +60,88 @@ def test_boundary_tokens_can_be_changed_or_disabled(tmp_path):
     assert sentences(reader, path) == [["<bos>", "<x>", "a", "b", "<eos>"]]
 
 
-def test_long_line_split_into_chunks(tmp_path):
-    words = [f"w{i}" for i in range(45)]
-    path = write(tmp_path, " ".join(words) + "\nshort one\n")
-    read = sentences(LmCorpusReader(max_sequence_length=20), path)
-    assert [len(s) for s in read] == [22, 22, 7, 4]
-    assert all(s[0] == "<S>" and s[-1] == "</S>" for s in read)
-    assert [t for s in read[:3] for t in s[1:-1]] == words
+def test_sentences_stream_into_windows_sharing_one_token(tmp_path):
+    # <S> a b c d | d e f g </S> | </S> <S> h </S> <S> | <S> i j </S>: a boundary token only
+    # where a sentence starts or ends, the long sentence's middle without any, the last window
+    # shorter.
+    path = write(tmp_path, "a b c d e f g\n\nh\ni j\n")
+    assert sentences(LmCorpusReader(max_sequence_length=5), path) == [
+        ["<S>", "a", "b", "c", "d"],
+        ["d", "e", "f", "g", "</S>"],
+        ["</S>", "<S>", "h", "</S>", "<S>"],
+        ["<S>", "i", "j", "</S>"],
+    ]
+
+
+def test_a_stream_that_ends_with_a_window_makes_no_one_token_window(tmp_path):
+    # 9 tokens = 5 + 4: the second window ends the stream.
+    path = write(tmp_path, "a b c d e f g\n")
+    assert sentences(LmCorpusReader(max_sequence_length=5), path) == [
+        ["<S>", "a", "b", "c", "d"],
+        ["d", "e", "f", "g", "</S>"],
+    ]
+
+
+@pytest.mark.parametrize("length", [2, 3, 7, 20, 64])
+def test_long_and_short_sentences_every_token_predicted_once_per_direction(tmp_path, length):
+    lines = [
+        " ".join(f"long{i}" for i in range(45)),
+        "short one",
+        "x",
+        "",
+        " ".join(f"mid{i}" for i in range(19)),
+        " ".join(f"exact{i}" for i in range(max(length - 2, 1))),  # one window, with boundaries
+        "tail",
+    ]
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    windows = sentences(LmCorpusReader(max_sequence_length=length), path)
+    stream = stream_of(lines)
+    assert_windows_cover(windows, stream, length)
+    # Boundary tokens only at real sentence boundaries: as many as there are sentences.
+    boundaries = [t for w in windows for t in w[1:] if t in ("<S>", "</S>")]
+    assert boundaries.count("<S>") == 5 and boundaries.count("</S>") == 6
+
+
+def test_a_vocabulary_counts_every_token_of_the_corpus_once(tmp_path):
+    # <S> a b c d | d e f g </S> | </S> <S> d h c | c c </S>: one "d", one "</S>" and one "c"
+    # are in two windows each.
+    lines = ["a b c d e f g", "d h c c", "a b c d e f g " * 20, "x", "y z"]
+    path = write(tmp_path, "\n".join(lines[:2]) + "\n")
+    instances = list(LmCorpusReader(max_sequence_length=5).read(path))
+    counter = collections.defaultdict(collections.Counter)
+    for instance in instances:
+        instance.count_vocab_items(counter)
+    assert counter["tokens"] == collections.Counter(stream_of(lines[:2]))
+    # min_count sees the corpus's counts: c 3, d 2, </S> 2 (in the windows: 4, 3, 3).
+    vocabulary = Vocabulary.from_instances(instances, min_count={"tokens": 3})
+    words = set(vocabulary.get_token_to_index_vocabulary("tokens"))
+    assert words == {"@@PADDING@@", "@@UNKNOWN@@", "c"}
+    # Long and short sentences, many windows.
+    path = write(tmp_path, "\n".join(lines) + "\n", name="longer.txt")
+    for length in (2, 3, 8):
+        counter = collections.defaultdict(collections.Counter)
+        for instance in LmCorpusReader(max_sequence_length=length).read(path):
+            instance.count_vocab_items(counter)
+        assert counter["tokens"] == collections.Counter(stream_of(lines))
+    # A duplicate is still a window that shares its first token.
+    window = instances[1]["tokens"]
+    assert window.shares_first_token and not instances[0]["tokens"].shares_first_token
+    copy = window.duplicate()
+    assert type(copy) is type(window) and copy.shares_first_token and copy == window
 
 
 def test_100k_token_line_keeps_every_token_in_order(tmp_path):
     words = [f"t{i}" for i in range(100_000)]
     path = write(tmp_path, " ".join(words) + "\n")
     read = sentences(LmCorpusReader(max_sequence_length=20, start_tokens=[], end_tokens=[]), path)
-    assert len(read) == 5000 and all(len(chunk) == 20 for chunk in read)
-    assert [t for chunk in read for t in chunk] == words
+    assert len(read) == 5264  # 1 + ceil((100,000 - 20) / 19)
+    assert_windows_cover(read, words, 20)
+
+
+def test_a_single_token_stream_is_one_window(tmp_path):
+    path = write(tmp_path, "only\n")
+    reader = LmCorpusReader(max_sequence_length=4, start_tokens=[], end_tokens=[])
+    assert sentences(reader, path) == [["only"]]
 
 
 def test_without_max_sequence_length_lines_stay_whole(tmp_path):
@@ -125,7 +211,7 @@ def test_missing_file_and_directory(tmp_path):
         list(LmCorpusReader().read(str(tmp_path)))
 
 
-@pytest.mark.parametrize("length", [0, -3])
+@pytest.mark.parametrize("length", [1, 0, -3])
 def test_bad_max_sequence_length(length):
     with pytest.raises(ConfigurationError, match="max_sequence_length"):
         LmCorpusReader(max_sequence_length=length)
@@ -146,8 +232,9 @@ def test_from_params(tmp_path):
     assert isinstance(reader, LmCorpusReader)
     instances = list(reader.read(write(tmp_path, "a b c\n")))
     assert [[t.text for t in i["tokens"].tokens] for i in instances] == [
-        ["<S>", "a", "b"],
-        ["<S>", "c"],
+        ["<S>", "a"],
+        ["a", "b"],
+        ["b", "c"],
     ]
     assert list(instances[0]["tokens"].token_indexers) == ["lower"]
 
@@ -164,7 +251,14 @@ def test_text_to_instance_with_string_and_list():
         assert isinstance(instance["tokens"].token_indexers["tokens"], SingleIdTokenIndexer)
 
 
-def test_reads_lazily_line_by_line(tmp_path):
+@pytest.mark.parametrize(
+    "length, first, second",
+    [
+        (None, ["<S>", "first", "line", "</S>"], ["<S>", "second", "line", "</S>"]),
+        (3, ["<S>", "first", "line"], ["line", "</S>", "<S>"]),
+    ],
+)
+def test_reads_lazily_line_by_line(tmp_path, length, first, second):
     # A pipe whose second line is only written after the first instance came out: a reader that
     # read the whole file first would still be waiting.
     fifo = str(tmp_path / "pipe")
@@ -180,7 +274,7 @@ def test_reads_lazily_line_by_line(tmp_path):
 
     thread = threading.Thread(target=writer)
     thread.start()
-    instances = LmCorpusReader().read(fifo)
+    instances = LmCorpusReader(max_sequence_length=length).read(fifo)
     result = {}
     reading = threading.Thread(target=lambda: result.update(first=next(instances)))
     reading.start()
@@ -190,32 +284,72 @@ def test_reads_lazily_line_by_line(tmp_path):
     reading.join()
     thread.join()
     assert streamed
-    assert [t.text for t in result["first"]["tokens"].tokens] == ["<S>", "first", "line", "</S>"]
-    assert [t.text for t in next(instances)["tokens"].tokens] == ["<S>", "second", "line", "</S>"]
+    assert [t.text for t in result["first"]["tokens"].tokens] == first
+    assert [t.text for t in next(instances)["tokens"].tokens] == second
+
+
+VARIED_LINES = [f"sentence {i} " + "word " * (i % 7) for i in range(101)]
+VARIED_LINES[50] = " ".join(f"long{i}" for i in range(33))  # longer than a window
+VARIED_LINES[20] = ""
 
 
 @pytest.fixture
 def varied_lines(tmp_path):
-    lines = [f"sentence {i} " + "word " * (i % 7) for i in range(101)]
-    lines[50] = " ".join(f"long{i}" for i in range(33))  # 4 chunks of at most 10
-    lines[20] = ""
-    return write(tmp_path, "\n".join(lines) + "\n")
+    return write(tmp_path, "\n".join(VARIED_LINES) + "\n")
+
+
+def windows_of(reader, path):
+    return [tuple(t.text for t in instance["tokens"].tokens) for instance in reader.read(path)]
+
+
+def sentences_in(windows):
+    """The sentences (words joined by spaces) of the stream that `windows` were cut from."""
+    stream = windows[0] + [t for w in windows[1:] for t in w[1:]]
+    text = " ".join(stream)
+    assert text.startswith("<S> ") and text.endswith(" </S>")
+    return text[len("<S> ") : -len(" </S>")].split(" </S> <S> ")
+
+
+def corpus_sentences(lines):
+    return collections.Counter(" ".join(line.split()) for line in lines if line.strip())
 
 
 def test_workers_read_disjoint_shards(varied_lines):
-    everything = sentences(LmCorpusReader(max_sequence_length=10), varied_lines)
     shards = []
     for worker_id in range(3):
         reader = LmCorpusReader(max_sequence_length=10)
         reader._set_worker_info(WorkerInfo(3, worker_id))
-        shards.append(
-            [tuple(t.text for t in i["tokens"].tokens) for i in reader.read(varied_lines)]
-        )
-    assert all(shards) and sum(len(shard) for shard in shards) == len(everything) == 103
-    assert sorted(s for shard in shards for s in shard) == sorted(tuple(s) for s in everything)
+        shard = [list(w) for w in windows_of(reader, varied_lines)]
+        # Each worker streams its own lines (every third one) into windows.
+        assert_windows_cover(shard, stream_of(VARIED_LINES[worker_id::3]), 10)
+        shards.append(shard)
+    # Together the shards hold every sentence of the corpus exactly once.
+    read = collections.Counter(s for shard in shards for s in sentences_in(shard))
+    assert read == corpus_sentences(VARIED_LINES)
 
 
-def test_multiprocess_loader_yields_each_sentence_once(varied_lines):
+def test_ranks_and_workers_together_cover_the_corpus_once(varied_lines, monkeypatch):
+    """2 distributed ranks x 2 loader workers: line i goes to rank i % 2 and to its worker
+    (i // 2) % 2; each of the four streams its own lines into windows, and every token of the
+    corpus is predicted exactly once per direction by one of them."""
+    import allennlp.data.dataset_readers.dataset_reader as dataset_reader
+
+    monkeypatch.setattr(dataset_reader.util, "is_distributed", lambda: True)
+    monkeypatch.setattr(dataset_reader.dist, "get_world_size", lambda: 2)
+    read = collections.Counter()
+    for rank in range(2):
+        monkeypatch.setattr(dataset_reader.dist, "get_rank", lambda: rank)
+        for worker in range(2):
+            reader = LmCorpusReader(max_sequence_length=7)
+            reader._set_worker_info(WorkerInfo(2, worker))
+            windows = [list(w) for w in windows_of(reader, varied_lines)]
+            lines = VARIED_LINES[rank + 2 * worker :: 4]
+            assert_windows_cover(windows, stream_of(lines), 7)
+            read.update(sentences_in(windows))
+    assert read == corpus_sentences(VARIED_LINES)
+
+
+def test_multiprocess_loader_yields_each_window_once(varied_lines):
     def loader(num_workers, **kwargs):
         reader = LmCorpusReader(max_sequence_length=10)
         return MultiProcessDataLoader(
@@ -225,13 +359,17 @@ def test_multiprocess_loader_yields_each_sentence_once(varied_lines):
     def texts(instances):
         return collections.Counter(tuple(t.text for t in i["tokens"].tokens) for i in instances)
 
-    single = loader(0)
-    expected = texts(single.iter_instances())
-    assert set(expected.values()) == {1} and len(expected) == 103
+    # With 2 workers, the windows of each worker's stream (its every other line).
+    expected = collections.Counter()
+    for worker_id in range(2):
+        reader = LmCorpusReader(max_sequence_length=10)
+        reader._set_worker_info(WorkerInfo(2, worker_id))
+        expected.update(windows_of(reader, varied_lines))
+    assert set(expected.values()) == {1}
     assert texts(loader(2).iter_instances()) == expected
     # Batches built in the workers (instances not cached): every instance exactly once too.
     batched = loader(2, max_instances_in_memory=16)
-    vocab = Vocabulary.from_instances(single.iter_instances())
+    vocab = Vocabulary.from_instances(loader(0).iter_instances())
     batched.index_with(vocab)
     seen = collections.Counter()
     for batch in batched:

@@ -83,8 +83,9 @@ def test_missing_and_invalid_tokenizer_files(tmp_path):
 
 
 def test_lm_corpus_reads_subwords_and_chunks_them(bpe, tokenizer):
-    """max_sequence_length counts subwords: every chunk has at most that many, and the chunks
-    of a line are exactly the line's subwords in order."""
+    """max_sequence_length counts subwords: every window has at most that many, and the windows
+    (each sharing its first subword with the previous one's last) are exactly the stream of the
+    lines' subwords, each line's between <S> and </S>, in order."""
     reader = DatasetReader.from_params(
         Params(
             {
@@ -97,16 +98,19 @@ def test_lm_corpus_reads_subwords_and_chunks_them(bpe, tokenizer):
     )
     instances = list(reader.read(str(SENTENCES)))
     chunks = [texts(instance["tokens"].tokens) for instance in instances]
-    assert all(c[0] == "<S>" and c[-1] == "</S>" and 3 <= len(c) <= 7 for c in chunks)
+    assert all(len(c) == 5 for c in chunks[:-1]) and 2 <= len(chunks[-1]) <= 5
+    assert all(after[0] == before[-1] for before, after in zip(chunks, chunks[1:]))
     lines = [line for line in SENTENCES.read_text().splitlines() if line.strip()]
-    expected = [s for line in lines for s in texts(tokenizer.tokenize(line))]
-    assert [s for chunk in chunks for s in chunk[1:-1]] == expected
+    expected = [
+        s for line in lines for s in ["<S>", *texts(tokenizer.tokenize(line)), "</S>"]
+    ]
+    assert chunks[0] + [s for chunk in chunks[1:] for s in chunk[1:]] == expected
     assert len(chunks) > len(lines)
     # With the train-bpe vocabulary every subword of the training corpus has its own id.
     vocabulary = Vocabulary.from_files(str(bpe / "vocabulary"))
     batch = Batch(instances)
     batch.index_instances(vocabulary)
     ids = batch.as_tensor_dict()["tokens"]["tokens"]["tokens"]
-    assert ids.min() == 0 and not (ids == 1).any()  # padding, never OOV
+    assert not (ids == 1).any()  # never OOV (1); 0 is padding, in a shorter last window only
     row = [vocabulary.get_token_index(s, "subwords") for s in chunks[0]]
     assert ids[0, : len(row)].tolist() == row
