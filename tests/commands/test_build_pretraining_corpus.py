@@ -1,0 +1,19 @@
+import sys
+
+from allennlp.commands import main
+
+from allennlp_elmo_c.commands import build_pretraining_corpus as command
+
+
+def test_command_line_calls_the_builder(tmp_path, monkeypatch):
+    calls = []
+
+    def build(data_dir, skip_missing):
+        calls.append((data_dir, skip_missing))
+
+    monkeypatch.setattr(command, "build_pretraining_corpus", build)
+    for extra, skip in (([], False), (["--skip-missing"], True)):
+        argv = ["allennlp", "build-pretraining-corpus", "--data-dir", str(tmp_path), *extra]
+        monkeypatch.setattr(sys, "argv", argv)
+        main(prog="allennlp")
+        assert calls[-1] == (str(tmp_path), skip)
