@@ -2,13 +2,16 @@
 allennlp-elmo-c: ELMo-style contextual representations trained with continuous outputs.
 
 Importing this package applies the torch compatibility fixes AllenNLP 2.10.1 needs (see
-`allennlp_elmo_c.compat`) and registers every component with AllenNLP, so both
+`allennlp_elmo_c.compat`), makes AllenNLP write a training run's outputs atomically (see
+`allennlp_elmo_c.training.atomic_outputs`) and registers every component with AllenNLP, so both
 `--include-package allennlp_elmo_c` and a `.allennlp_plugins` file naming `allennlp_elmo_c` work.
 """
 
 from allennlp_elmo_c import compat
+from allennlp_elmo_c.training import atomic_outputs
 
 compat.apply()
+atomic_outputs.apply()
 
 # Importing the subpackages registers every component (a `.allennlp_plugins` file imports only
 # this module, not its submodules).

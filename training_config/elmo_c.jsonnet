@@ -71,6 +71,8 @@ local steps_per_400m_tokens = 400000000 / batch_size;
     validation_metric: '-loss',
     // Dropout draws resume exactly after a crash (allennlp train --recover).
     callbacks: [{ type: 'rng_state' }],
-    checkpointer: { save_every_num_seconds: 3600, keep_most_recent_by_count: 2 },
+    // Atomic checkpoint writes; --recover resumes from the newest checkpoint that loads, and
+    // the one before it is kept to fall back to (README, "Long runs").
+    checkpointer: { type: 'atomic', save_every_num_seconds: 3600, keep_most_recent_by_count: 2 },
   },
 }

@@ -65,5 +65,7 @@ local batch_size = 64;
     validation_metric: '-loss',
     // Dropout draws resume exactly after a crash (allennlp train --recover).
     callbacks: [{ type: 'rng_state' }],
+    // Atomic checkpoint writes; --recover resumes from the newest checkpoint that loads.
+    checkpointer: { type: 'atomic', keep_most_recent_by_count: 2 },
   },
 }

@@ -1,14 +1,14 @@
 """
 Build-once outputs: a directory of files plus a `manifest.json` that records what they were built
-from. Files are written to a temporary name and renamed when complete, and the manifest is written
+from. Files are written atomically (`allennlp_elmo_c.common.atomic`), and the manifest is written
 last, so an interrupted build is never mistaken for a finished one.
 """
 
-import contextlib
 import json
-import os
 from pathlib import Path
-from typing import Any, Dict, IO, Iterator, Union
+from typing import Any, Dict, Union
+
+from allennlp_elmo_c.common.atomic import atomic_open
 
 MANIFEST = "manifest.json"
 
@@ -33,17 +33,3 @@ def write_manifest(
     with atomic_open(Path(directory) / name) as out:
         json.dump({"recipe": recipe, "files": files, "stats": stats}, out, indent=2, sort_keys=True)
 
-
-@contextlib.contextmanager
-def atomic_open(path: Union[str, Path]) -> Iterator[IO[str]]:
-    """Opens `path` for writing text; it appears under its name only if the block succeeds."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with open(partial, "w", encoding="utf-8", newline="\n") as out:
-            yield out
-        os.replace(partial, path)
-    finally:
-        if partial.exists():
-            partial.unlink()

@@ -40,7 +40,8 @@ def train(data_dir, run, recover=False, kill_at=None):
     overrides = {
         **DEMO_AT_FIXTURE_SIZE,
         "trainer.num_epochs": 2,
-        "trainer.checkpointer": {"save_every_num_batches": 2},
+        # Dotted: keeps the config's checkpointer (`atomic`), adds to it.
+        "trainer.checkpointer.save_every_num_batches": 2,
         "trainer.callbacks": [{"type": "rng_state"}, {"type": "sigkill_at_batch"}],
     }
     environment = dict(os.environ, ELMO_C_DATA_DIR=str(data_dir), OMP_NUM_THREADS="1")
@@ -99,7 +100,8 @@ def test_without_the_callback_a_resumed_run_differs(tmp_path, monkeypatch):
     overrides = {
         **DEMO_AT_FIXTURE_SIZE,
         "trainer.num_epochs": 1,
-        "trainer.checkpointer": {"save_every_num_batches": 2, "keep_most_recent_by_count": None},
+        "trainer.checkpointer.save_every_num_batches": 2,
+        "trainer.checkpointer.keep_most_recent_by_count": None,
         "trainer.callbacks": [],
         "model.nearest_neighbour_words": None,
     }

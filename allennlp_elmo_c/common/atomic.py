@@ -1,0 +1,169 @@
+"""
+Atomic file writes: a file appears under its final name complete or not at all.
+
+The content is written to a temporary file in the same directory (`.<name>.<pid>.<8 hex>.tmp`,
+hidden, so no glob of the final names matches it), flushed and fsynced, then `os.replace`d onto
+the final name and the directory fsynced. If the writer fails (a full disk, an exception, Ctrl-C)
+the temporary is removed and a previous file of that name is left untouched; if the process is
+killed the temporary stays behind, never the final name, and `remove_stale_temporaries` clears
+it on the next run.
+"""
+
+import contextlib
+import errno
+import logging
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+from typing import IO, Iterator, List, Set, Union
+
+logger = logging.getLogger(__name__)
+
+PathOrStr = Union[str, "os.PathLike[str]"]
+
+_TEMPORARY_RE = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$")
+
+# The temporaries this process is writing now: a killed run restarted in a fresh container often
+# gets the same process id, so the id alone does not tell its leftovers from live writes.
+_IN_PROGRESS: Set[Path] = set()
+
+
+def temporary_name(path: PathOrStr) -> Path:
+    """A fresh temporary name for `path`, in its directory."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def fsync_directory(directory: PathOrStr) -> None:
+    """Makes a rename in `directory` durable (a no-op where directories cannot be opened)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.EBADF):  # filesystems without directory fsync
+            raise
+    finally:
+        os.close(descriptor)
+
+
+def _fsync_file(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+@contextlib.contextmanager
+def atomic_path(path: PathOrStr) -> Iterator[Path]:
+    """
+    Yields a temporary file name (an empty file, created for this call) in the directory of
+    `path`, for a writer that takes a file name (`torch.save`, `tarfile.open`, ...). When the
+    block ends normally the temporary is fsynced and renamed onto `path`; when it raises, the
+    temporary is removed and `path` is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = temporary_name(path)
+    # Created exclusively, so the name is this call's, with the umask's permissions (not
+    # mkstemp's 0600): the final file gets the permissions a plain open() would give it.
+    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    _IN_PROGRESS.add(temporary.absolute())
+    try:
+        yield temporary
+        _fsync_file(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    finally:
+        _IN_PROGRESS.discard(temporary.absolute())
+    fsync_directory(path.parent)
+
+
+@contextlib.contextmanager
+def atomic_files_in(directory: PathOrStr) -> Iterator[Path]:
+    """
+    Yields an empty temporary directory beside `directory`, for a writer that fills a directory
+    (AllenNLP's `Vocabulary.save_to_files`). When the block ends normally every file written
+    there is fsynced and renamed into `directory` (created if needed), each replacing the file of
+    its name atomically; files of `directory` the writer did not write stay. The temporary
+    directory is removed either way. Each file is atomic, the set is not: a kill between two
+    renames leaves some files new and the others as they were.
+    """
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    temporary = temporary_name(directory)
+    temporary.mkdir()
+    _IN_PROGRESS.add(temporary.absolute())
+    try:
+        yield temporary
+        written = sorted(p for p in temporary.iterdir() if p.is_file() and not p.is_symlink())
+        for file in written:
+            _fsync_file(file)
+        directory.mkdir(exist_ok=True)
+        for file in written:
+            os.replace(file, directory / file.name)
+        fsync_directory(directory)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+        _IN_PROGRESS.discard(temporary.absolute())
+
+
+@contextlib.contextmanager
+def atomic_open(path: PathOrStr, mode: str = "w") -> Iterator[IO]:
+    """
+    Opens `path` for writing (`mode` "w" or "wb"; text is UTF-8 with "\\n" line ends); the file
+    appears under its name, complete, only if the block succeeds (see `atomic_path`).
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_open writes a whole file: mode 'w' or 'wb', not {mode!r}")
+    with atomic_path(path) as temporary:
+        if mode == "wb":
+            with open(temporary, "wb") as out:
+                yield out
+        else:
+            with open(temporary, "w", encoding="utf-8", newline="\n") as out:
+                yield out
+
+
+def remove_stale_temporaries(directory: PathOrStr) -> List[Path]:
+    """
+    Removes the temporaries that `atomic_path` and `atomic_files_in` left in `directory` (not
+    below it) when their process was killed: those of processes that no longer run, and this
+    process's own that it is not writing now. Returns what it removed.
+    """
+    removed: List[Path] = []
+    directory = Path(directory)
+    if not directory.is_dir():
+        return removed
+    for entry in directory.iterdir():
+        match = _TEMPORARY_RE.match(entry.name)
+        if match is None or entry.absolute() in _IN_PROGRESS:
+            continue
+        pid = int(match.group(1))
+        if pid != os.getpid() and _process_is_running(pid):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                entry.unlink()
+        removed.append(entry)
+    return removed
+
+
+def _process_is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True

@@ -1,0 +1,217 @@
+import logging
+import os
+from typing import Any, List, Optional, Set, Tuple, Union
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.nn import util as nn_util
+from allennlp.training.checkpointer import Checkpointer
+from allennlp.training.trainer import Trainer, TrainerCheckpoint
+
+from allennlp_elmo_c.common.atomic import atomic_path, remove_stale_temporaries
+
+logger = logging.getLogger(__name__)
+
+# The suffix a checkpoint file that `--recover` could not use is renamed with.
+SET_ASIDE_SUFFIX = ".unusable"
+
+
+class _SavedState:
+    """Hands AllenNLP's `save_checkpoint` a state that is already on disk."""
+
+    def __init__(self, state: Optional[TrainerCheckpoint]) -> None:
+        self._state = state
+
+    def get_checkpoint_state(self) -> Optional[TrainerCheckpoint]:
+        return self._state
+
+
+@Checkpointer.register("atomic")
+class AtomicCheckpointer(Checkpointer):
+    """
+    AllenNLP's checkpointer, with checkpoints that survive the crash that interrupts them and a
+    `--recover` that resumes from the newest checkpoint that loads.
+
+    Saving: each `model_state_e*_b*.th` and `training_state_e*_b*.th` is written atomically
+    (`allennlp_elmo_c.common.atomic`: a temporary name, fsync, rename), the training state first
+    and the model state, which is what AllenNLP lists checkpoints by, last. A save that fails (a
+    full disk) removes what it wrote of that checkpoint and raises, leaving the older checkpoints
+    as they were. A file of the same name is replaced (AllenNLP keeps it). Stale temporaries of
+    a killed run are removed when the checkpointer is created.
+
+    Loading (`allennlp train --recover`): the checkpoints are tried newest first; the first whose
+    model state and training state both load (and whose training state is for that point in
+    training) is used. Each checkpoint skipped is logged as a warning naming its files and what
+    is wrong with each, and its files are renamed with the suffix `.unusable` (kept for
+    inspection, no longer counted, listed or overwritten). If none loads, a
+    `ConfigurationError` lists every file and its problem, and nothing is renamed.
+
+    Everything else (when to save, which checkpoints to keep) is AllenNLP's `Checkpointer`.
+
+    Registered as a `Checkpointer` with name "atomic".
+
+    # Parameters
+
+    serialization_dir : `Union[str, os.PathLike]`
+        The run's directory (given by the trainer).
+    save_completed_epochs : `bool`, optional (default = `True`)
+        Save at the end of each epoch.
+    save_every_num_seconds : `float`, optional (default = `None`)
+        Save at least this often (not in distributed training).
+    save_every_num_batches : `int`, optional (default = `None`)
+        Save at least every this many batches.
+    keep_most_recent_by_count : `int`, optional (default = `2`)
+        Keep this many most recent checkpoints (`None`: keep all, unless
+        `keep_most_recent_by_age` is set). At least 1; 1 is allowed but warned about, because
+        a damaged newest checkpoint then has nothing to fall back to.
+    keep_most_recent_by_age : `int`, optional (default = `None`)
+        Also keep the checkpoints younger than this many seconds.
+    """
+
+    def __init__(
+        self,
+        serialization_dir: Union[str, os.PathLike],
+        save_completed_epochs: bool = True,
+        save_every_num_seconds: Optional[float] = None,
+        save_every_num_batches: Optional[int] = None,
+        keep_most_recent_by_count: Optional[int] = 2,
+        keep_most_recent_by_age: Optional[int] = None,
+    ) -> None:
+        if keep_most_recent_by_count is not None and keep_most_recent_by_count < 1:
+            raise ConfigurationError(
+                f"atomic checkpointer: keep_most_recent_by_count must be at least 1 (or null to "
+                f"keep all), not {keep_most_recent_by_count}"
+            )
+        if keep_most_recent_by_count == 1 and keep_most_recent_by_age is None:
+            logger.warning(
+                "atomic checkpointer: keep_most_recent_by_count is 1, so --recover has no older "
+                "checkpoint to fall back to if the newest one is damaged; 2 or more is safer"
+            )
+        super().__init__(
+            serialization_dir,
+            save_completed_epochs=save_completed_epochs,
+            save_every_num_seconds=save_every_num_seconds,
+            save_every_num_batches=save_every_num_batches,
+            keep_most_recent_by_count=keep_most_recent_by_count,
+            keep_most_recent_by_age=keep_most_recent_by_age,
+        )
+        if self._is_primary:
+            for path in remove_stale_temporaries(self._serialization_dir):
+                logger.info("atomic checkpointer: removed %s, left by an interrupted write", path)
+
+    def save_checkpoint(self, trainer: Trainer) -> None:
+        state = trainer.get_checkpoint_state()
+        if state is not None:
+            point = (
+                state.trainer_state["epochs_completed"],
+                state.trainer_state["batches_in_epoch_completed"],
+            )
+            paths = (self._training_state_path(*point), self._model_state_path(*point))
+            try:
+                for path, content in zip(paths, (state.trainer_state, state.model_state)):
+                    with atomic_path(path) as temporary:
+                        torch.save(content, temporary)
+            except BaseException:
+                for path in paths:  # an incomplete checkpoint is no checkpoint
+                    if os.path.exists(path):
+                        os.remove(path)
+                raise
+        # AllenNLP's bookkeeping and pruning; its own writes are skipped, the files exist.
+        super().save_checkpoint(_SavedState(state))  # type: ignore[arg-type]
+
+    def load_checkpoint(self) -> Optional[TrainerCheckpoint]:
+        """
+        Loads the newest checkpoint whose model state and training state both load (see the
+        class description); `None` if there are no checkpoint files at all.
+        """
+        points = self._find_all_checkpoint_points()
+        if not points:
+            return None
+        skipped: List[Tuple[Tuple[int, int], List[Tuple[str, str]]]] = []
+        for point in sorted(points, reverse=True):
+            model_path = self._model_state_path(*point)
+            training_path = self._training_state_path(*point)
+            problems: List[Tuple[str, str]] = []
+            model_state = _load(model_path, weights_only=True, problems=problems)
+            # The training state holds non-tensor objects (numpy scalars, ...): see compat.py.
+            training_state = _load(training_path, weights_only=False, problems=problems)
+            if training_state is not None:
+                found = (
+                    training_state.get("epochs_completed"),
+                    training_state.get("batches_in_epoch_completed"),
+                )
+                if found != point:
+                    problems.append(
+                        (training_path, f"holds the state after {found}, not after {point}")
+                    )
+            if not problems:
+                if skipped:
+                    self._set_aside(skipped)
+                logger.info(
+                    "atomic checkpointer: resuming from %s and %s", model_path, training_path
+                )
+                return TrainerCheckpoint(model_state, training_state)
+            logger.warning(
+                "atomic checkpointer: skipping the checkpoint after epoch %d, batch %d: %s",
+                point[0],
+                point[1],
+                "; ".join(f"{path}: {problem}" for path, problem in problems),
+            )
+            skipped.append((point, problems))
+        listing = "\n".join(
+            f"  {path}: {problem}" for _, problems in skipped for path, problem in problems
+        )
+        raise ConfigurationError(
+            f"Could not recover training: no checkpoint in {self._serialization_dir} loads.\n"
+            f"{listing}\nMove these files away to start the run from the beginning."
+        )
+
+    def _find_all_checkpoint_points(self) -> Set[Tuple[int, int]]:
+        """The points in training of every model or training state file (AllenNLP's
+        `_find_all_checkpoints` lists model states only, and so misses a lone training state)."""
+        shard = f"_w{self._rank}" if self.state_is_sharded else None
+        points = set()
+        for name in os.listdir(self._serialization_dir):
+            for pattern in (self._model_state_file_re, self._training_state_file_re):
+                match = pattern.match(name)
+                if match is not None and match.group(4) == shard:
+                    points.add((int(match.group(2)), int(match.group(3))))
+        return points
+
+    def _set_aside(self, skipped: List[Tuple[Tuple[int, int], List[Tuple[str, str]]]]) -> None:
+        """Renames the files of the checkpoints `load_checkpoint` skipped, which are newer than
+        the one it resumes from, so that they are neither kept in their place by the pruning nor
+        listed by `find_latest_checkpoint`. In non-sharded distributed training every process
+        reads the same files, and only the primary renames them."""
+        if not (self._is_primary or self.state_is_sharded):
+            return
+        for point, _ in skipped:
+            for path in (self._model_state_path(*point), self._training_state_path(*point)):
+                if os.path.exists(path):
+                    os.replace(path, path + SET_ASIDE_SUFFIX)
+                    logger.warning(
+                        "atomic checkpointer: renamed %s to %s", path, path + SET_ASIDE_SUFFIX
+                    )
+
+
+def _load(path: str, weights_only: bool, problems: List[Tuple[str, str]]) -> Optional[Any]:
+    """`torch.load`s `path` onto the CPU (the trainer moves the states to the device); on failure
+    records the problem and returns `None`."""
+    if not os.path.exists(path):
+        problems.append((path, "missing"))
+        return None
+    try:
+        state = torch.load(path, map_location=nn_util.device_mapping(-1), weights_only=weights_only)
+    except Exception as error:  # noqa: BLE001  (any failure to load is reported, none is fatal)
+        message = (str(error).strip().splitlines() or [""])[0]
+        if len(message) > 160:  # torch's messages go on with advice: keep their first sentences
+            end = message.rfind(". ", 0, 160)
+            message = message[: end + 1] if end > 40 else message[:160] + " ..."
+        size = os.path.getsize(path)
+        problems.append((path, f"does not load ({size} bytes): {type(error).__name__}: {message}"))
+        return None
+    if not isinstance(state, dict):
+        problems.append((path, f"holds a {type(state).__name__}, not a state dictionary"))
+        return None
+    return state

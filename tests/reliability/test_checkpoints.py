@@ -1,0 +1,175 @@
+"""
+Checkpoints that survive the crash that interrupts them. `allennlp train` on the demo config
+(tiny sizes, a checkpoint every 2 batches, as `test_crash_resume.py`) is interrupted while it
+writes a file: the disk fills up in the middle of a checkpoint, a SIGKILL lands in the middle of
+`torch.save` or of writing `model.tar.gz`; or the newest checkpoint is truncated afterwards. In
+each case nothing that looks finished is left half-written, `allennlp train --recover` resumes
+from the last intact state, and the run ends with exactly the weights of an uninterrupted run.
+
+The faults are injected in the training process by a test-only callback (`write_faults`) named
+in the config, driven by `$ELMO_C_TEST_WRITE_FAULT` ("<enospc|sigkill>:<part of the file name>").
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+
+import pytest
+import torch
+
+from allennlp.training.callbacks.callback import TrainerCallback
+
+from tests import PROJECT_ROOT
+from tests.reliability.conftest import DEMO_AT_FIXTURE_SIZE, make_demo_data_dir
+from tests.reliability.test_crash_resume import DEMO_CONFIG, KILL_ENV  # also: sigkill_at_batch
+from tests.write_faults import fail, faulty_torch_save
+
+FAULT_ENV = "ELMO_C_TEST_WRITE_FAULT"
+FINAL = "model_state_e2_b0.th"  # the weights after the last epoch
+
+
+@TrainerCallback.register("write_faults")
+class WriteFaults(TrainerCallback):
+    """
+    From the start of training, with `$ELMO_C_TEST_WRITE_FAULT` = "<fault>:<name part>": the
+    `torch.save` to a file whose name contains the part, or for "model.tar.gz" the archive's
+    writing once it holds the weights, writes half and fails with the fault (`write_faults`).
+    Does nothing without the variable.
+    """
+
+    def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
+        setting = os.environ.get(FAULT_ENV)
+        if not setting:
+            return
+        fault, name_part = setting.split(":", 1)
+        if name_part != "model.tar.gz":
+            torch.save = faulty_torch_save(torch.save, name_part, fault)
+            return
+        real_add = tarfile.TarFile.add
+
+        def add(archive, name, arcname=None, *args, **kwargs):
+            real_add(archive, name, arcname, *args, **kwargs)
+            if arcname == "weights.th" and "model.tar.gz" in str(archive.name):
+                archive.fileobj.flush()
+                fail(fault)
+
+        tarfile.TarFile.add = add
+
+
+def train(data_dir, run, recover=False, fault=None, kill_at=None):
+    overrides = {
+        **DEMO_AT_FIXTURE_SIZE,
+        "trainer.num_epochs": 2,
+        "trainer.checkpointer.save_every_num_batches": 2,
+        "trainer.callbacks": [
+            {"type": "rng_state"},
+            {"type": "sigkill_at_batch"},
+            {"type": "write_faults"},
+        ],
+    }
+    environment = dict(os.environ, ELMO_C_DATA_DIR=str(data_dir), OMP_NUM_THREADS="1")
+    environment.pop(KILL_ENV, None)
+    environment.pop(FAULT_ENV, None)
+    if kill_at is not None:
+        environment[KILL_ENV] = str(kill_at)
+    if fault is not None:
+        environment[FAULT_ENV] = fault
+    command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(DEMO_CONFIG), "-s", str(run)]
+    command += ["-o", json.dumps(overrides), "--include-package", __name__]
+    command += ["--file-friendly-logging"] + (["--recover"] if recover else [])
+    return subprocess.run(
+        command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_demo_data_dir(tmp_path_factory.mktemp("checkpoints") / "data")
+
+
+@pytest.fixture(scope="module")
+def reference(data, tmp_path_factory):
+    """An uninterrupted run."""
+    run = tmp_path_factory.mktemp("reference") / "run"
+    done = train(data, run)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run
+
+
+def temporaries(run):
+    return sorted(path.name for path in run.iterdir() if path.name.endswith(".tmp"))
+
+
+def assert_same_weights(expected, actual):
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        assert torch.equal(expected[name], actual[name]), name  # tolerance: none
+
+
+def recover_and_compare(data, run, reference, resumes_from):
+    """Runs `--recover` on `run`; checks it resumed from the checkpoint `resumes_from` and ended
+    with the reference's weights. Returns its log (stdout and stderr)."""
+    resumed = train(data, run, recover=True)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    log = resumed.stdout + resumed.stderr
+    assert f"atomic checkpointer: resuming from {run / resumes_from}" in log
+    assert "rng_state: random generator states restored" in log
+    assert temporaries(run) == []
+    assert_same_weights(torch.load(reference / FINAL), torch.load(run / FINAL))
+    return log
+
+
+def test_disk_full_during_a_checkpoint(data, reference, tmp_path):
+    run = tmp_path / "run"
+    crashed = train(data, run, fault="enospc:training_state_e0_b4")
+    assert crashed.returncode == 1, crashed.stderr[-3000:]
+    assert "OSError: [Errno 28] No space left on device" in crashed.stderr
+    # Nothing of the checkpoint being written, no temporary; the one before is intact.
+    assert not list(run.glob("*_e0_b4*")) and temporaries(run) == []
+    assert (run / "model_state_e0_b2.th").is_file() and (run / "training_state_e0_b2.th").is_file()
+    recover_and_compare(data, run, reference, "model_state_e0_b2.th")
+
+
+def test_truncated_newest_checkpoint(data, reference, tmp_path):
+    run = tmp_path / "run"
+    crashed = train(data, run, kill_at=5)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    for name in ("model_state_e0_b4.th", "training_state_e0_b4.th"):
+        os.truncate(run / name, 100)  # as a kill in the middle of a plain torch.save leaves it
+    log = recover_and_compare(data, run, reference, "model_state_e0_b2.th")
+    assert "skipping the checkpoint after epoch 0, batch 4" in log
+    for name in ("model_state_e0_b4.th", "training_state_e0_b4.th"):
+        assert f"{run / name}: does not load (100 bytes)" in log
+        assert (run / (name + ".unusable")).stat().st_size == 100
+
+
+def test_sigkill_in_the_middle_of_torch_save(data, reference, tmp_path):
+    run = tmp_path / "run"
+    # The model state is written second: its training state is complete, it is half written.
+    crashed = train(data, run, fault="sigkill:model_state_e0_b4")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    assert not (run / "model_state_e0_b4.th").exists()
+    assert [name.split(".")[1] for name in temporaries(run)] == ["model_state_e0_b4"]
+    log = recover_and_compare(data, run, reference, "model_state_e0_b2.th")
+    assert f"{run / 'model_state_e0_b4.th'}: missing" in log
+
+
+def test_sigkill_while_model_tar_gz_is_written(data, reference, tmp_path):
+    run = tmp_path / "run"
+    crashed = train(data, run, fault="sigkill:model.tar.gz")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    assert not (run / "model.tar.gz").exists()  # not a partial archive that looks finished
+    assert len(temporaries(run)) == 1
+    # Training had finished: --recover replays it from the last checkpoint and archives.
+    recover_and_compare(data, run, reference, FINAL)
+    archives = {}
+    for name in ("reference", "recovered"):
+        directory = tmp_path / name
+        archive = (reference if name == "reference" else run) / "model.tar.gz"
+        with tarfile.open(archive) as opened:
+            opened.extractall(directory)
+        archives[name] = torch.load(directory / "weights.th")
+    assert_same_weights(archives["reference"], archives["recovered"])
