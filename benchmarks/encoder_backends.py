@@ -1,10 +1,12 @@
 """
 Training-step throughput of the `elmo_lstm` encoder's two backends, measured in the same run:
 `reference` (a per-timestep loop through autograd) vs `fused` (`allennlp_elmo_c.nn.lstmp`, one
-autograd node per layer with a hand-written backward). Both compute the paper's cell (LayerNorm and
-clipping inside the recurrence; `tests/modules/seq2seq_encoders/test_backend_agreement.py`). One step = forward + backward of the encoder plus a continuous head and cosine
-loss for both directions, on random inputs shaped like a demo batch (windows of 20 tokens plus
-the two boundary tokens), then an Adam update.
+autograd node per layer with a hand-written backward). Both compute the paper's cell (LayerNorm
+and clipping inside the recurrence; `tests/modules/seq2seq_encoders/test_backend_agreement.py`).
+One step = forward + backward of the encoder plus a continuous head and cosine loss for both
+directions, on random inputs shaped like a demo batch (windows of 21 tokens with
+the boundary tokens), then an Adam update. All rows are timed in turn, step by step, so that
+load on the machine affects them alike.
 
     python benchmarks/encoder_backends.py                       # demo size, CPU, 2 threads
     python benchmarks/encoder_backends.py --size paper --device cuda --batch-size 128
@@ -19,8 +21,6 @@ oneDNN has none), which shows what the hand-written kernel saves.
 """
 
 import argparse
-import statistics
-import time
 
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
@@ -28,7 +28,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 import allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer as layer_module
 from allennlp_elmo_c.modules.output_heads.continuous import ContinuousOutputHead
 from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import ElmoLstmEncoder
-from timing import device_name
+from timing import device_name, time_in_turn
 
 SIZES = {
     # name: (input size, projection, cell, layers)
@@ -70,7 +70,8 @@ class AllenNlpElmoLstm(torch.nn.Module):
         return self.lstm(inputs, mask)[-1]
 
 
-def time_backend(backend, size, batch_size, timesteps, device, steps, warmup, norm="inside"):
+def training_step(backend, size, batch_size, timesteps, device, norm="inside"):
+    """One training step of `backend` (a callable) and the number of tokens it trains on."""
     input_size, projection, cell, layers = SIZES[size]
     torch.manual_seed(0)
     if backend == "allennlp":
@@ -96,18 +97,21 @@ def time_backend(backend, size, batch_size, timesteps, device, steps, warmup, no
         loss.backward()
         optimizer.step()
 
-    times = []
-    for index in range(warmup + steps):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        if index >= warmup:
-            times.append(time.perf_counter() - start)
-    tokens = int(mask.sum())
-    return tokens / statistics.median(times)
+    return step, int(mask.sum())
+
+
+def with_torch_lstm(step):
+    """`step` run with torch.lstm's CPU path in place of our kernel (plain LSTMP only)."""
+
+    def run():
+        ours = layer_module.lstm_with_projection
+        layer_module.lstm_with_projection = torch_lstm_fallback
+        try:
+            step()
+        finally:
+            layer_module.lstm_with_projection = ours
+
+    return run
 
 
 def main():
@@ -116,7 +120,7 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--timesteps", type=int, default=22)
+    parser.add_argument("--timesteps", type=int, default=21)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     args = parser.parse_args()
@@ -124,38 +128,40 @@ def main():
     device = torch.device(args.device)
     name = device_name(device, args.threads)
     print(
-        f"elmo_lstm {args.size} size {SIZES[args.size]}, batch {args.batch_size} x {args.timesteps}, {name}"
+        f"elmo_lstm {args.size} size {SIZES[args.size]}, batch {args.batch_size} x {args.timesteps}, "
+        f"{name}; every row timed in turn, median of {args.steps} steps after {args.warmup}"
     )
-    results = {}
-    for backend in ("reference", "fused"):
-        results[backend] = time_backend(
-            backend, args.size, args.batch_size, args.timesteps, device, args.steps, args.warmup
-        )
-        print(f"  {backend:9s} {results[backend]:12,.0f} tokens/s")
-    print(f"  fused / reference: {results['fused'] / results['reference']:.2f}x")
-    allennlp = time_backend(
-        "allennlp", args.size, args.batch_size, args.timesteps, device, args.steps, args.warmup
-    )
-    print(
-        f"  AllenNLP ElmoLstm (per-step cell) {allennlp:12,.0f} tokens/s: fused / it "
-        f"{results['fused'] / allennlp:.2f}x, reference / it {results['reference'] / allennlp:.2f}x"
-    )
-    timing = (args.size, args.batch_size, args.timesteps, device, args.steps, args.warmup)
-    outside = time_backend("fused", *timing, norm="outside")
-    print(
-        f"  variant recurrence_norm 'outside', fused {outside:12,.0f} tokens/s "
-        f"({outside / results['fused']:.2f}x fused inside)"
-    )
+    shape = (args.size, args.batch_size, args.timesteps, device)
+    rows = {
+        "reference": training_step("reference", *shape),
+        "fused": training_step("fused", *shape),
+        "allennlp": training_step("allennlp", *shape),
+        "outside": training_step("fused", *shape, norm="outside"),
+    }
     if device.type == "cpu":
-        ours = layer_module.lstm_with_projection
-        layer_module.lstm_with_projection = torch_lstm_fallback
-        try:
-            fallback = time_backend("fused", *timing, norm="outside")
-        finally:
-            layer_module.lstm_with_projection = ours
+        step, tokens = training_step("fused", *shape, norm="outside")
+        rows["outside_torch_lstm"] = (with_torch_lstm(step), tokens)
+    seconds, _ = time_in_turn(
+        {key: step for key, (step, _) in rows.items()}, args.steps, args.warmup, device
+    )
+    speed = {key: rows[key][1] / seconds[key] for key in rows}
+    print(f"  reference {speed['reference']:12,.0f} tokens/s")
+    print(f"  fused     {speed['fused']:12,.0f} tokens/s")
+    print(f"  fused / reference: {speed['fused'] / speed['reference']:.2f}x")
+    print(
+        f"  AllenNLP ElmoLstm (per-step cell) {speed['allennlp']:12,.0f} tokens/s: fused / it "
+        f"{speed['fused'] / speed['allennlp']:.2f}x, reference / it "
+        f"{speed['reference'] / speed['allennlp']:.2f}x"
+    )
+    print(
+        f"  variant recurrence_norm 'outside', fused {speed['outside']:12,.0f} tokens/s "
+        f"({speed['outside'] / speed['fused']:.2f}x fused inside)"
+    )
+    if "outside_torch_lstm" in speed:
         print(
-            f"  variant 'outside' with torch.lstm's CPU fallback {fallback:12,.0f} tokens/s "
-            f"({fallback / outside:.2f}x our kernel)"
+            f"  variant 'outside' with torch.lstm's CPU fallback "
+            f"{speed['outside_torch_lstm']:12,.0f} tokens/s "
+            f"({speed['outside_torch_lstm'] / speed['outside']:.2f}x our kernel)"
         )
 
 

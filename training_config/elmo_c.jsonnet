@@ -19,7 +19,9 @@ local steps_per_400m_tokens = 400000000 / batch_size;
 {
   dataset_reader: {
     type: 'lm_corpus',
-    max_sequence_length: 20,
+    // 21 tokens sharing one with the next window: 20 predictions per direction and window,
+    // the paper's 20-step unroll.
+    max_sequence_length: 21,
     token_indexers: { tokens: { type: 'fasttext_subwords', model_path: fasttext } },
   },
   train_data_path: std.extVar('ELMO_C_TRAIN_DATA'),

@@ -149,10 +149,10 @@ def test_paper_dataset_reader_reads_the_fixture_and_feeds_the_model(paper_params
     reader = DatasetReader.from_params(paper_params.pop("dataset_reader"))
     instances = list(reader.read(paper_params["train_data_path"]))
     lines = [line for line in SENTENCES.read_text(encoding="utf-8").splitlines() if line.strip()]
-    # The sentences, each between <S> and </S>, as one stream of 20-token windows that share one
-    # token with the next.
+    # The sentences, each between <S> and </S>, as one stream of 21-token windows that share one
+    # token with the next (20 predictions per direction, the paper's unroll).
     windows = [[token.text for token in instance["tokens"].tokens] for instance in instances]
-    assert all(len(window) == 20 for window in windows[:-1]) and len(windows[-1]) <= 20
+    assert all(len(window) == 21 for window in windows[:-1]) and len(windows[-1]) <= 21
     stream = [t for line in lines for t in ["<S>", *line.split(), "</S>"]]
     assert windows[0] + [t for window in windows[1:] for t in window[1:]] == stream
     torch.manual_seed(0)

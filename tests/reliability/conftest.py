@@ -5,7 +5,7 @@ from tests import FIXTURES_ROOT
 LM_DATA = FIXTURES_ROOT / "data" / "lm"
 
 # Overrides for training_config/elmo_c_demo.jsonnet on `make_demo_data_dir`'s data: the fixture
-# fastText model is 16-d (the demo's is 100-d); the corpus makes 16 windows of 20 tokens, so
+# fastText model is 16-d (the demo's is 100-d); the corpus makes 15 windows of 21 tokens, so
 # 2 windows a batch give 8 batches an epoch.
 DEMO_AT_FIXTURE_SIZE = {
     "model.text_field_embedder.token_embedders.tokens.expected_dim": 16,
