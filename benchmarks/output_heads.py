@@ -42,7 +42,8 @@ def head_configs(num_words: int, samples: int):
         f"adaptive {cutoffs}": ("adaptive_softmax", {"cutoffs": cutoffs}),
         "slim K 8, M V/16": (
             "slim_softmax",
-            {"num_subvectors": 8, "pool_size": max(8, num_words // 16)},
+            # M counts all 8 sub-pools' sub-vectors: a multiple of 8.
+            {"num_subvectors": 8, "pool_size": 8 * max(1, num_words // (16 * 8))},
         ),
     }
 

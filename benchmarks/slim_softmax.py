@@ -3,7 +3,8 @@ Forward + backward time of the `slim_softmax` output head vs a full softmax, mea
 run: the summed cross-entropy of N random hidden states (d-dimensional, gradients flowing back
 into them as into the encoder) against N random word ids, over a vocabulary of V words. The
 full softmax is `Linear(d -> V)` + cross-entropy (a `softmax` head without options); the slim
-head builds each of the V output vectors from K sub-vectors of a pool of M = V / divisor.
+head builds each of the V output vectors from K sub-vectors, the k-th from its own sub-pool, the
+K sub-pools holding M = V / divisor sub-vectors together (rounded down to a multiple of K).
 
     python benchmarks/slim_softmax.py                                      # CPU, 2 threads
     python benchmarks/slim_softmax.py --device cuda --positions 2048 --vocab-sizes 50000 200000 800000
@@ -81,8 +82,9 @@ def main():
         for k in args.subvectors:
             for divisor in args.pool_divisors:
                 label = f"K {k}, M V/{divisor}"
+                pool_size = k * max(1, size // (divisor * k))  # K sub-pools of M / K
                 heads[label] = SlimSoftmaxOutputHead(
-                    args.dim, args.dim, vocab, k, size // divisor, NAMESPACE
+                    args.dim, args.dim, vocab, k, pool_size, NAMESPACE
                 )
                 if args.positions_per_chunk:
                     # The same weights, the loss in chunks recomputed in the backward pass.

@@ -50,7 +50,7 @@ class TestSlimSoftmaxHead(ModelTestCase):
         reloaded = assignments(archive.model)
         assert saved.keys() == reloaded.keys()
         assert all(torch.equal(saved[name], reloaded[name]) for name in saved)
-        fresh = SlimSoftmaxOutputHead(8, 16, model.vocab, 2, 16, "lm_targets", seed=99)
+        fresh = SlimSoftmaxOutputHead(8, 16, model.vocab, 2, 32, "lm_targets", seed=99)
         assert not torch.equal(fresh.table.assignment, saved["_heads.forward_lm.table.assignment"])
         # ... and it computes the same losses as the trained model.
         dataset = Batch(self.instances)
@@ -73,7 +73,9 @@ class TestSlimSoftmaxHead(ModelTestCase):
         mask = ids != 0
         contextual = self.model._contextualizer(self.model._text_field_embedder(inputs), mask)
         states = contextual[..., :8][:, :-1][mask[:, 1:]]
-        words = head.table.pool[head.table.assignment.long()].reshape(head.num_words, 8)
+        # Word w's vector: [S_1[a(w, 1)]; S_2[a(w, 2)]], each from its own sub-pool.
+        assignment = head.table.assignment.long()
+        words = torch.cat([head.table.pool[k][assignment[:, k]] for k in range(2)], dim=1)
         expected = torch.nn.functional.cross_entropy(
             states @ words.t() + head.bias, ids[:, 1:][mask[:, 1:]]
         )

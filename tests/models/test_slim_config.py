@@ -51,7 +51,7 @@ def test_trains_one_epoch_at_a_tiny_size(paper_environment, tmp_path):
     overrides = {
         **TINY_SIZES,
         "model.output_head.num_subvectors": 2,
-        "model.output_head.pool_size": 16,
+        "model.output_head.pool_size": 32,  # 2 sub-pools of 16
         "model.output_head.positions_per_chunk": 32,
     }
     metrics = train_config(CONFIG, tmp_path / "run", json.dumps(overrides))
@@ -80,8 +80,14 @@ def test_paper_size_builds_runs_and_counts(fasttext_300d, monkeypatch):
     head = model._heads["forward_lm"]
     assert isinstance(head, SlimSoftmaxOutputHead) and head is not model._heads["backward_lm"]
     assert head.table.assignment.shape == (num_words, K)
+    # M = 50,000 sub-vectors in all: K = 8 sub-pools of M / K = 6,250 sub-vectors of 64. A head
+    # has M * 512 / K of them, as it had with one pool of M shared by all positions (the
+    # sub-pools split the same M sub-vectors by position). The total was 83,876,356 before the
+    # encoder's input projection got its bias (2 x 512 more, in ENCODER_PARAMETERS).
+    assert head.table.pool.shape == (K, M // K, 512 // K)
     slim_head = M * 512 // K + num_words  # pool + biases
-    assert trainable(model) == ENCODER_PARAMETERS + 2 * slim_head == 83_876_356
+    assert slim_head == 4_000_002
+    assert trainable(model) == ENCODER_PARAMETERS + 2 * slim_head == 83_877_380
     full_head = num_words * (512 + 1)  # a full 512 x 800K softmax with biases
     assert full_head == 410_401_026 and full_head / slim_head > 100
     batch = Batch(instances)

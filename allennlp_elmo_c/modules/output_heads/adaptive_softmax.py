@@ -1,5 +1,5 @@
 import logging
-from typing import List
+from typing import List, Optional
 
 import torch
 
@@ -43,6 +43,11 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
         Each tail cluster's projection is `div_value` times smaller than the previous one's.
     head_bias : `bool`, optional (default = `False`)
         A bias in the head's linear layer.
+    positions_per_chunk : `int`, optional (default = `None`)
+        Score the training loss this many positions at a time, each chunk recomputed in the
+        backward pass (`VocabularyOutputHead`): the memory of the head's and the clusters'
+        log-probabilities grows with `positions_per_chunk` instead of the number of positions.
+        The loss and gradients are the same.
     """
 
     def __init__(
@@ -54,8 +59,9 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
         vocab_namespace: str = "tokens",
         div_value: float = 4.0,
         head_bias: bool = False,
+        positions_per_chunk: Optional[int] = None,
     ) -> None:
-        super().__init__(input_dim, target_dim, vocab, vocab_namespace)
+        super().__init__(input_dim, target_dim, vocab, vocab_namespace, positions_per_chunk)
         cutoffs = list(cutoffs)
         if not cutoffs or any(int(c) != c for c in cutoffs):
             raise ConfigurationError(f"adaptive_softmax: cutoffs must be integers, got {cutoffs}")
@@ -92,9 +98,10 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
             clusters.append(self._log_softmax(tail, hidden) + cluster_log_prob)
         return torch.cat(clusters, dim=1)
 
-    def loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
+    def full_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
         # `AdaptiveLogSoftmaxWithLoss.forward`, summed: each target's head entry (itself or its
-        # cluster) plus, for tail words, its log-probability within the cluster.
+        # cluster) plus, for tail words, its log-probability within the cluster. Exact, and
+        # cheaper than a softmax over `logits`; `loss` scores it in chunks of positions.
         adaptive = self.adaptive
         cutoffs = torch.tensor(adaptive.cutoffs[:-1], device=target_ids.device)
         cluster = torch.bucketize(target_ids, cutoffs, right=True)  # 0 = head

@@ -1,6 +1,7 @@
+import functools
 import logging
 import math
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import torch
 
@@ -73,14 +74,25 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
     """
     The original ELMo's output layer: in training, a sampled softmax (Jean et al. 2015) over the
     true word and `num_samples` distinct words drawn from a log-uniform (Zipfian) distribution
-    over the ids, shared by the batch; each logit is corrected by minus the log of its expected
-    count and samples equal to a position's true word ("accidental hits") are removed from that
-    position's softmax. In evaluation (`not self.training`) it is the full softmax of its
-    parent class, so validation perplexity is exact.
+    over the candidate ids, shared by the batch; each logit is corrected by minus the log of its
+    expected count and samples equal to a position's true word ("accidental hits") are removed
+    from that position's softmax. In evaluation (`not self.training`) it is the full softmax of
+    its parent class, so validation perplexity is exact.
+
+    The candidates are the ids that can be targets. `@@PADDING@@` (id 0 of a padded namespace)
+    never is one (the model scores only real positions, and a padding target is a
+    `ValueError`): it is never sampled, and its logit is -inf in the full softmax of evaluation
+    (training never moves its output vector or bias, so it must not take probability mass from
+    the words). `@@UNKNOWN@@` (id 1) stays a candidate: the `single_id` indexer reads every word
+    outside the vocabulary (e.g. under its `min_count`) as it, so it is a (frequent) target.
+    The sampler draws the candidates' ranks `r` in `[0, C)` (`C` = the number of candidates;
+    id = `r + 1` in a padded namespace) with P(r) = log((r + 2) / (r + 1)) / log(C + 1), and the
+    correction uses that same distribution.
 
     The log-uniform sampler assumes the ids are sorted by decreasing frequency, which is what a
-    `Vocabulary` built from instances does (`@@PADDING@@` = 0 and `@@UNKNOWN@@` = 1 come first
-    and are sampled often, so their scores are pushed down as for any frequent word).
+    `Vocabulary` built from instances does (`@@PADDING@@` = 0, never sampled, and
+    `@@UNKNOWN@@` = 1 come first; the latter is sampled often, so its score is pushed down as for
+    any frequent word).
 
     The output embedding options are those of `softmax`: with `freeze_output_embedding` and
     `output_embedding_fasttext` this is the paper's FIXED layer (a sampled softmax over a frozen
@@ -92,8 +104,13 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
     # Parameters
 
     num_samples : `int`, optional (default = `8192`)
-        Distinct negative samples per batch (ELMo's setting). Capped at half the vocabulary
+        Distinct negative samples per batch (ELMo's setting). Capped at half the candidates
         (beyond that drawing distinct ids gets slow and a full softmax costs about the same).
+    positions_per_chunk : `int`, optional (default = `None`)
+        Score the training loss this many positions at a time, each chunk recomputed in the
+        backward pass (`VocabularyOutputHead`): memory O(positions_per_chunk x num_samples)
+        instead of O(num_positions x num_samples) for the sampled logits. The samples are
+        drawn once per batch and shared by the chunks, so the loss and gradients are the same.
 
     The other parameters are those of `softmax`.
     """
@@ -109,6 +126,7 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
         tie_input_embedding: bool = False,
         freeze_output_embedding: bool = False,
         output_embedding_fasttext: Optional[str] = None,
+        positions_per_chunk: Optional[int] = None,
     ) -> None:
         super().__init__(
             input_dim,
@@ -119,41 +137,102 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
             tie_input_embedding=tie_input_embedding,
             freeze_output_embedding=freeze_output_embedding,
             output_embedding_fasttext=output_embedding_fasttext,
+            positions_per_chunk=positions_per_chunk,
         )
         if num_samples < 1:
             raise ConfigurationError(
                 f"sampled_softmax: num_samples must be >= 1, got {num_samples}"
             )
-        self.num_samples = min(num_samples, max(self.num_words // 2, 1))
+        # A padded namespace has @@PADDING@@ at id 0 (AllenNLP's Vocabulary always puts it
+        # there): the candidates are the ids after it.
+        self.first_candidate_id = 1 if vocab.is_padded(vocab_namespace) else 0
+        if self.first_candidate_id:
+            padding = vocab.get_token_index(vocab._padding_token, vocab_namespace)
+            if padding != 0:
+                raise ConfigurationError(
+                    f"sampled_softmax: @@PADDING@@ has id {padding} in {vocab_namespace!r}, "
+                    "expected 0"
+                )
+        self.num_candidates = self.num_words - self.first_candidate_id
+        self.num_samples = min(num_samples, max(self.num_candidates // 2, 1))
         if self.num_samples < num_samples:
             logger.warning(
-                "sampled_softmax: %d samples from a vocabulary of %d words; using %d",
+                "sampled_softmax: %d samples from %d candidate words; using %d",
                 num_samples,
-                self.num_words,
+                self.num_candidates,
                 self.num_samples,
             )
 
-    def loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
+    def draw_samples(self, device: torch.device) -> Tuple[torch.LongTensor, int]:
+        """
+        `num_samples` distinct candidate ids from the log-uniform distribution over the
+        candidates' ranks (`sample_log_uniform`), `(num_samples,)` on `device`, and the number
+        of draws it took.
+        """
+        ranks, num_tries = sample_log_uniform(self.num_candidates, self.num_samples, device)
+        return ranks + self.first_candidate_id, num_tries
+
+    def log_expected_counts(self, ids: torch.Tensor, num_tries: int) -> torch.Tensor:
+        """The sampled softmax's correction for candidate `ids` (any shape): the log of how
+        often each is expected among `num_tries` draws of `draw_samples`, float32."""
+        return expected_counts(ids - self.first_candidate_id, self.num_candidates, num_tries).log()
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The full softmax's logits `(num_positions, num_words)`, -inf for padding."""
+        logits = super().logits(hidden)
+        if self.first_candidate_id == 0:
+            return logits
+        excluded = torch.arange(self.num_words, device=logits.device) < self.first_candidate_id
+        return logits.masked_fill(excluded, float("-inf"))
+
+    def loss_function(
+        self, hidden: torch.Tensor, target_ids: torch.LongTensor
+    ) -> Tuple[Callable[..., torch.Tensor], Tuple[torch.Tensor, ...]]:
         if not self.training:
-            return super().loss(hidden, target_ids)
-        samples, num_tries = sample_log_uniform(self.num_words, self.num_samples, hidden.device)
+            return super().loss_function(hidden, target_ids)
+        if self.first_candidate_id and target_ids.numel():
+            if int(target_ids.min()) < self.first_candidate_id:
+                raise ValueError(
+                    "sampled_softmax: a target id is @@PADDING@@ (0), which is never sampled; "
+                    "padded positions must be masked out"
+                )
+        # Drawn once per batch and shared by every chunk of positions.
+        samples, num_tries = self.draw_samples(hidden.device)
+        sample_weights = torch.nn.functional.embedding(samples, self.output_embedding)
+        # Each sample's bias and correction, in float32 whatever the autocast dtype.
+        sample_offsets = self.output_bias[samples].float() - self.log_expected_counts(
+            samples, num_tries
+        )
+        shared = (samples, sample_weights, sample_offsets)
+        return functools.partial(self._sampled_loss, num_tries=num_tries), shared
+
+    def _sampled_loss(
+        self,
+        hidden: torch.Tensor,
+        target_ids: torch.LongTensor,
+        samples: torch.LongTensor,
+        sample_weights: torch.Tensor,
+        sample_offsets: torch.Tensor,
+        num_tries: int,
+    ) -> torch.Tensor:
+        """
+        The summed sampled-softmax negative log-likelihood of `target_ids` `(N,)` given
+        `hidden` `(N, input_dim)`, against `samples` `(S,)` (output vectors `sample_weights`
+        `(S, embedding_dim)`, bias minus log expected count `sample_offsets` `(S,)`).
+        """
         projected = self.project(hidden)
-        ids = torch.cat([target_ids, samples])
-        weights = torch.nn.functional.embedding(ids, self.output_embedding)
-        biases = self.output_bias[ids]
         count = target_ids.size(0)
+        target_weights = torch.nn.functional.embedding(target_ids, self.output_embedding)
         # A batched matrix product, like the sampled logits' (under autocast both then run in the
         # same precision; an elementwise product would stay in float32 and bias the softmax).
-        true_logits = torch.bmm(projected.unsqueeze(1), weights[:count].unsqueeze(2)).view(count)
-        true_logits = true_logits + biases[:count]
-        sampled_logits = projected @ weights[count:].t() + biases[count:]
+        true_logits = torch.bmm(projected.unsqueeze(1), target_weights.unsqueeze(2)).view(count)
         # The corrections and the softmax in float32 whatever the autocast dtype.
         true_logits = (
-            true_logits.float() - expected_counts(target_ids, self.num_words, num_tries).log()
+            true_logits.float()
+            + self.output_bias[target_ids].float()
+            - self.log_expected_counts(target_ids, num_tries)
         )
-        sampled_logits = (
-            sampled_logits.float() - expected_counts(samples, self.num_words, num_tries).log()
-        )
+        sampled_logits = (projected @ sample_weights.t()).float() + sample_offsets
         accidental_hits = samples.unsqueeze(0) == target_ids.unsqueeze(1)
         sampled_logits = sampled_logits.masked_fill(accidental_hits, float("-inf"))
         logits = torch.cat([true_logits.unsqueeze(1), sampled_logits], dim=1)

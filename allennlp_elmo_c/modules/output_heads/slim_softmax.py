@@ -17,12 +17,18 @@ logger = logging.getLogger(__name__)
 class SlimSoftmaxOutputHead(VocabularyOutputHead):
     """
     A full softmax over a closed vocabulary whose output word vectors are slim (Li et al.,
-    AAAI 2018): each is the concatenation of `num_subvectors` (K) sub-vectors from a shared
-    trainable pool of `pool_size` (M), by a fixed random assignment (seeded by `seed`, stored in
-    the weights). Logits use the paper's two-step computation: the hidden state's K chunks dotted
-    with every pool vector (O(M * input_dim) per position), then each word's logit as the sum of
-    its K partial products (O(V * K) per position); the `(V, input_dim)` matrix is never built.
-    Parameters: `M * input_dim / K` (+ `V` biases) instead of `V * input_dim` (+ `V`).
+    AAAI 2018, the paper's output layer): the vector of word `w` is the concatenation of
+    `num_subvectors` (K) sub-vectors of size `input_dim / K`, the `k`-th from its own trainable
+    sub-pool `S_k`; the K disjoint sub-pools hold `pool_size` (M) sub-vectors together, `M / K`
+    each. The assignment `a(w, k)` is fixed and random (one shuffle per sub-pool of `V K / M`
+    copies of its ids, seeded by `seed`, stored in the weights; `SlimTable`). The logit of `w`
+    for a hidden state split into K chunks `h_1..h_K` is `b_w + sum_k <h_k, S_k[a(w, k)]>`,
+    computed in the paper's two steps: each chunk `h_k` against every sub-vector of `S_k`
+    (O(M * input_dim / K) per position), then each word's sum of its K partial products
+    (O(V * K) per position); the `(V, input_dim)` matrix is never built.
+
+    Trainable parameters: `M * input_dim / K` (the sub-pools) + `V` (the biases, if `bias`)
+    instead of `V * input_dim` (+ `V`).
 
     The word vectors have the hidden state's size (`input_dim`); no projection is added.
 
@@ -31,13 +37,16 @@ class SlimSoftmaxOutputHead(VocabularyOutputHead):
     # Parameters
 
     input_dim : `int`
+        d, the hidden state's size; must be divisible by `num_subvectors`.
     target_dim : `int`
+        Filled in by the model (unused).
     vocab : `Vocabulary`
         Filled in by the model.
     num_subvectors : `int`
-        K; must divide `input_dim`.
+        K, the sub-vectors per word (and the number of sub-pools); must divide `input_dim`.
     pool_size : `int`
-        M (`M ** K >= vocabulary size` is required).
+        M, the trainable sub-vectors of all K sub-pools together: a multiple of K, with
+        `(M / K) ** K >= vocabulary size`.
     vocab_namespace : `str`, optional (default = `"tokens"`)
         The namespace of the `single_id` indexer named by the model's `target_ids_key`.
     embedding_dim : `int`, optional (default = `None`)
@@ -48,10 +57,10 @@ class SlimSoftmaxOutputHead(VocabularyOutputHead):
     seed : `int`, optional (default = `0`)
         Seeds the assignment of sub-vectors to words.
     positions_per_chunk : `int`, optional (default = `None`)
-        If given, the loss scores at most this many positions at a time and recomputes each
-        chunk's logits during the backward pass (gradient checkpointing), so memory grows with
-        `positions_per_chunk * V` instead of `num_positions * V`, for one more forward pass of
-        the logits. The loss and gradients are the same (up to float summation order).
+        If given, the training loss scores at most this many positions at a time and recomputes
+        each chunk's logits during the backward pass (`VocabularyOutputHead`), so memory grows
+        with `positions_per_chunk * V` instead of `num_positions * V`, for one more forward pass
+        of the logits. The loss and gradients are the same (up to float summation order).
     """
 
     def __init__(
@@ -80,7 +89,7 @@ class SlimSoftmaxOutputHead(VocabularyOutputHead):
 
     def scores(self, hidden: torch.Tensor) -> torch.Tensor:
         """The logits `(num_words, num_positions)`, words first, for `hidden`
-        `(num_positions, input_dim)`."""
+        `(num_positions, input_dim)` (`SlimTable.scores`, plus the biases)."""
         scores = self.table.scores(hidden)
         return scores if self.bias is None else scores + self.bias.unsqueeze(1)
 

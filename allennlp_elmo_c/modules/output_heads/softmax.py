@@ -78,6 +78,10 @@ class SoftmaxOutputHead(VocabularyOutputHead):
         Keeps the output embedding at its initial value (the bias still trains).
     output_embedding_fasttext : `str`, optional (default = `None`)
         A fastText `.bin` whose word vectors initialise the output embedding.
+    positions_per_chunk : `int`, optional (default = `None`)
+        Score the training loss this many positions at a time, each chunk recomputed in the
+        backward pass: memory O(positions_per_chunk x V) for the logits instead of
+        O(num_positions x V), the same loss and gradients (`VocabularyOutputHead`).
     """
 
     def __init__(
@@ -90,8 +94,9 @@ class SoftmaxOutputHead(VocabularyOutputHead):
         tie_input_embedding: bool = False,
         freeze_output_embedding: bool = False,
         output_embedding_fasttext: Optional[str] = None,
+        positions_per_chunk: Optional[int] = None,
     ) -> None:
-        super().__init__(input_dim, target_dim, vocab, vocab_namespace)
+        super().__init__(input_dim, target_dim, vocab, vocab_namespace, positions_per_chunk)
         name = type(self).__name__
         if tie_input_embedding and (freeze_output_embedding or output_embedding_fasttext):
             raise ConfigurationError(

@@ -1,5 +1,5 @@
 import logging
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
 from torch.utils.checkpoint import checkpoint
@@ -19,8 +19,10 @@ class VocabularyOutputHead(OutputHead):
     """
     The shared part of output heads that predict a word id from a closed vocabulary (softmax,
     sampled, adaptive, slim): the vocabulary size, the target ids, the selection of the real
-    positions and the summed negative log-likelihood. A subclass implements `logits` (full
-    scores over the vocabulary) and may override `loss` (e.g. a sampled loss in training).
+    positions, the summed negative log-likelihood and its computation in chunks of positions
+    (`positions_per_chunk`, see `loss`), which every such head therefore offers. A subclass
+    implements `logits` (full scores over the vocabulary) and may override `full_loss` (a
+    cheaper exact loss) or `loss_function` (e.g. a sampled loss in training).
 
     Not registered itself.
 
@@ -34,8 +36,11 @@ class VocabularyOutputHead(OutputHead):
     vocab_namespace : `str`, optional (default = `"tokens"`)
         The namespace of the `single_id` indexer named by the model's `target_ids_key`.
     positions_per_chunk : `int`, optional (default = `None`)
-        Score the training loss this many positions at a time, recomputing each chunk's logits in
-        the backward pass (see `loss`); the loss and gradients are the same.
+        If given (>= 1), the training loss scores at most this many positions at a time and
+        recomputes each chunk's logits in the backward pass (gradient checkpointing, see
+        `loss`): memory O(positions_per_chunk x V) instead of O(num_positions x V), for one
+        more forward pass of the logits. The loss and gradients are the same (up to float
+        summation order).
     """
 
     needs_target_ids = True
@@ -81,24 +86,49 @@ class VocabularyOutputHead(OutputHead):
     def loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
         """
         Summed negative log-likelihood of `target_ids` `(num_positions,)` given `hidden`
-        `(num_positions, input_dim)`: a full softmax (`full_loss`) unless a subclass
-        approximates it. Without gradients (validation) the positions are scored in chunks of at
-        most `EVAL_LOGITS_PER_CHUNK` logits: a full softmax over 800K words for a batch of 768
-        windows would otherwise need ~50 GB of logits at once. In training, chunks of
-        `positions_per_chunk` positions (if set) are recomputed in the backward pass (gradient
-        checkpointing): memory O(chunk x V) for one more forward pass of the logits.
+        `(num_positions, input_dim)`, by the per-chunk loss of `loss_function` (a full softmax,
+        `full_loss`, unless a subclass approximates it), in chunks of positions:
+
+        * in training (gradients enabled), chunks of `positions_per_chunk` positions if set, each
+          recomputed in the backward pass (gradient checkpointing): memory O(chunk x V) instead
+          of O(num_positions x V) for one more forward pass of the logits. The loss and the
+          gradients equal the unchunked ones (up to float summation order): every chunk uses
+          the same batch-level tensors (`loss_function`), e.g. the same negative samples;
+        * without gradients (validation), always chunks of at most `EVAL_LOGITS_PER_CHUNK`
+          logits: a full softmax over 800K words for a batch of 768 windows would otherwise need
+          ~50 GB of logits at once.
         """
-        if torch.is_grad_enabled():
-            chunk, score = self.positions_per_chunk, self._recomputed_loss
+        chunk_loss, shared = self.loss_function(hidden, target_ids)
+        recompute = torch.is_grad_enabled()
+        if recompute:
+            chunk = self.positions_per_chunk
         else:
-            chunk, score = max(1, EVAL_LOGITS_PER_CHUNK // self.num_words), self.full_loss
+            chunk = max(1, EVAL_LOGITS_PER_CHUNK // self.num_words)
         if chunk is None or hidden.size(0) <= chunk:
-            return self.full_loss(hidden, target_ids)
-        parts = [score(h, y) for h, y in zip(hidden.split(chunk), target_ids.split(chunk))]
+            return chunk_loss(hidden, target_ids, *shared)
+        parts = []
+        for hidden_chunk, targets_chunk in zip(hidden.split(chunk), target_ids.split(chunk)):
+            if recompute:
+                part = checkpoint(
+                    chunk_loss, hidden_chunk, targets_chunk, *shared, use_reentrant=False
+                )
+            else:
+                part = chunk_loss(hidden_chunk, targets_chunk, *shared)
+            parts.append(part)
         return torch.stack(parts).sum()
 
-    def _recomputed_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
-        return checkpoint(self.full_loss, hidden, target_ids, use_reentrant=False)
+    def loss_function(
+        self, hidden: torch.Tensor, target_ids: torch.LongTensor
+    ) -> Tuple[Callable[..., torch.Tensor], Tuple[torch.Tensor, ...]]:
+        """
+        What `loss` computes for the batch `hidden` `(num_positions, input_dim)`, `target_ids`
+        `(num_positions,)`: a function `chunk_loss(hidden_chunk, target_ids_chunk, *shared)`
+        giving the summed negative log-likelihood of a chunk of positions, and `shared`, the
+        tensors computed once per batch that every chunk uses (e.g. a sampled softmax's negative
+        samples, so that chunked and unchunked are the same loss). By default the full softmax,
+        `full_loss`, and nothing shared.
+        """
+        return self.full_loss, ()
 
     def full_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
         """The summed full-softmax negative log-likelihood (log-softmax in float32)."""

@@ -15,11 +15,14 @@ logger = logging.getLogger(__name__)
 @TokenEmbedder.register("slim_embedding")
 class SlimEmbedding(TokenEmbedder):
     """
-    A trainable word embedding with slim storage (Li et al., AAAI 2018): each word's vector is
-    the concatenation of `num_subvectors` sub-vectors from a shared pool of `pool_size`, chosen
-    by a fixed random assignment seeded by `seed` (stored in the weights, so archives reload it
-    exactly). `pool_size * embedding_dim / num_subvectors` parameters instead of
-    `vocab_size * embedding_dim`. Used like AllenNLP's `embedding` over a `single_id` indexer.
+    A trainable word embedding with slim storage (Li et al., AAAI 2018), in the same layout as
+    the `slim_softmax` output head (`SlimTable`): the vector of word `w` is the concatenation of
+    `num_subvectors` (K) sub-vectors of size `embedding_dim / K`, the `k`-th from its own
+    trainable sub-pool `S_k`; the K disjoint sub-pools hold `pool_size` (M) sub-vectors
+    together, `M / K` each. The assignment is fixed and random (seeded by `seed`, stored in the
+    weights, so archives reload it exactly). Trainable parameters: `M * embedding_dim / K`
+    instead of `vocab_size * embedding_dim`. Used like AllenNLP's `embedding` over a `single_id`
+    indexer.
 
     Registered as a `TokenEmbedder` with name "slim_embedding".
 
@@ -28,9 +31,10 @@ class SlimEmbedding(TokenEmbedder):
     embedding_dim : `int`
         Size of a word vector; must be divisible by `num_subvectors`.
     num_subvectors : `int`
-        K, the number of sub-vectors per word.
+        K, the number of sub-vectors per word (and of sub-pools).
     pool_size : `int`
-        M, the number of shared sub-vectors (`M ** K >= vocabulary size` is required).
+        M, the trainable sub-vectors of all K sub-pools together: a multiple of K, with
+        `(M / K) ** K >= vocabulary size`.
     num_embeddings : `int`, optional (default = `None`)
         The vocabulary size; by default the size of `vocab_namespace` in `vocab`.
     vocab_namespace : `str`, optional (default = `"tokens"`)

@@ -103,15 +103,21 @@ def test_training_loss_is_the_corrected_sampled_softmax_without_accidental_hits(
     sampled = head(num_samples=5)
     hidden, targets, mask = batch(sampled.num_words)
     targets[0, 0], targets[1, 0] = 3, 7  # both among the samples: accidental hits
-    samples, tries = torch.tensor([0, 3, 7, 2, 30]), 9
-    monkeypatch.setattr(sampled_module, "sample_log_uniform", lambda *args: (samples, tries))
+    # The sampler draws ranks among the candidates, the ids after @@PADDING@@ (id = rank + 1).
+    ranks, tries = torch.tensor([0, 2, 6, 1, 29]), 9
+    samples = ranks + 1
+    monkeypatch.setattr(sampled_module, "sample_log_uniform", lambda *args: (ranks, tries))
     sampled.train()
     loss = sampled(hidden, mask, target_ids=targets)["loss"].item()
 
     weight = sampled.output_embedding.detach().double().numpy()
     bias = sampled.output_bias.detach().double().numpy()
     states = sampled.project(hidden[mask]).detach().double().numpy()
-    log_q = lambda ids: np.log(1 - (1 - numpy_probability(ids, sampled.num_words)) ** tries)
+    # The correction: log-uniform over the 41 candidates' ranks (id - 1).
+    candidates = sampled.num_words - 1
+    log_q = lambda ids: np.log(
+        1 - (1 - numpy_probability(np.asarray(ids) - 1, candidates)) ** tries
+    )
     expected = 0.0
     for state, target in zip(states, targets[mask].tolist()):
         true = state @ weight[target] + bias[target] - log_q([target])[0]
@@ -124,8 +130,9 @@ def test_training_loss_is_the_corrected_sampled_softmax_without_accidental_hits(
 def test_training_gradient_reaches_only_targets_and_samples(monkeypatch):
     sampled = head(num_samples=4)
     hidden, targets, mask = batch(sampled.num_words)
-    samples = torch.tensor([0, 1, 5, 9])
-    monkeypatch.setattr(sampled_module, "sample_log_uniform", lambda *args: (samples, 6))
+    ranks = torch.tensor([0, 1, 5, 9])
+    samples = ranks + 1  # the ids after @@PADDING@@
+    monkeypatch.setattr(sampled_module, "sample_log_uniform", lambda *args: (ranks, 6))
     sampled(hidden, mask, target_ids=targets)["loss"].backward()
     touched = set(samples.tolist()) | set(targets[mask].tolist())
     rows_with_gradient = set(torch.nonzero(sampled.output_embedding.grad.abs().sum(1)).view(-1))
@@ -141,7 +148,10 @@ def test_evaluation_is_the_full_softmax():
         hidden[mask].double().numpy() @ sampled.output_embedding.detach().double().numpy().T
         + sampled.output_bias.detach().double().numpy()
     )
+    # @@PADDING@@ (0) is no candidate: training never moves its logit, which takes no mass.
+    logits[:, 0] = -np.inf
     assert loss == pytest.approx(reference_nll(logits, targets[mask].numpy()), rel=1e-5)
+    assert sampled.logits(hidden[mask])[:, 0].eq(float("-inf")).all()
     # ... and differs from the (random) sampled loss of training.
     sampled.train()
     assert sampled(hidden, mask, target_ids=targets)["loss"].item() != pytest.approx(loss)
@@ -155,7 +165,7 @@ def test_built_by_name_with_elmos_default_and_capped_for_small_vocabularies():
         vocab=vocabulary([f"w{i}" for i in range(20_000)]),
     )
     assert isinstance(built, SampledSoftmaxOutputHead) and built.num_samples == 8192
-    assert head(num_samples=8192).num_samples == 21  # 42 ids: half of them
+    assert head(num_samples=8192).num_samples == 20  # 41 candidates (42 ids - padding): half
     with pytest.raises(ConfigurationError, match="num_samples"):
         head(num_samples=0)
 
@@ -201,3 +211,54 @@ def test_autocast_training_loss_is_float32():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         loss = sampled(hidden, mask, target_ids=targets)["loss"]
     assert loss.dtype == torch.float32 and torch.isfinite(loss)
+
+
+def test_padding_is_never_sampled_and_the_correction_is_the_samplers_distribution():
+    sampled = head(num_samples=1)
+    assert (sampled.first_candidate_id, sampled.num_candidates) == (1, sampled.num_words - 1)
+    torch.manual_seed(0)
+    draws = 6000
+    first = []
+    for _ in range(draws):
+        ids, tries = sampled.draw_samples(torch.device("cpu"))
+        assert tries == 1  # one distinct sample takes one draw
+        first.append(int(ids[0]))
+    counts = np.bincount(first, minlength=sampled.num_words)
+    assert counts[0] == 0  # @@PADDING@@
+    assert counts[1] > 0  # @@UNKNOWN@@ is a target (words under min_count), so a candidate
+    # With one draw the expected count is the probability of each id: a distribution over the
+    # candidates only, which the draws follow.
+    ids = torch.arange(1, sampled.num_words)
+    probabilities = sampled.log_expected_counts(ids, 1).double().exp().numpy()
+    assert probabilities.sum() == pytest.approx(1.0, abs=1e-5)
+    expected = probabilities * draws
+    assert np.all(np.abs(counts[1:] - expected) < 4.5 * np.sqrt(expected) + 1), (counts, expected)
+
+
+def test_over_many_batches_padding_never_appears_and_expected_counts_match_the_draws():
+    # Several distinct samples per batch: how often each id is among a batch's samples, against
+    # the mean of the expected counts the correction uses for it.
+    sampled = head(num_samples=8)
+    torch.manual_seed(1)
+    batches = 3000
+    seen = np.zeros(sampled.num_words)
+    expected = np.zeros(sampled.num_words)
+    all_ids = torch.arange(1, sampled.num_words)
+    for _ in range(batches):
+        ids, tries = sampled.draw_samples(torch.device("cpu"))
+        assert len(set(ids.tolist())) == 8 and int(ids.min()) >= 1
+        seen[ids.numpy()] += 1
+        expected[1:] += sampled.log_expected_counts(all_ids, tries).double().exp().numpy()
+    assert seen[0] == 0 and expected[0] == 0
+    assert seen.sum() == 8 * batches
+    # TensorFlow's correction 1 - (1 - p)^tries ignores that `tries` depends on the draws; it
+    # stays within a few percent of the inclusion frequencies here.
+    np.testing.assert_allclose(seen[1:] / batches, expected[1:] / batches, rtol=0.1, atol=0.01)
+
+
+def test_training_with_a_padding_target_is_an_error():
+    sampled = head()
+    hidden, targets, mask = batch(sampled.num_words)
+    targets[0, 0] = 0
+    with pytest.raises(ValueError, match="PADDING"):
+        sampled(hidden, mask, target_ids=targets)

@@ -19,14 +19,17 @@ def vocabulary() -> Vocabulary:
 
 
 def embedder(**kwargs) -> SlimEmbedding:
-    options = {"type": "slim_embedding", "embedding_dim": 6, "num_subvectors": 2, "pool_size": 5}
+    # 2 sub-pools of 4 sub-vectors of 3 (4 ** 2 = 16 combinations for 10 words).
+    options = {"type": "slim_embedding", "embedding_dim": 6, "num_subvectors": 2, "pool_size": 8}
     options.update(kwargs)
     return TokenEmbedder.from_params(Params(options), vocab=vocabulary())
 
 
 def full_matrix(slim: SlimEmbedding) -> torch.Tensor:
+    """The dense (V, d) matrix from the assignment: column block k of word w is S_k[a(w, k)]."""
     table = slim.table
-    return table.pool[table.assignment.long()].reshape(table.num_words, table.embedding_dim)
+    assignment = table.assignment.long()
+    return torch.cat([table.pool[k][assignment[:, k]] for k in range(2)], dim=1)
 
 
 def test_vectors_and_gradients_equal_rows_of_the_full_matrix():
@@ -44,16 +47,43 @@ def test_vectors_and_gradients_equal_rows_of_the_full_matrix():
     (expected * weights).sum().backward()
     torch.testing.assert_close(vectors, expected)
     torch.testing.assert_close(ours, slim.table.pool.grad)
-    # A word's vector is its K sub-vectors, concatenated in order.
+    # A word's vector is its K sub-vectors, concatenated in order, the k-th from sub-pool k.
     first, second = slim.table.assignment[3].tolist()
     torch.testing.assert_close(
-        vectors[0, 1], torch.cat([slim.table.pool[first], slim.table.pool[second]])
+        vectors[0, 1], torch.cat([slim.table.pool[0, first], slim.table.pool[1, second]])
+    )
+
+
+def test_gradcheck_of_the_vectors_in_float64():
+    slim = embedder().double()
+    pool = slim.table.pool.detach().clone().requires_grad_(True)
+    ids = torch.tensor([[2, 3, 4, 0], [9, 9, 1, 0]])
+    vectors = lambda p: torch.func.functional_call(slim, {"table.pool": p}, (ids,))
+    assert torch.autograd.gradcheck(vectors, (pool,))
+
+
+def test_same_layout_as_the_slim_softmax_head():
+    from allennlp_elmo_c.modules.output_heads.slim_softmax import SlimSoftmaxOutputHead
+
+    vocab = vocabulary()
+    torch.manual_seed(0)
+    output = SlimSoftmaxOutputHead(6, 6, vocab, num_subvectors=2, pool_size=8, seed=7)
+    slim = embedder(seed=7)
+    assert torch.equal(output.table.assignment, slim.table.assignment)
+    with torch.no_grad():
+        slim.table.pool.copy_(output.table.pool)
+    hidden = torch.randn(3, 6)
+    ids = torch.arange(slim.table.num_words)
+    torch.testing.assert_close(
+        output.logits(hidden) - output.bias, hidden @ slim(ids).t(), atol=1e-6, rtol=1e-6
     )
 
 
 def test_only_the_pool_is_trainable():
-    slim = embedder(pool_size=4)
-    assert {name: tuple(p.shape) for name, p in slim.named_parameters()} == {"table.pool": (4, 3)}
+    slim = embedder(pool_size=8)
+    # M d / K = 8 * 6 / 2 numbers: 2 sub-pools of 4 sub-vectors of 3.
+    shapes = {name: tuple(p.shape) for name, p in slim.named_parameters()}
+    assert shapes == {"table.pool": (2, 4, 3)}
     assert set(slim.state_dict()) == {"table.pool", "table.assignment"}
 
 
@@ -68,7 +98,7 @@ def test_embed_strings_uses_the_vocabulary_and_unknown_for_oov():
 def test_embed_strings_errors():
     with pytest.raises(ConfigurationError, match="no unknown token"):
         embedder(vocab_namespace="tags").embed_strings(["z"])
-    plain = SlimEmbedding(embedding_dim=4, num_subvectors=2, pool_size=3, num_embeddings=9)
+    plain = SlimEmbedding(embedding_dim=4, num_subvectors=2, pool_size=6, num_embeddings=9)
     assert plain.table.num_words == 9
     with pytest.raises(ConfigurationError, match="needs the vocabulary"):
         plain.embed_strings(["the"])
@@ -82,8 +112,9 @@ def test_seed_fixes_the_assignment():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"num_subvectors": 4}, "not divisible"),
-        ({"pool_size": 3}, "too small"),  # 3 ** 2 = 9 < 10 words
+        ({"num_subvectors": 4}, "embedding_dim 6 is not divisible"),
+        ({"pool_size": 7}, "pool_size 7 is not divisible"),
+        ({"pool_size": 6}, "too small"),  # sub-pools of 3: 3 ** 2 = 9 < 10 words
     ],
 )
 def test_bad_configs_are_configuration_errors(options, message):
@@ -93,7 +124,7 @@ def test_bad_configs_are_configuration_errors(options, message):
 
 def test_needs_a_vocabulary_or_a_size():
     with pytest.raises(ConfigurationError, match="num_embeddings or a vocabulary"):
-        SlimEmbedding(embedding_dim=4, num_subvectors=2, pool_size=3)
+        SlimEmbedding(embedding_dim=4, num_subvectors=2, pool_size=6)
 
 
 def test_out_of_range_ids_are_an_error():
