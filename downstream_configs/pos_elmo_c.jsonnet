@@ -1,0 +1,74 @@
+// Part-of-speech tagging with the CRF tagger: the same input as ner_elmo_c.jsonnet (a 50-d word
+// embedding + character CNN 128 + ELMo-C), one BiLSTM layer of 200, token accuracy. Data: one
+// sentence per line, `word###tag` tokens (AllenNLP's `sequence_tagging` reader), e.g. the Brown
+// corpus files made by benchmarks/quality.py. With ELMO_C_BASELINE=fasttext the ELMo-C slot holds
+// the fastText vectors instead (the no-context baseline). The sizes assume a paper-size archive
+// (1024-d); for another one set `model.encoder.input_size` to 50 + 128 + its output size
+// (2 x projection_size), e.g. -o '{"model.encoder.input_size": 434}' for the demo's 256-d.
+//
+//   POS_DATA_DIR=tasks/pos ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin \
+//   ELMO_C_BASELINE=none allennlp train downstream_configs/pos_elmo_c.jsonnet -s runs/pos \
+//       --include-package allennlp_elmo_c
+local fasttext = std.extVar('ELMO_C_FASTTEXT');
+local data = std.extVar('POS_DATA_DIR');
+local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
+local context_dim = 1024;
+
+{
+  dataset_reader: {
+    type: 'sequence_tagging',
+    token_indexers: {
+      tokens: { type: 'single_id', lowercase_tokens: true },
+      token_characters: { type: 'characters', min_padding_length: 3 },
+      elmo: { type: 'fasttext_subwords', model_path: fasttext },
+    },
+  },
+  train_data_path: data + '/train.txt',
+  validation_data_path: data + '/dev.txt',
+  model: {
+    type: 'crf_tagger',
+    dropout: 0.5,
+    include_start_end_transitions: false,
+    text_field_embedder: {
+      token_embedders: {
+        tokens: { type: 'embedding', embedding_dim: 50, trainable: true },
+        elmo: if use_elmo_c then {
+          type: 'elmo_c_token_embedder',
+          archive_file: std.extVar('ELMO_C_ARCHIVE'),
+          fasttext_path: fasttext,
+          do_layer_norm: false,
+          dropout: 0.0,
+        } else { type: 'fasttext', model_path: fasttext },
+        token_characters: {
+          type: 'character_encoding',
+          embedding: { embedding_dim: 16, vocab_namespace: 'token_characters' },
+          encoder: {
+            type: 'cnn',
+            embedding_dim: 16,
+            num_filters: 128,
+            ngram_filter_sizes: [3],
+            conv_layer_activation: 'relu',
+          },
+        },
+      },
+    },
+    encoder: {
+      type: 'lstm',
+      input_size: 50 + 128 + (if use_elmo_c then context_dim else 300),
+      hidden_size: 200,
+      num_layers: 1,
+      bidirectional: true,
+    },
+    regularizer: { regexes: [['scalar_parameters', { type: 'l2', alpha: 0.1 }]] },
+  },
+  data_loader: { batch_size: 32, shuffle: true },
+  validation_data_loader: { batch_size: 128, shuffle: false },
+  trainer: {
+    optimizer: { type: 'adam', lr: 0.001 },
+    checkpointer: { keep_most_recent_by_count: 1 },
+    validation_metric: '+accuracy',
+    num_epochs: 30,
+    grad_norm: 5.0,
+    patience: 5,
+  },
+}
