@@ -119,7 +119,13 @@ def allennlp_train(
     environment: Dict[str, str],
     threads: int,
 ) -> dict:
-    """`allennlp train` in a subprocess (its log in the run directory); returns metrics.json."""
+    """
+    `allennlp train` in a subprocess (its log beside the run directory); returns metrics.json.
+    A run that finished (its model.tar.gz, written atomically, and metrics.json exist) is reused.
+    """
+    metrics = serialization_dir / "metrics.json"
+    if (serialization_dir / "model.tar.gz").is_file() and metrics.is_file():
+        return json.loads(metrics.read_text())
     if serialization_dir.exists():  # an interrupted run: start it again
         shutil.rmtree(serialization_dir)
     serialization_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -321,6 +327,8 @@ def pretrain_step(args, system: str, batches: int, corpus: dict, vectors: dict) 
 
 def trainable_parameters(archive: Path) -> int:
     from allennlp.models.archival import load_archive
+
+    import allennlp_elmo_c  # noqa: F401  (registers the archive's components)
 
     model = load_archive(str(archive)).model
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
