@@ -29,10 +29,9 @@ import torch
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
-from allennlp.data import Batch, Instance, Token, TokenIndexer
-from allennlp.data.fields import TextField
 
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.common.text import decode_line
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, batch_to_ids
 from allennlp_elmo_c.modules.subword_representations import load_representations
 
 logger = logging.getLogger(__name__)
@@ -54,18 +53,42 @@ def embed_file(
     Embeds every line of `input_file` (whitespace-tokenized) and writes `output_file` (HDF5).
     Returns its path. See the module docstring for the layout.
     """
+    input_file, output_file = Path(input_file), Path(output_file)
+    _check_arguments(input_file, output_file, output_mode, batch_size, max_sentence_length)
+    sentences = read_sentences(input_file)
+    _check_lengths(sentences, input_file, max_sentence_length)
+    representations = load_representations(
+        str(archive_file), num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
+    ).eval()
+    device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
+    representations.to(device)
+    partial = output_file.with_name(output_file.name + ".partial")
+    with h5py.File(partial, "a") as out:
+        todo = _sentences_to_do(out, sentences, partial)
+        _write_empty_sentences(out, sentences, todo, representations, output_mode, input_file)
+        _write_embeddings(out, sentences, todo, representations, output_mode, batch_size, device)
+        _write_sentence_index(out, sentences)
+    os.replace(partial, output_file)
+    return output_file
+
+
+def _check_arguments(
+    input_file: Path, output_file: Path, output_mode: str, batch_size: int, max_sentence_length: int
+) -> None:
     if output_mode not in OUTPUT_MODES:
         raise ConfigurationError(f"elmo-c-embed: output mode must be one of {OUTPUT_MODES}")
     if batch_size < 1:
         raise ConfigurationError("elmo-c-embed: batch size must be >= 1")
     if max_sentence_length < 1:
         raise ConfigurationError("elmo-c-embed: max sentence length must be >= 1")
-    input_file, output_file = Path(input_file), Path(output_file)
     if not input_file.is_file():
         raise ConfigurationError(f"elmo-c-embed: input file {input_file} does not exist")
     if output_file.exists():
         raise ConfigurationError(f"elmo-c-embed: {output_file} exists; remove it to re-embed")
-    sentences = read_sentences(input_file)
+
+
+def _check_lengths(sentences: List[List[str]], input_file: Path, max_sentence_length: int) -> None:
+    """Stops before anything is embedded if a sentence is longer than the maximum."""
     too_long = [
         i + 1 for i, sentence in enumerate(sentences) if len(sentence) > max_sentence_length
     ]
@@ -75,68 +98,85 @@ def embed_file(
             f"{max_sentence_length} tokens (line {', '.join(map(str, too_long[:5]))}"
             f"{', ...' if len(too_long) > 5 else ''}); split them or raise --max-sentence-length"
         )
-    representations = load_representations(
-        str(archive_file), num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
-    ).eval()
-    device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
-    representations.to(device)
-    indexer = representations.word_indexer()
-    partial = output_file.with_name(output_file.name + ".partial")
-    with h5py.File(partial, "a") as out:
-        todo = [index for index in range(len(sentences)) if str(index) not in out]
-        if len(todo) < len(sentences):
-            logger.info(
-                "Resuming %s: %d of %d sentences done",
-                partial,
-                len(sentences) - len(todo),
-                len(sentences),
-            )
-        empty = [index for index in todo if not sentences[index]]
-        for index in empty:
-            shape = (0, representations.get_output_dim())
-            if output_mode == "all":
-                shape = (representations.num_layers,) + shape
-            out.create_dataset(str(index), shape, dtype="float32")
-        if empty:
-            logger.warning(
-                "%s: %d empty line(s) written as 0-token entries", input_file, len(empty)
-            )
-        # Longest first: padding stays small and a batch that does not fit fails at once.
-        todo = sorted((i for i in todo if sentences[i]), key=lambda i: -len(sentences[i]))
-        for start in Tqdm.tqdm(range(0, len(todo), batch_size), desc="embedding"):
-            chunk = todo[start : start + batch_size]
-            vectors = _embed([sentences[i] for i in chunk], representations, indexer, device)
-            for index, layers in zip(chunk, vectors):
-                if output_mode == "top":
-                    layers = layers[-1]
-                elif output_mode == "average":
-                    layers = layers.mean(axis=0)
-                out.create_dataset(str(index), data=layers)
-            out.flush()
-        if "sentence_to_index" in out:
-            del out["sentence_to_index"]
-        mapping = {" ".join(sentence): str(index) for index, sentence in enumerate(sentences)}
-        out.create_dataset("sentence_to_index", data=numpy.array([json.dumps(mapping)], dtype=object),
-                           dtype=h5py.string_dtype())  # fmt: skip
-    os.replace(partial, output_file)
-    return output_file
+
+
+def _sentences_to_do(out: h5py.File, sentences: List[List[str]], partial: Path) -> List[int]:
+    """The indices of the sentences not yet in `out` (a resumed run has some)."""
+    todo = [index for index in range(len(sentences)) if str(index) not in out]
+    if len(todo) < len(sentences):
+        logger.info(
+            "Resuming %s: %d of %d sentences done",
+            partial,
+            len(sentences) - len(todo),
+            len(sentences),
+        )
+    return todo
+
+
+def _write_empty_sentences(
+    out: h5py.File,
+    sentences: List[List[str]],
+    todo: List[int],
+    representations: ElmoCRepresentations,
+    output_mode: str,
+    input_file: Path,
+) -> None:
+    """Empty lines: `(num_layers, 0, dim)` entries (`(0, dim)` unless `--all`)."""
+    empty = [index for index in todo if not sentences[index]]
+    for index in empty:
+        shape = (0, representations.get_output_dim())
+        if output_mode == "all":
+            shape = (representations.num_layers,) + shape
+        out.create_dataset(str(index), shape, dtype="float32")
+    if empty:
+        logger.warning("%s: %d empty line(s) written as 0-token entries", input_file, len(empty))
+
+
+def _write_embeddings(
+    out: h5py.File,
+    sentences: List[List[str]],
+    todo: List[int],
+    representations: ElmoCRepresentations,
+    output_mode: str,
+    batch_size: int,
+    device: torch.device,
+) -> None:
+    """Embeds the non-empty sentences of `todo` in batches and writes each, flushing after
+    every batch (so a resumed run loses at most one)."""
+    # Longest first: padding stays small and a batch that does not fit fails at once.
+    todo = sorted((i for i in todo if sentences[i]), key=lambda i: -len(sentences[i]))
+    for start in Tqdm.tqdm(range(0, len(todo), batch_size), desc="embedding"):
+        chunk = todo[start : start + batch_size]
+        vectors = _embed([sentences[i] for i in chunk], representations, device)
+        for index, layers in zip(chunk, vectors):  # (num_layers, num_tokens, dim)
+            if output_mode == "top":
+                layers = layers[-1]  # (num_tokens, dim)
+            elif output_mode == "average":
+                layers = layers.mean(axis=0)  # (num_tokens, dim)
+            out.create_dataset(str(index), data=layers)
+        out.flush()
+
+
+def _write_sentence_index(out: h5py.File, sentences: List[List[str]]) -> None:
+    """The `sentence_to_index` JSON dataset (rewritten on a resumed run)."""
+    if "sentence_to_index" in out:
+        del out["sentence_to_index"]
+    mapping = {" ".join(sentence): str(index) for index, sentence in enumerate(sentences)}
+    out.create_dataset("sentence_to_index", data=numpy.array([json.dumps(mapping)], dtype=object),
+                       dtype=h5py.string_dtype())  # fmt: skip
 
 
 def read_sentences(input_file: Path) -> List[List[str]]:
-    """Whitespace-tokenized lines; bytes that are not UTF-8 and NUL characters are counted."""
+    """Whitespace-tokenized lines, decoded by `decode_line`; lines with bytes that are not UTF-8
+    and with NUL characters are counted and logged."""
     sentences, undecodable, with_nul = [], [], []
     with open(input_file, "rb") as lines:
         for number, raw in enumerate(lines, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                line = raw.decode("utf-8", errors="replace")
+            line, bad_bytes, had_nul = decode_line(raw, first=number == 1)
+            if bad_bytes:
                 undecodable.append(number)
-            if "\x00" in line:
-                line = line.replace("\x00", " ")
+            if had_nul:
                 with_nul.append(number)
-            if number == 1 and line.startswith("\ufeff"):
-                line = line[1:]
             sentences.append(line.split())
     for problem, numbers in (("bytes that are not UTF-8 (read as U+FFFD)", undecodable),
                              ("NUL characters (read as spaces)", with_nul)):  # fmt: skip
@@ -155,17 +195,11 @@ def read_sentences(input_file: Path) -> List[List[str]]:
 def _embed(
     sentences: List[List[str]],
     representations: ElmoCRepresentations,
-    indexer: TokenIndexer,
     device: torch.device,
 ) -> List[numpy.ndarray]:
     """`(num_layers, len(sentence), dim)` per sentence, boundaries removed."""
-    fields = [
-        TextField([Token(word) for word in sentence], {"words": indexer}) for sentence in sentences
-    ]
-    batch = Batch([Instance({"tokens": field}) for field in fields])
-    batch.index_instances(representations.vocab)
-    tensors = {k: v.to(device) for k, v in batch.as_tensor_dict()["tokens"]["words"].items()}
-    layers, _ = representations.layers(**tensors)
+    tensors = batch_to_ids(sentences, representations.word_indexer(), representations.vocab)
+    layers, _ = representations.layers(**{k: v.to(device) for k, v in tensors.items()})
     stacked = torch.stack(layers, dim=1).float().cpu().numpy()  # (batch, layers, time + 2, dim)
     return [stacked[row, :, 1 : len(sentence) + 1] for row, sentence in enumerate(sentences)]
 

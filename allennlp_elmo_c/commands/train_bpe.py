@@ -30,6 +30,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import namespace_match
 from allennlp.data.vocabulary import DEFAULT_NON_PADDED_NAMESPACES, DEFAULT_OOV_TOKEN, Vocabulary
 
+from allennlp_elmo_c.common.text import decode_line
 from allennlp_elmo_c.data.build_cache import is_built, write_manifest
 
 logger = logging.getLogger(__name__)
@@ -144,13 +145,13 @@ def train_bpe(
 
 
 def _line_batches(corpus: Path, batch_size: int = 1000) -> Iterator[List[str]]:
-    """The corpus lines as the `lm_corpus` reader reads them (UTF-8 with replacement, NUL as a
-    space), words re-joined with single spaces (Python's notion of whitespace, as at tokenization
-    time), in batches."""
+    """The corpus lines as the `lm_corpus` reader reads them (`decode_line`: UTF-8 with
+    replacement, NUL as a space, no byte order mark), words re-joined with single spaces (Python's
+    notion of whitespace, as at tokenization time), in batches."""
     batch: List[str] = []
-    with open(corpus, encoding="utf-8", errors="replace", newline="\n") as lines:
-        for line in lines:
-            words = line.replace("\x00", " ").split()
+    with open(corpus, "rb") as lines:
+        for number, raw in enumerate(lines):
+            words = decode_line(raw, first=number == 0)[0].split()
             if words:
                 batch.append(" ".join(words))
             if len(batch) == batch_size:

@@ -1,25 +1,36 @@
 import logging
 import math
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
 from allennlp.common import Lazy
-from allennlp.common.checks import ConfigurationError
+from allennlp.common.checks import ConfigurationError, check_dimensions_match
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
-from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
+from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder, TokenEmbedder
 from allennlp.nn import InitializerApplicator
 from allennlp.common.util import is_distributed
 from allennlp.nn.util import get_text_field_mask
 
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
+from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
+from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 
 logger = logging.getLogger(__name__)
 
 DIRECTIONS = ("forward", "backward")
+
+
+class _HeadInputs(NamedTuple):
+    """One direction's inputs to its output head, all `(batch, timesteps - 1, ...)`."""
+
+    states: torch.Tensor
+    mask: torch.BoolTensor
+    target_vectors: torch.Tensor
+    target_ids: Optional[torch.LongTensor]
 
 
 @Model.register("elmo_c")
@@ -93,11 +104,12 @@ class ElmoC(Model):
             raise ConfigurationError(
                 "elmo_c needs a bidirectional contextualizer (forward || backward)"
             )
-        if text_field_embedder.get_output_dim() != contextualizer.get_input_dim():
-            raise ConfigurationError(
-                f"elmo_c: the embedder's output ({text_field_embedder.get_output_dim()}) does not "
-                f"match the contextualizer's input ({contextualizer.get_input_dim()})"
-            )
+        check_dimensions_match(
+            text_field_embedder.get_output_dim(),
+            contextualizer.get_input_dim(),
+            "elmo_c: the embedder's output dimension",
+            "the contextualizer's input dimension",
+        )
         hidden_dim = contextualizer.get_output_dim() // 2
         target_dim = (target_embedder or text_field_embedder).get_output_dim()
 
@@ -114,7 +126,7 @@ class ElmoC(Model):
         self._heads: Optional[torch.nn.ModuleDict] = torch.nn.ModuleDict(
             {f"{d}_lm": shared if shared is not None else build_head() for d in DIRECTIONS}
         )
-        needs_ids = [getattr(head, "needs_target_ids", False) for head in self._heads.values()]
+        needs_ids = [head.needs_target_ids for head in self._heads.values()]
         if any(needs_ids) and target_ids_key is None:
             raise ConfigurationError(
                 "elmo_c: this output head predicts vocabulary ids; set model.target_ids_key to "
@@ -122,7 +134,7 @@ class ElmoC(Model):
             )
         # Heads whose loss is a negative log-likelihood also report perplexity.
         self._perplexity_directions = [
-            d for d in DIRECTIONS if getattr(self._heads[f"{d}_lm"], "reports_perplexity", False)
+            d for d in DIRECTIONS if self._heads[f"{d}_lm"].reports_perplexity
         ]
         self._dropout = torch.nn.Dropout(dropout)
         # Metric name -> [sum, count] as tensors on the model's device: updated every batch
@@ -145,16 +157,32 @@ class ElmoC(Model):
         words = [word for word in dict.fromkeys(line.strip() for line in lines) if word]
         if not words:
             raise ConfigurationError(f"elmo_c: nearest_neighbour_words file {path} is empty")
-        if not hasattr(self._single_target_token_embedder(), "embed_strings"):
+        if not isinstance(self._single_target_token_embedder(), StringEmbedder):
             raise ConfigurationError(
                 "elmo_c: nearest_neighbour_words needs a fasttext target embedder"
             )
         return words
 
-    def _single_target_token_embedder(self):
+    def _single_target_token_embedder(self) -> Optional[TokenEmbedder]:
         embedder = self._target_embedder or self._text_field_embedder
-        token_embedders = list(getattr(embedder, "_token_embedders", {}).values())
-        return token_embedders[0] if len(token_embedders) == 1 else None
+        embedders = list(token_embedders(embedder).values())
+        return embedders[0] if len(embedders) == 1 else None
+
+    @property
+    def text_field_embedder(self) -> TextFieldEmbedder:
+        """The input embedder."""
+        return self._text_field_embedder
+
+    @property
+    def input_token_embedders(self) -> Dict[str, TokenEmbedder]:
+        """The input embedder's token embedders by indexer key (`{}` if it is not a `basic` or
+        `subset` text field embedder)."""
+        return token_embedders(self._text_field_embedder)
+
+    @property
+    def contextualizer(self) -> Seq2SeqEncoder:
+        """The bidirectional encoder (forward || backward)."""
+        return self._contextualizer
 
     def num_layers(self) -> int:
         """Number of representations a downstream ScalarMix mixes: input layer + LSTM layers."""
@@ -192,65 +220,117 @@ class ElmoC(Model):
         contextualizer returns all layers), `noncontextual_token_embeddings`
         `(batch_size, timesteps, embedding_dim)` and `mask` `(batch_size, timesteps)`.
         """
-        target_ids = None
-        if self._target_ids_key is not None:
-            if self._target_ids_key not in tokens:
-                raise ConfigurationError(
-                    f"elmo_c: target_ids_key {self._target_ids_key!r} is not among the token "
-                    f"indexers ({sorted(tokens)})"
-                )
-            if "tokens" not in tokens[self._target_ids_key]:
-                raise ConfigurationError(
-                    f"elmo_c: target_ids_key {self._target_ids_key!r} must name a single_id "
-                    f"indexer (its outputs are {sorted(tokens[self._target_ids_key])})"
-                )
-            target_ids = tokens[self._target_ids_key]["tokens"]
-            if self._target_ids_key not in getattr(
-                self._text_field_embedder, "_token_embedders", {}
-            ):
-                tokens = {k: v for k, v in tokens.items() if k != self._target_ids_key}
-        mask = get_text_field_mask(tokens)
-        embeddings = self._text_field_embedder(tokens)
-        contextual = self._contextualizer(self._dropout(embeddings), mask)
-        output = {
-            "lm_embeddings": contextual,
-            "noncontextual_token_embeddings": embeddings,
-            "mask": mask,
-        }
+        tokens, target_ids = self._take_target_ids(tokens)
+        output = self._encode_tokens(tokens)
         if self._heads is None:
             return output
+        contextual = output["lm_embeddings"]
         top = contextual[-1] if isinstance(contextual, list) else contextual
-        hidden = dict(zip(DIRECTIONS, self._dropout(top).chunk(2, dim=-1)))
-        targets = embeddings if self._target_embedder is None else self._target_embedder(tokens)
-        pair_mask = mask[:, 1:]  # position t and t + 1 are both real tokens
-        inputs = {
-            "forward": (hidden["forward"][:, :-1], targets[:, 1:], slice(1, None)),
-            "backward": (hidden["backward"][:, 1:], targets[:, :-1], slice(None, -1)),
-        }
+        embeddings = output["noncontextual_token_embeddings"]
         losses = []
-        for direction, (states, target_vectors, shift) in inputs.items():
-            head = self._heads[f"{direction}_lm"]
-            result = head(
-                states,
-                pair_mask,
-                target_embeddings=target_vectors,
-                target_ids=None if target_ids is None else target_ids[:, shift],
+        shifted = self._shift_targets(top, embeddings, tokens, target_ids, output["mask"])
+        for direction, step in shifted:
+            result = self._heads[f"{direction}_lm"](
+                step.states,
+                step.mask,
+                target_embeddings=step.target_vectors,
+                target_ids=step.target_ids,
             )
-            count = result["count"]
-            loss = result["loss"] / count.clamp(min=1)
-            output[f"{direction}_loss"] = loss
-            if "predictions" in result:
-                output[f"{direction}_predictions"] = result["predictions"]
-            losses.append(loss)
-            self._record(f"{direction}_loss", result["loss"].detach(), count)
-            if "predictions" in result:
-                self._update_vector_metrics(
-                    direction, result["predictions"], target_vectors, pair_mask
-                )
+            losses.append(self._direction_outputs(direction, result, step, output))
         output["loss"] = 0.5 * (losses[0] + losses[1])
         if self.training:
             self._check_finite(losses)
         return output
+
+    def _take_target_ids(
+        self, tokens: TextFieldTensors
+    ) -> Tuple[TextFieldTensors, Optional[torch.LongTensor]]:
+        """Validates `target_ids_key` against the field and takes out the `(batch, timesteps)`
+        ids to predict; the key is removed from `tokens` if the input embedder has no embedder
+        for it."""
+        if self._target_ids_key is None:
+            return tokens, None
+        if self._target_ids_key not in tokens:
+            raise ConfigurationError(
+                f"elmo_c: target_ids_key {self._target_ids_key!r} is not among the token "
+                f"indexers ({sorted(tokens)})"
+            )
+        if "tokens" not in tokens[self._target_ids_key]:
+            raise ConfigurationError(
+                f"elmo_c: target_ids_key {self._target_ids_key!r} must name a single_id "
+                f"indexer (its outputs are {sorted(tokens[self._target_ids_key])})"
+            )
+        target_ids = tokens[self._target_ids_key]["tokens"]
+        if self._target_ids_key not in self.input_token_embedders:
+            tokens = {k: v for k, v in tokens.items() if k != self._target_ids_key}
+        return tokens, target_ids
+
+    def _encode_tokens(self, tokens: TextFieldTensors) -> Dict[str, Any]:
+        """The encoder's part of `forward`'s output (`lm_embeddings`,
+        `noncontextual_token_embeddings`, `mask`)."""
+        mask = get_text_field_mask(tokens)  # (batch, timesteps)
+        embeddings = self._text_field_embedder(tokens)  # (batch, timesteps, embedding_dim)
+        # (batch, timesteps, 2 * hidden), or a list of num_layers() such with return_all_layers
+        contextual = self._contextualizer(self._dropout(embeddings), mask)
+        return {
+            "lm_embeddings": contextual,
+            "noncontextual_token_embeddings": embeddings,
+            "mask": mask,
+        }
+
+    def _shift_targets(
+        self,
+        top: torch.Tensor,
+        embeddings: torch.Tensor,
+        tokens: TextFieldTensors,
+        target_ids: Optional[torch.LongTensor],
+        mask: torch.BoolTensor,
+    ) -> List[Tuple[str, "_HeadInputs"]]:
+        """Each direction's states and targets: the forward LM's state at t predicts token
+        t + 1, the backward LM's state at t + 1 predicts token t."""
+        # (batch, timesteps, 2 * hidden) -> 2 x (batch, timesteps, hidden)
+        hidden = dict(zip(DIRECTIONS, self._dropout(top).chunk(2, dim=-1)))
+        # (batch, timesteps, target_dim)
+        targets = embeddings if self._target_embedder is None else self._target_embedder(tokens)
+        # (batch, timesteps - 1): positions t and t + 1 are both real tokens
+        pair_mask = mask[:, 1:]
+        # direction -> (its states' positions, its targets' positions)
+        shifts = {
+            "forward": (slice(None, -1), slice(1, None)),
+            "backward": (slice(1, None), slice(None, -1)),
+        }
+        return [
+            (
+                direction,
+                _HeadInputs(
+                    states=hidden[direction][:, state_slice],  # (batch, timesteps - 1, hidden)
+                    mask=pair_mask,
+                    target_vectors=targets[:, target_slice],  # (batch, timesteps - 1, target_dim)
+                    target_ids=None if target_ids is None else target_ids[:, target_slice],
+                ),
+            )
+            for direction, (state_slice, target_slice) in shifts.items()
+        ]
+
+    def _direction_outputs(
+        self,
+        direction: str,
+        result: Dict[str, torch.Tensor],
+        step: "_HeadInputs",
+        output: Dict[str, Any],
+    ) -> torch.Tensor:
+        """Puts one direction's head result in `output`, updates its metrics and returns its
+        mean loss (a scalar)."""
+        count = result["count"]
+        loss = result["loss"] / count.clamp(min=1)
+        output[f"{direction}_loss"] = loss
+        self._record(f"{direction}_loss", result["loss"].detach(), count)
+        if "predictions" in result:  # (batch, timesteps - 1, target_dim)
+            output[f"{direction}_predictions"] = result["predictions"]
+            self._update_vector_metrics(
+                direction, result["predictions"], step.target_vectors, step.mask
+            )
+        return loss
 
     @staticmethod
     def _check_finite(losses: List[torch.Tensor]) -> None:
@@ -306,7 +386,8 @@ class ElmoC(Model):
         if self._candidate_words is None:
             raise ConfigurationError("elmo_c: no nearest_neighbour_words configured")
         if self._candidate_vectors is None or self._candidate_vectors.device != device:
-            vectors = self._single_target_token_embedder().embed_strings(
+            embedder: StringEmbedder = self._single_target_token_embedder()  # type: ignore
+            vectors = embedder.embed_strings(
                 self._candidate_words, device
             )
             self._candidate_vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)

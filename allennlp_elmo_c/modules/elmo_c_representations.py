@@ -1,17 +1,16 @@
-import inspect
-import json
 import logging
-import tarfile
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import TokenIndexer, Vocabulary
-from allennlp.models.archival import load_archive
+from allennlp.data import Batch, Instance, Token, TokenIndexer, Vocabulary
+from allennlp.data.fields import TextField
 from allennlp.modules.scalar_mix import ScalarMix
 from allennlp.nn.util import get_text_field_mask, remove_sentence_boundaries
+
+from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 
 logger = logging.getLogger(__name__)
 
@@ -35,61 +34,22 @@ def add_boundary_vectors(
     return result, new_mask
 
 
-def _archived_config(archive_file: str) -> dict:
-    """An archive's config.json, read without loading any weights: AllenNLP writes it first, so
-    reading stops there (looking it up by name would decompress the whole archive)."""
-    config = None
-    try:
-        with tarfile.open(archive_file) as archive:
-            for member in archive:
-                if member.name == "config.json":
-                    config = json.load(archive.extractfile(member))  # type: ignore[arg-type]
-                    break
-    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
-        raise ConfigurationError(
-            f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
-        ) from error
-    if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
-        raise ConfigurationError(f"ELMo-C archive {archive_file} has no model in its config.json")
-    return config
-
-
-def _archived_model_type(archive_file: str) -> str:
-    """The `model.type` in an archive's config.json."""
-    return str(_archived_config(archive_file)["model"].get("type"))
-
-
-FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
-
-
-def fasttext_overrides(config: dict, new_path: str, archive_file: str) -> Dict[str, str]:
+def batch_to_ids(
+    sentences: List[List[str]], indexer: TokenIndexer, vocab: Optional[Vocabulary] = None
+) -> Dict[str, torch.Tensor]:
     """
-    Overrides that point every fastText path of an archived config (input and target
-    embedders, indexers, a fastText-initialised output layer) at `new_path`.
+    The counterpart of AllenNLP's `allennlp.modules.elmo.batch_to_ids`: indexes a batch of
+    tokenized sentences with `indexer` (e.g. `ElmoCRepresentations.word_indexer()`) over `vocab`
+    (the biLM's, for an indexer that reads one) and pads them into the tensors, `(batch,
+    timesteps, ...)` by output name, that `ElmoCRepresentations` and `elmo_c_token_embedder`
+    take by keyword.
     """
-    found: Dict[str, str] = {}
-
-    def walk(node, prefix: str) -> None:
-        if isinstance(node, dict):
-            for key, value in node.items():
-                path = f"{prefix}.{key}" if prefix else key
-                if key in FASTTEXT_KEYS and isinstance(value, str):
-                    found[path] = value
-                else:
-                    walk(value, path)
-        elif isinstance(node, list):
-            for index, value in enumerate(node):
-                walk(value, f"{prefix}.{index}")
-
-    walk(config, "")
-    if not found:
-        raise ConfigurationError(f"{archive_file}: the biLM reads no fastText file (fasttext_path)")
-    if len(set(found.values())) > 1:
-        raise ConfigurationError(
-            f"{archive_file} refers to several fastText files ({sorted(set(found.values()))}): "
-            "fasttext_path cannot say which to replace"
-        )
-    return {path: new_path for path in found}
+    fields = [
+        TextField([Token(word) for word in sentence], {"words": indexer}) for sentence in sentences
+    ]
+    batch = Batch([Instance({"words": field}) for field in fields])
+    batch.index_instances(vocab if vocab is not None else Vocabulary())
+    return batch.as_tensor_dict()["words"]["words"]
 
 
 class ElmoCRepresentations(torch.nn.Module):
@@ -105,11 +65,14 @@ class ElmoCRepresentations(torch.nn.Module):
     a slim or plain embedding over the archive's vocabulary): index the words with the same
     indexer as in pretraining (`word_indexer()` gives it) and pass its outputs by keyword. The
     boundary vectors come from the embedder's `embed_strings`. A biLM over BPE subwords needs
-    `SubwordElmoCRepresentations`, which overrides the input hooks (`_check_input`, `layers`).
+    `SubwordElmoCRepresentations`, which overrides the input side (`layers`, `word_indexer`).
+
+    The biLM is read from `archive_file`, or passed in ready as `bilm` (a `PretrainedBiLM`, as
+    AllenNLP's `Elmo(module=...)` takes a ready biLM): give one of them.
 
     # Parameters
 
-    archive_file : `str`
+    archive_file : `str`, optional
         A `model.tar.gz` of an `elmo_c` model.
     num_output_representations : `int`, optional (default = `1`)
     requires_grad : `bool`, optional (default = `False`)
@@ -124,12 +87,19 @@ class ElmoCRepresentations(torch.nn.Module):
         Fixed (not trained) pre-softmax layer weights, e.g. `[-9e10, 1, -9e10]` for layer 1 only.
     fasttext_path : `str`, optional
         Use this fastText `.bin` instead of the path recorded in the archive (e.g. when the archive
-        was trained on another machine). Its dimension must match the biLM's.
+        was trained on another machine). Its dimension must match the biLM's. Only with
+        `archive_file`.
+    bilm : `PretrainedBiLM`, optional
+        The biLM, already read (`PretrainedBiLM.from_archive`), instead of `archive_file`. Its
+        output heads are dropped and its parameters frozen (unless `requires_grad`).
     """
+
+    reads_subwords = False
+    """Whether this class runs a biLM over BPE subwords (`SubwordElmoCRepresentations`)."""
 
     def __init__(
         self,
-        archive_file: str,
+        archive_file: Optional[str] = None,
         num_output_representations: int = 1,
         requires_grad: bool = False,
         do_layer_norm: bool = False,
@@ -137,42 +107,42 @@ class ElmoCRepresentations(torch.nn.Module):
         keep_sentence_boundaries: bool = False,
         scalar_mix_parameters: Optional[List[float]] = None,
         fasttext_path: Optional[str] = None,
+        bilm: Optional[PretrainedBiLM] = None,
     ) -> None:
         super().__init__()
-        overrides: Dict[str, Optional[str]] = {}
-        if fasttext_path is not None and Path(archive_file).is_file():
-            config = _archived_config(archive_file)
-            overrides.update(fasttext_overrides(config, fasttext_path, archive_file))
-        self._lm = self._load(archive_file, overrides, fasttext_path is not None)
-        self._lm.delete_softmax()
-        contextualizer = self._lm._contextualizer
-        if not hasattr(contextualizer, "return_all_layers"):
-            raise ConfigurationError(
-                f"{archive_file}: its contextualizer cannot return all layers (use elmo_lstm)"
+        if (archive_file is None) == (bilm is None):
+            raise ConfigurationError("ElmoCRepresentations: give archive_file or bilm (not both)")
+        if bilm is None:
+            bilm = PretrainedBiLM.from_archive(
+                archive_file, fasttext_path=fasttext_path  # type: ignore[arg-type]
             )
-        contextualizer.return_all_layers = True
-        token_embedders = dict(self._lm._text_field_embedder._token_embedders)
-        if len(token_embedders) != 1:
+        elif fasttext_path is not None:
+            raise ConfigurationError("fasttext_path goes with archive_file, not with bilm")
+        if bilm.is_subword != self.reads_subwords:
             raise ConfigurationError(
-                f"{archive_file}: expected a biLM over one input token embedder, found "
-                f"{sorted(token_embedders)}"
+                f"{bilm.archive_file}: expected a biLM over BPE subwords (a `bpe` tokenizer); for "
+                "a word-level biLM use ElmoCRepresentations"
+                if self.reads_subwords
+                else f"{bilm.archive_file} is a biLM over BPE subwords: use "
+                "SubwordElmoCRepresentations"
             )
-        ((self._input_key, self._token_embedder),) = token_embedders.items()
-        self._check_input(archive_file)
+        self._bilm = bilm
+        bilm.model.delete_softmax()
+        self._lm = bilm.model
+        self._token_embedder = bilm.token_embedder
         for parameter in self._lm.parameters():
             parameter.requires_grad_(requires_grad)
         self._requires_grad = requires_grad
         self._lm.train(False)
         self._keep_sentence_boundaries = keep_sentence_boundaries
-        num_layers = self._lm.num_layers()
-        if scalar_mix_parameters is not None and len(scalar_mix_parameters) != num_layers:
+        if scalar_mix_parameters is not None and len(scalar_mix_parameters) != bilm.num_layers:
             raise ConfigurationError(
                 f"scalar_mix_parameters has {len(scalar_mix_parameters)} weights, the biLM has "
-                f"{num_layers} layers"
+                f"{bilm.num_layers} layers"
             )
         self._scalar_mixes = torch.nn.ModuleList(
             ScalarMix(
-                num_layers,
+                bilm.num_layers,
                 do_layer_norm=do_layer_norm,
                 initial_scalar_parameters=scalar_mix_parameters,
                 trainable=scalar_mix_parameters is None,
@@ -180,19 +150,27 @@ class ElmoCRepresentations(torch.nn.Module):
             for _ in range(num_output_representations)
         )
         self._dropout = torch.nn.Dropout(dropout)
+        # The <S> / </S> vectors `(2, dim)` of a frozen input embedder (a subword biLM's
+        # boundaries are subwords of the sentence itself).
+        self._boundaries: Optional[torch.Tensor] = None
+        if not self.reads_subwords:
+            with torch.no_grad():
+                self._boundaries = self._boundary_vectors()
 
-    def _check_input(self, archive_file: str) -> None:
-        """Checks the archived input embedder can be used here and prepares what it needs."""
-        if not hasattr(self._token_embedder, "embed_strings"):
+    def _boundary_vectors(self, device: Optional[torch.device] = None) -> torch.Tensor:
+        """The input embedder's vectors of the pretraining reader's boundary tokens, `(2, dim)`."""
+        if not isinstance(self._token_embedder, StringEmbedder):
             raise ConfigurationError(
-                f"{archive_file}: its input embedder ({type(self._token_embedder).__name__}) "
-                "has no embed_strings method, so the sentence boundary vectors cannot be made"
+                f"{self._bilm.archive_file}: its input embedder "
+                f"({type(self._token_embedder).__name__}) has no embed_strings method, so the "
+                "sentence boundary vectors cannot be made"
             )
-        with torch.no_grad():
-            self._boundaries = self._token_embedder.embed_strings(self._boundary_tokens)
-        signature = inspect.signature(self._token_embedder.forward).parameters
-        self._takes_any_input = any(p.kind == p.VAR_KEYWORD for p in signature.values())
-        self._embedder_inputs = set(signature)
+        return self._token_embedder.embed_strings(list(self._bilm.boundary_tokens), device)
+
+    @property
+    def bilm(self) -> PretrainedBiLM:
+        """The pretrained biLM these representations mix."""
+        return self._bilm
 
     def train(self, mode: bool = True) -> "ElmoCRepresentations":
         # A frozen biLM always runs in inference mode (no recurrent dropout), as AllenNLP's ELMo:
@@ -202,59 +180,18 @@ class ElmoCRepresentations(torch.nn.Module):
             self._lm.train(False)
         return self
 
-    def _load(self, archive_file: str, overrides: Dict[str, Optional[str]], moved: bool):
-        # Imported here: the model module imports the modules package, which imports this one.
-        from allennlp_elmo_c.models.elmo_c import ElmoC
-
-        if not Path(archive_file).is_file():
-            raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
-        model_type = _archived_model_type(archive_file)
-        if model_type != "elmo_c":
-            raise ConfigurationError(
-                f"{archive_file} holds a {model_type} model, not an elmo_c model"
-            )
-        # The validation-only candidate word list is not needed downstream (and may not exist
-        # where the archive is used).
-        overrides = {"model.nearest_neighbour_words": None, **overrides}
-        try:
-            archive = load_archive(archive_file, overrides=overrides)
-        except (tarfile.TarError, EOFError, OSError) as error:
-            raise ConfigurationError(
-                f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
-            ) from error
-        except ConfigurationError as error:
-            if not moved and "fastText model" in str(error):
-                raise ConfigurationError(
-                    f"{error}. The archive {archive_file} refers to that fastText file; pass "
-                    "fasttext_path to use a copy elsewhere."
-                ) from error
-            raise
-        if not isinstance(archive.model, ElmoC):
-            raise ConfigurationError(
-                f"{archive_file} holds a {type(archive.model).__name__}, not an elmo_c model"
-            )
-        self._reader = archive.dataset_reader
-        reader = archive.config.get("dataset_reader").as_dict(quiet=True)
-        self._boundary_tokens = [
-            *reader.get("start_tokens", ["<S>"]),
-            *reader.get("end_tokens", ["</S>"]),
-        ]
-        if len(self._boundary_tokens) != 2:
-            raise ConfigurationError(f"{archive_file}: expected one start and one end token")
-        return archive.model
-
     def get_output_dim(self) -> int:
-        return self._lm._contextualizer.get_output_dim()
+        return self._bilm.get_output_dim()
 
     @property
     def vocab(self) -> Vocabulary:
         """The biLM's vocabulary (what `word_indexer()` indexes with, if it uses one)."""
-        return self._lm.vocab
+        return self._bilm.vocab
 
     def word_indexer(self) -> TokenIndexer:
         """The token indexer the biLM's input embedder reads (the pretraining reader's), to
         index words for `forward` / `layers`."""
-        return self._reader._token_indexers[self._input_key]
+        return self._bilm.token_indexer
 
     def forward(self, **inputs: torch.Tensor) -> Dict[str, Union[torch.Tensor, List[torch.Tensor]]]:
         """
@@ -292,37 +229,33 @@ class ElmoCRepresentations(torch.nn.Module):
     @property
     def num_layers(self) -> int:
         """Number of layers `layers()` returns (input projection + LSTM layers)."""
-        return self._lm.num_layers()
+        return self._bilm.num_layers
 
     @property
     def fasttext_path(self) -> str:
         """The fastText `.bin` the biLM reads, if its input is fastText."""
-        if not hasattr(self._token_embedder, "_fasttext"):
+        path = self._bilm.fasttext_path
+        if path is None:
             raise ConfigurationError(
                 f"this biLM reads {type(self._token_embedder).__name__} input, not fastText: "
                 "index words with its word_indexer()"
             )
-        return str(self._token_embedder._fasttext.path)
+        return path
 
     def layers(self, **inputs: torch.Tensor) -> Tuple[List[torch.Tensor], torch.BoolTensor]:
         """
         Every layer of the biLM, `(batch, timesteps + 2, dim)` each, with the boundary positions
         (`<S>` first, `</S>` after each sentence's last token), and their mask.
         """
-        mask = self.word_mask(inputs)
-        arguments = {
-            key: value
-            for key, value in inputs.items()
-            if self._takes_any_input or key in self._embedder_inputs
-        }
-        embeddings = self._token_embedder(**arguments)
+        mask = self.word_mask(inputs)  # (batch, timesteps)
+        # Embedded as in pretraining: by the biLM's own text field embedder.
+        embeddings = self._lm.text_field_embedder({self._bilm.input_key: inputs})
         if self._requires_grad and any(p.requires_grad for p in self._token_embedder.parameters()):
             # A fine-tuned input embedder moves the boundary vectors too.
-            boundaries = self._token_embedder.embed_strings(
-                self._boundary_tokens, embeddings.device
-            )
+            boundaries = self._boundary_vectors(embeddings.device)
         else:
             boundaries = self._boundaries
-        boundaries = boundaries.to(device=embeddings.device, dtype=embeddings.dtype)
+        boundaries = boundaries.to(device=embeddings.device, dtype=embeddings.dtype)  # (2, dim)
+        # (batch, timesteps + 2, dim)
         embeddings, full_mask = add_boundary_vectors(embeddings, mask, boundaries[0], boundaries[1])
         return self._lm.encode(embeddings, full_mask), full_mask

@@ -1,17 +1,16 @@
 import logging
-from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import TokenIndexer
+from allennlp.data.token_indexers import SingleIdTokenIndexer
 
-from allennlp_elmo_c.modules.elmo_c_representations import (
-    ElmoCRepresentations,
-    _archived_config,
-    _archived_model_type,
-)
+from allennlp_elmo_c.archive import PretrainedBiLM, is_subword_config, read_archive_config
+from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
+from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 
 logger = logging.getLogger(__name__)
 
@@ -24,11 +23,9 @@ def is_subword_archive(archive_file: str) -> bool:
     unreadable (loading it then reports the problem).
     """
     try:
-        config = _archived_config(archive_file)
+        return is_subword_config(read_archive_config(archive_file))
     except ConfigurationError:
         return False
-    tokenizer = config.get("dataset_reader", {}).get("tokenizer") or {}
-    return tokenizer.get("type") == "bpe"
 
 
 class SubwordElmoCRepresentations(ElmoCRepresentations):
@@ -38,27 +35,30 @@ class SubwordElmoCRepresentations(ElmoCRepresentations):
     (`<S>` ... `</S>` included, as in pretraining) and represents each word by the vectors of its
     FIRST subword, in every layer, before the layers are mixed. Inputs are the
     `bpe_first_subword` indexer's outputs (built with the same tokenizer and the archive's
-    vocabulary; `word_indexer()` makes one). The output is word-level, exactly like
+    vocabulary; `word_indexer()` gives one). The output is word-level, exactly like
     `ElmoCRepresentations`'s: one vector per word, the boundaries being the `<S>` and `</S>`
     subwords' vectors.
 
-    Everything but the input side (archive loading, freezing, the mixes, `forward`) is
-    `ElmoCRepresentations`'s.
+    Everything but the input side (freezing, the mixes, `forward`) is `ElmoCRepresentations`'s.
 
     # Parameters
 
-    archive_file : `str`
-        A `model.tar.gz` of an `elmo_c` model over BPE subwords.
+    archive_file : `str`, optional
+        A `model.tar.gz` of an `elmo_c` model over BPE subwords (or pass `bilm`).
     tokenizer_path : `str`, optional
         The BPE tokenizer JSON, if not at the path recorded in the archive.
     num_output_representations, requires_grad, do_layer_norm, dropout, keep_sentence_boundaries,
     scalar_mix_parameters :
         As for `ElmoCRepresentations` (`do_layer_norm` statistics are over the words).
+    bilm : `PretrainedBiLM`, optional
+        The biLM, already read, instead of `archive_file`.
     """
+
+    reads_subwords = True
 
     def __init__(
         self,
-        archive_file: str,
+        archive_file: Optional[str] = None,
         num_output_representations: int = 1,
         requires_grad: bool = False,
         do_layer_norm: bool = False,
@@ -66,9 +66,13 @@ class SubwordElmoCRepresentations(ElmoCRepresentations):
         keep_sentence_boundaries: bool = False,
         scalar_mix_parameters: Optional[List[float]] = None,
         tokenizer_path: Optional[str] = None,
+        bilm: Optional[PretrainedBiLM] = None,
     ) -> None:
-        self._tokenizer_path = tokenizer_path
-        self._archive_file = archive_file
+        if archive_file is not None and bilm is None:
+            bilm = PretrainedBiLM.from_archive(archive_file, tokenizer_path=tokenizer_path)
+            archive_file = None  # read: the base class takes the biLM
+        elif tokenizer_path is not None:
+            raise ConfigurationError("tokenizer_path goes with archive_file, not with bilm")
         super().__init__(
             archive_file,
             num_output_representations=num_output_representations,
@@ -77,38 +81,22 @@ class SubwordElmoCRepresentations(ElmoCRepresentations):
             dropout=dropout,
             keep_sentence_boundaries=keep_sentence_boundaries,
             scalar_mix_parameters=scalar_mix_parameters,
+            bilm=bilm,
         )
-
-    def _load(self, archive_file: str, overrides: Dict[str, Optional[str]], moved: bool):
-        # (Missing, unreadable or non-elmo_c archives are reported by the base class.)
-        readable = Path(archive_file).is_file() and _archived_model_type(archive_file) == "elmo_c"
-        if readable and not is_subword_archive(archive_file):
-            raise ConfigurationError(
-                f"{archive_file}: expected a biLM over BPE subwords (a `bpe` tokenizer); for a "
-                "word-level biLM use ElmoCRepresentations"
-            )
-        if self._tokenizer_path is not None:
-            overrides = {
-                **overrides,
-                "dataset_reader.tokenizer.tokenizer_path": self._tokenizer_path,
-            }
-        return super()._load(archive_file, overrides, moved)
-
-    def _check_input(self, archive_file: str) -> None:
-        pass  # the boundaries are the <S> / </S> subwords themselves
-
-    def word_indexer(self) -> TokenIndexer:
-        """A `bpe_first_subword` indexer with the biLM's tokenizer and vocabulary."""
-        from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
-
-        start, end = self._boundary_tokens
-        return BpeFirstSubwordIndexer(
-            self._reader._tokenizer.tokenizer_path,
-            self._archive_file,
-            namespace=self._reader._token_indexers[self._input_key].namespace,
+        start, end = self.bilm.boundary_tokens
+        tokenizer: BpeTokenizer = self.bilm.tokenizer  # type: ignore[assignment]
+        indexer: SingleIdTokenIndexer = self.bilm.token_indexer  # type: ignore[assignment]
+        self._word_indexer = BpeFirstSubwordIndexer(
+            tokenizer.tokenizer_path,
+            self.vocab,
+            namespace=indexer.namespace,
             start_token=start,
             end_token=end,
         )
+
+    def word_indexer(self) -> TokenIndexer:
+        """A `bpe_first_subword` indexer with the biLM's tokenizer and vocabulary."""
+        return self._word_indexer
 
     def layers(  # type: ignore[override]
         self,
@@ -154,14 +142,13 @@ def load_representations(
     **kwargs,
 ) -> ElmoCRepresentations:
     """
-    `SubwordElmoCRepresentations` for an archive over BPE subwords, `ElmoCRepresentations`
-    otherwise; `kwargs` are their common parameters. `fasttext_path` applies to the latter,
-    `tokenizer_path` to the former.
+    Reads `archive_file` once and returns `SubwordElmoCRepresentations` for a biLM over BPE
+    subwords, `ElmoCRepresentations` otherwise; `kwargs` are their common parameters.
+    `fasttext_path` applies to the latter, `tokenizer_path` to the former.
     """
-    if is_subword_archive(archive_file):
-        if fasttext_path is not None:
-            raise ConfigurationError(f"{archive_file} is a BPE subword biLM: it reads no fastText")
-        return SubwordElmoCRepresentations(archive_file, tokenizer_path=tokenizer_path, **kwargs)
-    if tokenizer_path is not None:
-        raise ConfigurationError(f"{archive_file} is not a BPE subword biLM: no tokenizer_path")
-    return ElmoCRepresentations(archive_file, fasttext_path=fasttext_path, **kwargs)
+    bilm = PretrainedBiLM.from_archive(
+        archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
+    )
+    if bilm.is_subword:
+        return SubwordElmoCRepresentations(bilm=bilm, **kwargs)
+    return ElmoCRepresentations(bilm=bilm, **kwargs)

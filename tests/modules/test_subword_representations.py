@@ -2,12 +2,12 @@ import pytest
 import torch
 
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import Batch, Instance, Token, Vocabulary
-from allennlp.data.fields import TextField
+from allennlp.data import Batch
 from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, batch_to_ids
 from allennlp_elmo_c.modules.subword_representations import (
     SubwordElmoCRepresentations,
     is_subword_archive,
@@ -34,10 +34,7 @@ def indexer(bpe, archive):
 
 
 def indexed(sentences, indexer):
-    fields = [TextField([Token(w) for w in s], {"sub": indexer}) for s in sentences]
-    batch = Batch([Instance({"t": field}) for field in fields])
-    batch.index_instances(Vocabulary())
-    return batch.as_tensor_dict()["t"]["sub"]
+    return batch_to_ids(sentences, indexer)
 
 
 def pretraining_layers(archive, sentence):
@@ -166,3 +163,5 @@ def test_errors(archive, elmo_c_archive, tmp_path):
         SubwordElmoCRepresentations(archive, scalar_mix_parameters=[0.0, 1.0])
     with pytest.raises(ConfigurationError, match="not fastText.*word_indexer"):
         SubwordElmoCRepresentations(archive).fasttext_path
+    with pytest.raises(ConfigurationError, match="use SubwordElmoCRepresentations"):
+        ElmoCRepresentations(archive)

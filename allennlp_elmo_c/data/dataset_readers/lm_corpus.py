@@ -10,6 +10,8 @@ from allennlp.data.instance import Instance
 from allennlp.data.token_indexers import SingleIdTokenIndexer, TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer, WhitespaceTokenizer
 
+from allennlp_elmo_c.common.text import decode_line
+
 logger = logging.getLogger(__name__)
 
 
@@ -163,16 +165,9 @@ class LmCorpusReader(DatasetReader):
         try:
             with open(path, "rb") as corpus:
                 for number, raw_line in self.shard_iterable(enumerate(corpus)):
-                    try:
-                        line = raw_line.decode("utf-8")
-                    except UnicodeDecodeError:
-                        line = raw_line.decode("utf-8", errors="replace")
-                        undecodable += 1
-                    if number == 0 and line.startswith("\ufeff"):  # a byte order mark
-                        line = line[1:]
-                    if "\x00" in line:
-                        line = line.replace("\x00", " ")
-                        with_nul += 1
+                    line, bad_bytes, had_nul = decode_line(raw_line, first=number == 0)
+                    undecodable += bad_bytes
+                    with_nul += had_nul
                     if not line.strip():
                         continue
                     tokens = self._tokenizer.tokenize(line)
@@ -222,6 +217,21 @@ class LmCorpusReader(DatasetReader):
             tokens = [token if isinstance(token, Token) else Token(token) for token in sentence]
         return Instance({"tokens": TextField(self._start_tokens + tokens + self._end_tokens)})
 
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer that splits a line into tokens."""
+        return self._tokenizer
+
+    @property
+    def token_indexers(self) -> Dict[str, TokenIndexer]:
+        """The token indexers of the `tokens` field, by key."""
+        return self._token_indexers
+
+    @property
+    def boundary_tokens(self) -> List[str]:
+        """The start tokens then the end tokens added around every sentence."""
+        return [token.text for token in self._start_tokens + self._end_tokens]
+
     def apply_token_indexers(self, instance: Instance) -> None:
         instance["tokens"].token_indexers = self._token_indexers  # type: ignore
 
@@ -242,10 +252,10 @@ class LmCorpusReader(DatasetReader):
 
 
 def _has_text(path: str) -> bool:
-    """Whether any line of the file holds more than whitespace, NULs and a byte order mark."""
+    """Whether any line of the file, read as the reader reads it (`decode_line`), holds more than
+    whitespace."""
     with open(path, "rb") as corpus:
-        for raw_line in corpus:
-            line = raw_line.decode("utf-8", errors="replace").replace("\x00", " ")
-            if line.lstrip("\ufeff").strip():
+        for number, raw_line in enumerate(corpus):
+            if decode_line(raw_line, first=number == 0)[0].strip():
                 return True
     return False

@@ -1,6 +1,6 @@
 import logging
 import os
-from typing import Dict, List
+from typing import Dict, List, Union
 
 import torch
 
@@ -9,6 +9,7 @@ from allennlp.data.token_indexers.token_indexer import IndexedTokenList, TokenIn
 from allennlp.data.tokenizers import Token
 from allennlp.data.vocabulary import Vocabulary
 
+from allennlp_elmo_c.common.text import TruncationWarnings
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
 
 logger = logging.getLogger(__name__)
@@ -35,9 +36,9 @@ class BpeFirstSubwordIndexer(TokenIndexer):
 
     tokenizer_path : `str`
         The BPE tokenizer JSON the biLM was pretrained with.
-    vocabulary : `str`
+    vocabulary : `Union[str, Vocabulary]`
         The pretraining vocabulary: the output directory of `train-bpe` (or its `vocabulary/`)
-        or the ELMo-Sub archive.
+        or the ELMo-Sub archive, or the loaded biLM's `Vocabulary` itself.
     namespace : `str`, optional (default = `"subwords"`)
         The subword namespace of that vocabulary.
     start_token, end_token : `str`, optional (default = `"<S>"`, `"</S>"`)
@@ -59,7 +60,7 @@ class BpeFirstSubwordIndexer(TokenIndexer):
     def __init__(
         self,
         tokenizer_path: str,
-        vocabulary: str,
+        vocabulary: Union[str, Vocabulary],
         namespace: str = "subwords",
         start_token: str = "<S>",
         end_token: str = "</S>",
@@ -70,10 +71,12 @@ class BpeFirstSubwordIndexer(TokenIndexer):
         if max_subwords_per_word < 1:
             raise ConfigurationError("bpe_first_subword: max_subwords_per_word must be >= 1")
         self._tokenizer = BpeTokenizer(tokenizer_path)
-        self._vocabulary = _load_vocabulary(vocabulary)
+        self._vocabulary = (
+            vocabulary if isinstance(vocabulary, Vocabulary) else _load_vocabulary(vocabulary)
+        )
         self._namespace = namespace
         self._max_subwords = max_subwords_per_word
-        self.num_truncated = 0
+        self._truncations = TruncationWarnings(logger, "word(s)", max_subwords_per_word)
         token_to_index = self._vocabulary.get_token_to_index_vocabulary(namespace)
         oov = self._vocabulary._oov_token
         missing = [
@@ -91,20 +94,16 @@ class BpeFirstSubwordIndexer(TokenIndexer):
         self._start_id = token_to_index[start_token]
         self._end_id = token_to_index[end_token]
 
+    @property
+    def num_truncated(self) -> int:
+        """How many words were cut to `max_subwords_per_word` subwords."""
+        return self._truncations.count
+
     def word_subword_ids(self, word: str) -> List[int]:
         """The pretraining ids of `word`'s subwords (at least one, at most the maximum)."""
         subwords = self._tokenizer.word_subwords(word) or [self._unknown]
         if len(subwords) > self._max_subwords:
-            self.num_truncated += 1
-            if self.num_truncated in (1, 10, 100) or self.num_truncated % 10_000 == 0:
-                logger.warning(
-                    "%d word(s) had more than %d subwords and were truncated (latest: %d "
-                    "characters starting %r)",
-                    self.num_truncated,
-                    self._max_subwords,
-                    len(word),
-                    word[:20],
-                )
+            self._truncations.record(word)
             subwords = subwords[: self._max_subwords]
         return [self._vocabulary.get_token_index(s, self._namespace) for s in subwords]
 

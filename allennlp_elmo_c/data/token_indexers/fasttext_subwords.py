@@ -9,6 +9,7 @@ from allennlp.data.tokenizers import Token
 from allennlp.data.vocabulary import Vocabulary
 
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.common.text import TruncationWarnings
 
 logger = logging.getLogger(__name__)
 
@@ -65,23 +66,21 @@ class FastTextSubwordsIndexer(TokenIndexer):
         self._max_subwords = max_subwords_per_token
         self._cache_size = cache_size
         self._cache: Dict[str, List[int]] = {}
-        self.num_truncated = 0
+        self._truncations = TruncationWarnings(
+            logger, "token(s)", max_subwords_per_token, "fastText subwords"
+        )
+
+    @property
+    def num_truncated(self) -> int:
+        """How many tokens were cut to `max_subwords_per_token` subwords."""
+        return self._truncations.count
 
     def subword_ids(self, text: str) -> List[int]:
         ids = self._cache.get(text)
         if ids is None:
             ids = self._model.subword_ids(text, limit=self._max_subwords + 1)
             if len(ids) > self._max_subwords:
-                self.num_truncated += 1
-                if self.num_truncated in (1, 10, 100) or self.num_truncated % 10_000 == 0:
-                    logger.warning(
-                        "%d token(s) had more than %d fastText subwords and were truncated "
-                        "(latest: %d characters starting %r)",
-                        self.num_truncated,
-                        self._max_subwords,
-                        len(text),
-                        text[:20],
-                    )
+                self._truncations.record(text)
                 ids = ids[: self._max_subwords]
             if len(self._cache) >= self._cache_size:
                 self._cache.clear()

@@ -146,13 +146,6 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
         # A padded namespace has @@PADDING@@ at id 0 (AllenNLP's Vocabulary always puts it
         # there): the candidates are the ids after it.
         self.first_candidate_id = 1 if vocab.is_padded(vocab_namespace) else 0
-        if self.first_candidate_id:
-            padding = vocab.get_token_index(vocab._padding_token, vocab_namespace)
-            if padding != 0:
-                raise ConfigurationError(
-                    f"sampled_softmax: @@PADDING@@ has id {padding} in {vocab_namespace!r}, "
-                    "expected 0"
-                )
         self.num_candidates = self.num_words - self.first_candidate_id
         self.num_samples = min(num_samples, max(self.num_candidates // 2, 1))
         if self.num_samples < num_samples:

@@ -8,6 +8,7 @@ from allennlp.data import Vocabulary
 from allennlp.modules import TextFieldEmbedder
 
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
 
@@ -23,19 +24,18 @@ def fasttext_output_embedding(vocab: Vocabulary, namespace: str, path: str) -> t
     fasttext = FastTextBin.load(path)
     size = vocab.get_vocab_size(namespace)
     vectors = torch.zeros(size, fasttext.dim)
-    oov_index = None
+    # AllenNLP's padded namespaces have padding at id 0 and the OOV token at id 1; other
+    # namespaces have neither.
+    padded = vocab.is_padded(namespace)
+    padding_index = 0 if padded else None
+    oov_index = 1 if padded and size > 1 else None
     for index, word in vocab.get_index_to_token_vocabulary(namespace).items():
-        if word == vocab._padding_token:
-            continue
-        if word == vocab._oov_token:
-            oov_index = index
+        if index in (padding_index, oov_index):
             continue
         vectors[index] = torch.from_numpy(fasttext.word_vector(word))
-    if oov_index is not None and size > 1:
+    if oov_index is not None:
         known = torch.ones(size, dtype=torch.bool)
-        known[oov_index] = False
-        if vocab._padding_token in vocab.get_token_to_index_vocabulary(namespace):
-            known[vocab.get_token_index(vocab._padding_token, namespace)] = False
+        known[[padding_index, oov_index]] = False
         if known.any():
             vectors[oov_index] = vectors[known].mean(0)
     logger.info("Output embedding: fastText vectors of %d words from %s", size, path)
@@ -132,7 +132,7 @@ class SoftmaxOutputHead(VocabularyOutputHead):
         self, text_field_embedder: Optional[TextFieldEmbedder]
     ) -> torch.nn.Parameter:
         name = type(self).__name__
-        embedders = dict(getattr(text_field_embedder, "_token_embedders", {}))
+        embedders = token_embedders(text_field_embedder) if text_field_embedder else {}
         if len(embedders) != 1:
             raise ConfigurationError(
                 f"{name}: tie_input_embedding needs an input embedder with exactly one token "

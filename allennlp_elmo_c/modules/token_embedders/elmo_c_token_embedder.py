@@ -7,6 +7,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from allennlp_elmo_c.modules.subword_representations import load_representations
 
 logger = logging.getLogger(__name__)
@@ -22,10 +23,11 @@ class ElmoCTokenEmbedder(TokenEmbedder):
     biLM read in pretraining: `fasttext_subwords` (pointing at the biLM's fastText `.bin`) for
     fastText input, `elmo_characters` for a char-CNN input, `bpe_first_subword` (with the
     archive as its `vocabulary`) for ELMo-Sub, whose words are represented by their first
-    subword. The mix's parameters are AllenNLP `ScalarMix` parameters (`..._scalar_mixes.0.scalar_parameters.*`,
-    `..._scalar_mixes.0.gamma`), so the usual `scalar_parameters` regularizer regexes match; the biLM's
-    parameter names match none of the `torch.nn.LSTM` initializer regexes of task configs
-    (`.*weight_ih.*` etc.), so those never re-initialise it.
+    subword. The mix's parameters are AllenNLP `ScalarMix` parameters (under this embedder:
+    `_scalar_mixes.0.scalar_parameters.*`, `_scalar_mixes.0.gamma`), so the usual
+    `scalar_parameters` regularizer regexes match; the biLM's parameter names match none of the
+    `torch.nn.LSTM` initializer regexes of task configs (`.*weight_ih.*` etc.), so those never
+    re-initialise it.
 
     Registered as a `TokenEmbedder` with name "elmo_c_token_embedder".
 
@@ -92,6 +94,12 @@ class ElmoCTokenEmbedder(TokenEmbedder):
 
     def get_output_dim(self) -> int:
         return self.output_dim
+
+    @property
+    def representations(self) -> ElmoCRepresentations:
+        """The mixes of the biLM's layers this embedder returns (their `word_indexer()` and
+        `vocab` index words for it)."""
+        return self._elmo_c
 
     def forward(self, *tensors: torch.Tensor, **inputs: torch.Tensor) -> torch.Tensor:
         """

@@ -49,6 +49,11 @@ class FastTextEmbedder(TokenEmbedder):
     def get_output_dim(self) -> int:
         return self._fasttext.dim
 
+    @property
+    def model_path(self) -> str:
+        """The fastText `.bin` this embedder reads."""
+        return str(self._fasttext.path)
+
     def forward(
         self,
         subword_ids: torch.LongTensor,

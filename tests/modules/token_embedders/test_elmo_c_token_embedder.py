@@ -5,14 +5,13 @@ import torch
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import Batch, Instance, Token, Vocabulary
-from allennlp.data.fields import TextField
+from allennlp.data import Batch
 from allennlp.models.archival import load_archive
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.nn import InitializerApplicator
 
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, batch_to_ids
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from tests import FIXTURES_ROOT
 from tests.conftest import train_tiny_elmo_c
@@ -30,13 +29,7 @@ def archive(request, tmp_path_factory, elmo_c_archive):
 
 
 def indexed(sentences, model_path=TINY):
-    indexer = FastTextSubwordsIndexer(model_path)
-    instances = [
-        Instance({"t": TextField([Token(w) for w in s], {"ft": indexer})}) for s in sentences
-    ]
-    batch = Batch(instances)
-    batch.index_instances(Vocabulary())
-    return batch.as_tensor_dict()["t"]["ft"]
+    return batch_to_ids(sentences, FastTextSubwordsIndexer(model_path))
 
 
 def test_shapes_mask_and_determinism(archive):
@@ -178,3 +171,37 @@ def test_several_output_representations_are_concatenated(archive):
     torch.testing.assert_close(output[..., 16:], single[1](**tensors))
     with pytest.raises(ConfigurationError):
         ElmoCTokenEmbedder(archive, num_output_representations=0)
+
+
+def test_the_archive_is_read_once_and_the_bilm_can_be_passed_in(archive, monkeypatch):
+    import tarfile
+
+    from allennlp_elmo_c.archive import PretrainedBiLM
+
+    opened = []
+    real_open = tarfile.open
+
+    def counting_open(*args, **kwargs):
+        opened.append(args[0] if args else kwargs.get("name"))
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(tarfile, "open", counting_open)
+    embedder = ElmoCTokenEmbedder(archive, dropout=0.0).eval()
+    assert len(opened) == 1
+    monkeypatch.setattr(tarfile, "open", real_open)
+
+    bilm = PretrainedBiLM.from_archive(archive)
+    assert bilm.num_layers == 3 and bilm.get_output_dim() == 16
+    assert bilm.fasttext_path.endswith("tiny.bin")
+    given = ElmoCRepresentations(bilm=bilm, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
+    read = ElmoCRepresentations(archive, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
+    tensors = indexed(SENTENCES)
+    torch.testing.assert_close(
+        given.eval()(**tensors)["elmo_representations"][0],
+        read.eval()(**tensors)["elmo_representations"][0],
+    )
+    assert embedder.representations.word_indexer() is embedder.representations.bilm.token_indexer
+    with pytest.raises(ConfigurationError, match="archive_file or bilm"):
+        ElmoCRepresentations(archive, bilm=bilm)
+    with pytest.raises(ConfigurationError, match="archive_file or bilm"):
+        ElmoCRepresentations()

@@ -14,10 +14,10 @@ import torch
 
 from allennlp.commands.train import train_model
 from allennlp.common import Params
-from allennlp.data import Batch, Instance, Token
-from allennlp.data.fields import TextField
+from allennlp.data import Batch
 from allennlp.models.archival import load_archive
 
+from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
 from allennlp_elmo_c.modules.subword_representations import is_subword_archive
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from tests import FIXTURES_ROOT, PROJECT_ROOT
@@ -45,11 +45,8 @@ def archives(tmp_path_factory, elmo_c_archive):
 
 
 def word_tensors(embedder: ElmoCTokenEmbedder, sentences):
-    indexer = embedder._elmo_c.word_indexer()
-    fields = [TextField([Token(w) for w in words], {"words": indexer}) for words in sentences]
-    batch = Batch([Instance({"words": field}) for field in fields])
-    batch.index_instances(embedder._elmo_c.vocab)
-    return batch.as_tensor_dict()["words"]["words"]
+    representations = embedder.representations
+    return batch_to_ids(sentences, representations.word_indexer(), representations.vocab)
 
 
 def pretraining_layers(archive: Path, words, change=None):
@@ -137,10 +134,10 @@ def test_fasttext_path_override_on_every_archive(archives, name, tmp_path):
     fastText (input, target, a fastText-initialised output layer, indexers)."""
     import shutil
 
-    from allennlp_elmo_c.modules.elmo_c_representations import _archived_config
+    from allennlp_elmo_c.archive import read_archive_config
 
     archive = archives[name]
-    if "fasttext" not in json.dumps(_archived_config(str(archive))):
+    if "fasttext" not in json.dumps(read_archive_config(str(archive))):
         with pytest.raises(Exception, match="no fastText|BPE subword"):
             ElmoCTokenEmbedder(str(archive), fasttext_path=str(tmp_path / "x.bin"))
         return
@@ -168,7 +165,7 @@ def test_fine_tuned_input_embedder_moves_the_boundary_vectors_too(archives):
                 parameter.add_(0.5)
 
     embedder = ElmoCTokenEmbedder(str(archive), dropout=0.0, requires_grad=True).eval()
-    change(embedder._elmo_c._lm)  # as an optimizer step would
+    change(embedder.representations.bilm.model)  # as an optimizer step would
     tensors = word_tensors(embedder, SENTENCES[:1])
     with torch.no_grad():
         layers, _ = embedder._elmo_c.layers(**tensors)
