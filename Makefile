@@ -1,6 +1,7 @@
 # make install  - create .venv (Python 3.11) with the pinned environment; fast no-op when up to date
 # make demo     - the main job on the bundled default data (see README)
-# make test     - install if needed, then run the test suite
+# make lint     - install if needed, then run the linter (ruff, configured in ruff.toml)
+# make test     - install if needed, lint, then run the test suite
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -9,7 +10,7 @@ STAMP := $(VENV)/.installed
 DATA_DIR ?= data
 PIP := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: install test demo data constraints clean-venv
+.PHONY: install lint test demo data constraints clean-venv
 
 install: $(STAMP)
 
@@ -20,7 +21,10 @@ $(STAMP): constraints.txt requirements.txt setup.py
 	$(PIP) install --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
-test: install
+lint: install
+	$(VENV)/bin/ruff check allennlp_elmo_c tests benchmarks
+
+test: lint
 	$(PY) -m pytest tests
 
 data: install

@@ -5,7 +5,6 @@ starts from a `PretrainedBiLM`.
 """
 
 import json
-import logging
 import tarfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
@@ -19,7 +18,6 @@ from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 if TYPE_CHECKING:  # the model imports the modules package, which imports this module
     from allennlp_elmo_c.models.elmo_c import ElmoC
 
-logger = logging.getLogger(__name__)
 
 FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
 

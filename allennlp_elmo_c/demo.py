@@ -39,7 +39,6 @@ from allennlp_elmo_c.commands.build_demo_data import build_demo_data
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
 
-logger = logging.getLogger(__name__)
 
 NEIGHBOUR_QUERIES = ("president", "school", "election", "police", "healthcare", "unpresidential")
 PROJECT = Path(__file__).resolve().parent.parent

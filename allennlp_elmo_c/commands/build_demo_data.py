@@ -11,7 +11,6 @@ Downloaded wheels are cached in `<data-dir>/wheels`; a second run is a no-op.
 """
 
 import argparse
-import logging
 from pathlib import Path
 from typing import Dict, Optional, Union
 
@@ -19,8 +18,6 @@ from allennlp.commands.subcommand import Subcommand
 
 from allennlp_elmo_c.data.news_corpus import build_news_corpus, news_source
 from allennlp_elmo_c.data.sentiment_corpus import build_sentiment_corpus, sentiment_source
-
-logger = logging.getLogger(__name__)
 
 
 def build_demo_data(

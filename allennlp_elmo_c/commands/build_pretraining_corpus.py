@@ -15,8 +15,6 @@ from allennlp.commands.subcommand import Subcommand
 
 from allennlp_elmo_c.data.pretraining_corpus import build_pretraining_corpus
 
-logger = logging.getLogger(__name__)
-
 
 def _run(args: argparse.Namespace) -> None:
     # `python -m allennlp_elmo_c` does not configure logging (the `allennlp` script does); the

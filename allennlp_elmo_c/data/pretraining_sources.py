@@ -15,7 +15,6 @@ import fnmatch
 import html
 import io
 import json
-import logging
 import lzma
 import re
 import struct
@@ -45,7 +44,6 @@ from allennlp_elmo_c.data.registry_packages import (
 )
 from allennlp_elmo_c.data.wikitext import read_wiki_dump
 
-logger = logging.getLogger(__name__)
 
 # Downstream test data: never part of the pretraining corpus.
 FORBIDDEN_MEMBERS = (

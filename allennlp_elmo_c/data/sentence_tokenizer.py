@@ -3,14 +3,12 @@ Deterministic sentence splitting and word tokenization of raw English text, used
 prose into the "one tokenized sentence per line" format of our corpora.
 """
 
-import logging
 import re
 import unicodedata
 from typing import Iterable, Iterator, List
 
 import spacy
 
-logger = logging.getLogger(__name__)
 
 # Zero-width and byte-order characters carry no text; they are removed before tokenizing.
 _INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")

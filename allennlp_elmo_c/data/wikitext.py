@@ -9,7 +9,6 @@ text, not a full wikitext parser.
 import bz2
 import html
 import io
-import logging
 import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ from typing import Iterator, List
 
 from allennlp.common.checks import ConfigurationError
 
-logger = logging.getLogger(__name__)
 
 # Sections after which an article holds no more running prose.
 END_SECTIONS = frozenset(

@@ -1,4 +1,3 @@
-import logging
 import math
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
@@ -19,7 +18,6 @@ from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 
-logger = logging.getLogger(__name__)
 
 DIRECTIONS = ("forward", "backward")
 

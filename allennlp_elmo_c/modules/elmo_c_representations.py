@@ -1,4 +1,3 @@
-import logging
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
@@ -11,8 +10,6 @@ from allennlp.nn.util import get_text_field_mask, remove_sentence_boundaries
 
 from allennlp_elmo_c.archive import PretrainedBiLM
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
-
-logger = logging.getLogger(__name__)
 
 
 def add_boundary_vectors(

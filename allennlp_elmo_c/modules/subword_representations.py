@@ -1,4 +1,3 @@
-import logging
 from typing import List, Optional, Tuple
 
 import torch
@@ -11,8 +10,6 @@ from allennlp_elmo_c.archive import PretrainedBiLM, is_subword_config, read_arch
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
-
-logger = logging.getLogger(__name__)
 
 
 def is_subword_archive(archive_file: str) -> bool:

@@ -37,7 +37,6 @@ accurate to about 1e-14 relative (absolute where `|log I_v(x)| < 1`).
 """
 
 import functools
-import logging
 import math
 from fractions import Fraction
 from typing import Tuple
@@ -45,7 +44,6 @@ from typing import Tuple
 import torch
 from torch.autograd.function import FunctionCtx, once_differentiable
 
-logger = logging.getLogger(__name__)
 
 # Orders below this are evaluated at a higher order and brought down by the recurrence.
 _MIN_DEBYE_ORDER = 16

@@ -1,5 +1,4 @@
 import hashlib
-import logging
 from typing import Dict, List
 
 import torch
@@ -8,7 +7,6 @@ from allennlp.data.token_indexers.token_indexer import IndexedTokenList, TokenIn
 from allennlp.data.tokenizers import Token
 from allennlp.data.vocabulary import Vocabulary
 
-logger = logging.getLogger(__name__)
 
 PADDING_HASH = 0
 

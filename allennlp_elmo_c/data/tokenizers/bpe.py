@@ -1,4 +1,3 @@
-import logging
 import re
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -8,7 +7,6 @@ from tokenizers import Tokenizer as HuggingFaceTokenizer
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.tokenizers import Token, Tokenizer
 
-logger = logging.getLogger(__name__)
 
 # A word is a maximal run of non-whitespace characters (Python's whitespace, as `str.split`).
 _WORD = re.compile(r"\S+")

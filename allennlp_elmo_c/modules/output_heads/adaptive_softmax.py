@@ -1,4 +1,3 @@
-import logging
 from typing import List, Optional
 
 import torch
@@ -8,8 +7,6 @@ from allennlp.data import Vocabulary
 
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
-
-logger = logging.getLogger(__name__)
 
 
 @OutputHead.register("adaptive_softmax")

@@ -1,4 +1,3 @@
-import logging
 from typing import Dict, Optional
 
 import torch
@@ -7,8 +6,6 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.nn.continuous_losses import LOSSES
-
-logger = logging.getLogger(__name__)
 
 
 @OutputHead.register("continuous")

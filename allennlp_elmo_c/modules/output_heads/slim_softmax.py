@@ -1,4 +1,3 @@
-import logging
 from typing import Optional
 
 import torch
@@ -9,8 +8,6 @@ from allennlp.data import Vocabulary
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
 from allennlp_elmo_c.nn.slim import SlimTable
-
-logger = logging.getLogger(__name__)
 
 
 @OutputHead.register("slim_softmax")

@@ -1,4 +1,3 @@
-import logging
 from typing import Callable, Dict, Optional, Tuple
 
 import torch
@@ -9,7 +8,6 @@ from allennlp.data import Vocabulary
 
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 
-logger = logging.getLogger(__name__)
 
 # Validation scores at most this many logits at once (256 MB in float32).
 EVAL_LOGITS_PER_CHUNK = 1 << 26

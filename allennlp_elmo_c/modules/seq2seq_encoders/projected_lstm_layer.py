@@ -24,7 +24,6 @@ Both backends keep their parameters under names that task-config initializer reg
 `torch.nn.LSTM` (`.*weight_ih.*`, `.*weight_hh.*`, `.*bias_ih.*`, `.*bias_hh.*`) do not match.
 """
 
-import logging
 from typing import Optional, Tuple
 
 import torch
@@ -35,7 +34,6 @@ from allennlp.nn.initializers import block_orthogonal
 
 from allennlp_elmo_c.nn.lstmp import lstm_with_projection
 
-logger = logging.getLogger(__name__)
 
 State = Tuple[torch.Tensor, torch.Tensor]  # (hidden (batch, projection), cell (batch, cell))
 RECURRENCE_NORMS = ("inside", "outside")

@@ -1,4 +1,3 @@
-import logging
 from typing import Dict
 
 import torch
@@ -10,8 +9,6 @@ from allennlp.modules.text_field_embedders.basic_text_field_embedder import (
 )
 from allennlp.modules.text_field_embedders.text_field_embedder import TextFieldEmbedder
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
-
-logger = logging.getLogger(__name__)
 
 
 @TextFieldEmbedder.register("subset")

@@ -1,4 +1,3 @@
-import logging
 from typing import List, Optional
 
 import torch
@@ -9,8 +8,6 @@ from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from allennlp_elmo_c.modules.subword_representations import load_representations
-
-logger = logging.getLogger(__name__)
 
 
 @TokenEmbedder.register("elmo_c_token_embedder")

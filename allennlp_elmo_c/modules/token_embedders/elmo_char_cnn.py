@@ -1,5 +1,4 @@
 import json
-import logging
 from typing import List, Optional
 
 import h5py
@@ -11,7 +10,6 @@ from allennlp.data.token_indexers.elmo_indexer import ELMoCharacterMapper
 from allennlp.modules.elmo import _ElmoCharacterEncoder
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
-logger = logging.getLogger(__name__)
 
 _ACTIVATIONS = {"relu": torch.nn.functional.relu, "tanh": torch.tanh}
 

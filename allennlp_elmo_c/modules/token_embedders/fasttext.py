@@ -1,4 +1,3 @@
-import logging
 from typing import List, Optional
 
 import torch
@@ -7,8 +6,6 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-
-logger = logging.getLogger(__name__)
 
 
 @TokenEmbedder.register("fasttext")

@@ -1,4 +1,3 @@
-import logging
 from typing import List, Optional
 
 import torch
@@ -8,8 +7,6 @@ from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
 from allennlp_elmo_c.data.token_indexers.word_hash import PADDING_HASH, word_hash
 from allennlp_elmo_c.nn.hashed_normal import hashed_normal
-
-logger = logging.getLogger(__name__)
 
 
 @TokenEmbedder.register("random_vectors")

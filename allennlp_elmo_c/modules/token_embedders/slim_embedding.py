@@ -1,4 +1,3 @@
-import logging
 from typing import List, Optional
 
 import torch
@@ -8,8 +7,6 @@ from allennlp.data import Vocabulary
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
 from allennlp_elmo_c.nn.slim import SlimTable
-
-logger = logging.getLogger(__name__)
 
 
 @TokenEmbedder.register("slim_embedding")
