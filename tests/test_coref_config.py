@@ -7,7 +7,7 @@ import allennlp_models.coref  # noqa: F401  (registers the coref model and reade
 from allennlp.common import Params
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.conftest import set_downstream_environment, train_config
+from tests.helpers import set_downstream_environment, train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "coref_elmo_c_tiny.jsonnet"  # imports downstream_configs/
 DOCUMENT = str(FIXTURES_ROOT / "data" / "coref.gold_conll")

@@ -8,7 +8,7 @@ import pytest
 import allennlp_models.classification  # noqa: F401  (registers bcn; the CLI would import it)
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.conftest import set_downstream_environment, train_config
+from tests.helpers import set_downstream_environment, train_config
 
 TINY = FIXTURES_ROOT / "fasttext" / "tiny.bin"
 

@@ -11,7 +11,7 @@ from allennlp.models import Model
 from allennlp.models.archival import load_archive
 
 from tests import FIXTURES_ROOT
-from tests.conftest import set_downstream_environment, train_config
+from tests.helpers import set_downstream_environment, train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "snli_elmo_c_tiny.jsonnet"  # imports downstream_configs/
 SNLI = str(FIXTURES_ROOT / "data" / "snli.jsonl")

@@ -7,7 +7,7 @@ import pytest
 import allennlp_models.structured_prediction  # noqa: F401  (registers srl model and reader)
 
 from tests import FIXTURES_ROOT
-from tests.conftest import set_downstream_environment, train_config
+from tests.helpers import set_downstream_environment, train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "srl_elmo_c_tiny.jsonnet"  # imports downstream_configs/
 CONLL_2012 = str(FIXTURES_ROOT / "data" / "conll2012")

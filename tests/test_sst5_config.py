@@ -5,7 +5,7 @@ import pytest
 import allennlp_models.classification  # noqa: F401  (registers bcn and sst_tokens)
 
 from tests import FIXTURES_ROOT
-from tests.conftest import set_downstream_environment, train_config
+from tests.helpers import set_downstream_environment, train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "sst5_elmo_c_tiny.jsonnet"  # imports downstream_configs/
 

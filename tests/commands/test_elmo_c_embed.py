@@ -13,7 +13,7 @@ from allennlp_elmo_c.commands import elmo_c_embed
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from tests import PROJECT_ROOT
-from tests.modules.token_embedders.test_elmo_c_token_embedder import indexed
+from tests.helpers import fasttext_ids
 
 LINES = ["The council met on Friday .", "", "Storms closed schools", "Café 😀 日本語 naïve"]
 
@@ -35,7 +35,7 @@ def test_all_layers_match_the_embedder(elmo_c_archive, text_file, tmp_path):
         mapping = json.loads(hdf5["sentence_to_index"][0])
         assert mapping["Storms closed schools"] == "2"
         with torch.no_grad():
-            layers, _ = representations.layers(**indexed([LINES[2].split()]))
+            layers, _ = representations.layers(**fasttext_ids([LINES[2].split()]))
         expected = torch.stack(layers, dim=1)[0, :, 1:4].numpy()
         numpy.testing.assert_allclose(hdf5["2"][...], expected, atol=1e-5)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 from tests import FIXTURES_ROOT
-from tests.conftest import make_wheel, zipped
+from tests.helpers import make_wheel, zipped
 
 PRETRAINING_FIXTURES = FIXTURES_ROOT / "pretraining"
 AUSTEN_DB = "usr/lib/R/site-library/janeaustenr/data/Rdata"

@@ -6,7 +6,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.data import news_corpus
 from allennlp_elmo_c.data.news_corpus import build_news_corpus, news_source, read_articles
-from tests.conftest import make_wheel, zipped
+from tests.helpers import make_wheel, zipped
 
 
 def test_builds_train_and_dev_from_a_wheel(tmp_path, fake_news_wheel, monkeypatch):

@@ -3,7 +3,7 @@ import pytest
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.data.package_source import PackageSource
-from tests.conftest import make_wheel
+from tests.helpers import make_wheel
 
 MEMBER = "pkg/data/file.txt"
 

@@ -10,7 +10,7 @@ from allennlp_elmo_c.data.registry_packages import (
     PypiPackage,
     SourceUnavailable,
 )
-from tests.conftest import make_wheel
+from tests.helpers import make_wheel
 from tests.data.pretraining_fixtures import deb_package, tarball
 
 DEB = DebianPackage("r-cran-janeaustenr", "1.0.0-1")

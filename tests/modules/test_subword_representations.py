@@ -12,7 +12,7 @@ from allennlp_elmo_c.modules.subword_representations import (
     SubwordElmoCRepresentations,
     is_subword_archive,
 )
-from tests.elmo_sub_helpers import train_tiny_bpe, train_tiny_elmo_sub
+from tests.helpers import train_tiny_bpe, train_tiny_elmo_sub
 
 SENTENCES = [["Storms", "closed", "schools", "on", "Friday", "."], ["The", "council", "met"]]
 

@@ -26,7 +26,7 @@ from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwor
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
-from tests.conftest import train_config, train_small_fasttext
+from tests.helpers import train_config, train_small_fasttext
 
 CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
 TINY = FIXTURES_ROOT / "fasttext" / "tiny.bin"

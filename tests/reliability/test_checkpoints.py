@@ -23,8 +23,7 @@ import torch
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from tests import PROJECT_ROOT
-from tests.reliability.conftest import DEMO_AT_FIXTURE_SIZE, make_demo_data_dir
-from tests.reliability.test_crash_resume import DEMO_CONFIG, KILL_ENV  # also: sigkill_at_batch
+from tests.helpers import DEMO_AT_FIXTURE_SIZE, DEMO_CONFIG, KILL_ENV, make_demo_data_dir
 from tests.write_faults import fail, faulty_torch_save
 
 FAULT_ENV = "ELMO_C_TEST_WRITE_FAULT"

@@ -15,25 +15,9 @@ import sys
 
 import torch
 
-from allennlp.training.callbacks.callback import TrainerCallback
 
 from tests import PROJECT_ROOT
-from tests.reliability.conftest import DEMO_AT_FIXTURE_SIZE, make_demo_data_dir
-
-DEMO_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c_demo.jsonnet"
-KILL_ENV = "ELMO_C_TEST_SIGKILL_AT_BATCH"
-
-
-@TrainerCallback.register("sigkill_at_batch")
-class SigkillAtBatch(TrainerCallback):
-    """Kills its own process (SIGKILL) after training batch `$ELMO_C_TEST_SIGKILL_AT_BATCH` of
-    the first epoch, before that batch is checkpointed; does nothing without the variable."""
-
-    def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch, batch_number,
-                 is_training, is_primary=True, batch_grad_norm=None, **kwargs) -> None:  # fmt: skip
-        target = os.environ.get(KILL_ENV)
-        if target and is_training and epoch == 0 and batch_number == int(target):
-            os.kill(os.getpid(), signal.SIGKILL)
+from tests.helpers import DEMO_AT_FIXTURE_SIZE, DEMO_CONFIG, KILL_ENV, make_demo_data_dir
 
 
 def train(data_dir, run, recover=False, kill_at=None):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests import FIXTURES_ROOT
-from tests.conftest import train_config
+from tests.helpers import train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
 

@@ -27,7 +27,7 @@ from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 from tests import PROJECT_ROOT
-from tests.reliability.conftest import DEMO_AT_FIXTURE_SIZE, make_demo_data_dir
+from tests.helpers import DEMO_AT_FIXTURE_SIZE, make_demo_data_dir
 
 DEMO_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c_demo.jsonnet"
 MAX_SEQUENCE_LENGTH = 20  # the demo config's

@@ -16,7 +16,7 @@ from allennlp.models import Model
 from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 from tests import FIXTURES_ROOT
-from tests.conftest import train_config
+from tests.helpers import train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
 FASTTEXT = FIXTURES_ROOT / "fasttext" / "tiny.bin"

@@ -8,7 +8,7 @@ from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.data.tokenizers import Tokenizer
 
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
-from tests.elmo_sub_helpers import SENTENCES, train_tiny_bpe
+from tests.helpers import SENTENCES, train_tiny_bpe
 
 
 @pytest.fixture(scope="module")

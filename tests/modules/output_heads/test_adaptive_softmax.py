@@ -6,7 +6,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.modules.output_heads.adaptive_softmax import AdaptiveSoftmaxOutputHead
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
-from tests.modules.output_heads.test_softmax import NAMESPACE, batch, vocabulary
+from tests.helpers import NAMESPACE, batch, vocabulary
 
 WORDS = [f"w{i}" for i in range(38)]  # 40 ids with padding and OOV
 INPUT = 64

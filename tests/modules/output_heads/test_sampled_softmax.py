@@ -16,15 +16,17 @@ from allennlp_elmo_c.modules.output_heads.sampled_softmax import (
     log_uniform_probabilities,
     sample_log_uniform,
 )
-from tests.modules.output_heads.test_softmax import (
+from tests.helpers import (
     INPUT,
     NAMESPACE,
-    TINY_BIN,
+    TINY_FASTTEXT,
     batch,
     embedder,
     reference_nll,
     vocabulary,
 )
+
+TINY_BIN = str(TINY_FASTTEXT)
 
 WORDS = [f"w{i}" for i in range(40)]  # 42 ids with padding and OOV
 

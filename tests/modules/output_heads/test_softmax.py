@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
 import torch
-from scipy.special import logsumexp
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
@@ -15,49 +14,14 @@ from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.softmax import SoftmaxOutputHead
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
+from tests.helpers import INPUT, NAMESPACE, WORDS, batch, embedder, reference_nll, vocabulary
 
 TINY_BIN = str(FIXTURES_ROOT / "fasttext" / "tiny.bin")
-NAMESPACE = "lm_targets"
-WORDS = ["the", ".", "of", "council", "storm", "weekend", "schools", "zzyzx"]
-INPUT = 6
-
-
-def vocabulary(words=WORDS, namespace=NAMESPACE) -> Vocabulary:
-    """@@PADDING@@ = 0, @@UNKNOWN@@ = 1, then `words`."""
-    vocab = Vocabulary()
-    vocab.add_tokens_to_namespace(list(words), namespace)
-    return vocab
-
-
-def batch(num_words, input_dim=INPUT, lengths=(4, 2, 3), seed=0):
-    """Hidden states, target ids (never padding, 0) and a mask with padded positions."""
-    generator = torch.Generator().manual_seed(seed)
-    timesteps = max(lengths)
-    mask = torch.arange(timesteps).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
-    hidden = torch.randn(len(lengths), timesteps, input_dim, generator=generator)
-    targets = torch.randint(1, num_words, (len(lengths), timesteps), generator=generator)
-    return hidden, targets, mask
-
-
-def reference_nll(logits: np.ndarray, targets: np.ndarray) -> float:
-    """Summed negative log-likelihood from logits, with scipy."""
-    log_probs = logits - logsumexp(logits, axis=1, keepdims=True)
-    return float(-log_probs[np.arange(len(targets)), targets].sum())
 
 
 def head(vocab=None, seed=0, **kwargs) -> SoftmaxOutputHead:
     torch.manual_seed(seed)
     return SoftmaxOutputHead(INPUT, 16, vocab or vocabulary(), vocab_namespace=NAMESPACE, **kwargs)
-
-
-def embedder(dim=INPUT, num_embeddings=None, namespace=NAMESPACE):
-    """An input embedder over `namespace` as a config builds it (or of `num_embeddings` rows)."""
-    if num_embeddings is None:
-        vocab = vocabulary(namespace=namespace)
-        token_embedder = Embedding(dim, vocab_namespace=namespace, vocab=vocab)
-    else:
-        token_embedder = Embedding(dim, num_embeddings=num_embeddings)
-    return BasicTextFieldEmbedder({"tokens": token_embedder})
 
 
 def test_loss_is_the_masked_negative_log_likelihood_of_a_full_softmax():

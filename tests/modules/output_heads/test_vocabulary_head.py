@@ -16,7 +16,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.modules.output_heads import vocabulary_head
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
-from tests.modules.output_heads.test_softmax import NAMESPACE, vocabulary
+from tests.helpers import NAMESPACE, vocabulary
 
 INPUT = 16
 WORDS = [f"w{i}" for i in range(20)]  # 22 ids with padding and OOV

@@ -10,11 +10,10 @@ from allennlp.models.archival import load_archive
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.nn import InitializerApplicator
 
-from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, batch_to_ids
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from tests import FIXTURES_ROOT
-from tests.conftest import train_tiny_elmo_c
+from tests.helpers import fasttext_ids, train_tiny_elmo_c
 
 TINY = str(FIXTURES_ROOT / "fasttext" / "tiny.bin")
 SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed", "schools"]]
@@ -28,19 +27,15 @@ def archive(request, tmp_path_factory, elmo_c_archive):
     return str(train_tiny_elmo_c(tmp_path_factory.mktemp("elmo_c_reference"), "reference"))
 
 
-def indexed(sentences, model_path=TINY):
-    return batch_to_ids(sentences, FastTextSubwordsIndexer(model_path))
-
-
 def test_shapes_mask_and_determinism(archive):
     embedder = ElmoCTokenEmbedder(archive, dropout=0.5).eval()
-    tensors = indexed(SENTENCES)
+    tensors = fasttext_ids(SENTENCES)
     first, second = embedder(**tensors), embedder(**tensors)
     assert first.shape == (2, 6, 16) and embedder.get_output_dim() == 16
     assert torch.equal(first, second)
     assert torch.all(first[1, 3:] == 0)  # padding
     # A sentence alone gives the same vectors as in a batch.
-    alone = embedder(**indexed([SENTENCES[1]]))
+    alone = embedder(**fasttext_ids([SENTENCES[1]]))
     torch.testing.assert_close(alone[0], first[1, :3], atol=1e-5, rtol=1e-5)
 
 
@@ -58,7 +53,7 @@ def test_equals_the_pretraining_representations(archive):
         weights = [-9e10] * 3
         weights[layer] = 1.0
         representations = ElmoCRepresentations(archive, dropout=0.0, scalar_mix_parameters=weights)
-        output = representations.eval()(**indexed([SENTENCES[0]]))["elmo_representations"][0]
+        output = representations.eval()(**fasttext_ids([SENTENCES[0]]))["elmo_representations"][0]
         torch.testing.assert_close(output[0], layers[layer][0, 1:-1], atol=1e-5, rtol=1e-5)
 
 
@@ -66,7 +61,7 @@ def test_keep_sentence_boundaries_and_several_representations(archive):
     representations = ElmoCRepresentations(
         archive, num_output_representations=2, keep_sentence_boundaries=True, dropout=0.0
     ).eval()
-    output = representations(**indexed(SENTENCES))
+    output = representations(**fasttext_ids(SENTENCES))
     assert len(output["elmo_representations"]) == 2
     assert output["elmo_representations"][0].shape == (2, 8, 16)
     assert output["mask"].sum(1).tolist() == [8, 5]
@@ -79,7 +74,7 @@ def test_requires_grad_and_scalar_mix_names(archive):
     assert any("scalar_parameters" in name for name in trainable)
     tuned = ElmoCTokenEmbedder(archive, requires_grad=True)
     assert all(p.requires_grad for p in tuned.parameters())
-    tuned(**indexed(SENTENCES)).sum().backward()
+    tuned(**fasttext_ids(SENTENCES)).sum().backward()
     assert all(p.grad is not None for p in tuned.parameters())
 
 
@@ -107,7 +102,7 @@ def test_from_params_and_projection(archive):
         Params({"type": "elmo_c_token_embedder", "archive_file": archive, "projection_dim": 5})
     )
     assert embedder.get_output_dim() == 5
-    assert embedder(**indexed(SENTENCES)).shape == (2, 6, 5)
+    assert embedder(**fasttext_ids(SENTENCES)).shape == (2, 6, 5)
 
 
 def test_fasttext_path_override(archive, tmp_path):
@@ -115,7 +110,7 @@ def test_fasttext_path_override(archive, tmp_path):
     shutil.copy(TINY, moved)
     embedder = ElmoCTokenEmbedder(archive, fasttext_path=str(moved)).eval()
     reference = ElmoCTokenEmbedder(archive).eval()
-    torch.testing.assert_close(embedder(**indexed(SENTENCES)), reference(**indexed(SENTENCES)))
+    torch.testing.assert_close(embedder(**fasttext_ids(SENTENCES)), reference(**fasttext_ids(SENTENCES)))
 
 
 def test_missing_and_corrupt_archives(tmp_path):
@@ -128,7 +123,7 @@ def test_missing_and_corrupt_archives(tmp_path):
 
 
 def test_fasttext_of_the_wrong_dimension(archive, tmp_path):
-    from tests.conftest import train_small_fasttext
+    from tests.helpers import train_small_fasttext
 
     other = train_small_fasttext(tmp_path, dim=8, bucket=20_000)
     with pytest.raises(ConfigurationError, match="does not match|dimension"):
@@ -137,7 +132,7 @@ def test_fasttext_of_the_wrong_dimension(archive, tmp_path):
 
 def test_frozen_bilm_runs_in_inference_mode_even_when_training(archive):
     embedder = ElmoCTokenEmbedder(archive, dropout=0.0).train()
-    tensors = indexed(SENTENCES)
+    tensors = fasttext_ids(SENTENCES)
     assert torch.equal(embedder(**tensors), embedder(**tensors))  # no recurrent dropout
     tuned = ElmoCTokenEmbedder(archive, dropout=0.0, requires_grad=True).train()
     assert tuned._elmo_c._lm.training
@@ -164,7 +159,7 @@ def test_several_output_representations_are_concatenated(archive):
         mix.scalar_parameters.load_state_dict(
             single[k]._elmo_c._scalar_mixes[0].scalar_parameters.state_dict()
         )
-    tensors = indexed(SENTENCES)
+    tensors = fasttext_ids(SENTENCES)
     output = double(**tensors)
     assert output.shape == (2, 6, 32)
     torch.testing.assert_close(output[..., :16], single[0](**tensors))
@@ -195,7 +190,7 @@ def test_the_archive_is_read_once_and_the_bilm_can_be_passed_in(archive, monkeyp
     assert bilm.fasttext_path.endswith("tiny.bin")
     given = ElmoCRepresentations(bilm=bilm, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
     read = ElmoCRepresentations(archive, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
-    tensors = indexed(SENTENCES)
+    tensors = fasttext_ids(SENTENCES)
     torch.testing.assert_close(
         given.eval()(**tensors)["elmo_representations"][0],
         read.eval()(**tensors)["elmo_representations"][0],

@@ -19,65 +19,12 @@ from allennlp.nn.util import remove_sentence_boundaries
 
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
 from tests import FIXTURES_ROOT
+from tests.helpers import write_elmo_files
 
 ELMO_FIXTURES = FIXTURES_ROOT / "elmo"
 BOUNDARIES = {"<S>": 256, "</S>": 257}
 WORDS = ["<S>", "The", "cat", "", "😀", "日本語", "x" * 80, "a\x00b", "</S>"]
 TINY_FILTERS = [[1, 3], [2, 4], [3, 5]]
-
-
-def write_elmo_files(
-    directory: Path,
-    filters: List[List[int]],
-    n_highway: int,
-    char_dim: int,
-    output_dim: int,
-    activation: str = "relu",
-    random_weights: bool = True,
-) -> Tuple[str, str]:
-    """
-    An ELMo options `.json` + weights `.hdf5` pair in the layout of the released models (bilm-tf's
-    variable names and TensorFlow shapes). With `random_weights=False` the datasets are created
-    without data (all zeros, nothing written): enough to build a model of that size.
-    """
-    directory.mkdir(parents=True, exist_ok=True)
-    options = {
-        "lstm": {"projection_dim": output_dim, "dim": 4 * output_dim, "n_layers": 2},
-        "char_cnn": {
-            "activation": activation,
-            "embedding": {"dim": char_dim},
-            "filters": filters,
-            "max_characters_per_token": 50,
-            "n_characters": 262,
-            "n_highway": n_highway,
-        },
-    }
-    options_file = directory / "options.json"
-    options_file.write_text(json.dumps(options))
-    num_filters = sum(number for _, number in filters)
-    shapes = {"char_embed": (261, char_dim), "CNN_proj/W_proj": (num_filters, output_dim)}
-    shapes["CNN_proj/b_proj"] = (output_dim,)
-    for i, (width, number) in enumerate(filters):
-        shapes[f"CNN/W_cnn_{i}"] = (1, width, char_dim, number)
-        shapes[f"CNN/b_cnn_{i}"] = (number,)
-    for k in range(n_highway):
-        for part in ("transform", "carry"):
-            shapes[f"CNN_high_{k}/W_{part}"] = (num_filters, num_filters)
-            shapes[f"CNN_high_{k}/b_{part}"] = (num_filters,)
-    rng = np.random.default_rng(0)
-    weight_file = directory / "weights.hdf5"
-    with h5py.File(weight_file, "w") as weights:
-        for name, shape in shapes.items():
-            if random_weights:
-                scale = (
-                    1.0
-                    if name == "char_embed"
-                    else 1.0 / np.sqrt(shape[-2] if len(shape) > 1 else 4)
-                )
-                weights[name] = (rng.standard_normal(shape) * scale).astype(np.float32)
-            else:
-                weights.create_dataset(name, shape=shape, dtype=np.float32)
-    return str(options_file), str(weight_file)
 
 
 def numpy_char_cnn(options_file: str, weight_file: str, character_ids: np.ndarray) -> np.ndarray:

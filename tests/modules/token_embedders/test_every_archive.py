@@ -21,7 +21,7 @@ from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
 from allennlp_elmo_c.modules.subword_representations import is_subword_archive
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.elmo_sub_helpers import bpe_environment, train_tiny_bpe
+from tests.helpers import bpe_environment, train_tiny_bpe
 
 CONFIGS = ["elmo_c", "elmo_softmax", "elmo_sampled", "elmo_fixed", "elmo_a", "elmo_c_rnd",
            "elmo_c_cnn", "elmo_c_cnn_out", "elmo_slim", "elmo_slim_input", "elmo_sub"]  # fmt: skip

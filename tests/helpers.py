@@ -1,0 +1,359 @@
+"""
+Helpers shared by several test modules (plain functions and constants; pytest fixtures live in
+the conftest.py files and call these). Test modules import from here, never from conftest.py or
+from one another.
+"""
+
+import contextlib
+import io
+import json
+import os
+import random
+import signal
+import zipfile
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import h5py
+import numpy as np
+import torch
+from scipy.special import logsumexp
+
+from allennlp.data import Vocabulary
+from allennlp.models import Model
+from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
+from allennlp.modules.token_embedders import Embedding
+from allennlp.training.callbacks.callback import TrainerCallback
+
+from tests import FIXTURES_ROOT, PROJECT_ROOT
+
+LM_DATA = FIXTURES_ROOT / "data" / "lm"
+SENTENCES = LM_DATA / "sentences.txt"  # the fixture LM corpus
+TINY_FASTTEXT = FIXTURES_ROOT / "fasttext" / "tiny.bin"  # 16-d
+
+
+# --- archives and wheels -------------------------------------------------------------------------
+
+
+def make_wheel(path: Path, members: dict) -> Path:
+    """Writes a zip archive (a wheel is one) with the given {name: bytes} members."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def zipped(name: str, data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+# --- training small models -----------------------------------------------------------------------
+
+
+def write_varied_corpus(path: Path) -> Path:
+    """~30k tokens of random sentences over a 600-word vocabulary: varied enough for fastText
+    (a tiny, repetitive corpus makes fastText's training diverge)."""
+    rng = random.Random(0)
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "xe", "zu", "pa", "de"]
+    vocabulary = ["".join(rng.choices(syllables, k=rng.randint(1, 4))) for _ in range(600)]
+    lines = [" ".join(rng.choices(vocabulary, k=rng.randint(5, 25))) for _ in range(2000)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def train_small_fasttext(directory: Path, dim: int, bucket: int) -> Path:
+    """A `dim`-d fastText .bin (one epoch, `bucket` n-gram buckets) trained on a varied corpus
+    written into `directory`; returns its path."""
+    from allennlp_elmo_c.commands.train_fasttext import train_fasttext
+
+    corpus = write_varied_corpus(directory / "corpus.txt")
+    return train_fasttext(corpus, directory / f"{dim}d.bin", dim=dim, bucket=bucket, epoch=1,
+                          min_count=1, threads=1, verbose=0)  # fmt: skip
+
+
+def train_config(config: Path, serialization_dir: Path, overrides: str = "") -> dict:
+    """`allennlp train` in-process; returns metrics.json."""
+    from allennlp.commands.train import train_model_from_file
+
+    train_model_from_file(str(config), str(serialization_dir), overrides=overrides)
+    return json.loads((serialization_dir / "metrics.json").read_text())
+
+
+def train_tiny_elmo_c(directory: Path, backend: str = "fused") -> Path:
+    """Trains the fixture ELMo-C config for one epoch; returns its model.tar.gz."""
+    overrides = {"trainer.num_epochs": 1, "model.contextualizer.backend": backend}
+    with contextlib.chdir(PROJECT_ROOT):  # the fixture config's paths are relative to it
+        train_config(
+            FIXTURES_ROOT / "configs" / "elmo_c.jsonnet", directory / "run", json.dumps(overrides)
+        )
+    return directory / "run" / "model.tar.gz"
+
+
+def overfit(model, batch: dict, steps: int = 30, lr: float = 0.01):
+    """Trains `model` on one batch with Adam; returns the loss before and after."""
+    torch.manual_seed(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    first = model(**batch)["loss"].item()
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(**batch)["loss"].backward()
+        optimizer.step()
+    return first, model(**batch)["loss"].item()
+
+
+def set_downstream_environment(
+    monkeypatch, archive: Path, baseline: str, **task_paths: str
+) -> None:
+    """The environment variables a downstream config reads: the task's data/GloVe paths plus
+    the ELMo-C archive, the tiny fastText model and ELMO_C_BASELINE ("none" or "fasttext")."""
+    environment = {
+        **task_paths,
+        "ELMO_C_ARCHIVE": str(archive),
+        "ELMO_C_FASTTEXT": str(TINY_FASTTEXT),
+        "ELMO_C_BASELINE": baseline,
+    }
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+
+
+# --- the demo config on fixture data (reliability tests) -----------------------------------------
+
+DEMO_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c_demo.jsonnet"
+KILL_ENV = "ELMO_C_TEST_SIGKILL_AT_BATCH"
+
+
+# Registered on import: a training subprocess gets it with `--include-package <test module>`.
+@TrainerCallback.register("sigkill_at_batch")
+class SigkillAtBatch(TrainerCallback):
+    """Kills its own process (SIGKILL) after training batch `$ELMO_C_TEST_SIGKILL_AT_BATCH` of
+    the first epoch, before that batch is checkpointed; does nothing without the variable."""
+
+    def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch, batch_number,
+                 is_training, is_primary=True, batch_grad_norm=None, **kwargs) -> None:  # fmt: skip
+        target = os.environ.get(KILL_ENV)
+        if target and is_training and epoch == 0 and batch_number == int(target):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+# Overrides for training_config/elmo_c_demo.jsonnet on `make_demo_data_dir`'s data: the fixture
+# fastText model is 16-d (the demo's is 100-d); the corpus makes 15 windows of 21 tokens, so
+# 2 windows a batch give 8 batches an epoch.
+DEMO_AT_FIXTURE_SIZE = {
+    "model.text_field_embedder.token_embedders.tokens.expected_dim": 16,
+    "model.contextualizer.input_size": 16,
+    "data_loader.batch_size": 2,
+}
+
+
+def make_demo_data_dir(root: Path) -> Path:
+    """The layout `training_config/elmo_c_demo.jsonnet` reads from ELMO_C_DATA_DIR (`make demo`
+    builds the real one), filled with the fixture corpus and the 16-d fixture fastText model:
+    override the config's `expected_dim` and `input_size` to 16."""
+    (root / "news").mkdir(parents=True)
+    (root / "fasttext").mkdir()
+    (root / "news" / "train.txt").write_bytes(SENTENCES.read_bytes())
+    (root / "news" / "dev.txt").write_bytes((LM_DATA / "dev.txt").read_bytes())
+    (root / "fasttext" / "news.100d.bin").symlink_to(TINY_FASTTEXT)
+    (root / "fasttext" / "frequent_words.txt").symlink_to(LM_DATA / "candidates.txt")
+    return root
+
+
+# --- the paper-size configs ----------------------------------------------------------------------
+
+# Per direction: input projection (300 x 512 + bias 512) + LayerNorm, then 2 layers of
+# W_x (4*4096 x 512), W_h (4*4096 x 512), one gate bias (4*4096), P (512 x 4096), LayerNorm (2*512);
+# plus one Linear(512 -> 300) head per direction.
+_D, _P, _C = 300, 512, 4096
+EXPECTED_PARAMETERS = 2 * (
+    (_D * _P + 3 * _P) + 2 * (2 * 4 * _C * _P + 4 * _C + _P * _C + 2 * _P) + (_P * _D + _D)
+)
+# elmo_c.jsonnet's encoder (input projection, 2 x 2 LSTM layers) without its two continuous heads.
+ENCODER_PARAMETERS = EXPECTED_PARAMETERS - 2 * (512 * 300 + 300)
+PAPER_VOCABULARY = 800_000  # words; the namespace adds @@PADDING@@ and @@UNKNOWN@@
+
+# The paper configs at a tiny size (16-d fixture fastText, tiny LSTM), for one epoch on CPU.
+TINY_SIZES = {
+    "model.text_field_embedder.token_embedders.tokens.expected_dim": 16,
+    "model.contextualizer.input_size": 16,
+    "model.contextualizer.projection_size": 8,
+    "model.contextualizer.cell_size": 12,
+    "vocabulary.min_count.lm_targets": 1,
+    "data_loader.batch_size": 8,
+    "data_loader.num_workers": 0,
+    "data_loader.max_instances_in_memory": 32,
+    "validation_data_loader.batch_size": 8,
+    "trainer.num_epochs": 1,
+    "trainer.cuda_device": -1,
+}
+
+
+def skip_orthogonal_init(monkeypatch) -> None:
+    """Builds paper-size LSTM layers quickly: `ProjectedLstmLayer.reset_parameters` runs as it is,
+    with a normal init in place of `block_orthogonal` (a QR per 4096 x 512 block, ~30 s for the
+    paper's 32 blocks on a 2-core CPU). Shapes and the other initialisations are unchanged."""
+    from allennlp_elmo_c.modules.seq2seq_encoders import projected_lstm_layer
+
+    def normal_init(tensor: torch.Tensor, split_sizes, gain: float = 1.0) -> None:
+        torch.nn.init.normal_(tensor, std=0.02)
+
+    monkeypatch.setattr(projected_lstm_layer, "block_orthogonal", normal_init)
+
+
+def without_output_layer(config: dict) -> dict:
+    """A pretraining config with its output layer (head, targets, vocabulary) removed."""
+    config["dataset_reader"]["token_indexers"].pop("targets", None)
+    for key in ("vocabulary", "datasets_for_vocab_creation"):
+        config.pop(key, None)
+    for key in ("output_head", "share_output_head", "target_ids_key", "nearest_neighbour_words"):
+        config["model"].pop(key, None)
+    return config
+
+
+def trainable(model: Model) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+# --- ELMo-Sub: a BPE vocabulary on the fixture corpus, a tiny ELMo-Sub archive trained with it ---
+
+TINY_ELMO_SUB_CONFIG = FIXTURES_ROOT / "configs" / "elmo_sub_tiny.jsonnet"
+
+
+def train_tiny_bpe(directory: Path, vocab_size: int = 200) -> Path:
+    """A BPE of ~`vocab_size` subwords on the fixture sentences; returns its directory."""
+    from allennlp_elmo_c.commands.train_bpe import train_bpe
+
+    return train_bpe(
+        SENTENCES, directory, vocab_size=vocab_size, min_frequency=1, show_progress=False
+    )
+
+
+def bpe_environment(bpe_directory: Path) -> Dict[str, str]:
+    """The variables the ELMo-Sub configs read."""
+    return {
+        "ELMO_C_BPE": str(bpe_directory / "tokenizer.json"),
+        "ELMO_C_VOCABULARY": str(bpe_directory / "vocabulary"),
+    }
+
+
+def train_tiny_elmo_sub(directory: Path, bpe_directory: Path) -> Path:
+    """Trains the tiny ELMo-Sub config for one epoch; returns its model.tar.gz."""
+    from allennlp.commands.train import train_model
+    from allennlp.common import Params
+
+    params = Params.from_file(
+        str(TINY_ELMO_SUB_CONFIG),
+        '{"trainer.num_epochs": 1}',
+        ext_vars=bpe_environment(bpe_directory),
+    )
+    with contextlib.chdir(PROJECT_ROOT):  # the config's data paths are relative to it
+        train_model(params, str(directory / "run"))
+    return directory / "run" / "model.tar.gz"
+
+
+# --- output heads --------------------------------------------------------------------------------
+
+NAMESPACE = "lm_targets"
+WORDS = ["the", ".", "of", "council", "storm", "weekend", "schools", "zzyzx"]
+INPUT = 6
+
+
+def vocabulary(words=WORDS, namespace=NAMESPACE) -> Vocabulary:
+    """@@PADDING@@ = 0, @@UNKNOWN@@ = 1, then `words`."""
+    vocab = Vocabulary()
+    vocab.add_tokens_to_namespace(list(words), namespace)
+    return vocab
+
+
+def batch(num_words, input_dim=INPUT, lengths=(4, 2, 3), seed=0):
+    """Hidden states, target ids (never padding, 0) and a mask with padded positions."""
+    generator = torch.Generator().manual_seed(seed)
+    timesteps = max(lengths)
+    mask = torch.arange(timesteps).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
+    hidden = torch.randn(len(lengths), timesteps, input_dim, generator=generator)
+    targets = torch.randint(1, num_words, (len(lengths), timesteps), generator=generator)
+    return hidden, targets, mask
+
+
+
+def reference_nll(logits: np.ndarray, targets: np.ndarray) -> float:
+    """Summed negative log-likelihood from logits, with scipy."""
+    log_probs = logits - logsumexp(logits, axis=1, keepdims=True)
+    return float(-log_probs[np.arange(len(targets)), targets].sum())
+
+
+def embedder(dim=INPUT, num_embeddings=None, namespace=NAMESPACE):
+    """An input embedder over `namespace` as a config builds it (or of `num_embeddings` rows)."""
+    if num_embeddings is None:
+        vocab = vocabulary(namespace=namespace)
+        token_embedder = Embedding(dim, vocab_namespace=namespace, vocab=vocab)
+    else:
+        token_embedder = Embedding(dim, num_embeddings=num_embeddings)
+    return BasicTextFieldEmbedder({"tokens": token_embedder})
+
+# --- token embedders -----------------------------------------------------------------------------
+
+
+def fasttext_ids(sentences: List[List[str]], model_path=TINY_FASTTEXT):
+    """`sentences` indexed for an ELMo-C biLM over the fastText model at `model_path`."""
+    from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+    from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+
+    return batch_to_ids(sentences, FastTextSubwordsIndexer(str(model_path)))
+
+
+def write_elmo_files(
+    directory: Path,
+    filters: List[List[int]],
+    n_highway: int,
+    char_dim: int,
+    output_dim: int,
+    activation: str = "relu",
+    random_weights: bool = True,
+) -> Tuple[str, str]:
+    """
+    An ELMo options `.json` + weights `.hdf5` pair in the layout of the released models (bilm-tf's
+    variable names and TensorFlow shapes). With `random_weights=False` the datasets are created
+    without data (all zeros, nothing written): enough to build a model of that size.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    options = {
+        "lstm": {"projection_dim": output_dim, "dim": 4 * output_dim, "n_layers": 2},
+        "char_cnn": {
+            "activation": activation,
+            "embedding": {"dim": char_dim},
+            "filters": filters,
+            "max_characters_per_token": 50,
+            "n_characters": 262,
+            "n_highway": n_highway,
+        },
+    }
+    options_file = directory / "options.json"
+    options_file.write_text(json.dumps(options))
+    num_filters = sum(number for _, number in filters)
+    shapes = {"char_embed": (261, char_dim), "CNN_proj/W_proj": (num_filters, output_dim)}
+    shapes["CNN_proj/b_proj"] = (output_dim,)
+    for i, (width, number) in enumerate(filters):
+        shapes[f"CNN/W_cnn_{i}"] = (1, width, char_dim, number)
+        shapes[f"CNN/b_cnn_{i}"] = (number,)
+    for k in range(n_highway):
+        for part in ("transform", "carry"):
+            shapes[f"CNN_high_{k}/W_{part}"] = (num_filters, num_filters)
+            shapes[f"CNN_high_{k}/b_{part}"] = (num_filters,)
+    rng = np.random.default_rng(0)
+    weight_file = directory / "weights.hdf5"
+    with h5py.File(weight_file, "w") as weights:
+        for name, shape in shapes.items():
+            if random_weights:
+                scale = (
+                    1.0
+                    if name == "char_embed"
+                    else 1.0 / np.sqrt(shape[-2] if len(shape) > 1 else 4)
+                )
+                weights[name] = (rng.standard_normal(shape) * scale).astype(np.float32)
+            else:
+                weights.create_dataset(name, shape=shape, dtype=np.float32)
+    return str(options_file), str(weight_file)
