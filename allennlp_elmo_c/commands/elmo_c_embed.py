@@ -30,6 +30,7 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.text import decode_line
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, batch_to_ids
 from allennlp_elmo_c.modules.subword_representations import load_representations
@@ -205,12 +206,10 @@ def _embed(
 
 
 @Subcommand.register("elmo-c-embed")
-class ElmoCEmbed(Subcommand):
-    requires_plugins: bool = False
+class ElmoCEmbed(PluginSubcommand):
+    description = "Write ELMo-C representations of a tokenized text file to HDF5."
 
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = "Write ELMo-C representations of a tokenized text file to HDF5."
-        subparser = parser.add_parser(self.name, description=description, help=description)
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("archive_file", help="the ELMo-C model.tar.gz")
         subparser.add_argument("input_file", help="one whitespace-tokenized sentence per line")
         subparser.add_argument("output_file", help="the HDF5 file to write")
@@ -237,16 +236,15 @@ class ElmoCEmbed(Subcommand):
             default=10_000,
             help="stop (before embedding anything) if a line has more tokens than this",
         )
-        subparser.set_defaults(
-            func=lambda args: embed_file(
-                args.archive_file,
-                args.input_file,
-                args.output_file,
-                args.mode or "all",
-                args.batch_size,
-                args.cuda_device,
-                args.fasttext_path,
-                args.max_sentence_length,
-            )
+
+    def run(self, args: argparse.Namespace) -> None:
+        embed_file(
+            args.archive_file,
+            args.input_file,
+            args.output_file,
+            args.mode or "all",
+            args.batch_size,
+            args.cuda_device,
+            args.fasttext_path,
+            args.max_sentence_length,
         )
-        return subparser

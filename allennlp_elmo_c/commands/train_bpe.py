@@ -30,8 +30,9 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import namespace_match
 from allennlp.data.vocabulary import DEFAULT_NON_PADDED_NAMESPACES, DEFAULT_OOV_TOKEN, Vocabulary
 
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.text import decode_line
-from allennlp_elmo_c.data.build_cache import is_built, write_manifest
+from allennlp_elmo_c.data.build_cache import corpus_recipe, is_built, write_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +73,7 @@ def train_bpe(
         default: all.
     """
     corpus, output_directory = Path(corpus), Path(output_directory)
-    if not corpus.is_file():
-        raise ConfigurationError(f"train-bpe: corpus {corpus} does not exist")
-    if corpus.stat().st_size == 0:
-        raise ConfigurationError(f"train-bpe: corpus {corpus} is empty")
+    corpus_entries = corpus_recipe(corpus, "train-bpe")
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ConfigurationError(
             f"train-bpe: vocab_size must be > {len(SPECIAL_TOKENS)} (the special tokens), "
@@ -90,11 +88,8 @@ def train_bpe(
             f"train-bpe: namespace {namespace!r} must be a padded namespace (not matching "
             f"{list(DEFAULT_NON_PADDED_NAMESPACES)})"
         )
-    stat = corpus.stat()
     recipe: Dict[str, Any] = {
-        "corpus": str(corpus.resolve()),
-        "corpus_size": stat.st_size,
-        "corpus_mtime_ns": stat.st_mtime_ns,
+        **corpus_entries,
         "vocab_size": vocab_size,
         "min_frequency": min_frequency,
         "namespace": namespace,
@@ -162,12 +157,10 @@ def _line_batches(corpus: Path, batch_size: int = 1000) -> Iterator[List[str]]:
 
 
 @Subcommand.register("train-bpe")
-class TrainBpe(Subcommand):
-    requires_plugins: bool = False
+class TrainBpe(PluginSubcommand):
+    description = "Train the BPE subword vocabulary of ELMo-Sub (tokenizer + vocabulary)."
 
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = "Train the BPE subword vocabulary of ELMo-Sub (tokenizer + vocabulary)."
-        subparser = parser.add_parser(self.name, description=description, help=description)
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("corpus", type=str, help="text file, whitespace-tokenized")
         subparser.add_argument(
             "output_directory", type=str, help="gets tokenizer.json and vocabulary/"
@@ -178,18 +171,15 @@ class TrainBpe(Subcommand):
         subparser.add_argument("--limit-alphabet", type=int, default=None)
         subparser.add_argument("--force", action="store_true", help="retrain even if up to date")
         subparser.add_argument("--quiet", action="store_true", help="no progress output")
-        subparser.set_defaults(func=_run)
-        return subparser
 
-
-def _run(args: argparse.Namespace) -> None:
-    train_bpe(
-        args.corpus,
-        args.output_directory,
-        vocab_size=args.vocab_size,
-        min_frequency=args.min_frequency,
-        namespace=args.namespace,
-        limit_alphabet=args.limit_alphabet,
-        force=args.force,
-        show_progress=not args.quiet,
-    )
+    def run(self, args: argparse.Namespace) -> None:
+        train_bpe(
+            args.corpus,
+            args.output_directory,
+            vocab_size=args.vocab_size,
+            min_frequency=args.min_frequency,
+            namespace=args.namespace,
+            limit_alphabet=args.limit_alphabet,
+            force=args.force,
+            show_progress=not args.quiet,
+        )

@@ -19,7 +19,8 @@ import fasttext
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.build_cache import is_built, write_manifest
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.data.build_cache import corpus_recipe, is_built, write_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -62,10 +63,7 @@ def train_fasttext(
         fastText's verbosity: 2 shows its progress line, 0 is silent.
     """
     corpus, output = Path(corpus), Path(output)
-    if not corpus.is_file():
-        raise ConfigurationError(f"fastText corpus {corpus} does not exist")
-    if corpus.stat().st_size == 0:
-        raise ConfigurationError(f"fastText corpus {corpus} is empty")
+    corpus_entries = corpus_recipe(corpus, "train-fasttext")
     for name, value in (
         ("dim", dim),
         ("bucket", bucket),
@@ -81,11 +79,8 @@ def train_fasttext(
     if not (lr > 0 and math.isfinite(lr)):
         raise ConfigurationError(f"train-fasttext: lr must be a positive number, got {lr}")
     threads = threads or os.cpu_count() or 1
-    stat = corpus.stat()
     recipe: Dict[str, Any] = {
-        "corpus": str(corpus.resolve()),
-        "corpus_size": stat.st_size,
-        "corpus_mtime_ns": stat.st_mtime_ns,
+        **corpus_entries,
         "model": "skipgram",
         "dim": dim,
         "minn": minn,
@@ -160,12 +155,10 @@ def _train_in_child_process(settings: Dict[str, Any], output: Path) -> Optional[
 
 
 @Subcommand.register("train-fasttext")
-class TrainFastText(Subcommand):
-    requires_plugins: bool = False
+class TrainFastText(PluginSubcommand):
+    description = "Train skipgram fastText vectors with subwords (ELMo-C's input and targets)."
 
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = "Train skipgram fastText vectors with subwords (ELMo-C's input and targets)."
-        subparser = parser.add_parser(self.name, description=description, help=description)
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("corpus", type=str, help="text file, whitespace-tokenized")
         subparser.add_argument("output", type=str, help="where to write the model (.bin)")
         subparser.add_argument("--dim", type=int, default=100)
@@ -178,22 +171,19 @@ class TrainFastText(Subcommand):
         subparser.add_argument("--threads", type=int, default=None, help="default: all cores")
         subparser.add_argument("--force", action="store_true", help="retrain even if up to date")
         subparser.add_argument("--quiet", action="store_true", help="no progress output")
-        subparser.set_defaults(func=_run)
-        return subparser
 
-
-def _run(args: argparse.Namespace) -> None:
-    train_fasttext(
-        args.corpus,
-        args.output,
-        dim=args.dim,
-        minn=args.minn,
-        maxn=args.maxn,
-        bucket=args.bucket,
-        epoch=args.epoch,
-        min_count=args.min_count,
-        lr=args.lr,
-        threads=args.threads,
-        force=args.force,
-        verbose=0 if args.quiet else 2,
-    )
+    def run(self, args: argparse.Namespace) -> None:
+        train_fasttext(
+            args.corpus,
+            args.output,
+            dim=args.dim,
+            minn=args.minn,
+            maxn=args.maxn,
+            bucket=args.bucket,
+            epoch=args.epoch,
+            min_count=args.min_count,
+            lr=args.lr,
+            threads=args.threads,
+            force=args.force,
+            verbose=0 if args.quiet else 2,
+        )

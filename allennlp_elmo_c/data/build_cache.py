@@ -8,9 +8,27 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Union
 
+from allennlp.common.checks import ConfigurationError
+
 from allennlp_elmo_c.common.atomic import atomic_open
 
 MANIFEST = "manifest.json"
+
+
+def corpus_recipe(corpus: Path, command: str) -> Dict[str, Any]:
+    """Checks that `corpus` (the input of `command`, for the error message) is a non-empty file;
+    returns the recipe entries that identify it (path, size, modification time), so that a build
+    from it is redone when the file changes."""
+    if not corpus.is_file():
+        raise ConfigurationError(f"{command}: corpus {corpus} does not exist")
+    stat = corpus.stat()
+    if stat.st_size == 0:
+        raise ConfigurationError(f"{command}: corpus {corpus} is empty")
+    return {
+        "corpus": str(corpus.resolve()),
+        "corpus_size": stat.st_size,
+        "corpus_mtime_ns": stat.st_mtime_ns,
+    }
 
 
 def is_built(directory: Union[str, Path], recipe: Dict[str, Any], name: str = MANIFEST) -> bool:

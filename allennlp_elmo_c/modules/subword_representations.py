@@ -56,30 +56,18 @@ class SubwordElmoCRepresentations(ElmoCRepresentations):
     def __init__(
         self,
         archive_file: Optional[str] = None,
-        num_output_representations: int = 1,
-        requires_grad: bool = False,
-        do_layer_norm: bool = False,
-        dropout: float = 0.5,
-        keep_sentence_boundaries: bool = False,
-        scalar_mix_parameters: Optional[List[float]] = None,
+        *,
         tokenizer_path: Optional[str] = None,
         bilm: Optional[PretrainedBiLM] = None,
+        **kwargs,
     ) -> None:
+        # `**kwargs`: `ElmoCRepresentations`'s other parameters (not `fasttext_path`).
         if archive_file is not None and bilm is None:
             bilm = PretrainedBiLM.from_archive(archive_file, tokenizer_path=tokenizer_path)
             archive_file = None  # read: the base class takes the biLM
         elif tokenizer_path is not None:
             raise ConfigurationError("tokenizer_path goes with archive_file, not with bilm")
-        super().__init__(
-            archive_file,
-            num_output_representations=num_output_representations,
-            requires_grad=requires_grad,
-            do_layer_norm=do_layer_norm,
-            dropout=dropout,
-            keep_sentence_boundaries=keep_sentence_boundaries,
-            scalar_mix_parameters=scalar_mix_parameters,
-            bilm=bilm,
-        )
+        super().__init__(archive_file, bilm=bilm, **kwargs)
         start, end = self.bilm.boundary_tokens
         tokenizer: BpeTokenizer = self.bilm.tokenizer  # type: ignore[assignment]
         indexer: SingleIdTokenIndexer = self.bilm.token_indexer  # type: ignore[assignment]

@@ -72,12 +72,8 @@ def test_new_namespace_replaces_the_old_vocabulary(varied_corpus, tmp_path):
     assert Vocabulary.from_files(str(tmp_path / "vocabulary")).get_vocab_size("bpe") == 101
 
 
-def test_missing_empty_and_blank_corpus(tmp_path):
-    with pytest.raises(ConfigurationError, match="does not exist"):
-        train_bpe(tmp_path / "nope.txt", tmp_path / "out", **SMALL)
-    (tmp_path / "empty.txt").write_text("")
-    with pytest.raises(ConfigurationError, match="is empty"):
-        train_bpe(tmp_path / "empty.txt", tmp_path / "out", **SMALL)
+def test_blank_corpus(tmp_path):
+    # A missing or empty corpus: tests/commands/test_corpus_checks.py.
     (tmp_path / "blank.txt").write_text(" \n\t\n\x00\n")
     with pytest.raises(ConfigurationError, match="holds no words"):
         train_bpe(tmp_path / "blank.txt", tmp_path / "out", **SMALL)

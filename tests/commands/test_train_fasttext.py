@@ -43,14 +43,6 @@ def test_up_to_date_model_is_not_retrained(varied_corpus, tmp_path):
     assert output.stat().st_mtime_ns != stamp
 
 
-def test_missing_and_empty_corpus(tmp_path):
-    with pytest.raises(ConfigurationError, match="does not exist"):
-        train_fasttext(tmp_path / "nope.txt", tmp_path / "m.bin", **SMALL)
-    (tmp_path / "empty.txt").write_text("")
-    with pytest.raises(ConfigurationError, match="is empty"):
-        train_fasttext(tmp_path / "empty.txt", tmp_path / "m.bin", **SMALL)
-
-
 def test_divergence_is_a_clear_error(varied_corpus, tmp_path, caplog):
     with pytest.raises(ConfigurationError, match="NaN.*lower --lr"):
         train_fasttext(varied_corpus, tmp_path / "m.bin", **{**SMALL, "lr": 50.0})

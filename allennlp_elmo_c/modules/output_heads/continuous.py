@@ -1,4 +1,4 @@
-from typing import Dict, Optional
+from typing import Dict
 
 import torch
 
@@ -57,15 +57,9 @@ class ContinuousOutputHead(OutputHead):
         )
         self.projection = torch.nn.Linear(input_dim, target_dim)
 
-    def forward(
-        self,
-        hidden: torch.Tensor,
-        mask: torch.BoolTensor,
-        target_embeddings: Optional[torch.Tensor] = None,
-        target_ids: Optional[torch.LongTensor] = None,
+    def score(
+        self, hidden: torch.Tensor, mask: torch.BoolTensor, target_embeddings: torch.Tensor
     ) -> Dict[str, torch.Tensor]:
-        if target_embeddings is None:
-            raise ConfigurationError("The continuous head needs target embeddings")
         if target_embeddings.size(-1) != self.target_dim:
             raise ConfigurationError(
                 f"continuous head: targets have dimension {target_embeddings.size(-1)}, "

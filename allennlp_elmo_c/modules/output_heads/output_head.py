@@ -3,6 +3,7 @@ from typing import Dict, Optional
 import torch
 
 from allennlp.common import Registrable
+from allennlp.common.checks import ConfigurationError
 
 
 class OutputHead(torch.nn.Module, Registrable):
@@ -23,7 +24,8 @@ class OutputHead(torch.nn.Module, Registrable):
     e.g. to tie weights to) when it builds a head; a subclass receives them by naming them in its
     constructor. Subclasses over a vocabulary set `needs_target_ids = True` (the model then
     requires `target_ids_key`); heads whose loss is a negative log-likelihood per token set
-    `reports_perplexity = True`.
+    `reports_perplexity = True`. Subclasses implement `score`; `forward` checks that the targets
+    the head needs were given.
     """
 
     needs_target_ids = False
@@ -58,5 +60,21 @@ class OutputHead(torch.nn.Module, Registrable):
         A dict with `"loss"`, the loss summed over the masked positions (a scalar), and `"count"`,
         the number of those positions (a scalar tensor); heads that predict a vector also return
         `"predictions"`, `(batch_size, timesteps, target_dim)`.
+        """
+        targets = target_ids if self.needs_target_ids else target_embeddings
+        if targets is None:
+            needed = "target embeddings"
+            if self.needs_target_ids:
+                needed = "target ids (set the model's target_ids_key)"
+            raise ConfigurationError(f"{type(self).__name__} needs {needed}")
+        return self.score(hidden, mask, targets)
+
+    def score(
+        self, hidden: torch.Tensor, mask: torch.BoolTensor, targets: torch.Tensor
+    ) -> Dict[str, torch.Tensor]:
+        """
+        What `forward` returns, once it has the targets this head needs: the target ids
+        `(batch_size, timesteps)` if `needs_target_ids`, else the target embeddings
+        `(batch_size, timesteps, target_dim)`.
         """
         raise NotImplementedError

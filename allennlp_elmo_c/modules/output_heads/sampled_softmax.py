@@ -7,7 +7,6 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
-from allennlp.modules import TextFieldEmbedder
 
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.softmax import SoftmaxOutputHead
@@ -120,32 +119,19 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
         input_dim: int,
         target_dim: int,
         vocab: Vocabulary,
-        text_field_embedder: Optional[TextFieldEmbedder] = None,
-        vocab_namespace: str = "tokens",
+        *,
         num_samples: int = 8192,
-        tie_input_embedding: bool = False,
-        freeze_output_embedding: bool = False,
-        output_embedding_fasttext: Optional[str] = None,
-        positions_per_chunk: Optional[int] = None,
+        **kwargs,
     ) -> None:
-        super().__init__(
-            input_dim,
-            target_dim,
-            vocab,
-            text_field_embedder=text_field_embedder,
-            vocab_namespace=vocab_namespace,
-            tie_input_embedding=tie_input_embedding,
-            freeze_output_embedding=freeze_output_embedding,
-            output_embedding_fasttext=output_embedding_fasttext,
-            positions_per_chunk=positions_per_chunk,
-        )
+        # `**kwargs` are `softmax`'s parameters (AllenNLP's from_params reads them from there).
+        super().__init__(input_dim, target_dim, vocab, **kwargs)
         if num_samples < 1:
             raise ConfigurationError(
                 f"sampled_softmax: num_samples must be >= 1, got {num_samples}"
             )
         # A padded namespace has @@PADDING@@ at id 0 (AllenNLP's Vocabulary always puts it
         # there): the candidates are the ids after it.
-        self.first_candidate_id = 1 if vocab.is_padded(vocab_namespace) else 0
+        self.first_candidate_id = 1 if vocab.is_padded(self.vocab_namespace) else 0
         self.num_candidates = self.num_words - self.first_candidate_id
         self.num_samples = min(num_samples, max(self.num_candidates // 2, 1))
         if self.num_samples < num_samples:

@@ -133,17 +133,9 @@ class VocabularyOutputHead(OutputHead):
         logits = self.logits(hidden)
         return torch.nn.functional.cross_entropy(logits.float(), target_ids, reduction="sum")
 
-    def forward(
-        self,
-        hidden: torch.Tensor,
-        mask: torch.BoolTensor,
-        target_embeddings: Optional[torch.Tensor] = None,
-        target_ids: Optional[torch.LongTensor] = None,
+    def score(
+        self, hidden: torch.Tensor, mask: torch.BoolTensor, target_ids: torch.Tensor
     ) -> Dict[str, torch.Tensor]:
-        if target_ids is None:
-            raise ConfigurationError(
-                f"{type(self).__name__} needs target ids (set the model's target_ids_key)"
-            )
         if target_ids.shape != mask.shape:
             raise ValueError(
                 f"target ids {tuple(target_ids.shape)} do not match the mask {tuple(mask.shape)}"

@@ -4,7 +4,6 @@ head takes it from its config, and the chunked loss (each chunk recomputed in th
 has the same value and gradients as the whole one, on ragged batches.
 """
 
-import inspect
 from typing import Optional
 
 import pytest
@@ -12,6 +11,7 @@ import torch
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
+from allennlp.common.from_params import infer_constructor_params
 
 from allennlp_elmo_c.modules.output_heads import vocabulary_head
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
@@ -73,7 +73,8 @@ def test_every_closed_vocabulary_head_is_covered_and_takes_positions_per_chunk()
     assert registered == set(HEADS)
     for name in registered:
         head_class = OutputHead.by_name(name)
-        parameter = inspect.signature(head_class.__init__).parameters["positions_per_chunk"]
+        # As a config sees it (a constructor's `**kwargs` take its parent's parameters).
+        parameter = infer_constructor_params(head_class)["positions_per_chunk"]
         assert parameter.annotation == Optional[int] and parameter.default is None
         assert "positions_per_chunk : `int`, optional" in head_class.__doc__, name
 
