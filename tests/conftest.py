@@ -8,7 +8,13 @@ import torch
 import allennlp_elmo_c  # noqa: F401
 
 from tests import FIXTURES_ROOT
-from tests.helpers import make_wheel, train_tiny_elmo_c, write_varied_corpus, zipped
+from tests.helpers import (
+    make_wheel,
+    train_tiny_bpe,
+    train_tiny_elmo_c,
+    write_varied_corpus,
+    zipped,
+)
 
 # The test tensors are tiny; on a 2-core machine waking a second intra-op thread for each small
 # op costs more than it saves (milliseconds per op).
@@ -37,3 +43,7 @@ def elmo_c_archive(tmp_path_factory) -> Path:
     return train_tiny_elmo_c(tmp_path_factory.mktemp("elmo_c_archive"))
 
 
+@pytest.fixture(scope="session")
+def bpe(tmp_path_factory) -> Path:
+    """A tiny BPE vocabulary (`train_tiny_bpe`) shared by the ELMo-Sub tests; read only."""
+    return train_tiny_bpe(tmp_path_factory.mktemp("bpe"))

@@ -23,7 +23,6 @@ from tests.helpers import (
     bpe_environment,
     skip_orthogonal_init,
     train_config,
-    train_tiny_bpe,
 )
 
 PAPER_CONFIG = PROJECT_ROOT / "training_config" / "elmo_sub.jsonnet"
@@ -37,11 +36,6 @@ def paper_size_parameters(vocab_size: int) -> int:
     p, c = 512, 4096
     direction = (p * p + 3 * p) + 2 * (2 * 4 * c * p + 4 * c + p * c + 2 * p) + vocab_size
     return 2 * direction + vocab_size * p
-
-
-@pytest.fixture(scope="module")
-def bpe(tmp_path_factory):
-    return train_tiny_bpe(tmp_path_factory.mktemp("bpe"))
 
 
 @pytest.fixture

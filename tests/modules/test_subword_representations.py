@@ -12,14 +12,9 @@ from allennlp_elmo_c.modules.subword_representations import (
     SubwordElmoCRepresentations,
     is_subword_archive,
 )
-from tests.helpers import train_tiny_bpe, train_tiny_elmo_sub
+from tests.helpers import train_tiny_elmo_sub
 
 SENTENCES = [["Storms", "closed", "schools", "on", "Friday", "."], ["The", "council", "met"]]
-
-
-@pytest.fixture(scope="module")
-def bpe(tmp_path_factory):
-    return train_tiny_bpe(tmp_path_factory.mktemp("bpe"))
 
 
 @pytest.fixture(scope="module")

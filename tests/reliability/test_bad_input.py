@@ -17,12 +17,11 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import Batch, Instance, Token, Vocabulary
-from allennlp.data.fields import TextField
 
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
@@ -139,12 +138,7 @@ def test_any_batch_of_unicode_sentences_embeds_like_word_vector(sentences):
     indexer = FastTextSubwordsIndexer(str(TINY))
     embedder = FastTextEmbedder(str(TINY))
     model = FastTextBin.load(str(TINY))
-    fields = [
-        TextField([Token(word) for word in sentence], {"t": indexer}) for sentence in sentences
-    ]
-    data = Batch([Instance({"tokens": field}) for field in fields])
-    data.index_instances(Vocabulary())
-    tensors = data.as_tensor_dict()["tokens"]["t"]
+    tensors = batch_to_ids(sentences, indexer)
     vectors = embedder(tensors["subword_ids"], tensors["subword_counts"])
     assert vectors.shape == (len(sentences), max(map(len, sentences)), 16)
     assert torch.isfinite(vectors).all()

@@ -15,14 +15,9 @@ from allennlp.nn.util import get_text_field_mask
 from allennlp_elmo_c.commands.train_bpe import train_bpe
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
-from tests.helpers import train_tiny_bpe
+from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
 
 SENTENCES = [["The", "council", "approved", "a", "budget", "."], ["Storms", "closed", "schools"]]
-
-
-@pytest.fixture(scope="module")
-def bpe(tmp_path_factory):
-    return train_tiny_bpe(tmp_path_factory.mktemp("bpe"))
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +34,7 @@ def indexer(bpe):
 
 
 def tensors_for(sentences, indexer, vocabulary=None):
-    fields = [TextField([Token(w) for w in s], {"sub": indexer}) for s in sentences]
-    batch = Batch([Instance({"text": field}) for field in fields])
-    batch.index_instances(vocabulary or Vocabulary())
-    return batch.as_tensor_dict()["text"]
+    return {"sub": batch_to_ids(sentences, indexer, vocabulary)}
 
 
 def pretraining_ids(bpe, sentence):

@@ -12,6 +12,7 @@ from allennlp.data.fields import TextField
 from allennlp.data.token_indexers import TokenIndexer
 
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
 
@@ -24,10 +25,7 @@ def reference():
 
 
 def tensors_for(sentences, indexer):
-    fields = [TextField([Token(t) for t in sentence], {"ft": indexer}) for sentence in sentences]
-    batch = Batch([Instance({"text": field}) for field in fields])
-    batch.index_instances(Vocabulary())
-    return batch.as_tensor_dict()["text"]["ft"]
+    return batch_to_ids(sentences, indexer)
 
 
 def test_from_config_and_ids_match_the_library(reference):

@@ -8,12 +8,7 @@ from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.data.tokenizers import Tokenizer
 
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
-from tests.helpers import SENTENCES, train_tiny_bpe
-
-
-@pytest.fixture(scope="module")
-def bpe(tmp_path_factory):
-    return train_tiny_bpe(tmp_path_factory.mktemp("bpe"))
+from tests.helpers import SENTENCES
 
 
 @pytest.fixture(scope="module")

@@ -451,6 +451,16 @@ def _stateful_pair(backend):
     return stateless, stateful
 
 
+def _two_windows(backend):
+    """`_stateful_pair`, 2 rows of 8 tokens to read as two windows of 4, the mask of a full
+    window, and the stateless encoder's layers over all 8 tokens."""
+    stateless, stateful = _stateful_pair(backend)
+    inputs, _ = padded_batch([8, 8])
+    with torch.no_grad():
+        whole = stateless(inputs, torch.ones(2, 8, dtype=torch.bool))
+    return stateless, stateful, inputs, torch.ones(2, 4, dtype=torch.bool), whole
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_stateful_forward_direction_halves_equal_whole(backend):
     stateless, stateful = _stateful_pair(backend)
@@ -471,11 +481,8 @@ def test_stateful_forward_direction_halves_equal_whole(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_stateful_row_without_tokens_in_a_window_keeps_its_state(backend):
-    stateless, stateful = _stateful_pair(backend)
-    inputs, _ = padded_batch([8, 8])
-    full = torch.ones(2, 4, dtype=torch.bool)
+    stateless, stateful, inputs, full, whole = _two_windows(backend)
     with torch.no_grad():
-        whole = stateless(inputs, torch.ones(2, 8, dtype=torch.bool))
         stateful(inputs[:, :4], full)
         # Row 1 has run out of text in this window; row 0 reads something unrelated.
         middle = stateful(torch.randn(2, 4, INPUT), torch.tensor([[True] * 4, [False] * 4]))
@@ -542,11 +549,8 @@ def test_reset_states_and_batch_size_change(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_reset_states_with_a_mask_resets_only_those_rows(backend):
-    stateless, stateful = _stateful_pair(backend)
-    inputs, _ = padded_batch([8, 8])
-    full = torch.ones(2, 4, dtype=torch.bool)
+    stateless, stateful, inputs, full, whole = _two_windows(backend)
     with torch.no_grad():
-        whole = stateless(inputs, torch.ones(2, 8, dtype=torch.bool))
         fresh = stateless(inputs[:, 4:], full)
         stateful(inputs[:, :4], full)
         stateful.reset_states(torch.tensor([True, False]))  # row 0 starts a new document

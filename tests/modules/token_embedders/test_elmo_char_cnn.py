@@ -9,14 +9,14 @@ import torch
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import Batch, Instance, Token, Vocabulary
-from allennlp.data.fields import TextField
+from allennlp.data import Token, Vocabulary
 from allennlp.data.token_indexers import ELMoTokenCharactersIndexer, TokenIndexer
 from allennlp.data.token_indexers.elmo_indexer import ELMoCharacterMapper
 from allennlp.modules.elmo import _ElmoCharacterEncoder
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.nn.util import remove_sentence_boundaries
 
+from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
 from tests import FIXTURES_ROOT
 from tests.helpers import write_elmo_files
@@ -69,10 +69,7 @@ def _names(group) -> List[str]:
 
 def indexed(sentences, tokens_to_add=BOUNDARIES) -> torch.Tensor:
     indexer = ELMoTokenCharactersIndexer(tokens_to_add=tokens_to_add)
-    fields = [TextField([Token(t) for t in s], {"elmo": indexer}) for s in sentences]
-    batch = Batch([Instance({"text": field}) for field in fields])
-    batch.index_instances(Vocabulary())
-    return batch.as_tensor_dict()["text"]["elmo"]["elmo_tokens"]
+    return batch_to_ids(sentences, indexer)["elmo_tokens"]
 
 
 @pytest.fixture(scope="module")

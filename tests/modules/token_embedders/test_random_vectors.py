@@ -5,22 +5,18 @@ from scipy import stats
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import Batch, Instance, Token, Vocabulary
-from allennlp.data.fields import TextField
 from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 from allennlp.modules.token_embedders import TokenEmbedder
 
 from allennlp_elmo_c.data.token_indexers.word_hash import WordHashIndexer
+from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
 from allennlp_elmo_c.modules.token_embedders.random_vectors import RandomVectorsEmbedder
 
 ODD_TOKENS = ["", "\x00", "😀", "👩‍👩‍👧", "日本語", "\ud800", "x" * 10_000, "<S>", "</S>"]
 
 
 def indexed(sentences):
-    fields = [TextField([Token(t) for t in s], {"hash": WordHashIndexer()}) for s in sentences]
-    batch = Batch([Instance({"text": field}) for field in fields])
-    batch.index_instances(Vocabulary())
-    return batch.as_tensor_dict()["text"]
+    return {"hash": batch_to_ids(sentences, WordHashIndexer())}
 
 
 def test_same_string_same_vector_across_objects_and_paths():
