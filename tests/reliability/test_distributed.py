@@ -30,7 +30,7 @@ from tests import PROJECT_ROOT
 from tests.helpers import DEMO_AT_FIXTURE_SIZE, make_demo_data_dir
 
 DEMO_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c_demo.jsonnet"
-MAX_SEQUENCE_LENGTH = 20  # the demo config's
+MAX_SEQUENCE_LENGTH = 21  # the demo config's
 WORLD_SIZE = 2
 LOADER_WORKERS = 2
 
