@@ -72,6 +72,14 @@ TASKS: Dict[str, Tuple[str, str, str]] = {
     "ner": ("ner_elmo_c.jsonnet", "f1-measure-overall", "NER (UNER EWT) F1"),
     "pos": ("pos_elmo_c.jsonnet", "accuracy", "POS (Brown, held-out genres) acc."),
 }
+TASK_NOTES = {
+    "ner": "Universal NER English Web Treebank; training = 90% of the documents of its dev split, "
+    "development = the other 10%, test = its test split; CRF tagger (a 50-d word embedding "
+    "trained from scratch + character CNN + the context vectors, 2-layer BiLSTM 200).",
+    "pos": "Brown, 3,000 training sentences from the genres in the pretraining corpus, "
+    "development = adventure (n), test = mystery (l) + romance (p), genres held out of the "
+    "pretraining corpus; CRF tagger (same input, 1-layer BiLSTM 200), simplified Brown tags.",
+}
 # The paper's Table 2 (TACL version): the rows we can set beside ours.
 PAPER = {
     "elmo_c_cosine": {"time": "2.5 days x 4 GPUs", "batch": 768, "params": "76M", "ner": 92.24},
@@ -426,10 +434,18 @@ def render(args, results: dict) -> str:
         "",
         f"Pretraining corpus: {results['corpus']['train_tokens']:,} training tokens "
         f"({results['corpus']['train']}); fastText: {args.fasttext_dim}-d skipgram with subwords "
-        "on the same text. Encoder: the demo size (cell 256, projection 128, 2 layers, 20-token "
-        f"windows, batch {BATCH}).",
+        "on the same text. Encoder: the demo size (cell 256, projection 128, 2 layers, windows of "
+        f"{WINDOW + 1} tokens = {WINDOW} predictions per direction, batch {BATCH}); pretraining "
+        "time is AllenNLP's `training_duration`.",
         "",
     ]
+    for task in args.tasks:
+        counts = results["data"][task]["sentences"]
+        lines.append(
+            f"- {TASKS[task][2]}: {TASK_NOTES[task]} Sentences: "
+            + ", ".join(f"{split} {count:,}" for split, count in counts.items()) + "."
+        )
+    lines += [""] + ([args.note, ""] if args.note else [])
     header = "| system | budget | pretraining time | tokens seen | tokens/s | batch | trainable params |"
     header += "".join(f" {TASKS[t][2]} |" for t in args.tasks)
     lines += [header, "|" + "---|" * (7 + len(args.tasks))]
@@ -484,6 +500,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON, for every biLM")
     parser.add_argument("--task-overrides", default="{}", help="JSON, for every task run")
     parser.add_argument("--keep-task-runs", action="store_true")
+    parser.add_argument("--note", default="", help="a paragraph for the report (conditions)")
+    parser.add_argument("--report-only", action="store_true", help="write the report from the "
+                        "finished task steps, run none")  # fmt: skip
     parser.add_argument("--no-baseline", action="store_true", help="leave the fastText-only "
                         "runs out (e.g. while another process runs them)")  # fmt: skip
     parser.add_argument("--only", default=None, help="stop after this step kind: corpus, "
@@ -540,6 +559,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             for seed in range(1, args.seeds + 1):
                 tag = system if result is None else f"{system}-{budget}"
                 archive = None if result is None else result["archive"]
+                if args.report_only and steps.done(f"task-{task}-{tag}-seed{seed}") is None:
+                    continue  # not run yet: the report shows n for every cell
                 outcome = steps.run(
                     f"task-{task}-{tag}-seed{seed}",
                     lambda: task_step(args, task, tag, archive, seed, data[task], vectors),
@@ -560,7 +581,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     timings = {path.stem: json.loads(path.read_text()).get("step_seconds", 0.0)
                for path in sorted(steps.root.glob("*.json"))}  # fmt: skip
     command = "python benchmarks/quality.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    report = render(args, {"rows": rows, "corpus": corpus, "timings": timings, "command": command})
+    report = render(args, {"rows": rows, "corpus": corpus, "timings": timings, "command": command,
+                           "data": data})  # fmt: skip
     target = args.report or args.out / "QUALITY.md"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(report, encoding="utf-8")
