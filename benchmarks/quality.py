@@ -443,7 +443,7 @@ def render(args, results: dict) -> str:
         counts = results["data"][task]["sentences"]
         lines.append(
             f"- {TASKS[task][2]}: {TASK_NOTES[task]} Sentences: "
-            + ", ".join(f"{split} {count:,}" for split, count in counts.items()) + "."
+            + ", ".join(f"{split} {counts[split]:,}" for split in ("train", "dev", "test")) + "."
         )
     lines += [""] + ([args.note, ""] if args.note else [])
     header = "| system | budget | pretraining time | tokens seen | tokens/s | batch | trainable params |"
