@@ -580,7 +580,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         })  # fmt: skip
     timings = {path.stem: json.loads(path.read_text()).get("step_seconds", 0.0)
                for path in sorted(steps.root.glob("*.json"))}  # fmt: skip
-    command = "python benchmarks/quality.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    given = list(argv if argv is not None else sys.argv[1:])
+    if "--note" in given:  # the note is printed as its own paragraph
+        del given[given.index("--note") : given.index("--note") + 2]
+    command = "python benchmarks/quality.py " + " ".join(given)
     report = render(args, {"rows": rows, "corpus": corpus, "timings": timings, "command": command,
                            "data": data})  # fmt: skip
     target = args.report or args.out / "QUALITY.md"
