@@ -2,7 +2,8 @@
 One layer of ELMo-C's LSTM with a projection (LSTMP, Sak et al. 2014) over left-aligned,
 variable-length sequences, with a hand-written backward pass (backpropagation through time).
 
-Per timestep, for the rows still running (gate order input, forget, cell, output as in torch):
+Per timestep (gate order input, forget, cell, output as in torch; a row past its length is
+computed but ignored, as in the reference loop):
 
     r_t = h_{t-1} * d                                  (d: recurrent dropout mask, optional)
     i, f, g, o = σ, σ, tanh, σ of  W_ih x_t + b + W_hh r_t
@@ -73,37 +74,41 @@ class _LstmpFunction(torch.autograd.Function):
         cell_keep = inputs.new_ones(timesteps, batch, cell_size, dtype=torch.bool)
         projection_keep = inputs.new_ones(timesteps, batch, projection_size, dtype=torch.bool)
         cells[0], hiddens[0] = c0, h0
+        # Every step runs on all rows, as the reference loop does: a row past its length
+        # computes values nobody reads (its state is taken at its length, its outputs are
+        # zeroed, its gradients are zero), and the matrix products keep the same shapes as the
+        # reference's, so float32 results match it bit for bit on ragged batches too (BLAS
+        # kernels round differently for different row counts).
         for t in range(steps):
-            n = batch_sizes[t]
-            recurrent = hiddens[t, :n] if dropout is None else hiddens[t, :n] * dropout[:n]
-            step_gates = gates[t, :n]
+            recurrent = hiddens[t] if dropout is None else hiddens[t] * dropout
+            step_gates = gates[t]
             step_gates.addmm_(recurrent, w_hh.t())
             torch.sigmoid_(step_gates[:, : 2 * cell_size])
             torch.tanh_(step_gates[:, 2 * cell_size : 3 * cell_size])
             torch.sigmoid_(step_gates[:, 3 * cell_size :])
             i, f, g, o = step_gates.chunk(4, dim=1)
-            cell = f * cells[t, :n] + i * g
+            cell = f * cells[t] + i * g
             if cell_clip is not None:
-                torch.logical_and(cell >= -cell_clip, cell <= cell_clip, out=cell_keep[t, :n])
+                torch.logical_and(cell >= -cell_clip, cell <= cell_clip, out=cell_keep[t])
                 cell.clamp_(-cell_clip, cell_clip)
-            cells[t + 1, :n] = cell
-            tanh_cell = torch.tanh(cell, out=tanh_cells[t, :n])
-            projection = torch.mm(o * tanh_cell, w_hr.t(), out=projected[t, :n])
+            cells[t + 1] = cell
+            tanh_cell = torch.tanh(cell, out=tanh_cells[t])
+            projection = torch.mm(o * tanh_cell, w_hr.t(), out=projected[t])
             if projection_clip is not None:
                 torch.logical_and(
                     projection >= -projection_clip,
                     projection <= projection_clip,
-                    out=projection_keep[t, :n],
+                    out=projection_keep[t],
                 )
                 projection.clamp_(-projection_clip, projection_clip)
             if normalise:
                 hidden, mean, rstd = torch.native_layer_norm(
                     projection, (projection_size,), norm_weight, norm_bias, norm_eps
                 )
-                means[t, :n], rstds[t, :n] = mean, rstd
-                hiddens[t + 1, :n] = hidden
+                means[t], rstds[t] = mean, rstd
+                hiddens[t + 1] = hidden
             else:
-                hiddens[t + 1, :n] = projection
+                hiddens[t + 1] = projection
         ctx.save_for_backward(
             inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, gates, cells, hiddens,
             tanh_cells, projected, means, rstds, cell_keep, projection_keep,
@@ -112,8 +117,9 @@ class _LstmpFunction(torch.autograd.Function):
         ctx.clips = (cell_clip is not None, projection_clip is not None)
         # Each row's final state: the step at its length (the initial state for length 0).
         rows = torch.arange(batch, device=inputs.device)
-        lengths = (torch.tensor(batch_sizes, device=inputs.device).unsqueeze(1) > rows).sum(0)
-        outputs = hiddens[1:].transpose(0, 1).contiguous()
+        running = torch.tensor(batch_sizes, device=inputs.device).unsqueeze(1) > rows  # (T, B)
+        lengths = running.sum(0)
+        outputs = (hiddens[1:] * running.unsqueeze(-1)).transpose(0, 1).contiguous()
         return outputs, hiddens[lengths, rows], cells[lengths, rows]
 
     @staticmethod
