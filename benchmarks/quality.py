@@ -178,7 +178,7 @@ def corpus_step(args) -> dict:
 
 def fasttext_step(args, corpus: dict) -> dict:
     from allennlp_elmo_c.commands.train_fasttext import train_fasttext
-    from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
+    from allennlp_elmo_c.demo import write_candidates
 
     target = args.out / "fasttext" / f"vectors.{args.fasttext_dim}d.bin"
     if args.fasttext_bin:
@@ -188,9 +188,7 @@ def fasttext_step(args, corpus: dict) -> dict:
         vectors = train_fasttext(
             Path(corpus["train"]), target, dim=args.fasttext_dim, threads=args.threads
         )
-    words = [word for word in FastTextBin.load(vectors).words if word != EOS][:5000]
-    candidates = target.parent / "frequent_words.txt"
-    candidates.write_text("\n".join(words) + "\n", encoding="utf-8")
+    candidates = write_candidates(vectors, target.parent / "frequent_words.txt")
     return {"vectors": str(vectors.resolve()), "candidates": str(candidates.resolve())}
 
 
