@@ -1,5 +1,3 @@
-from allennlp_elmo_c.commands.build_demo_data import BuildDemoData
-from allennlp_elmo_c.commands.build_pretraining_corpus import BuildPretrainingCorpus
 from allennlp_elmo_c.commands.train_fasttext import TrainFastText
 from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbed
 from allennlp_elmo_c.commands.train_bpe import TrainBpe

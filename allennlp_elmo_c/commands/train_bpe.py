@@ -32,7 +32,7 @@ from allennlp.data.vocabulary import DEFAULT_NON_PADDED_NAMESPACES, DEFAULT_OOV_
 
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.text import decode_line
-from allennlp_elmo_c.data.build_cache import corpus_recipe, is_built, write_manifest
+from allennlp_elmo_c.common.build_cache import corpus_recipe, is_built, write_manifest
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
-from allennlp_elmo_c.data.build_cache import corpus_recipe, is_built, write_manifest
+from allennlp_elmo_c.common.build_cache import corpus_recipe, is_built, write_manifest
 
 logger = logging.getLogger(__name__)
 

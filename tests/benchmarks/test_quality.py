@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.data.pretraining_fixtures import PRETRAINING_FIXTURES, tarball
+from tests.demo.pretraining_fixtures import PRETRAINING_FIXTURES, tarball
 
 LM_DATA = FIXTURES_ROOT / "data" / "lm"
 

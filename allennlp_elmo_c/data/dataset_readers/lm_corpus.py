@@ -1,5 +1,6 @@
 import logging
 import os
+from copy import deepcopy
 from typing import Dict, Iterable, Iterator, List, Optional, Union
 
 from allennlp.common.checks import ConfigurationError
@@ -41,9 +42,10 @@ class WindowTextField(TextField):
                 indexer.count_vocab_items(token, counter)
 
     def duplicate(self) -> "WindowTextField":
-        new = super().duplicate()
-        copy = WindowTextField(new.tokens, new._token_indexers, self.shares_first_token)
-        copy._indexed_tokens = new._indexed_tokens
+        # `TextField.duplicate` would make a plain `TextField`; the indexers are shared, not
+        # copied, as there.
+        copy = WindowTextField(deepcopy(self.tokens), self._token_indexers, self.shares_first_token)
+        copy._indexed_tokens = deepcopy(self._indexed_tokens)
         return copy
 
 

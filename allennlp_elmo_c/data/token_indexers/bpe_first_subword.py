@@ -7,7 +7,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.token_indexers.token_indexer import IndexedTokenList, TokenIndexer
 from allennlp.data.tokenizers import Token
-from allennlp.data.vocabulary import Vocabulary
+from allennlp.data.vocabulary import DEFAULT_OOV_TOKEN, Vocabulary
 
 from allennlp_elmo_c.common.text import TruncationWarnings
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
@@ -78,19 +78,20 @@ class BpeFirstSubwordIndexer(TokenIndexer):
         self._max_subwords = max_subwords_per_word
         self._truncations = TruncationWarnings(logger, "word(s)", max_subwords_per_word)
         token_to_index = self._vocabulary.get_token_to_index_vocabulary(namespace)
-        oov = self._vocabulary._oov_token
         missing = [
             subword
             for subword in [start_token, end_token, *self._tokenizer.subword_vocabulary()]
-            if subword not in token_to_index and subword != oov
+            if subword not in token_to_index and subword != DEFAULT_OOV_TOKEN
         ]
+        if DEFAULT_OOV_TOKEN not in token_to_index:
+            missing.insert(0, DEFAULT_OOV_TOKEN)
         if missing:
             raise ConfigurationError(
                 f"bpe_first_subword: {len(missing)} subword(s) of {tokenizer_path} (e.g. "
                 f"{missing[:5]}) are not in namespace {namespace!r} of {vocabulary}: the tokenizer "
                 "and the vocabulary are not from the same `train-bpe` run"
             )
-        self._unknown = oov
+        self._unknown_id = token_to_index[DEFAULT_OOV_TOKEN]
         self._start_id = token_to_index[start_token]
         self._end_id = token_to_index[end_token]
 
@@ -101,7 +102,9 @@ class BpeFirstSubwordIndexer(TokenIndexer):
 
     def word_subword_ids(self, word: str) -> List[int]:
         """The pretraining ids of `word`'s subwords (at least one, at most the maximum)."""
-        subwords = self._tokenizer.word_subwords(word) or [self._unknown]
+        subwords = self._tokenizer.word_subwords(word)
+        if not subwords:
+            return [self._unknown_id]
         if len(subwords) > self._max_subwords:
             self._truncations.record(word)
             subwords = subwords[: self._max_subwords]

@@ -6,6 +6,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
 from allennlp.modules import TextFieldEmbedder
+from allennlp.modules.token_embedders import Embedding
 
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
@@ -139,12 +140,12 @@ class SoftmaxOutputHead(VocabularyOutputHead):
                 f"embedder, found {sorted(embedders)}"
             )
         ((key, embedder),) = embedders.items()
-        weight = getattr(embedder, "weight", None)
-        if not isinstance(weight, torch.nn.Parameter):
+        if not isinstance(embedder, Embedding):
             raise ConfigurationError(
                 f"{name}: tie_input_embedding: the input token embedder {key!r} "
                 f"({type(embedder).__name__}) has no weight matrix (use an 'embedding')"
             )
+        weight = embedder.weight
         expected = (self.num_words, self.input_dim)
         if tuple(weight.shape) != expected:
             raise ConfigurationError(
@@ -153,12 +154,7 @@ class SoftmaxOutputHead(VocabularyOutputHead):
                 f"{self.vocab_namespace!r} x input_dim; set embedding_dim to input_dim and no "
                 "projection_dim)"
             )
-        namespace = getattr(embedder, "_vocab_namespace", None)
-        if namespace is not None and namespace != self.vocab_namespace:
-            raise ConfigurationError(
-                f"{name}: tie_input_embedding: the input embedding is over namespace "
-                f"{namespace!r}, the head predicts {self.vocab_namespace!r}"
-            )
+        # `Embedding` keeps its namespace private: the shape check above is what ties the two.
         return weight
 
     def project(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -81,7 +81,6 @@ def test_tied_output_embedding_is_the_input_embedding_and_trains_with_it():
     [
         (lambda: embedder(dim=INPUT + 1), "must be"),
         (lambda: embedder(num_embeddings=len(WORDS) + 5), "must be"),
-        (lambda: embedder(namespace="other"), "namespace"),
         (lambda: None, "exactly one token embedder"),
         (
             lambda: BasicTextFieldEmbedder(

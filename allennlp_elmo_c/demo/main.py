@@ -13,21 +13,22 @@
    (`downstream_configs/demo_sentiment_elmo_c.jsonnet`), and print both test accuracies.
 
 Every step is cached: a second run only prints (delete `<data-dir>/runs/elmo_c_demo` to pretrain
-again).
+again). The configs are the repository's (`--project-dir`, default the current directory); their
+external variables are passed to the config reader, never through the environment.
 """
 
 import argparse
 import json
 import logging
-import os
 from pathlib import Path
-from typing import List, Sequence
+from typing import Dict, List, Sequence
 
 import fasttext
 import torch
 
-from allennlp.commands.train import train_model_from_file
+from allennlp.commands.train import train_model
 from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
 from allennlp.common.plugins import import_plugins
 from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.data.data_loaders import SimpleDataLoader
@@ -35,15 +36,14 @@ from allennlp.models import Model
 from allennlp.models.archival import load_archive
 from allennlp.training.util import evaluate
 
-from allennlp_elmo_c.commands.build_demo_data import build_demo_data
+from allennlp_elmo_c.demo.build_demo_data import build_demo_data
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
 
 
 NEIGHBOUR_QUERIES = ("president", "school", "election", "police", "healthcare", "unpresidential")
-PROJECT = Path(__file__).resolve().parent.parent
-CONFIG = PROJECT / "training_config" / "elmo_c_demo.jsonnet"
-DOWNSTREAM_CONFIG = PROJECT / "downstream_configs" / "demo_sentiment_elmo_c.jsonnet"
+CONFIG = Path("training_config") / "elmo_c_demo.jsonnet"
+DOWNSTREAM_CONFIG = Path("downstream_configs") / "demo_sentiment_elmo_c.jsonnet"
 CONTEXTS = (
     "The president said",
     "Police arrested two",
@@ -111,10 +111,20 @@ def next_word_neighbours(archive_path: Path, contexts: Sequence[str], k: int = 5
     return lines
 
 
-def pretrain(data_dir: Path) -> None:
-    os.environ["ELMO_C_DATA_DIR"] = str(data_dir)
+def config(project_dir: Path, relative: Path, ext_vars: Dict[str, str]) -> Params:
+    """The repository's config `relative`, its `std.extVar`s set from `ext_vars`."""
+    path = project_dir / relative
+    if not path.is_file():
+        raise ConfigurationError(
+            f"{path} not found: run the demo from the repository root (`make demo`) or pass "
+            "--project-dir"
+        )
+    return Params.from_file(str(path), ext_vars=ext_vars)
+
+
+def pretrain(data_dir: Path, project_dir: Path) -> None:
     serialization_dir = data_dir / "runs" / "elmo_c_demo"
-    params = Params.from_file(str(CONFIG))
+    params = config(project_dir, CONFIG, {"ELMO_C_DATA_DIR": str(data_dir)})
     archive = serialization_dir / "model.tar.gz"
     if archive.is_file():
         print(f"  already pretrained: {archive} (delete {serialization_dir} to pretrain again)")
@@ -124,7 +134,7 @@ def pretrain(data_dir: Path) -> None:
         before = validation_metrics(params.duplicate(), untrained)
         print(show("before pretraining", before), flush=True)
         (serialization_dir.parent).mkdir(parents=True, exist_ok=True)
-        train_model_from_file(str(CONFIG), str(serialization_dir), force=True)
+        train_model(params.duplicate(), str(serialization_dir), force=True)
         (serialization_dir / "demo_before.json").write_text(json.dumps(before))
     before = json.loads((serialization_dir / "demo_before.json").read_text())
     metrics = json.loads((serialization_dir / "metrics.json").read_text())
@@ -142,16 +152,22 @@ def pretrain(data_dir: Path) -> None:
     print("\n".join(next_word_neighbours(archive, CONTEXTS)), flush=True)
 
 
-def downstream(data_dir: Path) -> None:
-    os.environ["ELMO_C_ARCHIVE"] = str(data_dir / "runs" / "elmo_c_demo" / "model.tar.gz")
+def downstream(data_dir: Path, project_dir: Path) -> None:
+    archive = data_dir / "runs" / "elmo_c_demo" / "model.tar.gz"
     accuracies = {}
     for name, baseline in (("fastText + ELMo-C", "none"), ("fastText only", "fasttext")):
-        os.environ["ELMO_C_BASELINE"] = baseline
         serialization_dir = data_dir / "runs" / f"sentiment_{baseline}"
         metrics_file = serialization_dir / "metrics.json"
         if not metrics_file.is_file():
+            ext_vars = {
+                "ELMO_C_DATA_DIR": str(data_dir),
+                "ELMO_C_ARCHIVE": str(archive),
+                "ELMO_C_BASELINE": baseline,
+            }
             torch.manual_seed(13)
-            train_model_from_file(str(DOWNSTREAM_CONFIG), str(serialization_dir), force=True)
+            train_model(
+                config(project_dir, DOWNSTREAM_CONFIG, ext_vars), str(serialization_dir), force=True
+            )
         accuracies[name] = json.loads(metrics_file.read_text())["test_accuracy"]
     labels = [json.loads(line)["label"] for line in open(data_dir / "sentiment" / "test.jsonl")]
     majority = max(labels.count(label) for label in set(labels)) / len(labels)
@@ -162,8 +178,12 @@ def downstream(data_dir: Path) -> None:
 
 def main(argv: Sequence[str] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", default=os.environ.get("ELMO_C_DATA_DIR", "data"))
+    parser.add_argument("--data-dir", default="data")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--project-dir", default=".", help="the repository (its training_config/ and "
+        "downstream_configs/)"
+    )
     args = parser.parse_args(argv)
     import_plugins()  # allennlp_models (bcn), as the `allennlp` command line does
     logging.basicConfig(
@@ -184,9 +204,9 @@ def main(argv: Sequence[str] = None) -> None:
     print("\n".join(nearest_neighbours(vectors, NEIGHBOUR_QUERIES)), flush=True)
     write_candidates(vectors, vectors.parent / "frequent_words.txt")
     print(f"== 4/5 ELMo-C pretraining ({CONFIG.name})", flush=True)
-    pretrain(data_dir)
+    pretrain(data_dir, Path(args.project_dir))
     print(f"== 5/5 downstream ({DOWNSTREAM_CONFIG.name})", flush=True)
-    downstream(data_dir)
+    downstream(data_dir, Path(args.project_dir))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-from allennlp_elmo_c.data.sentence_tokenizer import SentenceTokenizer
+from allennlp_elmo_c.demo.sentence_tokenizer import SentenceTokenizer
 
 
 def test_splits_sentences_and_tokens():

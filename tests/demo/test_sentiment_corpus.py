@@ -6,7 +6,7 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.sentiment_corpus import build_sentiment_corpus, sentiment_source, split_of
+from allennlp_elmo_c.demo.sentiment_corpus import build_sentiment_corpus, sentiment_source, split_of
 from tests import FIXTURES_ROOT
 from tests.helpers import make_wheel
 

@@ -2,7 +2,7 @@ import sys
 
 from allennlp.commands import main
 
-from allennlp_elmo_c.commands import build_pretraining_corpus as command
+from allennlp_elmo_c.demo import pretraining_corpus
 
 
 def test_command_line_calls_the_builder(tmp_path, monkeypatch):
@@ -11,7 +11,7 @@ def test_command_line_calls_the_builder(tmp_path, monkeypatch):
     def build(data_dir, skip_missing):
         calls.append((data_dir, skip_missing))
 
-    monkeypatch.setattr(command, "build_pretraining_corpus", build)
+    monkeypatch.setattr(pretraining_corpus, "build_pretraining_corpus", build)
     for extra, skip in (([], False), (["--skip-missing"], True)):
         argv = ["allennlp", "build-pretraining-corpus", "--data-dir", str(tmp_path), *extra]
         monkeypatch.setattr(sys, "argv", argv)

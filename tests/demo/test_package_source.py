@@ -2,7 +2,7 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.package_source import PackageSource
+from allennlp_elmo_c.demo.package_source import PackageSource
 from tests.helpers import make_wheel
 
 MEMBER = "pkg/data/file.txt"

@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.package_source import PackageSource
+from allennlp_elmo_c.demo.package_source import PackageSource
 
 logger = logging.getLogger(__name__)
 

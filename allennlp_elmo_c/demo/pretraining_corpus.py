@@ -23,16 +23,17 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.brown_corpus import HELD_OUT_GENRES
-from allennlp_elmo_c.data.build_cache import MANIFEST, atomic_open, is_built, write_manifest
-from allennlp_elmo_c.data.pretraining_sources import (
+from allennlp_elmo_c.demo.brown_corpus import HELD_OUT_GENRES
+from allennlp_elmo_c.common.atomic import atomic_open
+from allennlp_elmo_c.common.build_cache import MANIFEST, is_built, write_manifest
+from allennlp_elmo_c.demo.pretraining_sources import (
     FORBIDDEN_MEMBERS,
     CorpusSource,
     Document,
     default_sources,
 )
-from allennlp_elmo_c.data.registry_packages import SourceUnavailable
-from allennlp_elmo_c.data.sentence_tokenizer import SentenceTokenizer
+from allennlp_elmo_c.demo.registry_packages import SourceUnavailable
+from allennlp_elmo_c.demo.sentence_tokenizer import SentenceTokenizer
 
 logger = logging.getLogger(__name__)
 

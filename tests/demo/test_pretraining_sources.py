@@ -4,7 +4,7 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.pretraining_sources import (
+from allennlp_elmo_c.demo.pretraining_sources import (
     AUSTEN_DB,
     JANEAUSTENR,
     austen_documents,
@@ -18,7 +18,7 @@ from allennlp_elmo_c.data.pretraining_sources import (
     strip_gutenberg,
 )
 from tests import PROJECT_ROOT
-from tests.data.pretraining_fixtures import austen_files, fixture_bytes, lazyload_db
+from tests.demo.pretraining_fixtures import austen_files, fixture_bytes, lazyload_db
 
 REAL_DEB = PROJECT_ROOT / "data" / "packages" / "r-cran-janeaustenr_1.0.0-1_all.deb"
 

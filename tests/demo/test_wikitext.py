@@ -4,8 +4,8 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.wikitext import read_wiki_dump, wikitext_paragraphs
-from tests.data.pretraining_fixtures import fixture_bytes
+from allennlp_elmo_c.demo.wikitext import read_wiki_dump, wikitext_paragraphs
+from tests.demo.pretraining_fixtures import fixture_bytes
 
 
 def test_reads_article_pages_only_as_prose():

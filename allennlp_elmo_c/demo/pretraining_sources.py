@@ -27,7 +27,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 import ftfy
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.data.brown_corpus import (
+from allennlp_elmo_c.demo.brown_corpus import (
     BROWN_PACKAGE,
     GENRES,
     HELD_OUT_GENRES,
@@ -35,14 +35,14 @@ from allennlp_elmo_c.data.brown_corpus import (
     brown_file_id,
     parse_brown_file,
 )
-from allennlp_elmo_c.data.news_corpus import read_articles
-from allennlp_elmo_c.data.registry_packages import (
+from allennlp_elmo_c.demo.news_corpus import read_articles
+from allennlp_elmo_c.demo.registry_packages import (
     DebianPackage,
     NpmPackage,
     PypiPackage,
     RegistryPackage,
 )
-from allennlp_elmo_c.data.wikitext import read_wiki_dump
+from allennlp_elmo_c.demo.wikitext import read_wiki_dump
 
 
 # Downstream test data: never part of the pretraining corpus.
