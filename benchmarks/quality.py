@@ -357,6 +357,8 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
         "ELMO_C_FASTTEXT": vectors["vectors"],
         "ELMO_C_BASELINE": BASELINE if archive is None else "none",
         "ELMO_C_ARCHIVE": archive or "",
+        # The biLM's size: the configs check the archive against it (unused by the baseline).
+        "ELMO_C_DIM": str(context_dim),
         "GLOVE_50D": "",
         "NER_TRAIN_DATA_PATH": str(directory / "train.txt"),
         "NER_TEST_DATA_PATH": str(directory / "dev.txt"),
@@ -371,7 +373,8 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
         "trainer.num_epochs": args.task_epochs,
         "trainer.patience": args.task_patience,
         "trainer.checkpointer": {"keep_most_recent_by_count": 1},
-        # word 50 + characters 128 + the context vectors (the configs' paper default: 1024)
+        # word 50 + characters 128 + the context vectors (the configs derive it from ELMO_C_DIM,
+        # but the fastText baseline's size is fixed at 300 there)
         "model.encoder.input_size": 50 + 128 + context_dim,
     }
     if task == "ner":

@@ -1,8 +1,14 @@
 // Coreference (CoNLL-2012 format, the `coref` model of Lee et al. 2017): allennlp-models has no
 // ELMo coref config, so this is its coref.jsonnet (GloVe 300 + character CNN 100) with ELMo-C
-// (1024-d) added to the text embedding and every dimension that depends on it derived below.
+// (ELMO_C_DIM, 1024 for a paper-size archive) added to the text embedding and every dimension
+// that depends on it derived below.
 // With ELMO_C_BASELINE=fasttext the 300-d fastText vectors take ELMo-C's place (the paper's
 // "fastText only" row).
+//
+// ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
+// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
+// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
+// ConfigurationError naming both sizes.
 //
 //   COREF_TRAIN_DATA_PATH=train.english.v4_gold_conll COREF_DEV_DATA_PATH=dev.english.v4_gold_conll \
 //   COREF_TEST_DATA_PATH=test.english.v4_gold_conll GLOVE_6B_300D=glove.6B.300d.txt.gz \
@@ -10,10 +16,11 @@
 //   allennlp train downstream_configs/coref_elmo_c.jsonnet -s runs/coref --include-package allennlp_elmo_c
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
+local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
 local feature_size = 20;
 local context_hidden = 200;
-// GloVe 300 + characters 100 + ELMo-C 1024 (or fastText 300).
-local text_dim = 300 + 100 + (if use_elmo_c then 1024 else 300);
+// GloVe 300 + characters 100 + ELMo-C ELMO_C_DIM (or fastText 300).
+local text_dim = 300 + 100 + (if use_elmo_c then elmo_c_dim else 300);
 // Endpoint span extractor over the BiLSTM (2 x 2 x hidden) + width feature, plus the attentive
 // span extractor over the text embeddings.
 local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
@@ -51,6 +58,7 @@ local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
           archive_file: std.extVar('ELMO_C_ARCHIVE'),
           fasttext_path: fasttext,
           do_layer_norm: false,
+          expected_output_dim: elmo_c_dim,
           dropout: 0.5,
         } else { type: 'fasttext', model_path: fasttext },
       },

@@ -1,7 +1,13 @@
 // CoNLL-2003 NER with the CRF tagger: allennlp-models' ner_elmo.jsonnet (GloVe 50 + character CNN
 // 128 + ELMo 1024 into a 2-layer BiLSTM of 200, scalar-mix L2 0.1) with ELMo replaced by ELMo-C
-// (paper-size archive: 1024-d, so input_size stays 1202). With ELMO_C_BASELINE=fasttext, ELMo is
-// replaced by the 300-d fastText vectors instead (the paper's "fastText only" row).
+// (input_size 50 + 128 + ELMO_C_DIM: 1202 for a paper-size archive, as before). With
+// ELMO_C_BASELINE=fasttext, ELMo is replaced by the 300-d fastText vectors instead (the paper's
+// "fastText only" row).
+//
+// ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
+// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
+// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
+// ConfigurationError naming both sizes.
 //
 //   NER_TRAIN_DATA_PATH=eng.train NER_TEST_DATA_PATH=eng.testa GLOVE_50D=glove.6B.50d.txt.gz \
 //   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
@@ -10,7 +16,8 @@
 // All paths are local files (GloVe: download glove.6B.50d yourself); nothing is fetched.
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
-local context_dim = if use_elmo_c then 1024 else 300;
+local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
+local context_dim = if use_elmo_c then elmo_c_dim else 300;
 
 {
   dataset_reader: {
@@ -43,6 +50,7 @@ local context_dim = if use_elmo_c then 1024 else 300;
           archive_file: std.extVar('ELMO_C_ARCHIVE'),
           fasttext_path: fasttext,
           do_layer_norm: false,
+          expected_output_dim: elmo_c_dim,
           dropout: 0.0,
         } else { type: 'fasttext', model_path: fasttext },
         token_characters: {

@@ -2,9 +2,13 @@
 // embedding + character CNN 128 + ELMo-C), one BiLSTM layer of 200, token accuracy. Data: one
 // sentence per line, `word###tag` tokens (AllenNLP's `sequence_tagging` reader), e.g. the Brown
 // corpus files made by benchmarks/quality.py. With ELMO_C_BASELINE=fasttext the ELMo-C slot holds
-// the fastText vectors instead (the no-context baseline). The sizes assume a paper-size archive
-// (1024-d); for another one set `model.encoder.input_size` to 50 + 128 + its output size
-// (2 x projection_size), e.g. -o '{"model.encoder.input_size": 434}' for the demo's 256-d.
+// the fastText vectors instead (the no-context baseline). The encoder's input is
+// 50 + 128 + ELMO_C_DIM.
+//
+// ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
+// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
+// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
+// ConfigurationError naming both sizes.
 //
 //   POS_DATA_DIR=tasks/pos ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin \
 //   ELMO_C_BASELINE=none allennlp train downstream_configs/pos_elmo_c.jsonnet -s runs/pos \
@@ -12,7 +16,7 @@
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local data = std.extVar('POS_DATA_DIR');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
-local context_dim = 1024;
+local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
 
 {
   dataset_reader: {
@@ -37,6 +41,7 @@ local context_dim = 1024;
           archive_file: std.extVar('ELMO_C_ARCHIVE'),
           fasttext_path: fasttext,
           do_layer_norm: false,
+          expected_output_dim: elmo_c_dim,
           dropout: 0.0,
         } else { type: 'fasttext', model_path: fasttext },
         token_characters: {
@@ -54,7 +59,7 @@ local context_dim = 1024;
     },
     encoder: {
       type: 'lstm',
-      input_size: 50 + 128 + (if use_elmo_c then context_dim else 300),
+      input_size: 50 + 128 + (if use_elmo_c then elmo_c_dim else 300),
       hidden_size: 200,
       num_layers: 1,
       bidirectional: true,

@@ -1,15 +1,22 @@
 // SNLI with ESIM: allennlp-models' esim_elmo.jsonnet (one ELMo mix, no GloVe) with ELMo replaced
-// by ELMo-C (1024-d, so the encoder's input_size stays 1024). With ELMO_C_BASELINE=fasttext the
-// 300-d fastText vectors replace it (the paper's "fastText only" row). ESIM's initializer regexes
+// by ELMo-C (the encoder's input_size is ELMO_C_DIM: 1024 for a paper-size archive, as before).
+// With ELMO_C_BASELINE=fasttext the 300-d fastText vectors replace it (the paper's "fastText
+// only" row). ESIM's initializer regexes
 // (.*weight_ih.* etc.) match no ELMo-C parameter, so the pretrained biLM is never re-initialised.
 // The reader uses spaCy's rule-based English tokenizer (no model download) instead of
 // en_core_web_sm.
+//
+// ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
+// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
+// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
+// ConfigurationError naming both sizes.
 //
 //   SNLI_TRAIN=snli_1.0_train.jsonl SNLI_DEV=snli_1.0_dev.jsonl ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz \
 //   ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
 //   allennlp train downstream_configs/snli_elmo_c.jsonnet -s runs/snli --include-package allennlp_elmo_c
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
+local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
 
 {
   dataset_reader: {
@@ -29,13 +36,14 @@ local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
           archive_file: std.extVar('ELMO_C_ARCHIVE'),
           fasttext_path: fasttext,
           do_layer_norm: false,
+          expected_output_dim: elmo_c_dim,
           dropout: 0.0,
         } else { type: 'fasttext', model_path: fasttext },
       },
     },
     encoder: {
       type: 'lstm',
-      input_size: if use_elmo_c then 1024 else 300,
+      input_size: if use_elmo_c then elmo_c_dim else 300,
       hidden_size: 300,
       num_layers: 1,
       bidirectional: true,

@@ -1,14 +1,21 @@
 // Semantic role labelling (CoNLL-2012 format, the `srl` reader and model): allennlp-models'
-// srl_elmo.jsonnet with ELMo replaced by ELMo-C (1024-d + 100-d verb indicator = 1124 into the
-// 8-layer alternating LSTM, as before). With ELMO_C_BASELINE=fasttext the 300-d fastText vectors
-// replace it (the paper's "fastText only" row). The SRL metric runs the official perl scorer
-// that ships with allennlp-models (needs `perl`).
+// srl_elmo.jsonnet with ELMo replaced by ELMo-C (ELMO_C_DIM + 100-d verb indicator into the
+// 8-layer alternating LSTM: 1124 for a paper-size archive, as before). With
+// ELMO_C_BASELINE=fasttext the 300-d fastText vectors replace it (the paper's "fastText only"
+// row). The SRL metric runs the official perl scorer that ships with allennlp-models (needs
+// `perl`).
+//
+// ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
+// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
+// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
+// ConfigurationError naming both sizes.
 //
 //   SRL_TRAIN_DATA_PATH=conll-2012/v4/data/train SRL_VALIDATION_DATA_PATH=conll-2012/v4/data/development \
 //   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
 //   allennlp train downstream_configs/srl_elmo_c.jsonnet -s runs/srl --include-package allennlp_elmo_c
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
+local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
 
 {
   dataset_reader: {
@@ -26,6 +33,7 @@ local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
           archive_file: std.extVar('ELMO_C_ARCHIVE'),
           fasttext_path: fasttext,
           do_layer_norm: false,
+          expected_output_dim: elmo_c_dim,
           dropout: 0.1,
         } else { type: 'fasttext', model_path: fasttext },
       },
@@ -33,7 +41,7 @@ local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
     initializer: { regexes: [['tag_projection_layer.*weight', { type: 'orthogonal' }]] },
     encoder: {
       type: 'alternating_lstm',
-      input_size: (if use_elmo_c then 1024 else 300) + 100,
+      input_size: (if use_elmo_c then elmo_c_dim else 300) + 100,
       hidden_size: 300,
       num_layers: 8,
       recurrent_dropout_probability: 0.1,

@@ -2,9 +2,15 @@
 // biattentive_classification_network_elmo.jsonnet with ELMo replaced by ELMo-C. That config uses
 // BCN's own `elmo` argument with use_input_elmo = true and use_integrator_output_elmo = false, i.e.
 // one ELMo mix concatenated to the GloVe input: here the same through the text field embedder
-// (key 'elmo_c'; BCN refuses a token embedder named 'elmo'), so pre_encode_feedforward still gets
-// 300 + 1024 = 1324 inputs. With ELMO_C_BASELINE=fasttext the 300-d fastText vectors take
-// ELMo-C's place (the paper's "fastText only" row).
+// (key 'elmo_c'; BCN refuses a token embedder named 'elmo'), so pre_encode_feedforward gets
+// 300 + ELMO_C_DIM inputs (1324 for a paper-size archive, as before). With
+// ELMO_C_BASELINE=fasttext the 300-d fastText vectors take ELMo-C's place (the paper's "fastText
+// only" row).
+//
+// ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
+// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
+// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
+// ConfigurationError naming both sizes.
 //
 //   SST_TRAIN=train.txt SST_DEV=dev.txt SST_TEST=test.txt GLOVE_840B_300D=glove.840B.300d.txt.gz \
 //   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
@@ -13,7 +19,8 @@
 // SST files are PTB trees (the sst_tokens reader); all paths are local files.
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
-local context_dim = if use_elmo_c then 1024 else 300;
+local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
+local context_dim = if use_elmo_c then elmo_c_dim else 300;
 local reader(subtrees) = {
   type: 'sst_tokens',
   use_subtrees: subtrees,
@@ -46,6 +53,7 @@ local reader(subtrees) = {
           archive_file: std.extVar('ELMO_C_ARCHIVE'),
           fasttext_path: fasttext,
           do_layer_norm: false,
+          expected_output_dim: elmo_c_dim,
           dropout: 0.0,
         } else { type: 'fasttext', model_path: fasttext },
       },

@@ -30,6 +30,7 @@ from tests import FIXTURES_ROOT, PROJECT_ROOT
 LM_DATA = FIXTURES_ROOT / "data" / "lm"
 SENTENCES = LM_DATA / "sentences.txt"  # the fixture LM corpus
 TINY_FASTTEXT = FIXTURES_ROOT / "fasttext" / "tiny.bin"  # 16-d
+TINY_ELMO_C_DIM = 16  # output size of the fixture biLM (configs/elmo_c.jsonnet): 2 x projection 8
 
 
 # --- archives and wheels -------------------------------------------------------------------------
@@ -109,8 +110,11 @@ def set_downstream_environment(
     monkeypatch, archive: Path, baseline: str, **task_paths: str
 ) -> None:
     """The environment variables a downstream config reads: the task's data/GloVe paths plus
-    the ELMo-C archive, the tiny fastText model and ELMO_C_BASELINE ("none" or "fasttext")."""
+    the ELMo-C archive, the tiny fastText model, ELMO_C_BASELINE ("none" or "fasttext") and
+    ELMO_C_DIM, the size of the fixture biLM (`TINY_ELMO_C_DIM`; a task path given as
+    ELMO_C_DIM=... replaces it)."""
     environment = {
+        "ELMO_C_DIM": str(TINY_ELMO_C_DIM),
         **task_paths,
         "ELMO_C_ARCHIVE": str(archive),
         "ELMO_C_FASTTEXT": str(TINY_FASTTEXT),

@@ -1,3 +1,4 @@
+import logging
 from typing import List, Optional
 
 import torch
@@ -7,7 +8,10 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.common.config_defaults import ELMO_C_DIM
 from allennlp_elmo_c.modules.subword_representations import load_representations
+
+logger = logging.getLogger(__name__)
 
 
 @TokenEmbedder.register("elmo_c_token_embedder")
@@ -51,6 +55,12 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         the model). `ElmoCRepresentations` returns them as a list instead.
     tokenizer_path : `str`, optional
         For an ELMo-Sub archive: its BPE tokenizer JSON at another path than recorded.
+    expected_output_dim : `int`, optional
+        The size the config assumes for the biLM's representations (2 x its projection size,
+        before `projection_dim` and `num_output_representations`); an archive of another size is
+        a `ConfigurationError` naming both sizes at construction, instead of a shape error at the
+        first batch. The downstream configs set it, and size their layers, from the environment
+        variable `ELMO_C_DIM` (default 1024, the paper's size).
     """
 
     def __init__(
@@ -65,6 +75,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         fasttext_path: Optional[str] = None,
         num_output_representations: int = 1,
         tokenizer_path: Optional[str] = None,
+        expected_output_dim: Optional[int] = None,
     ) -> None:
         super().__init__()
         if num_output_representations < 1:
@@ -82,9 +93,19 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             keep_sentence_boundaries=keep_sentence_boundaries,
             scalar_mix_parameters=scalar_mix_parameters,
         )
+        bilm_dim = self._elmo_c.get_output_dim()
+        if expected_output_dim is not None and expected_output_dim != bilm_dim:
+            raise ConfigurationError(
+                f"elmo_c_token_embedder: the biLM in {archive_file} outputs {bilm_dim}-d "
+                f"representations, but the config expects {expected_output_dim}-d "
+                f"(expected_output_dim). Set the environment variable {ELMO_C_DIM}={bilm_dim} "
+                f"(the downstream configs size their layers and expected_output_dim from it), "
+                f"or set expected_output_dim to {bilm_dim} and resize the layers that read this "
+                "embedder."
+            )
         self._input_names = list(self._elmo_c.word_indexer().get_empty_token_list())
         self._projection = None
-        self.output_dim = self._elmo_c.get_output_dim() * num_output_representations
+        self.output_dim = bilm_dim * num_output_representations
         if projection_dim:
             self._projection = torch.nn.Linear(self.output_dim, projection_dim)
             self.output_dim = projection_dim

@@ -113,6 +113,20 @@ def test_fasttext_path_override(archive, tmp_path):
     torch.testing.assert_close(embedder(**fasttext_ids(SENTENCES)), reference(**fasttext_ids(SENTENCES)))
 
 
+def test_expected_output_dim(elmo_c_archive):
+    # The fixture biLM is 16-d (2 x projection 8); num_output_representations and projection_dim
+    # do not change what expected_output_dim describes.
+    embedder = ElmoCTokenEmbedder(
+        str(elmo_c_archive), expected_output_dim=16, num_output_representations=2, projection_dim=5
+    )
+    assert embedder.get_output_dim() == 5
+    with pytest.raises(ConfigurationError) as error:
+        ElmoCTokenEmbedder(str(elmo_c_archive), expected_output_dim=1024)
+    message = str(error.value)
+    assert "outputs 16-d" in message and "expects 1024-d" in message
+    assert "ELMO_C_DIM=16" in message and "expected_output_dim" in message
+
+
 def test_missing_and_corrupt_archives(tmp_path):
     with pytest.raises(ConfigurationError, match="does not exist"):
         ElmoCTokenEmbedder(str(tmp_path / "nope.tar.gz"))
