@@ -12,6 +12,7 @@ from tests.helpers import (
     make_wheel,
     train_tiny_bpe,
     train_tiny_elmo_c,
+    train_tiny_softmax,
     write_varied_corpus,
     zipped,
 )
@@ -41,6 +42,12 @@ def varied_corpus(tmp_path) -> Path:
 def elmo_c_archive(tmp_path_factory) -> Path:
     """A tiny trained ELMo-C archive (fused backend), shared by the downstream tests."""
     return train_tiny_elmo_c(tmp_path_factory.mktemp("elmo_c_archive"))
+
+
+@pytest.fixture(scope="session")
+def elmo_softmax_archive(tmp_path_factory) -> Path:
+    """The tiny biLM with a full softmax output layer, trained for one epoch; read only."""
+    return train_tiny_softmax(tmp_path_factory.mktemp("elmo_softmax_archive"))
 
 
 @pytest.fixture(scope="session")

@@ -93,6 +93,18 @@ def train_tiny_elmo_c(directory: Path, backend: str = "fused") -> Path:
     return directory / "run" / "model.tar.gz"
 
 
+def train_tiny_softmax(directory: Path) -> Path:
+    """Trains the fixture biLM with a full softmax output layer (configs/elmo_softmax_tiny.jsonnet)
+    for one epoch; returns its model.tar.gz."""
+    with contextlib.chdir(PROJECT_ROOT):  # the fixture config's paths are relative to it
+        train_config(
+            FIXTURES_ROOT / "configs" / "elmo_softmax_tiny.jsonnet",
+            directory / "run",
+            json.dumps({"trainer.num_epochs": 1}),
+        )
+    return directory / "run" / "model.tar.gz"
+
+
 def overfit(model, batch: dict, steps: int = 30, lr: float = 0.01):
     """Trains `model` on one batch with Adam; returns the loss before and after."""
     torch.manual_seed(0)
