@@ -19,7 +19,7 @@ config_defaults.apply()
 
 # Importing the subpackages registers every component (a `.allennlp_plugins` file imports only
 # this module, not its submodules); `demo.subcommands` registers the demo's data builders only.
-from allennlp_elmo_c import commands, data, models, modules, training  # noqa: E402,F401
+from allennlp_elmo_c import commands, data, models, modules, predictors, training  # noqa: E402,F401
 from allennlp_elmo_c.demo import subcommands  # noqa: E402,F401
 
 __version__ = "0.1.0"

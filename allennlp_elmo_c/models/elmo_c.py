@@ -375,6 +375,36 @@ class ElmoC(Model):
         self._record(f"{direction}_nn_accuracy", correct.sum(), in_list.sum())
 
     @property
+    def predicts_vectors(self) -> bool:
+        """Whether the output heads predict target vectors (`*_predictions` in the output, e.g.
+        ELMo-C's continuous head) rather than vocabulary ids (softmax-type heads); False once
+        `delete_softmax` has dropped them."""
+        return self._heads is not None and not any(
+            head.needs_target_ids for head in self._heads.values()
+        )
+
+    @property
+    def target_vocabulary(self) -> Optional[List[str]]:
+        """The words of the target embedder's own vocabulary, most frequent first (a fastText
+        model's words); None if it has none."""
+        embedder = self._single_target_token_embedder()
+        words = getattr(embedder, "words", None)
+        return list(words) if words is not None else None
+
+    def target_vectors(self, words: List[str], device: torch.device) -> torch.Tensor:
+        """Unit-length target vectors of arbitrary `words`, `(len(words), target_dim)`, which
+        the `*_predictions` are compared to. Needs a target embedder with an `embed_strings`
+        method (the `fasttext` embedder has one)."""
+        embedder = self._single_target_token_embedder()
+        if not hasattr(embedder, "embed_strings"):
+            raise ConfigurationError(
+                "elmo_c: the target embedder cannot embed arbitrary words (use a fasttext "
+                "target embedder)"
+            )
+        vectors = embedder.embed_strings(words, device)  # type: ignore[union-attr]
+        return torch.nn.functional.normalize(vectors.float(), dim=-1)
+
+    @property
     def candidate_words(self) -> Optional[List[str]]:
         """The `nearest_neighbour_words`, in file order (None if not configured)."""
         return self._candidate_words
@@ -384,11 +414,7 @@ class ElmoC(Model):
         if self._candidate_words is None:
             raise ConfigurationError("elmo_c: no nearest_neighbour_words configured")
         if self._candidate_vectors is None or self._candidate_vectors.device != device:
-            embedder: StringEmbedder = self._single_target_token_embedder()  # type: ignore
-            vectors = embedder.embed_strings(
-                self._candidate_words, device
-            )
-            self._candidate_vectors = torch.nn.functional.normalize(vectors.float(), dim=-1)
+            self._candidate_vectors = self.target_vectors(self._candidate_words, device)
         return self._candidate_vectors
 
     def get_metrics(self, reset: bool = False) -> Dict[str, float]:

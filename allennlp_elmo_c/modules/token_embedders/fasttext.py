@@ -47,6 +47,11 @@ class FastTextEmbedder(TokenEmbedder):
         return self._fasttext.dim
 
     @property
+    def words(self) -> List[str]:
+        """The fastText model's vocabulary, most frequent first (as stored in the `.bin`)."""
+        return self._fasttext.words
+
+    @property
     def model_path(self) -> str:
         """The fastText `.bin` this embedder reads."""
         return str(self._fasttext.path)

@@ -1,0 +1,1 @@
+from allennlp_elmo_c.predictors.next_word import NextWordPredictor
