@@ -36,7 +36,6 @@ import json
 import logging
 import os
 import platform
-import random
 import shutil
 import statistics
 import subprocess
@@ -249,33 +248,14 @@ def ner_step(args) -> dict:
 
 
 def pos_step(args) -> dict:
-    from allennlp_elmo_c.demo.brown_corpus import HELD_OUT_GENRES, brown_source, read_brown
+    from allennlp_elmo_c.demo.brown_corpus import brown_source
+    from allennlp_elmo_c.demo.brown_pos import build_brown_pos
 
     tarball = args.brown_source or brown_source(args.data_dir / "packages")
-    documents = read_brown(tarball)
-    development, test = ["n"], [g for g in HELD_OUT_GENRES if g != "n"]
-    splits: Dict[str, List[List[Tuple[str, str]]]] = {"train": [], "dev": [], "test": []}
-    for document in documents:
-        split = "dev" if document.genre in development else "test" if document.genre in test else "train"
-        splits[split].extend(document.sentences)
-    rng = random.Random(13)
-    limits = {"train": args.pos_train_sentences, "dev": 1000, "test": None}
     directory = args.out / "tasks" / "pos"
-    counts = {}
-    for name, sentences in splits.items():
-        if limits[name] is not None and len(sentences) > limits[name]:
-            sentences = rng.sample(sentences, limits[name])
-        lines = (" ".join(f"{word}###{simple_tag(tag)}" for word, tag in s) for s in sentences)
-        counts[name] = write_lines(directory / f"{name}.txt", lines)
+    limits = {"train": args.pos_train_sentences, "dev": 1000, "test": None}
+    counts = build_brown_pos(directory, tarball, limits)
     return {"dir": str(directory.resolve()), "sentences": counts}
-
-
-def simple_tag(tag: str) -> str:
-    """Brown's tag without its title/headline/cited/foreign markers (`nn-tl` -> `nn`)."""
-    if tag.startswith("fw-"):
-        return "fw"
-    base = tag.split("-")[0] if not tag.startswith("-") else tag
-    return base.rstrip("*") or tag
 
 
 # ---------------------------------------------------------------------------------------------

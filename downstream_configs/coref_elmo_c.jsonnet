@@ -102,6 +102,9 @@ local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
   },
   data_loader: { batch_sampler: { type: 'bucket', padding_noise: 0.0, batch_size: 1 } },
   trainer: {
+    // AllenNLP's default console logger also logs the first batch's raw tensors.
+    enable_default_callbacks: false,
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
     num_epochs: 150,
     grad_norm: 5.0,
     patience: 10,

@@ -67,6 +67,9 @@ local hidden = 64;
   data_loader: { batch_size: 32, shuffle: true },
   validation_data_loader: { batch_size: 128, shuffle: false },
   trainer: {
+    // AllenNLP's default console logger also logs the first batch's raw tensors.
+    enable_default_callbacks: false,
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
     num_epochs: 6,
     cuda_device: -1,
     // Light dropout: with 0.25-0.3 both variants underfit (training accuracy below 0.70).

@@ -80,6 +80,9 @@ local context_dim = if use_elmo_c then elmo_c_dim else 300;
   },
   data_loader: { batch_size: 64 },
   trainer: {
+    // AllenNLP's default console logger also logs the first batch's raw tensors.
+    enable_default_callbacks: false,
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
     optimizer: { type: 'adam', lr: 0.001 },
     checkpointer: { keep_most_recent_by_count: 3 },
     validation_metric: '+f1-measure-overall',

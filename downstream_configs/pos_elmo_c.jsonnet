@@ -69,6 +69,9 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
   data_loader: { batch_size: 32, shuffle: true },
   validation_data_loader: { batch_size: 128, shuffle: false },
   trainer: {
+    // AllenNLP's default console logger also logs the first batch's raw tensors.
+    enable_default_callbacks: false,
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
     optimizer: { type: 'adam', lr: 0.001 },
     checkpointer: { keep_most_recent_by_count: 1 },
     validation_metric: '+accuracy',

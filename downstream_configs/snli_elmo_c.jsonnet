@@ -78,6 +78,9 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
   },
   data_loader: { batch_sampler: { type: 'bucket', batch_size: 32 } },
   trainer: {
+    // AllenNLP's default console logger also logs the first batch's raw tensors.
+    enable_default_callbacks: false,
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
     optimizer: { type: 'adam', lr: 0.0004 },
     checkpointer: { keep_most_recent_by_count: 2 },
     validation_metric: '+accuracy',

@@ -52,6 +52,9 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
   },
   data_loader: { batch_sampler: { type: 'bucket', batch_size: 80 } },
   trainer: {
+    // AllenNLP's default console logger also logs the first batch's raw tensors.
+    enable_default_callbacks: false,
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
     num_epochs: 500,
     grad_clipping: 1.0,
     patience: 200,

@@ -85,6 +85,9 @@ local reader(subtrees) = {
   },
   data_loader: { batch_sampler: { type: 'bucket', batch_size: 100 } },
   trainer: {
+    // AllenNLP's default console logger also logs the first batch's raw tensors.
+    enable_default_callbacks: false,
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
     num_epochs: 40,
     patience: 5,
     grad_norm: 5.0,

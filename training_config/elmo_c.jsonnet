@@ -71,8 +71,16 @@ local steps_per_400m_tokens = 400000000 / batch_size;
     },
     grad_norm: 1.0,
     validation_metric: '-loss',
-    // Dropout draws resume exactly after a crash (allennlp train --recover).
-    callbacks: [{ type: 'rng_state' }],
+    // AllenNLP's default console logger also logs the first batch's raw tensors: this one logs
+    // the metrics only. TensorBoard (`tensorboard --logdir <run>/log`): loss, cosine and
+    // next-word accuracy per direction, and the learning rate, every 50 batches.
+    enable_default_callbacks: false,
+    callbacks: [
+      { type: 'console_logger', should_log_inputs: false },
+      { type: 'tensorboard', summary_interval: 50, should_log_learning_rate: true },
+      // Dropout draws resume exactly after a crash (allennlp train --recover).
+      { type: 'rng_state' },
+    ],
     // Atomic checkpoint writes; --recover resumes from the newest checkpoint that loads, and
     // the one before it is kept to fall back to (README, "Long runs").
     checkpointer: { type: 'atomic', save_every_num_seconds: 3600, keep_most_recent_by_count: 2 },

@@ -87,5 +87,3 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
 def test_helpers():
     quality = load_quality()
     assert quality.mean_std([0.5, 0.7]) == "60.00 ± 14.14 (n=2)"
-    assert quality.simple_tag("nn-tl") == "nn" and quality.simple_tag("fw-in") == "fw"
-    assert quality.simple_tag("--") == "--" and quality.simple_tag("vbd*") == "vbd"
