@@ -15,11 +15,19 @@ test in `tests/test_compat.py` that fails without it:
    non-tensor Python objects such as numpy scalars, which that mode refuses. The checkpointer
    loads the training state, a file written by the same training run, with
    `weights_only=False`; model weights keep the safe default.
+3. No downloads at run time: allennlp-models' NarrativeQA evaluation tool calls `nltk.download`
+   for `punkt` and `wordnet` when it is imported (which `allennlp`'s plugin loading does), and on
+   a machine without network NLTK prints six lines of failed-download errors that no user can act
+   on. `nltk.download` logs the skipped download at DEBUG and returns False (NLTK's own value for
+   a failed download). This takes effect wherever `allennlp_elmo_c` is imported before
+   `allennlp_models` (`python -m allennlp_elmo_c`, the demo, Python code); `allennlp`'s own command
+   line imports `allennlp_models` first.
 """
 
 import logging
 from typing import List, Optional, Union
 
+import nltk
 import torch
 from torch.optim import Optimizer
 
@@ -84,6 +92,11 @@ def _load_checkpoint(self) -> Optional[TrainerCheckpoint]:
     return TrainerCheckpoint(model_state, training_state)
 
 
+def _skip_nltk_download(info_or_id: Optional[str] = None, *args, **kwargs) -> bool:
+    logger.debug("nltk.download(%r) skipped: nothing is downloaded at run time", info_or_id)
+    return False
+
+
 def apply() -> None:
     """Applies every fix once; calling it again does nothing."""
     if Checkpointer.load_checkpoint is _load_checkpoint:
@@ -92,3 +105,4 @@ def apply() -> None:
     ReduceOnPlateauLearningRateScheduler.__init__ = _reduce_on_plateau_init  # type: ignore
     _load_checkpoint.__doc__ = Checkpointer.load_checkpoint.__doc__
     Checkpointer.load_checkpoint = _load_checkpoint  # type: ignore
+    nltk.download = _skip_nltk_download

@@ -1,5 +1,6 @@
 """One test per fix in `allennlp_elmo_c.compat`, each also showing that AllenNLP fails without it."""
 
+import logging
 import numpy as np
 import pickle
 import pytest
@@ -88,3 +89,12 @@ def test_allennlp_train_then_recover(tmp_path):
     # Epoch 1 was not run again: its metrics file is untouched.
     assert (tmp_path / "metrics_epoch_0.json").stat().st_mtime_ns == first_epoch_stamp
     assert (tmp_path / "model.tar.gz").is_file()
+
+
+def test_nltk_downloads_nothing_and_prints_nothing(capsys, caplog):
+    import nltk
+
+    with caplog.at_level(logging.DEBUG, logger="allennlp_elmo_c.compat"):
+        assert nltk.download("punkt") is False
+    assert capsys.readouterr() == ("", "")
+    assert "nltk.download('punkt') skipped" in caplog.text
