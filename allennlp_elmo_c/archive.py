@@ -13,13 +13,15 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import TokenIndexer, Tokenizer, Vocabulary
 from allennlp.models.archival import CONFIG_NAME, extracted_archive, load_archive
 
+from allennlp_elmo_c.common.fasttext_source import (
+    recorded_fasttext_path,
+    recorded_fasttext_paths,
+    resolve_fasttext_path,
+)
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 
 if TYPE_CHECKING:  # the model imports the modules package, which imports this module
     from allennlp_elmo_c.models.elmo_c import ElmoC
-
-
-FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
 
 
 def read_archive_config(archive_file: str) -> Dict[str, Any]:
@@ -52,29 +54,9 @@ def fasttext_overrides(config: Dict[str, Any], new_path: str, archive_file: str)
     Overrides that point every fastText path of an archived config (input and target
     embedders, indexers, a fastText-initialised output layer) at `new_path`.
     """
-    found: Dict[str, str] = {}
-
-    def walk(node, prefix: str) -> None:
-        if isinstance(node, dict):
-            for key, value in node.items():
-                path = f"{prefix}.{key}" if prefix else key
-                if key in FASTTEXT_KEYS and isinstance(value, str):
-                    found[path] = value
-                else:
-                    walk(value, path)
-        elif isinstance(node, list):
-            for index, value in enumerate(node):
-                walk(value, f"{prefix}.{index}")
-
-    walk(config, "")
-    if not found:
+    if recorded_fasttext_path(config, archive_file) is None:
         raise ConfigurationError(f"{archive_file}: the biLM reads no fastText file (fasttext_path)")
-    if len(set(found.values())) > 1:
-        raise ConfigurationError(
-            f"{archive_file} refers to several fastText files ({sorted(set(found.values()))}): "
-            "fasttext_path cannot say which to replace"
-        )
-    return {path: new_path for path in found}
+    return {path: new_path for path in recorded_fasttext_paths(config)}
 
 
 class PretrainedBiLM:
@@ -148,7 +130,9 @@ class PretrainedBiLM:
             A `model.tar.gz` of an `elmo_c` model.
         fasttext_path : `str`, optional
             The biLM's fastText `.bin` at another path than recorded in the archive (every
-            fastText path of the config is replaced).
+            fastText path of the config is replaced). Without it, the `.bin` is looked for in the
+            environment variable `ELMO_C_FASTTEXT`, at the recorded path, then beside the archive
+            (`allennlp_elmo_c.common.fasttext_source`).
         tokenizer_path : `str`, optional
             For a biLM over BPE subwords: its tokenizer JSON at another path than recorded.
         """
@@ -166,11 +150,6 @@ class PretrainedBiLM:
                 raise ConfigurationError(
                     f"{archive_file}: its contextualizer cannot return all layers (use "
                     "elmo_lstm)"
-                ) from error
-            if fasttext_path is None and "fastText model" in str(error):
-                raise ConfigurationError(
-                    f"{error}. The archive {archive_file} refers to that fastText file; pass "
-                    "fasttext_path to use a copy elsewhere."
                 ) from error
             raise
         reader = archive.dataset_reader
@@ -203,8 +182,12 @@ class PretrainedBiLM:
             # Only used in validation, and the file may not exist where the archive is used.
             "model.nearest_neighbour_words": None,
         }
-        if fasttext_path is not None:
-            overrides.update(fasttext_overrides(config, fasttext_path, archive_file))
+        recorded = None if subword else recorded_fasttext_path(config, archive_file)
+        if recorded is not None:
+            resolved = resolve_fasttext_path(recorded, archive_file, fasttext_path)
+            overrides.update(fasttext_overrides(config, resolved, archive_file))
+        elif fasttext_path is not None:
+            raise ConfigurationError(f"{archive_file}: the biLM reads no fastText file (fasttext_path)")
         if tokenizer_path is not None:
             overrides["dataset_reader.tokenizer.tokenizer_path"] = tokenizer_path
         return overrides

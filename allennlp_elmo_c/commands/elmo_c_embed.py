@@ -31,6 +31,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.common.fasttext_source import ARGUMENT_HINT
 from allennlp_elmo_c.common.text import decode_line
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, batch_to_ids
 from allennlp_elmo_c.modules.subword_representations import load_representations
@@ -238,13 +239,22 @@ class ElmoCEmbed(PluginSubcommand):
         )
 
     def run(self, args: argparse.Namespace) -> None:
-        embed_file(
-            args.archive_file,
-            args.input_file,
-            args.output_file,
-            args.mode or "all",
-            args.batch_size,
-            args.cuda_device,
-            args.fasttext_path,
-            args.max_sentence_length,
-        )
+        try:
+            embed_file(
+                args.archive_file,
+                args.input_file,
+                args.output_file,
+                args.mode or "all",
+                args.batch_size,
+                args.cuda_device,
+                args.fasttext_path,
+                args.max_sentence_length,
+            )
+        except ConfigurationError as error:
+            raise ConfigurationError(cli_message(str(error))) from error
+
+
+def cli_message(message: str) -> str:
+    """A library error as the command's user needs it: naming the flags, not the arguments."""
+    message = message.replace(ARGUMENT_HINT, "--fasttext-path")
+    return message.replace("fasttext_path", "--fasttext-path")

@@ -10,6 +10,7 @@ tests check this against the fastText library for in- and out-of-vocabulary word
 """
 
 import functools
+import hashlib
 import logging
 import os
 import struct
@@ -26,6 +27,10 @@ logger = logging.getLogger(__name__)
 FASTTEXT_MAGIC = 793712314
 FASTTEXT_VERSION = 12
 EOS = "</s>"
+_FINGERPRINT_SPAN = 1 << 20  # bytes of the matrix start and of the file end that are hashed
+# Every fingerprint computed in this process, with the file it came from (for messages naming the
+# file another component read).
+_FINGERPRINT_PATHS: Dict[int, str] = {}
 _ARG_NAMES = (
     "dim", "ws", "epoch", "min_count", "neg", "word_ngrams", "loss", "model",
     "bucket", "minn", "maxn", "lr_update_rate",
@@ -72,6 +77,34 @@ class FastTextBin:
         )
         self._cpu_matrix = torch.from_numpy(self.input_matrix)
         self._device_matrices: Dict[torch.device, torch.Tensor] = {}
+        self.fingerprint: int = self._fingerprint(matrix_offset)
+        _FINGERPRINT_PATHS.setdefault(self.fingerprint, str(self.path))
+
+    def _fingerprint(self, matrix_offset: int) -> int:
+        """
+        A 62-bit identity of the model's content: a hash of the file size, everything before the
+        input matrix (the arguments, i.e. `dim`, `minn`, `maxn`, `bucket`, and the whole
+        dictionary), the matrix's first MB and the file's last MB. Copies of one file share it;
+        two trainings, even on the same corpus, practically never do.
+        """
+        size = os.path.getsize(self.path)
+        digest = hashlib.blake2b(str(size).encode(), digest_size=8)
+        with open(self.path, "rb") as stream:
+            remaining = matrix_offset + _FINGERPRINT_SPAN
+            while remaining > 0:
+                chunk = stream.read(min(remaining, 1 << 22))
+                if not chunk:
+                    break
+                digest.update(chunk)
+                remaining -= len(chunk)
+            stream.seek(max(size - _FINGERPRINT_SPAN, 0))
+            digest.update(stream.read())
+        return int.from_bytes(digest.digest(), "little") >> 2
+
+    @staticmethod
+    def path_of(fingerprint: int) -> Optional[str]:
+        """The file of a fingerprint computed in this process (`None` if none was)."""
+        return _FINGERPRINT_PATHS.get(fingerprint)
 
     @classmethod
     @functools.lru_cache(maxsize=8)

@@ -1,3 +1,4 @@
+import logging
 import math
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
@@ -17,6 +18,8 @@ from allennlp.nn.util import get_text_field_mask
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
+
+logger = logging.getLogger(__name__)
 
 
 DIRECTIONS = ("forward", "backward")
@@ -142,6 +145,7 @@ class ElmoC(Model):
             f"{d}_{m}" for d in DIRECTIONS for m in ("loss", "cosine", "nn_accuracy")
         ]
         self._totals: Dict[str, torch.Tensor] = {}
+        self._missing_candidates: Optional[str] = None
         self._candidate_words = self._read_candidates(nearest_neighbour_words)
         self._candidate_vectors: Optional[torch.Tensor] = None
         initializer(self)
@@ -150,7 +154,13 @@ class ElmoC(Model):
         if path is None:
             return None
         if not Path(path).is_file():
-            raise ConfigurationError(f"elmo_c: nearest_neighbour_words file {path} does not exist")
+            logger.warning(
+                "elmo_c: nearest_neighbour_words file %s does not exist: no *_nn_accuracy metric "
+                "(training this model is refused; loading it for use is fine)",
+                path,
+            )
+            self._missing_candidates = path
+            return None
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
         words = [word for word in dict.fromkeys(line.strip() for line in lines) if word]
         if not words:
@@ -218,6 +228,11 @@ class ElmoC(Model):
         contextualizer returns all layers), `noncontextual_token_embeddings`
         `(batch_size, timesteps, embedding_dim)` and `mask` `(batch_size, timesteps)`.
         """
+        if self.training and self._missing_candidates is not None:
+            raise ConfigurationError(
+                f"elmo_c: nearest_neighbour_words file {self._missing_candidates} does not exist; "
+                "give an existing file or remove nearest_neighbour_words from the config"
+            )
         tokens, target_ids = self._take_target_ids(tokens)
         output = self._encode_tokens(tokens)
         if self._heads is None:

@@ -93,3 +93,17 @@ def test_command_line(elmo_c_archive, text_file, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     with h5py.File(tmp_path / "cli.hdf5", "r") as hdf5:
         assert hdf5["2"].shape == (3, 16)
+
+
+def test_command_errors_name_the_flags(elmo_c_archive, text_file, tmp_path):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    elmo_c_embed.ElmoCEmbed().add_subparser(parser.add_subparsers())
+    args = parser.parse_args(
+        ["elmo-c-embed", str(elmo_c_archive), str(text_file), str(tmp_path / "o.hdf5")]
+        + ["--fasttext-path", str(tmp_path / "missing.bin")]
+    )
+    with pytest.raises(ConfigurationError) as error:
+        args.func(args)
+    assert "--fasttext-path" in str(error.value) and "fasttext_path" not in str(error.value)

@@ -141,3 +141,29 @@ def test_target_ids_key_must_name_a_single_id_indexer():
     batch.index_instances(Vocabulary())
     with pytest.raises(ConfigurationError, match="must name a single_id indexer"):
         model(**batch.as_tensor_dict())
+
+
+def test_a_missing_candidate_list_is_only_needed_for_training(elmo_c_archive, tmp_path, caplog):
+    # The fixture archive records nearest_neighbour_words (a relative path): from another
+    # directory the file is missing, and the archive still loads and runs in inference.
+    import contextlib
+
+    from allennlp.common.checks import ConfigurationError
+
+    from tests.helpers import fasttext_ids
+
+    tiny = str(FIXTURES_ROOT / "fasttext" / "tiny.bin")
+    overrides = {
+        "model.text_field_embedder.token_embedders.tokens.model_path": tiny,
+        "dataset_reader.token_indexers.tokens.model_path": tiny,
+    }
+    with contextlib.chdir(tmp_path):
+        model = load_archive(str(elmo_c_archive), overrides=overrides).model
+    assert model.candidate_words is None
+    assert "nearest_neighbour_words file" in caplog.text
+    tokens = {"tokens": fasttext_ids([["<S>", "the", "council", "</S>"]])}
+    model.eval()
+    assert "loss" in model(tokens)
+    model.train()
+    with pytest.raises(ConfigurationError, match="nearest_neighbour_words file .* does not exist"):
+        model(tokens)

@@ -1,5 +1,5 @@
 import logging
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 
@@ -29,8 +29,13 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     # Parameters
 
-    model_path : `str`
+    model_path : `str`, optional
         The fastText `.bin` (the same file the `fasttext` token embedder uses).
+    archive_file : `str`, optional
+        Instead of `model_path`: an ELMo-C biLM archive (`model.tar.gz`), whose own fastText model
+        is used, found as the archive's users find it (the environment variable
+        `ELMO_C_FASTTEXT`, the recorded path, the recorded file name beside the archive; see
+        `allennlp_elmo_c.common.fasttext_source`). Give exactly one of the two.
     max_subwords_per_token : `int`, optional (default = `256`)
         A token with more subwords (a word of roughly 60+ characters) keeps the first this many
         (its own row first), so that a pathological 10k-character token cannot blow up a batch.
@@ -44,7 +49,10 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     `subword_ids`: `(num_tokens, max_subwords)` ids padded with 0; `token_mask`:
     `(num_tokens,)` True for real tokens; `subword_counts`: `(num_tokens,)` number of valid ids
-    per token (0 for padding and for strings without subwords, e.g. "").
+    per token (0 for padding and for strings without subwords, e.g. ""); `fasttext_fingerprint`:
+    `(1,)` the identity of the `.bin` (`FastTextBin.fingerprint`), which the `fasttext` embedder
+    checks against its own on the first batch, so that indexer and embedder cannot read different
+    models (another file, other words or subword settings).
 
     The token mask is deliberately not called `mask`: AllenNLP's `get_text_field_mask` refuses a
     text field with two `mask` outputs, and task configs may index the same tokens twice (e.g.
@@ -54,7 +62,8 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     def __init__(
         self,
-        model_path: str,
+        model_path: Optional[str] = None,
+        archive_file: Optional[str] = None,
         max_subwords_per_token: int = 256,
         cache_size: int = 1_000_000,
         token_min_padding_length: int = 0,
@@ -62,6 +71,14 @@ class FastTextSubwordsIndexer(TokenIndexer):
         super().__init__(token_min_padding_length)
         if max_subwords_per_token < 1:
             raise ConfigurationError("fasttext_subwords: max_subwords_per_token must be >= 1")
+        if (model_path is None) == (archive_file is None):
+            raise ConfigurationError(
+                "fasttext_subwords: give exactly one of model_path (a fastText .bin) and "
+                "archive_file (an ELMo-C archive, whose fastText model is then used), got "
+                f"model_path={model_path!r}, archive_file={archive_file!r}"
+            )
+        if archive_file is not None:
+            model_path = self._archive_fasttext(archive_file)
         self._model = FastTextBin.load(model_path)
         self._max_subwords = max_subwords_per_token
         self._cache_size = cache_size
@@ -69,6 +86,29 @@ class FastTextSubwordsIndexer(TokenIndexer):
         self._truncations = TruncationWarnings(
             logger, "token(s)", max_subwords_per_token, "fastText subwords"
         )
+
+    @staticmethod
+    def _archive_fasttext(archive_file: str) -> str:
+        # Imported here: the archive module imports the modules package, which imports the data
+        # package's users.
+        from allennlp_elmo_c.archive import read_archive_config
+        from allennlp_elmo_c.common.fasttext_source import (
+            recorded_fasttext_path,
+            resolve_fasttext_path,
+        )
+
+        recorded = recorded_fasttext_path(read_archive_config(archive_file), archive_file)
+        if recorded is None:
+            raise ConfigurationError(
+                f"fasttext_subwords: the biLM {archive_file} reads no fastText model; index its "
+                "words with the indexer it was pretrained with"
+            )
+        return resolve_fasttext_path(recorded, archive_file)
+
+    @property
+    def model_path(self) -> str:
+        """The fastText `.bin` this indexer reads."""
+        return str(self._model.path)
 
     @property
     def num_truncated(self) -> int:
@@ -96,10 +136,16 @@ class FastTextSubwordsIndexer(TokenIndexer):
             "subword_ids": subwords,
             "token_mask": [True] * len(subwords),
             "subword_counts": [len(ids) for ids in subwords],
+            "fasttext_fingerprint": [self._model.fingerprint],
         }
 
     def get_empty_token_list(self) -> IndexedTokenList:
-        return {"subword_ids": [], "token_mask": [], "subword_counts": []}
+        return {
+            "subword_ids": [],
+            "token_mask": [],
+            "subword_counts": [],
+            "fasttext_fingerprint": [self._model.fingerprint],
+        }
 
     def get_padding_lengths(self, indexed_tokens: IndexedTokenList) -> Dict[str, int]:
         num_tokens = max(len(indexed_tokens["subword_ids"]), self._token_min_padding_length)
@@ -119,4 +165,11 @@ class FastTextSubwordsIndexer(TokenIndexer):
         counts = torch.tensor(counts, dtype=torch.long)
         mask = torch.zeros(num_tokens, dtype=torch.bool)
         mask[: min(len(tokens["token_mask"]), num_tokens)] = True
-        return {"subword_ids": ids, "token_mask": mask, "subword_counts": counts}
+        # Last: AllenNLP's get_text_field_mask takes the first lowest-dimensional output.
+        fingerprint = torch.tensor([self._model.fingerprint], dtype=torch.long)
+        return {
+            "subword_ids": ids,
+            "token_mask": mask,
+            "subword_counts": counts,
+            "fasttext_fingerprint": fingerprint,
+        }

@@ -104,11 +104,28 @@ class ElmoCTokenEmbedder(TokenEmbedder):
                 "embedder."
             )
         self._input_names = list(self._elmo_c.word_indexer().get_empty_token_list())
+        self._archive_file = archive_file
+        self._inputs_checked = False
         self._projection = None
         self.output_dim = bilm_dim * num_output_representations
         if projection_dim:
             self._projection = torch.nn.Linear(self.output_dim, projection_dim)
             self.output_dim = projection_dim
+
+    def _wrong_indexer(self, got: str) -> ConfigurationError:
+        """The error for inputs that are not the outputs of the biLM's indexer."""
+        if self._elmo_c.bilm.fasttext_path is not None:
+            indexer = (
+                f"{{type: 'fasttext_subwords', archive_file: '{self._archive_file}'}} (or "
+                "model_path: the biLM's fastText .bin)"
+            )
+        else:
+            indexer = f"the biLM's own indexer ({type(self._elmo_c.word_indexer()).__name__})"
+        return ConfigurationError(
+            f"elmo_c_token_embedder ({self._archive_file}) expects the outputs "
+            f"{self._input_names} of its biLM's indexer, got {got}: index the words under this "
+            f"embedder's key with {indexer}."
+        )
 
     def get_output_dim(self) -> int:
         return self.output_dim
@@ -134,11 +151,13 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         """
         if tensors:
             if len(tensors) != 1 or inputs or len(self._input_names) != 1:
-                raise ConfigurationError(
-                    f"elmo_c_token_embedder expects the indexer outputs {self._input_names} by "
-                    f"name, got {len(tensors)} positional and {sorted(inputs)}"
-                )
+                raise self._wrong_indexer(f"{len(tensors)} positional and {sorted(inputs)}")
             inputs = {self._input_names[0]: tensors[0]}
+        if not self._inputs_checked:
+            missing = set(self._input_names) - set(inputs) - {"fasttext_fingerprint"}
+            if missing or set(inputs) - set(self._input_names):
+                raise self._wrong_indexer(str(sorted(inputs)))
+            self._inputs_checked = True
         mixes = self._elmo_c(**inputs)["elmo_representations"]
         output = mixes[0] if len(mixes) == 1 else torch.cat(mixes, dim=-1)
         if self._projection is not None:

@@ -23,6 +23,11 @@ class FastTextEmbedder(TokenEmbedder):
     override `model_path` (of this embedder and of the indexer), e.g. with `load_archive(...,
     overrides=...)` or `allennlp ... --overrides`.
 
+    The `fasttext_subwords` indexer's output carries the fingerprint of its `.bin`
+    (`FastTextBin.fingerprint`); the first batch is checked against this embedder's file, so an
+    indexer that reads another fastText model (other words, rows or subword settings: its ids
+    would be rows of another matrix) stops training with a `ConfigurationError` naming both files.
+
     Registered as a `TokenEmbedder` with name "fasttext".
 
     # Parameters
@@ -42,6 +47,7 @@ class FastTextEmbedder(TokenEmbedder):
                 f"fastText model {model_path} has dimension {self._fasttext.dim}, "
                 f"but {expected_dim} was expected"
             )
+        self._indexer_checked = False
 
     def get_output_dim(self) -> int:
         return self._fasttext.dim
@@ -61,6 +67,7 @@ class FastTextEmbedder(TokenEmbedder):
         subword_ids: torch.LongTensor,
         subword_counts: torch.LongTensor,
         token_mask: Optional[torch.BoolTensor] = None,
+        fasttext_fingerprint: Optional[torch.LongTensor] = None,
     ) -> torch.Tensor:
         """
         # Parameters
@@ -71,12 +78,17 @@ class FastTextEmbedder(TokenEmbedder):
             Shape `(batch_size, num_tokens)`: how many leading entries of each row are valid.
         token_mask : `torch.BoolTensor`, optional
             Shape `(batch_size, num_tokens)`; unused (padding tokens have count 0 and get zeros).
+        fasttext_fingerprint : `torch.LongTensor`, optional
+            Shape `(batch_size, 1)`: the fingerprint of the indexer's `.bin`, checked against this
+            embedder's on the first batch that has one.
 
         # Returns
 
         `torch.Tensor` of shape `(batch_size, num_tokens, dim)`, float32; all zeros for tokens
         with no subwords.
         """
+        if fasttext_fingerprint is not None and not self._indexer_checked:
+            self.check_indexer_fingerprint(fasttext_fingerprint)
         matrix = self._fasttext.matrix_on(subword_ids.device)
         counts = subword_counts.reshape(-1)
         width = subword_ids.size(-1)
@@ -85,6 +97,25 @@ class FastTextEmbedder(TokenEmbedder):
         offsets = torch.cumsum(counts, 0) - counts
         vectors = torch.nn.functional.embedding_bag(flat_ids, matrix, offsets, mode="mean")
         return vectors.view(*subword_counts.shape, self._fasttext.dim)
+
+    def check_indexer_fingerprint(self, fingerprints: torch.Tensor) -> None:
+        """
+        Raises a `ConfigurationError` naming both files unless every fingerprint in
+        `fingerprints` (from the `fasttext_subwords` indexer) is this embedder's `.bin`'s.
+        """
+        mine = self._fasttext.fingerprint
+        others = sorted({int(value) for value in fingerprints.reshape(-1).tolist()} - {mine})
+        if others:
+            files = [FastTextBin.path_of(other) or f"another model (fingerprint {other})"
+                     for other in others]  # fmt: skip
+            raise ConfigurationError(
+                f"The fastText embedder reads {self.model_path}, but the fasttext_subwords "
+                f"indexer under its key reads {', '.join(files)}: its subword ids are rows of "
+                "another model. Give the indexer the embedder's model: with an ELMo-C archive, "
+                "{type: 'fasttext_subwords', archive_file: <the archive>} (no model_path); else "
+                f"model_path: {self.model_path}."
+            )
+        self._indexer_checked = True
 
     def embed_strings(
         self, words: List[str], device: Optional[torch.device] = None

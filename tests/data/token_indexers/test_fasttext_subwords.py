@@ -127,3 +127,34 @@ def test_empty_batches_and_shared_matrix():
     cpu = torch.device("cpu")
     pointers = {e._fasttext.matrix_on(cpu).data_ptr() for e in (embedder, clone, other)}
     assert len(pointers) == 1
+
+
+def test_indexer_from_an_archive_reads_the_bilm_fasttext(elmo_c_archive):
+    indexer = TokenIndexer.from_params(
+        Params({"type": "fasttext_subwords", "archive_file": str(elmo_c_archive)})
+    )
+    reference = FastTextSubwordsIndexer(TINY)
+    assert indexer.model_path == reference.model_path
+    tokens = [Token(t) for t in ["schools", "unseenword"]]
+    assert indexer.tokens_to_indices(tokens, Vocabulary()) == reference.tokens_to_indices(
+        tokens, Vocabulary()
+    )
+
+
+def test_exactly_one_of_model_path_and_archive_file(elmo_c_archive):
+    with pytest.raises(ConfigurationError, match="exactly one of model_path .* archive_file"):
+        FastTextSubwordsIndexer()
+    with pytest.raises(ConfigurationError, match="exactly one of model_path .* archive_file"):
+        FastTextSubwordsIndexer(TINY, archive_file=str(elmo_c_archive))
+
+
+def test_output_carries_the_model_fingerprint():
+    tensors = tensors_for([["a", "b"], ["c"]], FastTextSubwordsIndexer(TINY))
+    from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+
+    fingerprint = FastTextBin.load(TINY).fingerprint
+    assert tensors["fasttext_fingerprint"].tolist() == [[fingerprint], [fingerprint]]
+    # The mask AllenNLP finds without a `mask` key is still the token mask.
+    from allennlp.nn.util import get_text_field_mask
+
+    assert get_text_field_mask({"x": tensors}).tolist() == [[True, True], [True, False]]

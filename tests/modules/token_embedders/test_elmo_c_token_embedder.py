@@ -214,3 +214,74 @@ def test_the_archive_is_read_once_and_the_bilm_can_be_passed_in(archive, monkeyp
         ElmoCRepresentations(archive, bilm=bilm)
     with pytest.raises(ConfigurationError, match="archive_file or bilm"):
         ElmoCRepresentations()
+
+
+@pytest.fixture(scope="module")
+def other_fasttext(tmp_path_factory):
+    """16-d fastText models other than the biLM's tiny.bin (10,000 buckets): one with fewer
+    rows (5,000 buckets), one with more (20,000)."""
+    from tests.helpers import train_small_fasttext
+
+    return {
+        rows: train_small_fasttext(tmp_path_factory.mktemp(rows), dim=16, bucket=bucket)
+        for rows, bucket in (("fewer", 5_000), ("more", 20_000))
+    }
+
+
+@pytest.mark.parametrize("rows", ["fewer", "more"])
+def test_an_indexer_over_another_fasttext_model_is_refused(elmo_c_archive, other_fasttext, rows):
+    from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+    from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+
+    other = other_fasttext[rows]
+    embedder = ElmoCTokenEmbedder(str(elmo_c_archive), dropout=0.0).eval()
+    inputs = batch_to_ids(SENTENCES, FastTextSubwordsIndexer(str(other)))
+    with pytest.raises(ConfigurationError) as error:
+        embedder(**inputs)
+    assert str(other) in str(error.value) and "tiny.bin" in str(error.value)
+    assert "archive_file" in str(error.value)
+    # The biLM's own model, from the archive, is accepted.
+    own = batch_to_ids(SENTENCES, FastTextSubwordsIndexer(archive_file=str(elmo_c_archive)))
+    assert embedder(**own).shape == (2, 6, 16)
+
+
+def test_another_indexer_under_the_embedders_key_names_the_right_one(elmo_c_archive):
+    from allennlp.data.token_indexers import ELMoTokenCharactersIndexer
+    from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
+
+    from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+
+    embedder = BasicTextFieldEmbedder({"elmo": ElmoCTokenEmbedder(str(elmo_c_archive))})
+    inputs = batch_to_ids(SENTENCES, ELMoTokenCharactersIndexer())
+    with pytest.raises(ConfigurationError, match="fasttext_subwords', archive_file"):
+        embedder({"elmo": inputs})
+
+
+def test_fasttext_resolution_order(elmo_c_archive, tmp_path, monkeypatch):
+    # The archive records tests/fixtures/fasttext/tiny.bin, relative to the project: from another
+    # directory it is missing.
+    from allennlp_elmo_c.archive import PretrainedBiLM
+
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    archive = moved / "model.tar.gz"
+    shutil.copy(elmo_c_archive, archive)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ELMO_C_FASTTEXT", raising=False)
+    with pytest.raises(ConfigurationError) as error:
+        PretrainedBiLM.from_archive(str(archive))
+    for tried in ("ELMO_C_FASTTEXT", "fasttext_path", "--fasttext-path", str(moved / "tiny.bin")):
+        assert tried in str(error.value)
+    elsewhere = tmp_path / "elsewhere.bin"
+    shutil.copy(TINY, elsewhere)
+    monkeypatch.setenv("ELMO_C_FASTTEXT", str(elsewhere))
+    assert PretrainedBiLM.from_archive(str(archive)).fasttext_path == str(elsewhere.resolve())
+    monkeypatch.delenv("ELMO_C_FASTTEXT")
+    shutil.copy(TINY, moved / "tiny.bin")  # beside the archive, under the recorded name
+    assert PretrainedBiLM.from_archive(str(archive)).fasttext_path == str(moved / "tiny.bin")
+    # An explicit path comes first; the indexer built from the archive finds the same file.
+    bilm = PretrainedBiLM.from_archive(str(archive), fasttext_path=str(elsewhere))
+    assert bilm.fasttext_path == str(elsewhere.resolve())
+    from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+
+    assert FastTextSubwordsIndexer(archive_file=str(archive)).model_path == str(moved / "tiny.bin")
