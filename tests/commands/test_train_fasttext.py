@@ -86,3 +86,12 @@ def test_cli_registered_with_allennlp(varied_corpus, tmp_path):
     result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert fasttext.load_model(str(tmp_path / "cli.bin")).get_dimension() == 8
+
+
+def test_few_buckets_diverge_and_the_error_says_what_to_change(varied_corpus, tmp_path):
+    # Reproduced divergence at the default --lr: 1,000 buckets for this corpus's n-grams.
+    settings = {**SMALL, "bucket": 1_000, "epoch": 1, "threads": 1}
+    with pytest.raises(ConfigurationError, match=r"raise --bucket \(e.g. 5000;.*lower --lr"):
+        train_fasttext(varied_corpus, tmp_path / "m.bin", **settings)
+    # The first change it names is enough.
+    train_fasttext(varied_corpus, tmp_path / "bucket.bin", **{**settings, "bucket": 5_000})
