@@ -6,11 +6,15 @@ starts from a `PretrainedBiLM`.
 
 import json
 import tarfile
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
+from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import TokenIndexer, Tokenizer, Vocabulary
+from allennlp.common.params import with_overrides
+from allennlp.data import DatasetReader, TokenIndexer, Tokenizer, Vocabulary
+from allennlp.models import Model
 from allennlp.models.archival import CONFIG_NAME, extracted_archive, load_archive
 
 from allennlp_elmo_c.common.fasttext_source import (
@@ -81,6 +85,8 @@ class PretrainedBiLM:
         Whether the biLM reads BPE subwords (ELMo-Sub) rather than words.
     archive_file : `str`, optional
         Where it was read from (for messages, and for indexers that read the archive).
+    config : `Dict[str, Any]`, optional
+        The archive's `config.json` as trained (before any load-time override), for `record`.
     """
 
     def __init__(
@@ -91,8 +97,10 @@ class PretrainedBiLM:
         boundary_tokens: Tuple[str, str],
         is_subword: bool,
         archive_file: Optional[str] = None,
+        config: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.archive_file = archive_file or "the biLM"
+        self.config = config
         input_embedders = model.input_token_embedders
         if len(input_embedders) != 1:
             raise ConfigurationError(
@@ -152,18 +160,69 @@ class PretrainedBiLM:
                     "elmo_lstm)"
                 ) from error
             raise
-        reader = archive.dataset_reader
+        return cls._built(archive.model, archive.dataset_reader, config, archive_file)
+
+    @classmethod
+    def _built(
+        cls, model: Model, reader: DatasetReader, config: Dict[str, Any], archive_file: str
+    ) -> "PretrainedBiLM":
         boundary_tokens = reader.boundary_tokens  # type: ignore[attr-defined]
         if len(boundary_tokens) != 2:
             raise ConfigurationError(f"{archive_file}: expected one start and one end token")
         return cls(
-            archive.model,  # type: ignore[arg-type]
+            model,  # type: ignore[arg-type]
             token_indexers=reader.token_indexers,  # type: ignore[attr-defined]
             tokenizer=reader.tokenizer,  # type: ignore[attr-defined]
             boundary_tokens=(boundary_tokens[0], boundary_tokens[1]),
             is_subword=is_subword_config(config),
             archive_file=archive_file,
+            config=config,
         )
+
+    def record(self) -> str:
+        """
+        What is needed to build this biLM again without its archive (its `config.json` and
+        vocabulary; not its weights), as one JSON line for `from_record`. A task model that
+        contains the biLM's weights in its own state dict keeps it (`elmo_c_token_embedder`
+        stores it in the task's vocabulary), so the task archive loads after the biLM archive
+        is moved or deleted.
+        """
+        if self.config is None:
+            raise ConfigurationError(f"{self.archive_file}: no config to record (not read from an archive)")
+        with tempfile.TemporaryDirectory() as directory:
+            self.vocab.save_to_files(directory)
+            files = {
+                path.name: path.read_text(encoding="utf-8")
+                for path in sorted(Path(directory).iterdir())
+                if path.suffix == ".txt"
+            }
+        return json.dumps({"config": self.config, "vocabulary": files}, ensure_ascii=False)
+
+    @classmethod
+    def from_record(
+        cls,
+        record: str,
+        archive_file: str,
+        fasttext_path: Optional[str] = None,
+        tokenizer_path: Optional[str] = None,
+    ) -> "PretrainedBiLM":
+        """
+        The biLM of a `record()`, built from its config with fresh (untrained) weights: only for
+        a module whose state dict then brings the trained ones. The fastText `.bin` is found as
+        for `from_archive` (the archive itself is not needed).
+        """
+        data = json.loads(record)
+        config = data["config"]
+        _check_config(config, archive_file)
+        overrides = cls._overrides(config, archive_file, fasttext_path, tokenizer_path)
+        with tempfile.TemporaryDirectory() as directory:
+            for name, text in data["vocabulary"].items():
+                (Path(directory) / name).write_text(text, encoding="utf-8")
+            vocab = Vocabulary.from_files(directory)
+        params = Params(with_overrides(config, overrides))
+        model = Model.from_params(vocab=vocab, params=params.pop("model"))
+        reader = DatasetReader.from_params(params.pop("dataset_reader"))
+        return cls._built(model, reader, config, archive_file)
 
     @staticmethod
     def _overrides(

@@ -134,6 +134,12 @@ def load_representations(
     bilm = PretrainedBiLM.from_archive(
         archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
     )
+    return representations_of(bilm, **kwargs)
+
+
+def representations_of(bilm: PretrainedBiLM, **kwargs) -> ElmoCRepresentations:
+    """`SubwordElmoCRepresentations` of a biLM over BPE subwords, `ElmoCRepresentations` of any
+    other; `kwargs` are their common parameters."""
     if bilm.is_subword:
         return SubwordElmoCRepresentations(bilm=bilm, **kwargs)
     return ElmoCRepresentations(bilm=bilm, **kwargs)

@@ -42,3 +42,32 @@ def test_ner_config_trains_one_epoch(elmo_c_archive, monkeypatch, tmp_path, base
     set_ner_environment(monkeypatch, elmo_c_archive, baseline)
     metrics = train_config(CONFIG, tmp_path / "run")
     assert "best_validation_f1-measure-overall" in metrics
+
+
+def test_task_archive_predicts_after_the_bilm_archive_is_deleted(elmo_c_archive, monkeypatch, tmp_path):
+    import shutil
+
+    import numpy
+
+    from allennlp.data import Token
+    from allennlp.models.archival import load_archive
+
+    bilm = tmp_path / "bilm" / "model.tar.gz"
+    bilm.parent.mkdir()
+    shutil.copy(elmo_c_archive, bilm)
+    set_ner_environment(monkeypatch, bilm, "none")
+    train_config(CONFIG, tmp_path / "run", '{"trainer.num_epochs": 1}')
+    task_archive = str(tmp_path / "run" / "model.tar.gz")
+
+    def predict():
+        archive = load_archive(task_archive)
+        words = [Token(word) for word in "EU rejects German call to boycott British lamb .".split()]
+        instance = archive.dataset_reader.text_to_instance(words)
+        archive.dataset_reader.apply_token_indexers(instance)
+        return archive.model.eval().forward_on_instance(instance)
+
+    before = predict()
+    shutil.rmtree(bilm.parent)
+    after = predict()
+    assert after["tags"] == before["tags"]
+    numpy.testing.assert_allclose(after["logits"], before["logits"], atol=1e-6)

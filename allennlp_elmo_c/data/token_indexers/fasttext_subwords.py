@@ -1,4 +1,6 @@
 import logging
+import os
+from pathlib import Path
 from typing import Dict, List, Optional
 
 import torch
@@ -35,7 +37,9 @@ class FastTextSubwordsIndexer(TokenIndexer):
         Instead of `model_path`: an ELMo-C biLM archive (`model.tar.gz`), whose own fastText model
         is used, found as the archive's users find it (the environment variable
         `ELMO_C_FASTTEXT`, the recorded path, the recorded file name beside the archive; see
-        `allennlp_elmo_c.common.fasttext_source`). Give exactly one of the two.
+        `allennlp_elmo_c.common.fasttext_source`). Give exactly one of the two. If the archive
+        does not exist (a task archive used after the biLM archive was deleted), `ELMO_C_FASTTEXT`
+        is used.
     max_subwords_per_token : `int`, optional (default = `256`)
         A token with more subwords (a word of roughly 60+ characters) keeps the first this many
         (its own row first), so that a pathological 10k-character token cannot blow up a batch.
@@ -93,9 +97,27 @@ class FastTextSubwordsIndexer(TokenIndexer):
         # package's users.
         from allennlp_elmo_c.archive import read_archive_config
         from allennlp_elmo_c.common.fasttext_source import (
+            FASTTEXT_ENV,
             recorded_fasttext_path,
             resolve_fasttext_path,
         )
+
+        if not Path(archive_file).is_file():
+            # E.g. a task archive used after the biLM archive was deleted (its embedder rebuilds
+            # the biLM from the task's record; the fingerprint check still guards the pair).
+            from_environment = os.environ.get(FASTTEXT_ENV)
+            if from_environment and Path(from_environment).is_file():
+                logger.warning(
+                    "fasttext_subwords: %s does not exist; using $%s = %s",
+                    archive_file,
+                    FASTTEXT_ENV,
+                    from_environment,
+                )
+                return from_environment
+            raise ConfigurationError(
+                f"fasttext_subwords: ELMo-C archive {archive_file} does not exist; give model_path "
+                f"(the biLM's fastText .bin) instead, or set the environment variable {FASTTEXT_ENV}"
+            )
 
         recorded = recorded_fasttext_path(read_archive_config(archive_file), archive_file)
         if recorded is None:

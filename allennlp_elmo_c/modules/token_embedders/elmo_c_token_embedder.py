@@ -1,15 +1,19 @@
+import hashlib
 import logging
+from pathlib import Path
 from typing import List, Optional
 
 import torch
 
 from allennlp.common.checks import ConfigurationError
+from allennlp.data import Vocabulary
 
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from allennlp_elmo_c.common.config_defaults import ELMO_C_DIM
-from allennlp_elmo_c.modules.subword_representations import load_representations
+from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.modules.subword_representations import representations_of
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +65,13 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         a `ConfigurationError` naming both sizes at construction, instead of a shape error at the
         first batch. The downstream configs set it, and size their layers, from the environment
         variable `ELMO_C_DIM` (default 1024, the paper's size).
+    vocab : `Vocabulary`, optional
+        The task model's vocabulary (AllenNLP passes it). The biLM's config and vocabulary
+        (`PretrainedBiLM.record`, no weights) are kept in it, in a namespace of their own, and so
+        in the task's archive; its weights are in the task model's state dict. A task archive
+        therefore loads (predict, evaluate) after the biLM archive was moved or deleted: the biLM
+        is then built from that record and the state dict fills in its weights (running it
+        before they are loaded is an error). Only the fastText `.bin` is still needed.
     """
 
     def __init__(
@@ -76,16 +87,17 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         num_output_representations: int = 1,
         tokenizer_path: Optional[str] = None,
         expected_output_dim: Optional[int] = None,
+        vocab: Optional[Vocabulary] = None,
     ) -> None:
         super().__init__()
         if num_output_representations < 1:
             raise ConfigurationError(
                 "elmo_c_token_embedder: num_output_representations must be >= 1"
             )
-        self._elmo_c = load_representations(
-            archive_file,
-            fasttext_path=fasttext_path,
-            tokenizer_path=tokenizer_path,
+        self._weights_loaded = True
+        bilm = self._read_bilm(archive_file, fasttext_path, tokenizer_path, vocab)
+        self._elmo_c = representations_of(
+            bilm,
             num_output_representations=num_output_representations,
             requires_grad=requires_grad,
             do_layer_norm=do_layer_norm,
@@ -111,6 +123,41 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         if projection_dim:
             self._projection = torch.nn.Linear(self.output_dim, projection_dim)
             self.output_dim = projection_dim
+
+    def _read_bilm(
+        self,
+        archive_file: str,
+        fasttext_path: Optional[str],
+        tokenizer_path: Optional[str],
+        vocab: Optional[Vocabulary],
+    ) -> PretrainedBiLM:
+        """The biLM from its archive (its record then kept in `vocab`), or, when the archive is
+        gone, from the record a trained task model's vocabulary holds."""
+        namespace = record_namespace(archive_file)
+        if Path(archive_file).is_file() or vocab is None:
+            bilm = PretrainedBiLM.from_archive(
+                archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
+            )
+            if vocab is not None and bilm.config is not None:
+                vocab.add_token_to_namespace(bilm.record(), namespace)
+            return bilm
+        records = [
+            token
+            for token in vocab.get_token_to_index_vocabulary(namespace)
+            if token.startswith("{")
+        ]
+        if not records:
+            raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
+        logger.info("%s is missing: building its biLM from the task model's record", archive_file)
+        self._weights_loaded = False
+        return PretrainedBiLM.from_record(
+            records[-1], archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
+        )
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if any(key.startswith(prefix + "_elmo_c.") for key in state_dict):
+            self._weights_loaded = True
 
     def _wrong_indexer(self, got: str) -> ConfigurationError:
         """The error for inputs that are not the outputs of the biLM's indexer."""
@@ -153,6 +200,12 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             if len(tensors) != 1 or inputs or len(self._input_names) != 1:
                 raise self._wrong_indexer(f"{len(tensors)} positional and {sorted(inputs)}")
             inputs = {self._input_names[0]: tensors[0]}
+        if not self._weights_loaded:
+            raise ConfigurationError(
+                f"elmo_c_token_embedder: {self._archive_file} is missing and its biLM was built "
+                "from a task model's record without weights; load that task model's state dict "
+                "(load_archive) first, or give the biLM archive"
+            )
         if not self._inputs_checked:
             missing = set(self._input_names) - set(inputs) - {"fasttext_fingerprint"}
             if missing or set(inputs) - set(self._input_names):
@@ -163,3 +216,9 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         if self._projection is not None:
             output = self._projection(output)
         return output
+
+
+def record_namespace(archive_file: str) -> str:
+    """The vocabulary namespace in which a task model keeps the record of the biLM archive
+    `archive_file` (one per archive path, so several ELMo-C embedders can coexist)."""
+    return "elmo_c_bilm_" + hashlib.blake2b(archive_file.encode("utf-8"), digest_size=6).hexdigest()

@@ -158,3 +158,14 @@ def test_output_carries_the_model_fingerprint():
     from allennlp.nn.util import get_text_field_mask
 
     assert get_text_field_mask({"x": tensors}).tolist() == [[True, True], [True, False]]
+
+
+def test_indexer_from_a_missing_archive_takes_the_environment_variable(tmp_path, monkeypatch):
+    missing = str(tmp_path / "gone.tar.gz")
+    monkeypatch.delenv("ELMO_C_FASTTEXT", raising=False)
+    with pytest.raises(ConfigurationError, match="gone.tar.gz does not exist.*ELMO_C_FASTTEXT"):
+        FastTextSubwordsIndexer(archive_file=missing)
+    monkeypatch.setenv("ELMO_C_FASTTEXT", TINY)
+    assert FastTextSubwordsIndexer(archive_file=missing).model_path == FastTextSubwordsIndexer(
+        TINY
+    ).model_path

@@ -285,3 +285,21 @@ def test_fasttext_resolution_order(elmo_c_archive, tmp_path, monkeypatch):
     from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 
     assert FastTextSubwordsIndexer(archive_file=str(archive)).model_path == str(moved / "tiny.bin")
+
+
+def test_a_biLM_built_from_the_task_vocabulary_needs_the_task_weights(elmo_c_archive, tmp_path):
+    from allennlp.data import Vocabulary
+
+    archive = tmp_path / "model.tar.gz"
+    shutil.copy(elmo_c_archive, archive)
+    vocab = Vocabulary()
+    trained = ElmoCTokenEmbedder(str(archive), dropout=0.0, vocab=vocab).eval()
+    archive.unlink()
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        ElmoCTokenEmbedder(str(archive), vocab=Vocabulary())  # no record: nothing to build from
+    rebuilt = ElmoCTokenEmbedder(str(archive), dropout=0.0, vocab=vocab).eval()
+    inputs = fasttext_ids(SENTENCES)
+    with pytest.raises(ConfigurationError, match="without weights"):
+        rebuilt(**inputs)
+    rebuilt.load_state_dict(trained.state_dict())
+    torch.testing.assert_close(rebuilt(**inputs), trained(**inputs))
