@@ -164,6 +164,14 @@ class ElmoCRepresentations(torch.nn.Module):
             )
         return self._token_embedder.embed_strings(list(self._bilm.boundary_tokens), device)
 
+    def refresh_boundary_vectors(self) -> None:
+        """Recomputes the `<S>` / `</S>` vectors from the input embedder's current weights (they
+        are computed once at construction; call this after loading other weights into a
+        trainable input embedder, e.g. a char-CNN)."""
+        if not self.reads_subwords:
+            with torch.no_grad():
+                self._boundaries = self._boundary_vectors()
+
     @property
     def bilm(self) -> PretrainedBiLM:
         """The pretrained biLM these representations mix."""

@@ -95,6 +95,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
                 "elmo_c_token_embedder: num_output_representations must be >= 1"
             )
         self._weights_loaded = True
+        self._from_record = False
         bilm = self._read_bilm(archive_file, fasttext_path, tokenizer_path, vocab)
         self._elmo_c = representations_of(
             bilm,
@@ -150,6 +151,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
         logger.info("%s is missing: building its biLM from the task model's record", archive_file)
         self._weights_loaded = False
+        self._from_record = True
         return PretrainedBiLM.from_record(
             records[-1], archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
         )
@@ -206,6 +208,10 @@ class ElmoCTokenEmbedder(TokenEmbedder):
                 "from a task model's record without weights; load that task model's state dict "
                 "(load_archive) first, or give the biLM archive"
             )
+        if self._from_record:
+            # The boundary vectors were made from the untrained input embedder at construction.
+            self._elmo_c.refresh_boundary_vectors()
+            self._from_record = False
         if not self._inputs_checked:
             missing = set(self._input_names) - set(inputs) - {"fasttext_fingerprint"}
             if missing or set(inputs) - set(self._input_names):

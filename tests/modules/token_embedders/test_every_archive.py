@@ -171,3 +171,24 @@ def test_fine_tuned_input_embedder_moves_the_boundary_vectors_too(archives):
         layers, _ = embedder._elmo_c.layers(**tensors)
     expected = pretraining_layers(archive, SENTENCES[0], change)
     torch.testing.assert_close(torch.stack([layer[0] for layer in layers]), expected)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_biLM_is_rebuilt_from_the_task_record_without_its_archive(archives, name, tmp_path):
+    # As a task archive loads after its biLM archive is deleted: the biLM is built from the
+    # record in the task's vocabulary, the state dict brings its weights (including a trainable
+    # input embedder's, whose boundary vectors must then be remade).
+    import shutil
+
+    from allennlp.data import Vocabulary
+
+    archive = tmp_path / "model.tar.gz"
+    shutil.copy(archives[name], archive)
+    vocab = Vocabulary()
+    trained = ElmoCTokenEmbedder(str(archive), dropout=0.0, vocab=vocab).eval()
+    inputs = word_tensors(trained, SENTENCES)
+    expected = trained(**inputs)
+    archive.unlink()
+    rebuilt = ElmoCTokenEmbedder(str(archive), dropout=0.0, vocab=vocab).eval()
+    rebuilt.load_state_dict(trained.state_dict())
+    torch.testing.assert_close(rebuilt(**inputs), expected)
