@@ -45,7 +45,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 # The same embedding path as `elmo-c-embed --all`: every layer per sentence, boundaries removed.
-from allennlp_elmo_c.commands.elmo_c_embed import _embed
+from allennlp_elmo_c.commands.elmo_c_embed import embed_sentences
 from allennlp_elmo_c.modules.subword_representations import load_representations
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 
@@ -99,7 +99,7 @@ def token_features(
     per_sentence: List[Optional[numpy.ndarray]] = [None] * len(sentences)
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
-        vectors = _embed([sentences[i] for i in chunk], representations, torch.device("cpu"))
+        vectors = embed_sentences([sentences[i] for i in chunk], representations, torch.device("cpu"))
         for index, layers in zip(chunk, vectors):  # (num_layers, num_tokens, dim)
             per_sentence[index] = layers
     layers = numpy.concatenate(per_sentence, axis=1)  # type: ignore[arg-type]
