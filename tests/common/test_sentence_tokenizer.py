@@ -1,4 +1,7 @@
-from allennlp_elmo_c.demo.sentence_tokenizer import SentenceTokenizer
+import pytest
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 
 
 def test_splits_sentences_and_tokens():
@@ -34,3 +37,15 @@ def test_opening_quote_moves_to_the_sentence_it_opens():
         ["He", "said", '"', "go", "home", ".", '"'],
         ["Then", "left", "."],
     ]
+
+
+def test_other_languages_use_their_blank_pipeline():
+    (sentences,) = SentenceTokenizer(language="fr").split(["L'été est là. Привет, мир!"])
+    assert sentences == [["L'", "été", "est", "là", "."], ["Привет", ",", "мир", "!"]]
+
+
+def test_unknown_or_unavailable_language_is_a_configuration_error():
+    with pytest.raises(ConfigurationError, match="Unknown language code 'qq' \\(--language\\)"):
+        SentenceTokenizer(language="qq")
+    with pytest.raises(ConfigurationError, match="'ja' \\(--language\\) needs a word segmenter"):
+        SentenceTokenizer(language="ja")
