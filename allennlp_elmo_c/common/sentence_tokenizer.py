@@ -9,11 +9,15 @@ import unicodedata
 from typing import Iterable, Iterator, List
 
 import spacy
+from spacy.tokens import Doc
 from allennlp.common.checks import ConfigurationError
 
 
 # Zero-width and byte-order characters carry no text; they are removed before tokenizing.
 _INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
+# The most texts and characters tokenized in one spaCy memory zone (see `split`).
+ZONE_TEXTS = 1000
+ZONE_CHARACTERS = 2_000_000
 
 
 class SentenceTokenizer:
@@ -73,16 +77,34 @@ class SentenceTokenizer:
     def split(self, texts: Iterable[str]) -> Iterator[List[List[str]]]:
         """
         Yields, for each input text, its sentences as lists of tokens (empty list for a text with
-        no tokens).
+        no tokens). Reads `texts` lazily, in groups of at most `ZONE_TEXTS` texts and
+        `ZONE_CHARACTERS` characters, each tokenized in a spaCy memory zone: the words spaCy
+        adds to its vocabulary are forgotten after each group, so memory does not grow with the
+        number of distinct words in a long stream.
         """
         normalized = (self.normalize(text) for text in texts)
-        for doc in self._nlp.pipe(normalized, batch_size=self._batch_size):
-            sentences = []
-            for span in doc.sents:
-                tokens = [token.text for token in span if not token.is_space]
-                if tokens:
-                    sentences.append(tokens)
-            for current, following in zip(sentences, sentences[1:]):
-                if len(current) > 1 and current[-1] == '"' and current.count('"') % 2 == 1:
-                    following.insert(0, current.pop())
-            yield sentences
+        while True:
+            group: List[str] = []
+            characters = 0
+            for text in normalized:
+                group.append(text)
+                characters += len(text)
+                if len(group) == ZONE_TEXTS or characters >= ZONE_CHARACTERS:
+                    break
+            if not group:
+                return
+            with self._nlp.memory_zone():
+                for doc in self._nlp.pipe(group, batch_size=self._batch_size):
+                    yield self._sentences(doc)
+
+    @staticmethod
+    def _sentences(doc: Doc) -> List[List[str]]:
+        sentences = []
+        for span in doc.sents:
+            tokens = [token.text for token in span if not token.is_space]
+            if tokens:
+                sentences.append(tokens)
+        for current, following in zip(sentences, sentences[1:]):
+            if len(current) > 1 and current[-1] == '"' and current.count('"') % 2 == 1:
+                following.insert(0, current.pop())
+        return sentences
