@@ -559,8 +559,12 @@ class PrepareCorpus(PluginSubcommand):
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument(
-            "paths", nargs="+", metavar="INPUT... OUTPUT_DIR",
-            help="input files or directories, then the output directory",
+            "inputs", nargs="+", metavar="INPUT",
+            help="files or directories of .txt, .txt.gz, .jsonl or .jsonl.gz text",
+        )
+        subparser.add_argument(
+            "output_directory", metavar="OUTPUT_DIR",
+            help="gets train.txt (or train-00000.txt, ...), validation.txt and manifest.json",
         )
         subparser.add_argument("--language", type=str, default="en",
                                help="spaCy language code of the text (blank pipeline)")
@@ -576,11 +580,9 @@ class PrepareCorpus(PluginSubcommand):
         subparser.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def run(self, args: argparse.Namespace) -> None:
-        if len(args.paths) < 2:
-            raise ConfigurationError("prepare-corpus: give INPUT... OUTPUT_DIR (at least two paths)")
         prepare_corpus(
-            args.paths[:-1],
-            args.paths[-1],
+            args.inputs,
+            args.output_directory,
             language=args.language,
             validation_fraction=args.validation_fraction,
             shard_tokens=args.shard_tokens,
