@@ -206,14 +206,14 @@ def prepare_corpus(
         desc="prepare-corpus", unit=" tokens", unit_scale=True, file=sys.stderr,
         disable=not show_progress, mininterval=1.0,
     )
-    current: Optional[Tuple[str, str]] = None
+    current: Optional[Tuple[_InputFile, str]] = None
     split = "train"
     with progress, writer:
         for sentences in tokenizer.split(texts()):
             file, key = pending.popleft()
-            if (file.source, key) != current:
-                current = (file.source, key)
-                split = "validation" if _document_hash(seed, *current) < threshold else "train"
+            if current is None or current[0] is not file or current[1] != key:
+                current = (file, key)  # a new document (two inputs may have one file name)
+                split = "validation" if _document_hash(seed, file.source, key) < threshold else "train"
                 counted = False
             tokens_here = 0
             for tokens in sentences:

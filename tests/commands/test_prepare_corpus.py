@@ -118,6 +118,10 @@ def test_exact_duplicate_sentences_are_written_once(tmp_path):
     stats = manifest(out)["stats"]
     assert stats["duplicates_removed"] == 3
     assert stats["splits"]["train"]["documents"] == 2
+    write(tmp_path / "other" / "a.txt", "A file of the same name.\n")  # still another document
+    out = prepare_corpus([tmp_path / "a.txt", tmp_path / "other" / "a.txt"], tmp_path / "same",
+                         validation_fraction=0.0, **QUIET)
+    assert manifest(out)["stats"]["splits"]["train"]["documents"] == 2
 
 
 def test_shards_hold_about_shard_tokens_each(tmp_path):
