@@ -511,13 +511,17 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     token_batches = max(1, args.tokens // (BATCH * WINDOW))
     pretrained: Dict[Tuple[str, str], dict] = {}
     for system in args.systems:
+        if args.report_only and steps.done(f"pretrain-{system}-tokens") is None:
+            continue  # --report-only trains nothing
         measured = steps.run(
             f"pretrain-{system}-tokens",
             lambda system=system: pretrain_step(args, system, token_batches, corpus, vectors),
         )
         if "tokens" in args.budgets:
             pretrained[(system, "tokens")] = measured
-        if "time" in args.budgets:
+        if "time" in args.budgets and not (
+            args.report_only and steps.done(f"pretrain-{system}-time") is None
+        ):
             # Within 1% of the token budget the runs would differ by less than the timing noise.
             batches = max(1, int(args.seconds * measured["tokens_per_second"]) // (BATCH * WINDOW))
             pretrained[(system, "time")] = steps.run(
@@ -532,14 +536,19 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     rows = []
     candidates = [] if args.no_baseline else [(BASELINE, "-", None)]
+    # A time-budget run that reused the token-budget run (within 1%) is the same model: one row.
+    same = {system for (system, budget), result in pretrained.items() if budget == "time"
+            and result["archive"] == pretrained.get((system, "tokens"), {}).get("archive")}  # fmt: skip
     candidates += [
-        (system, budget, result) for (system, budget), result in pretrained.items()
+        (system, "both" if system in same else budget, result)
+        for (system, budget), result in pretrained.items()
+        if not (budget == "time" and system in same)
     ]
     for system, budget, result in candidates:
         scores: Dict[str, Dict[str, List[float]]] = {}
         for task in args.tasks:
             for seed in range(1, args.seeds + 1):
-                tag = system if result is None else f"{system}-{budget}"
+                tag = system if result is None else f"{system}-{'tokens' if budget == 'both' else budget}"
                 archive = None if result is None else result["archive"]
                 if args.report_only and steps.done(f"task-{task}-{tag}-seed{seed}") is None:
                     continue  # not run yet: the report shows n for every cell
@@ -552,7 +561,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         label = BASELINE_LABEL if result is None else SYSTEMS[system][2]
         rows.append({
             "label": label,
-            "budget": {"tokens": "equal tokens", "time": "equal time"}.get(budget, "-"),
+            "budget": {"tokens": "equal tokens", "time": "equal time",
+                       "both": "equal tokens = equal time"}.get(budget, "-"),  # fmt: skip
             "time": "-" if result is None else f"{result['training_seconds'] / 60:.1f} min",
             "tokens": "-" if result is None else f"{result['tokens'] / 1e6:.2f}M",
             "speed": "-" if result is None else f"{result['tokens_per_second']:,.0f}",

@@ -148,7 +148,7 @@ def _write_embeddings(
     todo = sorted((i for i in todo if sentences[i]), key=lambda i: -len(sentences[i]))
     for start in Tqdm.tqdm(range(0, len(todo), batch_size), desc="embedding"):
         chunk = todo[start : start + batch_size]
-        vectors = _embed([sentences[i] for i in chunk], representations, device)
+        vectors = embed_sentences([sentences[i] for i in chunk], representations, device)
         for index, layers in zip(chunk, vectors):  # (num_layers, num_tokens, dim)
             if output_mode == "top":
                 layers = layers[-1]  # (num_tokens, dim)
@@ -193,12 +193,13 @@ def read_sentences(input_file: Path) -> List[List[str]]:
 
 
 @torch.no_grad()
-def _embed(
+def embed_sentences(
     sentences: List[List[str]],
     representations: ElmoCRepresentations,
     device: torch.device,
 ) -> List[numpy.ndarray]:
-    """`(num_layers, len(sentence), dim)` per sentence, boundaries removed."""
+    """Every layer of `representations` for each sentence: `(num_layers, len(sentence), dim)`
+    arrays, the boundary positions removed (what `elmo-c-embed --all` writes)."""
     tensors = batch_to_ids(sentences, representations.word_indexer(), representations.vocab)
     layers, _ = representations.layers(**{k: v.to(device) for k, v in tensors.items()})
     stacked = torch.stack(layers, dim=1).float().cpu().numpy()  # (batch, layers, time + 2, dim)

@@ -47,7 +47,7 @@ from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
 from allennlp_elmo_c.demo.brown_corpus import brown_source
 from allennlp_elmo_c.demo.brown_pos import build_brown_pos
 from allennlp_elmo_c.demo.build_demo_data import build_demo_data
-from allennlp_elmo_c.demo.progress import quiet
+from allennlp_elmo_c.demo.progress import plot_curve, quiet
 
 
 NEIGHBOUR_QUERIES = ("president", "school", "election", "police", "healthcare", "unpresidential")
@@ -58,6 +58,7 @@ FASTTEXT_DIM = 100
 POS_LIMITS = {"train": 1000, "dev": 500, "test": None}
 POS_SETTINGS = {"trainer.num_epochs": 10, "trainer.patience": 3, "evaluate_on_test": True}
 BASELINE_NAME = "fastText only"
+CURVE_EVERY = 10  # training batches between two points of a run's curve.json
 POS_SYSTEMS = {"fastText + ELMo-C": "elmo_c", BASELINE_NAME: "fasttext_only"}
 CONTEXTS = (
     "The president said",
@@ -156,7 +157,8 @@ def train_quietly(
     progress bar on the terminal."""
     raw = params.as_dict(quiet=True)
     raw["trainer"].setdefault("callbacks", []).append(
-        {"type": "demo_progress", "label": label, "total_batches": total_batches, "metric": metric}
+        {"type": "demo_progress", "label": label, "total_batches": total_batches, "metric": metric,
+         "curve_every": CURVE_EVERY}  # fmt: skip
     )
     params = Params(raw)
     print(f"  log: {serialization_dir / 'out.log'}", flush=True)
@@ -197,6 +199,10 @@ def pretrain(data_dir: Path, project_dir: Path, verbose: bool = False) -> Path:
         f"  (training took {60 * hours + minutes + seconds / 60:.1f} min, "
         f"{metrics.get('training_epochs', 0) + 1} epoch(s))"
     )
+    curve = serialization_dir / "curve.json"
+    if curve.is_file():
+        png = plot_curve(curve, serialization_dir / "pretraining_curve.png", "ELMo-C pretraining")
+        print(f"  training curve: {png}")
     print("  nearest frequent words to the forward LM's prediction of the next word:")
     with quiet(data_dir / "runs" / "elmo_c_demo.log", verbose):
         lines = next_word_neighbours(archive, CONTEXTS)

@@ -55,7 +55,7 @@ def test_interrupted_run_leaves_no_complete_file_and_resumes(
     elmo_c_archive, text_file, tmp_path, monkeypatch
 ):
     calls = {"n": 0}
-    real = elmo_c_embed._embed
+    real = elmo_c_embed.embed_sentences
 
     def dies_on_second_batch(*args, **kwargs):
         calls["n"] += 1
@@ -63,12 +63,12 @@ def test_interrupted_run_leaves_no_complete_file_and_resumes(
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(elmo_c_embed, "_embed", dies_on_second_batch)
+    monkeypatch.setattr(elmo_c_embed, "embed_sentences", dies_on_second_batch)
     output = tmp_path / "out.hdf5"
     with pytest.raises(KeyboardInterrupt):
         embed_file(elmo_c_archive, text_file, output, batch_size=1)
     assert not output.exists() and (tmp_path / "out.hdf5.partial").exists()
-    monkeypatch.setattr(elmo_c_embed, "_embed", real)
+    monkeypatch.setattr(elmo_c_embed, "embed_sentences", real)
     embed_file(elmo_c_archive, text_file, output, batch_size=1)
     fresh = embed_file(elmo_c_archive, text_file, tmp_path / "fresh.hdf5")
     with h5py.File(output, "r") as resumed, h5py.File(fresh, "r") as reference:

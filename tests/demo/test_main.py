@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from allennlp.common.checks import ConfigurationError
@@ -51,6 +53,8 @@ def test_the_demo_prints_its_steps_and_results_and_logs_the_rest_to_files(
         return full_size_config(project_dir, relative, ext_vars, overrides)
 
     monkeypatch.setattr(demo, "config", fixture_size_config)
+    # 8 batches at fixture size: record every 2 for a curve of 4 points.
+    monkeypatch.setattr(demo, "CURVE_EVERY", 2)
     demo.main(["--data-dir", str(data), "--project-dir", str(PROJECT_ROOT)])
 
     printed = capsys.readouterr()
@@ -61,6 +65,10 @@ def test_the_demo_prints_its_steps_and_results_and_logs_the_rest_to_files(
     assert "| fastText + ELMo-C |" in printed.out
     assert "tensor(" not in terminal and "Progress:" not in terminal and " INFO " not in terminal
     assert len(printed.out.splitlines()) < 45, printed.out
+    curve = json.loads((data / "runs" / "elmo_c_demo" / "curve.json").read_text())
+    assert curve and {"batch", "loss", "forward_cosine", "backward_cosine"} <= set(curve[0])
+    png = data / "runs" / "elmo_c_demo" / "pretraining_curve.png"
+    assert png.read_bytes().startswith(b"\x89PNG") and "training curve" in printed.out
     for run in ("elmo_c_demo", "pos_elmo_c", "pos_fasttext_only"):
         log = (data / "runs" / run / "out.log").read_text()
         assert "Epoch" in log and "tensor(" not in log
