@@ -17,7 +17,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.common.atomic import atomic_open
 from allennlp_elmo_c.common.build_cache import is_built, write_manifest
 from allennlp_elmo_c.demo.package_source import PackageSource
-from allennlp_elmo_c.demo.sentence_tokenizer import SentenceTokenizer
+from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 
 logger = logging.getLogger(__name__)
 

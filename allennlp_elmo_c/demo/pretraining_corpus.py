@@ -33,7 +33,7 @@ from allennlp_elmo_c.demo.pretraining_sources import (
     default_sources,
 )
 from allennlp_elmo_c.demo.registry_packages import SourceUnavailable
-from allennlp_elmo_c.demo.sentence_tokenizer import SentenceTokenizer
+from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,8 @@
-from allennlp_elmo_c.demo.sentence_tokenizer import SentenceTokenizer
+import pytest
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.common import sentence_tokenizer
+from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 
 
 def test_splits_sentences_and_tokens():
@@ -34,3 +38,24 @@ def test_opening_quote_moves_to_the_sentence_it_opens():
         ["He", "said", '"', "go", "home", ".", '"'],
         ["Then", "left", "."],
     ]
+
+
+def test_other_languages_use_their_blank_pipeline():
+    (sentences,) = SentenceTokenizer(language="fr").split(["L'été est là. Привет, мир!"])
+    assert sentences == [["L'", "été", "est", "là", "."], ["Привет", ",", "мир", "!"]]
+
+
+def test_unknown_or_unavailable_language_is_a_configuration_error():
+    with pytest.raises(ConfigurationError, match="Unknown language code 'qq' \\(--language\\)"):
+        SentenceTokenizer(language="qq")
+    with pytest.raises(ConfigurationError, match="'ja' \\(--language\\) needs a word segmenter"):
+        SentenceTokenizer(language="ja")
+
+
+def test_vocabulary_does_not_grow_with_the_stream(monkeypatch):
+    monkeypatch.setattr(sentence_tokenizer, "ZONE_TEXTS", 10)
+    tokenizer = SentenceTokenizer()
+    texts = (f"Word{n}a word{n}b word{n}c." for n in range(100))
+    results = list(tokenizer.split(texts))
+    assert len(results) == 100 and results[99] == [["Word99a", "word99b", "word99c", "."]]
+    assert not any("word5" in string for string in tokenizer._nlp.vocab.strings)

@@ -1,0 +1,594 @@
+"""
+`allennlp prepare-corpus`: turns raw text into the corpus format of this package (one tokenized
+sentence per line, tokens separated by single spaces: what the `lm_corpus` reader reads and what
+`train-fasttext` takes), split by document into train and validation files.
+
+```bash
+python -m allennlp_elmo_c prepare-corpus INPUT... OUTPUT_DIR [--language en] \\
+    [--validation-fraction 0.01] [--shard-tokens N] [--seed 13] [--text-field text] [--paragraphs]
+```
+
+- INPUT: files or directories (walked recursively, in sorted order) of UTF-8 text: `.txt` and
+  `.txt.gz` (a document is a file, or with `--paragraphs` each blank-line-separated block), and
+  `.jsonl` / `.jsonl.gz` (a document is a line's JSON object, its text in `--text-field`; with
+  `--paragraphs` each blank-line-separated block of that text). Other files found in a directory
+  are skipped, and recorded as skipped.
+- Text: the lines of a blank-line-separated block are joined (hard-wrapped prose is read as
+  prose), split into sentences and tokens by `SentenceTokenizer` (spaCy's blank pipeline for
+  `--language` and its sentencizer; nothing is downloaded).
+- OUTPUT_DIR: `train.txt` (or `train-00000.txt`, `train-00001.txt`, ... of about `--shard-tokens`
+  tokens each) and `validation.txt`. A document goes wholly to one side: to validation when a
+  64-bit hash of `seed`, its source file (relative to its INPUT) and its index in the file falls
+  below `validation_fraction`, so the same inputs and seed give byte-identical outputs.
+- Exact duplicate sentences are written once (the first occurrence, across both files). The
+  table of sentences seen is a Python `set` of 8-byte hashes: about 60 to 100 bytes of memory per
+  distinct sentence (a 64-bit int object and its set slot), the only state that grows with the
+  corpus; everything else streams (a line, a block of at most `CHUNK_CHARACTERS`, or one JSON
+  line at a time).
+- `manifest.json` (written last) holds the files, documents, sentences and tokens per split,
+  duplicates removed, every skipped input with its reason and the problems met per file; an
+  identical second run is a no-op (`--force` redoes it). Output files are written atomically
+  and renamed into place together at the end: an interrupted run leaves nothing that looks
+  finished.
+
+Bad input is counted and named (in the log and the manifest), never a crash: binary files
+(NUL bytes or undecodable bytes at a high rate in the first `SNIFF_BYTES`) and empty files are
+skipped; bytes that are not UTF-8 become U+FFFD and NUL characters spaces (counted per file); a
+line longer than `CHUNK_CHARACTERS` is cut at whitespace (a word without whitespace that long is
+cut anyway; both counted) so spaCy never sees a text over its `max_length`; a JSON line that does
+not parse or lacks the text field is counted and skipped.
+"""
+
+import argparse
+import contextlib
+import gzip
+import hashlib
+import json
+import logging
+import os
+import re
+import sys
+import time
+import zlib
+from collections import deque
+from pathlib import Path
+from typing import IO, Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import spacy
+from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+from tqdm import tqdm
+
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.common.atomic import atomic_path, remove_stale_temporaries
+from allennlp_elmo_c.common.build_cache import MANIFEST, is_built, write_manifest
+from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
+from allennlp_elmo_c.common.text import decode_line
+
+logger = logging.getLogger(__name__)
+
+RECIPE_VERSION = 1
+TEXT_SUFFIXES = (".txt", ".txt.gz")
+JSON_SUFFIXES = (".jsonl", ".jsonl.gz")
+# The longest text given to spaCy at once (its `max_length` is 1,000,000): longer lines are cut at
+# whitespace, longer blocks at line ends.
+CHUNK_CHARACTERS = 100_000
+# A file is binary when its first SNIFF_BYTES hold more than these fractions of NUL bytes or of
+# bytes that are not UTF-8.
+SNIFF_BYTES = 8192
+BINARY_NUL_FRACTION = 0.01
+BINARY_UNDECODABLE_FRACTION = 0.3
+# What a read of a damaged file (a truncated or corrupt .gz) raises.
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+_OUTPUT_NAME = re.compile(r"^(train(-\d{5})?|validation)\.txt$")
+_BLOCK_SEPARATOR = re.compile(r"\n[ \t\r\f\v]*\n")
+_ASCII_WHITESPACE = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
+_WHITESPACE = (" ", "\t", "\n", "\r", "\x0b", "\x0c", "\u00a0", "\u3000")
+
+PathOrStr = Union[str, "os.PathLike[str]"]
+
+
+class _InputFile:
+    """One file to read: its path, its name in hashes and messages, and its problem counts."""
+
+    def __init__(self, path: Path, source: str) -> None:
+        self.path = path
+        self.source = source
+        self.problems: Dict[str, Any] = {}
+        self.sentences = 0
+
+    @property
+    def is_json(self) -> bool:
+        return self.path.name.endswith(JSON_SUFFIXES)
+
+    def count(self, problem: str) -> None:
+        self.problems[problem] = self.problems.get(problem, 0) + 1
+
+    def open(self) -> IO[bytes]:
+        if self.path.name.endswith(".gz"):
+            return gzip.open(self.path, "rb")  # type: ignore[return-value]
+        return open(self.path, "rb")
+
+
+def prepare_corpus(
+    inputs: Sequence[PathOrStr],
+    output_directory: PathOrStr,
+    language: str = "en",
+    validation_fraction: float = 0.01,
+    shard_tokens: Optional[int] = None,
+    seed: int = 13,
+    text_field: str = "text",
+    paragraphs: bool = False,
+    force: bool = False,
+    show_progress: bool = True,
+) -> Path:
+    """
+    Writes the corpus of `inputs` into `output_directory` (see the module docstring) and returns
+    the directory.
+
+    # Parameters
+
+    language : `str`
+        The spaCy language code of the blank pipeline that tokenizes the text.
+    validation_fraction : `float`
+        The expected fraction of documents that go to `validation.txt` (0 <= f < 1).
+    shard_tokens : `int`, optional
+        Write the training sentences to shards of about this many tokens (a shard ends at the
+        first sentence end after it) instead of one `train.txt`.
+    seed : `int`
+        Decides, with each document's name, which documents are held out.
+    text_field : `str`
+        The field of a `.jsonl` line that holds the text.
+    paragraphs : `bool`
+        Blank-line-separated blocks, not files (or JSON lines), are the documents.
+    """
+    output_directory = Path(output_directory)
+    if not inputs:
+        raise ConfigurationError("prepare-corpus: give at least one INPUT file or directory")
+    if not 0.0 <= validation_fraction < 1.0:
+        raise ConfigurationError(
+            f"prepare-corpus: --validation-fraction must be in [0, 1), got {validation_fraction}"
+        )
+    if shard_tokens is not None and shard_tokens < 1:
+        raise ConfigurationError(f"prepare-corpus: --shard-tokens must be >= 1, got {shard_tokens}")
+    if not text_field:
+        raise ConfigurationError("prepare-corpus: --text-field must not be empty")
+    files, skipped = _find_inputs([Path(p) for p in inputs], output_directory)
+    recipe: Dict[str, Any] = {
+        "command": "prepare-corpus",
+        "version": RECIPE_VERSION,
+        "spacy": spacy.__version__,
+        "inputs": [_identity(f.path) for f in files] + [_identity(Path(s["path"])) for s in skipped],
+        "language": language,
+        "validation_fraction": validation_fraction,
+        "shard_tokens": shard_tokens,
+        "seed": seed,
+        "text_field": text_field,
+        "paragraphs": paragraphs,
+    }
+    if not force and is_built(output_directory, recipe):
+        logger.info("%s is up to date (prepare-corpus with the same inputs and options)",
+                    output_directory)
+        return output_directory
+    tokenizer = SentenceTokenizer(language=language)  # before any output: a bad --language stops
+    usable: List[_InputFile] = []
+    for file in files:
+        reason = _sniff(file)
+        if reason is None:
+            usable.append(file)
+        else:
+            skipped.append({"path": str(file.path), "reason": reason})
+    if not usable:
+        reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped[:10]) or "no files"
+        raise ConfigurationError(
+            f"prepare-corpus: nothing usable in {[str(p) for p in inputs]} ({reasons}). Give "
+            f"UTF-8 text files ending in {', '.join(TEXT_SUFFIXES + JSON_SUFFIXES)}."
+        )
+
+    output_directory.mkdir(parents=True, exist_ok=True)
+    (output_directory / MANIFEST).unlink(missing_ok=True)  # no longer a finished build
+    remove_stale_temporaries(output_directory)
+    writer = _Writer(output_directory, shard_tokens)
+    threshold = int(validation_fraction * (1 << 64))
+    seen: set = set()
+    duplicates = 0
+    splits = {name: {"documents": 0, "sentences": 0, "tokens": 0} for name in ("train", "validation")}
+    pending: Deque[Tuple[_InputFile, str]] = deque()
+
+    def texts() -> Iterator[str]:
+        for file in usable:
+            for key, text in _read_documents(file, text_field, paragraphs):
+                pending.append((file, key))
+                yield text
+
+    start = time.perf_counter()
+    progress = tqdm(
+        desc="prepare-corpus", unit=" tokens", unit_scale=True, file=sys.stderr,
+        disable=not show_progress, mininterval=1.0,
+    )
+    current: Optional[Tuple[_InputFile, str]] = None
+    split = "train"
+    with progress, writer:
+        for sentences in tokenizer.split(texts()):
+            file, key = pending.popleft()
+            if current is None or current[0] is not file or current[1] != key:
+                current = (file, key)  # a new document (two inputs may have one file name)
+                split = "validation" if _document_hash(seed, file.source, key) < threshold else "train"
+                counted = False
+            tokens_here = 0
+            for tokens in sentences:
+                if not counted:
+                    splits[split]["documents"] += 1
+                    counted = True
+                file.sentences += 1
+                line = " ".join(tokens)
+                digest = hashlib.blake2b(line.encode("utf-8"), digest_size=8).digest()
+                fingerprint = int.from_bytes(digest, "big")
+                tokens_here += len(tokens)
+                if fingerprint in seen:
+                    duplicates += 1
+                    continue
+                seen.add(fingerprint)
+                writer.write(split, line, len(tokens))
+                splits[split]["sentences"] += 1
+                splits[split]["tokens"] += len(tokens)
+            progress.update(tokens_here)
+        if not splits["train"]["sentences"] + splits["validation"]["sentences"]:
+            raise ConfigurationError(
+                f"prepare-corpus: {[str(p) for p in inputs]} hold no text (no sentence with a "
+                "token was found); see the warnings above for the files skipped"
+            )
+    seconds = time.perf_counter() - start
+
+    for file in usable:
+        if not file.sentences:
+            skipped.append({"path": str(file.path), "reason": "no text (only whitespace or "
+                            "nothing readable)"})
+    skipped.sort(key=lambda entry: entry["path"])
+    for entry in skipped:
+        logger.warning("prepare-corpus skipped %s: %s", entry["path"], entry["reason"])
+    problems = {str(f.path): f.problems for f in usable if f.problems}
+    for path, counts in problems.items():
+        logger.warning("prepare-corpus: %s: %s", path, _describe(counts))
+    if validation_fraction > 0 and not splits["validation"]["sentences"]:
+        logger.warning(
+            "prepare-corpus: validation.txt is empty: no document of %d fell in the validation "
+            "fraction %g; give more documents (--paragraphs makes each block one) or a larger "
+            "--validation-fraction", splits["train"]["documents"], validation_fraction,
+        )
+    total_tokens = splits["train"]["tokens"] + splits["validation"]["tokens"]
+    stats = {
+        "files": writer.files,
+        "splits": splits,
+        "duplicates_removed": duplicates,
+        "inputs_read": len(usable),
+        "skipped": skipped,
+        "problems": problems,
+    }
+    _remove_stale_outputs(output_directory, set(writer.files))
+    write_manifest(output_directory, recipe, stats)
+    logger.info(
+        "prepare-corpus wrote %s: train %d / validation %d sentences, %d tokens, %d duplicate "
+        "sentences removed, %d input(s) skipped (%.0f tokens/s)", output_directory,
+        splits["train"]["sentences"], splits["validation"]["sentences"], total_tokens, duplicates,
+        len(skipped), total_tokens / max(seconds, 1e-9),
+    )
+    return output_directory
+
+
+def _identity(path: Path) -> Dict[str, Any]:
+    stat = path.stat()
+    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _document_hash(seed: int, source: str, key: str) -> int:
+    digest = hashlib.blake2b(f"{seed}\0{source}\0{key}".encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def _describe(counts: Dict[str, Any]) -> str:
+    return ", ".join(f"{name.replace('_', ' ')}: {value}" for name, value in sorted(counts.items()))
+
+
+def _find_inputs(
+    inputs: List[Path], output_directory: Path
+) -> Tuple[List[_InputFile], List[Dict[str, str]]]:
+    """The files to read (sorted within each directory) and those skipped, with reasons."""
+    output = output_directory.resolve()
+    files: List[_InputFile] = []
+    skipped: List[Dict[str, str]] = []
+    for given in inputs:
+        if not given.exists():
+            raise ConfigurationError(f"prepare-corpus: input {given} does not exist")
+        if given.is_file():
+            if not given.name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
+                raise ConfigurationError(
+                    f"prepare-corpus: input {given} is not a .txt, .txt.gz, .jsonl or .jsonl.gz "
+                    "file; rename it if it is UTF-8 text (.txt) or JSON lines (.jsonl)"
+                )
+            files.append(_InputFile(given, given.name))
+            continue
+        for directory, subdirectories, names in os.walk(given):
+            here = Path(directory)
+            subdirectories[:] = sorted(
+                name for name in subdirectories if (here / name).resolve() != output
+            )
+            for name in sorted(names):
+                path = here / name
+                source = path.relative_to(given).as_posix()
+                if path.resolve().parent == output and _OUTPUT_NAME.match(name):
+                    continue  # this command's own output
+                if name.startswith("."):
+                    skipped.append({"path": str(path), "reason": "hidden file"})
+                elif not name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
+                    skipped.append({"path": str(path), "reason": "not .txt, .txt.gz, .jsonl or "
+                                    ".jsonl.gz"})
+                elif not path.is_file():
+                    skipped.append({"path": str(path), "reason": "not a regular file"})
+                else:
+                    files.append(_InputFile(path, source))
+    return files, skipped
+
+
+def _sniff(file: _InputFile) -> Optional[str]:
+    """Why `file` cannot be read as text (empty, not gzip, binary), or None."""
+    try:
+        with file.open() as stream:
+            head = stream.read(SNIFF_BYTES)
+    except _READ_ERRORS as error:
+        return f"cannot be read ({error})"
+    if not head:
+        return "empty file"
+    nuls = head.count(b"\0")
+    if nuls > BINARY_NUL_FRACTION * len(head):
+        return f"binary ({nuls} NUL bytes in the first {len(head)} bytes; UTF-16 is not read)"
+    # The block may end inside a character: only its first len - 3 bytes are judged.
+    judged = head if len(head) < SNIFF_BYTES else head[: len(head) - 3]
+    bad = judged.decode("utf-8", errors="replace").count("\ufffd") - judged.decode(
+        "utf-8", errors="ignore"
+    ).count("\ufffd")
+    if bad > BINARY_UNDECODABLE_FRACTION * len(judged):
+        return f"binary or not UTF-8 ({bad} undecodable bytes in the first {len(judged)} bytes)"
+    return None
+
+
+def _pieces(stream: IO[bytes], file: _InputFile) -> Iterator[Tuple[bytes, bool]]:
+    """
+    The lines of `stream` as `(bytes, ends_line)`; a line longer than `CHUNK_CHARACTERS` bytes is
+    cut after its last ASCII whitespace (which never lies inside a UTF-8 character) into pieces,
+    or, in a word that long, before a UTF-8 lead byte.
+    """
+    limit = CHUNK_CHARACTERS
+    carry = b""
+    in_long_line = False
+    while True:
+        try:
+            more = stream.readline(limit - len(carry))
+        except _READ_ERRORS as error:
+            _read_error(file, error)
+            more = b""
+        raw, carry = carry + more, b""
+        if not raw:
+            return
+        if raw.endswith(b"\n") or len(raw) < limit:
+            yield raw, True
+            in_long_line = False
+            continue
+        if not in_long_line:
+            file.count("long_lines_cut")
+            in_long_line = True
+        cut = max(raw.rfind(space) for space in _ASCII_WHITESPACE) + 1
+        if cut <= 0:
+            file.count("long_words_cut")
+            cut = len(raw)
+            while cut > len(raw) - 4 and (raw[cut - 1] & 0xC0) == 0x80:
+                cut -= 1
+            if raw[cut - 1] >= 0xC0:
+                cut -= 1
+        yield raw[:cut], False
+        carry = raw[cut:]
+
+
+def _text_chunks(text: str, file: _InputFile) -> Iterator[str]:
+    """`text` in pieces of at most `CHUNK_CHARACTERS`, cut at whitespace where there is some."""
+    if len(text) > CHUNK_CHARACTERS:
+        file.count("long_texts_cut")
+    while len(text) > CHUNK_CHARACTERS:
+        cut = max(text.rfind(space, 0, CHUNK_CHARACTERS) for space in _WHITESPACE) + 1
+        if cut <= 0:
+            file.count("long_words_cut")
+            cut = CHUNK_CHARACTERS
+        yield text[:cut]
+        text = text[cut:]
+    yield text
+
+
+def _decode(raw: bytes, first: bool, file: _InputFile) -> str:
+    text, undecodable, had_nul = decode_line(raw, first=first)
+    if undecodable:
+        file.count("lines_with_invalid_utf8")
+    if had_nul:
+        file.count("lines_with_nul")
+    return text
+
+
+def _read_documents(
+    file: _InputFile, text_field: str, paragraphs: bool
+) -> Iterator[Tuple[str, str]]:
+    """`(document key, text)` for the texts of `file`, each at most `CHUNK_CHARACTERS` long (a
+    document may have several)."""
+    try:
+        with file.open() as stream:
+            if file.is_json:
+                yield from _json_documents(stream, file, text_field, paragraphs)
+            else:
+                yield from _text_documents(stream, file, paragraphs)
+    except _READ_ERRORS as error:
+        _read_error(file, error)
+
+
+def _read_error(file: _InputFile, error: BaseException) -> None:
+    """Records that `file` could not be read to its end (a truncated .gz, a disk error)."""
+    file.problems["read_error"] = f"{error} (the text before it was kept)"
+
+
+def _lines(stream: IO[bytes], file: _InputFile) -> Iterator[bytes]:
+    """The lines of `stream`, up to the end or to a read error (recorded)."""
+    while True:
+        try:
+            line = stream.readline()
+        except _READ_ERRORS as error:
+            _read_error(file, error)
+            return
+        if not line:
+            return
+        yield line
+
+
+def _text_documents(
+    stream: IO[bytes], file: _InputFile, paragraphs: bool
+) -> Iterator[Tuple[str, str]]:
+    block: List[str] = []
+    size = 0
+    document = 0
+    first = True
+    for raw, ends_line in _pieces(stream, file):
+        text = _decode(raw, first, file)
+        first = False
+        if ends_line and not text.strip():  # a blank line ends a block
+            if block:
+                yield str(document), " ".join(block)
+                block, size = [], 0
+                document += paragraphs
+            continue
+        if size + len(text) > CHUNK_CHARACTERS and block:
+            yield str(document), " ".join(block)
+            block, size = [], 0
+        block.append(text)
+        size += len(text)
+    if block:
+        yield str(document), " ".join(block)
+
+
+def _json_documents(
+    stream: IO[bytes], file: _InputFile, text_field: str, paragraphs: bool
+) -> Iterator[Tuple[str, str]]:
+    for number, raw in enumerate(_lines(stream, file)):
+        line = _decode(raw, number == 0, file)
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            file.count("invalid_json_lines")
+            continue
+        text = record.get(text_field) if isinstance(record, dict) else None
+        if not isinstance(text, str):
+            file.count(f"lines_without_text_field_{text_field}")
+            continue
+        text = text.replace("\x00", " ")
+        blocks = _BLOCK_SEPARATOR.split(text) if paragraphs else [text]
+        for index, block in enumerate(blocks):
+            key = f"{number}:{index}" if paragraphs else str(number)
+            for chunk in _text_chunks(block, file):
+                yield key, chunk
+
+
+class _Writer:
+    """The output files, written to temporaries and renamed into place together when the `with`
+    block ends without an error (removed when it raises)."""
+
+    def __init__(self, directory: Path, shard_tokens: Optional[int]) -> None:
+        self._directory = directory
+        self._shard_tokens = shard_tokens
+        self._stack = contextlib.ExitStack()
+        self._streams: Dict[str, IO[str]] = {}
+        self._shard_size = 0
+        self._shards = 0
+        self._names: Dict[str, str] = {}
+        self.files: Dict[str, Dict[str, int]] = {}
+
+    def __enter__(self) -> "_Writer":
+        self._stack.__enter__()
+        self._open("validation", "validation.txt")
+        self._open("train", "train.txt" if self._shard_tokens is None else "train-00000.txt")
+        return self
+
+    def __exit__(self, *exc_info: Any) -> Optional[bool]:
+        for stream in self._streams.values():
+            stream.close()
+        return self._stack.__exit__(*exc_info)
+
+    def _open(self, split: str, name: str) -> None:
+        if split in self._streams:
+            self._streams[split].close()
+        temporary = self._stack.enter_context(atomic_path(self._directory / name))
+        self._streams[split] = self._stack.enter_context(
+            open(temporary, "w", encoding="utf-8", newline="\n")
+        )
+        self.files[name] = {"sentences": 0, "tokens": 0}
+        self._names[split] = name
+
+    def write(self, split: str, line: str, tokens: int) -> None:
+        if split == "train" and self._shard_tokens is not None:
+            if self._shard_size >= self._shard_tokens:
+                self._shards += 1
+                self._open("train", f"train-{self._shards:05d}.txt")
+                self._shard_size = 0
+            self._shard_size += tokens
+        self._streams[split].write(line + "\n")
+        counts = self.files[self._names[split]]
+        counts["sentences"] += 1
+        counts["tokens"] += tokens
+
+
+def _remove_stale_outputs(directory: Path, written: set) -> None:
+    """Removes train/validation files of an earlier run that this run did not write (more
+    shards, or shards then none)."""
+    for path in directory.iterdir():
+        if _OUTPUT_NAME.match(path.name) and path.name not in written:
+            path.unlink()
+
+
+@Subcommand.register("prepare-corpus")
+class PrepareCorpus(PluginSubcommand):
+    description = (
+        "Turn raw text (.txt, .txt.gz, .jsonl) into a tokenized corpus, one sentence per line, "
+        "split by document into train and validation."
+    )
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument(
+            "inputs", nargs="+", metavar="INPUT",
+            help="files or directories of .txt, .txt.gz, .jsonl or .jsonl.gz text",
+        )
+        subparser.add_argument(
+            "output_directory", metavar="OUTPUT_DIR",
+            help="gets train.txt (or train-00000.txt, ...), validation.txt and manifest.json",
+        )
+        subparser.add_argument("--language", type=str, default="en",
+                               help="spaCy language code of the text (blank pipeline)")
+        subparser.add_argument("--validation-fraction", type=float, default=0.01)
+        subparser.add_argument("--shard-tokens", type=int, default=None,
+                               help="write train-00000.txt, ... of about this many tokens")
+        subparser.add_argument("--seed", type=int, default=13)
+        subparser.add_argument("--text-field", type=str, default="text",
+                               help="the field of a .jsonl line that holds the text")
+        subparser.add_argument("--paragraphs", action="store_true",
+                               help="each blank-line-separated block is a document")
+        subparser.add_argument("--force", action="store_true", help="redo even if up to date")
+        subparser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    def run(self, args: argparse.Namespace) -> None:
+        prepare_corpus(
+            args.inputs,
+            args.output_directory,
+            language=args.language,
+            validation_fraction=args.validation_fraction,
+            shard_tokens=args.shard_tokens,
+            seed=args.seed,
+            text_field=args.text_field,
+            paragraphs=args.paragraphs,
+            force=args.force,
+            show_progress=not args.quiet,
+        )

@@ -1,0 +1,110 @@
+"""
+Deterministic sentence splitting and word tokenization of raw text, used to turn raw prose into
+the "one tokenized sentence per line" format of our corpora (`prepare-corpus`, the demo's corpus
+builders).
+"""
+
+import re
+import unicodedata
+from typing import Iterable, Iterator, List
+
+import spacy
+from spacy.tokens import Doc
+from allennlp.common.checks import ConfigurationError
+
+
+# Zero-width and byte-order characters carry no text; they are removed before tokenizing.
+_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
+# The most texts and characters tokenized in one spaCy memory zone (see `split`).
+ZONE_TEXTS = 1000
+ZONE_CHARACTERS = 2_000_000
+
+
+class SentenceTokenizer:
+    """
+    Splits raw text into sentences and sentences into tokens with the rule-based tokenizer of
+    spaCy's blank pipeline for `language` (`spacy.blank(language)`) and its punctuation-based
+    `sentencizer`. No statistical model is needed (nothing is downloaded), and the output depends
+    only on the input, the language and the pinned spaCy version.
+
+    The sentencizer attaches a quote that follows sentence-final punctuation to the sentence it
+    ends; when that leaves the sentence with an odd number of `"` tokens, the quote actually opens
+    the next sentence and is moved there.
+
+    Text is NFC-normalised, whitespace runs (including non-breaking spaces and newlines) are
+    treated as single spaces, zero-width characters are dropped, and tokens that are pure
+    whitespace are never emitted.
+
+    A text must be shorter than spaCy's `max_length` (1,000,000 characters); `prepare-corpus`
+    cuts longer ones at whitespace first.
+
+    # Parameters
+
+    batch_size : `int`, optional (default = `64`)
+        Number of texts spaCy processes at once.
+    language : `str`, optional (default = `"en"`)
+        A language code spaCy has a blank pipeline for (`en`, `de`, `fr`, `ru`, `el`, ..., `xx`
+        for a language-neutral one). Languages written without spaces between words need
+        packages that are not installed (`ja`, `th`, `ko`, `vi`: a `ConfigurationError` says so),
+        or tokenize into single characters (`zh`).
+    """
+
+    def __init__(self, batch_size: int = 64, language: str = "en") -> None:
+        try:
+            self._nlp = spacy.blank(language)
+        except ImportError as error:
+            if "E048" in str(error):  # spaCy has no module for the code
+                raise ConfigurationError(
+                    f"Unknown language code {language!r} (--language): spaCy has no blank "
+                    "pipeline for it. Use a code such as en, de, fr, es, it, nl, pt, ru, el, or "
+                    "xx (language-neutral rules)."
+                ) from error
+            raise ConfigurationError(
+                f"Language {language!r} (--language) needs a word segmenter that is not "
+                f"installed ({error}). Pre-tokenize the text (tokens separated by spaces, one "
+                "sentence per line) and use it as it is, or pass --language xx."
+            ) from error
+        self._nlp.add_pipe("sentencizer")
+        self._batch_size = batch_size
+        self.language = language
+
+    @staticmethod
+    def normalize(text: str) -> str:
+        text = unicodedata.normalize("NFC", text)
+        text = _INVISIBLE.sub("", text)
+        return " ".join(text.split())
+
+    def split(self, texts: Iterable[str]) -> Iterator[List[List[str]]]:
+        """
+        Yields, for each input text, its sentences as lists of tokens (empty list for a text with
+        no tokens). Reads `texts` lazily, in groups of at most `ZONE_TEXTS` texts and
+        `ZONE_CHARACTERS` characters, each tokenized in a spaCy memory zone: the words spaCy
+        adds to its vocabulary are forgotten after each group, so memory does not grow with the
+        number of distinct words in a long stream.
+        """
+        normalized = (self.normalize(text) for text in texts)
+        while True:
+            group: List[str] = []
+            characters = 0
+            for text in normalized:
+                group.append(text)
+                characters += len(text)
+                if len(group) == ZONE_TEXTS or characters >= ZONE_CHARACTERS:
+                    break
+            if not group:
+                return
+            with self._nlp.memory_zone():
+                for doc in self._nlp.pipe(group, batch_size=self._batch_size):
+                    yield self._sentences(doc)
+
+    @staticmethod
+    def _sentences(doc: Doc) -> List[List[str]]:
+        sentences = []
+        for span in doc.sents:
+            tokens = [token.text for token in span if not token.is_space]
+            if tokens:
+                sentences.append(tokens)
+        for current, following in zip(sentences, sentences[1:]):
+            if len(current) > 1 and current[-1] == '"' and current.count('"') % 2 == 1:
+                following.insert(0, current.pop())
+        return sentences
