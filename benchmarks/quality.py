@@ -414,7 +414,7 @@ def render(args, results: dict) -> str:
         f"Machine: {machine()}. Command: `{results['command']}`.",
         "",
         f"Pretraining corpus: {results['corpus']['train_tokens']:,} training tokens "
-        f"({results['corpus']['train']}); fastText: {args.fasttext_dim}-d skipgram with subwords "
+        f"({os.path.relpath(results['corpus']['train'])}, `build-pretraining-corpus`); fastText: {args.fasttext_dim}-d skipgram with subwords "
         "on the same text. Encoder: the demo size (cell 256, projection 128, 2 layers, windows of "
         f"{WINDOW + 1} tokens = {WINDOW} predictions per direction, batch {BATCH}); pretraining "
         "time is AllenNLP's `training_duration`.",
