@@ -22,9 +22,15 @@ test in `tests/test_compat.py` that fails without it:
    a failed download). This takes effect wherever `allennlp_elmo_c` is imported before
    `allennlp_models` (`python -m allennlp_elmo_c`, the demo, Python code); `allennlp`'s own command
    line imports `allennlp_models` first.
+4. Two warnings no user can act on are filtered where they arise, by exact message and module
+   (nothing else is hidden): AllenNLP's trainer calls the deprecated `torch.cuda.amp.autocast(...)`
+   (a FutureWarning from `allennlp.training.gradient_descent_trainer` at every training start),
+   and allennlp-models' `rouge` dependency imports `pkg_resources` (a UserWarning from
+   `rouge.rouge`; only where `allennlp_elmo_c` is imported first, as in 3).
 """
 
 import logging
+import warnings
 from typing import List, Optional, Union
 
 import nltk
@@ -92,6 +98,21 @@ def _load_checkpoint(self) -> Optional[TrainerCheckpoint]:
     return TrainerCheckpoint(model_state, training_state)
 
 
+# Fix 4: `warnings.filterwarnings` arguments, each one warning of one module.
+UNACTIONABLE_WARNINGS = (
+    {
+        "message": r"`torch\.cuda\.amp\.autocast\(args\.\.\.\)` is deprecated",
+        "category": FutureWarning,
+        "module": r"allennlp\.training\.gradient_descent_trainer",
+    },
+    {
+        "message": r"pkg_resources is deprecated as an API",
+        "category": UserWarning,
+        "module": r"rouge\.rouge",
+    },
+)
+
+
 def _skip_nltk_download(info_or_id: Optional[str] = None, *args, **kwargs) -> bool:
     logger.debug("nltk.download(%r) skipped: nothing is downloaded at run time", info_or_id)
     return False
@@ -106,3 +127,5 @@ def apply() -> None:
     _load_checkpoint.__doc__ = Checkpointer.load_checkpoint.__doc__
     Checkpointer.load_checkpoint = _load_checkpoint  # type: ignore
     nltk.download = _skip_nltk_download
+    for unactionable in UNACTIONABLE_WARNINGS:
+        warnings.filterwarnings("ignore", **unactionable)

@@ -1,6 +1,7 @@
 """One test per fix in `allennlp_elmo_c.compat`, each also showing that AllenNLP fails without it."""
 
 import logging
+import warnings
 import numpy as np
 import pickle
 import pytest
@@ -98,3 +99,23 @@ def test_nltk_downloads_nothing_and_prints_nothing(capsys, caplog):
         assert nltk.download("punkt") is False
     assert capsys.readouterr() == ("", "")
     assert "nltk.download('punkt') skipped" in caplog.text
+
+
+def test_the_two_unactionable_warnings_and_nothing_else_are_filtered():
+    def shown(message, category, module):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.resetwarnings()  # compat's filters alone (not the test runner's), then all
+            for unactionable in compat.UNACTIONABLE_WARNINGS:
+                warnings.filterwarnings("ignore", **unactionable)
+            warnings.simplefilter("always", append=True)
+            warnings.warn_explicit(message, category, "x.py", 1, module=module)
+        return len(caught)
+
+    trainer = "allennlp.training.gradient_descent_trainer"
+    autocast = "`torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast`"
+    assert shown(autocast, FutureWarning, trainer) == 0
+    assert shown(autocast, FutureWarning, "somewhere.else") == 1
+    assert shown("another deprecation", FutureWarning, trainer) == 1
+    pkg = "pkg_resources is deprecated as an API. See https://setuptools.pypa.io"
+    assert shown(pkg, UserWarning, "rouge.rouge") == 0
+    assert shown(pkg, UserWarning, "my.module") == 1
