@@ -2,3 +2,4 @@ from allennlp_elmo_c.commands.train_fasttext import TrainFastText
 from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbed
 from allennlp_elmo_c.commands.train_bpe import TrainBpe
 from allennlp_elmo_c.commands.prepare_corpus import PrepareCorpus
+from allennlp_elmo_c.commands.describe import Describe

@@ -1,0 +1,266 @@
+"""
+`allennlp describe` (`python -m allennlp_elmo_c describe model.tar.gz`): what a pretrained biLM
+archive is and how to use it downstream, read from its `config.json` (and `weights.th` for the
+parameter count, `metrics.json` for the training run) without building the model where possible.
+"""
+
+import argparse
+import json
+import os
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+
+from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.archive import _unreadable, is_subword_config, read_archive_config
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.common.fasttext_source import (
+    FASTTEXT_ENV,
+    recorded_fasttext_path,
+    resolve_fasttext_path,
+)
+
+WEIGHTS_NAME = "weights.th"
+METRICS_NAME = "metrics.json"
+LOSS_NAMES = {"cosine": "cosine", "vmf": "vMF", "l2": "L2"}
+# elmo_lstm's defaults (allennlp_elmo_c/modules/seq2seq_encoders/elmo_lstm.py).
+LSTM_DEFAULTS = {"projection_size": 512, "cell_size": 4096, "num_layers": 2}
+
+
+def describe_archive(archive_file: str) -> Dict[str, Any]:
+    """Everything `describe` prints about `archive_file`, as a JSON-serialisable dict."""
+    if not Path(archive_file).is_file():
+        raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
+    config = read_archive_config(archive_file)
+    model = config["model"]
+    contextualizer = {**LSTM_DEFAULTS, **model.get("contextualizer", {})}
+    lstm_layers = int(contextualizer["num_layers"])
+    output_dim = 2 * int(contextualizer["projection_size"])
+    embedders = model.get("text_field_embedder", {}).get("token_embedders", {})
+    input_key, input_embedder = next(iter(embedders.items()), (None, {}))
+    stored, metrics = _read_members(archive_file)
+    fasttext = _fasttext(config, archive_file)
+    parameters, counted_from = _trainable_parameters(archive_file, config, stored)
+    return {
+        "archive": archive_file,
+        "model_type": model["type"],
+        "output_head": _output_head(model.get("output_head", {})),
+        "input_embedder": input_embedder.get("type"),
+        "subword_bilm": is_subword_config(config),
+        "contextualizer": contextualizer.get("type"),
+        "output_dim": output_dim,
+        "projection_size": int(contextualizer["projection_size"]),
+        # As ElmoCRepresentations.layers() returns them: the input projection + each LSTM layer.
+        "num_layers": lstm_layers + 1,
+        "lstm_layers": lstm_layers,
+        "cell_size": int(contextualizer["cell_size"]),
+        "fasttext": fasttext,
+        "trainable_parameters": parameters,
+        "parameters_counted_from": counted_from,
+        "training": _training(config, metrics),
+        "elmo_c_dim": output_dim,
+        "config_snippet": _snippet(config, archive_file, input_key, input_embedder, output_dim),
+    }
+
+
+def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, Any]]]:
+    """
+    The number of values stored in `weights.th` (its tensors are memory-mapped, not read) and
+    the archive's `metrics.json`, else the one beside it (the training directory's).
+    """
+    stored = metrics = None
+    try:
+        with tarfile.open(archive_file) as archive, tempfile.TemporaryDirectory() as directory:
+            for member in archive:
+                if member.name == METRICS_NAME:
+                    metrics = json.load(archive.extractfile(member))  # type: ignore[arg-type]
+                elif member.name == WEIGHTS_NAME:
+                    archive.extract(member, directory, filter="data")
+                    state = torch.load(
+                        Path(directory) / WEIGHTS_NAME, map_location="cpu", mmap=True,
+                        weights_only=True,
+                    )  # fmt: skip
+                    stored = sum(tensor.numel() for tensor in state.values())
+                    del state
+    except (tarfile.TarError, EOFError, OSError, ValueError, RuntimeError) as error:
+        raise _unreadable(archive_file, error) from error
+    if stored is None:
+        raise ConfigurationError(f"ELMo-C archive {archive_file} has no {WEIGHTS_NAME}")
+    beside = Path(archive_file).parent / METRICS_NAME
+    if metrics is None and beside.is_file():
+        try:
+            metrics = json.loads(beside.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            metrics = None
+    return stored, metrics
+
+
+def _output_head(head: Dict[str, Any]) -> Dict[str, Any]:
+    kind = head.get("type")
+    description = {"type": kind}
+    if kind == "continuous":
+        loss = head.get("loss", "cosine")
+        description["loss"] = loss
+        description["text"] = f"continuous ({LOSS_NAMES.get(loss, loss)} loss, predicts fastText vectors)"
+    else:
+        description["text"] = str(kind)
+    return description
+
+
+def _fasttext(config: Dict[str, Any], archive_file: str) -> Dict[str, Any]:
+    """The recorded fastText path and where it resolves now (`fasttext_source`'s order)."""
+    recorded = recorded_fasttext_path(config, archive_file)
+    if recorded is None:
+        return {"recorded": None, "resolved": None, "resolves": None, "text": "none (reads no fastText)"}
+    try:
+        resolved = resolve_fasttext_path(recorded, archive_file)
+    except ConfigurationError as error:
+        return {"recorded": recorded, "resolved": None, "resolves": False,
+                "text": f"{recorded} (recorded); NOT FOUND now: {error}"}  # fmt: skip
+    if resolved == os.environ.get(FASTTEXT_ENV):
+        how = f"${FASTTEXT_ENV}"
+    elif resolved == recorded:
+        how = "the recorded path"
+    else:
+        how = "beside the archive"
+    return {"recorded": recorded, "resolved": resolved, "resolves": True,
+            "text": f"{recorded} (recorded); resolves now to {resolved} ({how})"}  # fmt: skip
+
+
+def _stores_frozen_parameters(node: Any) -> bool:
+    """Whether a config has parts whose stored tensors are not all trainable (a frozen or tied
+    softmax embedding, a frozen char-CNN or embedding). The fastText matrices are never stored."""
+    if isinstance(node, list):
+        return any(_stores_frozen_parameters(value) for value in node)
+    if not isinstance(node, dict):
+        return False
+    if node.get("freeze_output_embedding") and node.get("output_embedding_fasttext") is None:
+        return True
+    if node.get("tie_input_embedding") or node.get("trainable") is False:
+        return True
+    if node.get("type") == "elmo_char_cnn" and not node.get("requires_grad", False):
+        return True
+    return any(_stores_frozen_parameters(value) for value in node.values())
+
+
+def _trainable_parameters(
+    archive_file: str, config: Dict[str, Any], stored: Optional[int]
+) -> Tuple[int, str]:
+    if not _stores_frozen_parameters(config["model"]):
+        return stored, (  # type: ignore[return-value]
+            f"the tensors of {WEIGHTS_NAME}, without building the model (frozen fastText "
+            "matrices are not stored)"
+        )
+    from allennlp_elmo_c.archive import PretrainedBiLM
+
+    try:
+        model = PretrainedBiLM.from_archive(archive_file).model
+    except ConfigurationError as error:
+        return stored, (  # type: ignore[return-value]
+            f"the tensors of {WEIGHTS_NAME}, an upper bound: the config freezes some stored "
+            f"parameters and the model could not be loaded ({error})"
+        )
+    return sum(p.numel() for p in model.parameters() if p.requires_grad), (
+        "the loaded model (its config freezes some stored parameters)"
+    )
+
+
+def _training(config: Dict[str, Any], metrics: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    if metrics is None:
+        return None
+    epochs = int(metrics["epoch"]) + 1 if "epoch" in metrics else None
+    loader = config.get("data_loader", {})
+    batches = loader.get("batches_per_epoch")
+    window = config.get("dataset_reader", {}).get("max_sequence_length")
+    batch_size = loader.get("batch_size")
+    tokens = None
+    if epochs and batches and window and batch_size:
+        # As benchmarks/quality.py counts them: windows of max_sequence_length tokens.
+        tokens = epochs * int(batches) * int(batch_size) * int(window)
+    return {
+        "training_duration": metrics.get("training_duration"),
+        "epochs": epochs,
+        "tokens_seen": tokens,
+        "best_validation_loss": metrics.get("best_validation_loss"),
+    }
+
+
+def _snippet(
+    config: Dict[str, Any],
+    archive_file: str,
+    input_key: Optional[str],
+    input_embedder: Dict[str, Any],
+    output_dim: int,
+) -> Dict[str, Any]:
+    """The indexer and embedder (key `elmo`) that feed this biLM in a downstream config."""
+    reader = config.get("dataset_reader", {})
+    if is_subword_config(config):
+        indexer = {"type": "bpe_first_subword",
+                   "tokenizer_path": reader.get("tokenizer", {}).get("tokenizer_path"),
+                   "vocabulary": archive_file}  # fmt: skip
+    elif input_embedder.get("type") == "fasttext":
+        indexer = {"type": "fasttext_subwords", "archive_file": archive_file}
+    else:  # the pretraining reader's own indexer (elmo_characters, single_id, ...)
+        indexer = reader.get("token_indexers", {}).get(input_key, {})
+    embedder = {"type": "elmo_c_token_embedder", "archive_file": archive_file,
+                "expected_output_dim": output_dim, "do_layer_norm": False, "dropout": 0.5}  # fmt: skip
+    return {"token_indexers": {"elmo": indexer}, "token_embedders": {"elmo": embedder}}
+
+
+def format_description(info: Dict[str, Any]) -> str:
+    training = info["training"]
+    if training is None:
+        run = "no metrics.json in or beside the archive"
+        tokens = "unknown (no metrics.json)"
+    else:
+        run = f"{training['training_duration']} over {training['epochs']} epoch(s) (metrics.json)"
+        tokens = (
+            f"{training['tokens_seen']:,} (epochs x batches_per_epoch x batch_size x "
+            "max_sequence_length)"
+            if training["tokens_seen"] is not None
+            else "not recorded (the config sets no data_loader.batches_per_epoch)"
+        )
+    snippet = info["config_snippet"]
+    lines = [
+        f"ELMo-C biLM archive {info['archive']}",
+        f"  model:                {info['model_type']}, output head {info['output_head']['text']}",
+        f"  input embedder:       {info['input_embedder']}"
+        + (" (BPE subwords)" if info["subword_bilm"] else ""),
+        f"  representation size:  {info['output_dim']} (2 x projection_size {info['projection_size']})",
+        f"  layers:               {info['num_layers']} (input projection + {info['lstm_layers']} "
+        "LSTM layers, forward || backward)",
+        f"  cell size:            {info['cell_size']}",
+        f"  fastText model:       {info['fasttext']['text']}",
+        f"  trainable parameters: {info['trainable_parameters']:,} (counted from "
+        f"{info['parameters_counted_from']})",
+        f"  training time:        {run}",
+        f"  tokens seen:          {tokens}",
+        "",
+        "Paste into a downstream config (the environment, and the reader / text_field_embedder):",
+        f"ELMO_C_DIM={info['elmo_c_dim']}",
+        f"token_indexers: {json.dumps(snippet['token_indexers'])}",
+        f"token_embedders: {json.dumps(snippet['token_embedders'])}",
+    ]
+    return "\n".join(lines)
+
+
+@Subcommand.register("describe")
+class Describe(PluginSubcommand):
+    description = (
+        "Describe a pretrained biLM archive (sizes, output head, fastText model, parameters, "
+        "training) and print the lines for a downstream config."
+    )
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument("archive_file", type=str, help="model.tar.gz of an elmo_c model")
+        subparser.add_argument("--json", action="store_true", help="machine-readable output")
+
+    def run(self, args: argparse.Namespace) -> None:
+        info = describe_archive(args.archive_file)
+        print(json.dumps(info, indent=2) if args.json else format_description(info))
+
