@@ -8,6 +8,8 @@ import re
 import shutil
 import tarfile
 
+import h5py
+import numpy
 import pytest
 import torch
 
@@ -21,6 +23,7 @@ from allennlp.predictors import Predictor
 from allennlp.training.util import evaluate
 
 from allennlp_elmo_c.archive import read_archive_config
+from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.training.adapted_config import standalone_config
 from tests import PROJECT_ROOT
@@ -110,6 +113,10 @@ def test_adaptation_on_unseen_words_gives_an_ordinary_archive(
     words = validation.read_text().split("\n")[0].split()
     result = predictor.predict_json({"sentence": " ".join(words)})
     assert result["tokens"] == words
+    output = embed_file(adapted, validation, tmp_path / "embedded.hdf5", output_mode="top")
+    with h5py.File(output, "r") as hdf5:
+        assert hdf5["0"].shape == (len(words), 16)
+        assert numpy.isfinite(hdf5["0"][...]).all()
 
 
 @pytest.mark.parametrize("kind", ["corrupt", "missing", "not elmo_c"])
