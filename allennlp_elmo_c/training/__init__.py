@@ -1,3 +1,4 @@
+from allennlp_elmo_c.training.adapted_config import AdaptedConfigCallback
 from allennlp_elmo_c.training.atomic_checkpointer import AtomicCheckpointer
 from allennlp_elmo_c.training.rnmt_plus import RnmtPlusLearningRateScheduler
 from allennlp_elmo_c.training.rng_state import RngStateCallback

@@ -1,1 +1,2 @@
+from allennlp_elmo_c.data.dataset_readers.archived_reader import ArchivedReader
 from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
