@@ -59,7 +59,7 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from tqdm import tqdm
 
-from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand, options
 from allennlp_elmo_c.common.atomic import atomic_path, remove_stale_temporaries
 from allennlp_elmo_c.common.build_cache import MANIFEST, is_built, write_manifest
 from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
@@ -576,19 +576,10 @@ class PrepareCorpus(PluginSubcommand):
                                help="the field of a .jsonl line that holds the text")
         subparser.add_argument("--paragraphs", action="store_true",
                                help="each blank-line-separated block is a document")
-        subparser.add_argument("--force", action="store_true", help="redo even if up to date")
-        subparser.add_argument("--quiet", action="store_true", help="no progress bar")
+        self.add_build_options(subparser)
 
     def run(self, args: argparse.Namespace) -> None:
-        prepare_corpus(
-            args.inputs,
-            args.output_directory,
-            language=args.language,
-            validation_fraction=args.validation_fraction,
-            shard_tokens=args.shard_tokens,
-            seed=args.seed,
-            text_field=args.text_field,
-            paragraphs=args.paragraphs,
-            force=args.force,
-            show_progress=not args.quiet,
-        )
+        names = ("language", "validation_fraction", "shard_tokens", "seed", "text_field",
+                 "paragraphs", "force")  # fmt: skip
+        prepare_corpus(args.inputs, args.output_directory, show_progress=not args.quiet,
+                       **options(args, *names))  # fmt: skip

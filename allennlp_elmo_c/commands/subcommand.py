@@ -1,6 +1,7 @@
 """The base of this plugin's `allennlp` subcommands."""
 
 import argparse
+from typing import Any, Dict
 
 from allennlp.commands.subcommand import Subcommand
 
@@ -26,5 +27,17 @@ class PluginSubcommand(Subcommand):
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         raise NotImplementedError
 
+    @staticmethod
+    def add_build_options(subparser: argparse.ArgumentParser) -> None:
+        """`--force` and `--quiet`, the options of every command that builds a cached output."""
+        subparser.add_argument("--force", action="store_true", help="redo even if up to date")
+        subparser.add_argument("--quiet", action="store_true", help="no progress output")
+
     def run(self, args: argparse.Namespace) -> None:
         raise NotImplementedError
+
+
+def options(args: argparse.Namespace, *names: str) -> Dict[str, Any]:
+    """The parsed values of the options `names` (their argparse names), as keyword arguments of
+    the function a subcommand runs."""
+    return {name: getattr(args, name) for name in names}

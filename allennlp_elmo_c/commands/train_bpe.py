@@ -30,7 +30,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import namespace_match
 from allennlp.data.vocabulary import DEFAULT_NON_PADDED_NAMESPACES, DEFAULT_OOV_TOKEN, Vocabulary
 
-from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand, options
 from allennlp_elmo_c.common.text import decode_line
 from allennlp_elmo_c.common.build_cache import corpus_recipe, is_built, write_manifest
 
@@ -169,17 +169,9 @@ class TrainBpe(PluginSubcommand):
         subparser.add_argument("--min-frequency", type=int, default=2)
         subparser.add_argument("--namespace", type=str, default="subwords")
         subparser.add_argument("--limit-alphabet", type=int, default=None)
-        subparser.add_argument("--force", action="store_true", help="retrain even if up to date")
-        subparser.add_argument("--quiet", action="store_true", help="no progress output")
+        self.add_build_options(subparser)
 
     def run(self, args: argparse.Namespace) -> None:
-        train_bpe(
-            args.corpus,
-            args.output_directory,
-            vocab_size=args.vocab_size,
-            min_frequency=args.min_frequency,
-            namespace=args.namespace,
-            limit_alphabet=args.limit_alphabet,
-            force=args.force,
-            show_progress=not args.quiet,
-        )
+        names = ("vocab_size", "min_frequency", "namespace", "limit_alphabet", "force")
+        train_bpe(args.corpus, args.output_directory, show_progress=not args.quiet,
+                  **options(args, *names))  # fmt: skip

@@ -19,7 +19,7 @@ import fasttext
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand, options
 from allennlp_elmo_c.common.build_cache import corpus_recipe, is_built, write_manifest
 
 logger = logging.getLogger(__name__)
@@ -178,21 +178,9 @@ class TrainFastText(PluginSubcommand):
         subparser.add_argument("--min-count", type=int, default=5)
         subparser.add_argument("--lr", type=float, default=0.05)
         subparser.add_argument("--threads", type=int, default=None, help="default: all cores")
-        subparser.add_argument("--force", action="store_true", help="retrain even if up to date")
-        subparser.add_argument("--quiet", action="store_true", help="no progress output")
+        self.add_build_options(subparser)
 
     def run(self, args: argparse.Namespace) -> None:
-        train_fasttext(
-            args.corpus,
-            args.output,
-            dim=args.dim,
-            minn=args.minn,
-            maxn=args.maxn,
-            bucket=args.bucket,
-            epoch=args.epoch,
-            min_count=args.min_count,
-            lr=args.lr,
-            threads=args.threads,
-            force=args.force,
-            verbose=0 if args.quiet else 2,
-        )
+        names = ("dim", "minn", "maxn", "bucket", "epoch", "min_count", "lr", "threads", "force")
+        train_fasttext(args.corpus, args.output, verbose=0 if args.quiet else 2,
+                       **options(args, *names))  # fmt: skip

