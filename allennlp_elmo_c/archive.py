@@ -41,9 +41,25 @@ def read_archive_config(archive_file: str) -> Dict[str, Any]:
                     config = json.load(archive.extractfile(member))  # type: ignore[arg-type]
                     break
     except (tarfile.TarError, EOFError, OSError, ValueError) as error:
-        raise _unreadable(archive_file, error) from error
+        raise unreadable_archive(archive_file, error) from error
     _check_config(config, archive_file)
     return config  # type: ignore[return-value]
+
+
+# elmo_lstm's defaults for the sizes a config may leave out
+# (allennlp_elmo_c/modules/seq2seq_encoders/elmo_lstm.py).
+ELMO_LSTM_DEFAULTS = {"projection_size": 512, "cell_size": 4096, "num_layers": 2}
+
+
+def contextualizer_config(config: Dict[str, Any]) -> Dict[str, Any]:
+    """The biLM's contextualizer settings from an archive's config, with elmo_lstm's defaults."""
+    return {**ELMO_LSTM_DEFAULTS, **config["model"].get("contextualizer", {})}
+
+
+def representation_dim(config: Dict[str, Any]) -> int:
+    """The size of each layer the biLM gives downstream: 2 x its projection (one per
+    direction); what the downstream configs call `ELMO_C_DIM`."""
+    return 2 * int(contextualizer_config(config)["projection_size"])
 
 
 def is_subword_config(config: Dict[str, Any]) -> bool:
@@ -152,7 +168,7 @@ class PretrainedBiLM:
                 overrides = cls._overrides(config, archive_file, fasttext_path, tokenizer_path)
                 archive = load_archive(directory, overrides=overrides)
         except (tarfile.TarError, EOFError, OSError) as error:
-            raise _unreadable(archive_file, error) from error
+            raise unreadable_archive(archive_file, error) from error
         except ConfigurationError as error:
             if "return_all_layers" in str(error):
                 raise ConfigurationError(
@@ -277,7 +293,7 @@ def _read_config(path: Path, archive_file: str) -> Dict[str, Any]:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise _unreadable(archive_file, error) from error
+        raise unreadable_archive(archive_file, error) from error
     _check_config(config, archive_file)
     return config
 
@@ -290,7 +306,8 @@ def _check_config(config: Any, archive_file: str) -> None:
         raise ConfigurationError(f"{archive_file} holds a {model_type} model, not an elmo_c model")
 
 
-def _unreadable(archive_file: str, error: Exception) -> ConfigurationError:
+def unreadable_archive(archive_file: str, error: Exception) -> ConfigurationError:
+    """The error for an archive that cannot be read (truncated, not a tar.gz, ...)."""
     return ConfigurationError(
         f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
     )

@@ -28,16 +28,13 @@ CONFIGS = {
 }
 
 
-def seconds(duration: str) -> float:
-    hours, minutes, rest = duration.split(":")
-    return int(hours) * 3600 + int(minutes) * 60 + float(rest)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default="data")
     parser.add_argument("--batches", type=int, default=300)
     args = parser.parse_args()
+    from allennlp_elmo_c.common.duration import training_seconds
+
     data = Path(args.data_dir).resolve()
     python = [sys.executable, "-m", "allennlp_elmo_c"]
     if not (data / "bpe" / "tokenizer.json").is_file():
@@ -65,7 +62,7 @@ def main() -> None:
                 for line in log.splitlines()
                 if "Number of trainable parameters" in line
             ) if "Number of trainable parameters" in log else "?"  # fmt: skip
-            results[name] = (seconds(metrics["training_duration"]), trainable)
+            results[name] = (training_seconds(metrics["training_duration"]), trainable)
     base = results["ELMo-C (continuous, cosine)"][0]
     print(f"{args.batches} batches of 64 windows, demo size (cell 256 / projection 128)")
     print("| model | trainable params | steps / s | time vs ELMo-C |")

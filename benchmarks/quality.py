@@ -148,11 +148,6 @@ def allennlp_train(
     return json.loads((serialization_dir / "metrics.json").read_text())
 
 
-def seconds(duration: str) -> float:
-    hours, minutes, rest = duration.split(":")
-    return int(hours) * 3600 + int(minutes) * 60 + float(rest)
-
-
 # ---------------------------------------------------------------------------------------------
 # Data
 # ---------------------------------------------------------------------------------------------
@@ -282,6 +277,8 @@ def pretrain_overrides(args, corpus: dict, vectors: dict, batches: int) -> dict:
 
 
 def pretrain_step(args, system: str, batches: int, corpus: dict, vectors: dict) -> dict:
+    from allennlp_elmo_c.common.duration import training_seconds
+
     config, extra, _ = SYSTEMS[system]
     overrides = pretrain_overrides(args, corpus, vectors, batches)
     if system.startswith("elmo_c"):
@@ -293,7 +290,7 @@ def pretrain_step(args, system: str, batches: int, corpus: dict, vectors: dict) 
         TRAINING_CONFIG / config, run, overrides, {"ELMO_C_DATA_DIR": str(args.data_dir)},
         args.threads,
     )  # fmt: skip
-    duration = seconds(metrics["training_duration"])
+    duration = training_seconds(metrics["training_duration"])
     archive = run / "model.tar.gz"
     tokens = batches * BATCH * WINDOW
     return {
@@ -320,19 +317,15 @@ def trainable_parameters(archive: Path) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def archive_dim(archive: Path) -> int:
-    """Output size of the biLM's representations (2 x projection), read from its config."""
-    import tarfile
-
-    with tarfile.open(archive) as members:
-        config = json.load(members.extractfile("config.json"))
-    return 2 * int(config["model"]["contextualizer"]["projection_size"])
-
-
 def task_step(args, task: str, system: str, archive: Optional[str], seed: int, data: dict, vectors: dict) -> dict:  # fmt: skip
+    from allennlp_elmo_c.archive import read_archive_config, representation_dim
+    from allennlp_elmo_c.common.duration import training_seconds
+
     config, metric, _ = TASKS[task]
     directory = Path(data["dir"])
-    context_dim = args.fasttext_dim if archive is None else archive_dim(Path(archive))
+    context_dim = (
+        args.fasttext_dim if archive is None else representation_dim(read_archive_config(archive))
+    )
     environment = {
         "ELMO_C_FASTTEXT": vectors["vectors"],
         "ELMO_C_BASELINE": BASELINE if archive is None else "none",
@@ -368,7 +361,7 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
         "dev": metrics[f"best_validation_{metric}"],
         "test": metrics[f"test_{metric}"],
         "best_epoch": metrics.get("best_epoch"),
-        "training_seconds": seconds(metrics["training_duration"]),
+        "training_seconds": training_seconds(metrics["training_duration"]),
     }
     if not args.keep_task_runs:
         shutil.rmtree(run, ignore_errors=True)

@@ -17,7 +17,13 @@ import torch
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.archive import _unreadable, is_subword_config, read_archive_config
+from allennlp_elmo_c.archive import (
+    contextualizer_config,
+    is_subword_config,
+    read_archive_config,
+    representation_dim,
+    unreadable_archive,
+)
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.fasttext_source import (
     FASTTEXT_ENV,
@@ -28,8 +34,6 @@ from allennlp_elmo_c.common.fasttext_source import (
 WEIGHTS_NAME = "weights.th"
 METRICS_NAME = "metrics.json"
 LOSS_NAMES = {"cosine": "cosine", "vmf": "vMF", "l2": "L2"}
-# elmo_lstm's defaults (allennlp_elmo_c/modules/seq2seq_encoders/elmo_lstm.py).
-LSTM_DEFAULTS = {"projection_size": 512, "cell_size": 4096, "num_layers": 2}
 
 
 def describe_archive(archive_file: str) -> Dict[str, Any]:
@@ -38,9 +42,9 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
         raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
     config = read_archive_config(archive_file)
     model = config["model"]
-    contextualizer = {**LSTM_DEFAULTS, **model.get("contextualizer", {})}
+    contextualizer = contextualizer_config(config)
     lstm_layers = int(contextualizer["num_layers"])
-    output_dim = 2 * int(contextualizer["projection_size"])
+    output_dim = representation_dim(config)
     embedders = model.get("text_field_embedder", {}).get("token_embedders", {})
     input_key, input_embedder = next(iter(embedders.items()), (None, {}))
     stored, metrics = _read_members(archive_file)
@@ -88,7 +92,7 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
                     stored = sum(tensor.numel() for tensor in state.values())
                     del state
     except (tarfile.TarError, EOFError, OSError, ValueError, RuntimeError) as error:
-        raise _unreadable(archive_file, error) from error
+        raise unreadable_archive(archive_file, error) from error
     if stored is None:
         raise ConfigurationError(f"ELMo-C archive {archive_file} has no {WEIGHTS_NAME}")
     beside = Path(archive_file).parent / METRICS_NAME

@@ -35,14 +35,16 @@ from allennlp.commands.train import train_model
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.plugins import import_plugins
-from allennlp.data import Batch, DatasetReader, Vocabulary
+from allennlp.data import DatasetReader, Vocabulary
 from allennlp.data.data_loaders import SimpleDataLoader
 from allennlp.models import Model
 from allennlp.models.archival import load_archive
+from allennlp.predictors import Predictor
 from allennlp.training.util import evaluate
 
-from allennlp_elmo_c.archive import read_archive_config
+from allennlp_elmo_c.archive import read_archive_config, representation_dim
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
+from allennlp_elmo_c.common.duration import training_seconds
 from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
 from allennlp_elmo_c.demo.brown_corpus import brown_source
 from allennlp_elmo_c.demo.brown_pos import build_brown_pos
@@ -105,25 +107,16 @@ def show(label: str, metrics: dict) -> str:
     )
 
 
-@torch.no_grad()
 def next_word_neighbours(archive_path: Path, contexts: Sequence[str], k: int = 5) -> List[str]:
-    archive = load_archive(str(archive_path))
-    model, reader = archive.model.eval(), archive.dataset_reader
-    words, candidates = model.candidate_words, model.candidate_vectors(torch.device("cpu"))
+    """The `k` frequent words nearest to the forward LM's prediction after each context (the
+    `elmo_c_next_word` predictor's next words of the context's last word)."""
+    predictor = Predictor.from_archive(
+        load_archive(str(archive_path)), "elmo_c_next_word", extra_args={"top_k": k}
+    )
     lines = []
     for context in contexts:
-        instance = reader.text_to_instance(context)
-        reader.apply_token_indexers(instance)
-        batch = Batch([instance])
-        batch.index_instances(model.vocab)
-        output = model(**batch.as_tensor_dict())
-        # Tokens are <S> w1 .. wn </S>; the forward prediction at index n is for token n + 1.
-        position = len(context.split())
-        prediction = torch.nn.functional.normalize(
-            output["forward_predictions"][0, position], dim=0
-        )
-        best = (candidates @ prediction).topk(k).indices.tolist()
-        lines.append(f"  {context} ... -> {', '.join(words[i] for i in best)}")
+        after_last = predictor.predict_json({"sentence": context})["next_words"][-1]
+        lines.append(f"  {context} ... -> {', '.join(top['word'] for top in after_last)}")
     return lines
 
 
@@ -142,11 +135,6 @@ def config(
             "--project-dir"
         )
     return Params.from_file(str(path), params_overrides=overrides or {}, ext_vars=ext_vars)
-
-
-def archive_output_dim(archive: Path) -> int:
-    """The size of the biLM's representations: 2 x its projection (one per direction)."""
-    return 2 * int(read_archive_config(str(archive))["model"]["contextualizer"]["projection_size"])
 
 
 def train_quietly(
@@ -194,9 +182,9 @@ def pretrain(data_dir: Path, project_dir: Path, verbose: bool = False) -> Path:
     if cached:
         print(show("before pretraining", before))
     print(show("after pretraining ", after))
-    hours, minutes, seconds = (float(part) for part in metrics["training_duration"].split(":"))
+    minutes = training_seconds(metrics["training_duration"]) / 60
     print(
-        f"  (training took {60 * hours + minutes + seconds / 60:.1f} min, "
+        f"  (training took {minutes:.1f} min, "
         f"{metrics.get('training_epochs', 0) + 1} epoch(s))"
     )
     curve = serialization_dir / "curve.json"
@@ -211,17 +199,22 @@ def pretrain(data_dir: Path, project_dir: Path, verbose: bool = False) -> Path:
 
 
 def downstream(
-    data_dir: Path, project_dir: Path, archive: Path, vectors: Path, verbose: bool = False
+    data_dir: Path,
+    project_dir: Path,
+    archive: Path,
+    vectors: Path,
+    sentences: Dict[str, int],
+    verbose: bool = False,
 ) -> Dict[str, float]:
-    """Trains the POS tagger with and without ELMo-C; returns the test accuracies."""
+    """Trains the POS tagger with and without ELMo-C on `data_dir/pos` (`sentences`: the number
+    of each split's sentences, as `build_brown_pos` returns them); returns the test accuracies."""
     pos = data_dir / "pos"
-    sentences = {split: _count_lines(pos / f"{split}.txt") for split in ("train", "dev", "test")}
     print(
         f"  Brown corpus POS tagging: {sentences['train']:,} training sentences; development: "
         f"adventure ({sentences['dev']:,}); test: mystery + romance ({sentences['test']:,})",
         flush=True,
     )
-    context_dim = archive_output_dim(archive)
+    context_dim = representation_dim(read_archive_config(str(archive)))
     accuracies = {}
     for name, system in POS_SYSTEMS.items():
         serialization_dir = data_dir / "runs" / f"pos_{system}"
@@ -280,7 +273,9 @@ def main(argv: Sequence[str] = None) -> None:
     print(f"== 1/5 demo data in {data_dir} (cached after the first run)", flush=True)
     with quiet(runs / "data.log", args.verbose):
         paths = build_demo_data(data_dir)
-        build_brown_pos(data_dir / "pos", brown_source(data_dir / "packages"), POS_LIMITS)
+        pos_sentences = build_brown_pos(
+            data_dir / "pos", brown_source(data_dir / "packages"), POS_LIMITS
+        )
     print(f"== 2/5 fastText vectors (skipgram, subwords) on {paths['news']['train']}", flush=True)
     with quiet(runs / "fasttext.log", args.verbose):
         vectors = train_fasttext(
@@ -296,14 +291,9 @@ def main(argv: Sequence[str] = None) -> None:
     print(f"== 4/5 ELMo-C pretraining ({CONFIG})", flush=True)
     archive = pretrain(data_dir, project_dir, args.verbose)
     print(f"== 5/5 downstream: part-of-speech tagging ({POS_CONFIG})", flush=True)
-    accuracies = downstream(data_dir, project_dir, archive, vectors, args.verbose)
+    accuracies = downstream(data_dir, project_dir, archive, vectors, pos_sentences, args.verbose)
     print(f"== result (demo took {(time.time() - started) / 60:.1f} min)")
     print("\n".join(results_table(accuracies)), flush=True)
-
-
-def _count_lines(path: Path) -> int:
-    with open(path, encoding="utf-8") as lines:
-        return sum(1 for _ in lines)
 
 
 if __name__ == "__main__":

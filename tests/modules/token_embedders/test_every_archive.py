@@ -17,6 +17,7 @@ from allennlp.common import Params
 from allennlp.data import Batch
 from allennlp.models.archival import load_archive
 
+from allennlp_elmo_c.archive import read_archive_config, representation_dim
 from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
 from allennlp_elmo_c.modules.subword_representations import is_subword_archive
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
@@ -92,6 +93,8 @@ def test_downstream_embedder_on_every_archive(archives, name):
     output = embedder(**tensors)
     assert output.shape == (3, 6, embedder.get_output_dim())
     assert torch.isfinite(output).all()
+    # The size read off the config alone (describe, the demo, quality.py) is the built one's.
+    assert representation_dim(read_archive_config(str(archive))) == embedder.get_output_dim()
     for row, words in enumerate(SENTENCES):
         assert not output[row, len(words) :].any()  # padding stays zero
     # As a task model calls it: through a text field embedder (which passes the output of a
