@@ -17,10 +17,22 @@ AllenNLP's own ELMo encoder (`allennlp.modules.elmo_lstm.ElmoLstm`, a per-step
 `recurrence_norm: "outside"` variant (a different model: a plain LSTM with projection, LayerNorm
 after each layer) with the fused backend; and, on CPU, that variant with torch's `torch.lstm` in
 place of `allennlp_elmo_c.nn.lstmp` (torch's CPU path for projections is a generic fallback:
-oneDNN has none), which shows what the hand-written kernel saves.
+oneDNN has none), which shows what the hand-written kernel saves. The `floor` row is `torch.nn.LSTM(proj_size=...)`
+(two uni-directional stacks of the same sizes, full-length rows, no LayerNorm, clips or
+dropout): the same matrix products with nothing else, torch's own fastest path (oneDNN or the
+generic fallback on CPU, cuDNN on a GPU), a practical floor for any implementation of the cell.
+
+On a GPU the fused kernel replays its loops from captured CUDA graphs (`allennlp_elmo_c.nn.
+cuda_graphs`); the `fused_eager` row runs the same loops without graphs. `--precision tf32`
+lets float32 matrix products use TF32; `--precision bf16` runs each step under autocast
+(the recurrence itself stays float32, see `lstm_with_projection`). `--json` appends the row
+values to a file.
 """
 
 import argparse
+import contextlib
+import json
+import os
 
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
@@ -70,12 +82,30 @@ class AllenNlpElmoLstm(torch.nn.Module):
         return self.lstm(inputs, mask)[-1]
 
 
-def training_step(backend, size, batch_size, timesteps, device, norm="inside"):
+class TorchLstmFloor(torch.nn.Module):
+    """Two `torch.nn.LSTM(proj_size=...)` stacks, one per direction (forward || backward)."""
+
+    def __init__(self, input_size, projection, cell, layers):
+        super().__init__()
+        self.directions = torch.nn.ModuleList(
+            torch.nn.LSTM(input_size, cell, layers, batch_first=True, proj_size=projection)
+            for _ in range(2)
+        )
+
+    def forward(self, inputs, mask):
+        forward = self.directions[0](inputs)[0]
+        backward = self.directions[1](inputs.flip(1))[0].flip(1)
+        return torch.cat([forward, backward], dim=-1)
+
+
+def training_step(backend, size, batch_size, timesteps, device, norm="inside", precision="fp32"):
     """One training step of `backend` (a callable) and the number of tokens it trains on."""
     input_size, projection, cell, layers = SIZES[size]
     torch.manual_seed(0)
     if backend == "allennlp":
         encoder = AllenNlpElmoLstm(input_size, projection, cell, layers).to(device)
+    elif backend == "floor":
+        encoder = TorchLstmFloor(input_size, projection, cell, layers).to(device)
     else:
         clips = {} if norm == "inside" else {"cell_clip": None, "projection_clip": None}
         encoder = ElmoLstmEncoder(
@@ -89,11 +119,18 @@ def training_step(backend, size, batch_size, timesteps, device, norm="inside"):
     mask[: batch_size // 4, timesteps - 5 :] = False  # some shorter sentences
     pair_mask = mask[:, 1:]
 
+    autocast = (
+        torch.autocast(device.type, dtype=torch.bfloat16)
+        if precision == "bf16"
+        else contextlib.nullcontext()
+    )
+
     def step():
         optimizer.zero_grad()
-        forward, backward = encoder(inputs, mask).chunk(2, dim=-1)
-        loss = heads[0](forward[:, :-1], pair_mask, inputs[:, 1:])["loss"]
-        loss = loss + heads[1](backward[:, 1:], pair_mask, inputs[:, :-1])["loss"]
+        with autocast:
+            forward, backward = encoder(inputs, mask).chunk(2, dim=-1)
+            loss = heads[0](forward[:, :-1], pair_mask, inputs[:, 1:])["loss"]
+            loss = loss + heads[1](backward[:, 1:], pair_mask, inputs[:, :-1])["loss"]
         loss.backward()
         optimizer.step()
 
@@ -114,6 +151,19 @@ def with_torch_lstm(step):
     return run
 
 
+def without_graphs(step):
+    """`step` with the fused kernel's loops run eagerly instead of from CUDA graphs."""
+
+    def run():
+        os.environ["ELMO_C_CUDA_GRAPHS"] = "0"
+        try:
+            step()
+        finally:
+            del os.environ["ELMO_C_CUDA_GRAPHS"]
+
+    return run
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="demo")
@@ -123,46 +173,52 @@ def main():
     parser.add_argument("--timesteps", type=int, default=21)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32")
+    parser.add_argument("--rows", default="reference,fused,allennlp,outside,floor",
+                        help="comma-separated rows (also: fused_eager on a GPU, "
+                        "outside_torch_lstm on CPU)")  # fmt: skip
+    parser.add_argument("--json", help="append the results to this JSON-lines file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    if args.precision == "tf32":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     name = device_name(device, args.threads)
     print(
-        f"elmo_lstm {args.size} size {SIZES[args.size]}, batch {args.batch_size} x {args.timesteps}, "
-        f"{name}; every row timed in turn, median of {args.steps} steps after {args.warmup}"
+        f"elmo_lstm {args.size} size {SIZES[args.size]}, batch {args.batch_size} x "
+        f"{args.timesteps}, {name}, {args.precision}; every row timed in turn, median of "
+        f"{args.steps} steps after {args.warmup}"
     )
     shape = (args.size, args.batch_size, args.timesteps, device)
-    rows = {
-        "reference": training_step("reference", *shape),
-        "fused": training_step("fused", *shape),
-        "allennlp": training_step("allennlp", *shape),
-        "outside": training_step("fused", *shape, norm="outside"),
-    }
-    if device.type == "cpu":
-        step, tokens = training_step("fused", *shape, norm="outside")
-        rows["outside_torch_lstm"] = (with_torch_lstm(step), tokens)
-    seconds, _ = time_in_turn(
+    rows = {}
+    for row in args.rows.split(","):
+        backend = {"outside": "fused", "fused_eager": "fused", "outside_torch_lstm": "fused"}
+        norm = "outside" if row.startswith("outside") else "inside"
+        step, tokens = training_step(
+            backend.get(row, row), *shape, norm=norm, precision=args.precision
+        )
+        if row == "outside_torch_lstm":
+            step = with_torch_lstm(step)
+        elif row == "fused_eager":
+            step = without_graphs(step)
+        rows[row] = (step, tokens)
+    seconds, peaks = time_in_turn(
         {key: step for key, (step, _) in rows.items()}, args.steps, args.warmup, device
     )
     speed = {key: rows[key][1] / seconds[key] for key in rows}
-    print(f"  reference {speed['reference']:12,.0f} tokens/s")
-    print(f"  fused     {speed['fused']:12,.0f} tokens/s")
-    print(f"  fused / reference: {speed['fused'] / speed['reference']:.2f}x")
-    print(
-        f"  AllenNLP ElmoLstm (per-step cell) {speed['allennlp']:12,.0f} tokens/s: fused / it "
-        f"{speed['fused'] / speed['allennlp']:.2f}x, reference / it "
-        f"{speed['reference'] / speed['allennlp']:.2f}x"
-    )
-    print(
-        f"  variant recurrence_norm 'outside', fused {speed['outside']:12,.0f} tokens/s "
-        f"({speed['outside'] / speed['fused']:.2f}x fused inside)"
-    )
-    if "outside_torch_lstm" in speed:
-        print(
-            f"  variant 'outside' with torch.lstm's CPU fallback "
-            f"{speed['outside_torch_lstm']:12,.0f} tokens/s "
-            f"({speed['outside_torch_lstm'] / speed['outside']:.2f}x our kernel)"
+    for row in rows:
+        ratios = "  ".join(
+            f"{row} / {other} {speed[row] / speed[other]:.2f}x"
+            for other in ("reference", "floor")
+            if other in speed and other != row
         )
+        memory = f"  peak {peaks[row]:.2f} GiB" if device.type == "cuda" else ""
+        print(f"  {row:<20} {speed[row]:12,.0f} tokens/s{memory}  {ratios}")
+    if args.json:
+        with open(args.json, "a") as handle:
+            record = {key: value for key, value in vars(args).items() if key != "json"}
+            record.update(device=name, tokens_per_second=speed, peak_gib=peaks, torch=torch.__version__)
+            handle.write(json.dumps(record) + "\n")
 
 
 if __name__ == "__main__":

@@ -30,10 +30,172 @@ from typing import List, Optional, Tuple
 
 import torch
 
+from allennlp_elmo_c.nn import cuda_graphs
+
 
 def _clip_keep(raw: torch.Tensor, clip: Optional[float]) -> Optional[torch.Tensor]:
     # Where torch.clamp lets the gradient through (bounds inclusive).
     return None if clip is None else (raw >= -clip) & (raw <= clip)
+
+
+def _forward_steps(
+    gates: torch.Tensor,
+    h0: torch.Tensor,
+    c0: torch.Tensor,
+    w_hh: torch.Tensor,
+    w_hr: torch.Tensor,
+    norm_weight: Optional[torch.Tensor],
+    norm_bias: Optional[torch.Tensor],
+    dropout: Optional[torch.Tensor],
+    steps: int,
+    norm_eps: float,
+    cell_clip: Optional[float],
+    projection_clip: Optional[float],
+) -> Tuple[Optional[torch.Tensor], ...]:
+    """
+    The recurrence over `steps` steps. `gates` `(timesteps, batch, 4 * cell)` holds W_ih x + b
+    and is overwritten step by step with the activations; returns it with the other buffers the
+    backward pass reads: c_t and h_t (initial state first), tanh(c_t), p_t (clipped), the
+    LayerNorm's means and reciprocal standard deviations, and where each clip let values through.
+    """
+    timesteps, batch, _ = gates.shape
+    cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
+    normalise = norm_weight is not None
+    cells = gates.new_zeros(timesteps + 1, batch, cell_size)
+    hiddens = gates.new_zeros(timesteps + 1, batch, projection_size)
+    tanh_cells = gates.new_zeros(timesteps, batch, cell_size)
+    projected = gates.new_zeros(timesteps, batch, projection_size)
+    means = gates.new_zeros(timesteps, batch, 1) if normalise else None
+    rstds = gates.new_zeros(timesteps, batch, 1) if normalise else None
+    cell_keep = gates.new_ones(timesteps, batch, cell_size, dtype=torch.bool)
+    projection_keep = gates.new_ones(timesteps, batch, projection_size, dtype=torch.bool)
+    cells[0], hiddens[0] = c0, h0
+    # Every step runs on all rows, as the reference loop does: a row past its length computes
+    # values nobody reads (its state is taken at its length, its outputs are zeroed, its
+    # gradients are zero), and the matrix products keep the same shapes as the reference's, so
+    # float32 results match it bit for bit on ragged batches too (BLAS kernels round differently
+    # for different row counts).
+    for t in range(steps):
+        recurrent = hiddens[t] if dropout is None else hiddens[t] * dropout
+        step_gates = gates[t]
+        step_gates.addmm_(recurrent, w_hh.t())
+        torch.sigmoid_(step_gates[:, : 2 * cell_size])
+        torch.tanh_(step_gates[:, 2 * cell_size : 3 * cell_size])
+        torch.sigmoid_(step_gates[:, 3 * cell_size :])
+        i, f, g, o = step_gates.chunk(4, dim=1)
+        cell = f * cells[t] + i * g
+        if cell_clip is not None:
+            torch.logical_and(cell >= -cell_clip, cell <= cell_clip, out=cell_keep[t])
+            cell.clamp_(-cell_clip, cell_clip)
+        cells[t + 1] = cell
+        tanh_cell = torch.tanh(cell, out=tanh_cells[t])
+        projection = torch.mm(o * tanh_cell, w_hr.t(), out=projected[t])
+        if projection_clip is not None:
+            torch.logical_and(
+                projection >= -projection_clip,
+                projection <= projection_clip,
+                out=projection_keep[t],
+            )
+            projection.clamp_(-projection_clip, projection_clip)
+        if normalise:
+            hidden, mean, rstd = torch.native_layer_norm(
+                projection, (projection_size,), norm_weight, norm_bias, norm_eps
+            )
+            means[t], rstds[t] = mean, rstd
+            hiddens[t + 1] = hidden
+        else:
+            hiddens[t + 1] = projection
+    return gates, cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
+
+
+def _gate_gradients(
+    dc: torch.Tensor,
+    dm: torch.Tensor,
+    gates: torch.Tensor,
+    cells: torch.Tensor,
+    tanh_cell: torch.Tensor,
+    out: torch.Tensor,
+) -> None:
+    # dL/d(pre-activation gates) of one step into `out` (rows, 4 * cell).
+    i, f, g, o = gates.chunk(4, dim=1)
+    di, df, dg, do = out.chunk(4, dim=1)
+    torch.mul(dc * g, i * (1 - i), out=di)
+    torch.mul(dc * cells, f * (1 - f), out=df)
+    torch.mul(dc * i, 1 - g * g, out=dg)
+    torch.mul(dm * tanh_cell, o * (1 - o), out=do)
+
+
+def _backward_steps(
+    grad_outputs: torch.Tensor,
+    dh_carry: torch.Tensor,
+    dc_carry: torch.Tensor,
+    running: Optional[torch.Tensor],
+    gates: torch.Tensor,
+    cells: torch.Tensor,
+    tanh_cells: torch.Tensor,
+    projected: torch.Tensor,
+    means: Optional[torch.Tensor],
+    rstds: Optional[torch.Tensor],
+    cell_keep: torch.Tensor,
+    projection_keep: torch.Tensor,
+    w_hh: torch.Tensor,
+    w_hr: torch.Tensor,
+    norm_weight: Optional[torch.Tensor],
+    norm_bias: Optional[torch.Tensor],
+    dropout: Optional[torch.Tensor],
+    batch_sizes: Optional[List[int]],
+    steps: int,
+    clips: Tuple[bool, bool],
+) -> Tuple[torch.Tensor, ...]:
+    """
+    Backpropagation through the `steps` steps. `dh_carry` and `dc_carry` `(batch, *)` start as
+    the gradients of the final states and are updated in place. With `batch_sizes`, step t
+    works on the rows still running (`[:batch_sizes[t]]`); with `running` `(timesteps, batch,
+    1)` instead, every step works on all rows and keeps the results of the running ones (the
+    same values, in shapes that do not change from batch to batch: what a captured CUDA graph
+    needs). Returns dL/d(gates), dL/dh_t and dL/dp_t (zeros where nothing ran) and the carries.
+    """
+    timesteps, batch, four_cells = gates.shape
+    projection_size = w_hr.size(0)
+    shape = (projection_size,)
+    clip_cell, clip_projection = clips
+    grad_gates = gates.new_zeros(timesteps, batch, four_cells)
+    grad_hiddens = gates.new_zeros(timesteps, batch, projection_size)
+    grad_projected = gates.new_zeros(timesteps, batch, projection_size)
+    for t in range(steps - 1, -1, -1):
+        n = batch if batch_sizes is None else batch_sizes[t]
+        dh = dh_carry[:n] + grad_outputs[t, :n]
+        if norm_weight is not None:
+            dp, _, _ = torch.ops.aten.native_layer_norm_backward(
+                dh, projected[t, :n], shape, means[t, :n], rstds[t, :n], norm_weight, norm_bias,
+                [True, False, False],
+            )  # fmt: skip
+        else:
+            dp = dh
+        if clip_projection:
+            dp = dp * projection_keep[t, :n]
+        f = gates[t, :n, four_cells // 4 : four_cells // 2]
+        tanh_cell = tanh_cells[t, :n]
+        dm = dp.mm(w_hr)
+        dc = torch.addcmul(dc_carry[:n], dm * gates[t, :n, 3 * four_cells // 4 :],
+                           1 - tanh_cell * tanh_cell)  # fmt: skip
+        if clip_cell:
+            dc = dc * cell_keep[t, :n]
+        _gate_gradients(dc, dm, gates[t, :n], cells[t, :n], tanh_cell, grad_gates[t, :n])
+        if running is not None:
+            keep = running[t]
+            grad_gates[t] = torch.where(keep, grad_gates[t], 0.0)
+            dp, dh = torch.where(keep, dp, 0.0), torch.where(keep, dh, 0.0)
+        grad_hiddens[t, :n], grad_projected[t, :n] = dh, dp
+        dr = grad_gates[t, :n].mm(w_hh)
+        if dropout is not None:
+            dr = dr * dropout[:n]
+        if running is None:
+            dh_carry[:n], dc_carry[:n] = dr, dc * f
+        else:
+            dh_carry.copy_(torch.where(keep, dr, dh_carry))
+            dc_carry.copy_(torch.where(keep, dc * f, dc_carry))
+    return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry
 
 
 class _LstmpFunction(torch.autograd.Function):
@@ -59,81 +221,39 @@ class _LstmpFunction(torch.autograd.Function):
         # are still running at step t. Buffers are time-major so that step t's rows are one
         # contiguous block [t, :n].
         batch, timesteps, _ = inputs.shape
-        cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
         steps = sum(1 for n in batch_sizes if n > 0)
-        normalise = norm_weight is not None
         # (timesteps, batch, 4 * cell): W_ih x + b, overwritten step by step by the activations.
         gates = torch.addmm(bias, inputs.transpose(0, 1).reshape(-1, inputs.size(2)), w_ih.t())
-        gates = gates.view(timesteps, batch, 4 * cell_size)
-        cells = inputs.new_zeros(timesteps + 1, batch, cell_size)  # c_t (clipped), c_0 first
-        hiddens = inputs.new_zeros(timesteps + 1, batch, projection_size)  # h_t, h_0 first
-        tanh_cells = inputs.new_zeros(timesteps, batch, cell_size)
-        projected = inputs.new_zeros(timesteps, batch, projection_size)  # p_t (clipped)
-        means = inputs.new_zeros(timesteps, batch, 1) if normalise else None
-        rstds = inputs.new_zeros(timesteps, batch, 1) if normalise else None
-        cell_keep = inputs.new_ones(timesteps, batch, cell_size, dtype=torch.bool)
-        projection_keep = inputs.new_ones(timesteps, batch, projection_size, dtype=torch.bool)
-        cells[0], hiddens[0] = c0, h0
-        # Every step runs on all rows, as the reference loop does: a row past its length
-        # computes values nobody reads (its state is taken at its length, its outputs are
-        # zeroed, its gradients are zero), and the matrix products keep the same shapes as the
-        # reference's, so float32 results match it bit for bit on ragged batches too (BLAS
-        # kernels round differently for different row counts).
-        for t in range(steps):
-            recurrent = hiddens[t] if dropout is None else hiddens[t] * dropout
-            step_gates = gates[t]
-            step_gates.addmm_(recurrent, w_hh.t())
-            torch.sigmoid_(step_gates[:, : 2 * cell_size])
-            torch.tanh_(step_gates[:, 2 * cell_size : 3 * cell_size])
-            torch.sigmoid_(step_gates[:, 3 * cell_size :])
-            i, f, g, o = step_gates.chunk(4, dim=1)
-            cell = f * cells[t] + i * g
-            if cell_clip is not None:
-                torch.logical_and(cell >= -cell_clip, cell <= cell_clip, out=cell_keep[t])
-                cell.clamp_(-cell_clip, cell_clip)
-            cells[t + 1] = cell
-            tanh_cell = torch.tanh(cell, out=tanh_cells[t])
-            projection = torch.mm(o * tanh_cell, w_hr.t(), out=projected[t])
-            if projection_clip is not None:
-                torch.logical_and(
-                    projection >= -projection_clip,
-                    projection <= projection_clip,
-                    out=projection_keep[t],
-                )
-                projection.clamp_(-projection_clip, projection_clip)
-            if normalise:
-                hidden, mean, rstd = torch.native_layer_norm(
-                    projection, (projection_size,), norm_weight, norm_bias, norm_eps
-                )
-                means[t], rstds[t] = mean, rstd
-                hiddens[t + 1] = hidden
-            else:
-                hiddens[t + 1] = projection
-        ctx.save_for_backward(
-            inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, gates, cells, hiddens,
-            tanh_cells, projected, means, rstds, cell_keep, projection_keep,
-        )  # fmt: skip
-        ctx.batch_sizes, ctx.steps, ctx.norm_eps = batch_sizes, steps, norm_eps
+        gates = gates.view(timesteps, batch, -1)
+        tensors = (gates, h0, c0, w_hh, w_hr, norm_weight, norm_bias, dropout)
+        settings = (steps, norm_eps, cell_clip, projection_clip)
+        if cuda_graphs.enabled(inputs.device):
+            static = cuda_graphs.replay(
+                ("lstmp forward", *settings),
+                lambda *tensors: _forward_steps(*tensors, *settings),
+                tensors,
+            )
+            buffers = tuple(None if t is None else t.clone() for t in static)
+        else:
+            buffers = _forward_steps(*tensors, *settings)
+        gates, cells, hiddens, *_ = buffers
+        ctx.save_for_backward(inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, *buffers)
+        ctx.batch_sizes, ctx.steps = batch_sizes, steps
         ctx.clips = (cell_clip is not None, projection_clip is not None)
         # Each row's final state: the step at its length (the initial state for length 0).
         rows = torch.arange(batch, device=inputs.device)
         running = torch.tensor(batch_sizes, device=inputs.device).unsqueeze(1) > rows  # (T, B)
+        ctx.running = running
         lengths = running.sum(0)
         outputs = (hiddens[1:] * running.unsqueeze(-1)).transpose(0, 1).contiguous()
         return outputs, hiddens[lengths, rows], cells[lengths, rows]
 
     @staticmethod
     def backward(ctx, grad_outputs, grad_hidden, grad_cell):  # type: ignore[override]
-        (
-            inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, gates, cells, hiddens,
-            tanh_cells, projected, means, rstds, cell_keep, projection_keep,
-        ) = ctx.saved_tensors  # fmt: skip
-        batch_sizes, steps = ctx.batch_sizes, ctx.steps
-        clip_cell, clip_projection = ctx.clips
-        normalise = norm_weight is not None
+        inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, *buffers = ctx.saved_tensors
+        gates, cells, hiddens, tanh_cells, projected, means, rstds, *keeps = buffers
         batch, timesteps, input_size = inputs.shape
         cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
-        shape = (projection_size,)
         dh_carry = inputs.new_zeros(batch, projection_size)
         dc_carry = inputs.new_zeros(batch, cell_size)
         if grad_hidden is not None:
@@ -145,36 +265,22 @@ class _LstmpFunction(torch.autograd.Function):
             if grad_outputs is not None
             else inputs.new_zeros(timesteps, batch, projection_size)
         )
-        grad_gates = inputs.new_zeros(timesteps, batch, 4 * cell_size)
-        grad_hiddens = inputs.new_zeros(timesteps, batch, projection_size)  # dL/dh_t, all paths
-        grad_projected = inputs.new_zeros(timesteps, batch, projection_size)  # dL/dp_t (raw)
-        for t in range(steps - 1, -1, -1):
-            n = batch_sizes[t]
-            dh = torch.add(dh_carry[:n], grad_outputs[t, :n], out=grad_hiddens[t, :n])
-            if normalise:
-                dp, _, _ = torch.ops.aten.native_layer_norm_backward(
-                    dh, projected[t, :n], shape, means[t, :n], rstds[t, :n], norm_weight,
-                    norm_bias, [True, False, False],
-                )  # fmt: skip
-            else:
-                dp = dh
-            if clip_projection:
-                dp = dp * projection_keep[t, :n]
-            grad_projected[t, :n] = dp
-            i, f, g, o = gates[t, :n].chunk(4, dim=1)
-            tanh_cell = tanh_cells[t, :n]
-            dm = dp.mm(w_hr)
-            dc = torch.addcmul(dc_carry[:n], dm * o, 1 - tanh_cell * tanh_cell)
-            if clip_cell:
-                dc = dc * cell_keep[t, :n]
-            di, df, dg, do = grad_gates[t, :n].chunk(4, dim=1)
-            torch.mul(dc * g, i * (1 - i), out=di)
-            torch.mul(dc * cells[t, :n], f * (1 - f), out=df)
-            torch.mul(dc * i, 1 - g * g, out=dg)
-            torch.mul(dm * tanh_cell, o * (1 - o), out=do)
-            dr = grad_gates[t, :n].mm(w_hh)
-            dh_carry[:n] = dr if dropout is None else dr * dropout[:n]
-            dc_carry[:n] = dc * f
+        saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, w_hh, w_hr,
+                 norm_weight, norm_bias, dropout)  # fmt: skip
+        if cuda_graphs.enabled(inputs.device):
+            settings = (None, ctx.steps, ctx.clips)
+            running = ctx.running.unsqueeze(-1)
+            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = cuda_graphs.replay(
+                ("lstmp backward", *settings),
+                lambda *tensors: _backward_steps(*tensors, *settings),
+                (grad_outputs, dh_carry, dc_carry, running, *saved),
+            )
+            dh_carry, dc_carry = dh_carry.clone(), dc_carry.clone()
+        else:
+            grad_gates, grad_hiddens, grad_projected, _, _ = _backward_steps(
+                grad_outputs, dh_carry, dc_carry, None, *saved, ctx.batch_sizes, ctx.steps,
+                ctx.clips,
+            )  # fmt: skip
         flat_gates = grad_gates.view(timesteps * batch, -1)
         time_major_inputs = inputs.transpose(0, 1).reshape(timesteps * batch, input_size)
         grad_inputs = flat_gates.mm(w_ih).view(timesteps, batch, input_size).transpose(0, 1)
@@ -188,7 +294,7 @@ class _LstmpFunction(torch.autograd.Function):
             memory.reshape(timesteps * batch, -1)
         )
         grad_norm_weight = grad_norm_bias = None
-        if normalise:
+        if norm_weight is not None:
             normalised = (projected - means) * rstds  # zeros where nothing ran
             grad_norm_weight = (grad_hiddens * normalised).sum((0, 1))
             grad_norm_bias = grad_hiddens.sum((0, 1))
@@ -241,12 +347,14 @@ def lstm_with_projection(
     """
     if (norm_weight is None) != (norm_bias is None):
         raise ValueError("lstm_with_projection: give both norm_weight and norm_bias, or neither")
-    if inputs.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
-        # The hand-written backward mixes saved activations with the weights; under CPU
-        # autocast (bf16/fp16) the recurrence runs in float32 instead, as autocast does for its
-        # precision-sensitive ops (the cell state accumulates over every timestep).
+    device_type = inputs.device.type
+    if device_type in ("cpu", "cuda") and torch.is_autocast_enabled(device_type):
+        # The hand-written backward mixes saved activations with the weights; under autocast
+        # (bf16/fp16) the recurrence runs in float32 instead, as autocast does for its
+        # precision-sensitive ops (the cell state accumulates over every timestep). On a GPU its
+        # matrix products then follow torch's float32 precision setting (TF32 when allowed).
         tensors = (hidden, cell, w_ih, w_hh, bias, w_hr, norm_weight, norm_bias, dropout)
-        with torch.autocast("cpu", enabled=False):
+        with torch.autocast(device_type, enabled=False):
             return lstm_with_projection(
                 inputs.float(),
                 lengths,

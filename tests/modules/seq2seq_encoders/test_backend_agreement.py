@@ -145,3 +145,71 @@ def test_encoders_agree_across_backends(recurrence_norm):
     names = ["inputs"] + [name for name, _ in models["fused"].named_parameters()]
     for name, ours, theirs in zip(names, *(results[b][1] for b in models)):
         assert_equal_to(ours, theirs, 1e-10, name)
+
+
+NO_GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=NO_GPU)])
+def graph_device(request, monkeypatch):
+    """
+    The fused kernel's GPU path: its loops run on all rows in shapes that do not change from
+    batch to batch, replayed from captured CUDA graphs. On CPU the same loops run eagerly.
+    """
+    from allennlp_elmo_c.nn import cuda_graphs
+
+    if request.param == "cpu":
+        monkeypatch.setattr(cuda_graphs, "enabled", lambda device: True)
+        monkeypatch.setattr(cuda_graphs, "replay", lambda key, function, args: function(*args))
+    else:
+        cuda_graphs.clear()
+    yield torch.device(request.param)
+    cuda_graphs.clear()
+
+
+def on(device, tensors):
+    return [t.to(device) for t in tensors]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_graph_path_equals_reference(graph_device, dtype):
+    """Three batches through one captured graph: new values each time, ragged lengths."""
+    layer = clipping_layer(dtype).to(graph_device)
+    for seed in (1, 2, 3):
+        batch = on(graph_device, inputs_and_state(20, dtype, seed=seed))
+        reference_values, reference_grads = run_layer(layer, "reference", *batch)
+        fused_values, fused_grads = run_layer(layer, "fused", *batch)
+        for name, ours, theirs in zip(["outputs", "h_n", "c_n"], fused_values, reference_values):
+            assert_equal_to(ours, theirs, TOLERANCES[dtype], name)
+        names = ["inputs", "h0", "c0"] + [name for name, _ in layer.named_parameters()]
+        for name, ours, theirs in zip(names, fused_grads, reference_grads):
+            assert theirs.abs().sum() > 0, name
+            assert_equal_to(ours, theirs, TOLERANCES[dtype], name)
+
+
+def test_graph_path_encoder_reuses_graphs_before_backward(graph_device):
+    """
+    Both directions of a layer have the same shapes, so they replay one graph before either's
+    backward runs: each must keep its own saved activations.
+    """
+    models = {}
+    for backend in ("reference", "fused"):
+        torch.manual_seed(0)
+        models[backend] = ElmoLstmEncoder(
+            INPUT, PROJECTION, CELL, num_layers=2, backend=backend, recurrent_dropout=0.2,
+            return_all_layers=True,
+        ).double().train().to(graph_device)  # fmt: skip
+    inputs, mask, _, _, _ = on(graph_device, inputs_and_state(30, torch.float64))
+    weights = torch.randn(len(mask), 30, 2 * PROJECTION, dtype=torch.float64).to(graph_device)
+    results = {}
+    for backend, model in models.items():
+        leaf = inputs.clone().requires_grad_()
+        torch.manual_seed(7)
+        layers = model(leaf, mask)
+        loss = sum(((layer * weights).sum() for layer in layers))
+        results[backend] = (layers, torch.autograd.grad(loss, [leaf] + list(model.parameters())))
+    for index, (ours, theirs) in enumerate(zip(*(results[b][0] for b in models))):
+        assert_equal_to(ours, theirs, 1e-10, f"layer {index}")
+    names = ["inputs"] + [name for name, _ in models["fused"].named_parameters()]
+    for name, ours, theirs in zip(names, *(results[b][1] for b in models)):
+        assert_equal_to(ours, theirs, 1e-10, name)
