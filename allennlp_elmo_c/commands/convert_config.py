@@ -129,7 +129,7 @@ def load_stock_config(config_file: str, ext_vars: Optional[Dict[str, str]] = Non
         break
     if missing:
         raise ConfigurationError(
-            f"config {config_file} reads the external variable(s) {', '.join(missing)} "
+            f"config {config_file} reads the external variable(s) {', '.join(sorted(missing))} "
             "(std.extVar), which are not set: set them in the environment or give them with "
             "--ext-var NAME=VALUE (their values are written into the converted config)"
         )
