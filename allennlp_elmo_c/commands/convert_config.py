@@ -75,6 +75,8 @@ class Change:
 def _short(value: Any) -> str:
     if value is None:
         return "(none)"
+    if isinstance(value, str) and value.startswith("{"):  # a shape, not a value
+        return value
     if isinstance(value, dict):
         return f"{{type: {value['type']}, ...}}" if "type" in value else "{...}"
     return json.dumps(value)
@@ -314,7 +316,8 @@ class _Converter:
                 "embedder's token_embedders; replace it by hand"
             )
         if not path.endswith(".token_embedders"):  # AllenNLP < 1.0: the embedders directly in the text field embedder
-            embedders = {key: value for key, value in container.items() if isinstance(value, dict)}
+            embedders = {key: value for key, value in container.items()
+                         if isinstance(value, dict) and key != "embedder_to_indexer_map"}  # fmt: skip
             for key in embedders:
                 del container[key]
             container["token_embedders"] = embedders

@@ -165,6 +165,16 @@ def test_fasttext_path_goes_to_the_indexer_and_embedder(elmo_c_archive):
     assert config["model"]["text_field_embedder"]["token_embedders"]["elmo"]["fasttext_path"] == bin_path
 
 
+def test_pre_allennlp_1_text_field_embedder_is_nested(elmo_c_archive):
+    config = stock("esim_elmo")
+    config["model"]["text_field_embedder"] = dict(config["model"]["text_field_embedder"]["token_embedders"])
+    conversion = convert_config(config, str(elmo_c_archive))
+    embedders = conversion.config["model"]["text_field_embedder"]["token_embedders"]
+    assert list(embedders) == ["elmo"] and embedders["elmo"]["type"] == "elmo_c_token_embedder"
+    assert conversion.config["model"]["encoder"]["input_size"] == D
+    assert conversion.changes[0].path == "model.text_field_embedder"
+
+
 # --- the converted models build and train --------------------------------------------------------
 
 SMALL = {"trainer.num_epochs": 1, "trainer.cuda_device": -1}
