@@ -45,8 +45,7 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
     contextualizer = contextualizer_config(config)
     lstm_layers = int(contextualizer["num_layers"])
     output_dim = representation_dim(config)
-    embedders = model.get("text_field_embedder", {}).get("token_embedders", {})
-    input_key, input_embedder = next(iter(embedders.items()), (None, {}))
+    input_embedder = _input_embedder(config)[1]
     stored, metrics = _read_members(archive_file)
     fasttext = _fasttext(config, archive_file)
     parameters, counted_from = _trainable_parameters(archive_file, config, stored)
@@ -68,7 +67,7 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
         "parameters_counted_from": counted_from,
         "training": _training(config, metrics),
         "elmo_c_dim": output_dim,
-        "config_snippet": _snippet(config, archive_file, input_key, input_embedder, output_dim),
+        "config_snippet": downstream_snippet(config, archive_file),
     }
 
 
@@ -194,14 +193,17 @@ def _training(config: Dict[str, Any], metrics: Optional[Dict[str, Any]]) -> Opti
     }
 
 
-def _snippet(
-    config: Dict[str, Any],
-    archive_file: str,
-    input_key: Optional[str],
-    input_embedder: Dict[str, Any],
-    output_dim: int,
-) -> Dict[str, Any]:
-    """The indexer and embedder (key `elmo`) that feed this biLM in a downstream config."""
+def _input_embedder(config: Dict[str, Any]) -> Tuple[Optional[str], Dict[str, Any]]:
+    """The key and config of the biLM's (first) input token embedder."""
+    embedders = config["model"].get("text_field_embedder", {}).get("token_embedders", {})
+    return next(iter(embedders.items()), (None, {}))
+
+
+def downstream_snippet(config: Dict[str, Any], archive_file: str) -> Dict[str, Any]:
+    """The indexer and embedder (key `elmo`) that feed the biLM of `config` (an archive's
+    config.json) in a downstream config, as `describe` prints them and `convert-config` writes
+    them."""
+    input_key, input_embedder = _input_embedder(config)
     reader = config.get("dataset_reader", {})
     if is_subword_config(config):
         indexer = {"type": "bpe_first_subword",
@@ -212,7 +214,8 @@ def _snippet(
     else:  # the pretraining reader's own indexer (elmo_characters, single_id, ...)
         indexer = reader.get("token_indexers", {}).get(input_key, {})
     embedder = {"type": "elmo_c_token_embedder", "archive_file": archive_file,
-                "expected_output_dim": output_dim, "do_layer_norm": False, "dropout": 0.5}  # fmt: skip
+                "expected_output_dim": representation_dim(config), "do_layer_norm": False,
+                "dropout": 0.5}  # fmt: skip
     return {"token_indexers": {"elmo": indexer}, "token_embedders": {"elmo": embedder}}
 
 

@@ -1,0 +1,531 @@
+"""
+`allennlp convert-config` (`python -m allennlp_elmo_c convert-config stock.jsonnet model.tar.gz
+converted.json`): a stock AllenNLP / allennlp-models task config that uses ELMo, converted to use
+a trained ELMo-C archive instead.
+
+- every `elmo_token_embedder` becomes an `elmo_c_token_embedder` over the archive (its settings
+  that mean the same there are kept: `dropout`, `do_layer_norm`, `requires_grad`,
+  `projection_dim`, `scalar_mix_parameters`; the others are dropped with a note), and BCN's
+  model-level `elmo` becomes one in its text field embedder (key `elmo_c`);
+- the token indexers under those embedders' keys (`elmo_characters`) become the indexer the biLM
+  reads (`fasttext_subwords` over the archive for a fastText biLM), in every reader;
+- every input size that was sized for the old text field embedder (`input_size`, `input_dim`,
+  ... equal to its old total output size, or that total plus SRL's `binary_feature_dim` or a
+  parser's `pos_tag_embedding`) is resized for the new one: ELMo's 1024 becomes the archive's
+  representation size (2 x its projection size).
+
+Each change is listed (path, old -> new). What cannot be converted is a `ConfigurationError`.
+"""
+
+import argparse
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.params import Params
+
+from allennlp_elmo_c.archive import read_archive_config, representation_dim
+from allennlp_elmo_c.commands.describe import downstream_snippet
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+
+ELMO_EMBEDDER = "elmo_token_embedder"
+ELMO_INDEXER = "elmo_characters"
+ELMO_C_EMBEDDER = "elmo_c_token_embedder"
+# ELMo variants whose inputs or outputs differ from elmo_token_embedder's.
+UNCONVERTIBLE = {
+    "elmo_token_embedder_multilang": "a multilingual ELMo (one biLM per language)",
+    "bidirectional_lm_token_embedder": "a contextual embedder over an AllenNLP language model",
+    "language_model_token_embedder": "a contextual embedder over an AllenNLP language model",
+}
+# elmo_token_embedder's settings that elmo_c_token_embedder takes with the same meaning.
+CARRIED = ("dropout", "do_layer_norm", "requires_grad", "projection_dim", "scalar_mix_parameters")
+DROPPED = {
+    "options_file": "replaced by archive_file",
+    "weight_file": "replaced by archive_file",
+    "vocab_to_cache": "not needed: the biLM reads fastText subwords, not a word cache",
+    "num_output_representations": "BCN's input ELMo is one mix",
+    "keep_sentence_boundaries": "not used by BCN's input ELMo",
+}
+# Keys of the layers that read a text field embedder's output.
+DIM_KEYS = ("input_size", "input_dim", "embedding_dim", "vector_dim", "matrix_dim",
+            "tensor_1_dim", "tensor_2_dim")  # fmt: skip
+STOCK_ELMO_DIM = 1024  # elmo_2x4096_512_2048cnn_2xhighway: 2 x 512
+BCN_KEY = "elmo_c"  # BCN refuses a token embedder named "elmo"
+
+
+@dataclass
+class Change:
+    """One edit of the config: `path` (as `a.b[0].c`) went from `old` to `new`."""
+
+    path: str
+    old: Any
+    new: Any
+    note: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.path}: {_short(self.old)} -> {_short(self.new)}"
+        return f"{text}  ({self.note})" if self.note else text
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, str) and value.startswith("{"):  # a shape, not a value
+        return value
+    if isinstance(value, dict):
+        return f"{{type: {value['type']}, ...}}" if "type" in value else "{...}"
+    return json.dumps(value)
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def _walk(node: Any, path: str = "") -> Iterator[Tuple[str, Any]]:
+    """Every dict and list in `node` with its path, parents first."""
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _walk(value, _join(path, key))
+    elif isinstance(node, list):
+        yield path, node
+        for index, value in enumerate(node):
+            yield from _walk(value, _join(path, index))
+
+
+# --- reading the stock config --------------------------------------------------------------------
+
+_UNDEFINED = re.compile(r"undefined external variable: (\S+)")
+
+
+def load_stock_config(config_file: str, ext_vars: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """
+    A config file (.json or .jsonnet) evaluated as `allennlp train` evaluates it (external
+    variables from the environment, then `ext_vars`). An unset `std.extVar` is a
+    `ConfigurationError` naming every unset one.
+    """
+    if not Path(config_file).is_file():
+        raise ConfigurationError(f"config {config_file} does not exist")
+    given = dict(ext_vars or {})
+    missing: List[str] = []
+    while True:
+        try:
+            params = Params.from_file(config_file, ext_vars={**given, **dict.fromkeys(missing, "0")})
+        except RuntimeError as error:  # _jsonnet's errors
+            name = _UNDEFINED.search(str(error))
+            if name and name.group(1) not in missing and len(missing) < 100:
+                missing.append(name.group(1))
+                continue
+            if missing:
+                break
+            raise ConfigurationError(f"config {config_file} does not evaluate: {error}") from error
+        except ValueError as error:  # not JSON after all
+            raise ConfigurationError(f"config {config_file} is not a JSON object: {error}") from error
+        break
+    if missing:
+        raise ConfigurationError(
+            f"config {config_file} reads the external variable(s) {', '.join(sorted(missing))} "
+            "(std.extVar), which are not set: set them in the environment or give them with "
+            "--ext-var NAME=VALUE (their values are written into the converted config)"
+        )
+    config = params.as_dict(quiet=True)
+    if not isinstance(config.get("model"), dict):
+        raise ConfigurationError(f"config {config_file} has no model")
+    return config
+
+
+# --- sizes ---------------------------------------------------------------------------------------
+
+
+def stock_elmo_dim(params: Dict[str, Any], path: str, notes: List[str]) -> int:
+    """The output size of a stock `elmo_token_embedder` (or BCN's `Elmo`): its `projection_dim`,
+    else 2 x the biLM's projection size, read from its options file when that is a local file,
+    else from the options file's name (`elmo_2x4096_512_...`: 2 x 512), else assumed 1024."""
+    if params.get("projection_dim"):
+        return int(params["projection_dim"])
+    options = str(params.get("options_file", ""))
+    if options and Path(options).is_file():
+        try:
+            return 2 * int(json.loads(Path(options).read_text(encoding="utf-8"))["lstm"]["projection_dim"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ConfigurationError(f"{path}: cannot read the ELMo options file {options} ({error})")
+    match = re.search(r"\d+x\d+_(\d+)_\d+cnn", Path(options).name)
+    if match:
+        return 2 * int(match.group(1))
+    notes.append(f"{path}: ELMo size not known from options_file {options!r}; assumed {STOCK_ELMO_DIM}")
+    return STOCK_ELMO_DIM
+
+
+def _seq2vec_dim(encoder: Dict[str, Any]) -> Optional[int]:
+    kind = encoder.get("type")
+    if kind == "cnn":
+        if encoder.get("output_dim"):
+            return int(encoder["output_dim"])
+        return int(encoder["num_filters"]) * len(encoder.get("ngram_filter_sizes", (2, 3, 4, 5)))
+    if kind in ("lstm", "gru", "rnn", "augmented_lstm", "alternating_lstm"):
+        return int(encoder["hidden_size"]) * (2 if encoder.get("bidirectional") else 1)
+    if kind == "stacked_bidirectional_lstm":
+        return 2 * int(encoder["hidden_size"])
+    if kind in ("boe", "bag_of_embeddings"):
+        return int(encoder["embedding_dim"])
+    if kind == "cnn-highway":
+        return int(encoder["projection_dim"])
+    return None
+
+
+def token_embedder_dim(params: Dict[str, Any]) -> Optional[int]:
+    """The output size of a token embedder's config, `None` where it cannot be told from it."""
+    kind = params.get("type", "embedding")
+    try:
+        if kind == "embedding":
+            return int(params.get("projection_dim") or params["embedding_dim"])
+        if kind == "character_encoding":
+            return _seq2vec_dim(params.get("encoder", {}))
+        if kind == "pass_through":
+            return int(params["hidden_dim"])
+        if kind == "empty":
+            return 0
+        if kind == ELMO_C_EMBEDDER and params.get("expected_output_dim"):
+            if params.get("projection_dim"):
+                return int(params["projection_dim"])
+            return int(params["expected_output_dim"]) * int(params.get("num_output_representations", 1))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None
+
+
+# --- the conversion ------------------------------------------------------------------------------
+
+
+@dataclass
+class Conversion:
+    config: Dict[str, Any]
+    changes: List[Change]
+    notes: List[str]
+
+
+class _Converter:
+    def __init__(self, config: Dict[str, Any], archive_file: str, fasttext_path: Optional[str]):
+        self.config = copy.deepcopy(config)
+        self.archive_file = archive_file
+        self.changes: List[Change] = []
+        self.notes: List[str] = []
+        if not Path(archive_file).is_file():
+            raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
+        archive_config = read_archive_config(archive_file)
+        self.dim = representation_dim(archive_config)
+        snippet = downstream_snippet(archive_config, archive_file)
+        self.indexer = snippet["token_indexers"]["elmo"]
+        self.embedder = snippet["token_embedders"]["elmo"]
+        if fasttext_path is not None:
+            if self.indexer.get("type") != "fasttext_subwords":
+                raise ConfigurationError(f"{archive_file}: the biLM reads no fastText (--fasttext-path)")
+            self.indexer = {"type": "fasttext_subwords", "model_path": fasttext_path}
+            self.embedder = {**self.embedder, "fasttext_path": fasttext_path}
+        # old total -> new total of each text field embedder that had ELMo in it
+        self.sizes: Dict[int, Tuple[int, str]] = {}
+        self.elmo_keys: Dict[str, str] = {}  # indexer key in the stock config -> key now
+
+    def run(self) -> Conversion:
+        model = self.config["model"]
+        for path, node in _walk(self.config):
+            if isinstance(node, dict) and node.get("type") in UNCONVERTIBLE:
+                raise ConfigurationError(
+                    f"cannot convert {path}: {node['type']} is {UNCONVERTIBLE[node['type']]}, not "
+                    f"{ELMO_EMBEDDER}; replace it by hand"
+                )
+        containers = self._elmo_containers()
+        bcn = isinstance(model.get("elmo"), dict)
+        if not containers and not bcn:
+            found = [path for path, node in _walk(self.config)
+                     if isinstance(node, dict) and node.get("type") == ELMO_INDEXER]  # fmt: skip
+            where = f" (only {ELMO_INDEXER} indexers, at {', '.join(found)})" if found else ""
+            raise ConfigurationError(
+                f"the config uses no ELMo: no {ELMO_EMBEDDER} and no model-level elmo{where}"
+            )
+        for path in containers:
+            self._convert_text_field_embedder(path)
+        if bcn:
+            self._convert_bcn()
+        self._convert_indexers()
+        self._resize()
+        return Conversion(self.config, self.changes, self.notes)
+
+    def _elmo_containers(self) -> List[str]:
+        """Paths of the dicts of token embedders that hold an elmo_token_embedder."""
+        containers: List[str] = []
+        for path, node in _walk(self.config["model"], "model"):
+            if not isinstance(node, dict):
+                continue
+            for value in node.values():
+                if isinstance(value, dict) and value.get("type") == ELMO_EMBEDDER:
+                    if path not in containers:
+                        containers.append(path)
+        return containers
+
+    def _get(self, path: str) -> Any:
+        node: Any = self.config
+        for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+            node = node[int(part[1:-1])] if part.startswith("[") else node[part]
+        return node
+
+    def _new_embedder(self, stock: Dict[str, Any], path: str) -> Dict[str, Any]:
+        new = dict(self.embedder)
+        dropped = []
+        for key, value in stock.items():
+            if key == "type":
+                continue
+            if key in CARRIED:
+                new[key] = value
+            elif key in DROPPED:
+                dropped.append(f"{key} ({DROPPED[key]})")
+            else:
+                dropped.append(f"{key} (no equivalent in {ELMO_C_EMBEDDER})")
+        note = "dropped " + ", ".join(dropped) if dropped else ""
+        self.changes.append(Change(path, stock, new, note))
+        return new
+
+    def _embedders_total(self, embedders: Dict[str, Any], path: str, skip=()) -> int:
+        total = 0
+        for key, params in embedders.items():
+            if key in skip or not isinstance(params, dict):
+                continue
+            dim = token_embedder_dim(params)
+            if dim is None:
+                raise ConfigurationError(
+                    f"cannot convert: the output size of {_join(path, key)} (a "
+                    f"{params.get('type', 'embedding')} token embedder) cannot be told from the "
+                    "config, so the layers that read the text field embedder cannot be resized; "
+                    "convert this config by hand"
+                )
+            total += dim
+        return total
+
+    def _convert_text_field_embedder(self, path: str) -> None:
+        container = self._get(path)
+        if not path.endswith(("text_field_embedder", ".token_embedders")):
+            raise ConfigurationError(
+                f"cannot convert the {ELMO_EMBEDDER} in {path}: it is not in a text field "
+                "embedder's token_embedders; replace it by hand"
+            )
+        if not path.endswith(".token_embedders"):  # AllenNLP < 1.0: the embedders directly in the text field embedder
+            embedders = {key: value for key, value in container.items()
+                         if isinstance(value, dict) and key != "embedder_to_indexer_map"}  # fmt: skip
+            for key in embedders:
+                del container[key]
+            container["token_embedders"] = embedders
+            self.changes.append(Change(path, "{<embedders>}", "{token_embedders: {<embedders>}}",
+                                       "AllenNLP 2 nests token embedders"))  # fmt: skip
+            path = _join(path, "token_embedders")
+            container = embedders
+        elmo = [key for key, value in container.items()
+                if isinstance(value, dict) and value.get("type") == ELMO_EMBEDDER]  # fmt: skip
+        others = self._embedders_total(container, path, skip=elmo)
+        old_total = new_total = others
+        for key in elmo:
+            stock = container[key]
+            old_total += stock_elmo_dim(stock, _join(path, key), self.notes)
+            container[key] = self._new_embedder(stock, _join(path, key))
+            new_total += token_embedder_dim(container[key])  # type: ignore[operator]
+            self.elmo_keys[key] = key
+        self._add_size(old_total, new_total, path)
+
+    def _convert_bcn(self) -> None:
+        model = self.config["model"]
+        elmo = model["elmo"]
+        if model.get("type") != "bcn":
+            raise ConfigurationError(
+                f"cannot convert model.elmo: a model-level ELMo module is converted only for BCN "
+                f"(this model is {model.get('type')!r}); replace it by hand"
+            )
+        if model.get("use_integrator_output_elmo"):
+            raise ConfigurationError(
+                "cannot convert model.elmo: use_integrator_output_elmo = true (BCN's integrator "
+                f"output ELMo) needs an allennlp Elmo module, which {ELMO_C_EMBEDDER} cannot "
+                "replace; set it false (and num_output_representations to 1) first"
+            )
+        if not model.get("use_input_elmo"):
+            raise ConfigurationError("cannot convert model.elmo: BCN uses it nowhere (use_input_elmo is false)")
+        embedders = model.get("text_field_embedder", {}).get("token_embedders")
+        if not isinstance(embedders, dict):
+            raise ConfigurationError("cannot convert the BCN: its text_field_embedder has no token_embedders")
+        path = "model.text_field_embedder.token_embedders"
+        if BCN_KEY in embedders:
+            raise ConfigurationError(f"cannot convert the BCN: {_join(path, BCN_KEY)} exists already")
+        others = self._embedders_total(embedders, path)
+        old_total = others + stock_elmo_dim(elmo, "model.elmo", self.notes)
+        if int(elmo.get("num_output_representations", 1)) != 1:
+            raise ConfigurationError("cannot convert model.elmo: BCN's input ELMo is one mix (num_output_representations 1)")
+        del model["elmo"]
+        self.changes.append(Change("model.elmo", elmo, None, f"moved to {_join(path, BCN_KEY)}"))
+        for flag in ("use_input_elmo", "use_integrator_output_elmo"):
+            if flag in model:
+                self.changes.append(Change(_join("model", flag), model.pop(flag), None,
+                                           "ELMo-C is in the text field embedder"))  # fmt: skip
+        embedders[BCN_KEY] = self._new_embedder(elmo, _join(path, BCN_KEY))
+        self.elmo_keys["elmo"] = BCN_KEY
+        self._add_size(old_total, others + token_embedder_dim(embedders[BCN_KEY]), path)  # type: ignore[operator]
+
+    def _add_size(self, old: int, new: int, path: str) -> None:
+        extras = {0: ""}
+        model = self.config["model"]
+        if isinstance(model.get("binary_feature_dim"), int):  # SRL's verb indicator
+            extras[model["binary_feature_dim"]] = "binary_feature_dim"
+        pos = model.get("pos_tag_embedding")
+        if isinstance(pos, dict) and isinstance(pos.get("embedding_dim"), int):  # parsers
+            extras[pos["embedding_dim"]] = "pos_tag_embedding"
+        for extra, name in extras.items():
+            known = self.sizes.get(old + extra)
+            if known is not None and known[0] != new + extra:
+                raise ConfigurationError(
+                    f"cannot convert: layers of input size {old + extra} may read {known[1]} or "
+                    f"{path}, which change to different sizes; convert this config by hand"
+                )
+            note = f"reads {path} ({old} -> {new})" + (f" + {name} {extra}" if extra else "")
+            self.sizes[old + extra] = (new + extra, note)
+
+    def _convert_indexers(self) -> None:
+        found = set()
+        for path, node in list(_walk(self.config)):
+            if not (path == "token_indexers" or path.endswith(".token_indexers")):
+                continue
+            if not isinstance(node, dict):
+                continue
+            for key in list(node):
+                value = node[key]
+                if key not in self.elmo_keys:
+                    if isinstance(value, dict) and value.get("type") == ELMO_INDEXER:
+                        raise ConfigurationError(
+                            f"cannot convert {_join(path, key)}: an {ELMO_INDEXER} indexer under "
+                            f"a key no {ELMO_EMBEDDER} reads ({sorted(self.elmo_keys) or 'none'})"
+                        )
+                    continue
+                new_key = self.elmo_keys[key]
+                new = dict(self.indexer)
+                dropped = []
+                for setting, setting_value in (value.items() if isinstance(value, dict) else ()):
+                    if setting == "token_min_padding_length":
+                        new[setting] = setting_value
+                    elif setting != "type":
+                        dropped.append(setting)
+                note = f"dropped {', '.join(dropped)}" if dropped else ""
+                if new_key != key:
+                    del node[key]
+                    note = "; ".join(filter(None, [f"BCN refuses the key {key!r}", note]))
+                    self.changes.append(Change(_join(path, key), value, None, f"moved to {_join(path, new_key)}"))
+                node[new_key] = new
+                self.changes.append(Change(_join(path, new_key), value if new_key == key else None, new, note))
+                found.add(key)
+        for key in set(self.elmo_keys) - found:
+            raise ConfigurationError(
+                f"cannot convert: no reader has a token indexer {key!r} for the ELMo embedder "
+                f"{key!r} (its {ELMO_INDEXER} indexer)"
+            )
+
+    def _resize(self) -> None:
+        mapping = {old: new for old, (new, _) in self.sizes.items() if old != new}
+        if not mapping:
+            return
+        skip = ("text_field_embedder", "pos_tag_embedding")
+        resized = False
+
+        def visit(node: Any, path: str) -> None:
+            nonlocal resized
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    child = _join(path, key)
+                    if key in skip or (isinstance(value, dict) and value.get("type") == ELMO_C_EMBEDDER):
+                        continue
+                    if key in DIM_KEYS and isinstance(value, int) and not isinstance(value, bool) \
+                            and value in mapping:
+                        node[key] = mapping[value]
+                        self.changes.append(Change(child, value, node[key], self.sizes[value][1]))
+                        resized = True
+                    else:
+                        visit(value, child)
+            elif isinstance(node, list):
+                for index, value in enumerate(node):
+                    visit(value, _join(path, index))
+
+        visit(self.config["model"], "model")
+        if not resized:
+            sizes = ", ".join(f"{old} -> {new}" for old, new in sorted(mapping.items()))
+            self.notes.append(
+                f"no {'/'.join(DIM_KEYS[:2])}-like key had the old text field embedder size ({sizes}): "
+                "if a layer of this model is sized by hand for it, resize it"
+            )
+
+
+def convert_config(
+    config: Dict[str, Any], archive_file: str, fasttext_path: Optional[str] = None
+) -> Conversion:
+    """`config` (a stock task config using ELMo, as a dict) converted to use the ELMo-C archive
+    `archive_file`; `fasttext_path`, if given, replaces the archive's recorded fastText `.bin`
+    (indexer `model_path`, embedder `fasttext_path`)."""
+    return _Converter(config, archive_file, fasttext_path).run()
+
+
+def convert_config_file(
+    config_file: str,
+    archive_file: str,
+    output_file: str,
+    ext_vars: Optional[Dict[str, str]] = None,
+    fasttext_path: Optional[str] = None,
+) -> Conversion:
+    """Reads `config_file`, converts it and writes the result to `output_file` as JSON."""
+    conversion = convert_config(load_stock_config(config_file, ext_vars), archive_file, fasttext_path)
+    output = Path(output_file)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(conversion.config, indent=2) + "\n", encoding="utf-8")
+    return conversion
+
+
+def format_conversion(conversion: Conversion, output_file: str) -> str:
+    lines = [f"{len(conversion.changes)} change(s):"]
+    lines += [f"  {change}" for change in conversion.changes]
+    lines += [f"note: {note}" for note in conversion.notes]
+    lines.append(f"wrote {output_file}")
+    return "\n".join(lines)
+
+
+def _ext_var(text: str) -> Tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+@Subcommand.register("convert-config")
+class ConvertConfig(PluginSubcommand):
+    description = (
+        "Convert a stock AllenNLP task config that uses ELMo (elmo_characters + "
+        "elmo_token_embedder, or BCN's elmo) to use an ELMo-C archive, resizing the layers that "
+        "read it; prints every change."
+    )
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument("config_file", type=str, help="the stock config (.jsonnet / .json)")
+        subparser.add_argument("archive_file", type=str, help="model.tar.gz of an elmo_c model")
+        subparser.add_argument("output_file", type=str, help="where to write the converted JSON config")
+        subparser.add_argument(
+            "--ext-var", type=_ext_var, action="append", default=[], metavar="NAME=VALUE",
+            help="an external variable (std.extVar) of the config; overrides the environment",
+        )  # fmt: skip
+        subparser.add_argument(
+            "--fasttext-path", type=str, default=None,
+            help="the biLM's fastText .bin, if not where the archive recorded it",
+        )  # fmt: skip
+
+    def run(self, args: argparse.Namespace) -> None:
+        conversion = convert_config_file(
+            args.config_file, args.archive_file, args.output_file, dict(args.ext_var),
+            args.fasttext_path,
+        )  # fmt: skip
+        print(format_conversion(conversion, args.output_file))
