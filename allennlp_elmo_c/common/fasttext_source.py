@@ -5,20 +5,39 @@ Where a biLM archive's fastText `.bin` is found when the archive is used, in thi
    `PretrainedBiLM.from_archive`; `--fasttext-path` of `elmo-c-embed`);
 2. the environment variable `ELMO_C_FASTTEXT`, if it names an existing file (the downstream and
    training configs read the same variable);
-3. the path recorded in the archive's config, if it exists (a relative one is relative to the
-   current directory, as when the biLM was trained);
+3. the path recorded in the archive's config, if it exists. Training records it absolute
+   (`absolute_config_paths`: `allennlp train` writes config.json, and so the archive, with the
+   absolute path of every existing relative fastText file), so it holds from any directory; a
+   relative one (an archive trained before) is relative to the current directory, as when the
+   biLM was trained;
 4. a file with the recorded file name beside the archive (copy the `.bin` next to
    `model.tar.gz` and the pair works anywhere).
 
 The `fasttext_subwords` indexer built from an archive (`archive_file`) resolves the same way, so
 indexer and embedder read the same model.
+
+Plain AllenNLP commands on a biLM archive (`allennlp evaluate model.tar.gz ...`, `allennlp
+predict ...`) build the `fasttext` embedder and `fasttext_subwords` indexer from the archived
+config, with no explicit argument. A `model_path` of theirs that does not exist is resolved by
+`resolve_missing_fasttext`: `ELMO_C_FASTTEXT`, then the file of that name beside the archive
+being loaded (known while AllenNLP's `load_archive` runs: `allennlp_elmo_c.archive` notes it,
+as the extracted copy lies in a temporary directory), logging the file used; otherwise a
+`ConfigurationError` lists every place tried and the command-line fixes
+(`ELMO_C_FASTTEXT=... allennlp evaluate ...`, or `-o` overrides of the archive's paths). An
+existing `model_path` is used as given.
 """
 
+import contextlib
+import contextvars
+import json
+import logging
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
+
+logger = logging.getLogger(__name__)
 
 FASTTEXT_ENV = "ELMO_C_FASTTEXT"
 FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
@@ -47,6 +66,142 @@ def recorded_fasttext_paths(config: Dict[str, Any]) -> Dict[str, str]:
 
     walk(config, "")
     return found
+
+
+# Components whose `model_path` is a fastText `.bin`; other keys naming one anywhere.
+FASTTEXT_COMPONENTS = ("fasttext", "fasttext_subwords")
+# Files only read for training-time metrics, made absolute as well (a missing one never stops
+# loading: `elmo_c` warns and drops the metric).
+TRAINING_FILE_KEYS = ("nearest_neighbour_words",)
+
+
+def absolute_config_paths(
+    config: Dict[str, Any], keep: Optional[Dict[str, Any]] = None
+) -> List[Tuple[str, str, str]]:
+    """
+    Rewrites in place, as absolute paths, the relative paths of `config` that name existing files
+    read by the biLM: `model_path` of `fasttext` embedders and `fasttext_subwords` indexers,
+    `output_embedding_fasttext`, and `nearest_neighbour_words`. Returns `(dotted key, old, new)`
+    for each path rewritten. Paths that do not exist here (and absolute ones) are left as they
+    are, and so is a path that `keep` (another config, e.g. the config.json of a run being
+    recovered) has at the same key.
+    """
+    changed: List[Tuple[str, str, str]] = []
+
+    def rewrite(node: Dict[str, Any], key: str, path: str) -> None:
+        value = node[key]
+        if not isinstance(value, str) or os.path.isabs(value) or not Path(value).is_file():
+            return
+        if keep is not None and _lookup(keep, path) == value:
+            return
+        node[key] = os.path.abspath(value)
+        changed.append((path, value, node[key]))
+
+    def walk(node, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key in list(node):
+                path = f"{prefix}.{key}" if prefix else key
+                if key == "model_path" and node.get("type") in FASTTEXT_COMPONENTS:
+                    rewrite(node, key, path)
+                elif key == "output_embedding_fasttext" or key in TRAINING_FILE_KEYS:
+                    rewrite(node, key, path)
+                else:
+                    walk(node[key], path)
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{prefix}.{index}")
+
+    walk(config, "")
+    return changed
+
+
+def _lookup(config: Any, dotted: str) -> Any:
+    node = config
+    for part in dotted.split("."):
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+# The archive AllenNLP's `load_archive` is loading (set by `loading_archive`), so that a fastText
+# file of the archived config can be looked for beside it.
+_LOADING_ARCHIVE: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar(
+    "elmo_c_loading_archive", default=None
+)
+
+
+@contextlib.contextmanager
+def loading_archive(archive_file: Optional[str]) -> Iterator[None]:
+    """While inside, `resolve_missing_fasttext` also looks beside `archive_file` (a local file)."""
+    local = (
+        str(archive_file) if archive_file is not None and Path(archive_file).is_file() else None
+    )
+    token = _LOADING_ARCHIVE.set(local)
+    try:
+        yield
+    finally:
+        _LOADING_ARCHIVE.reset(token)
+
+
+def resolve_missing_fasttext(model_path: str, component: str) -> str:
+    """
+    `model_path` if it exists; else (a config read from a moved archive, or on another machine)
+    `$ELMO_C_FASTTEXT`, then the file of that name beside the archive being loaded, with a
+    warning naming the file used; else a `ConfigurationError` listing every place tried and the
+    command-line fixes.
+    """
+    if Path(model_path).is_file():
+        return model_path
+    tried = [f"{model_path} (model_path of the {component}, from {Path.cwd()})"]
+    from_environment = os.environ.get(FASTTEXT_ENV)
+    if from_environment:
+        if Path(from_environment).is_file():
+            logger.warning(
+                "%s: fastText model %s does not exist; using $%s = %s",
+                component, model_path, FASTTEXT_ENV, from_environment,
+            )  # fmt: skip
+            return from_environment
+        tried.append(f"{from_environment} (${FASTTEXT_ENV})")
+    else:
+        tried.append(f"${FASTTEXT_ENV} (not set)")
+    archive_file = _LOADING_ARCHIVE.get()
+    overrides = '\'{"<key>.model_path": "/path/to/model.bin", ...}\''
+    if archive_file is not None:
+        beside = Path(archive_file).parent / Path(model_path).name
+        if beside.is_file():
+            logger.warning(
+                "%s: fastText model %s does not exist; using %s beside the archive %s",
+                component, model_path, beside, archive_file,
+            )  # fmt: skip
+            return str(beside)
+        tried.append(f"{beside} (beside the archive)")
+        overrides = _overrides_hint(archive_file) or overrides
+    else:
+        tried.append("beside the archive (unknown: not loading an archive file)")
+    raise ConfigurationError(
+        f"The {component}'s fastText model was not found; tried {'; '.join(tried)}. Set the "
+        f"environment variable {FASTTEXT_ENV} to the .bin (e.g. `{FASTTEXT_ENV}=/path/to/model.bin "
+        "allennlp evaluate model.tar.gz ...`), copy it beside the archive under its recorded "
+        f"name, or override the archive's fastText paths (`allennlp evaluate/predict ... -o "
+        f"{overrides}`)."
+    )
+
+
+def _overrides_hint(archive_file: str) -> Optional[str]:
+    """The `-o` argument that points every fastText path of the archive at a new file."""
+    from allennlp_elmo_c.archive import read_archive_config  # the archive imports this module
+
+    try:
+        keys = recorded_fasttext_paths(read_archive_config(archive_file))
+    except ConfigurationError:
+        return None
+    if not keys:
+        return None
+    return "'" + json.dumps({key: "/path/to/model.bin" for key in keys}) + "'"
 
 
 def recorded_fasttext_path(config: Dict[str, Any], archive_file: str) -> Optional[str]:

@@ -11,6 +11,7 @@ from allennlp.data.tokenizers import Token
 from allennlp.data.vocabulary import Vocabulary
 
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.common.fasttext_source import resolve_missing_fasttext
 from allennlp_elmo_c.common.text import TruncationWarnings
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,10 @@ class FastTextSubwordsIndexer(TokenIndexer):
     # Parameters
 
     model_path : `str`, optional
-        The fastText `.bin` (the same file the `fasttext` token embedder uses).
+        The fastText `.bin` (the same file the `fasttext` token embedder uses). If it does not
+        exist (an archive loaded from another directory or machine), `$ELMO_C_FASTTEXT`, then the
+        file of that name beside the archive being loaded, is used
+        (`allennlp_elmo_c.common.fasttext_source.resolve_missing_fasttext`).
     archive_file : `str`, optional
         Instead of `model_path`: an ELMo-C biLM archive (`model.tar.gz`), whose own fastText model
         is used, found as the archive's users find it (the environment variable
@@ -83,6 +87,8 @@ class FastTextSubwordsIndexer(TokenIndexer):
             )
         if archive_file is not None:
             model_path = self._archive_fasttext(archive_file)
+        else:
+            model_path = resolve_missing_fasttext(model_path, "fasttext_subwords indexer")
         self._model = FastTextBin.load(model_path)
         self._max_subwords = max_subwords_per_token
         self._cache_size = cache_size

@@ -6,6 +6,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.common.fasttext_source import resolve_missing_fasttext
 
 
 @TokenEmbedder.register("fasttext")
@@ -19,8 +20,10 @@ class FastTextEmbedder(TokenEmbedder):
     the `.bin` and is neither a parameter nor a buffer: it is not trained, not in `state_dict()`,
     not in checkpoints or `model.tar.gz`, not broadcast by DDP and not copied by `deepcopy`. It is
     copied to the device of the input ids on first use, once per device for all embedders that
-    use the same file. To load an archive on a machine where the `.bin` lives elsewhere,
-    override `model_path` (of this embedder and of the indexer), e.g. with `load_archive(...,
+    use the same file. A `model_path` that does not exist (an archive loaded from another directory
+    or machine) is looked for in `$ELMO_C_FASTTEXT`, then beside the archive being loaded
+    (`allennlp_elmo_c.common.fasttext_source.resolve_missing_fasttext`); or override
+    `model_path` (of this embedder and of the indexer), e.g. with `load_archive(...,
     overrides=...)` or `allennlp ... --overrides`.
 
     The `fasttext_subwords` indexer's output carries the fingerprint of its `.bin`
@@ -41,6 +44,7 @@ class FastTextEmbedder(TokenEmbedder):
 
     def __init__(self, model_path: str, expected_dim: Optional[int] = None) -> None:
         super().__init__()
+        model_path = resolve_missing_fasttext(model_path, "fasttext token embedder")
         self._fasttext = FastTextBin.load(model_path)
         if expected_dim is not None and expected_dim != self._fasttext.dim:
             raise ConfigurationError(
