@@ -9,7 +9,9 @@ import io
 import json
 import os
 import random
+import shutil
 import signal
+import tarfile
 import zipfile
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -91,6 +93,40 @@ def train_tiny_elmo_c(directory: Path, backend: str = "fused") -> Path:
             FIXTURES_ROOT / "configs" / "elmo_c.jsonnet", directory / "run", json.dumps(overrides)
         )
     return directory / "run" / "model.tar.gz"
+
+
+# What archives trained before #18 recorded: the fixture configs' path, relative to the repository.
+RELATIVE_FASTTEXT = "tests/fixtures/fasttext/tiny.bin"
+
+
+def moved_archive(archive: Path, directory: Path, relative: bool = False) -> Path:
+    """A copy of `archive` in `directory`; with `relative`, its config records the fastText and
+    candidate files relative to the repository, as archives trained before #18 did."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "model.tar.gz"
+    if not relative:
+        shutil.copy(archive, target)
+        return target
+    with tarfile.open(archive) as source, tarfile.open(target, "w:gz") as copy:
+        for member in source:
+            data = source.extractfile(member) if member.isfile() else None
+            if member.name == "config.json":
+                from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
+
+                config = json.load(data)  # type: ignore[arg-type]
+                for key in recorded_fasttext_paths(config):
+                    node = config
+                    *parents, last = key.split(".")
+                    for part in parents:
+                        node = node[part]
+                    node[last] = RELATIVE_FASTTEXT
+                config["model"]["nearest_neighbour_words"] = "tests/fixtures/data/lm/candidates.txt"
+                text = json.dumps(config).encode()
+                member.size = len(text)
+                data = io.BytesIO(text)
+            copy.addfile(member, data)
+    return target
+
 
 
 def train_tiny_softmax(directory: Path) -> Path:

@@ -3,13 +3,11 @@ commands (`allennlp evaluate`, `allennlp predict`) and no `-o` overrides: its fa
 found from the absolute path training recorded, `$ELMO_C_FASTTEXT` or beside the archive;
 otherwise the error says what was tried and how to fix the command (issue #18)."""
 
-import io
 import json
 import logging
 import os
 import shutil
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -20,10 +18,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.archive import read_archive_config
 from allennlp_elmo_c.common.fasttext_source import FASTTEXT_ENV, recorded_fasttext_paths
 
-from tests.helpers import LM_DATA, TINY_FASTTEXT
-
-RELATIVE_FASTTEXT = "tests/fixtures/fasttext/tiny.bin"
-
+from tests.helpers import LM_DATA, RELATIVE_FASTTEXT, TINY_FASTTEXT, moved_archive as moved
 
 @pytest.fixture
 def elsewhere(monkeypatch, tmp_path) -> Path:
@@ -33,33 +28,6 @@ def elsewhere(monkeypatch, tmp_path) -> Path:
     monkeypatch.chdir(directory)
     monkeypatch.delenv(FASTTEXT_ENV, raising=False)
     return directory
-
-
-def moved(archive: Path, directory: Path, relative: bool = False) -> Path:
-    """A copy of `archive` in `directory`; with `relative`, its config records the fastText and
-    candidate files relative to the repository, as archives trained before #18 did."""
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / "model.tar.gz"
-    if not relative:
-        shutil.copy(archive, target)
-        return target
-    with tarfile.open(archive) as source, tarfile.open(target, "w:gz") as copy:
-        for member in source:
-            data = source.extractfile(member) if member.isfile() else None
-            if member.name == "config.json":
-                config = json.load(data)  # type: ignore[arg-type]
-                for key in recorded_fasttext_paths(config):
-                    node = config
-                    *parents, last = key.split(".")
-                    for part in parents:
-                        node = node[part]
-                    node[last] = RELATIVE_FASTTEXT
-                config["model"]["nearest_neighbour_words"] = "tests/fixtures/data/lm/candidates.txt"
-                text = json.dumps(config).encode()
-                member.size = len(text)
-                data = io.BytesIO(text)
-            copy.addfile(member, data)
-    return target
 
 
 def evaluate(monkeypatch, archive: Path, output: Path) -> dict:

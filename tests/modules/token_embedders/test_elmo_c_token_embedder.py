@@ -13,7 +13,7 @@ from allennlp.nn import InitializerApplicator
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from tests import FIXTURES_ROOT
-from tests.helpers import fasttext_ids, train_tiny_elmo_c
+from tests.helpers import fasttext_ids, moved_archive, train_tiny_elmo_c
 
 TINY = str(FIXTURES_ROOT / "fasttext" / "tiny.bin")
 SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed", "schools"]]
@@ -258,16 +258,17 @@ def test_another_indexer_under_the_embedders_key_names_the_right_one(elmo_c_arch
 
 
 def test_fasttext_resolution_order(elmo_c_archive, tmp_path, monkeypatch):
-    # The archive records tests/fixtures/fasttext/tiny.bin, relative to the project: from another
-    # directory it is missing.
+    # Training records the absolute path: the moved archive loads from another directory.
     from allennlp_elmo_c.archive import PretrainedBiLM
 
-    moved = tmp_path / "moved"
-    moved.mkdir()
-    archive = moved / "model.tar.gz"
-    shutil.copy(elmo_c_archive, archive)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ELMO_C_FASTTEXT", raising=False)
+    recorded = moved_archive(elmo_c_archive, tmp_path / "recorded")
+    assert PretrainedBiLM.from_archive(str(recorded)).fasttext_path == str(FIXTURES_ROOT / "fasttext" / "tiny.bin")
+    # An archive recording tests/fixtures/fasttext/tiny.bin relative to the project (as before
+    # #18): from another directory it is missing.
+    moved = tmp_path / "moved"
+    archive = moved_archive(elmo_c_archive, moved, relative=True)
     with pytest.raises(ConfigurationError) as error:
         PretrainedBiLM.from_archive(str(archive))
     for tried in ("ELMO_C_FASTTEXT", "fasttext_path", "--fasttext-path", str(moved / "tiny.bin")):
