@@ -6,8 +6,6 @@ words and unseen Greek ones; and how spaCy's blank French and Greek tokenizers s
 """
 
 import json
-import random
-
 import h5py
 import numpy
 import pytest
@@ -17,59 +15,16 @@ from allennlp_elmo_c.commands.prepare_corpus import prepare_corpus
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from tests import PROJECT_ROOT
-from tests.helpers import train_config
+from tests.helpers import ENDINGS, train_config, write_language_documents
 
-# Sentences built from these parts: varied enough for fastText, every word seen often enough for
-# its own row (min_count 5).
-PARTS = {
-    "de": (
-        ["Die Bäckerin", "Der Müller", "Unsere Großmutter", "Ein Straßenbahnfahrer",
-         "Die Schülerin", "Der Bürgermeister", "Frau Öztürk", "Mein Nachbar"],
-        ["kauft", "repariert", "verkauft", "bemalt", "sucht", "öffnet", "vergisst", "trägt"],
-        ["das Fahrrad", "die Brötchen", "einen Blumenstrauß", "die Tür", "den Schlüssel",
-         "das Frühstück", "die Käsetüte", "den Fußball"],
-        ["an der Straßenbahnhaltestelle", "im Rathaus", "auf dem Marktplatz", "in München",
-         "neben der Kirche", "vor dem Gebäude", "hinter der Brücke", "in Köln"],
-    ),
-    "ru": (
-        ["Моя бабушка", "Наш сосед", "Учительница", "Водитель трамвая", "Старый мельник",
-         "Ёжик", "Мэр города", "Художница"],
-        ["покупает", "чинит", "продаёт", "рисует", "ищет", "открывает", "забывает", "несёт"],
-        ["велосипед", "свежий хлеб", "букет цветов", "дверь", "ключ", "завтрак", "мяч",
-         "тёплый шарф"],
-        ["на остановке", "в ратуше", "на площади", "в Москве", "возле церкви", "перед зданием",
-         "за мостом", "в Петербурге"],
-    ),
-}
-ENDINGS = [".", "!", "?"]
 # Words never in the corpus (each language's) whose vectors come from character n-grams alone.
 UNSEEN = {"de": ["Größenänderung", "Übergangsstraße"], "ru": ["Пожарище", "Ёлочка"]}
 GREEK = ["Αθήνα", "καφές"]
 
 
-def write_documents(directory, language: str, documents: int = 60, sentences: int = 6):
-    """`documents` .txt files of `sentences` sentences each, hard-wrapped like prose; returns the
-    distinct sentences written."""
-    rng = random.Random(language)
-    subjects, verbs, objects, places = PARTS[language]
-    directory.mkdir()
-    written = set()
-    for index in range(documents):
-        text = []
-        for _ in range(sentences):
-            sentence = " ".join(rng.choice(part) for part in (subjects, verbs, objects, places))
-            sentence += rng.choice(ENDINGS)
-            written.add(sentence)
-            text.append(sentence)
-        # Two sentences per line: sentence splitting, not line breaks, makes the sentences.
-        lines = [" ".join(text[i:i + 2]) for i in range(0, len(text), 2)]
-        (directory / f"doc{index:03d}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return written
-
-
 @pytest.mark.parametrize("language", ["de", "ru"])
 def test_prepare_fasttext_pretrain_embed(tmp_path, monkeypatch, language):
-    written = write_documents(tmp_path / "texts", language)
+    written = write_language_documents(tmp_path / "texts", language)
     corpus = prepare_corpus([tmp_path / "texts"], tmp_path / "corpus", language=language,
                             validation_fraction=0.1, show_progress=False)  # fmt: skip
     train = (corpus / "train.txt").read_text(encoding="utf-8").splitlines()
@@ -139,9 +94,10 @@ def test_prepare_fasttext_pretrain_embed(tmp_path, monkeypatch, language):
     assert not numpy.allclose(inputs[0], inputs[1])
 
 
-def test_french_and_greek_tokenization(tmp_path):
-    """What spaCy's blank pipelines do with French elisions and Greek, as `prepare-corpus` writes
-    them (no training: the tokenizer is the only language-specific step)."""
+def test_french_greek_and_segmented_chinese_tokenization(tmp_path):
+    """What spaCy's blank pipelines do with French elisions, Greek and Chinese already segmented
+    into words (`--language xx`), as `prepare-corpus` writes them (no training: the tokenizer is
+    the only language-specific step)."""
     (tmp_path / "fr").mkdir()
     (tmp_path / "fr" / "a.txt").write_text(
         "Aujourd'hui, l'œuvre d'art est célèbre. J'ai vu l’hôtel près de Noël !\n",
@@ -164,4 +120,14 @@ def test_french_and_greek_tokenization(tmp_path):
     assert (greek / "train.txt").read_text(encoding="utf-8").splitlines() == [
         "Η Αθήνα είναι η πρωτεύουσα της Ελλάδας .",
         "Ο Ζεύς ήταν θεός !",
+    ]
+    # Chinese segmented by the user's own tool: the language-neutral rules keep its words and
+    # split sentences at full-width punctuation.
+    (tmp_path / "zh").mkdir()
+    (tmp_path / "zh" / "a.txt").write_text("我 喜欢 北京 的 秋天 。 你 呢 ？\n", encoding="utf-8")
+    chinese = prepare_corpus([tmp_path / "zh"], tmp_path / "zh_corpus", language="xx",
+                             validation_fraction=0.0, show_progress=False)  # fmt: skip
+    assert (chinese / "train.txt").read_text(encoding="utf-8").splitlines() == [
+        "我 喜欢 北京 的 秋天 。",
+        "你 呢 ？",
     ]
