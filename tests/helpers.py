@@ -67,6 +67,55 @@ def write_varied_corpus(path: Path) -> Path:
     return path
 
 
+# --- text in other languages -------------------------------------------------------------------
+
+# German and Russian sentences built from these parts: varied enough for fastText, every word seen
+# often enough for its own row (min_count 5).
+LANGUAGE_PARTS = {
+    "de": (
+        ["Die Bäckerin", "Der Müller", "Unsere Großmutter", "Ein Straßenbahnfahrer",
+         "Die Schülerin", "Der Bürgermeister", "Frau Öztürk", "Mein Nachbar"],
+        ["kauft", "repariert", "verkauft", "bemalt", "sucht", "öffnet", "vergisst", "trägt"],
+        ["das Fahrrad", "die Brötchen", "einen Blumenstrauß", "die Tür", "den Schlüssel",
+         "das Frühstück", "die Käsetüte", "den Fußball"],
+        ["an der Straßenbahnhaltestelle", "im Rathaus", "auf dem Marktplatz", "in München",
+         "neben der Kirche", "vor dem Gebäude", "hinter der Brücke", "in Köln"],
+    ),
+    "ru": (
+        ["Моя бабушка", "Наш сосед", "Учительница", "Водитель трамвая", "Старый мельник",
+         "Ёжик", "Мэр города", "Художница"],
+        ["покупает", "чинит", "продаёт", "рисует", "ищет", "открывает", "забывает", "несёт"],
+        ["велосипед", "свежий хлеб", "букет цветов", "дверь", "ключ", "завтрак", "мяч",
+         "тёплый шарф"],
+        ["на остановке", "в ратуше", "на площади", "в Москве", "возле церкви", "перед зданием",
+         "за мостом", "в Петербурге"],
+    ),
+}
+ENDINGS = [".", "!", "?"]
+
+
+def write_language_documents(
+    directory: Path, language: str, documents: int = 60, sentences: int = 6, seed: int = 0
+) -> set:
+    """`documents` .txt files of `sentences` sentences each, hard-wrapped like prose; returns the
+    distinct sentences written."""
+    rng = random.Random(f"{language}{seed}")
+    subjects, verbs, objects, places = LANGUAGE_PARTS[language]
+    directory.mkdir()
+    written = set()
+    for index in range(documents):
+        text = []
+        for _ in range(sentences):
+            sentence = " ".join(rng.choice(part) for part in (subjects, verbs, objects, places))
+            sentence += rng.choice(ENDINGS)
+            written.add(sentence)
+            text.append(sentence)
+        # Two sentences per line: sentence splitting, not line breaks, makes the sentences.
+        lines = [" ".join(text[i:i + 2]) for i in range(0, len(text), 2)]
+        (directory / f"doc{index:03d}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return written
+
+
 def train_small_fasttext(directory: Path, dim: int, bucket: int) -> Path:
     """A `dim`-d fastText .bin (one epoch, `bucket` n-gram buckets) trained on a varied corpus
     written into `directory`; returns its path."""

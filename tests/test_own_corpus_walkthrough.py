@@ -1,0 +1,73 @@
+"""
+README, "Your own data": every shell block marked `<!-- walkthrough -->` runs as it is written, in
+order, in a fresh directory that holds `training_config/` and a few hundred German sentences in
+`my_texts/` and `my_domain_texts/` (the fixture-size substitution: small inputs, not other
+commands), and makes the files the README says it makes.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import h5py
+import numpy
+
+from tests import PROJECT_ROOT
+from tests.helpers import write_language_documents
+
+MARKER = "<!-- walkthrough -->"
+
+
+def walkthrough_blocks() -> list:
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("\n## Your own data\n")
+    section = readme[start:readme.index("\n## ", start + 1)]
+    return re.findall(re.escape(MARKER) + r"\n```bash\n(.*?)```", section, flags=re.DOTALL)
+
+
+def test_the_readme_marks_the_whole_walkthrough():
+    blocks = walkthrough_blocks()
+    expected = ["prepare-corpus my_texts/", "train-fasttext", "elmo_c_small.jsonnet", "describe",
+                "elmo-c-embed", "elmo_c_adapt.jsonnet"]  # fmt: skip
+    assert len(blocks) == len(expected)
+    for block, command in zip(blocks, expected):
+        assert command in block
+
+
+def test_the_readme_walkthrough_runs(tmp_path):
+    (tmp_path / "training_config").symlink_to(PROJECT_ROOT / "training_config")
+    write_language_documents(tmp_path / "my_texts", "de")
+    write_language_documents(tmp_path / "my_domain_texts", "de", documents=30, seed=1)
+    environment = {
+        name: value for name, value in os.environ.items() if not name.startswith("ELMO_C_")
+    }
+    environment.update(
+        # `python` and `allennlp` of this environment, this checkout's package.
+        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+        PYTHONPATH=str(PROJECT_ROOT),
+        OMP_NUM_THREADS="1",
+    )
+    outputs = []
+    for block in walkthrough_blocks():
+        result = subprocess.run(["bash", "-e", "-c", block], cwd=tmp_path, env=environment,
+                                capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert result.returncode == 0, f"{block}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        outputs.append(result.stdout)
+
+    validation = (tmp_path / "corpus" / "validation.txt").read_text(encoding="utf-8").splitlines()
+    assert validation and (tmp_path / "corpus" / "train.txt").stat().st_size > 0
+    assert "Straßenbahnhaltestelle" in (tmp_path / "corpus" / "train.txt").read_text("utf-8")
+    assert (tmp_path / "vectors" / "mine.100d.bin").stat().st_size > 0
+    metrics = json.loads((tmp_path / "runs" / "mine" / "metrics.json").read_text())
+    assert numpy.isfinite(metrics["validation_loss"])
+    assert "ELMO_C_DIM=256" in outputs[3] and "elmo_c_token_embedder" in outputs[3]
+    with h5py.File(tmp_path / "features.hdf5", "r") as hdf5:
+        assert len([key for key in hdf5 if key != "sentence_to_index"]) == len(validation)
+        for index, line in enumerate(validation):
+            assert hdf5[str(index)].shape == (len(line.split()), 256)  # --top
+            assert numpy.isfinite(hdf5[str(index)][...]).all()
+    adapted = json.loads((tmp_path / "runs" / "mine_domain" / "config.json").read_text())
+    assert adapted["model"]["type"] == "elmo_c"  # an ordinary archive, no longer from_archive
+    assert (tmp_path / "runs" / "mine_domain" / "model.tar.gz").is_file()
