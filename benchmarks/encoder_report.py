@@ -1,0 +1,70 @@
+"""
+Renders the JSON lines written by `encoder_suite.sh` (`encoder_backends.py --json`) as the
+markdown tables of benchmarks/RESULTS.md.
+
+    python benchmarks/encoder_report.py OUT_DIR
+"""
+
+import json
+import sys
+from pathlib import Path
+
+
+def read(path: Path):
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def ratio(speeds, row, other):
+    if row in speeds and other in speeds:
+        return f"{speeds[row] / speeds[other]:.2f}x"
+    return "-"
+
+
+def main(out: Path) -> None:
+    cpu, gpu = read(out / "cpu.jsonl"), read(out / "gpu.jsonl")
+    if cpu:
+        print("| size, batch | threads | reference | fused | AllenNLP `ElmoLstm` | `outside` "
+              "| floor `torch.nn.LSTM(proj_size)` | fused / reference | fused / floor |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for record in sorted(cpu, key=lambda r: (r["size"] != "demo", r["threads"])):
+            speeds = record["tokens_per_second"]
+            cells = [f"{speeds[row]:,.0f}" if row in speeds else "-"
+                     for row in ("reference", "fused", "allennlp", "outside", "floor")]
+            print(f"| {record['size']}, {record['batch_size']} x {record['timesteps']} "
+                  f"| {record['threads']} | " + " | ".join(cells)
+                  + f" | {ratio(speeds, 'fused', 'reference')} | {ratio(speeds, 'fused', 'floor')} |")
+        print(f"\nCPU: {cpu[0]['device']} rows (tokens/s); torch {cpu[0]['torch']}.\n")
+    full = [r for r in gpu if "reference" in r["tokens_per_second"]]
+    if full:
+        rows = ("reference", "fused", "fused_eager", "allennlp", "outside", "floor")
+        print("| size, batch | precision | " + " | ".join(rows) + " | fused / reference "
+              "| fused / floor |")
+        print("|---|---|" + "---|" * (len(rows) + 2))
+        for record in full:
+            speeds = record["tokens_per_second"]
+            cells = [f"{speeds[row]:,.0f}" if row in speeds else "-" for row in rows]
+            print(f"| {record['size']}, {record['batch_size']} x {record['timesteps']} "
+                  f"| {record['precision']} | " + " | ".join(cells)
+                  + f" | {ratio(speeds, 'fused', 'reference')} | {ratio(speeds, 'fused', 'floor')} |")
+        print(f"\nGPU: {full[0]['device']}; torch {full[0]['torch']}.\n")
+    sweep = [r for r in gpu if "reference" not in r["tokens_per_second"]]
+    if sweep:
+        by_batch = {}
+        for record in sweep:
+            by_batch.setdefault(record["batch_size"], {}).update(
+                {row: (speed, record["peak_gib"][row])
+                 for row, speed in record["tokens_per_second"].items()}
+            )
+        rows = sorted({row for values in by_batch.values() for row in values})
+        print("| paper size, TF32, batch | " + " | ".join(f"{row} tok/s (peak GiB)" for row in rows)
+              + " |")
+        print("|---|" + "---|" * len(rows))
+        for batch in sorted(by_batch):
+            values = by_batch[batch]
+            cells = [f"{values[row][0]:,.0f} ({values[row][1]:.1f})" if row in values
+                     else "does not fit" for row in rows]
+            print(f"| {batch} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
