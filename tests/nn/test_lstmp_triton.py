@@ -15,7 +15,6 @@ import pytest
 import torch
 
 from allennlp_elmo_c.nn import cuda_graphs, lstmp
-from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
 from tests.modules.seq2seq_encoders.test_backend_agreement import (
     TOLERANCES,
     assert_equal_to,
@@ -114,8 +113,8 @@ def run_forward(kernels, variant, steps=TIMESTEPS):
     return tensors, settings, ours, theirs
 
 
-# Every variant for one step, two of them through all steps.
-STEPS = [(v, 1) for v in sorted(VARIANTS)] + [("paper", TIMESTEPS), ("plain", TIMESTEPS)]
+# Every variant for one step, the paper's through all steps.
+STEPS = [(v, 1) for v in sorted(VARIANTS)] + [("paper", TIMESTEPS)]
 
 
 @INTERPRETED
@@ -189,7 +188,7 @@ def test_interpreted_layer_with_triton_kernels_equals_reference(kernels, monkeyp
         monkeypatch.setattr(cuda_graphs, "replay", lambda key, function, args: function(*args))
     dtype = torch.float32
     layer = clipping_layer(dtype, recurrence_norm)
-    batch = inputs_and_state(20, dtype)
+    batch = inputs_and_state(12, dtype)
     reference_values, reference_grads = run_layer(layer, "reference", *batch)
     fused_values, fused_grads = run_layer(layer, "fused", *batch)
     assert len(calls) == 2  # forward and backward
@@ -201,6 +200,52 @@ def test_interpreted_layer_with_triton_kernels_equals_reference(kernels, monkeyp
         assert_equal_to(ours, theirs, TOLERANCES[dtype], name)
 
 
+GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+
+
+def gpu_problem(normalise=True, clip=True, dropout=True, projection_scale=0.015, seed=0):
+    """
+    `lstm_with_projection`'s arguments at a bigger size (two cell blocks, the second partly
+    masked; ragged lengths from 0 to all steps), scaled to keep the recurrence well conditioned.
+    """
+    batch, timesteps, inputs, cell, projection = 48, 25, 96, 1100, 300
+    generator = torch.Generator().manual_seed(seed)
+
+    def randn(*shape, scale=1.0):
+        return scale * torch.randn(*shape, generator=generator)
+
+    lengths = torch.randint(0, timesteps + 1, (batch,), generator=generator)
+    lengths[0], lengths[1] = timesteps, 0
+    arguments = dict(
+        inputs=randn(batch, timesteps, inputs), hidden=randn(batch, projection),
+        cell=randn(batch, cell, scale=2.0), w_ih=randn(4 * cell, inputs, scale=0.1),
+        w_hh=randn(4 * cell, projection, scale=0.05), bias=randn(4 * cell),
+        w_hr=randn(projection, cell, scale=projection_scale),
+    )  # fmt: skip
+    arguments["bias"][cell : 2 * cell] += 2.0
+    if normalise:
+        arguments["norm_weight"] = 1 + 0.5 * randn(projection)
+        arguments["norm_bias"] = 0.5 * randn(projection)
+    if dropout:
+        keep = torch.rand(batch, projection, generator=generator) > 0.3
+        arguments["dropout"] = keep.float() / 0.7
+    arguments = {key: value.cuda() for key, value in arguments.items()}
+    clips = dict(cell_clip=1.0, projection_clip=0.6) if clip else {}
+    weights = randn(batch, timesteps, projection).cuda()
+    return arguments, lengths.cuda(), clips, weights
+
+
+def run_lstmp(arguments, lengths, clips, weights):
+    """Values and the gradients of every tensor argument (the dropout mask has none)."""
+    leaves = {k: v.clone().requires_grad_(k != "dropout") for k, v in arguments.items()}
+    outputs, h_n, c_n = lstmp.lstm_with_projection(lengths=lengths, **leaves, **clips)
+    loss = (outputs * weights).sum() + (h_n * h_n).sum() + (c_n * weights[:, 0, :1]).sum()
+    names = [key for key in leaves if key != "dropout"]
+    grads = torch.autograd.grad(loss, [leaves[key] for key in names])
+    return {"outputs": outputs, "h_n": h_n, "c_n": c_n,
+            **{"grad " + key: grad for key, grad in zip(names, grads)}}  # fmt: skip
+
+
 def test_kernels_only_for_float32_on_a_gpu(monkeypatch):
     assert lstmp.pointwise_kernels(torch.zeros(1)) is None
     if torch.cuda.is_available():
@@ -210,42 +255,73 @@ def test_kernels_only_for_float32_on_a_gpu(monkeypatch):
         assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is None
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+@GPU
 @pytest.mark.parametrize("graphs", ["1", "0"], ids=["graphs", "eager"])
-def test_triton_path_equals_torch_ops_on_a_gpu(monkeypatch, graphs):
-    """Compiled kernels against the torch ops, on a GPU, at a bigger size (two cell blocks)."""
+@pytest.mark.parametrize("clip", [False, True], ids=["no_clips", "clips"])
+def test_triton_path_equals_torch_ops_on_a_gpu(monkeypatch, graphs, clip):
+    """
+    Compiled kernels against the torch ops on a GPU, the whole function, values and gradients.
+    With clips, only the values: a clip is a step function, and one of a million entries that
+    rounds to the other side of it (it happens) changes the gradients visibly; the loops are
+    compared with the clips below.
+    """
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     monkeypatch.setenv("ELMO_C_CUDA_GRAPHS", graphs)
-    device = torch.device("cuda")
-    input_size, cell, projection, batch, timesteps = 96, 1100, 300, 48, 25
-    torch.manual_seed(0)
-    layer = ProjectedLstmLayer(input_size, cell, projection, 1.0, 0.6, recurrent_dropout=0.3)
-    with torch.no_grad():
-        layer.input_weight.mul_(2.0)
-        layer.gate_bias.normal_(0.0, 1.0)
-        layer.gate_bias[cell : 2 * cell] += 2.0
-        layer.projection_weight.mul_(2.0)
-        layer.norm.weight.copy_(1 + 0.5 * torch.randn(projection))
-        layer.norm.bias.copy_(0.5 * torch.randn(projection))
-    layer = layer.to(device).train()
-    inputs = torch.randn(batch, timesteps, input_size, device=device)
-    lengths = torch.randint(0, timesteps + 1, (batch,), device=device)
-    lengths[0] = timesteps
-    mask = torch.arange(timesteps, device=device) < lengths.unsqueeze(1)
-    h0 = torch.randn(batch, projection, device=device)
-    c0 = 2 * torch.randn(batch, cell, device=device)
-    weights = torch.randn(batch, timesteps, projection, device=device)
-    batch_tensors = (inputs, mask, h0, c0, weights)
+    problem = gpu_problem(clip=clip)
     results = {}
     for triton_on in ("1", "0"):
         monkeypatch.setenv("ELMO_C_TRITON", triton_on)
         cuda_graphs.clear()
-        results[triton_on] = run_layer(layer, "fused", *batch_tensors)
+        results[triton_on] = run_lstmp(*problem)
     cuda_graphs.clear()
-    (ours, our_grads), (theirs, their_grads) = results["1"], results["0"]
-    for name, mine, reference in zip(["outputs", "h_n", "c_n"], ours, theirs):
-        assert_equal_to(mine, reference, 1e-5, name)
-    names = ["inputs", "h0", "c0"] + [name for name, _ in layer.named_parameters()]
-    for name, mine, reference in zip(names, our_grads, their_grads):
+    for name, reference in results["0"].items():
+        if clip and name.startswith("grad"):
+            continue
         assert reference.abs().sum() > 0, name
-        assert_equal_to(mine, reference, 1e-5, name)
+        assert_equal_to(results["1"][name], reference, 1e-5, name)
+
+
+@GPU
+def test_triton_loops_with_clips_equal_the_torch_ops_on_a_gpu(monkeypatch):
+    """
+    The forward loops agree but for the rare clip decision on an entry within rounding of the
+    clip; the backward loops, from the same forward buffers, agree on every gradient.
+    """
+    from allennlp_elmo_c.nn import lstmp_triton
+
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    # A larger projection: its clip bites on a few percent (the cells' on about a third).
+    arguments, lengths, clips, _ = gpu_problem(projection_scale=0.025)
+    a = arguments
+    batch, timesteps, _ = a["inputs"].shape
+    gates = torch.addmm(a["bias"], a["inputs"].transpose(0, 1).reshape(batch * timesteps, -1),
+                        a["w_ih"].t()).view(timesteps, batch, -1)  # fmt: skip
+    tensors = (a["hidden"], a["cell"], a["w_hh"], a["w_hr"], a["norm_weight"], a["norm_bias"],
+               a["dropout"])  # fmt: skip
+    settings = (timesteps, 1e-5, clips["cell_clip"], clips["projection_clip"])
+    theirs = lstmp._forward_steps(gates.clone(), *tensors, *settings)
+    ours = lstmp._forward_steps_fused(lstmp_triton, gates.clone(), *tensors, *settings)
+    for name, mine, reference in zip(FORWARD_NAMES, ours, theirs):
+        if reference.dtype == torch.bool:
+            assert (mine != reference).float().mean() < 1e-5, name
+            clipped = 1 - reference.float().mean().item()
+            assert 0.01 < clipped < 0.6, (name, clipped)
+        else:  # 25 steps of 1100 cells: a little more rounding carried along
+            assert_equal_to(mine, reference, 5 * LOOP_TOLERANCE, name)
+    gates, cells, hiddens, tanh_cells, projected, means, rstds, *keeps = theirs
+    generator = torch.Generator().manual_seed(5)
+    grad_outputs = torch.randn(batch, timesteps, hiddens.size(-1), generator=generator).cuda()
+    grad_outputs = grad_outputs.transpose(0, 1)  # as `_LstmpFunction.backward` passes it
+    dh, dc = torch.randn_like(hiddens[0]), torch.randn_like(cells[0])
+    # Every row each step, the results kept for those within their length (any order of rows).
+    running = (lengths > torch.arange(timesteps, device="cuda").unsqueeze(1)).unsqueeze(-1)
+    saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, a["w_hh"], a["w_hr"],
+             a["norm_weight"], a["norm_bias"], a["dropout"])  # fmt: skip
+    theirs = lstmp._backward_steps(grad_outputs, dh.clone(), dc.clone(), running, *saved, None,
+                                   timesteps, (True, True))  # fmt: skip
+    ours = lstmp._backward_steps_fused(lstmp_triton, grad_outputs, dh.clone(), dc.clone(),
+                                       running, *saved, None, timesteps, (True, True))  # fmt: skip
+    names = ["grad_gates", "grad_hiddens", "grad_projected", "dh_carry", "dc_carry"]
+    for name, mine, reference in zip(names, ours, theirs):
+        assert reference.abs().sum() > 0, name
+        assert_equal_to(mine, reference, LOOP_TOLERANCE, name)
