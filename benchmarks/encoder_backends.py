@@ -23,7 +23,10 @@ dropout): the same matrix products with nothing else, torch's own fastest path (
 generic fallback on CPU, cuDNN on a GPU), a practical floor for any implementation of the cell.
 
 On a GPU the fused kernel replays its loops from captured CUDA graphs (`allennlp_elmo_c.nn.
-cuda_graphs`); the `fused_eager` row runs the same loops without graphs. `--precision tf32`
+cuda_graphs`), each step's pointwise work in fused Triton kernels (`allennlp_elmo_c.nn.
+lstmp_triton`, float32); the `fused_eager` row runs the same loops without graphs, the
+`fused_torch_ops` row with graphs but torch ops in place of the Triton kernels
+(`ELMO_C_TRITON=0`). `--precision tf32`
 lets float32 matrix products use TF32; `--precision bf16` runs each step under autocast
 (the recurrence itself stays float32, see `lstm_with_projection`). `--json` appends the row
 values to a file.
@@ -151,17 +154,27 @@ def with_torch_lstm(step):
     return run
 
 
-def without_graphs(step):
-    """`step` with the fused kernel's loops run eagerly instead of from CUDA graphs."""
+def with_switch_off(step, variable):
+    """`step` with the environment `variable` set to "0" while it runs."""
 
     def run():
-        os.environ["ELMO_C_CUDA_GRAPHS"] = "0"
+        os.environ[variable] = "0"
         try:
             step()
         finally:
-            del os.environ["ELMO_C_CUDA_GRAPHS"]
+            del os.environ[variable]
 
     return run
+
+
+def without_graphs(step):
+    """`step` with the fused kernel's loops run eagerly instead of from CUDA graphs."""
+    return with_switch_off(step, "ELMO_C_CUDA_GRAPHS")
+
+
+def without_triton(step):
+    """`step` with each step's pointwise work in torch ops instead of the Triton kernels."""
+    return with_switch_off(step, "ELMO_C_TRITON")
 
 
 def main():
@@ -175,8 +188,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32")
     parser.add_argument("--rows", default="reference,fused,allennlp,outside,floor",
-                        help="comma-separated rows (also: fused_eager on a GPU, "
-                        "outside_torch_lstm on CPU)")  # fmt: skip
+                        help="comma-separated rows (also: fused_eager, fused_torch_ops on a "
+                        "GPU, outside_torch_lstm on CPU)")  # fmt: skip
     parser.add_argument("--json", help="append the results to this JSON-lines file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -192,7 +205,8 @@ def main():
     shape = (args.size, args.batch_size, args.timesteps, device)
     rows = {}
     for row in args.rows.split(","):
-        backend = {"outside": "fused", "fused_eager": "fused", "outside_torch_lstm": "fused"}
+        backend = {"outside": "fused", "fused_eager": "fused", "fused_torch_ops": "fused",
+                   "outside_torch_lstm": "fused"}  # fmt: skip
         norm = "outside" if row.startswith("outside") else "inside"
         step, tokens = training_step(
             backend.get(row, row), *shape, norm=norm, precision=args.precision
@@ -201,6 +215,8 @@ def main():
             step = with_torch_lstm(step)
         elif row == "fused_eager":
             step = without_graphs(step)
+        elif row == "fused_torch_ops":
+            step = without_triton(step)
         rows[row] = (step, tokens)
     seconds, peaks = time_in_turn(
         {key: step for key, (step, _) in rows.items()}, args.steps, args.warmup, device

@@ -24,8 +24,16 @@ all weight gradients are a few large matrix products over every timestep at the 
 Without LayerNorm, clips and dropout it is exactly what `torch.lstm` computes with weights
 `[w_ih, w_hh, b, 0, w_hr]`; the tests compare values and gradients against `torch.lstm`, against
 the reference loop, and with gradcheck.
+
+On a GPU the per-step loops are replayed from captured CUDA graphs (`cuda_graphs`), and for
+float32 the pointwise work of each step runs in a few fused Triton kernels
+(`allennlp_elmo_c.nn.lstmp_triton`, when triton is importable; `ELMO_C_TRITON=0` runs the torch
+ops instead). The CPU path is the torch ops below.
 """
 
+import os
+from functools import partial
+from types import ModuleType
 from typing import List, Optional, Tuple
 
 import torch
@@ -33,9 +41,51 @@ import torch
 from allennlp_elmo_c.nn import cuda_graphs
 
 
+def pointwise_kernels(tensor: torch.Tensor) -> Optional[ModuleType]:
+    """
+    `allennlp_elmo_c.nn.lstmp_triton` where its kernels run the per-step pointwise work on
+    `tensor`'s device and dtype (a float32 CUDA tensor, triton importable, `ELMO_C_TRITON` not
+    "0"), None where the torch ops do.
+    """
+    if (
+        tensor.device.type != "cuda"
+        or tensor.dtype != torch.float32
+        or os.environ.get("ELMO_C_TRITON", "1") == "0"
+    ):
+        return None
+    try:
+        from allennlp_elmo_c.nn import lstmp_triton
+    except ImportError:
+        return None
+    return lstmp_triton
+
+
 def _clip_keep(raw: torch.Tensor, clip: Optional[float]) -> Optional[torch.Tensor]:
     # Where torch.clamp lets the gradient through (bounds inclusive).
     return None if clip is None else (raw >= -clip) & (raw <= clip)
+
+
+def _forward_buffers(
+    gates: torch.Tensor,
+    h0: torch.Tensor,
+    c0: torch.Tensor,
+    cell_size: int,
+    projection_size: int,
+    normalise: bool,
+) -> Tuple[Optional[torch.Tensor], ...]:
+    # What the forward steps write: c_t and h_t (initial state first), tanh(c_t), p_t, the
+    # LayerNorm's statistics, the clips' masks; zero for steps that do not run.
+    timesteps, batch, _ = gates.shape
+    cells = gates.new_zeros(timesteps + 1, batch, cell_size)
+    hiddens = gates.new_zeros(timesteps + 1, batch, projection_size)
+    tanh_cells = gates.new_zeros(timesteps, batch, cell_size)
+    projected = gates.new_zeros(timesteps, batch, projection_size)
+    means = gates.new_zeros(timesteps, batch, 1) if normalise else None
+    rstds = gates.new_zeros(timesteps, batch, 1) if normalise else None
+    cell_keep = gates.new_ones(timesteps, batch, cell_size, dtype=torch.bool)
+    projection_keep = gates.new_ones(timesteps, batch, projection_size, dtype=torch.bool)
+    cells[0], hiddens[0] = c0, h0
+    return cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
 
 
 def _forward_steps(
@@ -58,18 +108,10 @@ def _forward_steps(
     backward pass reads: c_t and h_t (initial state first), tanh(c_t), p_t (clipped), the
     LayerNorm's means and reciprocal standard deviations, and where each clip let values through.
     """
-    timesteps, batch, _ = gates.shape
     cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
     normalise = norm_weight is not None
-    cells = gates.new_zeros(timesteps + 1, batch, cell_size)
-    hiddens = gates.new_zeros(timesteps + 1, batch, projection_size)
-    tanh_cells = gates.new_zeros(timesteps, batch, cell_size)
-    projected = gates.new_zeros(timesteps, batch, projection_size)
-    means = gates.new_zeros(timesteps, batch, 1) if normalise else None
-    rstds = gates.new_zeros(timesteps, batch, 1) if normalise else None
-    cell_keep = gates.new_ones(timesteps, batch, cell_size, dtype=torch.bool)
-    projection_keep = gates.new_ones(timesteps, batch, projection_size, dtype=torch.bool)
-    cells[0], hiddens[0] = c0, h0
+    buffers = _forward_buffers(gates, h0, c0, cell_size, projection_size, normalise)
+    cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep = buffers
     # Every step runs on all rows, as the reference loop does: a row past its length computes
     # values nobody reads (its state is taken at its length, its outputs are zeroed, its
     # gradients are zero), and the matrix products keep the same shapes as the reference's, so
@@ -105,6 +147,48 @@ def _forward_steps(
             hiddens[t + 1] = hidden
         else:
             hiddens[t + 1] = projection
+    return gates, cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
+
+
+def _forward_steps_fused(
+    kernels: ModuleType,
+    gates: torch.Tensor,
+    h0: torch.Tensor,
+    c0: torch.Tensor,
+    w_hh: torch.Tensor,
+    w_hr: torch.Tensor,
+    norm_weight: Optional[torch.Tensor],
+    norm_bias: Optional[torch.Tensor],
+    dropout: Optional[torch.Tensor],
+    steps: int,
+    norm_eps: float,
+    cell_clip: Optional[float],
+    projection_clip: Optional[float],
+) -> Tuple[Optional[torch.Tensor], ...]:
+    """
+    `_forward_steps` with each step's pointwise work in two of `kernels`' (`lstmp_triton`)
+    fused kernels: the same buffers, the same values up to float32 rounding.
+    """
+    _, batch, _ = gates.shape
+    cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
+    buffers = _forward_buffers(gates, h0, c0, cell_size, projection_size, norm_weight is not None)
+    cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep = buffers
+    memory = gates.new_empty(batch, cell_size)  # o * tanh(c_t), the input of W_hr
+    # The input of W_hh: h_t, or h_t * dropout written by the projection kernel.
+    recurrent = hiddens[0] if dropout is None else hiddens[0] * dropout
+    for t in range(steps):
+        gates[t].addmm_(recurrent, w_hh.t())
+        kernels.cell_forward(gates[t], cells[t], cells[t + 1], cell_keep[t], tanh_cells[t],
+                             memory, cell_clip)  # fmt: skip
+        torch.mm(memory, w_hr.t(), out=projected[t])
+        kernels.projection_forward(
+            projected[t], projection_keep[t], hiddens[t + 1],
+            None if means is None else means[t], None if rstds is None else rstds[t],
+            norm_weight, norm_bias, norm_eps, projection_clip, dropout,
+            None if dropout is None else recurrent,
+        )  # fmt: skip
+        if dropout is None:
+            recurrent = hiddens[t + 1]
     return gates, cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
 
 
@@ -198,6 +282,58 @@ def _backward_steps(
     return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry
 
 
+def _backward_steps_fused(
+    kernels: ModuleType,
+    grad_outputs: torch.Tensor,
+    dh_carry: torch.Tensor,
+    dc_carry: torch.Tensor,
+    running: torch.Tensor,
+    gates: torch.Tensor,
+    cells: torch.Tensor,
+    tanh_cells: torch.Tensor,
+    projected: torch.Tensor,
+    means: Optional[torch.Tensor],
+    rstds: Optional[torch.Tensor],
+    cell_keep: torch.Tensor,
+    projection_keep: torch.Tensor,
+    w_hh: torch.Tensor,
+    w_hr: torch.Tensor,
+    norm_weight: Optional[torch.Tensor],
+    norm_bias: Optional[torch.Tensor],
+    dropout: Optional[torch.Tensor],
+    batch_sizes: None,
+    steps: int,
+    clips: Tuple[bool, bool],
+) -> Tuple[torch.Tensor, ...]:
+    """
+    `_backward_steps` in its `running` mode (every row each step) with each step's pointwise
+    work in three of `kernels`' (`lstmp_triton`) fused kernels. `grad_projected[t]` (zero where
+    a row does not run) feeds W_hr's product: rows of a product are independent, so the running
+    rows get what `_backward_steps` computes.
+    """
+    timesteps, batch, four_cells = gates.shape
+    projection_size = w_hr.size(0)
+    clip_cell, clip_projection = clips
+    grad_gates = gates.new_zeros(timesteps, batch, four_cells)
+    grad_hiddens = gates.new_zeros(timesteps, batch, projection_size)
+    grad_projected = gates.new_zeros(timesteps, batch, projection_size)
+    dm = gates.new_empty(batch, four_cells // 4)
+    dr = gates.new_empty(batch, projection_size)
+    for t in range(steps - 1, -1, -1):
+        kernels.projection_backward(
+            dh_carry, grad_outputs[t], projected[t], None if means is None else means[t],
+            None if rstds is None else rstds[t], norm_weight,
+            projection_keep[t] if clip_projection else None, running[t], grad_hiddens[t],
+            grad_projected[t],
+        )  # fmt: skip
+        torch.mm(grad_projected[t], w_hr, out=dm)
+        kernels.gate_backward(dm, dc_carry, gates[t], cells[t], tanh_cells[t],
+                              cell_keep[t] if clip_cell else None, running[t], grad_gates[t])  # fmt: skip
+        torch.mm(grad_gates[t], w_hh, out=dr)
+        kernels.carry_backward(dr, dropout, running[t], dh_carry)
+    return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry
+
+
 class _LstmpFunction(torch.autograd.Function):
     @staticmethod
     def forward(  # type: ignore[override]
@@ -227,15 +363,18 @@ class _LstmpFunction(torch.autograd.Function):
         gates = gates.view(timesteps, batch, -1)
         tensors = (gates, h0, c0, w_hh, w_hr, norm_weight, norm_bias, dropout)
         settings = (steps, norm_eps, cell_clip, projection_clip)
+        kernels = pointwise_kernels(inputs)
+        if kernels is None:
+            loop, name = _forward_steps, "lstmp forward"
+        else:
+            loop, name = partial(_forward_steps_fused, kernels), "lstmp forward (triton)"
         if cuda_graphs.enabled(inputs.device):
             static = cuda_graphs.replay(
-                ("lstmp forward", *settings),
-                lambda *tensors: _forward_steps(*tensors, *settings),
-                tensors,
+                (name, *settings), lambda *tensors: loop(*tensors, *settings), tensors
             )
             buffers = tuple(None if t is None else t.clone() for t in static)
         else:
-            buffers = _forward_steps(*tensors, *settings)
+            buffers = loop(*tensors, *settings)
         gates, cells, hiddens, *_ = buffers
         ctx.save_for_backward(inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, *buffers)
         ctx.batch_sizes, ctx.steps = batch_sizes, steps
@@ -267,15 +406,25 @@ class _LstmpFunction(torch.autograd.Function):
         )
         saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, w_hh, w_hr,
                  norm_weight, norm_bias, dropout)  # fmt: skip
-        if cuda_graphs.enabled(inputs.device):
+        kernels = pointwise_kernels(inputs)
+        if kernels is None:
+            loop, name = _backward_steps, "lstmp backward"
+        else:
+            loop, name = partial(_backward_steps_fused, kernels), "lstmp backward (triton)"
+        graphs = cuda_graphs.enabled(inputs.device)
+        if graphs or kernels is not None:
             settings = (None, ctx.steps, ctx.clips)
             running = ctx.running.unsqueeze(-1)
-            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = cuda_graphs.replay(
-                ("lstmp backward", *settings),
-                lambda *tensors: _backward_steps(*tensors, *settings),
-                (grad_outputs, dh_carry, dc_carry, running, *saved),
-            )
-            dh_carry, dc_carry = dh_carry.clone(), dc_carry.clone()
+            tensors = (grad_outputs, dh_carry, dc_carry, running, *saved)
+            if graphs:
+                grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = cuda_graphs.replay(
+                    (name, *settings), lambda *tensors: loop(*tensors, *settings), tensors
+                )
+                dh_carry, dc_carry = dh_carry.clone(), dc_carry.clone()
+            else:
+                grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = loop(
+                    *tensors, *settings
+                )
         else:
             grad_gates, grad_hiddens, grad_projected, _, _ = _backward_steps(
                 grad_outputs, dh_carry, dc_carry, None, *saved, ctx.batch_sizes, ctx.steps,

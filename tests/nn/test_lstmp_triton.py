@@ -1,0 +1,326 @@
+"""
+The Triton kernels of `allennlp_elmo_c.nn.lstmp_triton` compute what the torch ops of
+`allennlp_elmo_c.nn.lstmp` do. Without a GPU they run in Triton's CPU interpreter, on CPU tensors.
+The interpreter must be chosen (`TRITON_INTERPRET=1`) before triton is imported, and torch imports
+it with the test suite: `test_kernels_under_the_triton_interpreter` runs the `test_interpreted_*`
+tests in a fresh process with it set (they skip elsewhere, so that a GPU run keeps the compiled
+kernels for the CUDA tests at the end).
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from allennlp_elmo_c.nn import cuda_graphs, lstmp
+from tests.modules.seq2seq_encoders.test_backend_agreement import (
+    TOLERANCES,
+    assert_equal_to,
+    clipping_layer,
+    inputs_and_state,
+    run_layer,
+)
+
+triton = pytest.importorskip("triton")
+
+# One step: the kernels' own rounding. All steps: the recurrence carries it on (the inputs below
+# keep it well conditioned: the torch ops are as far from float64 as the kernels are).
+KERNEL_TOLERANCE = 1e-6
+LOOP_TOLERANCE = 1e-5
+BATCH, CELL, PROJECTION, TIMESTEPS = 7, 40, 24, 9
+LENGTHS = [9, 9, 6, 5, 2, 1, 0]  # sorted, descending, as lstmp's loops see them
+
+INTERPRETED = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1",
+    reason="run in Triton's interpreter by test_kernels_under_the_triton_interpreter",
+)
+
+
+def test_kernels_under_the_triton_interpreter():
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("already under the interpreter")
+    root = Path(__file__).resolve().parents[2]
+    environment = dict(os.environ, TRITON_INTERPRET="1", OMP_NUM_THREADS="1")
+    environment["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(root), environment.get("PYTHONPATH")])
+    )
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
+               "test_interpreted_", str(Path(__file__).resolve())]  # fmt: skip
+    result = subprocess.run(command, cwd=root, env=environment, capture_output=True, text=True)
+    report = result.stdout[-6000:] + result.stderr[-2000:]
+    assert result.returncode == 0, report
+    assert " passed" in result.stdout and "skipped" not in result.stdout, report
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    """`lstmp_triton`, its kernels run by Triton's interpreter (on CPU tensors)."""
+    from allennlp_elmo_c.nn import lstmp_triton
+
+    # Small blocks: several programs per row, the last one partly masked (CELL = 2.5 blocks).
+    monkeypatch.setattr(lstmp_triton, "CELL_BLOCK", 16)
+    return lstmp_triton
+
+
+def step_inputs(normalise, dropout, seed=0):
+    """A layer's step tensors, scaled so that the clips below bite on about a quarter."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def randn(*shape, scale=1.0):
+        return scale * torch.randn(*shape, generator=generator)
+
+    gates = randn(TIMESTEPS, BATCH, 4 * CELL)
+    gates[..., CELL : 2 * CELL] += 2.0  # forget gates near 1: cells grow past the clip
+    h0, c0 = randn(BATCH, PROJECTION), randn(BATCH, CELL, scale=2.0)
+    w_hh = randn(4 * CELL, PROJECTION, scale=0.1)
+    w_hr = randn(PROJECTION, CELL, scale=0.3)
+    norm = (1 + 0.5 * randn(PROJECTION), 0.5 * randn(PROJECTION)) if normalise else (None, None)
+    mask = None
+    if dropout:
+        mask = (torch.rand(BATCH, PROJECTION, generator=generator) > 0.3).float() / 0.7
+    return gates, h0, c0, w_hh, w_hr, *norm, mask
+
+
+def assert_close(ours, theirs, name, tolerance=KERNEL_TOLERANCE):
+    if theirs is None:
+        assert ours is None, name
+    elif theirs.dtype == torch.bool:
+        assert torch.equal(ours, theirs), name
+    else:
+        assert_equal_to(ours, theirs, tolerance, name)
+
+
+FORWARD_NAMES = ["gates", "cells", "hiddens", "tanh_cells", "projected", "means", "rstds",
+                 "cell_keep", "projection_keep"]  # fmt: skip
+VARIANTS = {
+    "paper": (True, True, True),  # LayerNorm, clips, dropout
+    "no_norm": (False, True, True),
+    "no_clips": (True, False, True),
+    "no_dropout": (True, True, False),
+    "plain": (False, False, False),
+}
+
+
+def run_forward(kernels, variant, steps=TIMESTEPS):
+    normalise, clip, dropout = VARIANTS[variant]
+    tensors = step_inputs(normalise, dropout)
+    clips = (1.0, 0.6) if clip else (None, None)
+    settings = (steps, 1e-5, *clips)
+    theirs = lstmp._forward_steps(tensors[0].clone(), *tensors[1:], *settings)
+    ours = lstmp._forward_steps_fused(kernels, tensors[0].clone(), *tensors[1:], *settings)
+    return tensors, settings, ours, theirs
+
+
+# Every variant for one step, the paper's through all steps.
+STEPS = [(v, 1) for v in sorted(VARIANTS)] + [("paper", TIMESTEPS)]
+
+
+@INTERPRETED
+@pytest.mark.parametrize("variant, steps", STEPS)
+def test_interpreted_forward_kernels_equal_the_torch_ops(kernels, variant, steps):
+    _, settings, ours, theirs = run_forward(kernels, variant, steps)
+    tolerance = KERNEL_TOLERANCE if steps == 1 else LOOP_TOLERANCE
+    for name, mine, reference in zip(FORWARD_NAMES, ours, theirs):
+        assert_close(mine, reference, name, tolerance)
+    if variant == "paper" and steps > 1:
+        # The clips bite on a good share of the entries (but not all).
+        cell_keep, projection_keep = theirs[-2:]
+        for keep in (cell_keep, projection_keep):
+            clipped = 1 - keep.float().mean().item()
+            assert 0.1 < clipped < 0.6, clipped
+
+
+@INTERPRETED
+@pytest.mark.parametrize("variant, steps", STEPS)
+def test_interpreted_backward_kernels_equal_the_torch_ops(kernels, variant, steps):
+    """
+    The running-mask loop (every row each step), as on a GPU, with ragged lengths, from the
+    torch ops' forward buffers (`steps` 1: the first step only).
+    """
+    tensors, settings, _, buffers = run_forward(kernels, variant, steps)
+    _, _, _, w_hh, w_hr, norm_weight, norm_bias, dropout = tensors
+    gates, cells, hiddens, tanh_cells, projected, means, rstds, *keeps = buffers
+    generator = torch.Generator().manual_seed(5)
+    grad_outputs = torch.randn(TIMESTEPS, BATCH, PROJECTION, generator=generator)
+    dh = torch.randn(BATCH, PROJECTION, generator=generator)
+    dc = torch.randn(BATCH, CELL, generator=generator)
+    rows = torch.arange(BATCH)
+    batch_sizes = [sum(1 for n in LENGTHS if n > t) for t in range(TIMESTEPS)]
+    running = (torch.tensor(batch_sizes).unsqueeze(1) > rows).unsqueeze(-1)
+    saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, w_hh, w_hr,
+             norm_weight, norm_bias, dropout)  # fmt: skip
+    clips = (settings[2] is not None, settings[3] is not None)
+    theirs = lstmp._backward_steps(grad_outputs, dh.clone(), dc.clone(), running, *saved, None,
+                                   steps, clips)  # fmt: skip
+    ours = lstmp._backward_steps_fused(kernels, grad_outputs, dh.clone(), dc.clone(), running,
+                                       *saved, None, steps, clips)  # fmt: skip
+    tolerance = KERNEL_TOLERANCE if steps == 1 else LOOP_TOLERANCE
+    names = ["grad_gates", "grad_hiddens", "grad_projected", "dh_carry", "dc_carry"]
+    for name, mine, reference in zip(names, ours, theirs):
+        assert reference.abs().sum() > 0, name
+        assert_close(mine, reference, name, tolerance)
+    # Rows past their length get no gradient.
+    assert (ours[0][~running.expand(-1, -1, 4 * CELL)] == 0).all()
+
+
+@INTERPRETED
+@pytest.mark.parametrize("recurrence_norm, graphs", [("inside", True)], ids=["inside"])
+def test_interpreted_layer_with_triton_kernels_equals_reference(kernels, monkeypatch, graphs, recurrence_norm):
+    """
+    A whole layer, forward and backward, with the kernels standing in for the torch ops (on CPU,
+    interpreted), against the reference backend: values, final states and every gradient. With
+    `graphs` the loops go through `cuda_graphs.replay` as on a GPU; without, they run eagerly
+    (still every row each step backward). The paper's cell only: the kernel tests above cover
+    the variants without LayerNorm, clips or dropout, and the interpreter is slow.
+    """
+    calls = []
+
+    def forced(tensor):
+        calls.append(tensor.device)
+        return kernels
+
+    monkeypatch.setattr(lstmp, "pointwise_kernels", forced)
+    if graphs:
+        monkeypatch.setattr(cuda_graphs, "enabled", lambda device: True)
+        monkeypatch.setattr(cuda_graphs, "replay", lambda key, function, args: function(*args))
+    dtype = torch.float32
+    layer = clipping_layer(dtype, recurrence_norm)
+    batch = inputs_and_state(12, dtype)
+    reference_values, reference_grads = run_layer(layer, "reference", *batch)
+    fused_values, fused_grads = run_layer(layer, "fused", *batch)
+    assert len(calls) == 2  # forward and backward
+    for name, ours, theirs in zip(["outputs", "h_n", "c_n"], fused_values, reference_values):
+        assert_equal_to(ours, theirs, TOLERANCES[dtype], name)
+    names = ["inputs", "h0", "c0"] + [name for name, _ in layer.named_parameters()]
+    for name, ours, theirs in zip(names, fused_grads, reference_grads):
+        assert theirs.abs().sum() > 0, name
+        assert_equal_to(ours, theirs, TOLERANCES[dtype], name)
+
+
+GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+
+
+def gpu_problem(normalise=True, clip=True, dropout=True, projection_scale=0.015, seed=0):
+    """
+    `lstm_with_projection`'s arguments at a bigger size (two cell blocks, the second partly
+    masked; ragged lengths from 0 to all steps), scaled to keep the recurrence well conditioned.
+    """
+    batch, timesteps, inputs, cell, projection = 48, 25, 96, 1100, 300
+    generator = torch.Generator().manual_seed(seed)
+
+    def randn(*shape, scale=1.0):
+        return scale * torch.randn(*shape, generator=generator)
+
+    lengths = torch.randint(0, timesteps + 1, (batch,), generator=generator)
+    lengths[0], lengths[1] = timesteps, 0
+    arguments = dict(
+        inputs=randn(batch, timesteps, inputs), hidden=randn(batch, projection),
+        cell=randn(batch, cell, scale=2.0), w_ih=randn(4 * cell, inputs, scale=0.1),
+        w_hh=randn(4 * cell, projection, scale=0.05), bias=randn(4 * cell),
+        w_hr=randn(projection, cell, scale=projection_scale),
+    )  # fmt: skip
+    arguments["bias"][cell : 2 * cell] += 2.0
+    if normalise:
+        arguments["norm_weight"] = 1 + 0.5 * randn(projection)
+        arguments["norm_bias"] = 0.5 * randn(projection)
+    if dropout:
+        keep = torch.rand(batch, projection, generator=generator) > 0.3
+        arguments["dropout"] = keep.float() / 0.7
+    arguments = {key: value.cuda() for key, value in arguments.items()}
+    clips = dict(cell_clip=1.0, projection_clip=0.6) if clip else {}
+    weights = randn(batch, timesteps, projection).cuda()
+    return arguments, lengths.cuda(), clips, weights
+
+
+def run_lstmp(arguments, lengths, clips, weights):
+    """Values and the gradients of every tensor argument (the dropout mask has none)."""
+    leaves = {k: v.clone().requires_grad_(k != "dropout") for k, v in arguments.items()}
+    outputs, h_n, c_n = lstmp.lstm_with_projection(lengths=lengths, **leaves, **clips)
+    loss = (outputs * weights).sum() + (h_n * h_n).sum() + (c_n * weights[:, 0, :1]).sum()
+    names = [key for key in leaves if key != "dropout"]
+    grads = torch.autograd.grad(loss, [leaves[key] for key in names])
+    return {"outputs": outputs, "h_n": h_n, "c_n": c_n,
+            **{"grad " + key: grad for key, grad in zip(names, grads)}}  # fmt: skip
+
+
+def test_kernels_only_for_float32_on_a_gpu(monkeypatch):
+    assert lstmp.pointwise_kernels(torch.zeros(1)) is None
+    if torch.cuda.is_available():
+        assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is not None
+        assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda", dtype=torch.double)) is None
+        monkeypatch.setenv("ELMO_C_TRITON", "0")
+        assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is None
+
+
+@GPU
+@pytest.mark.parametrize("graphs", ["1", "0"], ids=["graphs", "eager"])
+@pytest.mark.parametrize("clip", [False, True], ids=["no_clips", "clips"])
+def test_triton_path_equals_torch_ops_on_a_gpu(monkeypatch, graphs, clip):
+    """
+    Compiled kernels against the torch ops on a GPU, the whole function, values and gradients.
+    With clips, only the values: a clip is a step function, and one of a million entries that
+    rounds to the other side of it (it happens) changes the gradients visibly; the loops are
+    compared with the clips below.
+    """
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setenv("ELMO_C_CUDA_GRAPHS", graphs)
+    problem = gpu_problem(clip=clip)
+    results = {}
+    for triton_on in ("1", "0"):
+        monkeypatch.setenv("ELMO_C_TRITON", triton_on)
+        cuda_graphs.clear()
+        results[triton_on] = run_lstmp(*problem)
+    cuda_graphs.clear()
+    for name, reference in results["0"].items():
+        if clip and name.startswith("grad"):
+            continue
+        assert reference.abs().sum() > 0, name
+        assert_equal_to(results["1"][name], reference, 1e-5, name)
+
+
+@GPU
+def test_triton_loops_with_clips_equal_the_torch_ops_on_a_gpu(monkeypatch):
+    """
+    The forward loops agree but for the rare clip decision on an entry within rounding of the
+    clip; the backward loops, from the same forward buffers, agree on every gradient.
+    """
+    from allennlp_elmo_c.nn import lstmp_triton
+
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    # A larger projection: its clip bites on a few percent (the cells' on about a third).
+    arguments, lengths, clips, _ = gpu_problem(projection_scale=0.025)
+    a = arguments
+    batch, timesteps, _ = a["inputs"].shape
+    gates = torch.addmm(a["bias"], a["inputs"].transpose(0, 1).reshape(batch * timesteps, -1),
+                        a["w_ih"].t()).view(timesteps, batch, -1)  # fmt: skip
+    tensors = (a["hidden"], a["cell"], a["w_hh"], a["w_hr"], a["norm_weight"], a["norm_bias"],
+               a["dropout"])  # fmt: skip
+    settings = (timesteps, 1e-5, clips["cell_clip"], clips["projection_clip"])
+    theirs = lstmp._forward_steps(gates.clone(), *tensors, *settings)
+    ours = lstmp._forward_steps_fused(lstmp_triton, gates.clone(), *tensors, *settings)
+    for name, mine, reference in zip(FORWARD_NAMES, ours, theirs):
+        if reference.dtype == torch.bool:
+            assert (mine != reference).float().mean() < 1e-5, name
+            clipped = 1 - reference.float().mean().item()
+            assert 0.01 < clipped < 0.6, (name, clipped)
+        else:  # 25 steps of 1100 cells: a little more rounding carried along
+            assert_equal_to(mine, reference, 5 * LOOP_TOLERANCE, name)
+    gates, cells, hiddens, tanh_cells, projected, means, rstds, *keeps = theirs
+    generator = torch.Generator().manual_seed(5)
+    grad_outputs = torch.randn(batch, timesteps, hiddens.size(-1), generator=generator).cuda()
+    grad_outputs = grad_outputs.transpose(0, 1)  # as `_LstmpFunction.backward` passes it
+    dh, dc = torch.randn_like(hiddens[0]), torch.randn_like(cells[0])
+    # Every row each step, the results kept for those within their length (any order of rows).
+    running = (lengths > torch.arange(timesteps, device="cuda").unsqueeze(1)).unsqueeze(-1)
+    saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, a["w_hh"], a["w_hr"],
+             a["norm_weight"], a["norm_bias"], a["dropout"])  # fmt: skip
+    theirs = lstmp._backward_steps(grad_outputs, dh.clone(), dc.clone(), running, *saved, None,
+                                   timesteps, (True, True))  # fmt: skip
+    ours = lstmp._backward_steps_fused(lstmp_triton, grad_outputs, dh.clone(), dc.clone(),
+                                       running, *saved, None, timesteps, (True, True))  # fmt: skip
+    names = ["grad_gates", "grad_hiddens", "grad_projected", "dh_carry", "dc_carry"]
+    for name, mine, reference in zip(names, ours, theirs):
+        assert reference.abs().sum() > 0, name
+        assert_equal_to(mine, reference, LOOP_TOLERANCE, name)
