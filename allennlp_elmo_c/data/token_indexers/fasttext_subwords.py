@@ -138,22 +138,42 @@ class FastTextSubwordsIndexer(TokenIndexer):
         return self._truncations.count
 
     def subword_ids(self, text: str) -> List[int]:
+        """The (possibly truncated) subword ids of one token string."""
         ids = self._cache.get(text)
         if ids is None:
-            ids = self._model.subword_ids(text, limit=self._max_subwords + 1)
+            ids = self._index_missing([text])[0]
+        return ids
+
+    def subword_ids_of(self, texts: List[str]) -> List[List[int]]:
+        """
+        `subword_ids` of each of `texts`: cached strings from the cache, the others hashed all at
+        once (`FastTextBin.subword_ids_batch`) and cached.
+        """
+        cache = self._cache
+        found = list(map(cache.get, texts))
+        if None in found:
+            missing = list(dict.fromkeys(t for t, ids in zip(texts, found) if ids is None))
+            computed = dict(zip(missing, self._index_missing(missing)))
+            found = [computed[t] if ids is None else ids for t, ids in zip(texts, found)]
+        return found
+
+    def _index_missing(self, texts: List[str]) -> List[List[int]]:
+        all_ids = self._model.subword_ids_batch(texts, limit=self._max_subwords + 1)
+        if len(self._cache) + len(texts) > self._cache_size:
+            self._cache.clear()
+        for index, (text, ids) in enumerate(zip(texts, all_ids)):
             if len(ids) > self._max_subwords:
                 self._truncations.record(text)
-                ids = ids[: self._max_subwords]
-            if len(self._cache) >= self._cache_size:
-                self._cache.clear()
-            self._cache[text] = ids
-        return ids
+                ids = all_ids[index] = ids[: self._max_subwords]
+            if len(self._cache) < self._cache_size:
+                self._cache[text] = ids
+        return all_ids
 
     def count_vocab_items(self, token: Token, counter: Dict[str, Dict[str, int]]):
         pass  # open vocabulary: nothing to count
 
     def tokens_to_indices(self, tokens: List[Token], vocabulary: Vocabulary) -> IndexedTokenList:
-        subwords = [self.subword_ids(token.text or "") for token in tokens]
+        subwords = self.subword_ids_of([token.text or "" for token in tokens])
         return {
             "subword_ids": subwords,
             "token_mask": [True] * len(subwords),
