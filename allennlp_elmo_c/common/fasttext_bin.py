@@ -10,6 +10,7 @@ tests check this against the fastText library for in- and out-of-vocabulary word
 """
 
 import functools
+import itertools
 import hashlib
 import logging
 import os
@@ -200,35 +201,63 @@ class FastTextBin:
         (`_batch_ngram_hashes`): about 10x faster than word by word for a few dozen words, 25x
         for thousands (`benchmarks/indexing_speed.py`).
         """
+        return [list(ids) for ids in self.subword_ids_and_cuts(words, limit)[0]]
+
+    def subword_ids_and_cuts(
+        self, words: Sequence[str], limit: Optional[int] = None
+    ) -> Tuple[List[Tuple[int, ...]], List[int]]:
+        """
+        `subword_ids_batch(words, limit)` as tuples, and the indices of the words that have more
+        than `limit` ids (cut to `limit`). Tuples of ints, unlike lists, are not tracked by
+        Python's garbage collector once it has seen them: caching millions of lists would make
+        every full collection traverse them (which made building 100k lists 7x slower in a
+        process that has imported torch and AllenNLP).
+        """
         words = list(words)
         if not words:
-            return []
-        word_ids = list(map(self.word_ids.get, words))
+            return [], []
+        word_ids = np.fromiter(
+            map(self.word_ids.get, words, itertools.repeat(-1)), dtype=np.int64, count=len(words)
+        )
+        known = word_ids >= 0
         if self.maxn <= 0 or self.bucket <= 0:
-            return [[] if i is None else [i] for i in word_ids]
-        originals = words
-        if limit is not None:
+            ids = [(int(i),) if i >= 0 else () for i in word_ids]
+            return (ids, []) if limit is None or limit >= 1 else ([() for _ in ids], [])
+        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        hashed = words
+        if limit is not None and lengths.max() > limit + self.maxn:
             # The first `limit` ids of a word come from its first `limit + 1` characters' n-grams
             # (each start but the last yields at least one); n-grams of a start are unchanged as
             # long as `maxn` characters follow it, so longer words are cut before hashing.
             longest = limit + self.maxn
-            words = [word[:longest] for word in words]
-        flat, counts = _batch_ngram_hashes(words, self.minn, self.maxn, self.bucket)
-        flat += self.num_words
-        flat_ids = flat.tolist()
-        ends = np.cumsum(counts).tolist()
-        result = []
-        begin = 0
-        for word, word_id, end in zip(originals, word_ids, ends):
-            if word == EOS:  # fastText gives "</s>" no n-grams
-                ids = []
-            else:
-                ids = flat_ids[begin:end]
-            begin = end
-            if word_id is not None:
-                ids.insert(0, word_id)
-            result.append(ids if limit is None or len(ids) <= limit else ids[:limit])
-        return result
+            hashed = [word[:longest] for word in words]
+            lengths = np.minimum(lengths, longest)
+        eos = [i for i in np.flatnonzero(known).tolist() if words[i] == EOS]
+        ngrams, counts = _batch_ngram_hashes(
+            hashed, self.minn, self.maxn, self.bucket, skip=eos, lengths=lengths
+        )
+        # One flat array: each word's own id (if it has one), then its n-grams.
+        counts += known
+        ends = np.cumsum(counts)
+        begins = ends - counts
+        ngrams += self.num_words
+        if known.any():
+            flat = np.empty(int(ends[-1]), dtype=np.int64)
+            own = begins[known]
+            is_ngram = np.ones(len(flat), dtype=bool)
+            is_ngram[own] = False
+            flat[own] = word_ids[known]
+            flat[is_ngram] = ngrams
+        else:
+            flat = ngrams
+        flat_ids = tuple(flat.tolist())
+        result = [flat_ids[b:e] for b, e in zip(begins.tolist(), ends.tolist())]
+        cut = []
+        if limit is not None:
+            cut = np.flatnonzero(counts > limit).tolist()
+            for i in cut:
+                result[i] = result[i][:limit]
+        return result, cut
 
     def word_vector(self, word: str) -> np.ndarray:
         """`word`'s vector, shape `(dim,)`, as fastText's `get_word_vector` computes it."""
@@ -346,58 +375,84 @@ def _ngram_hashes(
 
 
 def _batch_ngram_hashes(
-    words: Sequence[str], minn: int, maxn: int, bucket: int
+    words: Sequence[str],
+    minn: int,
+    maxn: int,
+    bucket: int,
+    skip: Sequence[int] = (),
+    lengths: Optional[np.ndarray] = None,
 ) -> Tuple[np.ndarray, np.ndarray]:
     """
     The character n-gram hashes (modulo `bucket`) of every word (wrapped in `<`, `>` here), as
     `_ngram_hashes` computes them one by one, computed for all words at once: a flat int64 array,
     word after word in fastText's order, and the number of hashes of each word.
 
-    Every character of the concatenated `<word>`s starts a running FNV-1a hash; step `n` feeds
-    each running hash the bytes of the character `n - 1` places after its start, so after step
-    `n` row `i` holds the hash of the n-gram of `n` characters starting at character `i`. The
-    n-grams that fastText keeps (`minn <= n <= maxn`, inside the word, no lone `<` or `>`) are
-    then selected by a mask in row-major order, which is fastText's order (by start, then by
-    length). Characters are UTF-8 characters, as in fastText: a Python code point is one lead
-    byte and its continuation bytes (`surrogatepass` encodes lone surrogates the same way).
+    Every byte of the concatenated UTF-8 `<word>`s starts a running FNV-1a hash; step `k` feeds
+    each running hash the byte `k` places after its start, so after step `k` row `r` holds the
+    hash of bytes `r..r+k`. The n-grams that fastText keeps (starting and ending on character
+    boundaries, `minn <= n <= maxn` characters, inside the word, no lone `<` or `>`) are then
+    selected by a mask in row-major order, which is fastText's order (by start, then by length).
+    Characters are UTF-8 characters, as in fastText: a lead byte and its continuation bytes (a
+    Python code point; `surrogatepass` encodes lone surrogates the same way). All-ASCII input,
+    the common case, takes a shorter path (bytes are characters).
+
+    The words at the indices `skip` get none (fastText's "</s>"); `lengths` are the words'
+    lengths in code points, if known.
     """
-    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words)) + 2
+    if lengths is None:
+        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    lengths = lengths + 2  # with `<` and `>`
     data = np.frombuffer(
         ("<" + "><".join(words) + ">").encode("utf-8", errors="surrogatepass"), dtype=np.uint8
     )
     # fastText's quirk: each byte is read as a signed char and sign-extended to 32 bits.
     extended = data.view(np.int8).astype(np.uint32)
-    num_chars = int(lengths.sum())
-    first_bytes = np.zeros(num_chars + maxn, dtype=np.uint32)  # padded: rows past a word's end
-    continuations = []  # per continuation position k: (characters with > k bytes, their byte k)
-    if num_chars == len(data):  # all ASCII
-        first_bytes[:num_chars] = extended
-    else:
-        starts = np.flatnonzero((data & 0xC0) != 0x80)
-        char_bytes = np.diff(starts, append=len(data))
-        first_bytes[:num_chars] = extended[starts]
-        for k in range(1, int(char_bytes.max())):
-            chars = np.flatnonzero(char_bytes > k)
-            continuations.append((chars, extended[starts[chars] + k]))
-    ends = np.cumsum(lengths)
-    # Characters from each position to its word's end (itself included).
-    remaining = np.repeat(ends, lengths) - np.arange(num_chars)
-    hashes = np.empty((num_chars, maxn), dtype=np.uint32)
-    running = np.full(num_chars, _FNV_OFFSET, dtype=np.uint32)
-    prime = np.uint32(_FNV_PRIME)
-    for n in range(maxn):
-        running ^= first_bytes[n : n + num_chars]
-        running *= prime  # uint32 arithmetic wraps modulo 2**32, as in C++
-        for chars, values in continuations:
-            rows = chars - n
-            inside = rows >= 0
-            rows = rows[inside]
-            running[rows] = (running[rows] ^ values[inside]) * prime
-        hashes[:, n] = running
+    num_bytes = len(data)
+    char_ends = np.cumsum(lengths)  # per word, in characters
     sizes = np.arange(1, maxn + 1)
-    keep = (sizes <= remaining[:, None]) & (sizes >= minn)
-    if minn <= 1:  # no 1-gram of the `<` or of the `>`
-        keep[ends - lengths, 0] = False
-        keep[remaining == 1, 0] = False
-    counts = np.add.reduceat(keep.sum(axis=1), ends - lengths)
+    if int(char_ends[-1]) == num_bytes:  # all ASCII: a byte is a character
+        steps = maxn
+        remaining = np.repeat(char_ends, lengths) - np.arange(num_bytes)  # to the word's end
+        keep = (sizes <= remaining[:, None]) & (sizes >= minn)
+        if minn <= 1:  # no 1-gram of the `<` or of the `>`
+            keep[char_ends - lengths, 0] = False
+            keep[remaining == 1, 0] = False
+        word_rows = char_ends
+    else:
+        lead = (data & 0xC0) != 0x80
+        starts = np.flatnonzero(lead)  # byte offset of each character
+        starts_end = np.append(starts, num_bytes)
+        byte_ends = starts_end[char_ends]  # per word, in bytes
+        char_of_start = np.arange(len(starts))
+        # The bytes spanned by the longest n-gram (maxn characters, within the word) of a start.
+        last = np.minimum(char_of_start + maxn, np.repeat(char_ends, lengths))
+        steps = int((starts_end[last] - starts).max())
+        # Characters before each byte position (0 .. num_bytes + steps), for n-gram lengths.
+        chars_before = np.zeros(num_bytes + steps + 1, dtype=np.int64)
+        np.cumsum(lead, out=chars_before[1 : num_bytes + 1])
+        chars_before[num_bytes + 1 :] = chars_before[num_bytes]
+        boundary = np.ones(num_bytes + steps + 1, dtype=bool)  # a character starts (or all end)
+        boundary[:num_bytes] = lead
+        rows = np.arange(num_bytes)[:, None]
+        ends = rows + np.arange(1, steps + 1)  # exclusive end byte of each (row, step)
+        n = chars_before[ends] - chars_before[rows]
+        word_end = np.repeat(byte_ends, np.diff(byte_ends, prepend=0))[:, None]
+        keep = lead[:, None] & boundary[ends] & (ends <= word_end) & (n >= minn) & (n <= maxn)
+        if minn <= 1:
+            keep[np.concatenate(([0], byte_ends[:-1])), 0] = False  # the `<` (one byte)
+            keep[byte_ends - 1, 0] = False  # the `>` (one byte, itself a start)
+        word_rows = byte_ends
+    padded = np.zeros(num_bytes + steps, dtype=np.uint32)
+    padded[:num_bytes] = extended
+    hashes = np.empty((num_bytes, steps), dtype=np.uint32)
+    running = np.full(num_bytes, _FNV_OFFSET, dtype=np.uint32)
+    prime = np.uint32(_FNV_PRIME)
+    for k in range(steps):
+        running ^= padded[k : k + num_bytes]
+        running *= prime  # uint32 arithmetic wraps modulo 2**32, as in C++
+        hashes[:, k] = running
+    word_starts = np.concatenate(([0], word_rows[:-1]))
+    for word in skip:
+        keep[word_starts[word] : word_rows[word]] = False
+    counts = np.add.reduceat(keep.sum(axis=1), word_starts)
     return (hashes[keep] % np.uint32(bucket)).astype(np.int64), counts

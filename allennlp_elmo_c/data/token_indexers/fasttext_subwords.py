@@ -2,7 +2,7 @@ import itertools
 import logging
 import os
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -105,7 +105,7 @@ class FastTextSubwordsIndexer(TokenIndexer):
         self._model = FastTextBin.load(model_path)
         self._max_subwords = max_subwords_per_token
         self._cache_size = cache_size
-        self._cache: Dict[str, List[int]] = {}
+        self._cache: Dict[str, Tuple[int, ...]] = {}
         self._truncations = TruncationWarnings(
             logger, "token(s)", max_subwords_per_token, "fastText subwords"
         )
@@ -156,43 +156,36 @@ class FastTextSubwordsIndexer(TokenIndexer):
         """How many tokens were cut to `max_subwords_per_token` subwords."""
         return self._truncations.count
 
-    def subword_ids(self, text: str) -> List[int]:
+    def subword_ids(self, text: str) -> Tuple[int, ...]:
         """The (possibly truncated) subword ids of one token string."""
-        ids = self._cache.get(text)
-        if ids is None:
-            ids = self._index_missing([text])[0]
-        return ids
+        return self.subword_ids_of([text])[0]
 
-    def subword_ids_of(self, texts: List[str]) -> List[List[int]]:
+    def subword_ids_of(self, texts: List[str]) -> List[Tuple[int, ...]]:
         """
         `subword_ids` of each of `texts`: cached strings from the cache, the others hashed all at
         once (`FastTextBin.subword_ids_batch`) and cached.
         """
         cache = self._cache
         found = list(map(cache.get, texts))
-        if None in found:
-            missing = list(dict.fromkeys(t for t, ids in zip(texts, found) if ids is None))
-            computed = dict(zip(missing, self._index_missing(missing)))
-            found = [computed[t] if ids is None else ids for t, ids in zip(texts, found)]
-        return found
-
-    def _index_missing(self, texts: List[str]) -> List[List[int]]:
-        all_ids = self._model.subword_ids_batch(texts, limit=self._max_subwords + 1)
-        if len(self._cache) + len(texts) > self._cache_size:
-            self._cache.clear()
-        for index, (text, ids) in enumerate(zip(texts, all_ids)):
-            if len(ids) > self._max_subwords:
-                self._truncations.record(text)
-                ids = all_ids[index] = ids[: self._max_subwords]
-            if len(self._cache) < self._cache_size:
-                self._cache[text] = ids
-        return all_ids
+        if None not in found:
+            return found
+        missing = list(dict.fromkeys([t for t, ids in zip(texts, found) if ids is None]))
+        computed, cut = self._model.subword_ids_and_cuts(missing, limit=self._max_subwords)
+        for index in cut:
+            self._truncations.record(missing[index])
+        new = dict(zip(missing, computed))
+        if len(cache) + len(new) > self._cache_size:
+            cache.clear()
+        if len(new) <= self._cache_size:
+            cache.update(new)
+        return [new[t] if ids is None else ids for t, ids in zip(texts, found)]
 
     def count_vocab_items(self, token: Token, counter: Dict[str, Dict[str, int]]):
         pass  # open vocabulary: nothing to count
 
     def tokens_to_indices(self, tokens: List[Token], vocabulary: Vocabulary) -> IndexedTokenList:
-        subwords = self.subword_ids_of([token.text or "" for token in tokens])
+        # Lists (AllenNLP's convention), fresh ones: the cached tuples cannot be changed by users.
+        subwords = list(map(list, self.subword_ids_of([token.text or "" for token in tokens])))
         return {
             "subword_ids": subwords,
             "token_mask": [True] * len(subwords),
