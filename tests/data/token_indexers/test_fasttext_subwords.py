@@ -38,7 +38,7 @@ def test_from_config_and_ids_match_the_library(reference):
 
 
 def test_padding_and_mask():
-    indexer = FastTextSubwordsIndexer(TINY)
+    indexer = FastTextSubwordsIndexer(TINY, layout="padded")
     tensors = tensors_for([["schools", "are", "closed"], ["a"]], indexer)
     assert tensors["subword_ids"].shape[:2] == (2, 3)
     assert tensors["token_mask"].tolist() == [[True, True, True], [True, False, False]]
@@ -191,12 +191,13 @@ def batch_tensors(sentences, indexer):
 
 def test_flat_and_padded_layouts_give_identical_vectors(reference):
     embedder = FastTextEmbedder(TINY)
-    padded = batch_tensors(RAGGED, FastTextSubwordsIndexer(TINY, max_subwords_per_token=40))
-    flat_indexer = TokenIndexer.from_params(
-        Params({"type": "fasttext_subwords", "model_path": TINY, "layout": "flat",
+    padded_indexer = TokenIndexer.from_params(
+        Params({"type": "fasttext_subwords", "model_path": TINY, "layout": "padded",
                 "max_subwords_per_token": 40})
     )  # fmt: skip
-    flat = batch_tensors(RAGGED, flat_indexer)
+    padded = batch_tensors(RAGGED, padded_indexer)
+    # The default: flat.
+    flat = batch_tensors(RAGGED, FastTextSubwordsIndexer(TINY, max_subwords_per_token=40))
     assert padded["subword_ids"].dim() == 3 and flat["subword_ids"].dim() == 2
     assert torch.equal(flat["subword_counts"], padded["subword_counts"])
     assert torch.equal(flat["token_mask"], padded["token_mask"])
@@ -219,7 +220,7 @@ def test_layouts_agree_on_any_ragged_batch(sentences):
         for s in sentences
     ]
     embedder = FastTextEmbedder(TINY)
-    padded = batch_tensors(sentences, FastTextSubwordsIndexer(TINY))
+    padded = batch_tensors(sentences, FastTextSubwordsIndexer(TINY, layout="padded"))
     flat = batch_tensors(sentences, FastTextSubwordsIndexer(TINY, layout="flat"))
     assert torch.equal(embedder(**flat), embedder(**padded))
 
@@ -233,6 +234,14 @@ def test_flat_layout_mask_and_wrong_layout():
     assert get_text_field_mask({"x": flat}).tolist() == [[True, True], [True, False]]
     with pytest.raises(ConfigurationError, match="layout must be one of padded, flat"):
         FastTextSubwordsIndexer(TINY, layout="ragged")
+
+
+def test_flat_layout_shapes():
+    tensors = tensors_for([["schools", "are", "closed"], ["a"]], FastTextSubwordsIndexer(TINY))
+    counts = tensors["subword_counts"]
+    assert counts.shape == (2, 3) and tensors["subword_ids"].shape == (2, counts.sum(1).max())
+    assert tensors["token_mask"].tolist() == [[True, True, True], [True, False, False]]
+    assert counts[1, 1:].tolist() == [0, 0]
 
 
 def test_flat_padding_to_shorter_lengths_keeps_counts_consistent():
