@@ -5,8 +5,10 @@ from the file instead of loaded, so a multi-GB `cc.en.300.bin` costs no RAM unti
 and is shared by every process on the machine that maps it (data-loader workers, DDP ranks).
 
 Subword ids are computed exactly as fastText's `Dictionary::getSubwords` does (FNV-1a hash of
-each UTF-8 character n-gram of `<word>`, modulo `bucket`, offset by the number of words); the
-tests check this against the fastText library for in- and out-of-vocabulary words.
+each UTF-8 character n-gram of `<word>`, modulo `bucket`, offset by the number of words), for
+many words at once in numpy (`subword_ids_batch`); the tests check this against the fastText
+library for in- and out-of-vocabulary words, and against the word-by-word pure-Python
+implementation (`reference_subword_ids`) for random strings.
 """
 
 import functools
@@ -198,8 +200,9 @@ class FastTextBin:
     ) -> List[List[int]]:
         """
         `subword_ids` of each of `words`, the n-grams of all of them hashed at once in numpy
-        (`_batch_ngram_hashes`): about 10x faster than word by word for a few dozen words, 25x
-        for thousands (`benchmarks/indexing_speed.py`).
+        (`_batch_ngram_hashes`): 3-5x faster than word by word in pure Python
+        (`reference_subword_ids`) for a sentence or more (`benchmarks/indexing_speed.py`); the
+        hashing alone runs at ~1M words/s, the rest is building Python lists.
         """
         return [list(ids) for ids in self.subword_ids_and_cuts(words, limit)[0]]
 
