@@ -219,6 +219,17 @@ class FastTextBin:
         words = list(words)
         if not words:
             return [], []
+        if len(words) > _HASH_CHUNK:
+            # In chunks: the arrays are (bytes x the longest n-gram's bytes), so one emoji in
+            # a huge batch would widen them all.
+            ids, cut = [], []
+            for begin in range(0, len(words), _HASH_CHUNK):
+                chunk_ids, chunk_cut = self.subword_ids_and_cuts(
+                    words[begin : begin + _HASH_CHUNK], limit
+                )
+                ids.extend(chunk_ids)
+                cut.extend(begin + i for i in chunk_cut)
+            return ids, cut
         word_ids = np.fromiter(
             map(self.word_ids.get, words, itertools.repeat(-1)), dtype=np.int64, count=len(words)
         )
@@ -322,6 +333,7 @@ class _Reader:
 
 
 _FNV_OFFSET = 2166136261
+_HASH_CHUNK = 1024  # words hashed together at most
 _FNV_PRIME = 16777619
 
 

@@ -168,3 +168,15 @@ def test_any_unicode_batch_matches_the_library(words):
     model = FastTextBin.load(TINY)
     for word, ids in zip(words, model.subword_ids_batch(words)):
         assert ids == reference.get_subwords(word)[1].tolist()
+
+
+def test_large_batches_are_hashed_in_chunks(monkeypatch):
+    import allennlp_elmo_c.common.fasttext_bin as fasttext_bin
+
+    model = FastTextBin.load(TINY)
+    words = TRICKY * 3
+    expected = [reference_subword_ids(model, word, 30) for word in words]
+    monkeypatch.setattr(fasttext_bin, "_HASH_CHUNK", 4)
+    ids, cut = model.subword_ids_and_cuts(words, limit=30)
+    assert [list(row) for row in ids] == expected
+    assert cut == [i for i, word in enumerate(words) if len(reference_subword_ids(model, word)) > 30]
