@@ -1,10 +1,18 @@
 import fasttext
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin, _fnv1a
+from allennlp_elmo_c.common.fasttext_bin import (
+    FastTextBin,
+    _batch_ngram_hashes,
+    _fnv1a,
+    _ngram_hashes,
+    reference_subword_ids,
+)
 from tests import FIXTURES_ROOT
 
 TINY = FIXTURES_ROOT / "fasttext" / "tiny.bin"
@@ -89,3 +97,86 @@ def test_wrong_version(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(ConfigurationError, match="version 11"):
         FastTextBin(path)
+
+
+# --- the vectorized hashing (`subword_ids_batch`) ----------------------------------------------
+
+TRICKY = [
+    "", "<", ">", "<>", "a<b>c", "<<>>", "</s>", "</s>x", "x</s>", "<s>", "😀", "😀😀x",
+    "👨\u200d👩\u200d👧", "e\u0301", "日本語のテキスト", "Ωμέγα", "ß", "\u00a0", "a b", "\t",
+    "x" * 10_000, "日" * 300, "é" * 70, "ab" * 40 + "😀", "123", "don't", "U.S.",
+]  # fmt: skip
+
+
+def test_tricky_words_batched_match_the_library(reference):
+    model = FastTextBin(TINY)
+    words = TRICKY + model.words[:50]
+    for word, ids in zip(words, model.subword_ids_batch(words)):
+        assert ids == reference.get_subwords(word)[1].tolist(), repr(word)
+    for word in TRICKY:
+        np.testing.assert_allclose(
+            model.word_vector(word), reference.get_word_vector(word), atol=1e-6
+        )
+
+
+@pytest.mark.parametrize("limit", [0, 1, 2, 7, 60])
+def test_batch_limit_is_a_prefix(reference, limit):
+    model = FastTextBin(TINY)
+    words = TRICKY + ["</s>"] * 2
+    for word, ids in zip(words, model.subword_ids_batch(words, limit=limit)):
+        assert ids == reference.get_subwords(word)[1].tolist()[:limit], repr(word)
+
+
+# Code points of every UTF-8 length, surrogates excluded (fastText reads UTF-8 bytes).
+unicode_words = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(max_size=30), min_size=1, max_size=40), st.sampled_from([None, 1, 5, 30]))
+def test_batch_equals_the_word_by_word_reference(words, limit):
+    # Any str, lone surrogates included (both encode them with `surrogatepass`).
+    model = FastTextBin.load(TINY)
+    expected = [reference_subword_ids(model, word, limit) for word in words]
+    assert model.subword_ids_batch(words, limit=limit) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(unicode_words, min_size=1, max_size=20),
+    st.integers(1, 4),
+    st.integers(0, 6),
+    st.sampled_from([1, 7, 2_000_000]),
+)
+def test_batch_hashes_equal_one_by_one_for_any_settings(words, minn, extra, bucket):
+    # Other n-gram settings than the fixture's (minn 1 has the `<`/`>` 1-gram exclusions).
+    maxn = minn + extra - 1  # includes maxn < minn (no n-grams)
+    if maxn < 1:
+        maxn = 1
+    flat, counts = _batch_ngram_hashes(words, minn, maxn, bucket)
+    ends = np.cumsum(counts)
+    for word, begin, end in zip(words, ends - counts, ends):
+        encoded = ("<" + word + ">").encode("utf-8")
+        assert flat[begin:end].tolist() == _ngram_hashes(encoded, minn, maxn, bucket)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(unicode_words, min_size=1, max_size=6))
+def test_any_unicode_batch_matches_the_library(words):
+    reference = fasttext.load_model(str(TINY))
+    model = FastTextBin.load(TINY)
+    for word, ids in zip(words, model.subword_ids_batch(words)):
+        assert ids == reference.get_subwords(word)[1].tolist()
+
+
+def test_large_batches_are_hashed_in_chunks(monkeypatch):
+    import allennlp_elmo_c.common.fasttext_bin as fasttext_bin
+
+    model = FastTextBin.load(TINY)
+    words = TRICKY * 3
+    expected = [reference_subword_ids(model, word, 30) for word in words]
+    monkeypatch.setattr(fasttext_bin, "_HASH_CHUNK", 4)
+    ids, cut = model.subword_ids_and_cuts(words, limit=30)
+    assert [list(row) for row in ids] == expected
+    assert cut == [i for i, word in enumerate(words) if len(reference_subword_ids(model, word)) > 30]

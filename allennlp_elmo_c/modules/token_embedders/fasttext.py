@@ -77,9 +77,13 @@ class FastTextEmbedder(TokenEmbedder):
         # Parameters
 
         subword_ids : `torch.LongTensor`
-            Shape `(batch_size, num_tokens, max_subwords)`, padded with anything.
+            The `fasttext_subwords` indexer's ids in either of its layouts: `"padded"`, shape
+            `(batch_size, num_tokens, max_subwords)`, padded with anything; `"flat"`, shape
+            `(batch_size, total_subwords)`, each sentence's tokens' ids one after the other,
+            padded with anything (told apart by their number of dimensions).
         subword_counts : `torch.LongTensor`
-            Shape `(batch_size, num_tokens)`: how many leading entries of each row are valid.
+            Shape `(batch_size, num_tokens)`: how many ids each token has (the leading entries of
+            its row, padded; the next ones of its sentence, flat).
         token_mask : `torch.BoolTensor`, optional
             Shape `(batch_size, num_tokens)`; unused (padding tokens have count 0 and get zeros).
         fasttext_fingerprint : `torch.LongTensor`, optional
@@ -89,15 +93,22 @@ class FastTextEmbedder(TokenEmbedder):
         # Returns
 
         `torch.Tensor` of shape `(batch_size, num_tokens, dim)`, float32; all zeros for tokens
-        with no subwords.
+        with no subwords. Both layouts give the same vectors: the same rows are averaged by the
+        same `embedding_bag` call.
         """
         if fasttext_fingerprint is not None and not self._indexer_checked:
             self.check_indexer_fingerprint(fasttext_fingerprint)
         matrix = self._fasttext.matrix_on(subword_ids.device)
         counts = subword_counts.reshape(-1)
-        width = subword_ids.size(-1)
-        valid = torch.arange(width, device=subword_ids.device) < counts.unsqueeze(1)
-        flat_ids = subword_ids.reshape(counts.numel(), width)[valid]
+        if subword_ids.dim() == subword_counts.dim():  # flat: (..., total_subwords)
+            width = subword_ids.size(-1)
+            sentences = subword_counts.sum(-1).reshape(-1)
+            valid = torch.arange(width, device=subword_ids.device) < sentences.unsqueeze(1)
+            flat_ids = subword_ids.reshape(sentences.numel(), width)[valid]
+        else:  # padded: (..., num_tokens, max_subwords)
+            width = subword_ids.size(-1)
+            valid = torch.arange(width, device=subword_ids.device) < counts.unsqueeze(1)
+            flat_ids = subword_ids.reshape(counts.numel(), width)[valid]
         offsets = torch.cumsum(counts, 0) - counts
         vectors = torch.nn.functional.embedding_bag(flat_ids, matrix, offsets, mode="mean")
         return vectors.view(*subword_counts.shape, self._fasttext.dim)
@@ -125,9 +136,8 @@ class FastTextEmbedder(TokenEmbedder):
         self, words: List[str], device: Optional[torch.device] = None
     ) -> torch.Tensor:
         """The vectors of arbitrary strings, shape `(len(words), dim)`."""
-        rows = [self._fasttext.subword_ids(word) for word in words]
-        width = max([len(row) for row in rows] + [1])
-        ids = torch.tensor([row + [0] * (width - len(row)) for row in rows], dtype=torch.long)
+        rows = self._fasttext.subword_ids_batch(words)
+        ids = torch.tensor([i for row in rows for i in row], dtype=torch.long)
         counts = torch.tensor([len(row) for row in rows], dtype=torch.long)
         device = device or torch.device("cpu")
         return self.forward(ids.to(device).unsqueeze(0), counts.to(device).unsqueeze(0))[0]

@@ -38,7 +38,7 @@ def test_from_config_and_ids_match_the_library(reference):
 
 
 def test_padding_and_mask():
-    indexer = FastTextSubwordsIndexer(TINY)
+    indexer = FastTextSubwordsIndexer(TINY, layout="padded")
     tensors = tensors_for([["schools", "are", "closed"], ["a"]], indexer)
     assert tensors["subword_ids"].shape[:2] == (2, 3)
     assert tensors["token_mask"].tolist() == [[True, True, True], [True, False, False]]
@@ -169,3 +169,100 @@ def test_indexer_from_a_missing_archive_takes_the_environment_variable(tmp_path,
     assert FastTextSubwordsIndexer(archive_file=missing).model_path == FastTextSubwordsIndexer(
         TINY
     ).model_path
+
+
+# --- layouts ---------------------------------------------------------------------------------
+
+RAGGED = [
+    ["schools", "are", "closed", "", "x" * 300, "Zürich"],
+    ["😀"],
+    ["a<b>", "</s>", "日本語", "unseenword", "The", "the", "schools"],
+    [""],
+]
+
+
+def batch_tensors(sentences, indexer):
+    instances = [Instance({"t": TextField([Token(w) for w in s], {"ft": indexer})})
+                 for s in sentences]  # fmt: skip
+    batch = Batch(instances)
+    batch.index_instances(Vocabulary())
+    return batch.as_tensor_dict()["t"]["ft"]
+
+
+def test_flat_and_padded_layouts_give_identical_vectors(reference):
+    embedder = FastTextEmbedder(TINY)
+    padded_indexer = TokenIndexer.from_params(
+        Params({"type": "fasttext_subwords", "model_path": TINY, "layout": "padded",
+                "max_subwords_per_token": 40})
+    )  # fmt: skip
+    padded = batch_tensors(RAGGED, padded_indexer)
+    # The default: flat.
+    flat = batch_tensors(RAGGED, FastTextSubwordsIndexer(TINY, max_subwords_per_token=40))
+    assert padded["subword_ids"].dim() == 3 and flat["subword_ids"].dim() == 2
+    assert torch.equal(flat["subword_counts"], padded["subword_counts"])
+    assert torch.equal(flat["token_mask"], padded["token_mask"])
+    assert flat["subword_ids"].size(1) == padded["subword_counts"].sum(1).max()
+    vectors = embedder(**padded)
+    assert torch.equal(embedder(**flat), vectors)
+    for row, sentence in enumerate(RAGGED):
+        for column, word in enumerate(sentence):
+            if len(word) < 30:  # not truncated
+                np.testing.assert_allclose(
+                    vectors[row, column].numpy(), reference.get_word_vector(word), atol=1e-5
+                )
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.lists(st.text(max_size=12), max_size=8), min_size=1, max_size=5))
+def test_layouts_agree_on_any_ragged_batch(sentences):
+    sentences = [
+        [w for w in s if w.encode("utf-8", errors="ignore").decode("utf-8") == w]
+        for s in sentences
+    ]
+    embedder = FastTextEmbedder(TINY)
+    padded = batch_tensors(sentences, FastTextSubwordsIndexer(TINY, layout="padded"))
+    flat = batch_tensors(sentences, FastTextSubwordsIndexer(TINY, layout="flat"))
+    assert torch.equal(embedder(**flat), embedder(**padded))
+
+
+def test_flat_layout_mask_and_wrong_layout():
+    from allennlp.nn.util import get_text_field_mask
+
+    flat = batch_tensors([["a", "b"], ["c"]], FastTextSubwordsIndexer(TINY, layout="flat"))
+    # The first 2-d output is the token mask (not the flat ids).
+    assert list(flat)[0] == "token_mask"
+    assert get_text_field_mask({"x": flat}).tolist() == [[True, True], [True, False]]
+    with pytest.raises(ConfigurationError, match="layout must be one of padded, flat"):
+        FastTextSubwordsIndexer(TINY, layout="ragged")
+
+
+def test_flat_layout_shapes():
+    tensors = tensors_for([["schools", "are", "closed"], ["a"]], FastTextSubwordsIndexer(TINY))
+    counts = tensors["subword_counts"]
+    assert counts.shape == (2, 3) and tensors["subword_ids"].shape == (2, counts.sum(1).max())
+    assert tensors["token_mask"].tolist() == [[True, True, True], [True, False, False]]
+    assert counts[1, 1:].tolist() == [0, 0]
+
+
+def test_flat_padding_to_shorter_lengths_keeps_counts_consistent():
+    indexer = FastTextSubwordsIndexer(TINY, layout="flat")
+    indexed = indexer.tokens_to_indices([Token("schools"), Token("unseenword")], Vocabulary())
+    first = indexed["subword_counts"][0]
+    tensors = indexer.as_padded_tensor_dict(indexed, {"subword_ids": first + 2, "num_tokens": 3})
+    assert tensors["subword_counts"].tolist() == [first, 2, 0]
+    assert tensors["subword_ids"].tolist() == [i for ids in indexed["subword_ids"] for i in ids][
+        : first + 2
+    ]
+
+
+def test_cache_misses_of_one_call_are_hashed_together_and_cached(reference):
+    indexer = FastTextSubwordsIndexer(TINY, cache_size=3, max_subwords_per_token=40)
+    words = ["schools", "unseenword", "schools", "y" * 100, "", "unseenword", "café"]
+    indexed = indexer.tokens_to_indices([Token(w) for w in words], Vocabulary())
+    assert indexed["subword_ids"] == [reference.get_subwords(w)[1].tolist()[:40] for w in words]
+    assert indexer.num_truncated == 1  # "y" * 100, once
+    assert len(indexer._cache) <= 3
+    # Returned lists are fresh: changing one does not change the cache.
+    indexed["subword_ids"][0].append(-1)
+    again = indexer.tokens_to_indices([Token("schools")], Vocabulary())["subword_ids"][0]
+    assert again == reference.get_subwords("schools")[1].tolist()

@@ -1,0 +1,274 @@
+"""
+How fast the `fasttext_subwords` indexer turns tokens into fastText subword ids, the vectorized
+implementation (`FastTextBin.subword_ids_batch`: all n-grams of a call's uncached words hashed at
+once in numpy) against the word-by-word pure-Python one it replaced (`reference_subword_ids`,
+with the old per-token cache), both timed in this run; and how long the `fasttext` embedder takes
+on the indexer's two layouts (`padded`, `flat`).
+
+    OMP_NUM_THREADS=1 python benchmarks/indexing_speed.py [--bin tests/fixtures/fasttext/tiny.bin]
+
+Words: a generated Zipfian vocabulary (`--vocab` types; lengths and letters like English word
+types, frequent words shorter; 6% non-ASCII: accented Latin, Cyrillic, Greek, CJK, emoji; some
+capitalized, with digits or punctuation) plus the model's own words. Timed in one thread, old and
+new in turn, the best of `--repeats` runs:
+
+- cold: every token a distinct word (no cache hits), `tokens_to_indices` one sentence of
+  `--sentence-length` tokens at a time as AllenNLP calls it, and all words in one call
+  (`subword_ids_of`, e.g. for `embed_strings`);
+- warm: a Zipfian token stream indexed a second time (every word cached);
+- the fastText library's own `get_subwords` per word (C++ hashing, but it loads the whole matrix
+  into RAM: not an option for a 7 GB `cc.en.300.bin`), for scale;
+- embedding (no gradient: the matrix is frozen): AllenNLP batches of `--batch-size` Zipfian
+  sentences of 10 to 40 tokens in each layout, timed in turn (`timing.time_in_turn`); the
+  collation (`Batch.as_tensor_dict`) is timed too, and the two layouts' vectors are compared.
+
+Prints tokens/s and new/old ratios.
+"""
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
+
+import torch  # noqa: E402
+
+from allennlp.data import Batch, Instance, Token, Vocabulary  # noqa: E402
+from allennlp.data.fields import TextField  # noqa: E402
+
+from allennlp_elmo_c.common.fasttext_bin import reference_subword_ids  # noqa: E402
+from allennlp_elmo_c.data.token_indexers.fasttext_subwords import (  # noqa: E402
+    FastTextSubwordsIndexer,
+)
+from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder  # noqa: E402
+
+from timing import time_in_turn  # noqa: E402
+
+TINY = PROJECT / "tests" / "fixtures" / "fasttext" / "tiny.bin"
+# English letter frequencies (%), for generated words.
+LETTERS = "etaoinshrdlcumwfgypbvkjxqz"
+LETTER_WEIGHTS = [12.7, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4, 2.2,
+                  2.0, 2.0, 1.9, 1.5, 1.0, 0.8, 0.2, 0.2, 0.1, 0.1]  # fmt: skip
+NON_ASCII = {
+    "latin": "éèàüöäßçñøåíóú",
+    "cyrillic": "абвгдежзиклмнопрстуфхцчшщыэюя",
+    "greek": "αβγδεζηθικλμνξοπρστυφχψω",
+    "cjk": "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年",
+    "emoji": "😀😂🙂👍🎉🔥❤️🚀",
+}
+
+
+class OldIndexer(FastTextSubwordsIndexer):
+    """The indexer before vectorizing: each uncached token hashed on its own in Python."""
+
+    def subword_ids_of(self, texts: List[str]) -> List[List[int]]:
+        return [self._old_subword_ids(text) for text in texts]
+
+    def _old_subword_ids(self, text: str) -> List[int]:
+        ids = self._cache.get(text)
+        if ids is None:
+            ids = reference_subword_ids(self._model, text, limit=self._max_subwords + 1)
+            if len(ids) > self._max_subwords:
+                self._truncations.record(text)
+                ids = ids[: self._max_subwords]
+            if len(self._cache) >= self._cache_size:
+                self._cache.clear()
+            self._cache[text] = ids
+        return ids
+
+
+def generated_word(rng: random.Random) -> str:
+    length = max(1, min(int(rng.lognormvariate(2.0, 0.4)), 30))  # median ~7, like word types
+    kind = rng.random()
+    if kind < 0.06:
+        alphabet = NON_ASCII[rng.choice(list(NON_ASCII))]
+        if alphabet == NON_ASCII["latin"]:  # mostly ASCII letters with a few accented ones
+            word = rng.choices(LETTERS, LETTER_WEIGHTS, k=length)
+            for _ in range(rng.randint(1, 2)):
+                word[rng.randrange(length)] = rng.choice(alphabet)
+            return "".join(word)
+        return "".join(rng.choice(alphabet) for _ in range(max(1, length // 2)))
+    word = "".join(rng.choices(LETTERS, LETTER_WEIGHTS, k=length))
+    if kind < 0.20:
+        word = word.capitalize()
+    elif kind < 0.23:
+        word += str(rng.randint(0, 2030))
+    elif kind < 0.25:
+        word = word[: length // 2] + rng.choice("-'.") + word[length // 2 :]
+    return word
+
+
+def vocabulary(size: int, model_words: List[str], seed: int) -> List[str]:
+    """Distinct words, roughly shortest first (for Zipfian ranks: frequent words are short)."""
+    rng = random.Random(seed)
+    words = dict.fromkeys(w for w in model_words if w != "</s>")
+    while len(words) < size:
+        words[generated_word(rng)] = None
+    return sorted(words, key=lambda w: len(w) + rng.gauss(0, 3))
+
+
+def zipf_sentences(words: List[str], tokens: int, length: int, seed: int) -> List[List[str]]:
+    rng = random.Random(seed)
+    weights = [1.0 / (rank + 1) for rank in range(len(words))]
+    stream = rng.choices(words, weights, k=tokens)
+    return [stream[i : i + length] for i in range(0, tokens, length)]
+
+
+def best_in_turn(work: Dict[str, Callable[[], None]], repeats: int) -> Dict[str, float]:
+    """Runs each callable in turn `repeats` times; each one's fastest run, in seconds (on a
+    shared machine the fastest run is the one least slowed by other processes)."""
+    times: Dict[str, List[float]] = {name: [] for name in work}
+    for _ in range(repeats):
+        for name, run in work.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: min(values) for name, values in times.items()}
+
+
+def index_sentences(indexer_class, model_path: str, sentences, fresh: bool, warm=None):
+    """A function indexing `sentences` (a fresh indexer each run if `fresh`)."""
+    vocab = Vocabulary()
+    token_sentences = [[Token(w) for w in s] for s in sentences]
+    shared = warm or indexer_class(model_path)
+
+    def run() -> None:
+        indexer = indexer_class(model_path) if fresh else shared
+        for tokens in token_sentences:
+            indexer.tokens_to_indices(tokens, vocab)
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bin", default=str(TINY), help="fastText .bin (default: the fixture)")
+    parser.add_argument("--vocab", type=int, default=200_000, help="word types")
+    parser.add_argument("--cold-tokens", type=int, default=100_000, help="distinct words, cold")
+    parser.add_argument("--warm-tokens", type=int, default=500_000)
+    parser.add_argument("--sentence-length", type=int, default=25)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batches", type=int, default=20, help="embedding batches timed")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=13)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    model_path = args.bin
+    model_words = FastTextSubwordsIndexer(model_path)._model.words
+    words = vocabulary(args.vocab, model_words, args.seed)
+    print(f"model: {model_path}; {len(words):,} word types ({len(model_words):,} the model's), "
+          f"{sum(any(ord(c) > 127 for c in w) for w in words) / len(words):.1%} non-ASCII, mean "
+          f"{statistics.mean(map(len, words)):.1f} characters")
+
+    # Cold: distinct words, in random order.
+    distinct = random.Random(args.seed).sample(words, min(args.cold_tokens, len(words)))
+    n = args.sentence_length
+    cold_sentences = [distinct[i : i + n] for i in range(0, len(distinct), n)]
+    stream = zipf_sentences(words, args.warm_tokens, n, args.seed + 1)
+    work: Dict[str, Dict[str, Callable[[], None]]] = {}
+    for name, indexer_class in [("old", OldIndexer), ("new", FastTextSubwordsIndexer)]:
+        warm_indexer = indexer_class(model_path)
+        index_sentences(indexer_class, model_path, stream, fresh=False, warm=warm_indexer)()
+        work[name] = {
+            "cold, per sentence": index_sentences(
+                indexer_class, model_path, cold_sentences, fresh=True
+            ),
+            "cold, one call": lambda c=indexer_class: c(model_path).subword_ids_of(distinct),
+            "warm, per sentence": index_sentences(
+                indexer_class, model_path, stream, fresh=False, warm=warm_indexer
+            ),
+        }
+    tokens = {"cold, per sentence": len(distinct), "cold, one call": len(distinct),
+              "warm, per sentence": args.warm_tokens}  # fmt: skip
+    rates: Dict[str, Dict[str, float]] = {"old": {}, "new": {}}
+    for case, count in tokens.items():
+        # Old and new in turn, so that load on the machine hits both alike; the best run.
+        seconds = best_in_turn({name: work[name][case] for name in work}, args.repeats)
+        for name in work:
+            rates[name][case] = count / seconds[name]
+    print(f"\nindexing, tokens/s (1 thread, best of {args.repeats}, old and new in turn):")
+    print(f"{'':24}{'old':>12}{'new':>12}{'new/old':>10}")
+    for case in rates["new"]:
+        old, new = rates["old"][case], rates["new"][case]
+        print(f"{case:24}{old:12,.0f}{new:12,.0f}{new / old:9.1f}x")
+
+    try:
+        import fasttext
+
+        library = fasttext.load_model(model_path)
+        seconds = best_in_turn(
+            {"library": lambda: [library.get_subwords(w) for w in distinct]}, args.repeats
+        )["library"]
+        print(f"{'fastText get_subwords':24}{len(distinct) / seconds:12,.0f} (C++ per word, "
+              "whole matrix in RAM)")
+    except ImportError:
+        print("fastText library not installed: get_subwords not timed")
+
+    embedding(args, model_path, words)
+
+
+def embedding(args, model_path: str, words: List[str]) -> None:
+    """Padded vs flat: collation and embedding time, and equality of the vectors."""
+    rng = random.Random(args.seed + 2)
+    stream = zipf_sentences(words, args.batches * args.batch_size * 40, 1, args.seed + 3)
+    sentences, start = [], 0
+    for _ in range(args.batches * args.batch_size):
+        length = rng.randint(10, 40)
+        sentences.append([w for (w,) in stream[start : start + length]])
+        start += length
+    embedder = FastTextEmbedder(model_path)
+    instances = {}
+    for layout in ("padded", "flat"):
+        indexer = FastTextSubwordsIndexer(model_path, layout=layout)
+        instances[layout] = [
+            [Instance({"t": TextField([Token(w) for w in s], {"ft": indexer})}) for s in
+             sentences[i : i + args.batch_size]]
+            for i in range(0, len(sentences), args.batch_size)
+        ]  # fmt: skip
+        for batch in instances[layout]:
+            for instance in batch:
+                instance.index_fields(Vocabulary())
+
+    def collate(layout: str):
+        return [Batch(batch).as_tensor_dict()["t"]["ft"] for batch in instances[layout]]
+
+    tensors = {layout: collate(layout) for layout in instances}
+    shapes = {layout: tuple(tensors[layout][0]["subword_ids"].shape) for layout in tensors}
+    for padded, flat in zip(tensors["padded"], tensors["flat"]):
+        with torch.no_grad():
+            if not torch.equal(embedder(**padded), embedder(**flat)):
+                raise AssertionError("padded and flat layouts give different vectors")
+    cpu = torch.device("cpu")
+
+    def embed(layout: str):
+        def run() -> None:
+            with torch.no_grad():
+                for batch in tensors[layout]:
+                    embedder(**batch)
+
+        return run
+
+    steps, warmup = max(args.repeats, 5), 1
+    embed_times, _ = time_in_turn({k: embed(k) for k in tensors}, steps, warmup, cpu)
+    collate_times, _ = time_in_turn(
+        {k: (lambda k=k: collate(k)) for k in tensors}, steps, warmup, cpu
+    )
+    num_tokens = sum(len(s) for s in sentences)
+    print(f"\nembedding {len(tensors['flat'])} batches of {args.batch_size} sentences "
+          f"({num_tokens:,} tokens), no gradient, 1 thread, median of {steps}; vectors equal")
+    print(f"{'layout':8}{'first batch ids':>20}{'embed ms':>10}{'collate ms':>12}"
+          f"{'embed tok/s':>14}")
+    for layout in tensors:
+        print(f"{layout:8}{str(shapes[layout]):>20}{embed_times[layout] * 1e3:10.1f}"
+              f"{collate_times[layout] * 1e3:12.1f}{num_tokens / embed_times[layout]:14,.0f}")
+    print(f"flat / padded time: embed {embed_times['flat'] / embed_times['padded']:.2f}, "
+          f"collate {collate_times['flat'] / collate_times['padded']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
