@@ -10,10 +10,11 @@ from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.commands.describe import describe_archive, format_description
 from tests import PROJECT_ROOT
-from tests.helpers import TINY_ELMO_C_DIM, TINY_FASTTEXT
+from tests.helpers import TINY_ELMO_C_DIM, TINY_FASTTEXT, moved_archive
 
 # The fixture config (tests/fixtures/configs/elmo_c.jsonnet): projection 8, cell 12, 2 layers.
-RECORDED_FASTTEXT = "tests/fixtures/fasttext/tiny.bin"
+# Training records the fastText path absolute (allennlp_elmo_c.training.archive_paths).
+RECORDED_FASTTEXT = str(PROJECT_ROOT / "tests/fixtures/fasttext/tiny.bin")
 
 
 @pytest.fixture
@@ -84,9 +85,8 @@ def test_json_mode_on_the_command_line(elmo_c_archive):
 def test_fasttext_resolution_and_no_metrics(elmo_c_archive, tmp_path, monkeypatch):
     monkeypatch.delenv("ELMO_C_FASTTEXT", raising=False)
     monkeypatch.chdir(tmp_path)  # the recorded relative path no longer exists
-    moved = tmp_path / "moved" / "model.tar.gz"
-    moved.parent.mkdir()
-    shutil.copy(elmo_c_archive, moved)
+    # An archive from before #18, recording its fastText file relative to the project.
+    moved = moved_archive(elmo_c_archive, tmp_path / "moved", relative=True)
     info = describe_archive(str(moved))
     assert info["fasttext"]["resolves"] is False and info["fasttext"]["resolved"] is None
     assert info["training"] is None
