@@ -92,6 +92,9 @@ class Profile:
     pipeline_tokens: int
     transformer_layers: Dict[str, int] = field(default_factory=lambda: {"smoke": 1})
     char_filters: List[List[int]] = field(default_factory=lambda: ELMO_FILTERS)
+    # Sizes with the second peer row (AllenNLP's ElmoLstm): each peer holds its 800K-word
+    # softmax and the optimizer's state for it (4.9 GB at the paper's size).
+    allennlp_lstm_sizes: List[str] = field(default_factory=lambda: ["smoke", "demo", "paper"])
 
 
 def profile_for(name: str, device: torch.device) -> Profile:
@@ -108,6 +111,7 @@ def profile_for(name: str, device: torch.device) -> Profile:
             800_000, 4_000_000 if gpu else 1_000_000, 8192, [40_000, 800_000, 2_000_000],
             ENCODER_SIZES["demo"][1], 3 if gpu else 2, 1, 1024 if gpu else 16,
             "demo", 256 if gpu else 32, 5 if gpu else 3, 1, 800_000, 20_000,
+            allennlp_lstm_sizes=["demo", "paper"] if gpu else ["demo"],
         )  # fmt: skip
     return Profile(
         "full",
@@ -334,7 +338,31 @@ def measured(build: Callable[[], Tuple[torch.nn.Module, Callable[[], None], int]
 # ----------------------------------------------------------------------------- 1. end to end
 
 
-def end_to_end(profile: Profile, device, meter: PeakMemory, log) -> List[dict]:
+def top_operators(step: Callable[[], None], device, count: int) -> List[dict]:
+    """One more step under `torch.profiler`: the `count` operators with the most self time (on
+    the GPU on CUDA, else on the CPU) and their share of the step's total self time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as profiler:
+        step()
+        synchronize(device)
+    events = profiler.key_averages()
+
+    def self_time(event) -> float:  # microseconds
+        if device.type == "cuda":
+            return getattr(event, "self_device_time_total", None) or getattr(
+                event, "self_cuda_time_total", 0.0)  # fmt: skip
+        return event.self_cpu_time_total
+
+    total = sum(self_time(event) for event in events) or 1.0
+    ranked = sorted(events, key=self_time, reverse=True)[:count]
+    return [{"operator": event.key, "self_ms": self_time(event) / 1000,
+             "share": self_time(event) / total} for event in ranked]  # fmt: skip
+
+
+
+def end_to_end(profile: Profile, device, meter: PeakMemory, log, operators: int = 0) -> List[dict]:
     results = []
     generator = torch.Generator().manual_seed(0)
     log(f"building a {profile.peer_vocab:,}-word vocabulary for the peer's softmax")
@@ -362,8 +390,9 @@ def end_to_end(profile: Profile, device, meter: PeakMemory, log) -> List[dict]:
 
             return build
 
-        builders = {"ELMo-C": elmo_c, "peer: char CNN + elmo_lstm + sampled": peer(False),
-                    "peer: char CNN + AllenNLP ElmoLstm + sampled": peer(True)}  # fmt: skip
+        builders = {"ELMo-C": elmo_c, "peer: char CNN + elmo_lstm + sampled": peer(False)}
+        if size in profile.allennlp_lstm_sizes:
+            builders["peer: char CNN + AllenNLP ElmoLstm + sampled"] = peer(True)
         rows = {}
         for name, builder in builders.items():
             log(f"end_to_end {size}: building and warming up {name}")
@@ -386,6 +415,8 @@ def end_to_end(profile: Profile, device, meter: PeakMemory, log) -> List[dict]:
             })  # fmt: skip
             results[-1]["elmo_c_speedup"] = (base.tokens / seconds["ELMo-C"]) / speed
             results[-1]["elmo_c_memory_ratio"] = base.peak_bytes / max(row.peak_bytes, 1)
+            if operators:
+                results[-1]["top_operators"] = top_operators(row.step, device, operators)
         rows = table = None
         release_memory()
     return results
@@ -460,7 +491,7 @@ def output_layers(profile: Profile, device, meter: PeakMemory, budget: int, log)
                 optimizer = torch.optim.Adam(head.parameters(), lr=1e-4, eps=1e-6)
                 record["trainable_parameters"] = trainable_parameters(head)
                 fitted = search_batch(head, optimizer, num_words, dim, device, meter, budget,
-                                      static, profile, log)  # fmt: skip
+                                      profile, log)  # fmt: skip
                 record.update(fitted)
             except RuntimeError as error:
                 if not is_out_of_memory(error):
@@ -480,7 +511,7 @@ def output_layers(profile: Profile, device, meter: PeakMemory, budget: int, log)
     return results
 
 
-def search_batch(head, optimizer, num_words, dim, device, meter, budget, static, profile, log):
+def search_batch(head, optimizer, num_words, dim, device, meter, budget, profile, log):
     """Batch 1, then doubling while the predicted and the measured peak stay within `budget`;
     times batch 1 and the largest batch that fitted."""
 
@@ -501,9 +532,10 @@ def search_batch(head, optimizer, num_words, dim, device, meter, budget, static,
     first = timed(1, step, peak)
     if peak > budget:
         return {"fits": False, "batch1_over_budget": first}
-    # (batch, peak) measured; memory is predicted linear in the batch (the weights, gradients
-    # and optimizer state, plus activations per window), so that no probe runs out of memory.
-    points = [(0, static), (1, peak)] if static is not None else [(1, peak)]
+    # (batch, peak) measured. From two measurements on, the next probe's memory is predicted
+    # linear in the batch (weights, gradients and optimizer state, plus activations per window)
+    # and not run if it would exceed the budget: on CPU running out of memory kills the process.
+    points = [(1, peak)]
     best = (1, step, peak)
     batch = 1
     while batch * 2 <= profile.max_batch:
@@ -699,6 +731,14 @@ def data_pipeline(profile: Profile, device, training: Optional[dict], meter, log
 # ----------------------------------------------------------------------------- reports
 
 
+def relative(path: str) -> str:
+    """`path` relative to the project if it is inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT))
+    except ValueError:
+        return path
+
+
 def fmt_int(value) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
@@ -738,6 +778,16 @@ def markdown(results: dict) -> str:
                          f"{r['elmo_c_speedup']:.2f}x | {r['peak_memory_gib']:.2f} | "
                          f"{r['elmo_c_memory_ratio']:.2f}x | {r['trainable_parameters']:,} |")  # fmt: skip
         lines.append("")
+        profiled = [r for r in sections["end_to_end"] if r.get("top_operators")]
+        if profiled:
+            lines += ["Where a step's time goes (`torch.profiler`, one step, operators' self "
+                      "time as a share of the step's; " +
+                      ("GPU time)" if "gpu" in machine else "CPU time)") + ":", ""]  # fmt: skip
+            for r in profiled:
+                ops = ", ".join(f"`{op['operator']}` {100 * op['share']:.0f}%"
+                                for op in r["top_operators"])  # fmt: skip
+                lines.append(f"- {r['size']}, {r['model']}: {ops}")
+            lines.append("")
     if "output_layers" in sections:
         rows = sections["output_layers"]
         lines += ["### 2. Output layers (paper Table 4)", "",
@@ -837,12 +887,19 @@ def plot(rows: List[dict], path: Path, machine: dict) -> None:
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=False)
     for axis, key, title in ((axes[0], "batch1", "batch 1 (20 tokens)"),
-                             (axes[1], "largest", "largest batch within the memory budget")):  # fmt: skip
+                             (axes[1], "largest", "largest batch within the memory budget (bN: batch)")):  # fmt: skip
         for kind in HEADS:
             points = sorted((r["vocab_size"], r[key]["seconds_per_million_tokens"])
                             for r in rows if r["type"] == kind and r.get("fits"))  # fmt: skip
             if points:
-                axis.plot(*zip(*points), marker="o", label=HEAD_LABELS[kind])
+                line, = axis.plot(*zip(*points), marker="o", label=HEAD_LABELS[kind])
+            if points and key == "largest":
+                for r in rows:
+                    if r["type"] == kind and r.get("fits"):
+                        axis.annotate(f"b{r[key]['batch']}", (r["vocab_size"],
+                                      r[key]["seconds_per_million_tokens"]), fontsize=7,
+                                      color=line.get_color(), xytext=(4, -8),
+                                      textcoords="offset points")  # fmt: skip
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.set_xlabel("vocabulary size")
@@ -893,6 +950,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
     parser.add_argument("--memory-budget-gb", type=float, default=None,
                         help="for the output layers' largest batch (default: 6 on CPU, "
                              "70%% of the GPU's memory)")  # fmt: skip
+    parser.add_argument("--profile-ops", type=int, default=6,
+                        help="end_to_end: profile one more step of each row and keep its N "
+                             "costliest operators (0: no profiling)")  # fmt: skip
     parser.add_argument("--out", default=str(PROJECT / "benchmarks" / "results.json"))
     parser.add_argument("--markdown", default=str(PROJECT / "benchmarks" / "RESULTS.md"))
     parser.add_argument("--plot", default=str(PROJECT / "benchmarks" / "output_layer_scaling.png"))
@@ -918,13 +978,13 @@ def main(argv: Optional[List[str]] = None) -> dict:
         print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True)
 
     command = "python benchmarks/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    results = {"command": command.strip(), "out": args.out, "profile": asdict(profile),
+    results = {"command": command.strip(), "out": relative(args.out), "profile": asdict(profile),
                "machine": machine_description(device, threads),
                "memory_budget_gib": budget / 2**30, "sections": {}}  # fmt: skip
     sections = results["sections"]
     log(f"{results['machine']['device']}, profile {profile.name}, sections {args.sections}")
     if "end_to_end" in args.sections:
-        sections["end_to_end"] = end_to_end(profile, device, meter, log)
+        sections["end_to_end"] = end_to_end(profile, device, meter, log, args.profile_ops)
     if "output_layers" in args.sections:
         sections["output_layers"] = output_layers(profile, device, meter, budget, log)
     if "encoders" in args.sections:

@@ -36,6 +36,7 @@ def test_smoke_run_writes_json_markdown_and_plot(tmp_path):
     for row in sections["end_to_end"]:
         assert row["tokens_per_s"] > 0 and row["peak_memory_gib"] >= 0
         assert {"elmo_c_speedup", "elmo_c_memory_ratio", "trainable_parameters"} <= set(row)
+        assert row["top_operators"] and 0 <= row["top_operators"][0]["share"] <= 1
 
     heads = sections["output_layers"]
     assert {row["type"] for row in heads} == {
