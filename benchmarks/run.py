@@ -27,6 +27,7 @@ repeated steps after warm-up; rows that are compared are timed in turn, step by 
 """
 
 import argparse
+import gc
 import json
 import math
 import sys
@@ -519,24 +520,30 @@ def search_batch(head, optimizer, num_words, dim, device, meter, budget, profile
         step = head_step(head, optimizer, batch, dim, num_words, device)
         for _ in range(profile.head_warmup):
             step()
-        return step, meter.measure(step)
+        start = time.perf_counter()
+        peak = meter.measure(step)
+        return step, peak, time.perf_counter() - start
 
-    def timed(batch: int, step, peak: int) -> dict:
-        seconds, _ = time_in_turn({"head": step}, profile.head_steps, 0, device)
+    def timed(batch: int, step, peak: int, probe_seconds: float) -> dict:
+        # Cheap steps are repeated more (up to about a second, at most 50): a few milliseconds'
+        # median would be noise.
+        steps = max(profile.head_steps, min(50, int(1.0 / max(probe_seconds, 1e-4))))
+        seconds, _ = time_in_turn({"head": step}, steps, 0, device)
         tokens = batch * HEAD_TIMESTEPS
         return {"batch": batch, "tokens_per_step": tokens, "seconds_per_step": seconds["head"],
+                "timed_steps": steps,
                 "seconds_per_million_tokens": seconds["head"] / tokens * 1e6,
                 "peak_memory_gib": peak / 2**30}  # fmt: skip
 
-    step, peak = probe(1)
-    first = timed(1, step, peak)
+    step, peak, probe_seconds = probe(1)
+    first = timed(1, step, peak, probe_seconds)
     if peak > budget:
         return {"fits": False, "batch1_over_budget": first}
     # (batch, peak) measured. From two measurements on, the next probe's memory is predicted
     # linear in the batch (weights, gradients and optimizer state, plus activations per window)
     # and not run if it would exceed the budget: on CPU running out of memory kills the process.
     points = [(1, peak)]
-    best = (1, step, peak)
+    best = (1, step, peak, probe_seconds)
     batch = 1
     while batch * 2 <= profile.max_batch:
         batch *= 2
@@ -545,7 +552,7 @@ def search_batch(head, optimizer, num_words, dim, device, meter, budget, profile
             if p1 + (p1 - p0) / (b1 - b0) * (batch - b1) > budget:
                 break
         try:
-            step, peak = probe(batch)
+            step, peak, probe_seconds = probe(batch)
         except RuntimeError as error:
             if not is_out_of_memory(error):
                 raise
@@ -553,7 +560,7 @@ def search_batch(head, optimizer, num_words, dim, device, meter, budget, profile
         if peak > budget:
             break
         points.append((batch, peak))
-        best = (batch, step, peak)
+        best = (batch, step, peak, probe_seconds)
     largest = first if best[0] == 1 else timed(*best)
     log(f"    largest batch {largest['batch']}: "
         f"{largest['seconds_per_million_tokens']:.2f} s / 1M tokens")  # fmt: skip
@@ -835,9 +842,9 @@ def markdown(results: dict) -> str:
         for r in rows:
             pair = speeds[(r["encoder"], HEAD_LABELS["continuous"])] / \
                 speeds[(r["encoder"], HEAD_LABELS["adaptive_softmax"])]
+            pair = f"{pair:.2f}x" if r["head"] == HEAD_LABELS["continuous"] else ""
             lines.append(f"| {r['encoder']} | {r['encoder_parameters']:,} | {r['head']} | "
-                         f"{r['tokens_per_s']:,.0f} | "
-                         f"{pair:.2f}x | {r['peak_memory_gib']:.2f} |")  # fmt: skip
+                         f"{r['tokens_per_s']:,.0f} | {pair} | {r['peak_memory_gib']:.2f} |")  # fmt: skip
         lines.append("")
     if "data_pipeline" in sections:
         p = sections["data_pipeline"]
@@ -950,6 +957,10 @@ def main(argv: Optional[List[str]] = None) -> dict:
     parser.add_argument("--memory-budget-gb", type=float, default=None,
                         help="for the output layers' largest batch (default: 6 on CPU, "
                              "70%% of the GPU's memory)")  # fmt: skip
+    parser.add_argument("--e2e-sizes", nargs="+", choices=sorted(ENCODER_SIZES), default=None,
+                        help="end_to_end: only these LSTM sizes (default: the profile's)")
+    parser.add_argument("--e2e-steps", type=int, default=None,
+                        help="end_to_end: timed steps per row (default: the profile's)")
     parser.add_argument("--profile-ops", type=int, default=6,
                         help="end_to_end: profile one more step of each row and keep its N "
                              "costliest operators (0: no profiling)")  # fmt: skip
@@ -964,6 +975,11 @@ def main(argv: Optional[List[str]] = None) -> dict:
     if device.type == "cpu":
         torch.set_num_threads(threads)
     profile = profile_for(args.profile or "quick", device)
+    profile.end_to_end = [
+        (size, batch, args.e2e_steps or steps, warmup)
+        for size, batch, steps, warmup in profile.end_to_end
+        if args.e2e_sizes is None or size in args.e2e_sizes
+    ]
     if args.memory_budget_gb is not None:
         budget = int(args.memory_budget_gb * 2**30)
     elif device.type == "cuda":
@@ -971,6 +987,10 @@ def main(argv: Optional[List[str]] = None) -> dict:
     else:
         budget = 6 * 2**30
     torch.manual_seed(0)
+    # The modules' objects live to the end: out of the collector's way, each memory mark's
+    # `gc.collect()` then scans only what the benchmark made (seconds less per mark).
+    gc.collect()
+    gc.freeze()
     meter = PeakMemory(device)
     started = time.perf_counter()
 
@@ -1000,6 +1020,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     write_markdown(Path(args.markdown), markdown(results))
     if "output_layers" in sections:
         plot(sections["output_layers"], Path(args.plot), results["machine"])
+    gc.unfreeze()  # collected normally at exit (extension types complain otherwise)
     print("\n".join(summary(results)))
     log(f"wrote {args.out}, {args.markdown}" + (f", {args.plot}" if "output_layers" in sections else ""))
     return results
