@@ -1,0 +1,67 @@
+"""`benchmarks/run.py --smoke`: every section at toy sizes, one step each, written into a temporary
+folder. Output format only (JSON keys, the Markdown section between its markers, the plot), no
+timing assertions."""
+import json
+import os
+import subprocess
+import sys
+
+from tests import PROJECT_ROOT
+
+BEGIN, END = "<!-- benchmarks/run.py: begin -->", "<!-- benchmarks/run.py: end -->"
+
+
+def test_smoke_run_writes_json_markdown_and_plot(tmp_path):
+    out, report, figure = tmp_path / "results.json", tmp_path / "RESULTS.md", tmp_path / "plot.png"
+    # An earlier run's section between the markers, with text around it to keep.
+    report.write_text(f"# Results\n\nkept before\n\n{BEGIN}\nstale numbers\n{END}\n\nkept after\n")
+    environment = dict(os.environ, OMP_NUM_THREADS="1",
+                       PYTHONPATH=os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
+    command = [sys.executable, str(PROJECT_ROOT / "benchmarks" / "run.py"), "--smoke",
+               "--device", "cpu", "--threads", "1", "--out", str(out), "--markdown", str(report),
+               "--plot", str(figure)]  # fmt: skip
+    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "Summary:" in finished.stdout
+
+    results = json.loads(out.read_text())
+    assert {"command", "machine", "profile", "memory_budget_gib", "sections", "seconds"} <= set(results)
+    assert {"cpu", "cpu_cores", "torch", "date", "device"} <= set(results["machine"])
+    sections = results["sections"]
+    assert set(sections) == {"end_to_end", "output_layers", "encoders", "data_pipeline"}
+
+    models = {row["model"] for row in sections["end_to_end"]}
+    assert "ELMo-C" in models and any("AllenNLP ElmoLstm" in model for model in models)
+    for row in sections["end_to_end"]:
+        assert row["tokens_per_s"] > 0 and row["peak_memory_gib"] >= 0
+        assert {"elmo_c_speedup", "elmo_c_memory_ratio", "trainable_parameters"} <= set(row)
+        assert row["top_operators"] and 0 <= row["top_operators"][0]["share"] <= 1
+
+    heads = sections["output_layers"]
+    assert {row["type"] for row in heads} == {
+        "continuous", "adaptive_softmax", "sampled_softmax", "softmax", "slim_softmax"
+    }
+    assert len({row["vocab_size"] for row in heads}) == 3
+    for row in heads:
+        assert row["fits"] is True
+        for setting in ("batch1", "largest"):
+            assert row[setting]["seconds_per_million_tokens"] > 0
+            assert row[setting]["vs_continuous"] > 0
+
+    encoders = sections["encoders"]
+    assert len(encoders) == 8 and {row["head"] for row in encoders} == {
+        "continuous (ELMo-C)", "adaptive"
+    }
+    pipeline = sections["data_pipeline"]
+    assert 0 < pipeline["share_of_step"] < 1
+    assert set(pipeline["tokens_per_s"]) == {"read", "index_and_batch", "fasttext_lookup"}
+
+    text = report.read_text()
+    assert text.startswith("# Results\n\nkept before\n") and text.rstrip().endswith("kept after")
+    assert "stale numbers" not in text
+    assert text.count(BEGIN) == 1 and text.count(END) == 1
+    for title in ("### 1. End to end", "### 2. Output layers", "### 3. Encoders", "### 4. Data"):
+        assert title in text
+    assert "| V | head | trainable params |" in text
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
