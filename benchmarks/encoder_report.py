@@ -22,6 +22,10 @@ def ratio(speeds, row, other):
 
 def main(out: Path) -> None:
     cpu, gpu = read(out / "cpu.jsonl"), read(out / "gpu.jsonl")
+    if (out / "machine.txt").exists():
+        print("Machine: " + "; ".join(
+            " ".join(line.split()) for line in (out / "machine.txt").read_text().splitlines()
+        ) + "\n")
     if cpu:
         print("| size, batch | threads | reference | fused | AllenNLP `ElmoLstm` | `outside` "
               "| floor `torch.nn.LSTM(proj_size)` | fused / reference | fused / floor |")
@@ -33,10 +37,10 @@ def main(out: Path) -> None:
             print(f"| {record['size']}, {record['batch_size']} x {record['timesteps']} "
                   f"| {record['threads']} | " + " | ".join(cells)
                   + f" | {ratio(speeds, 'fused', 'reference')} | {ratio(speeds, 'fused', 'floor')} |")
-        print(f"\nCPU: {cpu[0]['device']} rows (tokens/s); torch {cpu[0]['torch']}.\n")
+        print(f"\nCPU rows: tokens/s, torch {cpu[0]['torch']}.\n")
     full = [r for r in gpu if "reference" in r["tokens_per_second"]]
     if full:
-        rows = ("reference", "fused", "fused_eager", "allennlp", "outside", "floor")
+        rows = ("reference", "fused", "fused_torch_ops", "fused_eager", "allennlp", "outside", "floor")
         print("| size, batch | precision | " + " | ".join(rows) + " | fused / reference "
               "| fused / floor |")
         print("|---|---|" + "---|" * (len(rows) + 2))
@@ -64,6 +68,12 @@ def main(out: Path) -> None:
             cells = [f"{values[row][0]:,.0f} ({values[row][1]:.1f})" if row in values
                      else "does not fit" for row in rows]
             print(f"| {batch} | " + " | ".join(cells) + " |")
+
+
+    indexing = out / "indexing.txt"
+    if indexing.exists():
+        lines = [line for line in indexing.read_text().splitlines() if "arn" not in line]
+        print("\n`indexing_speed.py` (one thread):\n\n```\n" + "\n".join(lines) + "\n```")
 
 
 if __name__ == "__main__":
