@@ -144,13 +144,15 @@ def test_target_ids_key_must_name_a_single_id_indexer():
 
 
 def test_a_missing_candidate_list_is_only_needed_for_training(elmo_c_archive, tmp_path, caplog):
-    # The fixture archive records nearest_neighbour_words (a relative path): from another
-    # directory the file is missing, and the archive still loads and runs in inference.
+    # An archive recording nearest_neighbour_words relative to the project (as before #18):
+    # from another directory the file is missing, and the archive still loads and runs.
     import contextlib
 
     from allennlp.common.checks import ConfigurationError
 
-    from tests.helpers import fasttext_ids
+    from tests.helpers import fasttext_ids, moved_archive
+
+    elmo_c_archive = moved_archive(elmo_c_archive, tmp_path / "old", relative=True)
 
     tiny = str(FIXTURES_ROOT / "fasttext" / "tiny.bin")
     overrides = {

@@ -154,7 +154,9 @@ class ProjectedLstmLayer(torch.nn.Module):
         recurrent_dropout = dropout if inside else None
         if backend == "reference":
             output, state = self._forward_reference(inputs, mask, state, recurrent_dropout)
-        elif inputs.is_cuda and not inside:
+        elif inputs.is_cuda and not inside and self.projection_size < self.cell_size:
+            # (torch.lstm tells a projection by h and c of different sizes: an equal-size
+            # projection runs in the fused kernel instead.)
             output, hidden, cell = self._cudnn(inputs, mask.sum(1), state)
             state = (hidden, cell)
         else:
@@ -228,8 +230,11 @@ class ProjectedLstmLayer(torch.nn.Module):
             self.projection_weight,
         ]
         output, hidden, cell = torch.lstm(
-            packed.data, packed.batch_sizes, initial, weights, True, 1, 0.0, self.training, False
-        )
+            # train=True whenever a backward may follow (cuDNN's inference mode has none), also
+            # for an eval-mode module: with dropout 0.0 the two modes compute the same values.
+            packed.data, packed.batch_sizes, initial, weights, True, 1, 0.0,
+            torch.is_grad_enabled(), False,
+        )  # fmt: skip
         output = PackedSequence(output, packed.batch_sizes, order, packed.unsorted_indices)
         output, _ = pad_packed_sequence(output, batch_first=True, total_length=inputs.size(1))
         unsort = packed.unsorted_indices
