@@ -1003,19 +1003,33 @@ def main(argv: Optional[List[str]] = None) -> dict:
                "memory_budget_gib": budget / 2**30, "sections": {}}  # fmt: skip
     sections = results["sections"]
     log(f"{results['machine']['device']}, profile {profile.name}, sections {args.sections}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+
+    def finished(name: str) -> None:
+        # Each section's numbers are printed and saved as soon as it ends: a run stopped later
+        # (a time limit, a crash in another section) keeps them. "complete" says whether all ran.
+        print("\n".join(summary({"sections": {name: sections[name]}})[1:]), flush=True)
+        results["seconds"] = time.perf_counter() - started
+        Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
+
+    results["complete"] = False
     if "end_to_end" in args.sections:
         sections["end_to_end"] = end_to_end(profile, device, meter, log, args.profile_ops)
+        finished("end_to_end")
     if "output_layers" in args.sections:
         sections["output_layers"] = output_layers(profile, device, meter, budget, log)
+        finished("output_layers")
     if "encoders" in args.sections:
         sections["encoders"] = encoders(profile, device, meter, log)
+        finished("encoders")
     if "data_pipeline" in args.sections:
         elmo_c_rows = [r for r in sections.get("end_to_end", []) if r["model"] == "ELMo-C"]
         sections["data_pipeline"] = data_pipeline(profile, device,
                                                   elmo_c_rows[0] if elmo_c_rows else None,
                                                   meter, log)  # fmt: skip
+        finished("data_pipeline")
+    results["complete"] = True
     results["seconds"] = time.perf_counter() - started
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
     write_markdown(Path(args.markdown), markdown(results))
     if "output_layers" in sections:

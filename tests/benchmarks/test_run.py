@@ -27,6 +27,7 @@ def test_smoke_run_writes_json_markdown_and_plot(tmp_path):
 
     results = json.loads(out.read_text())
     assert {"command", "machine", "profile", "memory_budget_gib", "sections", "seconds"} <= set(results)
+    assert results["complete"] is True
     assert {"cpu", "cpu_cores", "torch", "date", "device"} <= set(results["machine"])
     sections = results["sections"]
     assert set(sections) == {"end_to_end", "output_layers", "encoders", "data_pipeline"}
