@@ -7,6 +7,11 @@ a trained ELMo-C archive instead.
   that mean the same there are kept: `dropout`, `do_layer_norm`, `requires_grad`,
   `projection_dim`, `scalar_mix_parameters`; the others are dropped with a note), and BCN's
   model-level `elmo` becomes one in its text field embedder (key `elmo_c`);
+- so does every `bidirectional_lm_token_embedder` / `language_model_token_embedder` (a contextual
+  embedder over an AllenNLP `language_model` archive, e.g. the transformer ELMo): `dropout` and
+  `requires_grad` kept, `archive_file`, `bos_eos_tokens`, `remove_bos_eos`, ... dropped with a
+  note; its output size is the language model's contextualizer's, read from the LM archive's
+  config.json when that is a local file, else `--stock-dim`, else assumed 1024;
 - the token indexers under those embedders' keys (`elmo_characters`) become the indexer the biLM
   reads (`fasttext_subwords` over the archive for a fastText biLM), in every reader;
 - every input size that was sized for the old text field embedder (`input_size`, `input_dim`,
@@ -21,6 +26,7 @@ import argparse
 import copy
 import json
 import re
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -34,16 +40,19 @@ from allennlp_elmo_c.commands.describe import downstream_snippet
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 
 ELMO_EMBEDDER = "elmo_token_embedder"
+# AllenNLP's contextual embedders over a trained language_model archive (allennlp-models' lm).
+LM_EMBEDDERS = ("bidirectional_lm_token_embedder", "language_model_token_embedder")
+CONVERTED = (ELMO_EMBEDDER, *LM_EMBEDDERS)
 ELMO_INDEXER = "elmo_characters"
 ELMO_C_EMBEDDER = "elmo_c_token_embedder"
 # ELMo variants whose inputs or outputs differ from elmo_token_embedder's.
 UNCONVERTIBLE = {
     "elmo_token_embedder_multilang": "a multilingual ELMo (one biLM per language)",
-    "bidirectional_lm_token_embedder": "a contextual embedder over an AllenNLP language model",
-    "language_model_token_embedder": "a contextual embedder over an AllenNLP language model",
 }
 # elmo_token_embedder's settings that elmo_c_token_embedder takes with the same meaning.
 CARRIED = ("dropout", "do_layer_norm", "requires_grad", "projection_dim", "scalar_mix_parameters")
+# ... and those of the language-model embedders.
+LM_CARRIED = ("dropout", "requires_grad")
 DROPPED = {
     "options_file": "replaced by archive_file",
     "weight_file": "replaced by archive_file",
@@ -51,6 +60,13 @@ DROPPED = {
     "num_output_representations": "BCN's input ELMo is one mix",
     "keep_sentence_boundaries": "not used by BCN's input ELMo",
 }
+LM_DROPPED = {
+    "archive_file": "the language model's archive; replaced by the ELMo-C archive_file",
+    "bos_eos_tokens": f"no meaning for {ELMO_C_EMBEDDER}: it adds its own sentence boundaries",
+    "remove_bos_eos": f"no meaning for {ELMO_C_EMBEDDER}: it removes its sentence boundaries "
+                      "(keep_sentence_boundaries false)",
+    "vocab_namespace": f"no meaning for {ELMO_C_EMBEDDER}: the biLM reads fastText subwords",
+}  # fmt: skip
 # Keys of the layers that read a text field embedder's output.
 DIM_KEYS = ("input_size", "input_dim", "embedding_dim", "vector_dim", "matrix_dim",
             "tensor_1_dim", "tensor_2_dim")  # fmt: skip
@@ -144,22 +160,103 @@ def load_stock_config(config_file: str, ext_vars: Optional[Dict[str, str]] = Non
 # --- sizes ---------------------------------------------------------------------------------------
 
 
-def stock_elmo_dim(params: Dict[str, Any], path: str, notes: List[str]) -> int:
+def _stated(read: int, stock_dim: Optional[int], path: str, source: str) -> int:
+    if stock_dim is not None and stock_dim != read:
+        raise ConfigurationError(f"{path}: --stock-dim {stock_dim}, but {source} says {read}")
+    return read
+
+
+def stock_elmo_dim(
+    params: Dict[str, Any], path: str, notes: List[str], stock_dim: Optional[int] = None
+) -> int:
     """The output size of a stock `elmo_token_embedder` (or BCN's `Elmo`): its `projection_dim`,
     else 2 x the biLM's projection size, read from its options file when that is a local file,
-    else from the options file's name (`elmo_2x4096_512_...`: 2 x 512), else assumed 1024."""
+    else `stock_dim` (`--stock-dim`), else from the options file's name (`elmo_2x4096_512_...`:
+    2 x 512), else assumed 1024. A `stock_dim` that a local options file contradicts is a
+    `ConfigurationError`. A language-model embedder's is `stock_lm_dim`'s."""
+    if params.get("type") in LM_EMBEDDERS:
+        return stock_lm_dim(params, path, notes, stock_dim)
     if params.get("projection_dim"):
         return int(params["projection_dim"])
     options = str(params.get("options_file", ""))
     if options and Path(options).is_file():
         try:
-            return 2 * int(json.loads(Path(options).read_text(encoding="utf-8"))["lstm"]["projection_dim"])
+            read = 2 * int(json.loads(Path(options).read_text(encoding="utf-8"))["lstm"]["projection_dim"])
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ConfigurationError(f"{path}: cannot read the ELMo options file {options} ({error})")
+        return _stated(read, stock_dim, path, f"the options file {options}")
+    if stock_dim is not None:
+        return stock_dim
     match = re.search(r"\d+x\d+_(\d+)_\d+cnn", Path(options).name)
     if match:
         return 2 * int(match.group(1))
-    notes.append(f"{path}: ELMo size not known from options_file {options!r}; assumed {STOCK_ELMO_DIM}")
+    notes.append(
+        f"{path}: ELMo size not known from options_file {options!r}; assumed {STOCK_ELMO_DIM} "
+        "(state it with --stock-dim)"
+    )
+    return STOCK_ELMO_DIM
+
+
+def _lm_archive_config(archive_file: str) -> Dict[str, Any]:
+    """The config.json of an AllenNLP archive (a model.tar.gz or a serialization directory)."""
+    path = Path(archive_file)
+    if path.is_dir():
+        return json.loads((path / "config.json").read_text(encoding="utf-8"))
+    with tarfile.open(archive_file) as archive:
+        for member in archive:
+            if member.name in ("config.json", "./config.json"):
+                return json.load(archive.extractfile(member))  # type: ignore[arg-type]
+    raise ValueError("no config.json in it")
+
+
+def contextualizer_dim(contextualizer: Dict[str, Any]) -> Optional[int]:
+    """The output size of a language model's contextualizer config (allennlp-models' lm), `None`
+    for a kind not known here."""
+    kind = contextualizer.get("type")
+    try:
+        if kind == "bidirectional_language_model_transformer":  # forward + backward: 2 x input_dim
+            return 2 * int(contextualizer["input_dim"])
+        if kind in ("lstm", "gru", "rnn", "augmented_lstm", "alternating_lstm"):
+            return int(contextualizer["hidden_size"]) * (2 if contextualizer.get("bidirectional") else 1)
+        if kind == "stacked_bidirectional_lstm":
+            return 2 * int(contextualizer["hidden_size"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None
+
+
+def stock_lm_dim(params: Dict[str, Any], path: str, notes: List[str], stock_dim: Optional[int] = None) -> int:
+    """The output size of a stock `bidirectional_lm_token_embedder` / `language_model_token_embedder`:
+    its language model's contextualizer's output size, read from the LM archive's config.json when
+    `archive_file` is a local file, else `stock_dim` (`--stock-dim`), else assumed 1024 (the
+    released transformer ELMo's: 2 x 512)."""
+    archive_file = str(params.get("archive_file", ""))
+    if archive_file and Path(archive_file).exists():
+        try:
+            config = _lm_archive_config(archive_file)
+            contextualizer = config["model"]["contextualizer"]
+        except (OSError, ValueError, KeyError, TypeError, tarfile.TarError, EOFError) as error:
+            raise ConfigurationError(
+                f"{path}: cannot read the language model archive {archive_file} ({error}); "
+                "state its output size with --stock-dim after fixing or removing the path"
+            ) from error
+        read = contextualizer_dim(contextualizer) if isinstance(contextualizer, dict) else None
+        if read is not None:
+            return _stated(read, stock_dim, path, f"the language model archive {archive_file}")
+        if stock_dim is None:
+            kind = contextualizer.get("type") if isinstance(contextualizer, dict) else contextualizer
+            raise ConfigurationError(
+                f"{path}: the output size of the language model in {archive_file} (a {kind!r} "
+                "contextualizer) cannot be told from its config; state it with --stock-dim"
+            )
+        return stock_dim
+    if stock_dim is not None:
+        return stock_dim
+    notes.append(
+        f"{path}: the language model's output size is not known from archive_file {archive_file!r} "
+        f"(not a local file); assumed {STOCK_ELMO_DIM} (the released transformer ELMo's; state it "
+        "with --stock-dim)"
+    )
     return STOCK_ELMO_DIM
 
 
@@ -212,7 +309,16 @@ class Conversion:
 
 
 class _Converter:
-    def __init__(self, config: Dict[str, Any], archive_file: str, fasttext_path: Optional[str]):
+    def __init__(
+        self,
+        config: Dict[str, Any],
+        archive_file: str,
+        fasttext_path: Optional[str],
+        stock_dim: Optional[int] = None,
+    ):
+        if stock_dim is not None and stock_dim <= 0:
+            raise ConfigurationError(f"--stock-dim must be positive, not {stock_dim}")
+        self.stock_dim = stock_dim
         self.config = copy.deepcopy(config)
         self.archive_file = archive_file
         self.changes: List[Change] = []
@@ -265,7 +371,7 @@ class _Converter:
             if not isinstance(node, dict):
                 continue
             for value in node.values():
-                if isinstance(value, dict) and value.get("type") == ELMO_EMBEDDER:
+                if isinstance(value, dict) and value.get("type") in CONVERTED:
                     if path not in containers:
                         containers.append(path)
         return containers
@@ -279,13 +385,15 @@ class _Converter:
     def _new_embedder(self, stock: Dict[str, Any], path: str) -> Dict[str, Any]:
         new = dict(self.embedder)
         dropped = []
+        lm = stock.get("type") in LM_EMBEDDERS
+        carried, known = (LM_CARRIED, LM_DROPPED) if lm else (CARRIED, DROPPED)
         for key, value in stock.items():
             if key == "type":
                 continue
-            if key in CARRIED:
+            if key in carried:
                 new[key] = value
-            elif key in DROPPED:
-                dropped.append(f"{key} ({DROPPED[key]})")
+            elif key in known:
+                dropped.append(f"{key} ({known[key]})")
             else:
                 dropped.append(f"{key} (no equivalent in {ELMO_C_EMBEDDER})")
         note = "dropped " + ", ".join(dropped) if dropped else ""
@@ -326,12 +434,12 @@ class _Converter:
             path = _join(path, "token_embedders")
             container = embedders
         elmo = [key for key, value in container.items()
-                if isinstance(value, dict) and value.get("type") == ELMO_EMBEDDER]  # fmt: skip
+                if isinstance(value, dict) and value.get("type") in CONVERTED]  # fmt: skip
         others = self._embedders_total(container, path, skip=elmo)
         old_total = new_total = others
         for key in elmo:
             stock = container[key]
-            old_total += stock_elmo_dim(stock, _join(path, key), self.notes)
+            old_total += stock_elmo_dim(stock, _join(path, key), self.notes, self.stock_dim)
             container[key] = self._new_embedder(stock, _join(path, key))
             new_total += token_embedder_dim(container[key])  # type: ignore[operator]
             self.elmo_keys[key] = key
@@ -360,7 +468,7 @@ class _Converter:
         if BCN_KEY in embedders:
             raise ConfigurationError(f"cannot convert the BCN: {_join(path, BCN_KEY)} exists already")
         others = self._embedders_total(embedders, path)
-        old_total = others + stock_elmo_dim(elmo, "model.elmo", self.notes)
+        old_total = others + stock_elmo_dim(elmo, "model.elmo", self.notes, self.stock_dim)
         if int(elmo.get("num_output_representations", 1)) != 1:
             raise ConfigurationError("cannot convert model.elmo: BCN's input ELMo is one mix (num_output_representations 1)")
         del model["elmo"]
@@ -464,12 +572,16 @@ class _Converter:
 
 
 def convert_config(
-    config: Dict[str, Any], archive_file: str, fasttext_path: Optional[str] = None
+    config: Dict[str, Any],
+    archive_file: str,
+    fasttext_path: Optional[str] = None,
+    stock_dim: Optional[int] = None,
 ) -> Conversion:
     """`config` (a stock task config using ELMo, as a dict) converted to use the ELMo-C archive
     `archive_file`; `fasttext_path`, if given, replaces the archive's recorded fastText `.bin`
-    (indexer `model_path`, embedder `fasttext_path`)."""
-    return _Converter(config, archive_file, fasttext_path).run()
+    (indexer `model_path`, embedder `fasttext_path`); `stock_dim`, if given, is the output size
+    of the stock ELMo / language-model embedders where their config does not tell it."""
+    return _Converter(config, archive_file, fasttext_path, stock_dim).run()
 
 
 def convert_config_file(
@@ -478,9 +590,10 @@ def convert_config_file(
     output_file: str,
     ext_vars: Optional[Dict[str, str]] = None,
     fasttext_path: Optional[str] = None,
+    stock_dim: Optional[int] = None,
 ) -> Conversion:
     """Reads `config_file`, converts it and writes the result to `output_file` as JSON."""
-    conversion = convert_config(load_stock_config(config_file, ext_vars), archive_file, fasttext_path)
+    conversion = convert_config(load_stock_config(config_file, ext_vars), archive_file, fasttext_path, stock_dim)
     output = Path(output_file)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(conversion.config, indent=2) + "\n", encoding="utf-8")
@@ -506,7 +619,7 @@ def _ext_var(text: str) -> Tuple[str, str]:
 class ConvertConfig(PluginSubcommand):
     description = (
         "Convert a stock AllenNLP task config that uses ELMo (elmo_characters + "
-        "elmo_token_embedder, or BCN's elmo) to use an ELMo-C archive, resizing the layers that "
+        "elmo_token_embedder or bidirectional_lm_token_embedder, or BCN's elmo) to use an ELMo-C archive, resizing the layers that "
         "read it; prints every change."
     )
 
@@ -522,10 +635,15 @@ class ConvertConfig(PluginSubcommand):
             "--fasttext-path", type=str, default=None,
             help="the biLM's fastText .bin, if not where the archive recorded it",
         )  # fmt: skip
+        subparser.add_argument(
+            "--stock-dim", type=int, default=None, metavar="N",
+            help="the output size of the stock ELMo / language-model embedder where the config does "
+            "not tell it (an options file or LM archive that is not a local file); default: 1024",
+        )  # fmt: skip
 
     def run(self, args: argparse.Namespace) -> None:
         conversion = convert_config_file(
             args.config_file, args.archive_file, args.output_file, dict(args.ext_var),
-            args.fasttext_path,
+            args.fasttext_path, args.stock_dim,
         )  # fmt: skip
         print(format_conversion(conversion, args.output_file))

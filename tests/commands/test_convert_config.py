@@ -6,6 +6,7 @@ import copy
 import json
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
@@ -42,6 +43,9 @@ EXT_VARS = {
     "SRL_VALIDATION_DATA_PATH": CONLL_2012,
     "PTB_DEPENDENCIES_TRAIN": "train.conllu",
     "PTB_DEPENDENCIES_VAL": "dev.conllu",
+    "PTB_TRAIN_PATH": "train.trees",
+    "PTB_DEV_PATH": "dev.trees",
+    "BIDIRECTIONAL_LM_ARCHIVE_PATH": "https://allennlp.s3.amazonaws.com/models/transformer-elmo-2019.01.10.tar.gz",
 }
 D = TINY_ELMO_C_DIM  # 16
 # Each fixture: the reader(s) and embedder key of ELMo now, and the input sizes that must change
@@ -57,6 +61,8 @@ EXPECTED = {
     "bidaf_elmo": (["dataset_reader"], "elmo", {"model.phrase_layer.input_size": (1224, 100 + D + 100)}),
     "srl_elmo": (["dataset_reader"], "elmo", {"model.encoder.input_size": (1124, D + 100)}),
     "dependency_parser_elmo": (["dataset_reader"], "elmo", {"model.encoder.input_size": (1224, 100 + D + 100)}),
+    # the transformer ELMo (bidirectional_lm_token_embedder, assumed 1024) + pos_tag_embedding 50
+    "constituency_parser_transformer_elmo": (["dataset_reader"], "elmo", {"model.encoder.input_size": (1074, D + 50)}),
 }
 
 
@@ -165,6 +171,78 @@ def test_fasttext_path_goes_to_the_indexer_and_embedder(elmo_c_archive):
     assert config["model"]["text_field_embedder"]["token_embedders"]["elmo"]["fasttext_path"] == bin_path
 
 
+LM_EMBEDDER_PATH = "model.text_field_embedder.token_embedders.elmo"
+
+
+def test_language_model_embedder_settings(elmo_c_archive):
+    config = stock("constituency_parser_transformer_elmo")
+    config["model"]["text_field_embedder"]["token_embedders"]["elmo"].update(requires_grad=True, vocab_namespace="x")
+    conversion = convert_config(config, str(elmo_c_archive))
+    embedder = conversion.config["model"]["text_field_embedder"]["token_embedders"]["elmo"]
+    assert embedder["type"] == "elmo_c_token_embedder" and embedder["archive_file"] == str(elmo_c_archive)
+    assert embedder["dropout"] == 0.2 and embedder["requires_grad"] is True
+    for key in ("bos_eos_tokens", "remove_bos_eos", "vocab_namespace"):
+        assert key not in embedder
+    note = next(c.note for c in conversion.changes if c.path == LM_EMBEDDER_PATH)
+    for key in ("archive_file", "bos_eos_tokens", "remove_bos_eos", "vocab_namespace"):
+        assert f"{key} (" in note
+    assert [n for n in conversion.notes if "assumed 1024" in n and "--stock-dim" in n]
+    # The alias converts the same way.
+    config["model"]["text_field_embedder"]["token_embedders"]["elmo"]["type"] = "language_model_token_embedder"
+    alias = convert_config(config, str(elmo_c_archive))
+    assert alias.config["model"] == conversion.config["model"]
+
+
+def test_stock_dim_states_the_size(elmo_c_archive):
+    config = stock("constituency_parser_transformer_elmo")
+    config["model"]["encoder"]["input_size"] = 512 + 50
+    conversion = convert_config(config, str(elmo_c_archive), stock_dim=512)
+    assert conversion.config["model"]["encoder"]["input_size"] == D + 50
+    assert not [n for n in conversion.notes if "assumed" in n]
+    # For an elmo_token_embedder whose options file cannot be read nor its size told from its name.
+    esim = stock("esim_elmo")
+    esim["model"]["text_field_embedder"]["token_embedders"]["elmo"]["options_file"] = "https://example.org/options.json"
+    esim["model"]["encoder"]["input_size"] = 256
+    assert convert_config(esim, str(elmo_c_archive), stock_dim=256).config["model"]["encoder"]["input_size"] == D
+    assert convert_config(esim, str(elmo_c_archive)).config["model"]["encoder"]["input_size"] == 256  # 1024 assumed
+    with pytest.raises(ConfigurationError, match="--stock-dim must be positive"):
+        convert_config(esim, str(elmo_c_archive), stock_dim=0)
+
+
+def _lm_archive(path, contextualizer):
+    config = path.parent / "config.json"
+    config.write_text(json.dumps({"model": {"type": "language_model", "bidirectional": True,
+                                            "contextualizer": contextualizer}}))  # fmt: skip
+    with tarfile.open(path, "w:gz") as archive:
+        archive.add(config, arcname="config.json")
+    return str(path)
+
+
+def test_size_from_a_local_language_model_archive(elmo_c_archive, tmp_path):
+    config = stock("constituency_parser_transformer_elmo")
+    embedder = config["model"]["text_field_embedder"]["token_embedders"]["elmo"]
+    transformer = {"type": "bidirectional_language_model_transformer", "input_dim": 64, "hidden_dim": 256, "num_layers": 2}
+    embedder["archive_file"] = _lm_archive(tmp_path / "transformer.tar.gz", transformer)
+    config["model"]["encoder"]["input_size"] = 128 + 50
+    conversion = convert_config(config, str(elmo_c_archive))
+    assert conversion.config["model"]["encoder"]["input_size"] == D + 50 and not conversion.notes
+    with pytest.raises(ConfigurationError, match="--stock-dim 1024, but the language model archive .* says 128"):
+        convert_config(config, str(elmo_c_archive), stock_dim=1024)
+    lstm = {"type": "lstm", "input_size": 32, "hidden_size": 40, "bidirectional": True}
+    embedder["archive_file"] = _lm_archive(tmp_path / "lstm.tar.gz", lstm)
+    config["model"]["encoder"]["input_size"] = 80 + 50
+    assert convert_config(config, str(elmo_c_archive)).config["model"]["encoder"]["input_size"] == D + 50
+    embedder["archive_file"] = _lm_archive(tmp_path / "other.tar.gz", {"type": "some_encoder", "size": 7})
+    with pytest.raises(ConfigurationError, match="'some_encoder' contextualizer.*--stock-dim"):
+        convert_config(config, str(elmo_c_archive))
+    config["model"]["encoder"]["input_size"] = 7 + 50
+    assert convert_config(config, str(elmo_c_archive), stock_dim=7).config["model"]["encoder"]["input_size"] == D + 50
+    (tmp_path / "broken.tar.gz").write_bytes(b"not an archive")
+    embedder["archive_file"] = str(tmp_path / "broken.tar.gz")
+    with pytest.raises(ConfigurationError, match="cannot read the language model archive"):
+        convert_config(config, str(elmo_c_archive))
+
+
 def test_pre_allennlp_1_text_field_embedder_is_nested(elmo_c_archive):
     config = stock("esim_elmo")
     config["model"]["text_field_embedder"] = dict(config["model"]["text_field_embedder"]["token_embedders"])
@@ -222,6 +300,20 @@ def _parser_data(config, tmp_path):
     return str(tmp_path / "ud.conllu")
 
 
+PTB = """(S (NP (DT The) (NN dog)) (VP (VBZ barks) (PP (IN at) (NP (DT the) (NN cat)))) (. .))
+(S (NP (NNS Cats)) (VP (VBP sleep)))
+"""
+
+
+def _constituency_data(config, tmp_path):
+    model = config["model"]
+    model["encoder"].update(hidden_size=8, num_layers=1)
+    model["span_extractor"]["input_dim"] = 16
+    model["feedforward"].update(input_dim=16, hidden_dims=8)
+    (tmp_path / "ptb.trees").write_text(PTB)
+    return str(tmp_path / "ptb.trees")
+
+
 def _bidaf_data(config, tmp_path):
     del config["model"]["text_field_embedder"]["token_embedders"]["tokens"]["pretrained_file"]
     config["dataset_reader"]["tokenizer"] = {"type": "spacy", "language": "blank:en"}
@@ -230,11 +322,18 @@ def _bidaf_data(config, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name, data", [("srl_elmo", _srl_data), ("dependency_parser_elmo", _parser_data), ("bidaf_elmo", _bidaf_data)]
+    "name, data",
+    [
+        ("srl_elmo", _srl_data),
+        ("dependency_parser_elmo", _parser_data),
+        ("bidaf_elmo", _bidaf_data),
+        ("constituency_parser_transformer_elmo", _constituency_data),
+    ],
 )
-def test_converted_model_runs_a_batch(elmo_c_archive, at_project_root, tmp_path, name, data):
+def test_converted_model_runs_a_batch(elmo_c_archive, at_project_root, monkeypatch, tmp_path, name, data):
     """The models without a training fixture: built from the converted config (reader, vocabulary,
     model) and run on one batch of a few instances."""
+    monkeypatch.setenv("NLTK_DATA", str(tmp_path))  # nltk's corpus readers (ptb_trees) read only under it
     from allennlp.common import Params
     from allennlp.data import Batch, DatasetReader, Vocabulary
     from allennlp.models import Model
@@ -268,6 +367,23 @@ def test_command_line(elmo_c_archive, tmp_path):
     config = json.loads(output.read_text())
     assert config["model"]["encoder"]["input_size"] == 16
     assert config["train_data_path"] == EXT_VARS["SNLI_TRAIN"]
+
+
+def test_command_line_language_model_embedder(elmo_c_archive, tmp_path):
+    output = tmp_path / "parser.json"
+    variables = [f"--ext-var={name}={EXT_VARS[name]}"
+                 for name in ("PTB_TRAIN_PATH", "PTB_DEV_PATH", "BIDIRECTIONAL_LM_ARCHIVE_PATH")]  # fmt: skip
+    command = [sys.executable, "-m", "allennlp_elmo_c", "convert-config",
+               str(STOCK / "constituency_parser_transformer_elmo.jsonnet"), str(elmo_c_archive), str(output),
+               *variables]  # fmt: skip
+    result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "model.encoder.input_size: 1074 -> 66" in result.stdout
+    assert "dropped archive_file (" in result.stdout and "bos_eos_tokens (" in result.stdout
+    assert "remove_bos_eos (" in result.stdout and "assumed 1024" in result.stdout
+    result = subprocess.run([*command, "--stock-dim", "1024"], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "model.encoder.input_size: 1074 -> 66" in result.stdout and "assumed" not in result.stdout
 
 
 # --- what cannot be converted --------------------------------------------------------------------
