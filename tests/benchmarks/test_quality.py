@@ -58,6 +58,9 @@ def inputs(tmp_path):
     for split in ("train", "dev", "test"):
         shutil.copy(TASK_DATA / "sst5.txt", tmp_path / "shared" / "sst5" / f"{split}.txt")
         shutil.copy(TASK_DATA / "sentiment.jsonl", sentiment / f"{split}.jsonl")
+    # Whole sentences only: the fixture's four trees are labelled 0, 1, 3, 4; a neutral one too.
+    with open(tmp_path / "shared" / "sst5" / "train.txt", "a") as train:
+        train.write("(2 (2 It) (2 (2 opens) (2 (2 on) (2 Friday))) (2 .))\n")
     return corpus, tmp_path / "shared", tarball(tmp_path / "brown.tgz", brown), sentiment
 
 
@@ -87,7 +90,7 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
     # Every task's column, in the order asked for, with a score in every cell of both tables.
     header = next(line for line in text.splitlines() if line.startswith("| system | budget | pre"))
     assert header.index("NER") < header.index("POS") < header.index("SST-5") < header.index("Sentim")
-    rows = [line for line in text.splitlines() if line.startswith(("| fastText", "| ELMo-C"))]
+    rows = [line for line in text.splitlines() if "(n=" in line]  # (not the paper's rows)
     assert len(rows) == 4 and all(row.count("(n=1)") == len(TASKS) for row in rows)
     steps = {path.stem for path in (out / "steps").glob("*.json")}
     assert {"corpus", "fasttext", "pretrain-elmo_c_cosine-tokens"} <= steps
@@ -100,7 +103,7 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
     pos = json.loads((out / "steps" / "data-pos.json").read_text())
     assert pos["sentences"]["test"] > 0 and pos["sentences"]["dev"] > 0
     sst5 = json.loads((out / "steps" / "data-sst5.json").read_text())
-    assert sst5["sentences"] == {"train": 4, "dev": 4, "test": 4} and sst5["subtrees"] is False
+    assert sst5["sentences"] == {"train": 5, "dev": 4, "test": 4} and sst5["subtrees"] is False
     for task in ("sst5", "sentiment"):
         for system in ("fasttext", "elmo_c_cosine-tokens"):
             run = json.loads((out / "steps" / f"task-{task}-{system}-seed1.json").read_text())
