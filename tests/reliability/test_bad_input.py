@@ -61,7 +61,7 @@ def bad_bins(tmp_path, wrong_dimension_bin):
     empty = tmp_path / "empty.bin"
     empty.write_bytes(b"")
     return {
-        "missing": (tmp_path / "missing.bin", "was not found; tried .*missing.bin"),
+        "missing": (tmp_path / "missing.bin", "does not exist|was not found; tried .*missing.bin"),
         "truncated": (truncated, "truncated"),
         "empty": (empty, "truncated|not a valid"),
         "text vectors": (text, "bad magic"),
