@@ -121,13 +121,18 @@ def test_absolute_config_paths(monkeypatch, tmp_path):
                 "type": "fasttext", "model_path": "fasttext/missing.bin"}}},
             "other": {"type": "something", "model_path": "fasttext/tiny.bin"},
             "nearest_neighbour_words": str(LM_DATA / "candidates.txt"),
+            "downstream": {"type": "elmo_c_token_embedder", "archive_file": "model.tar.gz",
+                           "fasttext_path": "fasttext/tiny.bin"},
         },
     }  # fmt: skip
     # A run recovered from a config.json recording the relative path keeps it.
     assert absolute_config_paths(json.loads(json.dumps(config)), keep=config) == []
     changed = absolute_config_paths(config)
     key = "dataset_reader.token_indexers.tokens.model_path"
-    assert changed == [(key, "fasttext/tiny.bin", str(TINY_FASTTEXT))]
+    assert changed == [
+        (key, "fasttext/tiny.bin", str(TINY_FASTTEXT)),
+        ("model.downstream.fasttext_path", "fasttext/tiny.bin", str(TINY_FASTTEXT)),
+    ]
     assert config["dataset_reader"]["token_indexers"]["tokens"]["model_path"] == str(TINY_FASTTEXT)
     # Missing files, other components' paths and absolute paths are left as they are.
     model = config["model"]

@@ -81,7 +81,9 @@ def absolute_config_paths(
     """
     Rewrites in place, as absolute paths, the relative paths of `config` that name existing files
     read by the biLM: `model_path` of `fasttext` embedders and `fasttext_subwords` indexers,
-    `output_embedding_fasttext`, and `nearest_neighbour_words`. Returns `(dotted key, old, new)`
+    `output_embedding_fasttext`, `fasttext_path` (of `elmo_c_token_embedder`: an explicit path
+    wins over every other place, so a relative one would only hold in the training directory),
+    and `nearest_neighbour_words`. Returns `(dotted key, old, new)`
     for each path rewritten. Paths that do not exist here (and absolute ones) are left as they
     are, and so is a path that `keep` (another config, e.g. the config.json of a run being
     recovered) has at the same key.
@@ -103,7 +105,9 @@ def absolute_config_paths(
                 path = f"{prefix}.{key}" if prefix else key
                 if key == "model_path" and node.get("type") in FASTTEXT_COMPONENTS:
                     rewrite(node, key, path)
-                elif key == "output_embedding_fasttext" or key in TRAINING_FILE_KEYS:
+                elif key in ("output_embedding_fasttext", "fasttext_path") or (
+                    key in TRAINING_FILE_KEYS
+                ):
                     rewrite(node, key, path)
                 else:
                     walk(node[key], path)

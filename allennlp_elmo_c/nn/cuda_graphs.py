@@ -9,13 +9,14 @@ of its tensor arguments, and afterwards copies the new arguments into those and 
 graph: the same kernels on the same values, launched as one.
 
 The tensors returned are the graph's own static outputs: the next replay of the same key
-overwrites them, so a caller clones what it keeps. Set `ELMO_C_CUDA_GRAPHS=0` to run the loop
+overwrites them, so a caller clones what it keeps. A shape is captured only once it has been seen
+`CAPTURE_AFTER` times; until then `function` runs eagerly on the caller's tensors (same values). Set `ELMO_C_CUDA_GRAPHS=0` to run the loop
 eagerly instead (for debugging; the results are the same).
 """
 
 import logging
 import os
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Callable, Hashable, Optional, Sequence, Tuple
 
 import torch
@@ -26,8 +27,14 @@ Tensors = Tuple[Optional[torch.Tensor], ...]
 
 # Most graphs one process keeps (each holds its own memory pool); the oldest go first.
 MAX_GRAPHS = 16
+# A shape is captured the CAPTURE_AFTER-th time it is seen; before that the loop runs eagerly.
+# Pretraining windows have one shape, so it is captured at once; downstream batches bucketed by
+# length bring a new shape every few batches, and capturing each (a warm-up, a synchronising
+# capture, a memory pool kept) would cost more than it saves.
+CAPTURE_AFTER = 3
 
 _graphs: "OrderedDict[Hashable, Tuple[torch.cuda.CUDAGraph, Tensors, Tensors]]" = OrderedDict()
+_seen: Counter = Counter()
 
 
 def enabled(device: torch.device) -> bool:
@@ -40,9 +47,17 @@ def enabled(device: torch.device) -> bool:
 
 
 def _signature(tensors: Sequence[Optional[torch.Tensor]]) -> Tuple[Hashable, ...]:
-    return tuple(
+    shapes = tuple(
         None if t is None else (tuple(t.shape), t.dtype, t.device.index) for t in tensors
     )
+    # What else changes the kernels a capture records: the float32 matrix-product precision
+    # (TF32 or not) and inference mode (whose static tensors could not be written outside it).
+    modes = (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.get_float32_matmul_precision(),
+        torch.is_inference_mode_enabled(),
+    )
+    return shapes + modes
 
 
 def replay(
@@ -56,6 +71,11 @@ def replay(
     full_key = (key, _signature(tensors))
     entry = _graphs.get(full_key)
     if entry is None:
+        if len(_seen) > 100_000:
+            _seen.clear()
+        _seen[full_key] += 1
+        if _seen[full_key] < CAPTURE_AFTER:
+            return function(*tensors)
         static = tuple(None if t is None else t.clone() for t in tensors)
         # Warm-up outside the capture (cuBLAS workspaces, lazy initialisation).
         side = torch.cuda.Stream()
@@ -64,7 +84,9 @@ def replay(
             function(*static)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: other threads (a data loader's pin-memory thread, NCCL's watchdog) may
+        # keep making CUDA calls while this thread captures.
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             outputs = function(*static)
         entry = (graph, static, outputs)
         _graphs[full_key] = entry
@@ -84,3 +106,4 @@ def replay(
 def clear() -> None:
     """Drops every captured graph (and the memory it holds)."""
     _graphs.clear()
+    _seen.clear()

@@ -31,6 +31,7 @@ float32 the pointwise work of each step runs in a few fused Triton kernels
 ops instead). The CPU path is the torch ops below.
 """
 
+import contextlib
 import os
 from functools import partial
 from types import ModuleType
@@ -518,9 +519,13 @@ def lstm_with_projection(
     timesteps = inputs.size(1)
     steps = torch.arange(timesteps, device=lengths.device)
     batch_sizes = (lengths.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
-    outputs, h_n, c_n = _LstmpFunction.apply(
-        inputs[order], batch_sizes, hidden[order], cell[order], w_ih, w_hh, bias, w_hr,
-        norm_weight, norm_bias, norm_eps, cell_clip, projection_clip,
-        None if dropout is None else dropout[order],
-    )  # fmt: skip
+    # Triton kernels and graph captures run on the current CUDA device: make it the inputs'
+    # (a single-process run on cuda:1 leaves the current device at cuda:0).
+    device = torch.cuda.device(inputs.device) if inputs.is_cuda else contextlib.nullcontext()
+    with device:
+        outputs, h_n, c_n = _LstmpFunction.apply(
+            inputs[order], batch_sizes, hidden[order], cell[order], w_ih, w_hh, bias, w_hr,
+            norm_weight, norm_bias, norm_eps, cell_clip, projection_clip,
+            None if dropout is None else dropout[order],
+        )  # fmt: skip
     return outputs[unsort], h_n[unsort], c_n[unsort]
