@@ -17,7 +17,8 @@ python -m allennlp_elmo_c prepare-corpus INPUT... OUTPUT_DIR [--language en] \\
   prose), split into sentences and tokens by `SentenceTokenizer` (spaCy's blank pipeline for
   `--language` and its sentencizer; nothing is downloaded).
 - OUTPUT_DIR: `train.txt` (or `train-00000.txt`, `train-00001.txt`, ... of about `--shard-tokens`
-  tokens each) and `validation.txt`. A document goes wholly to one side: to validation when a
+  tokens each; `lm_corpus` reads them as one stream from a pattern, `OUTPUT_DIR/train-*.txt`) and
+  `validation.txt`. A document goes wholly to one side: to validation when a
   64-bit hash of `seed`, its source file (relative to its INPUT) and its index in the file falls
   below `validation_fraction`, so the same inputs and seed give byte-identical outputs.
 - Exact duplicate sentences are written once (the first occurrence, across both files). The

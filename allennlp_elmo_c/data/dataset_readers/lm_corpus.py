@@ -1,7 +1,8 @@
+import glob
 import logging
 import os
 from copy import deepcopy
-from typing import Dict, Iterable, Iterator, List, Optional, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.file_utils import cached_path
@@ -79,7 +80,9 @@ class LmCorpusReader(DatasetReader):
     Without `max_sequence_length` nothing is cut: every sentence is one instance, `<S>` words
     `</S>` (the same as `text_to_instance` makes of it).
 
-    The file is streamed: only one line (and the part of the stream not yet in a window) is held
+    The corpus is a file, or a glob pattern of files (`corpus/train-*.txt`: the shards of
+    `prepare-corpus --shard-tokens`) read in sorted order as one stream. It is streamed: only one
+    line (and the part of the stream not yet in a window) is held
     at a time. Lines are
     split on `\\n` (a trailing `\\r` is whitespace) and decoded as UTF-8; undecodable bytes become
     U+FFFD and NUL characters become spaces, and the number of lines affected is logged as one
@@ -156,31 +159,25 @@ class LmCorpusReader(DatasetReader):
     def _read_sentences(self, file_path) -> Iterator[List[Token]]:
         """This process's share of the corpus's sentences, each as its tokens between the start
         and end tokens."""
-        try:
-            path = cached_path(file_path)
-        except FileNotFoundError as error:
-            raise ConfigurationError(f"lm_corpus: corpus file {file_path} not found") from error
-        if os.path.isdir(path):
-            raise ConfigurationError(f"lm_corpus: {file_path} is a directory, not a corpus file")
+        paths = corpus_files(file_path)
         logger.info("Reading sentences from %s", file_path)
         undecodable = with_nul = sentences = 0
         try:
-            with open(path, "rb") as corpus:
-                for number, raw_line in self.shard_iterable(enumerate(corpus)):
-                    line, bad_bytes, had_nul = decode_line(raw_line, first=number == 0)
-                    undecodable += bad_bytes
-                    with_nul += had_nul
-                    if not line.strip():
-                        continue
-                    tokens = self._tokenizer.tokenize(line)
-                    sentences += 1
-                    if tokens:
-                        yield self._start_tokens + tokens + self._end_tokens
+            for _, raw_line, first in self.shard_iterable(_numbered_lines(paths)):
+                line, bad_bytes, had_nul = decode_line(raw_line, first=first)
+                undecodable += bad_bytes
+                with_nul += had_nul
+                if not line.strip():
+                    continue
+                tokens = self._tokenizer.tokenize(line)
+                sentences += 1
+                if tokens:
+                    yield self._start_tokens + tokens + self._end_tokens
         finally:
             self._warn(file_path, undecodable, with_nul)
         # Training on nothing would "succeed" with zero steps: an empty corpus is an error. (A
         # worker's shard of a small file may be empty; only a file without any text is.)
-        if not sentences and not _has_text(path):
+        if not sentences and not any(_has_text(path) for path in paths):
             raise ConfigurationError(
                 f"lm_corpus: {file_path} has no sentences (it is empty or has only blank lines)"
             )
@@ -251,6 +248,40 @@ class LmCorpusReader(DatasetReader):
             logger.warning(
                 "%s: %d line(s) held NUL characters, read as spaces%s", file_path, with_nul, where
             )
+
+
+def corpus_files(file_path: str) -> List[str]:
+    """
+    The files of a corpus path: one file (local or a URL, through `cached_path`), or a glob
+    pattern of local files (`corpus/train-*.txt`, the shards `prepare-corpus --shard-tokens`
+    writes), read in sorted order as one stream of sentences.
+    """
+    file_path = str(file_path)
+    if glob.has_magic(file_path):
+        paths = sorted(path for path in glob.glob(file_path) if os.path.isfile(path))
+        if not paths:
+            raise ConfigurationError(f"lm_corpus: {file_path} matches no corpus file")
+        return paths
+    try:
+        path = cached_path(file_path)
+    except FileNotFoundError as error:
+        raise ConfigurationError(f"lm_corpus: corpus file {file_path} not found") from error
+    if os.path.isdir(path):
+        raise ConfigurationError(
+            f"lm_corpus: {file_path} is a directory, not a corpus file (for the shards of "
+            f"prepare-corpus --shard-tokens give a pattern, e.g. {file_path}/train-*.txt)"
+        )
+    return [path]
+
+
+def _numbered_lines(paths: List[str]) -> Iterator[Tuple[int, bytes, bool]]:
+    """(number across all files, raw line, whether it is its file's first line)."""
+    number = 0
+    for path in paths:
+        with open(path, "rb") as corpus:
+            for index, raw_line in enumerate(corpus):
+                yield number, raw_line, index == 0
+                number += 1
 
 
 def _has_text(path: str) -> bool:

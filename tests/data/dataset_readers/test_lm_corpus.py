@@ -376,3 +376,57 @@ def test_multiprocess_loader_yields_each_window_once(varied_lines):
         for row in batch["tokens"]["tokens"]["tokens"].tolist():
             seen[tuple(vocab.get_token_from_index(i) for i in row if i != 0)] += 1
     assert seen == expected
+
+
+def test_a_glob_of_shards_reads_as_the_concatenated_file(tmp_path):
+    """The shards `prepare-corpus --shard-tokens` writes, read in sorted order as one stream,
+    windows crossing from one file into the next; a BOM is dropped at every file's start."""
+    lines = [f"sentence {i} of the corpus with words" for i in range(23)]
+    shards = tmp_path / "corpus"
+    shards.mkdir()
+    for number, start in enumerate(range(0, 23, 7)):
+        text = "\n".join(lines[start : start + 7]) + "\n"
+        write(shards, ("\ufeff" if number == 1 else "") + text, f"train-{number:05d}.txt")
+    write(shards, "not a shard\n", "validation.txt")
+    whole = write(tmp_path, "\n".join(lines) + "\n")
+    reader = LmCorpusReader(max_sequence_length=9)
+    assert windows_of(reader, str(shards / "train-*.txt")) == windows_of(reader, whole)
+    # Loader workers share the lines of all files between them, each line once.
+    read = collections.Counter()
+    for worker_id in range(2):
+        reader = LmCorpusReader(max_sequence_length=9)
+        reader._set_worker_info(WorkerInfo(2, worker_id))
+        windows = [list(w) for w in windows_of(reader, str(shards / "train-*.txt"))]
+        assert_windows_cover(windows, stream_of(lines[worker_id::2]), 9)
+        read.update(sentences_in(windows))
+    assert read == corpus_sentences(lines)
+
+
+def test_a_glob_matching_nothing_or_only_blank_files_is_an_error(tmp_path):
+    with pytest.raises(ConfigurationError, match="matches no corpus file"):
+        list(LmCorpusReader().read(str(tmp_path / "train-*.txt")))
+    write(tmp_path, "\n\n", "train-00000.txt")
+    write(tmp_path, "  \n", "train-00001.txt")
+    with pytest.raises(ConfigurationError, match="has no sentences"):
+        list(LmCorpusReader().read(str(tmp_path / "train-*.txt")))
+    # The directory itself names the pattern to give.
+    with pytest.raises(ConfigurationError, match="train-\\*.txt"):
+        list(LmCorpusReader().read(str(tmp_path)))
+
+
+def test_allennlp_train_reads_a_glob_of_shards(tmp_path):
+    """`train_data_path` as a pattern through `allennlp train`, as the README shows it."""
+    import json
+
+    from tests import FIXTURES_ROOT
+    from tests.helpers import train_config
+
+    lines = (FIXTURES_ROOT / "data" / "lm" / "sentences.txt").read_text().splitlines()
+    half = len(lines) // 2
+    for number, part in enumerate((lines[:half], lines[half:])):
+        write(tmp_path, "\n".join(part) + "\n", f"train-{number:05d}.txt")
+    overrides = {"train_data_path": str(tmp_path / "train-*.txt"), "trainer.num_epochs": 1}
+    metrics = train_config(
+        FIXTURES_ROOT / "configs" / "elmo_c.jsonnet", tmp_path / "run", json.dumps(overrides)
+    )
+    assert metrics["epoch"] == 0 and metrics["training_loss"] > 0
