@@ -18,7 +18,7 @@ PYTHON=${PYTHON:-python}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 { lscpu | grep -E "^Model name|^CPU\(s\)"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null; } > "$out/machine.txt" || true
-rm -f "$out/cpu.jsonl" "$out/gpu.jsonl"
+rm -f "$out/cpu.jsonl" "$out/gpu.jsonl" "$out/sweep.jsonl"
 bench() { $PYTHON "$here/encoder_backends.py" "$@"; }
 
 cpu_rows() {
@@ -52,7 +52,7 @@ gpu_rows() {
   bench $gpu --size demo --batch-size 64 --steps 10 --warmup 3 --json "$out/gpu.jsonl"
   for batch in 512 2048 4096; do
     bench --device cuda --rows fused,outside,floor --size paper --batch-size "$batch" --steps 5 \
-      --warmup 2 --precision tf32 --json "$out/gpu.jsonl" || echo "batch $batch does not fit"
+      --warmup 2 --precision tf32 --json "$out/sweep.jsonl" || echo "batch $batch does not fit"
   done
 }
 
@@ -60,7 +60,8 @@ has_gpu=$($PYTHON -c "import torch; print(int(torch.cuda.is_available()))")
 if [ "$has_gpu" = 1 ] && [ -n "$cores" ]; then
   cpu_rows > "$out/cpu.log" 2>&1 &
   cpu=$!
-  taskset -c 0,1 bash -c "$(declare -f bench gpu_rows); here=$here out=$out PYTHON=$PYTHON; gpu_rows" \
+  taskset -c 0,1 bash -c "$(declare -f bench gpu_rows); here=$(printf %q "$here") \
+    out=$(printf %q "$out") PYTHON=$(printf %q "$PYTHON"); gpu_rows" \
     > "$out/gpu.log" 2>&1
   wait $cpu
 else
