@@ -210,6 +210,17 @@ def _gate_gradients(
     torch.mul(dm * tanh_cell, o * (1 - o), out=do)
 
 
+def _backward_buffers(gates: torch.Tensor, projection_size: int) -> Tuple[torch.Tensor, ...]:
+    """dL/d(gates) `(timesteps, batch, 4 * cell)`, dL/dh_t and dL/dp_t `(timesteps, batch,
+    projection)`: zeros, so that steps and rows that never run keep a zero gradient."""
+    timesteps, batch, four_cells = gates.shape
+    return (
+        gates.new_zeros(timesteps, batch, four_cells),
+        gates.new_zeros(timesteps, batch, projection_size),
+        gates.new_zeros(timesteps, batch, projection_size),
+    )
+
+
 def _backward_steps(
     grad_outputs: torch.Tensor,
     dh_carry: torch.Tensor,
@@ -240,13 +251,11 @@ def _backward_steps(
     same values, in shapes that do not change from batch to batch: what a captured CUDA graph
     needs). Returns dL/d(gates), dL/dh_t and dL/dp_t (zeros where nothing ran) and the carries.
     """
-    timesteps, batch, four_cells = gates.shape
+    _, batch, four_cells = gates.shape
     projection_size = w_hr.size(0)
     shape = (projection_size,)
     clip_cell, clip_projection = clips
-    grad_gates = gates.new_zeros(timesteps, batch, four_cells)
-    grad_hiddens = gates.new_zeros(timesteps, batch, projection_size)
-    grad_projected = gates.new_zeros(timesteps, batch, projection_size)
+    grad_gates, grad_hiddens, grad_projected = _backward_buffers(gates, projection_size)
     for t in range(steps - 1, -1, -1):
         n = batch if batch_sizes is None else batch_sizes[t]
         dh = dh_carry[:n] + grad_outputs[t, :n]
@@ -312,12 +321,10 @@ def _backward_steps_fused(
     a row does not run) feeds W_hr's product: rows of a product are independent, so the running
     rows get what `_backward_steps` computes.
     """
-    timesteps, batch, four_cells = gates.shape
+    _, batch, four_cells = gates.shape
     projection_size = w_hr.size(0)
     clip_cell, clip_projection = clips
-    grad_gates = gates.new_zeros(timesteps, batch, four_cells)
-    grad_hiddens = gates.new_zeros(timesteps, batch, projection_size)
-    grad_projected = gates.new_zeros(timesteps, batch, projection_size)
+    grad_gates, grad_hiddens, grad_projected = _backward_buffers(gates, projection_size)
     dm = gates.new_empty(batch, four_cells // 4)
     dr = gates.new_empty(batch, projection_size)
     for t in range(steps - 1, -1, -1):

@@ -71,22 +71,26 @@ def run_layer(layer, backend, inputs, mask, h0, c0, weights):
     return [output, h_n, c_n], grads
 
 
+def assert_backends_agree(layer, batch, tolerance):
+    """`fused` equals `reference` on `batch` (`inputs_and_state`): outputs, final states, and the
+    gradients of the inputs, initial states and every parameter (each non-zero)."""
+    reference_values, reference_grads = run_layer(layer, "reference", *batch)
+    fused_values, fused_grads = run_layer(layer, "fused", *batch)
+    for name, ours, theirs in zip(["outputs", "h_n", "c_n"], fused_values, reference_values):
+        assert_equal_to(ours, theirs, tolerance, name)
+    names = ["inputs", "h0", "c0"] + [name for name, _ in layer.named_parameters()]
+    for name, ours, theirs in zip(names, fused_grads, reference_grads):
+        assert theirs.abs().sum() > 0, name
+        assert_equal_to(ours, theirs, tolerance, name)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("timesteps", [20, 100])
 @pytest.mark.parametrize("recurrence_norm", ["inside", "outside"])
 def test_fused_equals_reference_values_states_and_gradients(dtype, timesteps, recurrence_norm):
     layer = clipping_layer(dtype, recurrence_norm)
     batch = inputs_and_state(timesteps, dtype)
-    reference_values, reference_grads = run_layer(layer, "reference", *batch)
-    fused_values, fused_grads = run_layer(layer, "fused", *batch)
-    tolerance = TOLERANCES[dtype]
-    names = ["outputs", "h_n", "c_n"]
-    for name, ours, theirs in zip(names, fused_values, reference_values):
-        assert_equal_to(ours, theirs, tolerance, name)
-    names = ["inputs", "h0", "c0"] + [name for name, _ in layer.named_parameters()]
-    for name, ours, theirs in zip(names, fused_grads, reference_grads):
-        assert theirs.abs().sum() > 0, name
-        assert_equal_to(ours, theirs, tolerance, name)
+    assert_backends_agree(layer, batch, TOLERANCES[dtype])
 
 
 def test_the_agreement_test_really_clips_and_drops():
@@ -182,14 +186,7 @@ def test_graph_path_equals_reference(graph_device, dtype):
     layer = clipping_layer(dtype).to(graph_device)
     for seed in range(1, cuda_graphs.CAPTURE_AFTER + 3):
         batch = on(graph_device, inputs_and_state(20, dtype, seed=seed))
-        reference_values, reference_grads = run_layer(layer, "reference", *batch)
-        fused_values, fused_grads = run_layer(layer, "fused", *batch)
-        for name, ours, theirs in zip(["outputs", "h_n", "c_n"], fused_values, reference_values):
-            assert_equal_to(ours, theirs, TOLERANCES[dtype], name)
-        names = ["inputs", "h0", "c0"] + [name for name, _ in layer.named_parameters()]
-        for name, ours, theirs in zip(names, fused_grads, reference_grads):
-            assert theirs.abs().sum() > 0, name
-            assert_equal_to(ours, theirs, TOLERANCES[dtype], name)
+        assert_backends_agree(layer, batch, TOLERANCES[dtype])
 
 
 def test_graph_path_encoder_reuses_graphs_before_backward(graph_device):
