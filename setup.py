@@ -1,4 +1,18 @@
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
+
+# The CPU kernels of the LSTMP cell's pointwise work (allennlp_elmo_c/nn/lstmp_cpu.py). Optional:
+# without a C compiler (or glibc's libmvec) the install still succeeds and the torch ops run.
+# -march=native: built where it runs (`make install`); SIMD expf/tanhf from libmvec.
+NATIVE_FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fopenmp-simd"]
+EXTENSIONS = [
+    Extension(
+        "allennlp_elmo_c.nn._lstmp_cpu",
+        ["allennlp_elmo_c/nn/_lstmp_cpu.c"],
+        extra_compile_args=NATIVE_FLAGS,
+        libraries=["mvec", "m"],
+        optional=True,
+    ),
+]
 
 # allennlp==2.10.1 and allennlp-models==2.10.1 are deliberately NOT listed in install_requires:
 # their metadata pins torch<1.13, which has no Python 3.11 wheels, so pip could never resolve them.
@@ -16,4 +30,5 @@ setup(
     python_requires=">=3.11",
     install_requires=["torch>=2.6", "numpy>=2", "scipy", "h5py", "jsonnet", "fasttext-numpy2"],
     license="Apache-2.0",
+    ext_modules=EXTENSIONS,
 )

@@ -28,10 +28,14 @@ the reference loop, and with gradcheck.
 On a GPU the per-step loops are replayed from captured CUDA graphs (`cuda_graphs`), and for
 float32 the pointwise work of each step runs in a few fused Triton kernels
 (`allennlp_elmo_c.nn.lstmp_triton`, when triton is importable; `ELMO_C_TRITON=0` runs the torch
-ops instead). The CPU path is the torch ops below.
+ops instead). On CPU, for float32, the same pointwise groups run in C
+(`allennlp_elmo_c.nn.lstmp_cpu`, when its extension is built; `ELMO_C_CPU_KERNELS=0` runs the
+torch ops instead); other dtypes run the torch ops below.
 """
 
 import contextlib
+import functools
+import logging
 import os
 from functools import partial
 from types import ModuleType
@@ -41,29 +45,57 @@ import torch
 
 from allennlp_elmo_c.nn import cuda_graphs
 
+logger = logging.getLogger(__name__)
+
 
 def pointwise_kernels(tensor: torch.Tensor) -> Optional[ModuleType]:
     """
-    `allennlp_elmo_c.nn.lstmp_triton` where its kernels run the per-step pointwise work on
-    `tensor`'s device and dtype (a float32 CUDA tensor, triton importable, `ELMO_C_TRITON` not
-    "0"), None where the torch ops do.
+    The module whose kernels run the per-step pointwise work on `tensor`'s device and dtype
+    (float32 only), None where the torch ops do:
+    - on a GPU, `allennlp_elmo_c.nn.lstmp_triton` (triton importable, `ELMO_C_TRITON` not "0");
+    - on CPU, `allennlp_elmo_c.nn.lstmp_cpu` (its C extension built by `setup.py`,
+      `ELMO_C_CPU_KERNELS` not "0").
     """
-    if (
-        tensor.device.type != "cuda"
-        or tensor.dtype != torch.float32
-        or os.environ.get("ELMO_C_TRITON", "1") == "0"
-    ):
+    if tensor.dtype != torch.float32:
         return None
+    if tensor.device.type == "cuda":
+        if os.environ.get("ELMO_C_TRITON", "1") == "0":
+            return None
+        try:
+            from allennlp_elmo_c.nn import lstmp_triton
+        except ImportError:
+            return None
+        return lstmp_triton
+    if tensor.device.type == "cpu" and os.environ.get("ELMO_C_CPU_KERNELS", "1") != "0":
+        return _cpu_kernels()
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_kernels() -> Optional[ModuleType]:
     try:
-        from allennlp_elmo_c.nn import lstmp_triton
-    except ImportError:
+        from allennlp_elmo_c.nn import lstmp_cpu
+    except ImportError as error:
+        logger.info(
+            "lstmp: the C kernels are not built (%s); the LSTM's CPU steps run as torch ops "
+            "(slower at small sizes; `make install` builds them)",
+            error,
+        )
         return None
-    return lstmp_triton
+    return lstmp_cpu
 
 
 def _clip_keep(raw: torch.Tensor, clip: Optional[float]) -> Optional[torch.Tensor]:
     # Where torch.clamp lets the gradient through (bounds inclusive).
     return None if clip is None else (raw >= -clip) & (raw <= clip)
+
+
+def _empty_after(like: torch.Tensor, written: int, shape: Tuple[int, ...]) -> torch.Tensor:
+    # A buffer whose first `written` steps (dimension 0) are all written by a loop: only the
+    # rest is zeroed (at small sizes, filling whole buffers costs a few % of a step).
+    buffer = like.new_empty(shape)
+    buffer[written:] = 0
+    return buffer
 
 
 def _forward_buffers(
@@ -73,16 +105,18 @@ def _forward_buffers(
     cell_size: int,
     projection_size: int,
     normalise: bool,
+    steps: int,
 ) -> Tuple[Optional[torch.Tensor], ...]:
     # What the forward steps write: c_t and h_t (initial state first), tanh(c_t), p_t, the
-    # LayerNorm's statistics, the clips' masks; zero for steps that do not run.
+    # LayerNorm's statistics, the clips' masks. Every row of the first `steps` steps is
+    # written; the steps after them (all rows shorter than the batch) are zero.
     timesteps, batch, _ = gates.shape
-    cells = gates.new_zeros(timesteps + 1, batch, cell_size)
-    hiddens = gates.new_zeros(timesteps + 1, batch, projection_size)
-    tanh_cells = gates.new_zeros(timesteps, batch, cell_size)
-    projected = gates.new_zeros(timesteps, batch, projection_size)
-    means = gates.new_zeros(timesteps, batch, 1) if normalise else None
-    rstds = gates.new_zeros(timesteps, batch, 1) if normalise else None
+    cells = _empty_after(gates, steps + 1, (timesteps + 1, batch, cell_size))
+    hiddens = _empty_after(gates, steps + 1, (timesteps + 1, batch, projection_size))
+    tanh_cells = _empty_after(gates, steps, (timesteps, batch, cell_size))
+    projected = _empty_after(gates, steps, (timesteps, batch, projection_size))
+    means = _empty_after(gates, steps, (timesteps, batch, 1)) if normalise else None
+    rstds = _empty_after(gates, steps, (timesteps, batch, 1)) if normalise else None
     cell_keep = gates.new_ones(timesteps, batch, cell_size, dtype=torch.bool)
     projection_keep = gates.new_ones(timesteps, batch, projection_size, dtype=torch.bool)
     cells[0], hiddens[0] = c0, h0
@@ -111,7 +145,7 @@ def _forward_steps(
     """
     cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
     normalise = norm_weight is not None
-    buffers = _forward_buffers(gates, h0, c0, cell_size, projection_size, normalise)
+    buffers = _forward_buffers(gates, h0, c0, cell_size, projection_size, normalise, steps)
     cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep = buffers
     # Every step runs on all rows, as the reference loop does: a row past its length computes
     # values nobody reads (its state is taken at its length, its outputs are zeroed, its
@@ -172,7 +206,9 @@ def _forward_steps_fused(
     """
     _, batch, _ = gates.shape
     cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
-    buffers = _forward_buffers(gates, h0, c0, cell_size, projection_size, norm_weight is not None)
+    buffers = _forward_buffers(
+        gates, h0, c0, cell_size, projection_size, norm_weight is not None, steps
+    )
     cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep = buffers
     memory = gates.new_empty(batch, cell_size)  # o * tanh(c_t), the input of W_hr
     # The input of W_hh: h_t, or h_t * dropout written by the projection kernel.
@@ -210,14 +246,19 @@ def _gate_gradients(
     torch.mul(dm * tanh_cell, o * (1 - o), out=do)
 
 
-def _backward_buffers(gates: torch.Tensor, projection_size: int) -> Tuple[torch.Tensor, ...]:
+def _backward_buffers(
+    gates: torch.Tensor, projection_size: int, steps: int, every_row: bool
+) -> Tuple[torch.Tensor, ...]:
     """dL/d(gates) `(timesteps, batch, 4 * cell)`, dL/dh_t and dL/dp_t `(timesteps, batch,
-    projection)`: zeros, so that steps and rows that never run keep a zero gradient."""
+    projection)`, zero where the loop writes nothing, so that steps and rows that never run keep
+    a zero gradient: the steps after `steps`, and (unless the loop writes `every_row` of each
+    step, zeros for the rows not running) the rows past their length."""
     timesteps, batch, four_cells = gates.shape
+    written = steps if every_row else 0
     return (
-        gates.new_zeros(timesteps, batch, four_cells),
-        gates.new_zeros(timesteps, batch, projection_size),
-        gates.new_zeros(timesteps, batch, projection_size),
+        _empty_after(gates, written, (timesteps, batch, four_cells)),
+        _empty_after(gates, written, (timesteps, batch, projection_size)),
+        _empty_after(gates, written, (timesteps, batch, projection_size)),
     )
 
 
@@ -255,7 +296,9 @@ def _backward_steps(
     projection_size = w_hr.size(0)
     shape = (projection_size,)
     clip_cell, clip_projection = clips
-    grad_gates, grad_hiddens, grad_projected = _backward_buffers(gates, projection_size)
+    grad_gates, grad_hiddens, grad_projected = _backward_buffers(
+        gates, projection_size, steps, every_row=running is not None
+    )
     for t in range(steps - 1, -1, -1):
         n = batch if batch_sizes is None else batch_sizes[t]
         dh = dh_carry[:n] + grad_outputs[t, :n]
@@ -324,7 +367,9 @@ def _backward_steps_fused(
     _, batch, four_cells = gates.shape
     projection_size = w_hr.size(0)
     clip_cell, clip_projection = clips
-    grad_gates, grad_hiddens, grad_projected = _backward_buffers(gates, projection_size)
+    grad_gates, grad_hiddens, grad_projected = _backward_buffers(
+        gates, projection_size, steps, every_row=True
+    )
     dm = gates.new_empty(batch, four_cells // 4)
     dr = gates.new_empty(batch, projection_size)
     for t in range(steps - 1, -1, -1):

@@ -15,22 +15,17 @@ import pytest
 import torch
 
 from allennlp_elmo_c.nn import cuda_graphs, lstmp
-from tests.modules.seq2seq_encoders.test_backend_agreement import (
-    TOLERANCES,
-    assert_backends_agree,
-    assert_equal_to,
-    clipping_layer,
-    inputs_and_state,
+from tests.modules.seq2seq_encoders.test_backend_agreement import assert_equal_to
+from tests.nn.kernel_checks import (
+    FORWARD_NAMES,
+    LOOP_TOLERANCE,
+    STEPS,
+    check_backward,
+    check_forward,
+    check_layer,
 )
 
 triton = pytest.importorskip("triton")
-
-# One step: the kernels' own rounding. All steps: the recurrence carries it on (the inputs below
-# keep it well conditioned: the torch ops are as far from float64 as the kernels are).
-KERNEL_TOLERANCE = 1e-6
-LOOP_TOLERANCE = 1e-5
-BATCH, CELL, PROJECTION, TIMESTEPS = 7, 40, 24, 9
-LENGTHS = [9, 9, 6, 5, 2, 1, 0]  # sorted, descending, as lstmp's loops see them
 
 INTERPRETED = pytest.mark.skipif(
     os.environ.get("TRITON_INTERPRET") != "1",
@@ -64,131 +59,23 @@ def kernels(monkeypatch):
     return lstmp_triton
 
 
-def step_inputs(normalise, dropout, seed=0):
-    """A layer's step tensors, scaled so that the clips below bite on about a quarter."""
-    generator = torch.Generator().manual_seed(seed)
-
-    def randn(*shape, scale=1.0):
-        return scale * torch.randn(*shape, generator=generator)
-
-    gates = randn(TIMESTEPS, BATCH, 4 * CELL)
-    gates[..., CELL : 2 * CELL] += 2.0  # forget gates near 1: cells grow past the clip
-    h0, c0 = randn(BATCH, PROJECTION), randn(BATCH, CELL, scale=2.0)
-    w_hh = randn(4 * CELL, PROJECTION, scale=0.1)
-    w_hr = randn(PROJECTION, CELL, scale=0.3)
-    norm = (1 + 0.5 * randn(PROJECTION), 0.5 * randn(PROJECTION)) if normalise else (None, None)
-    mask = None
-    if dropout:
-        mask = (torch.rand(BATCH, PROJECTION, generator=generator) > 0.3).float() / 0.7
-    return gates, h0, c0, w_hh, w_hr, *norm, mask
-
-
-def assert_close(ours, theirs, name, tolerance=KERNEL_TOLERANCE):
-    if theirs is None:
-        assert ours is None, name
-    elif theirs.dtype == torch.bool:
-        assert torch.equal(ours, theirs), name
-    else:
-        assert_equal_to(ours, theirs, tolerance, name)
-
-
-FORWARD_NAMES = ["gates", "cells", "hiddens", "tanh_cells", "projected", "means", "rstds",
-                 "cell_keep", "projection_keep"]  # fmt: skip
-VARIANTS = {
-    "paper": (True, True, True),  # LayerNorm, clips, dropout
-    "no_norm": (False, True, True),
-    "no_clips": (True, False, True),
-    "no_dropout": (True, True, False),
-    "plain": (False, False, False),
-}
-
-
-def run_forward(kernels, variant, steps=TIMESTEPS):
-    normalise, clip, dropout = VARIANTS[variant]
-    tensors = step_inputs(normalise, dropout)
-    clips = (1.0, 0.6) if clip else (None, None)
-    settings = (steps, 1e-5, *clips)
-    theirs = lstmp._forward_steps(tensors[0].clone(), *tensors[1:], *settings)
-    ours = lstmp._forward_steps_fused(kernels, tensors[0].clone(), *tensors[1:], *settings)
-    return tensors, settings, ours, theirs
-
-
-# Every variant for one step, the paper's through all steps.
-STEPS = [(v, 1) for v in sorted(VARIANTS)] + [("paper", TIMESTEPS)]
-
-
 @INTERPRETED
 @pytest.mark.parametrize("variant, steps", STEPS)
 def test_interpreted_forward_kernels_equal_the_torch_ops(kernels, variant, steps):
-    _, settings, ours, theirs = run_forward(kernels, variant, steps)
-    tolerance = KERNEL_TOLERANCE if steps == 1 else LOOP_TOLERANCE
-    for name, mine, reference in zip(FORWARD_NAMES, ours, theirs):
-        assert_close(mine, reference, name, tolerance)
-    if variant == "paper" and steps > 1:
-        # The clips bite on a good share of the entries (but not all).
-        cell_keep, projection_keep = theirs[-2:]
-        for keep in (cell_keep, projection_keep):
-            clipped = 1 - keep.float().mean().item()
-            assert 0.1 < clipped < 0.6, clipped
+    check_forward(kernels, variant, steps)
 
 
 @INTERPRETED
 @pytest.mark.parametrize("variant, steps", STEPS)
 def test_interpreted_backward_kernels_equal_the_torch_ops(kernels, variant, steps):
-    """
-    The running-mask loop (every row each step), as on a GPU, with ragged lengths, from the
-    torch ops' forward buffers (`steps` 1: the first step only).
-    """
-    tensors, settings, _, buffers = run_forward(kernels, variant, steps)
-    _, _, _, w_hh, w_hr, norm_weight, norm_bias, dropout = tensors
-    gates, cells, hiddens, tanh_cells, projected, means, rstds, *keeps = buffers
-    generator = torch.Generator().manual_seed(5)
-    grad_outputs = torch.randn(TIMESTEPS, BATCH, PROJECTION, generator=generator)
-    dh = torch.randn(BATCH, PROJECTION, generator=generator)
-    dc = torch.randn(BATCH, CELL, generator=generator)
-    rows = torch.arange(BATCH)
-    batch_sizes = [sum(1 for n in LENGTHS if n > t) for t in range(TIMESTEPS)]
-    running = (torch.tensor(batch_sizes).unsqueeze(1) > rows).unsqueeze(-1)
-    saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, w_hh, w_hr,
-             norm_weight, norm_bias, dropout)  # fmt: skip
-    clips = (settings[2] is not None, settings[3] is not None)
-    theirs = lstmp._backward_steps(grad_outputs, dh.clone(), dc.clone(), running, *saved, None,
-                                   steps, clips)  # fmt: skip
-    ours = lstmp._backward_steps_fused(kernels, grad_outputs, dh.clone(), dc.clone(), running,
-                                       *saved, None, steps, clips)  # fmt: skip
-    tolerance = KERNEL_TOLERANCE if steps == 1 else LOOP_TOLERANCE
-    names = ["grad_gates", "grad_hiddens", "grad_projected", "dh_carry", "dc_carry"]
-    for name, mine, reference in zip(names, ours, theirs):
-        assert reference.abs().sum() > 0, name
-        assert_close(mine, reference, name, tolerance)
-    # Rows past their length get no gradient.
-    assert (ours[0][~running.expand(-1, -1, 4 * CELL)] == 0).all()
+    check_backward(kernels, variant, steps)
 
 
 @INTERPRETED
-@pytest.mark.parametrize("recurrence_norm, graphs", [("inside", True)], ids=["inside"])
-def test_interpreted_layer_with_triton_kernels_equals_reference(kernels, monkeypatch, graphs, recurrence_norm):
-    """
-    A whole layer, forward and backward, with the kernels standing in for the torch ops (on CPU,
-    interpreted), against the reference backend: values, final states and every gradient. With
-    `graphs` the loops go through `cuda_graphs.replay` as on a GPU; without, they run eagerly
-    (still every row each step backward). The paper's cell only: the kernel tests above cover
-    the variants without LayerNorm, clips or dropout, and the interpreter is slow.
-    """
-    calls = []
-
-    def forced(tensor):
-        calls.append(tensor.device)
-        return kernels
-
-    monkeypatch.setattr(lstmp, "pointwise_kernels", forced)
-    if graphs:
-        monkeypatch.setattr(cuda_graphs, "enabled", lambda device: True)
-        monkeypatch.setattr(cuda_graphs, "replay", lambda key, function, args: function(*args))
-    dtype = torch.float32
-    layer = clipping_layer(dtype, recurrence_norm)
-    assert_backends_agree(layer, inputs_and_state(12, dtype), TOLERANCES[dtype])
-    assert len(calls) == 2  # forward and backward
+def test_interpreted_layer_with_triton_kernels_equals_reference(kernels, monkeypatch):
+    """The paper's cell through `cuda_graphs.replay` as on a GPU (the interpreter is slow: the
+    kernel tests above cover the variants)."""
+    check_layer(kernels, monkeypatch, graphs=True)
 
 
 GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
@@ -237,13 +124,14 @@ def run_lstmp(arguments, lengths, clips, weights):
             **{"grad " + key: grad for key, grad in zip(names, grads)}}  # fmt: skip
 
 
-def test_kernels_only_for_float32_on_a_gpu(monkeypatch):
-    assert lstmp.pointwise_kernels(torch.zeros(1)) is None
-    if torch.cuda.is_available():
-        assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is not None
-        assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda", dtype=torch.double)) is None
-        monkeypatch.setenv("ELMO_C_TRITON", "0")
-        assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is None
+@GPU
+def test_triton_kernels_only_for_float32_on_a_gpu(monkeypatch):
+    from allennlp_elmo_c.nn import lstmp_triton
+
+    assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is lstmp_triton
+    assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda", dtype=torch.double)) is None
+    monkeypatch.setenv("ELMO_C_TRITON", "0")
+    assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is None
 
 
 @GPU

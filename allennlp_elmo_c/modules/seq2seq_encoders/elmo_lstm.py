@@ -243,6 +243,8 @@ class ElmoLstmEncoder(Seq2SeqEncoder):
             outputs, final_states[direction] = self.stacks[direction](
                 sequence, mask, initial_states[direction], self.backend
             )
+            if not self.return_all_layers:
+                outputs = outputs[-1:]  # only the top layer is turned back and returned
             if backward:
                 outputs = [reverse_padded(output, lengths) for output in outputs]
             layers_per_direction[direction] = outputs
@@ -255,4 +257,4 @@ class ElmoLstmEncoder(Seq2SeqEncoder):
             torch.cat([forward, backward], dim=-1)
             for forward, backward in zip(*(layers_per_direction[d] for d in DIRECTIONS))
         ]
-        return layers if self.return_all_layers else layers[-1]
+        return layers if self.return_all_layers else layers[0]

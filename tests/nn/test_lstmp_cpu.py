@@ -1,0 +1,101 @@
+"""
+The C kernels of `allennlp_elmo_c.nn.lstmp_cpu` compute what the torch ops of
+`allennlp_elmo_c.nn.lstmp` do, and the fused backend uses them on CPU for float32.
+"""
+import pytest
+import torch
+
+from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import ElmoLstmEncoder
+from allennlp_elmo_c.nn import lstmp
+from tests.modules.seq2seq_encoders.test_backend_agreement import assert_equal_to
+from tests.nn.kernel_checks import STEPS, check_backward, check_forward, check_layer
+
+try:
+    from allennlp_elmo_c.nn import lstmp_cpu
+except ImportError as error:  # built by `make install` (setup.py); optional there
+    pytest.skip(f"the lstmp C extension is not built: {error}", allow_module_level=True)
+
+
+@pytest.mark.parametrize("variant, steps", STEPS)
+def test_forward_kernels_equal_the_torch_ops(variant, steps):
+    check_forward(lstmp_cpu, variant, steps)
+
+
+@pytest.mark.parametrize("variant, steps", STEPS)
+def test_backward_kernels_equal_the_torch_ops(variant, steps):
+    check_backward(lstmp_cpu, variant, steps)
+
+
+@pytest.mark.parametrize("graphs", [False, True], ids=["eager", "graph_loops"])
+def test_layer_with_c_kernels_equals_reference(monkeypatch, graphs):
+    check_layer(lstmp_cpu, monkeypatch, graphs)
+
+
+def test_c_kernels_only_for_float32_on_cpu(monkeypatch):
+    assert lstmp.pointwise_kernels(torch.zeros(1)) is lstmp_cpu
+    assert lstmp.pointwise_kernels(torch.zeros(1, dtype=torch.float64)) is None
+    monkeypatch.setenv("ELMO_C_CPU_KERNELS", "0")
+    assert lstmp.pointwise_kernels(torch.zeros(1)) is None
+
+
+def test_kernels_refuse_tensors_they_cannot_read():
+    cells = torch.zeros(4, 8)
+    good = dict(gates=torch.zeros(4, 32), cells_prev=cells, cells_next=torch.zeros(4, 8),
+                cell_keep=torch.ones(4, 8, dtype=torch.bool), tanh_cells=torch.zeros(4, 8),
+                memory=torch.zeros(4, 8), cell_clip=1.0)  # fmt: skip
+    lstmp_cpu.cell_forward(**good)
+    for name, bad in [
+        ("gates", torch.zeros(4, 32, dtype=torch.float64)),
+        ("gates", torch.zeros(32, 4).t()),  # not contiguous
+        ("gates", torch.zeros(4, 31)),  # wrong size: the C code would read past it
+        ("cell_keep", torch.ones(4, 8)),  # a float mask
+    ]:
+        with pytest.raises(ValueError, match="lstmp_cpu"):
+            lstmp_cpu.cell_forward(**dict(good, **{name: bad}))
+
+
+def encoder_problem(seed=0):
+    """Demo-like size with odd widths (vector loops with remainders), long ragged sequences,
+    clips that bite, dropout, a non-trivial LayerNorm."""
+    torch.manual_seed(seed)
+    encoder = ElmoLstmEncoder(
+        37, projection_size=45, cell_size=301, num_layers=2, recurrent_dropout=0.2,
+        cell_clip=1.0, projection_clip=0.8, return_all_layers=True,
+    ).train()  # fmt: skip
+    with torch.no_grad():
+        for name, parameter in encoder.named_parameters():
+            if name.endswith("norm.weight"):
+                parameter.copy_(1 + 0.5 * torch.randn_like(parameter))
+            elif "gate_bias" in name:
+                parameter.normal_(0.0, 1.0)
+    lengths = torch.tensor([60, 59, 31, 1, 0, 17, 60, 44] * 3)
+    mask = torch.arange(60).unsqueeze(0) < lengths.unsqueeze(1)
+    inputs = 2 * torch.randn(len(lengths), 60, 37)
+    return encoder, inputs, mask
+
+
+def run_encoder(encoder, inputs, mask):
+    leaf = inputs.clone().requires_grad_()
+    torch.manual_seed(7)  # the same dropout masks
+    layers = encoder(leaf, mask)
+    weights = torch.randn(layers[-1].shape, generator=torch.Generator().manual_seed(3))
+    loss = sum((layer * weights).sum() for layer in layers)
+    return layers, torch.autograd.grad(loss, [leaf] + list(encoder.parameters()))
+
+
+def test_encoder_with_c_kernels_equals_torch_ops(monkeypatch):
+    """
+    The whole fused encoder, float32, with the C kernels and with the torch ops: every layer's
+    outputs, the input gradient and every parameter's gradient (each non-zero).
+    """
+    encoder, inputs, mask = encoder_problem()
+    results = {}
+    for switch in ("1", "0"):
+        monkeypatch.setenv("ELMO_C_CPU_KERNELS", switch)
+        results[switch] = run_encoder(encoder, inputs, mask)
+    for index, (ours, theirs) in enumerate(zip(results["1"][0], results["0"][0])):
+        assert_equal_to(ours, theirs, 1e-5, f"layer {index}")
+    names = ["inputs"] + [name for name, _ in encoder.named_parameters()]
+    for name, ours, theirs in zip(names, results["1"][1], results["0"][1]):
+        assert theirs.abs().sum() > 0, name
+        assert_equal_to(ours, theirs, 1e-4, name)
