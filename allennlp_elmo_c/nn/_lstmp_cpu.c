@@ -164,7 +164,7 @@ static PyObject *projection_backward(PyObject *self, PyObject *args) {
         if (clip_on) {
             const uint8_t *restrict keep = B(keep_) + row * size;
 #pragma omp simd
-            for (Py_ssize_t k = 0; k < size; k++) dp[k] = keep[k] ? dp[k] : 0.0f;
+            for (Py_ssize_t k = 0; k < size; k++) dp[k] *= (float)keep[k];
         }
     }
     Py_END_ALLOW_THREADS
@@ -189,12 +189,18 @@ static PyObject *gate_backward(PyObject *self, PyObject *args) {
         const float *restrict g = f + cell, *restrict o = g + cell;
         const float *restrict dm = F(dm_) + row * cell, *restrict prev = F(prev_) + row * cell;
         const float *restrict tanh_c = F(tanh_) + row * cell;
-        const uint8_t *restrict keep = B(keep_) + row * cell;
-        float *restrict carry = F(carry_) + row * cell;
+        float *restrict carry = F(carry_) + row * cell;  /* dL/dc_t, then the next carry */
+#pragma omp simd
+        for (Py_ssize_t k = 0; k < cell; k++)
+            carry[k] += dm[k] * o[k] * (1.0f - tanh_c[k] * tanh_c[k]);
+        if (clip_on) {  /* the mask is read only when there is one */
+            const uint8_t *restrict keep = B(keep_) + row * cell;
+#pragma omp simd
+            for (Py_ssize_t k = 0; k < cell; k++) carry[k] *= (float)keep[k];  /* as torch: NaN * 0 stays NaN */
+        }
 #pragma omp simd
         for (Py_ssize_t k = 0; k < cell; k++) {
-            float dc = carry[k] + dm[k] * o[k] * (1.0f - tanh_c[k] * tanh_c[k]);
-            if (clip_on) dc = keep[k] ? dc : 0.0f;
+            const float dc = carry[k];
             di[k] = (dc * g[k]) * (i[k] * (1.0f - i[k]));
             df[k] = (dc * prev[k]) * (f[k] * (1.0f - f[k]));
             dg[k] = (dc * i[k]) * (1.0f - g[k] * g[k]);
