@@ -236,7 +236,9 @@ class FastTextBin:
         known = word_ids >= 0
         if self.maxn <= 0 or self.bucket <= 0:
             ids = [(int(i),) if i >= 0 else () for i in word_ids]
-            return (ids, []) if limit is None or limit >= 1 else ([() for _ in ids], [])
+            if limit is None or limit >= 1:
+                return ids, []
+            return [() for _ in ids], np.flatnonzero(known).tolist()
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         hashed = words
         if limit is not None and lengths.max() > limit + self.maxn:
@@ -246,7 +248,7 @@ class FastTextBin:
             longest = limit + self.maxn
             hashed = [word[:longest] for word in words]
             lengths = np.minimum(lengths, longest)
-        eos = [i for i in np.flatnonzero(known).tolist() if words[i] == EOS]
+        eos = [i for i, word in enumerate(words) if word == EOS]  # in the dictionary or not
         ngrams, counts = _batch_ngram_hashes(
             hashed, self.minn, self.maxn, self.bucket, skip=eos, lengths=lengths
         )

@@ -180,3 +180,58 @@ def test_large_batches_are_hashed_in_chunks(monkeypatch):
     ids, cut = model.subword_ids_and_cuts(words, limit=30)
     assert [list(row) for row in ids] == expected
     assert cut == [i for i, word in enumerate(words) if len(reference_subword_ids(model, word)) > 30]
+
+
+def settings_model(word_ids, minn, maxn, bucket, extra_words) -> FastTextBin:
+    """A `FastTextBin` with only what the subword ids need (no file)."""
+    model = object.__new__(FastTextBin)
+    model.word_ids = word_ids
+    model.minn, model.maxn, model.bucket = minn, maxn, bucket
+    model.num_words = len(word_ids) + extra_words
+    model.num_rows = model.num_words + max(bucket, 0)
+    return model
+
+
+def check_against_reference(model, words, limit, computed, library=None):
+    """`computed` (ids, cuts) equals the pure-Python reference and, if given, the library."""
+    ids, cut = computed
+    expected = [reference_subword_ids(model, word, None if limit is None else limit + 1)
+                for word in words]  # fmt: skip
+    if limit is not None:
+        assert cut == [i for i, row in enumerate(expected) if len(row) > limit]
+        expected = [row[:limit] for row in expected]
+    else:
+        assert cut == []
+    assert [list(row) for row in ids] == expected
+    assert all(type(row) is tuple for row in ids)
+    for word, row in zip(words, ids):
+        if library is not None and encodable(word):
+            full = library.get_subwords(word)[1].tolist()
+            assert list(row) == (full if limit is None else full[:limit]), repr(word)
+
+
+def encodable(word: str) -> bool:
+    """Whether fastText's binding can take `word` (no lone surrogates)."""
+    return word.encode("utf-8", errors="ignore").decode("utf-8") == word
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(max_size=30), min_size=1, max_size=25),
+    st.lists(st.text(max_size=5), max_size=5),
+    st.integers(-1, 4),
+    st.integers(-1, 7),
+    st.sampled_from([0, 1, 7, 2_000_000]),
+    st.sampled_from([None, 0, 1, 5, 30]),
+    st.booleans(),
+)
+def test_batch_equals_the_reference_for_any_words_and_settings(
+    words, known, minn, maxn, bucket, limit, with_eos
+):
+    # Any str (lone surrogates too), some of them in the dictionary, "</s>" in it or not (no
+    # n-grams either way, as in fastText), any n-gram settings (maxn < minn, maxn <= 0 or
+    # bucket 0: none), the cuts included.
+    vocabulary = dict.fromkeys(known + words[:2] + (["</s>"] if with_eos else []))
+    model = settings_model({w: i for i, w in enumerate(vocabulary)}, minn, maxn, bucket, 3)
+    words = words + ["</s>"]
+    check_against_reference(model, words, limit, model.subword_ids_and_cuts(words, limit))
