@@ -14,7 +14,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 
 install: $(STAMP)
 
-$(STAMP): constraints.txt requirements.txt setup.py
+$(STAMP): constraints.txt requirements.txt setup.py allennlp_elmo_c/common/_subwords.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -c constraints.txt -r requirements.txt
 	$(PIP) install --no-deps -c constraints.txt allennlp==2.10.1 allennlp-models==2.10.1

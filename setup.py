@@ -1,4 +1,4 @@
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 # allennlp==2.10.1 and allennlp-models==2.10.1 are deliberately NOT listed in install_requires:
 # their metadata pins torch<1.13, which has no Python 3.11 wheels, so pip could never resolve them.
@@ -15,5 +15,16 @@ setup(
     packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*"]),
     python_requires=">=3.11",
     install_requires=["torch>=2.6", "numpy>=2", "scipy", "h5py", "jsonnet", "fasttext-numpy2"],
+    # fastText subword ids in C (allennlp_elmo_c/common/_subwords.c), several times faster than
+    # the numpy implementation that remains the fallback: optional, so that an install without a
+    # C compiler still succeeds (FastTextBin logs which implementation it uses).
+    ext_modules=[
+        Extension(
+            "allennlp_elmo_c.common._subwords",
+            ["allennlp_elmo_c/common/_subwords.c"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        )
+    ],
     license="Apache-2.0",
 )
