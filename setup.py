@@ -1,8 +1,11 @@
 from setuptools import Extension, find_packages, setup
 
-# The CPU kernels of the LSTMP cell's pointwise work (allennlp_elmo_c/nn/lstmp_cpu.py). Optional:
-# without a C compiler (or glibc's libmvec) the install still succeeds and the torch ops run.
-# -march=native: built where it runs (`make install`); SIMD expf/tanhf from libmvec.
+# Two C extensions, both optional: an install without a C compiler (or, for the first, glibc's
+# libmvec) still succeeds, and slower code computes the same thing (each logs which it uses).
+# - the LSTMP cell's per-step pointwise work on CPU (allennlp_elmo_c/nn/lstmp_cpu.py); built for
+#   the CPU it is built on (`make install` builds where it runs), SIMD expf/tanhf from libmvec;
+# - fastText subword ids (allennlp_elmo_c/common/_subwords.c), several times faster than the
+#   numpy implementation that remains the fallback.
 NATIVE_FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fopenmp-simd"]
 EXTENSIONS = [
     Extension(
@@ -10,6 +13,12 @@ EXTENSIONS = [
         ["allennlp_elmo_c/nn/_lstmp_cpu.c"],
         extra_compile_args=NATIVE_FLAGS,
         libraries=["mvec", "m"],
+        optional=True,
+    ),
+    Extension(
+        "allennlp_elmo_c.common._subwords",
+        ["allennlp_elmo_c/common/_subwords.c"],
+        extra_compile_args=["-O3"],
         optional=True,
     ),
 ]

@@ -1,20 +1,24 @@
 """
-How fast the `fasttext_subwords` indexer turns tokens into fastText subword ids, the vectorized
-implementation (`FastTextBin.subword_ids_batch`: all n-grams of a call's uncached words hashed at
-once in numpy) against the word-by-word pure-Python one it replaced (`reference_subword_ids`,
-with the old per-token cache), both timed in this run; and how long the `fasttext` embedder takes
-on the indexer's two layouts (`padded`, `flat`).
+How fast the `fasttext_subwords` indexer turns tokens into fastText subword ids with each of its
+implementations, all timed in this run: the C extension (`_subwords.c`, "native", used when it
+is built), the vectorized numpy one it falls back to (`FastTextBin.subword_ids_batch` with
+`fasttext_bin.USE_NATIVE = False`: all n-grams of a call's uncached words hashed at once), and
+the word-by-word pure-Python one numpy replaced (`reference_subword_ids`, with the old per-token
+cache); and how long the `fasttext` embedder takes on the indexer's two layouts (`padded`,
+`flat`).
 
     OMP_NUM_THREADS=1 python benchmarks/indexing_speed.py [--bin tests/fixtures/fasttext/tiny.bin]
 
 Words: a generated Zipfian vocabulary (`--vocab` types; lengths and letters like English word
 types, frequent words shorter; 6% non-ASCII: accented Latin, Cyrillic, Greek, CJK, emoji; some
-capitalized, with digits or punctuation) plus the model's own words. Timed in one thread, old and
-new in turn, the best of `--repeats` runs:
+capitalized, with digits or punctuation) plus the model's own words. Timed in one thread, the
+implementations in turn, the best of `--repeats` runs:
 
 - cold: every token a distinct word (no cache hits), `tokens_to_indices` one sentence of
   `--sentence-length` tokens at a time as AllenNLP calls it, and all words in one call
-  (`subword_ids_of`, e.g. for `embed_strings`);
+  (`subword_ids_of`, e.g. for `embed_strings`), a fresh indexer each run (its cache freed in
+  the run); the C extension's table of shared ints (`FastTextBin._row_ints`) belongs to the
+  model and stays filled between runs, as in a process past its first batches;
 - warm: a Zipfian token stream indexed a second time (every word cached);
 - the fastText library's own `get_subwords` per word (C++ hashing, but it loads the whole matrix
   into RAM: not an option for a 7 GB `cc.en.300.bin`), for scale;
@@ -22,7 +26,8 @@ new in turn, the best of `--repeats` runs:
   sentences of 10 to 40 tokens in each layout, timed in turn (`timing.time_in_turn`); the
   collation (`Batch.as_tensor_dict`) is timed too, and the two layouts' vectors are compared.
 
-Prints tokens/s and new/old ratios.
+Prints tokens/s and the native/numpy and native/pure-Python ratios (without the native column
+if the extension is not built).
 """
 
 import argparse
@@ -31,7 +36,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
@@ -41,6 +46,7 @@ import torch  # noqa: E402
 from allennlp.data import Batch, Instance, Token, Vocabulary  # noqa: E402
 from allennlp.data.fields import TextField  # noqa: E402
 
+from allennlp_elmo_c.common import fasttext_bin  # noqa: E402
 from allennlp_elmo_c.common.fasttext_bin import reference_subword_ids  # noqa: E402
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import (  # noqa: E402
     FastTextSubwordsIndexer,
@@ -80,6 +86,17 @@ class OldIndexer(FastTextSubwordsIndexer):
                 self._cache.clear()
             self._cache[text] = ids
         return ids
+
+
+class NumpyIndexer(FastTextSubwordsIndexer):
+    """Today's indexer with the numpy implementation forced (the C extension's fallback)."""
+
+    def subword_ids_of(self, texts: List[str]) -> List[Tuple[int, ...]]:
+        fasttext_bin.USE_NATIVE = False
+        try:
+            return super().subword_ids_of(texts)
+        finally:
+            fasttext_bin.USE_NATIVE = True
 
 
 def generated_word(rng: random.Random) -> str:
@@ -170,8 +187,13 @@ def main() -> None:
     n = args.sentence_length
     cold_sentences = [distinct[i : i + n] for i in range(0, len(distinct), n)]
     stream = zipf_sentences(words, args.warm_tokens, n, args.seed + 1)
+    implementations = {"pure Python": OldIndexer, "numpy": NumpyIndexer}
+    if fasttext_bin.native_subwords() is not None:
+        implementations["native"] = FastTextSubwordsIndexer
+    else:
+        print("the C extension is not built (python setup.py build_ext --inplace): no native")
     work: Dict[str, Dict[str, Callable[[], None]]] = {}
-    for name, indexer_class in [("old", OldIndexer), ("new", FastTextSubwordsIndexer)]:
+    for name, indexer_class in implementations.items():
         warm_indexer = indexer_class(model_path)
         index_sentences(indexer_class, model_path, stream, fresh=False, warm=warm_indexer)()
         work[name] = {
@@ -185,17 +207,22 @@ def main() -> None:
         }
     tokens = {"cold, per sentence": len(distinct), "cold, one call": len(distinct),
               "warm, per sentence": args.warm_tokens}  # fmt: skip
-    rates: Dict[str, Dict[str, float]] = {"old": {}, "new": {}}
+    rates: Dict[str, Dict[str, float]] = {name: {} for name in work}
     for case, count in tokens.items():
-        # Old and new in turn, so that load on the machine hits both alike; the best run.
+        # The implementations in turn, so that load on the machine hits all alike; the best run.
         seconds = best_in_turn({name: work[name][case] for name in work}, args.repeats)
         for name in work:
             rates[name][case] = count / seconds[name]
-    print(f"\nindexing, tokens/s (1 thread, best of {args.repeats}, old and new in turn):")
-    print(f"{'':24}{'old':>12}{'new':>12}{'new/old':>10}")
-    for case in rates["new"]:
-        old, new = rates["old"][case], rates["new"][case]
-        print(f"{case:24}{old:12,.0f}{new:12,.0f}{new / old:9.1f}x")
+    print(f"\nindexing, tokens/s (1 thread, best of {args.repeats}, implementations in turn):")
+    ratios = ["native/numpy", "native/Python"] if "native" in rates else []
+    print(f"{'':24}" + "".join(f"{name:>15}" for name in [*rates, *ratios]))
+    for case in tokens:
+        line = "".join(f"{rates[name][case]:15,.0f}" for name in rates)
+        if ratios:
+            native = rates["native"][case]
+            for name in ("numpy", "pure Python"):
+                line += f"{native / rates[name][case]:14.1f}x"
+        print(f"{case:24}{line}")
 
     try:
         import fasttext
@@ -204,7 +231,7 @@ def main() -> None:
         seconds = best_in_turn(
             {"library": lambda: [library.get_subwords(w) for w in distinct]}, args.repeats
         )["library"]
-        print(f"{'fastText get_subwords':24}{len(distinct) / seconds:12,.0f} (C++ per word, "
+        print(f"{'fastText get_subwords':24}{len(distinct) / seconds:15,.0f} (C++ per word, "
               "whole matrix in RAM)")
     except ImportError:
         print("fastText library not installed: get_subwords not timed")

@@ -6,9 +6,10 @@ and is shared by every process on the machine that maps it (data-loader workers,
 
 Subword ids are computed exactly as fastText's `Dictionary::getSubwords` does (FNV-1a hash of
 each UTF-8 character n-gram of `<word>`, modulo `bucket`, offset by the number of words), for
-many words at once in numpy (`subword_ids_batch`); the tests check this against the fastText
-library for in- and out-of-vocabulary words, and against the word-by-word pure-Python
-implementation (`reference_subword_ids`) for random strings.
+many words at once (`subword_ids_batch`): by the C extension `_subwords` (`_subwords.c`, built by
+`setup.py`) when it is built, else in numpy (`_batch_ngram_hashes`). The tests check both against
+the fastText library for in- and out-of-vocabulary words, and against the word-by-word
+pure-Python implementation (`reference_subword_ids`) for random strings.
 """
 
 import functools
@@ -38,6 +39,29 @@ _ARG_NAMES = (
     "dim", "ws", "epoch", "min_count", "neg", "word_ngrams", "loss", "model",
     "bucket", "minn", "maxn", "lr_update_rate",
 )  # fmt: skip
+# False forces the numpy implementation of the subword ids even where the C extension is built
+# (the tests and `benchmarks/indexing_speed.py` compare the two).
+USE_NATIVE = True
+
+
+@functools.lru_cache(maxsize=None)
+def native_subwords():
+    """
+    The C extension computing subword ids (`_subwords.c`), or `None` if it is not built (an
+    install without a C compiler; a source tree without `python setup.py build_ext --inplace`).
+    Which implementation is used is logged once.
+    """
+    try:
+        from allennlp_elmo_c.common import _subwords
+    except ImportError as error:
+        logger.info(
+            "fastText subword ids: the C extension is not built (%s); using the slower numpy "
+            "implementation (build it with `python setup.py build_ext --inplace`)",
+            error,
+        )
+        return None
+    logger.debug("fastText subword ids: using the C extension %s", _subwords.__file__)
+    return _subwords
 
 
 class FastTextBin:
@@ -186,6 +210,15 @@ class FastTextBin:
             self._device_matrices[device] = self._cpu_matrix.to(device)
         return self._device_matrices[device]
 
+    @functools.cached_property
+    def _row_ints(self) -> List[Optional[int]]:
+        """
+        The C extension's table of shared int objects, one slot per row (8 bytes each, filled as
+        ids are met): the ids of all words and of every indexer reading this file are the same
+        objects (the millions of ids in an indexer's cache would otherwise be distinct ints).
+        """
+        return [None] * self.num_rows
+
     def subword_ids(self, word: str, limit: Optional[int] = None) -> List[int]:
         """
         The input-matrix rows whose mean is `word`'s vector, as fastText's `get_subwords`: the
@@ -199,10 +232,10 @@ class FastTextBin:
         self, words: Sequence[str], limit: Optional[int] = None
     ) -> List[List[int]]:
         """
-        `subword_ids` of each of `words`, the n-grams of all of them hashed at once in numpy
-        (`_batch_ngram_hashes`): 3-5x faster than word by word in pure Python
-        (`reference_subword_ids`) for a sentence or more (`benchmarks/indexing_speed.py`); the
-        hashing alone runs at ~1M words/s, the rest is building Python lists.
+        `subword_ids` of each of `words`: by the C extension if it is built, else the n-grams of
+        all of them hashed at once in numpy (`_batch_ngram_hashes`), 3-5x faster than word by word
+        in pure Python (`reference_subword_ids`) for a sentence or more, the C extension faster
+        still (`benchmarks/indexing_speed.py`).
         """
         return [list(ids) for ids in self.subword_ids_and_cuts(words, limit)[0]]
 
@@ -215,7 +248,15 @@ class FastTextBin:
         Python's garbage collector once it has seen them: caching millions of lists would make
         every full collection traverse them (which made building 100k lists 7x slower in a
         process that has imported torch and AllenNLP).
+
+        `limit`, if given, is `>= 0`.
         """
+        native = native_subwords() if USE_NATIVE else None
+        if native is not None:
+            return native.subword_ids(
+                words, self.word_ids, self._row_ints, self.minn, self.maxn, self.bucket,
+                self.num_words, -1 if limit is None else limit,
+            )
         words = list(words)
         if not words:
             return [], []
@@ -236,7 +277,9 @@ class FastTextBin:
         known = word_ids >= 0
         if self.maxn <= 0 or self.bucket <= 0:
             ids = [(int(i),) if i >= 0 else () for i in word_ids]
-            return (ids, []) if limit is None or limit >= 1 else ([() for _ in ids], [])
+            if limit is None or limit >= 1:
+                return ids, []
+            return [() for _ in ids], np.flatnonzero(known).tolist()
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         hashed = words
         if limit is not None and lengths.max() > limit + self.maxn:
@@ -246,7 +289,7 @@ class FastTextBin:
             longest = limit + self.maxn
             hashed = [word[:longest] for word in words]
             lengths = np.minimum(lengths, longest)
-        eos = [i for i in np.flatnonzero(known).tolist() if words[i] == EOS]
+        eos = [i for i, word in enumerate(words) if word == EOS]  # in the dictionary or not
         ngrams, counts = _batch_ngram_hashes(
             hashed, self.minn, self.maxn, self.bucket, skip=eos, lengths=lengths
         )

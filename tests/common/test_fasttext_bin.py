@@ -1,3 +1,8 @@
+import contextlib
+import logging
+import struct
+import sys
+
 import fasttext
 import numpy as np
 import pytest
@@ -6,11 +11,13 @@ from hypothesis import strategies as st
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common import fasttext_bin
 from allennlp_elmo_c.common.fasttext_bin import (
     FastTextBin,
     _batch_ngram_hashes,
     _fnv1a,
     _ngram_hashes,
+    native_subwords,
     reference_subword_ids,
 )
 from tests import FIXTURES_ROOT
@@ -99,7 +106,22 @@ def test_wrong_version(tmp_path):
         FastTextBin(path)
 
 
-# --- the vectorized hashing (`subword_ids_batch`) ----------------------------------------------
+@contextlib.contextmanager
+def numpy_only():
+    """`FastTextBin.subword_ids_and_cuts` in numpy even where the C extension is built."""
+    fasttext_bin.USE_NATIVE = False
+    try:
+        yield
+    finally:
+        fasttext_bin.USE_NATIVE = True
+
+
+@pytest.fixture
+def numpy_path(monkeypatch):
+    monkeypatch.setattr(fasttext_bin, "USE_NATIVE", False)
+
+
+# --- the vectorized hashing (`subword_ids_batch` in numpy; the C extension's below) ------------
 
 TRICKY = [
     "", "<", ">", "<>", "a<b>c", "<<>>", "</s>", "</s>x", "x</s>", "<s>", "😀", "😀😀x",
@@ -108,7 +130,7 @@ TRICKY = [
 ]  # fmt: skip
 
 
-def test_tricky_words_batched_match_the_library(reference):
+def test_tricky_words_batched_match_the_library(reference, numpy_path):
     model = FastTextBin(TINY)
     words = TRICKY + model.words[:50]
     for word, ids in zip(words, model.subword_ids_batch(words)):
@@ -120,7 +142,7 @@ def test_tricky_words_batched_match_the_library(reference):
 
 
 @pytest.mark.parametrize("limit", [0, 1, 2, 7, 60])
-def test_batch_limit_is_a_prefix(reference, limit):
+def test_batch_limit_is_a_prefix(reference, limit, numpy_path):
     model = FastTextBin(TINY)
     words = TRICKY + ["</s>"] * 2
     for word, ids in zip(words, model.subword_ids_batch(words, limit=limit)):
@@ -139,7 +161,8 @@ def test_batch_equals_the_word_by_word_reference(words, limit):
     # Any str, lone surrogates included (both encode them with `surrogatepass`).
     model = FastTextBin.load(TINY)
     expected = [reference_subword_ids(model, word, limit) for word in words]
-    assert model.subword_ids_batch(words, limit=limit) == expected
+    with numpy_only():
+        assert model.subword_ids_batch(words, limit=limit) == expected
 
 
 @settings(max_examples=100, deadline=None)
@@ -166,13 +189,13 @@ def test_batch_hashes_equal_one_by_one_for_any_settings(words, minn, extra, buck
 def test_any_unicode_batch_matches_the_library(words):
     reference = fasttext.load_model(str(TINY))
     model = FastTextBin.load(TINY)
-    for word, ids in zip(words, model.subword_ids_batch(words)):
-        assert ids == reference.get_subwords(word)[1].tolist()
+    for implementation in (numpy_only, contextlib.nullcontext):  # numpy, and C if it is built
+        with implementation():
+            for word, ids in zip(words, model.subword_ids_batch(words)):
+                assert ids == reference.get_subwords(word)[1].tolist()
 
 
-def test_large_batches_are_hashed_in_chunks(monkeypatch):
-    import allennlp_elmo_c.common.fasttext_bin as fasttext_bin
-
+def test_large_batches_are_hashed_in_chunks(monkeypatch, numpy_path):
     model = FastTextBin.load(TINY)
     words = TRICKY * 3
     expected = [reference_subword_ids(model, word, 30) for word in words]
@@ -180,3 +203,161 @@ def test_large_batches_are_hashed_in_chunks(monkeypatch):
     ids, cut = model.subword_ids_and_cuts(words, limit=30)
     assert [list(row) for row in ids] == expected
     assert cut == [i for i, word in enumerate(words) if len(reference_subword_ids(model, word)) > 30]
+
+
+def settings_model(word_ids, minn, maxn, bucket, extra_words) -> FastTextBin:
+    """A `FastTextBin` with only what the subword ids need (no file)."""
+    model = object.__new__(FastTextBin)
+    model.word_ids = word_ids
+    model.minn, model.maxn, model.bucket = minn, maxn, bucket
+    model.num_words = len(word_ids) + extra_words
+    model.num_rows = model.num_words + max(bucket, 0)
+    return model
+
+
+def check_against_reference(model, words, limit, computed, library=None):
+    """`computed` (ids, cuts) equals the pure-Python reference and, if given, the library."""
+    ids, cut = computed
+    expected = [reference_subword_ids(model, word, None if limit is None else limit + 1)
+                for word in words]  # fmt: skip
+    if limit is not None:
+        assert cut == [i for i, row in enumerate(expected) if len(row) > limit]
+        expected = [row[:limit] for row in expected]
+    else:
+        assert cut == []
+    assert [list(row) for row in ids] == expected
+    assert all(type(row) is tuple for row in ids)
+    for word, row in zip(words, ids):
+        if library is not None and encodable(word):
+            full = library.get_subwords(word)[1].tolist()
+            assert list(row) == (full if limit is None else full[:limit]), repr(word)
+
+
+def encodable(word: str) -> bool:
+    """Whether fastText's binding can take `word` (no lone surrogates)."""
+    return word.encode("utf-8", errors="ignore").decode("utf-8") == word
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(max_size=30), min_size=1, max_size=25),
+    st.lists(st.text(max_size=5), max_size=5),
+    st.integers(-1, 4),
+    st.integers(-1, 7),
+    st.sampled_from([0, 1, 7, 2_000_000]),
+    st.sampled_from([None, 0, 1, 5, 30]),
+    st.booleans(),
+)
+def test_native_and_numpy_equal_the_reference_for_any_words_and_settings(
+    words, known, minn, maxn, bucket, limit, with_eos
+):
+    # Any str (lone surrogates too), some of them in the dictionary, "</s>" in it or not (no
+    # n-grams either way, as in fastText), any n-gram settings (maxn < minn, maxn <= 0 or
+    # bucket 0: none), the cuts included; the C extension too if it is built.
+    vocabulary = dict.fromkeys(known + words[:2] + (["</s>"] if with_eos else []))
+    model = settings_model({w: i for i, w in enumerate(vocabulary)}, minn, maxn, bucket, 3)
+    words = words + ["</s>"]
+    with numpy_only():  # whether the C extension is built or not
+        numpy_ids = model.subword_ids_and_cuts(words, limit)
+    check_against_reference(model, words, limit, numpy_ids)
+    if native_subwords() is not None:
+        assert model.subword_ids_and_cuts(words, limit) == numpy_ids
+
+
+# --- the C extension (`_subwords.c`) against numpy, the pure-Python reference and fastText -----
+
+requires_native = pytest.mark.skipif(
+    native_subwords() is None,
+    reason="the C extension allennlp_elmo_c.common._subwords is not built "
+    "(python setup.py build_ext --inplace)",
+)
+# Beyond TRICKY: lone surrogates (which fastText's binding cannot take), whitespace only, tokens
+# far longer than any limit.
+NATIVE_TRICKY = TRICKY + [
+    "\ud800", "a\udcffb", "\udfff" * 3, " ", "  \t\n", "\u3000", "x" * 200_000,
+    "日本" * 20_000, "😀" * 5_000 + "a",
+]  # fmt: skip
+
+
+def native_and_numpy(model: FastTextBin, words, limit):
+    """`subword_ids_and_cuts(words, limit)` by the C extension, then by numpy."""
+    native = model.subword_ids_and_cuts(words, limit)
+    with numpy_only():
+        return native, model.subword_ids_and_cuts(words, limit)
+
+
+@requires_native
+@pytest.mark.parametrize("limit", [None, 0, 1, 2, 7, 60, 256])
+def test_native_equals_numpy_reference_and_library_on_tricky_words(reference, limit):
+    model = FastTextBin.load(TINY)
+    words = NATIVE_TRICKY + model.words[:50] + ["</s>"] * 2
+    if limit is None:  # all n-grams of a 200k-character token: numpy would need GBs
+        words = [word for word in words if len(word) < 1_000]
+    native, numpy_ids = native_and_numpy(model, words, limit)
+    assert native == numpy_ids
+    check_against_reference(model, words, limit, native, reference)
+
+
+@requires_native
+def test_native_without_limit_hashes_every_ngram_of_a_long_token():
+    model = FastTextBin.load(TINY)
+    words = ["é" * 3_000 + "x", "x" * 20_000]
+    native, numpy_ids = native_and_numpy(model, words, None)
+    assert native == numpy_ids
+    # Every n-gram of 3 to 6 (minn, maxn) of the 20,002 characters of "<x...x>".
+    assert len(native[0][1]) == sum(20_002 - n + 1 for n in range(3, 7))
+
+
+@pytest.fixture(scope="module")
+def resettled_models(tmp_path_factory):
+    """Copies of the fixture with other `minn`/`maxn` (the header's args; same matrix): what
+    the library and both implementations compute must follow them."""
+    directory = tmp_path_factory.mktemp("settings")
+    data = bytearray(TINY.read_bytes())
+    paths = {}
+    for minn, maxn in [(1, 1), (0, 2), (1, 3), (2, 4), (2, 9), (5, 5), (4, 3), (0, 0)]:
+        struct.pack_into("<2i", data, 44, minn, maxn)  # after magic, version, 10 other args
+        paths[minn, maxn] = directory / f"minn{minn}_maxn{maxn}.bin"
+        paths[minn, maxn].write_bytes(bytes(data))
+    return paths
+
+
+@requires_native
+@pytest.mark.parametrize("limit", [None, 3])
+def test_native_follows_other_settings_like_the_library(resettled_models, limit):
+    for (minn, maxn), path in resettled_models.items():
+        model = FastTextBin(path)
+        assert (model.minn, model.maxn) == (minn, maxn)
+        words = [w for w in NATIVE_TRICKY if len(w) < 1_000] + model.words[:30] + ["</s>"]
+        native, numpy_ids = native_and_numpy(model, words, limit)
+        assert native == numpy_ids, (minn, maxn)
+        check_against_reference(model, words, limit, native, fasttext.load_model(str(path)))
+
+
+@requires_native
+def test_native_shares_int_objects_and_rejects_non_strings():
+    model = FastTextBin.load(TINY)
+    (walking, talking), _ = model.subword_ids_and_cuts(["walking", "talking"])
+    # "alk", "alki", ..., "ing>": one int object per id, whichever word it came from.
+    shared = set(walking) & set(talking)
+    assert len(shared) >= 10 and min(shared) > 256  # not Python's cached small ints
+    objects = [{value: value for value in ids} for ids in (walking, talking)]
+    assert all(objects[0][value] is objects[1][value] for value in shared)
+    for implementation in (contextlib.nullcontext, numpy_only):
+        with implementation(), pytest.raises(TypeError):
+            model.subword_ids_and_cuts(["fine", None])
+
+
+def test_missing_extension_falls_back_to_numpy_and_says_so(monkeypatch, caplog):
+    import allennlp_elmo_c.common as common
+
+    monkeypatch.delattr(common, "_subwords", raising=False)
+    monkeypatch.setitem(sys.modules, "allennlp_elmo_c.common._subwords", None)  # not importable
+    with caplog.at_level(logging.INFO, logger=fasttext_bin.__name__):
+        assert native_subwords.__wrapped__() is None
+    assert "not built" in caplog.text and "numpy" in caplog.text
+    monkeypatch.setattr(fasttext_bin, "native_subwords", lambda: None)
+    model = FastTextBin.load(TINY)
+    assert model.subword_ids_batch(["schools", "café"]) == [
+        reference_subword_ids(model, word) for word in ["schools", "café"]
+    ]

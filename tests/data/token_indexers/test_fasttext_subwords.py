@@ -11,6 +11,8 @@ from allennlp.data import Batch, Instance, Token, Vocabulary
 from allennlp.data.fields import TextField
 from allennlp.data.token_indexers import TokenIndexer
 
+from allennlp_elmo_c.common import fasttext_bin
+from allennlp_elmo_c.common.fasttext_bin import native_subwords
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
@@ -266,3 +268,29 @@ def test_cache_misses_of_one_call_are_hashed_together_and_cached(reference):
     indexed["subword_ids"][0].append(-1)
     again = indexer.tokens_to_indices([Token("schools")], Vocabulary())["subword_ids"][0]
     assert again == reference.get_subwords("schools")[1].tolist()
+
+
+@pytest.mark.skipif(
+    native_subwords() is None,
+    reason="the C extension allennlp_elmo_c.common._subwords is not built "
+    "(python setup.py build_ext --inplace)",
+)
+def test_outputs_are_identical_with_and_without_the_extension(monkeypatch):
+    sentences = RAGGED + [["\ud800", "y" * 500, "schools", "schools", "", "</s>", "日本"]] * 2
+    outputs = {}
+    for native in (True, False):
+        monkeypatch.setattr(fasttext_bin, "USE_NATIVE", native)
+        indexer = FastTextSubwordsIndexer(TINY, max_subwords_per_token=40, cache_size=8)
+        indexed = [indexer.tokens_to_indices([Token(w) for w in s], Vocabulary())
+                   for s in sentences]  # fmt: skip
+        outputs[native] = (indexed, indexer.num_truncated, batch_tensors(sentences, indexer))
+        # Lists the user may change: fresh ones, not the cached tuples.
+        indexed[0]["subword_ids"][0].append(-1)
+        assert indexer.tokens_to_indices([Token(RAGGED[0][0])], Vocabulary()) == {
+            **indexed[0], "subword_ids": [indexed[0]["subword_ids"][0][:-1]],
+            "token_mask": [True], "subword_counts": [indexed[0]["subword_counts"][0]],
+        }  # fmt: skip
+    (native_indexed, native_truncated, native_tensors), numpy_outputs = outputs[True], outputs[False]
+    assert native_indexed == numpy_outputs[0] and native_truncated == numpy_outputs[1] > 0
+    assert native_tensors.keys() == numpy_outputs[2].keys()
+    assert all(torch.equal(native_tensors[k], numpy_outputs[2][k]) for k in native_tensors)
