@@ -16,9 +16,10 @@ implementations in turn, the best of `--repeats` runs:
 
 - cold: every token a distinct word (no cache hits), `tokens_to_indices` one sentence of
   `--sentence-length` tokens at a time as AllenNLP calls it, and all words in one call
-  (`subword_ids_of`, e.g. for `embed_strings`), a fresh indexer each run (its cache freed in
-  the run); the C extension's table of shared ints (`FastTextBin._row_ints`) belongs to the
-  model and stays filled between runs, as in a process past its first batches;
+  (`subword_ids_of`, e.g. for `embed_strings`), a fresh indexer each run (made before the
+  timer, its cache freed after it: both happen once per process); the C extension's table of
+  shared ints (`FastTextBin._row_ints`) belongs to the model and stays filled between runs, as
+  in a process past its first batches (the first of the runs starts with it empty);
 - warm: a Zipfian token stream indexed a second time (every word cached);
 - the fastText library's own `get_subwords` per word (C++ hashing, but it loads the whole matrix
   into RAM: not an option for a 7 GB `cc.en.300.bin`), for scale;
@@ -33,7 +34,9 @@ if the extension is not built).
 import argparse
 import random
 import statistics
+import struct
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
@@ -41,13 +44,18 @@ from typing import Callable, Dict, List, Tuple
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from allennlp.data import Batch, Instance, Token, Vocabulary  # noqa: E402
 from allennlp.data.fields import TextField  # noqa: E402
 
 from allennlp_elmo_c.common import fasttext_bin  # noqa: E402
-from allennlp_elmo_c.common.fasttext_bin import reference_subword_ids  # noqa: E402
+from allennlp_elmo_c.common.fasttext_bin import (  # noqa: E402
+    _ARG_NAMES,
+    FastTextBin,
+    reference_subword_ids,
+)
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import (  # noqa: E402
     FastTextSubwordsIndexer,
 )
@@ -136,35 +144,86 @@ def zipf_sentences(words: List[str], tokens: int, length: int, seed: int) -> Lis
     return [stream[i : i + length] for i in range(0, tokens, length)]
 
 
-def best_in_turn(work: Dict[str, Callable[[], None]], repeats: int) -> Dict[str, float]:
-    """Runs each callable in turn `repeats` times; each one's fastest run, in seconds (on a
-    shared machine the fastest run is the one least slowed by other processes)."""
+def best_in_turn(
+    work: Dict[str, Callable[[], Callable[[], object]]], repeats: int
+) -> Dict[str, float]:
+    """Prepares and runs each case in turn `repeats` times; each one's fastest run, in seconds
+    (on a shared machine the fastest run is the one least slowed by other processes). Only the
+    run is timed: a case's preparation (e.g. a fresh indexer) and the release of what the run
+    built (a cold indexer's cache, freed once per process in real use) are not."""
     times: Dict[str, List[float]] = {name: [] for name in work}
     for _ in range(repeats):
-        for name, run in work.items():
+        for name, prepare in work.items():
+            run = prepare()
             start = time.perf_counter()
-            run()
+            result = run()
             times[name].append(time.perf_counter() - start)
+            del run, result
     return {name: min(values) for name, values in times.items()}
 
 
 def index_sentences(indexer_class, model_path: str, sentences, fresh: bool, warm=None):
-    """A function indexing `sentences` (a fresh indexer each run if `fresh`)."""
+    """A case indexing `sentences`: returns its run (with a fresh indexer each time if `fresh`,
+    which the run returns so that it is released after the timer)."""
     vocab = Vocabulary()
     token_sentences = [[Token(w) for w in s] for s in sentences]
     shared = warm or indexer_class(model_path)
 
-    def run() -> None:
+    def prepare() -> Callable[[], object]:
         indexer = indexer_class(model_path) if fresh else shared
-        for tokens in token_sentences:
-            indexer.tokens_to_indices(tokens, vocab)
 
-    return run
+        def run():
+            for tokens in token_sentences:
+                indexer.tokens_to_indices(tokens, vocab)
+            return indexer
+
+        return run
+
+    return prepare
+
+
+def one_call(indexer_class, model_path: str, words: List[str]):
+    """A case: all `words` in one `subword_ids_of` call of a fresh indexer."""
+
+    def prepare() -> Callable[[], object]:
+        indexer = indexer_class(model_path)
+        return lambda: (indexer, indexer.subword_ids_of(words))
+
+    return prepare
+
+
+def with_buckets(source: str, bucket: int, directory: str) -> str:
+    """
+    A copy of the fastText `.bin` `source` with `bucket` n-gram buckets (fastText's default and
+    `cc.en.300.bin`'s is 2,000,000; the fixture has far fewer): the same words and settings, the
+    header's bucket count and the input matrix's rows changed, the n-gram rows random (their
+    values do not matter to indexing; the embedding section reads them). Ids then spread over
+    as many rows as a real model's, and so do the shared ints of the C extension.
+    """
+    model = FastTextBin(source)
+    data = Path(source).read_bytes()
+    matrix = model.input_matrix
+    header = 8 + 4 * _ARG_NAMES.index("bucket")  # magic, version, then the int arguments
+    patched = bytearray(data[: matrix.offset - 17])  # up to the matrix's (quantized, rows, dim)
+    patched[header : header + 4] = struct.pack("<i", bucket)
+    patched += struct.pack("<?qq", False, model.num_words + bucket, model.dim)
+    rows = np.random.default_rng(0).normal(0.0, 0.1, (bucket, model.dim)).astype("<f4")
+    path = Path(directory) / f"{Path(source).stem}.bucket{bucket}.bin"
+    with open(path, "wb") as stream:
+        stream.write(patched)
+        stream.write(np.ascontiguousarray(matrix[: model.num_words]).tobytes())
+        stream.write(rows.tobytes())
+        stream.write(data[matrix.offset + matrix.nbytes :])  # the output matrix
+    copy = FastTextBin(path)
+    assert copy.bucket == bucket and copy.words == model.words, "bad bucket copy"
+    return str(path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bin", default=str(TINY), help="fastText .bin (default: the fixture)")
+    parser.add_argument("--bucket", type=int, default=None, help="time a copy of the model "
+                        "with this many n-gram buckets (e.g. 2000000, fastText's default)")
     parser.add_argument("--vocab", type=int, default=200_000, help="word types")
     parser.add_argument("--cold-tokens", type=int, default=100_000, help="distinct words, cold")
     parser.add_argument("--warm-tokens", type=int, default=500_000)
@@ -176,6 +235,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     model_path = args.bin
+    if args.bucket is not None:
+        temporary = tempfile.TemporaryDirectory()
+        model_path = with_buckets(args.bin, args.bucket, temporary.name)
     model_words = FastTextSubwordsIndexer(model_path)._model.words
     words = vocabulary(args.vocab, model_words, args.seed)
     print(f"model: {model_path}; {len(words):,} word types ({len(model_words):,} the model's), "
@@ -195,12 +257,12 @@ def main() -> None:
     work: Dict[str, Dict[str, Callable[[], None]]] = {}
     for name, indexer_class in implementations.items():
         warm_indexer = indexer_class(model_path)
-        index_sentences(indexer_class, model_path, stream, fresh=False, warm=warm_indexer)()
+        index_sentences(indexer_class, model_path, stream, fresh=False, warm=warm_indexer)()()
         work[name] = {
             "cold, per sentence": index_sentences(
                 indexer_class, model_path, cold_sentences, fresh=True
             ),
-            "cold, one call": lambda c=indexer_class: c(model_path).subword_ids_of(distinct),
+            "cold, one call": one_call(indexer_class, model_path, distinct),
             "warm, per sentence": index_sentences(
                 indexer_class, model_path, stream, fresh=False, warm=warm_indexer
             ),
@@ -229,7 +291,7 @@ def main() -> None:
 
         library = fasttext.load_model(model_path)
         seconds = best_in_turn(
-            {"library": lambda: [library.get_subwords(w) for w in distinct]}, args.repeats
+            {"library": lambda: lambda: [library.get_subwords(w) for w in distinct]}, args.repeats
         )["library"]
         print(f"{'fastText get_subwords':24}{len(distinct) / seconds:15,.0f} (C++ per word, "
               "whole matrix in RAM)")
