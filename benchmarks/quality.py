@@ -6,7 +6,9 @@ Table 2, at the scale of a 2-core machine), resumable step by step.
         --shared-data ../shared/data [--systems elmo_c_cosine,elmo_a] [--tasks ner,pos,sst5]
 
 Steps (each one's result is a JSON file under OUT/steps/; a finished step is skipped, so the
-command can be stopped and rerun in pieces):
+command can be stopped and rerun in pieces; several processes can share OUT, e.g. one per core:
+a downstream step that another live process is running, `OUT/steps/NAME.running` holding its
+pid, is left to it, and a later run reports every finished step):
 
 1. `corpus`: the pretraining corpus (`build-pretraining-corpus`, or `--corpus-dir` with
    train.txt / validation.txt).
@@ -129,13 +131,30 @@ class Steps:
         path = self.root / f"{name}.json"
         return json.loads(path.read_text()) if path.is_file() else None
 
+    def running_elsewhere(self, name: str) -> bool:
+        """Whether another live process of this machine is running step `name` now."""
+        marker = self.root / f"{name}.running"
+        try:
+            pid = int(marker.read_text())
+            os.kill(pid, 0)
+        except (FileNotFoundError, ValueError, ProcessLookupError):
+            return False
+        except PermissionError:
+            return True  # alive, another user's
+        return pid != os.getpid()
+
     def run(self, name: str, work: Callable[[], dict]) -> dict:
         result = self.done(name)
         if result is not None:
             return result
         logger.info("step %s ...", name)
+        marker = self.root / f"{name}.running"  # what `running_elsewhere` reads
+        marker.write_text(str(os.getpid()))
         start = time.perf_counter()
-        result = work()
+        try:
+            result = work()
+        finally:
+            marker.unlink(missing_ok=True)
         result["step_seconds"] = round(time.perf_counter() - start, 1)
         result["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
         temporary = self.root / f"{name}.json.partial"
@@ -668,6 +687,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 archive = None if result is None else result["archive"]
                 if args.report_only and steps.done(f"task-{task}-{tag}-seed{seed}") is None:
                     continue  # not run yet: the report shows n for every cell
+                if steps.running_elsewhere(f"task-{task}-{tag}-seed{seed}"):
+                    # Several processes may share OUT (e.g. one per core): each takes the
+                    # steps no other is running; a later run reports them all.
+                    logger.info("step task-%s-%s-seed%d runs in another process", task, tag, seed)
+                    continue
                 outcome = steps.run(
                     f"task-{task}-{tag}-seed{seed}",
                     lambda: task_step(args, task, tag, archive, seed, data[task], vectors),

@@ -3,7 +3,10 @@ import argparse
 import bz2
 import importlib.util
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -147,3 +150,29 @@ def test_missing_split_is_named(tmp_path):
     args = argparse.Namespace(shared_data=tmp_path, sst5_subtrees=False)
     with pytest.raises(FileNotFoundError, match="dev.txt"):
         quality.sst5_step(args)
+
+
+def test_steps_taken_by_another_process_are_left_to_it(tmp_path):
+    quality = load_quality()
+    steps = quality.Steps(tmp_path)
+    marker = steps.root / "task-x.running"
+    assert not steps.running_elsewhere("task-x")
+    marker.write_text(str(os.getppid()))  # a live process that is not this one
+    assert steps.running_elsewhere("task-x")
+    marker.write_text(str(os.getpid()))
+    assert not steps.running_elsewhere("task-x")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    marker.write_text(str(dead.pid))
+    assert not steps.running_elsewhere("task-x")
+    # A step marks itself while it runs, and unmarks itself when it ends, even by an error.
+    assert steps.run("task-y", lambda: {"marked": (steps.root / "task-y.running").exists()})["marked"]
+    assert not (steps.root / "task-y.running").exists()
+
+    def fails():
+        assert (steps.root / "task-z.running").exists()
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        steps.run("task-z", fails)
+    assert not (steps.root / "task-z.running").exists() and steps.done("task-z") is None
