@@ -579,7 +579,7 @@ def render(args, results: dict) -> str:
                           ("elmo_a", SYSTEMS["elmo_a"][2]), (BASELINE, BASELINE_LABEL)]:  # fmt: skip
         paper = PAPER[system]
         lines.append(f"| {label} | {paper.get('time', '-')} | {paper.get('batch', '-')} | "
-                     f"{paper.get('params', '-')} | {paper['ner']} | {paper['sst5']} |")  # fmt: skip
+                     f"{paper.get('params', '-')} | {paper['ner']:.2f} | {paper['sst5']:.2f} |")  # fmt: skip
     lines += ["", "Step timings (seconds): " + ", ".join(
         f"{name} {seconds_:.0f}" for name, seconds_ in results["timings"].items())]  # fmt: skip
     return "\n".join(lines) + "\n"
