@@ -215,3 +215,26 @@ def test_graph_path_encoder_reuses_graphs_before_backward(graph_device):
     names = ["inputs"] + [name for name, _ in models["fused"].named_parameters()]
     for name, ours, theirs in zip(names, *(results[b][1] for b in models)):
         assert_equal_to(ours, theirs, 1e-10, name)
+
+
+def test_default_fused_equals_reference_at_demo_size_with_clips(monkeypatch):
+    """
+    The default CPU path at the demo size (cell 256, projection 128), 40 ragged steps, clips
+    that bite, dropout: every layer's outputs within 1e-5 of the reference (the torch ops are
+    the reference's, bit for bit; the opt-in C kernels drift 4.5e-5 here).
+    """
+    monkeypatch.delenv("ELMO_C_CPU_KERNELS", raising=False)
+    outputs = {}
+    for backend in ("reference", "fused"):
+        torch.manual_seed(0)
+        encoder = ElmoLstmEncoder(100, 128, 256, num_layers=2, backend=backend, cell_clip=1.0,
+                                  projection_clip=1.0, return_all_layers=True).train()  # fmt: skip
+        generator = torch.Generator().manual_seed(1)
+        inputs = 3 * torch.randn(8, 40, 100, generator=generator)
+        lengths = torch.tensor([40, 37, 1, 0, 20, 39, 33, 12])
+        mask = torch.arange(40).unsqueeze(0) < lengths.unsqueeze(1)
+        torch.manual_seed(5)
+        with torch.no_grad():
+            outputs[backend] = encoder(inputs, mask)
+    for index, (ours, theirs) in enumerate(zip(outputs["fused"], outputs["reference"])):
+        assert (ours - theirs).abs().max().item() < 1e-5, f"layer {index}"
