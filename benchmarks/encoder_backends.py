@@ -154,15 +154,20 @@ def with_torch_lstm(step):
     return run
 
 
-def with_switch_off(step, variable):
-    """`step` with the environment `variable` set to "0" while it runs."""
+def with_switch_off(step, *variables):
+    """`step` with the environment `variables` set to "0" while it runs."""
 
     def run():
-        os.environ[variable] = "0"
+        saved = {variable: os.environ.get(variable) for variable in variables}
+        os.environ.update({variable: "0" for variable in variables})
         try:
             step()
         finally:
-            del os.environ[variable]
+            for variable, value in saved.items():
+                if value is None:
+                    del os.environ[variable]
+                else:
+                    os.environ[variable] = value
 
     return run
 
@@ -172,9 +177,10 @@ def without_graphs(step):
     return with_switch_off(step, "ELMO_C_CUDA_GRAPHS")
 
 
-def without_triton(step):
-    """`step` with each step's pointwise work in torch ops instead of the Triton kernels."""
-    return with_switch_off(step, "ELMO_C_TRITON")
+def without_kernels(step):
+    """`step` with each step's pointwise work in torch ops instead of the Triton (GPU) or C
+    (CPU) kernels."""
+    return with_switch_off(step, "ELMO_C_TRITON", "ELMO_C_CPU_KERNELS")
 
 
 def main():
@@ -188,7 +194,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32")
     parser.add_argument("--rows", default="reference,fused,allennlp,outside,floor",
-                        help="comma-separated rows (also: fused_eager, fused_torch_ops on a "
+                        help="comma-separated rows (also: fused_torch_ops, fused_eager on a "
                         "GPU, outside_torch_lstm on CPU)")  # fmt: skip
     parser.add_argument("--json", help="append the results to this JSON-lines file")
     args = parser.parse_args()
@@ -216,7 +222,7 @@ def main():
         elif row == "fused_eager":
             step = without_graphs(step)
         elif row == "fused_torch_ops":
-            step = without_triton(step)
+            step = without_kernels(step)
         rows[row] = (step, tokens)
     seconds, peaks = time_in_turn(
         {key: step for key, (step, _) in rows.items()}, args.steps, args.warmup, device

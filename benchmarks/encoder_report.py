@@ -27,13 +27,13 @@ def main(out: Path) -> None:
             " ".join(line.split()) for line in (out / "machine.txt").read_text().splitlines()
         ) + "\n")
     if cpu:
-        print("| size, batch | threads | reference | fused | AllenNLP `ElmoLstm` | `outside` "
-              "| floor `torch.nn.LSTM(proj_size)` | fused / reference | fused / floor |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| size, batch | threads | reference | fused | fused, torch ops | AllenNLP `ElmoLstm` "
+              "| `outside` | floor `torch.nn.LSTM(proj_size)` | fused / reference | fused / floor |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for record in sorted(cpu, key=lambda r: (r["size"] != "demo", r["threads"])):
             speeds = record["tokens_per_second"]
             cells = [f"{speeds[row]:,.0f}" if row in speeds else "-"
-                     for row in ("reference", "fused", "allennlp", "outside", "floor")]
+                     for row in ("reference", "fused", "fused_torch_ops", "allennlp", "outside", "floor")]
             print(f"| {record['size']}, {record['batch_size']} x {record['timesteps']} "
                   f"| {record['threads']} | " + " | ".join(cells)
                   + f" | {ratio(speeds, 'fused', 'reference')} | {ratio(speeds, 'fused', 'floor')} |")

@@ -217,24 +217,55 @@ def test_graph_path_encoder_reuses_graphs_before_backward(graph_device):
         assert_equal_to(ours, theirs, 1e-10, name)
 
 
-def test_default_fused_equals_reference_at_demo_size_with_clips(monkeypatch):
+def demo_size_run(backend: str, dtype: torch.dtype):
+    # The demo's layer sizes (cell 256, projection 128), 40 ragged steps, clips that bite,
+    # dropout: every layer's outputs, then the input's and every parameter's gradient.
+    torch.manual_seed(0)
+    encoder = ElmoLstmEncoder(100, 128, 256, num_layers=2, backend=backend, cell_clip=1.0,
+                              projection_clip=1.0, return_all_layers=True).to(dtype).train()  # fmt: skip
+    generator = torch.Generator().manual_seed(1)
+    inputs = (3 * torch.randn(8, 40, 100, generator=generator)).to(dtype).requires_grad_()
+    weights = torch.randn(8, 40, 256, generator=generator).to(dtype)
+    lengths = torch.tensor([40, 37, 1, 0, 20, 39, 33, 12])
+    mask = torch.arange(40).unsqueeze(0) < lengths.unsqueeze(1)
+    torch.manual_seed(5)
+    outputs = encoder(inputs, mask)
+    sum((layer * weights).sum() for layer in outputs[1:]).backward()
+    grads = [inputs.grad] + [parameter.grad for parameter in encoder.parameters()]
+    return [layer.detach().double() for layer in outputs], [grad.double() for grad in grads]
+
+
+def largest_errors(run, exact):
+    # The largest absolute error of the outputs, and of the gradients relative to each one's scale.
+    (outputs, grads), (exact_outputs, exact_grads) = run, exact
+    value = max((ours - theirs).abs().max().item() for ours, theirs in zip(outputs, exact_outputs))
+    grad = max(
+        (ours - theirs).abs().max().item() / max(1e-12, theirs.abs().max().item())
+        for ours, theirs in zip(grads, exact_grads)
+    )
+    return value, grad
+
+
+def test_fused_is_as_exact_as_the_reference_at_demo_size_with_clips(monkeypatch):
     """
-    The default CPU path at the demo size (cell 256, projection 128), 40 ragged steps, clips
-    that bite, dropout: every layer's outputs within 1e-5 of the reference (the torch ops are
-    the reference's, bit for bit; the opt-in C kernels drift 4.5e-5 here).
+    At the demo size over 40 clipped steps, float32 rounding, amplified by the recurrence, puts
+    the reference backend itself about 3e-5 from its own float64 run (values; gradients 2e-5
+    relative). The default fused path (the C kernels, whose `expf`/`tanhf` and LayerNorm
+    statistics round differently from torch's) must be as exact: at most twice the reference's
+    error, values and gradients (measured: a little closer to float64 than the reference). With
+    the C kernels switched off, the forward torch ops are the reference's, bit for bit (the
+    hand-written backward sums in another order than autograd: held to the same bound).
     """
     monkeypatch.delenv("ELMO_C_CPU_KERNELS", raising=False)
-    outputs = {}
-    for backend in ("reference", "fused"):
-        torch.manual_seed(0)
-        encoder = ElmoLstmEncoder(100, 128, 256, num_layers=2, backend=backend, cell_clip=1.0,
-                                  projection_clip=1.0, return_all_layers=True).train()  # fmt: skip
-        generator = torch.Generator().manual_seed(1)
-        inputs = 3 * torch.randn(8, 40, 100, generator=generator)
-        lengths = torch.tensor([40, 37, 1, 0, 20, 39, 33, 12])
-        mask = torch.arange(40).unsqueeze(0) < lengths.unsqueeze(1)
-        torch.manual_seed(5)
-        with torch.no_grad():
-            outputs[backend] = encoder(inputs, mask)
-    for index, (ours, theirs) in enumerate(zip(outputs["fused"], outputs["reference"])):
-        assert (ours - theirs).abs().max().item() < 1e-5, f"layer {index}"
+    exact = demo_size_run("reference", torch.float64)
+    reference = demo_size_run("reference", torch.float32)
+    reference_errors = largest_errors(reference, exact)
+    assert 1e-7 < reference_errors[0] < 1e-3  # float32 rounding, not a different function
+    fused_errors = largest_errors(demo_size_run("fused", torch.float32), exact)
+    for name, ours, theirs in zip(("values", "gradients"), fused_errors, reference_errors):
+        assert ours <= 2 * theirs, f"{name}: fused {ours:.2e}, reference {theirs:.2e}"
+    monkeypatch.setenv("ELMO_C_CPU_KERNELS", "0")
+    torch_ops = demo_size_run("fused", torch.float32)
+    for ours, theirs in zip(torch_ops[0], reference[0]):
+        assert torch.equal(ours, theirs)
+    assert largest_errors(torch_ops, exact)[1] <= 2 * reference_errors[1]
