@@ -5,8 +5,10 @@ autograd node per layer with a hand-written backward). Both compute the paper's 
 and clipping inside the recurrence; `tests/modules/seq2seq_encoders/test_backend_agreement.py`).
 One step = forward + backward of the encoder plus a continuous head and cosine loss for both
 directions, on random inputs shaped like a demo batch (windows of 21 tokens with
-the boundary tokens), then an Adam update. All rows are timed in turn, step by step, so that
-load on the machine affects them alike.
+the boundary tokens), then an Adam update (`--update none`: forward + backward only, the measure
+of the encoder itself; at the paper's size torch's CPU Adam over the 76M encoder parameters is
+17% of a fused step, the same time in every row). All rows are timed in turn, step by step, so
+that load on the machine affects them alike.
 
     python benchmarks/encoder_backends.py                       # demo size, CPU, 2 threads
     python benchmarks/encoder_backends.py --size paper --device cuda --batch-size 128
@@ -36,6 +38,7 @@ import argparse
 import contextlib
 import json
 import os
+from functools import partial
 
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
@@ -101,8 +104,17 @@ class TorchLstmFloor(torch.nn.Module):
         return torch.cat([forward, backward], dim=-1)
 
 
-def training_step(backend, size, batch_size, timesteps, device, norm="inside", precision="fp32"):
-    """One training step of `backend` (a callable) and the number of tokens it trains on."""
+def batch_mask(batch_size, timesteps, device):
+    mask = torch.ones(batch_size, timesteps, dtype=torch.bool, device=device)
+    mask[: batch_size // 4, timesteps - 5 :] = False  # some shorter sentences
+    return mask
+
+
+def training_step(
+    backend, size, batch_size, timesteps, device, norm="inside", precision="fp32", update=True
+):
+    """One training step of `backend` (a callable) and the number of tokens it trains on;
+    without `update`, forward and backward only."""
     input_size, projection, cell, layers = SIZES[size]
     torch.manual_seed(0)
     if backend == "allennlp":
@@ -118,8 +130,7 @@ def training_step(backend, size, batch_size, timesteps, device, norm="inside", p
     parameters = list(encoder.parameters()) + [p for head in heads for p in head.parameters()]
     optimizer = torch.optim.Adam(parameters, lr=1e-4)
     inputs = torch.randn(batch_size, timesteps, input_size, device=device)
-    mask = torch.ones(batch_size, timesteps, dtype=torch.bool, device=device)
-    mask[: batch_size // 4, timesteps - 5 :] = False  # some shorter sentences
+    mask = batch_mask(batch_size, timesteps, device)
     pair_mask = mask[:, 1:]
 
     autocast = (
@@ -135,9 +146,47 @@ def training_step(backend, size, batch_size, timesteps, device, norm="inside", p
             loss = heads[0](forward[:, :-1], pair_mask, inputs[:, 1:])["loss"]
             loss = loss + heads[1](backward[:, 1:], pair_mask, inputs[:, :-1])["loss"]
         loss.backward()
-        optimizer.step()
+        if update:
+            optimizer.step()
 
     return step, int(mask.sum())
+
+
+def products_step(size, batch_size, timesteps, device):
+    """
+    The matrix products of the fused encoder's forward + backward alone, with the shapes it runs
+    (each layer and direction: the input product over all timesteps, per step W_hh's and W_hr's
+    forward and backward products, the input and weight gradients over all timesteps), on
+    random values, nothing else: the cost no implementation of the cell avoids.
+    """
+    _, projection, cell, layers = SIZES[size]
+    rows = batch_size * timesteps
+    tensor = partial(torch.randn, device=device)
+    w_ih, w_hh = tensor(4 * cell, projection), tensor(4 * cell, projection)
+    w_hr, bias = tensor(projection, cell), tensor(4 * cell)
+    inputs, grad_gates = tensor(rows, projection), tensor(rows, 4 * cell)
+    memory, grad_projected = tensor(rows, cell), tensor(rows, projection)
+    hidden, step_memory = tensor(batch_size, projection), tensor(batch_size, cell)
+    step_grad_gates, step_grad_projected = tensor(batch_size, 4 * cell), tensor(batch_size, projection)
+
+    def layer():
+        gates = torch.addmm(bias, inputs, w_ih.t()).view(timesteps, batch_size, -1)
+        for t in range(timesteps):
+            gates[t].addmm_(hidden, w_hh.t())
+            torch.mm(step_memory, w_hr.t())
+        for t in range(timesteps):
+            step_grad_projected.mm(w_hr)
+            step_grad_gates.mm(w_hh)
+        grad_gates.mm(w_ih)
+        grad_gates.t().mm(inputs)
+        grad_gates.t().mm(inputs)
+        grad_projected.t().mm(memory)
+
+    def step():
+        for _ in range(2 * layers):
+            layer()
+
+    return step
 
 
 def with_torch_lstm(step):
@@ -193,9 +242,12 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32")
+    parser.add_argument("--update", choices=["adam", "none"], default="adam",
+                        help="after forward + backward: an Adam update, or none")  # fmt: skip
     parser.add_argument("--rows", default="reference,fused,allennlp,outside,floor",
                         help="comma-separated rows (also: fused_torch_ops, fused_eager on a "
-                        "GPU, outside_torch_lstm on CPU)")  # fmt: skip
+                        "GPU, outside_torch_lstm on CPU, products: the encoder's matrix "
+                        "products alone)")  # fmt: skip
     parser.add_argument("--json", help="append the results to this JSON-lines file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -205,7 +257,8 @@ def main():
     name = device_name(device, args.threads)
     print(
         f"elmo_lstm {args.size} size {SIZES[args.size]}, batch {args.batch_size} x "
-        f"{args.timesteps}, {name}, {args.precision}; every row timed in turn, median of "
+        f"{args.timesteps}, {name}, {args.precision}, forward + backward"
+        f"{' + Adam' if args.update == 'adam' else ''}; every row timed in turn, median of "
         f"{args.steps} steps after {args.warmup}"
     )
     shape = (args.size, args.batch_size, args.timesteps, device)
@@ -214,9 +267,15 @@ def main():
         backend = {"outside": "fused", "fused_eager": "fused", "fused_torch_ops": "fused",
                    "outside_torch_lstm": "fused"}  # fmt: skip
         norm = "outside" if row.startswith("outside") else "inside"
+        if row == "products":
+            # Counted in the tokens of the training-step rows' batch.
+            tokens = int(batch_mask(args.batch_size, args.timesteps, device).sum())
+            rows[row] = (products_step(args.size, args.batch_size, args.timesteps, device), tokens)
+            continue
         step, tokens = training_step(
-            backend.get(row, row), *shape, norm=norm, precision=args.precision
-        )
+            backend.get(row, row), *shape, norm=norm, precision=args.precision,
+            update=args.update == "adam",
+        )  # fmt: skip
         if row == "outside_torch_lstm":
             step = with_torch_lstm(step)
         elif row == "fused_eager":
@@ -231,7 +290,7 @@ def main():
     for row in rows:
         ratios = "  ".join(
             f"{row} / {other} {speed[row] / speed[other]:.2f}x"
-            for other in ("reference", "floor")
+            for other in ("reference", "floor", "products")
             if other in speed and other != row
         )
         memory = f"  peak {peaks[row]:.2f} GiB" if device.type == "cuda" else ""

@@ -28,16 +28,21 @@ def main(out: Path) -> None:
         ) + "\n")
     if cpu:
         print("| size, batch | threads | reference | fused | fused, torch ops | AllenNLP `ElmoLstm` "
-              "| `outside` | floor `torch.nn.LSTM(proj_size)` | fused / reference | fused / floor |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "| `outside` | floor `torch.nn.LSTM(proj_size)` | matrix products alone "
+              "| fused / reference | fused / floor | fused / products |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for record in sorted(cpu, key=lambda r: (r["size"] != "demo", r["threads"])):
             speeds = record["tokens_per_second"]
             cells = [f"{speeds[row]:,.0f}" if row in speeds else "-"
-                     for row in ("reference", "fused", "fused_torch_ops", "allennlp", "outside", "floor")]
+                     for row in ("reference", "fused", "fused_torch_ops", "allennlp", "outside", "floor",
+                                "products")]
             print(f"| {record['size']}, {record['batch_size']} x {record['timesteps']} "
                   f"| {record['threads']} | " + " | ".join(cells)
-                  + f" | {ratio(speeds, 'fused', 'reference')} | {ratio(speeds, 'fused', 'floor')} |")
-        print(f"\nCPU rows: tokens/s, torch {cpu[0]['torch']}.\n")
+                  + f" | {ratio(speeds, 'fused', 'reference')} | {ratio(speeds, 'fused', 'floor')} "
+                  f"| {ratio(speeds, 'fused', 'products')} |")
+        step = ("forward + backward" if cpu[0].get("update") == "none"
+                else "forward + backward + Adam update")  # fmt: skip
+        print(f"\nCPU rows: tokens/s, one step = {step}; torch {cpu[0]['torch']}.\n")
     full = gpu
     if full:
         rows = ("reference", "fused", "fused_torch_ops", "fused_eager", "allennlp", "outside", "floor")

@@ -35,17 +35,20 @@ cpu_rows() {
   else
     indexing ""
   fi
-  # fused_torch_ops: the fused kernel with the C kernels switched off (ELMO_C_CPU_KERNELS=0).
-  local rows=reference,fused,fused_torch_ops,allennlp,outside,floor
+  # fused_torch_ops: the fused kernel with the C kernels switched off (ELMO_C_CPU_KERNELS=0);
+  # products: the encoder's matrix products alone. Forward + backward (no optimizer update):
+  # the encoder's own cost, as issue 17 measures it.
+  local rows=reference,fused,fused_torch_ops,allennlp,outside,floor,products
+  local update="--update none"
   for threads in 1 2; do
     pin=""
     if [ -n "$cores" ]; then
       pin="taskset -c $(echo "$cores" | cut -d, -f1-"$threads")"
     fi
     OMP_NUM_THREADS=$threads $pin $PYTHON "$here/encoder_backends.py" --threads "$threads" \
-      --batch-size 64 --steps 10 --warmup 2 --rows "$rows" --json "$out/cpu.jsonl"
+      --batch-size 64 --steps 10 --warmup 2 --rows "$rows" $update --json "$out/cpu.jsonl"
     OMP_NUM_THREADS=$threads $pin $PYTHON "$here/encoder_backends.py" --threads "$threads" \
-      --size paper --batch-size 16 --steps 6 --warmup 1 --rows "$rows" --json "$out/cpu.jsonl"
+      --size paper --batch-size 16 --steps 6 --warmup 1 --rows "$rows" $update --json "$out/cpu.jsonl"
   done
   wait
 }
