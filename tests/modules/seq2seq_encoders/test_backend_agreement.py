@@ -252,7 +252,7 @@ def test_fused_is_as_exact_as_the_reference_at_demo_size_with_clips(monkeypatch)
     the reference backend itself about 3e-5 from its own float64 run (values; gradients 2e-5
     relative). The default fused path (the C kernels, whose `expf`/`tanhf` and LayerNorm
     statistics round differently from torch's) must be as exact: at most twice the reference's
-    error, values and gradients (measured: a little closer to float64 than the reference). With
+    error (or 5e-5), values and gradients (measured: a little closer to float64 than the reference). With
     the C kernels switched off, the forward torch ops are the reference's, bit for bit (the
     hand-written backward sums in another order than autograd: held to the same bound).
     """
@@ -263,9 +263,10 @@ def test_fused_is_as_exact_as_the_reference_at_demo_size_with_clips(monkeypatch)
     assert 1e-7 < reference_errors[0] < 1e-3  # float32 rounding, not a different function
     fused_errors = largest_errors(demo_size_run("fused", torch.float32), exact)
     for name, ours, theirs in zip(("values", "gradients"), fused_errors, reference_errors):
-        assert ours <= 2 * theirs, f"{name}: fused {ours:.2e}, reference {theirs:.2e}"
+        # (5e-5: on a CPU where the reference happens to round luckier, still float32 noise.)
+        assert ours <= max(2 * theirs, 5e-5), f"{name}: fused {ours:.2e}, reference {theirs:.2e}"
     monkeypatch.setenv("ELMO_C_CPU_KERNELS", "0")
     torch_ops = demo_size_run("fused", torch.float32)
     for ours, theirs in zip(torch_ops[0], reference[0]):
         assert torch.equal(ours, theirs)
-    assert largest_errors(torch_ops, exact)[1] <= 2 * reference_errors[1]
+    assert largest_errors(torch_ops, exact)[1] <= max(2 * reference_errors[1], 5e-5)
