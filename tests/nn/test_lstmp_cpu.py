@@ -31,9 +31,9 @@ def test_layer_with_c_kernels_equals_reference(monkeypatch, graphs):
     check_layer(lstmp_cpu, monkeypatch, graphs)
 
 
-def test_c_kernels_by_default_for_float32_unless_switched_off(monkeypatch):
+def test_c_kernels_only_when_asked_for_and_for_float32(monkeypatch):
     monkeypatch.delenv("ELMO_C_CPU_KERNELS", raising=False)
-    assert lstmp.pointwise_kernels(torch.zeros(1)) is lstmp_cpu
+    assert lstmp.pointwise_kernels(torch.zeros(1)) is None  # the default: the torch ops
     monkeypatch.setenv("ELMO_C_CPU_KERNELS", "1")
     assert lstmp.pointwise_kernels(torch.zeros(1)) is lstmp_cpu
     assert lstmp.pointwise_kernels(torch.zeros(1, dtype=torch.float64)) is None

@@ -246,27 +246,34 @@ def largest_errors(run, exact):
     return value, grad
 
 
-def test_fused_is_as_exact_as_the_reference_at_demo_size_with_clips(monkeypatch):
+def test_default_fused_equals_reference_at_demo_size_with_clips(monkeypatch):
+    """
+    The default CPU path at the demo size (cell 256, projection 128), 40 ragged steps, clips
+    that bite, dropout: every layer's outputs within 1e-5 of the reference (the torch ops are
+    the reference's, bit for bit; the opt-in C kernels drift 4.5e-5 here).
+    """
+    monkeypatch.delenv("ELMO_C_CPU_KERNELS", raising=False)
+    fused, reference = demo_size_run("fused", torch.float32), demo_size_run("reference", torch.float32)
+    for index, (ours, theirs) in enumerate(zip(fused[0], reference[0])):
+        assert (ours - theirs).abs().max().item() < 1e-5, f"layer {index}"
+
+
+def test_c_kernels_are_as_exact_as_the_reference_at_demo_size_with_clips(monkeypatch):
     """
     At the demo size over 40 clipped steps, float32 rounding, amplified by the recurrence, puts
     the reference backend itself about 3e-5 from its own float64 run (values; gradients 2e-5
-    relative). The default fused path (the C kernels, whose `expf`/`tanhf` and LayerNorm
-    statistics round differently from torch's) must be as exact: at most twice the reference's
-    error (or 5e-5), values and gradients (measured: a little closer to float64 than the reference). With
-    the C kernels switched off, the forward torch ops are the reference's, bit for bit (the
-    hand-written backward sums in another order than autograd: held to the same bound).
+    relative). The opt-in C kernels (`ELMO_C_CPU_KERNELS=1`, whose `expf`/`tanhf` and LayerNorm
+    statistics round differently from torch's) are as exact: at most twice the reference's
+    error (or 5e-5), values and gradients (measured: a little closer to float64). They are not
+    the default all the same: they are 4.5e-5 from the float32 reference, above the 1e-5 the
+    backends must agree to.
     """
-    monkeypatch.delenv("ELMO_C_CPU_KERNELS", raising=False)
+    pytest.importorskip("allennlp_elmo_c.nn._lstmp_cpu")
+    monkeypatch.setenv("ELMO_C_CPU_KERNELS", "1")
     exact = demo_size_run("reference", torch.float64)
-    reference = demo_size_run("reference", torch.float32)
-    reference_errors = largest_errors(reference, exact)
+    reference_errors = largest_errors(demo_size_run("reference", torch.float32), exact)
     assert 1e-7 < reference_errors[0] < 1e-3  # float32 rounding, not a different function
     fused_errors = largest_errors(demo_size_run("fused", torch.float32), exact)
     for name, ours, theirs in zip(("values", "gradients"), fused_errors, reference_errors):
         # (5e-5: on a CPU where the reference happens to round luckier, still float32 noise.)
         assert ours <= max(2 * theirs, 5e-5), f"{name}: fused {ours:.2e}, reference {theirs:.2e}"
-    monkeypatch.setenv("ELMO_C_CPU_KERNELS", "0")
-    torch_ops = demo_size_run("fused", torch.float32)
-    for ours, theirs in zip(torch_ops[0], reference[0]):
-        assert torch.equal(ours, theirs)
-    assert largest_errors(torch_ops, exact)[1] <= max(2 * reference_errors[1], 5e-5)
