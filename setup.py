@@ -1,18 +1,19 @@
 from setuptools import Extension, find_packages, setup
 
-# Two C extensions, both optional: an install without a C compiler (or, for the first, glibc's
-# libmvec) still succeeds, and slower code computes the same thing (each logs which it uses).
+# Two C extensions, both optional: an install without a C compiler still succeeds, and slower
+# code computes the same thing (each logs which it uses).
 # - the LSTMP cell's per-step pointwise work on CPU (allennlp_elmo_c/nn/lstmp_cpu.py); built for
-#   the CPU it is built on (`make install` builds where it runs), SIMD expf/tanhf from libmvec;
+#   the CPU it is built on (`make install` builds where it runs), rounding as torch's operators
+#   do (no FMA contraction; torch's own expf and tanh, found in libtorch_cpu at run time);
 # - fastText subword ids (allennlp_elmo_c/common/_subwords.c), several times faster than the
 #   numpy implementation that remains the fallback.
-NATIVE_FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fopenmp-simd"]
+NATIVE_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fopenmp-simd"]
 EXTENSIONS = [
     Extension(
         "allennlp_elmo_c.nn._lstmp_cpu",
         ["allennlp_elmo_c/nn/_lstmp_cpu.c"],
         extra_compile_args=NATIVE_FLAGS,
-        libraries=["mvec", "m"],
+        libraries=["m"],
         optional=True,
     ),
     Extension(

@@ -1,29 +1,155 @@
 /*
  * The per-step pointwise work of the LSTMP cell (allennlp_elmo_c/nn/lstmp.py) on CPU, float32:
- * the five functions of lstmp_triton.py, as plain loops. Each replaces 5-15 torch operators
- * (each a dispatch of a few microseconds, which dominates a step at small sizes) with one pass
- * over memory. Built by setup.py; lstmp_cpu.py checks the tensors and passes their addresses.
+ * the functions of lstmp_triton.py, as plain loops. Each replaces 5-15 torch operators (each a
+ * dispatch of a few microseconds, which dominates a step at small sizes) with one pass over
+ * memory. Built by setup.py; lstmp_cpu.py checks the tensors and passes their addresses.
  *
  * Gate order i, f, g, o; rows are contiguous; `keep` masks are bytes (torch.bool). The math is
  * lstmp._forward_steps / lstmp._backward_steps' (tests/nn/test_lstmp_cpu.py compares them).
- * expf and tanhf are declared SIMD-callable so that GCC vectorizes the loops with glibc's
- * vector math library (libmvec, a few ulp), without -ffast-math: NaN and infinities keep their
- * IEEE behaviour (a NaN cell stays NaN through the clip, as torch.clamp leaves it).
+ *
+ * The forward step rounds exactly as torch's operators do (the backends must agree to 1e-5 over
+ * long clipped sequences, where float32 rounding differences grow): products and sums one
+ * operation at a time (no contraction into FMA: setup.py passes -ffp-contract=off), and the
+ * transcendental functions are torch's own, whose addresses lstmp_cpu.py hands to `set_math`
+ * from libtorch_cpu: sigmoid as torch's vector kernel computes it, 1 / (1 + exp(0 - x)) with
+ * SLEEF's vector expf on the elements torch's vector loop covers and glibc's expf on the ones its
+ * scalar remainder loop does (`sigmoid_view`), and tanh with MKL's vmsTanh in torch's mode.
+ * lstmp_cpu.py checks the result against torch bit for bit before it uses them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-__attribute__((simd("notinbranch"))) extern float expf(float);
-__attribute__((simd("notinbranch"))) extern float tanhf(float);
+#if defined(__x86_64__)
+#include <immintrin.h>
 #endif
 
 #define F(address) ((float *)(uintptr_t)(address))
 #define B(address) ((uint8_t *)(uintptr_t)(address))
 
+/* torch's math, set by set_math: a vector expf of `vector_width` lanes (SLEEF; 0: none) and
+ * MKL's vmsTanh (LP64: MKL_INT is int) with torch's mode, VML_HA | VML_FTZDAZ_OFF |
+ * VML_ERRMODE_IGNORE. */
+typedef void (*vml_function)(int, const float *, float *, long long);
+static void *vector_exp = NULL;
+static int vector_width = 0;
+static vml_function vml_tanh = NULL;
+#define VML_MODE (0x2LL | 0x140000LL | 0x100LL)
+#define GRAIN_SIZE 32768 /* at::internal::GRAIN_SIZE */
+
 static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+typedef __m512 (*exp16_function)(__m512);
+typedef __m256 (*exp8_function)(__m256);
+
+__attribute__((target("avx512f"))) static void sigmoid_vector16(float *x, Py_ssize_t n) {
+    const exp16_function exp16 = (exp16_function)vector_exp;
+    for (Py_ssize_t k = 0; k + 16 <= n; k += 16) {
+        __m512 a = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(x + k));
+        a = _mm512_add_ps(exp16(a), _mm512_set1_ps(1.0f));
+        _mm512_storeu_ps(x + k, _mm512_div_ps(_mm512_set1_ps(1.0f), a));
+    }
+}
+
+__attribute__((target("avx2"))) static void sigmoid_vector8(float *x, Py_ssize_t n) {
+    const exp8_function exp8 = (exp8_function)vector_exp;
+    for (Py_ssize_t k = 0; k + 8 <= n; k += 8) {
+        __m256 a = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(x + k));
+        a = _mm256_add_ps(exp8(a), _mm256_set1_ps(1.0f));
+        _mm256_storeu_ps(x + k, _mm256_div_ps(_mm256_set1_ps(1.0f), a));
+    }
+}
+#endif
+
+/* Sigmoid in place over `length` contiguous floats whose first `vectorised` (a multiple of the
+ * vector width) torch's vector loop would cover. */
+static void sigmoid_span(float *x, Py_ssize_t length, Py_ssize_t vectorised) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (vector_width == 16)
+        sigmoid_vector16(x, vectorised);
+    else if (vector_width == 8)
+        sigmoid_vector8(x, vectorised);
+    else
+        vectorised = 0;
+#else
+    vectorised = 0;
+#endif
+    for (Py_ssize_t k = vectorised; k < length; k++) x[k] = sigmoid(x[k]);
+}
+
+/* torch.sigmoid_ of the (rows, length) view at `x` with row stride `stride`, element by element
+ * as torch computes it with `threads` intra-op threads: TensorIterator splits the elements into
+ * one range per thread when there are more than GRAIN_SIZE (at::parallel_for over OpenMP), each
+ * range runs row segment by row segment, and within a segment the vector loop takes two vectors
+ * at a time from the segment's start and the scalar loop the rest. */
+static void sigmoid_view(float *x, Py_ssize_t rows, Py_ssize_t length, Py_ssize_t stride,
+                         int threads) {
+    const Py_ssize_t numel = rows * length;
+    if (numel == 0) return;
+    Py_ssize_t chunks = 1;
+    if (threads > 1 && numel > GRAIN_SIZE) {
+        chunks = (numel + GRAIN_SIZE - 1) / GRAIN_SIZE;
+        if (chunks > threads) chunks = threads;
+    }
+    const Py_ssize_t chunk = (numel + chunks - 1) / chunks, block = 2 * vector_width;
+    for (Py_ssize_t begin = 0; begin < numel; begin += chunk) {
+        const Py_ssize_t end = begin + chunk < numel ? begin + chunk : numel;
+        for (Py_ssize_t index = begin; index < end;) {
+            const Py_ssize_t row = index / length, column = index % length;
+            const Py_ssize_t stop = (row + 1) * length < end ? (row + 1) * length : end;
+            const Py_ssize_t span = stop - index;
+            sigmoid_span(x + row * stride + column, span, block ? span / block * block : 0);
+            index = stop;
+        }
+    }
+}
+
+static PyObject *set_math(PyObject *self, PyObject *args) {
+    Py_ssize_t exp_, tanh_;
+    int width;
+    if (!PyArg_ParseTuple(args, "inn", &width, &exp_, &tanh_)) return NULL;
+    if ((width != 0 && width != 8 && width != 16) || (width != 0 && !exp_) || !tanh_) {
+        PyErr_SetString(PyExc_ValueError, "_lstmp_cpu.set_math: bad vector width or address");
+        return NULL;
+    }
+    vector_exp = (void *)(uintptr_t)exp_;
+    vector_width = width;
+    vml_tanh = (vml_function)(uintptr_t)tanh_;
+    Py_RETURN_NONE;
+}
+
+/* The element-wise functions alone, for lstmp_cpu.py's check against torch. */
+static PyObject *sigmoid_(PyObject *self, PyObject *args) {
+    Py_ssize_t x_, rows, length, stride;
+    int threads;
+    if (!PyArg_ParseTuple(args, "nnnni", &x_, &rows, &length, &stride, &threads)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    sigmoid_view(F(x_), rows, length, stride, threads);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static void tanh_into(const float *x, float *y, Py_ssize_t n) {
+    while (n > 0) { /* MKL_INT is int */
+        const int part = n > INT32_MAX ? INT32_MAX : (int)n;
+        vml_tanh(part, x, y, VML_MODE);
+        x += part, y += part, n -= part;
+    }
+}
+
+static PyObject *tanh_(PyObject *self, PyObject *args) {
+    Py_ssize_t x_, y_, n;
+    if (!PyArg_ParseTuple(args, "nnn", &x_, &y_, &n)) return NULL;
+    if (!vml_tanh) {
+        PyErr_SetString(PyExc_RuntimeError, "_lstmp_cpu: set_math first");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    tanh_into(F(x_), F(y_), n);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
 
 /* Clamp that lets NaN through (both comparisons false), as torch.clamp. */
 static inline float clamp(float x, float bound) {
@@ -32,30 +158,34 @@ static inline float clamp(float x, float bound) {
 
 static PyObject *cell_forward(PyObject *self, PyObject *args) {
     Py_ssize_t gates_, prev_, next_, keep_, tanh_, memory_, batch, cell;
-    int clip_on;
+    int clip_on, threads;
     float clip;
-    if (!PyArg_ParseTuple(args, "nnnnnnnnpf", &gates_, &prev_, &next_, &keep_, &tanh_, &memory_,
-                          &batch, &cell, &clip_on, &clip))
+    if (!PyArg_ParseTuple(args, "nnnnnnnnpfi", &gates_, &prev_, &next_, &keep_, &tanh_,
+                          &memory_, &batch, &cell, &clip_on, &clip, &threads))
         return NULL;
+    if (!vml_tanh) {
+        PyErr_SetString(PyExc_RuntimeError, "_lstmp_cpu: set_math first");
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
+    /* As lstmp._forward_steps: sigmoid_ of the (batch, 2 * cell) i, f block, tanh_ of g,
+     * sigmoid_ of o, each a strided view of the gates. */
+    sigmoid_view(F(gates_), batch, 2 * cell, 4 * cell, threads);
     for (Py_ssize_t row = 0; row < batch; row++) {
-        float *restrict i = F(gates_) + row * 4 * cell, *restrict f = i + cell;
-        float *restrict g = f + cell, *restrict o = g + cell;
+        float *g = F(gates_) + row * 4 * cell + 2 * cell;
+        tanh_into(g, g, cell);
+    }
+    sigmoid_view(F(gates_) + 3 * cell, batch, cell, 4 * cell, threads);
+    for (Py_ssize_t row = 0; row < batch; row++) {
+        const float *restrict i = F(gates_) + row * 4 * cell, *restrict f = i + cell;
+        const float *restrict g = f + cell;
         const float *restrict prev = F(prev_) + row * cell;
-        float *restrict next = F(next_) + row * cell, *restrict tanh_c = F(tanh_) + row * cell;
-        float *restrict memory = F(memory_) + row * cell;
+        float *restrict next = F(next_) + row * cell;
         uint8_t *restrict keep = B(keep_) + row * cell;
-#pragma omp simd
-        for (Py_ssize_t k = 0; k < cell; k++) {
-            i[k] = sigmoid(i[k]);
-            f[k] = sigmoid(f[k]);
-            g[k] = tanhf(g[k]);
-            o[k] = sigmoid(o[k]);
-        }
         if (clip_on) {
 #pragma omp simd
             for (Py_ssize_t k = 0; k < cell; k++) {
-                float c = f[k] * prev[k] + i[k] * g[k];
+                const float c = f[k] * prev[k] + i[k] * g[k];
                 keep[k] = (c >= -clip) & (c <= clip);
                 next[k] = clamp(c, clip);
             }
@@ -63,28 +193,31 @@ static PyObject *cell_forward(PyObject *self, PyObject *args) {
 #pragma omp simd
             for (Py_ssize_t k = 0; k < cell; k++) next[k] = f[k] * prev[k] + i[k] * g[k];
         }
+    }
+    tanh_into(F(next_), F(tanh_), batch * cell);
+    for (Py_ssize_t row = 0; row < batch; row++) {
+        const float *restrict o = F(gates_) + row * 4 * cell + 3 * cell;
+        const float *restrict tanh_c = F(tanh_) + row * cell;
+        float *restrict memory = F(memory_) + row * cell;
 #pragma omp simd
-        for (Py_ssize_t k = 0; k < cell; k++) {
-            tanh_c[k] = tanhf(next[k]);
-            memory[k] = o[k] * tanh_c[k];
-        }
+        for (Py_ssize_t k = 0; k < cell; k++) memory[k] = o[k] * tanh_c[k];
     }
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
 
+/* The projection's clip (in place, with its mask), then h_t = p_t and h_t * dropout, or (with
+ * `copy` off: lstmp_cpu.py runs torch's LayerNorm in between) the clip alone. */
 static PyObject *projection_forward(PyObject *self, PyObject *args) {
-    Py_ssize_t projected_, keep_, hiddens_, means_, rstds_, weight_, bias_, dropout_, recurrent_;
-    Py_ssize_t batch, size;
-    int clip_on, norm_on, dropout_on;
-    float clip, eps;
-    if (!PyArg_ParseTuple(args, "nnnnnnnnnnnpfpfp", &projected_, &keep_, &hiddens_, &means_,
-                          &rstds_, &weight_, &bias_, &dropout_, &recurrent_, &batch, &size,
-                          &clip_on, &clip, &norm_on, &eps, &dropout_on))
+    Py_ssize_t projected_, keep_, hiddens_, dropout_, recurrent_, batch, size;
+    int clip_on, copy_on, dropout_on;
+    float clip;
+    if (!PyArg_ParseTuple(args, "nnnnnnnpfpp", &projected_, &keep_, &hiddens_, &dropout_,
+                          &recurrent_, &batch, &size, &clip_on, &clip, &copy_on, &dropout_on))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t row = 0; row < batch; row++) {
-        float *restrict p = F(projected_) + row * size, *restrict h = F(hiddens_) + row * size;
+        float *restrict p = F(projected_) + row * size;
         if (clip_on) {
             uint8_t *restrict keep = B(keep_) + row * size;
 #pragma omp simd
@@ -93,26 +226,10 @@ static PyObject *projection_forward(PyObject *self, PyObject *args) {
                 p[k] = clamp(p[k], clip);
             }
         }
-        if (norm_on) {
-            /* torch.native_layer_norm's statistics: biased variance, rstd = 1 / sqrt(var + eps);
-             * accumulated in double here (torch: float32 with a pairwise cascade). */
-            double sum = 0.0, squares = 0.0;
-            for (Py_ssize_t k = 0; k < size; k++) sum += p[k];
-            const float mean = (float)(sum / size);
-            for (Py_ssize_t k = 0; k < size; k++) {
-                double centred = (double)p[k] - mean;
-                squares += centred * centred;
-            }
-            const float rstd = (float)(1.0 / sqrt(squares / size + eps));
-            F(means_)[row] = mean;
-            F(rstds_)[row] = rstd;
-            const float *restrict w = F(weight_), *restrict b = F(bias_);
+        if (!copy_on) continue;
+        float *restrict h = F(hiddens_) + row * size;
 #pragma omp simd
-            for (Py_ssize_t k = 0; k < size; k++) h[k] = (p[k] - mean) * rstd * w[k] + b[k];
-        } else {
-#pragma omp simd
-            for (Py_ssize_t k = 0; k < size; k++) h[k] = p[k];
-        }
+        for (Py_ssize_t k = 0; k < size; k++) h[k] = p[k];
         if (dropout_on) {
             const float *restrict d = F(dropout_) + row * size;
             float *restrict r = F(recurrent_) + row * size;
@@ -237,6 +354,9 @@ static PyObject *carry_backward(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
+    {"set_math", set_math, METH_VARARGS, "torch's vector expf (width) and MKL's vmsTanh."},
+    {"sigmoid_", sigmoid_, METH_VARARGS, "torch.sigmoid_ of a strided view, as torch rounds."},
+    {"tanh", tanh_, METH_VARARGS, "torch.tanh of contiguous floats, as torch rounds."},
     {"cell_forward", cell_forward, METH_VARARGS, "One step's cell (see lstmp_cpu.py)."},
     {"projection_forward", projection_forward, METH_VARARGS, "One step's projected state."},
     {"projection_backward", projection_backward, METH_VARARGS, "dL/dh_t and dL/dp_t."},

@@ -28,9 +28,9 @@ the reference loop, and with gradcheck.
 On a GPU the per-step loops are replayed from captured CUDA graphs (`cuda_graphs`), and for
 float32 the pointwise work of each step runs in a few fused Triton kernels
 (`allennlp_elmo_c.nn.lstmp_triton`, when triton is importable; `ELMO_C_TRITON=0` runs the torch
-ops instead). On CPU the torch ops below run (bit for bit the reference's); the same pointwise
-groups in C (`allennlp_elmo_c.nn.lstmp_cpu`) are opt-in, `ELMO_C_CPU_KERNELS=1` (faster at small
-sizes, but they round differently: see `pointwise_kernels`).
+ops instead). On CPU the same pointwise groups run in C (`allennlp_elmo_c.nn.lstmp_cpu`, when
+built), the forward ones rounding exactly as the torch ops below (the reference's, bit for bit)
+do; see `pointwise_kernels`.
 """
 
 import contextlib
@@ -48,17 +48,18 @@ from allennlp_elmo_c.nn import cuda_graphs
 logger = logging.getLogger(__name__)
 
 
-def pointwise_kernels(tensor: torch.Tensor) -> Optional[ModuleType]:
+def pointwise_kernels(tensor: torch.Tensor, stage: str = "forward") -> Optional[ModuleType]:
     """
-    The module whose kernels run the per-step pointwise work on `tensor`'s device and dtype
-    (float32 only), None where the torch ops do:
+    The module whose kernels run the per-step pointwise work of `stage` ("forward" or
+    "backward") on `tensor`'s device and dtype (float32 only), None where the torch ops do:
     - on a GPU, `allennlp_elmo_c.nn.lstmp_triton` (triton importable, `ELMO_C_TRITON` not "0");
-    - on CPU, only when asked for (`ELMO_C_CPU_KERNELS=1`), `allennlp_elmo_c.nn.lstmp_cpu`
-      (its C extension built by `setup.py`). Not the default: its vector `expf`/`tanhf` and
-      LayerNorm statistics round differently from torch's, and over 40 ragged steps with the
-      clips active the outputs drift up to 4.5e-5 from the reference backend (the backends
-      must agree to 1e-5), which the default torch ops match bit for bit. Measured against a
-      float64 run of the reference they are as exact as the float32 reference (tested).
+    - on CPU, `allennlp_elmo_c.nn.lstmp_cpu` (its C extension built by `setup.py`;
+      `ELMO_C_CPU_KERNELS=0` switches it off). Its forward kernels round exactly as the torch
+      ops do (the backends must agree to 1e-5 over long clipped sequences, where any rounding
+      difference grows: they use torch's own sigmoid, tanh and LayerNorm arithmetic); where
+      that cannot be reproduced on the machine (`lstmp_cpu.FORWARD_AS_TORCH`), the forward
+      steps run as torch ops and only the backward ones, which multiply and add saved
+      activations, in C.
     """
     if tensor.dtype != torch.float32:
         return None
@@ -70,8 +71,10 @@ def pointwise_kernels(tensor: torch.Tensor) -> Optional[ModuleType]:
         except ImportError:
             return None
         return lstmp_triton
-    if tensor.device.type == "cpu" and os.environ.get("ELMO_C_CPU_KERNELS", "0") == "1":
-        return _cpu_kernels()
+    if tensor.device.type == "cpu" and os.environ.get("ELMO_C_CPU_KERNELS", "1") != "0":
+        kernels = _cpu_kernels()
+        if kernels is not None and (stage == "backward" or kernels.FORWARD_AS_TORCH):
+            return kernels
     return None
 
 
@@ -463,7 +466,7 @@ class _LstmpFunction(torch.autograd.Function):
         )
         saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, w_hh, w_hr,
                  norm_weight, norm_bias, dropout)  # fmt: skip
-        kernels = pointwise_kernels(inputs)
+        kernels = pointwise_kernels(inputs, "backward")
         if kernels is None:
             loop, name = _backward_steps, "lstmp backward"
         else:
@@ -490,10 +493,11 @@ class _LstmpFunction(torch.autograd.Function):
         flat_gates = grad_gates.view(timesteps * batch, -1)
         time_major_inputs = inputs.transpose(0, 1).reshape(timesteps * batch, input_size)
         grad_inputs = flat_gates.mm(w_ih).view(timesteps, batch, input_size).transpose(0, 1)
-        grad_w_ih = flat_gates.t().mm(time_major_inputs)
         grad_bias = flat_gates.sum(0)
+        # W_ih's and W_hh's gradients in one product: the gate gradients against [x_t, r_t].
         recurrent = hiddens[:timesteps] if dropout is None else hiddens[:timesteps] * dropout
-        grad_w_hh = flat_gates.t().mm(recurrent.reshape(timesteps * batch, -1))
+        operands = torch.cat([time_major_inputs, recurrent.reshape(timesteps * batch, -1)], 1)
+        grad_w_ih, grad_w_hh = flat_gates.t().mm(operands).split([input_size, projection_size], 1)
         # m_t = o_t * tanh(c_t) for every (step, row) that ran; zeros elsewhere meet zero grads.
         memory = gates[..., 3 * cell_size :] * tanh_cells
         grad_w_hr = grad_projected.view(timesteps * batch, -1).t().mm(

@@ -1,7 +1,10 @@
 """
 The C kernels of `allennlp_elmo_c.nn.lstmp_cpu` compute what the torch ops of
-`allennlp_elmo_c.nn.lstmp` do, and the fused backend uses them on CPU for float32.
+`allennlp_elmo_c.nn.lstmp` do (the forward ones bit for bit), and the fused backend uses them on
+CPU for float32 by default.
 """
+import platform
+
 import pytest
 import torch
 
@@ -31,14 +34,58 @@ def test_layer_with_c_kernels_equals_reference(monkeypatch, graphs):
     check_layer(lstmp_cpu, monkeypatch, graphs)
 
 
-def test_c_kernels_only_when_asked_for_and_for_float32(monkeypatch):
+def test_c_kernels_by_default_for_float32(monkeypatch):
     monkeypatch.delenv("ELMO_C_CPU_KERNELS", raising=False)
-    assert lstmp.pointwise_kernels(torch.zeros(1)) is None  # the default: the torch ops
-    monkeypatch.setenv("ELMO_C_CPU_KERNELS", "1")
-    assert lstmp.pointwise_kernels(torch.zeros(1)) is lstmp_cpu
-    assert lstmp.pointwise_kernels(torch.zeros(1, dtype=torch.float64)) is None
+    for stage in ("forward", "backward"):
+        assert lstmp.pointwise_kernels(torch.zeros(1), stage) is lstmp_cpu
+        assert lstmp.pointwise_kernels(torch.zeros(1, dtype=torch.float64), stage) is None
     monkeypatch.setenv("ELMO_C_CPU_KERNELS", "0")
-    assert lstmp.pointwise_kernels(torch.zeros(1)) is None
+    for stage in ("forward", "backward"):
+        assert lstmp.pointwise_kernels(torch.zeros(1), stage) is None
+    # Where torch's rounding cannot be reproduced, the forward steps run as torch ops.
+    monkeypatch.delenv("ELMO_C_CPU_KERNELS")
+    monkeypatch.setattr(lstmp_cpu, "FORWARD_AS_TORCH", False)
+    assert lstmp.pointwise_kernels(torch.zeros(1), "forward") is None
+    assert lstmp.pointwise_kernels(torch.zeros(1), "backward") is lstmp_cpu
+
+
+def test_forward_math_is_torchs_on_x86_with_mkl():
+    """On the platform torch's wheels are built for (x86-64, MKL), the C sigmoid and tanh are
+    torch's bit for bit (checked at import, with torch's thread count and one thread)."""
+    if platform.machine() != "x86_64" or not torch.backends.mkl.is_available():
+        pytest.skip("torch's expf/tanh are looked up on x86-64 builds with MKL only")
+    assert lstmp_cpu.FORWARD_AS_TORCH
+    for threads in (1, 2):
+        assert lstmp_cpu.check_math_against_torch(threads)
+
+
+def test_the_math_check_fails_where_rounding_differs():
+    """The import-time check tells apart an implementation that rounds like torch from one that
+    differs only in which elements the vector loop covers, or in the thread split."""
+    if not lstmp_cpu.FORWARD_AS_TORCH:
+        pytest.skip("torch's math not found on this machine")
+    width, exp, tanh = lstmp_cpu._torch_math()
+    if width == 0:
+        pytest.skip("torch runs without vectors here: its vector and scalar loops agree")
+    try:
+        lstmp_cpu._lstmp_cpu.set_math(0, 0, tanh)  # every element by the scalar loop
+        assert not lstmp_cpu.check_math_against_torch(1)
+    finally:
+        lstmp_cpu._lstmp_cpu.set_math(width, exp, tanh)
+    # The thread split: a view torch splits mid-row between two threads, done as if by one.
+    saved = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        rows, length, stride = 5, 8216, 16432
+        base = lstmp_cpu._telling_values(rows * stride).view(rows, stride)
+        expected = base.clone()
+        torch.sigmoid_(expected[:, :length])
+        for threads, same in ((2, True), (1, False)):
+            ours = base.clone()
+            lstmp_cpu._lstmp_cpu.sigmoid_(ours.data_ptr(), rows, length, stride, threads)
+            assert lstmp_cpu._same_bits(ours, expected) is same, threads
+    finally:
+        torch.set_num_threads(saved)
 
 
 def test_kernels_refuse_tensors_they_cannot_read():
@@ -86,18 +133,28 @@ def run_encoder(encoder, inputs, mask):
     return layers, torch.autograd.grad(loss, [leaf] + list(encoder.parameters()))
 
 
-def test_encoder_with_c_kernels_equals_torch_ops(monkeypatch):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_encoder_with_c_kernels_equals_torch_ops(monkeypatch, threads):
     """
-    The whole fused encoder, float32, with the C kernels and with the torch ops: every layer's
-    outputs, the input gradient and every parameter's gradient (each non-zero).
+    The whole fused encoder, float32, with the C kernels and with the torch ops, at 1 and 2
+    intra-op threads: every layer's outputs bit for bit (the forward kernels round as torch
+    does), the input gradient and every parameter's gradient (each non-zero) to float32
+    rounding.
     """
+    if not lstmp_cpu.FORWARD_AS_TORCH:
+        pytest.skip("torch's math not found on this machine: the forward runs as torch ops")
     encoder, inputs, mask = encoder_problem()
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
     results = {}
-    for switch in ("1", "0"):
-        monkeypatch.setenv("ELMO_C_CPU_KERNELS", switch)
-        results[switch] = run_encoder(encoder, inputs, mask)
+    try:
+        for switch in ("1", "0"):
+            monkeypatch.setenv("ELMO_C_CPU_KERNELS", switch)
+            results[switch] = run_encoder(encoder, inputs, mask)
+    finally:
+        torch.set_num_threads(saved)
     for index, (ours, theirs) in enumerate(zip(results["1"][0], results["0"][0])):
-        assert_equal_to(ours, theirs, 1e-5, f"layer {index}")
+        assert torch.equal(ours, theirs), f"layer {index}"
     names = ["inputs"] + [name for name, _ in encoder.named_parameters()]
     for name, ours, theirs in zip(names, results["1"][1], results["0"][1]):
         assert theirs.abs().sum() > 0, name
