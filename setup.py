@@ -7,12 +7,13 @@ from setuptools import Extension, find_packages, setup
 #   do (no FMA contraction; torch's own expf and tanh, found in libtorch_cpu at run time);
 # - fastText subword ids (allennlp_elmo_c/common/_subwords.c), several times faster than the
 #   numpy implementation that remains the fallback.
-NATIVE_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fopenmp-simd"]
+NATIVE_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fopenmp"]
 EXTENSIONS = [
     Extension(
         "allennlp_elmo_c.nn._lstmp_cpu",
         ["allennlp_elmo_c/nn/_lstmp_cpu.c"],
         extra_compile_args=NATIVE_FLAGS,
+        extra_link_args=["-fopenmp"],  # libgomp: torch's own, already loaded, where torch is
         libraries=["m"],
         optional=True,
     ),

@@ -165,7 +165,6 @@ def products_step(size, batch_size, timesteps, device):
     w_ih, w_hh = tensor(4 * cell, projection), tensor(4 * cell, projection)
     w_hr, bias = tensor(projection, cell), tensor(4 * cell)
     inputs, grad_gates = tensor(rows, projection), tensor(rows, 4 * cell)
-    inputs_and_states = tensor(rows, 2 * projection)
     memory, grad_projected = tensor(rows, cell), tensor(rows, projection)
     hidden, step_memory = tensor(batch_size, projection), tensor(batch_size, cell)
     step_grad_gates, step_grad_projected = tensor(batch_size, 4 * cell), tensor(batch_size, projection)
@@ -179,7 +178,8 @@ def products_step(size, batch_size, timesteps, device):
             step_grad_projected.mm(w_hr)
             step_grad_gates.mm(w_hh)
         grad_gates.mm(w_ih)
-        grad_gates.t().mm(inputs_and_states)  # W_ih's and W_hh's gradients, one product
+        grad_gates.t().mm(inputs)
+        grad_gates.t().mm(inputs)
         grad_projected.t().mm(memory)
 
     def step():

@@ -13,8 +13,12 @@
  * transcendental functions are torch's own, whose addresses lstmp_cpu.py hands to `set_math`
  * from libtorch_cpu: sigmoid as torch's vector kernel computes it, 1 / (1 + exp(0 - x)) with
  * SLEEF's vector expf on the elements torch's vector loop covers and glibc's expf on the ones its
- * scalar remainder loop does (`sigmoid_view`), and tanh with MKL's vmsTanh in torch's mode.
+ * scalar remainder loop does (`sigmoid_row`), and tanh with MKL's vmsTanh in torch's mode.
  * lstmp_cpu.py checks the result against torch bit for bit before it uses them.
+ *
+ * With several intra-op threads (torch's count, passed in), the rows of a step are split
+ * between OpenMP threads: setup.py links libgomp, which resolves to the copy torch has already
+ * loaded, so these kernels share torch's thread pool.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -78,32 +82,35 @@ static void sigmoid_span(float *x, Py_ssize_t length, Py_ssize_t vectorised) {
     for (Py_ssize_t k = vectorised; k < length; k++) x[k] = sigmoid(x[k]);
 }
 
-/* torch.sigmoid_ of the (rows, length) view at `x` with row stride `stride`, element by element
- * as torch computes it with `threads` intra-op threads: TensorIterator splits the elements into
- * one range per thread when there are more than GRAIN_SIZE (at::parallel_for over OpenMP), each
- * range runs row segment by row segment, and within a segment the vector loop takes two vectors
- * at a time from the segment's start and the scalar loop the rest. */
-static void sigmoid_view(float *x, Py_ssize_t rows, Py_ssize_t length, Py_ssize_t stride,
-                         int threads) {
-    const Py_ssize_t numel = rows * length;
-    if (numel == 0) return;
+/* How torch.sigmoid_ splits a (rows, length) view between vector and scalar loops with
+ * `threads` intra-op threads: TensorIterator gives each thread one range of the flattened
+ * elements when there are more than GRAIN_SIZE (at::parallel_for over OpenMP), each range runs
+ * row segment by row segment, and within a segment the vector loop takes two vectors at a time
+ * from the segment's start and the scalar loop the rest. `chunk`: the range length. */
+static Py_ssize_t sigmoid_chunk(Py_ssize_t numel, int threads) {
     Py_ssize_t chunks = 1;
     if (threads > 1 && numel > GRAIN_SIZE) {
         chunks = (numel + GRAIN_SIZE - 1) / GRAIN_SIZE;
         if (chunks > threads) chunks = threads;
     }
-    const Py_ssize_t chunk = (numel + chunks - 1) / chunks, block = 2 * vector_width;
-    for (Py_ssize_t begin = 0; begin < numel; begin += chunk) {
-        const Py_ssize_t end = begin + chunk < numel ? begin + chunk : numel;
-        for (Py_ssize_t index = begin; index < end;) {
-            const Py_ssize_t row = index / length, column = index % length;
-            const Py_ssize_t stop = (row + 1) * length < end ? (row + 1) * length : end;
-            const Py_ssize_t span = stop - index;
-            sigmoid_span(x + row * stride + column, span, block ? span / block * block : 0);
-            index = stop;
-        }
+    return numel == 0 ? 1 : (numel + chunks - 1) / chunks;
+}
+
+/* Row `row` of such a view, at `x`: its segments are its pieces between range boundaries. */
+static void sigmoid_row(float *x, Py_ssize_t row, Py_ssize_t length, Py_ssize_t chunk) {
+    const Py_ssize_t start = row * length, end = start + length, block = 2 * vector_width;
+    for (Py_ssize_t index = start; index < end;) {
+        const Py_ssize_t boundary = (index / chunk + 1) * chunk;
+        const Py_ssize_t stop = boundary < end ? boundary : end, span = stop - index;
+        sigmoid_span(x + (index - start), span, block ? span / block * block : 0);
+        index = stop;
     }
 }
+
+/* Whether to split a kernel's rows between `threads` OpenMP threads (torch's own libgomp, so
+ * torch's thread pool): only when there is enough work to pay for waking them. Elementwise
+ * results do not depend on it. */
+#define PARALLEL(threads, elements) ((threads) > 1 && (elements) >= 8192)
 
 static PyObject *set_math(PyObject *self, PyObject *args) {
     Py_ssize_t exp_, tanh_;
@@ -125,7 +132,8 @@ static PyObject *sigmoid_(PyObject *self, PyObject *args) {
     int threads;
     if (!PyArg_ParseTuple(args, "nnnni", &x_, &rows, &length, &stride, &threads)) return NULL;
     Py_BEGIN_ALLOW_THREADS
-    sigmoid_view(F(x_), rows, length, stride, threads);
+    const Py_ssize_t chunk = sigmoid_chunk(rows * length, threads);
+    for (Py_ssize_t row = 0; row < rows; row++) sigmoid_row(F(x_) + row * stride, row, length, chunk);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
@@ -168,19 +176,20 @@ static PyObject *cell_forward(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    /* As lstmp._forward_steps: sigmoid_ of the (batch, 2 * cell) i, f block, tanh_ of g,
-     * sigmoid_ of o, each a strided view of the gates. */
-    sigmoid_view(F(gates_), batch, 2 * cell, 4 * cell, threads);
+    /* As lstmp._forward_steps: sigmoid_ of the (batch, 2 * cell) i, f view of the gates, tanh_
+     * of g, sigmoid_ of the (batch, cell) o view, then c_t, its clip, tanh(c_t) and o * tanh(c_t);
+     * row by row (every function is elementwise). */
+    const Py_ssize_t if_chunk = sigmoid_chunk(batch * 2 * cell, threads);
+    const Py_ssize_t o_chunk = sigmoid_chunk(batch * cell, threads);
+#pragma omp parallel for num_threads(threads) schedule(static) if (PARALLEL(threads, batch * cell))
     for (Py_ssize_t row = 0; row < batch; row++) {
-        float *g = F(gates_) + row * 4 * cell + 2 * cell;
+        float *i = F(gates_) + row * 4 * cell, *f = i + cell, *g = f + cell, *o = g + cell;
+        sigmoid_row(i, row, 2 * cell, if_chunk);
         tanh_into(g, g, cell);
-    }
-    sigmoid_view(F(gates_) + 3 * cell, batch, cell, 4 * cell, threads);
-    for (Py_ssize_t row = 0; row < batch; row++) {
-        const float *restrict i = F(gates_) + row * 4 * cell, *restrict f = i + cell;
-        const float *restrict g = f + cell;
+        sigmoid_row(o, row, cell, o_chunk);
         const float *restrict prev = F(prev_) + row * cell;
-        float *restrict next = F(next_) + row * cell;
+        float *restrict next = F(next_) + row * cell, *restrict tanh_c = F(tanh_) + row * cell;
+        float *restrict memory = F(memory_) + row * cell;
         uint8_t *restrict keep = B(keep_) + row * cell;
         if (clip_on) {
 #pragma omp simd
@@ -193,12 +202,7 @@ static PyObject *cell_forward(PyObject *self, PyObject *args) {
 #pragma omp simd
             for (Py_ssize_t k = 0; k < cell; k++) next[k] = f[k] * prev[k] + i[k] * g[k];
         }
-    }
-    tanh_into(F(next_), F(tanh_), batch * cell);
-    for (Py_ssize_t row = 0; row < batch; row++) {
-        const float *restrict o = F(gates_) + row * 4 * cell + 3 * cell;
-        const float *restrict tanh_c = F(tanh_) + row * cell;
-        float *restrict memory = F(memory_) + row * cell;
+        tanh_into(next, tanh_c, cell);
 #pragma omp simd
         for (Py_ssize_t k = 0; k < cell; k++) memory[k] = o[k] * tanh_c[k];
     }
@@ -206,8 +210,6 @@ static PyObject *cell_forward(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* The projection's clip (in place, with its mask), then h_t = p_t and h_t * dropout, or (with
- * `copy` off: lstmp_cpu.py runs torch's LayerNorm in between) the clip alone. */
 static PyObject *projection_forward(PyObject *self, PyObject *args) {
     Py_ssize_t projected_, keep_, hiddens_, dropout_, recurrent_, batch, size;
     int clip_on, copy_on, dropout_on;
@@ -244,12 +246,14 @@ static PyObject *projection_forward(PyObject *self, PyObject *args) {
 static PyObject *projection_backward(PyObject *self, PyObject *args) {
     Py_ssize_t carry_, outputs_, outputs_stride, projected_, means_, rstds_, weight_, keep_;
     Py_ssize_t running_, grad_hiddens_, grad_projected_, batch, size;
-    int norm_on, clip_on;
-    if (!PyArg_ParseTuple(args, "nnnnnnnnnnnnnpp", &carry_, &outputs_, &outputs_stride,
+    int norm_on, clip_on, threads;
+    if (!PyArg_ParseTuple(args, "nnnnnnnnnnnnnppi", &carry_, &outputs_, &outputs_stride,
                           &projected_, &means_, &rstds_, &weight_, &keep_, &running_,
-                          &grad_hiddens_, &grad_projected_, &batch, &size, &norm_on, &clip_on))
+                          &grad_hiddens_, &grad_projected_, &batch, &size, &norm_on, &clip_on,
+                          &threads))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
+#pragma omp parallel for num_threads(threads) schedule(static) if (PARALLEL(threads, batch * size))
     for (Py_ssize_t row = 0; row < batch; row++) {
         float *restrict dh = F(grad_hiddens_) + row * size;
         float *restrict dp = F(grad_projected_) + row * size;
@@ -290,11 +294,12 @@ static PyObject *projection_backward(PyObject *self, PyObject *args) {
 
 static PyObject *gate_backward(PyObject *self, PyObject *args) {
     Py_ssize_t dm_, carry_, gates_, prev_, tanh_, keep_, running_, grad_, batch, cell;
-    int clip_on;
-    if (!PyArg_ParseTuple(args, "nnnnnnnnnnp", &dm_, &carry_, &gates_, &prev_, &tanh_, &keep_,
-                          &running_, &grad_, &batch, &cell, &clip_on))
+    int clip_on, threads;
+    if (!PyArg_ParseTuple(args, "nnnnnnnnnnpi", &dm_, &carry_, &gates_, &prev_, &tanh_, &keep_,
+                          &running_, &grad_, &batch, &cell, &clip_on, &threads))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
+#pragma omp parallel for num_threads(threads) schedule(static) if (PARALLEL(threads, batch * cell))
     for (Py_ssize_t row = 0; row < batch; row++) {
         float *restrict di = F(grad_) + row * 4 * cell, *restrict df = di + cell;
         float *restrict dg = df + cell, *restrict d_o = dg + cell;

@@ -15,6 +15,8 @@ of torch's CPU capability, glibc's `expf` where torch's scalar loop runs, MKL's 
 machine (checked at import); where not, the forward steps run as torch ops. The backward
 functions only multiply and add saved activations (LayerNorm's statistics accumulated in
 double): gradients within float32 rounding of the torch ops' (tests/nn/test_lstmp_cpu.py).
+With `torch.get_num_threads()` above one, each call splits its rows between that many OpenMP
+threads (torch's own pool); results do not depend on it.
 
 Every tensor must be float32 (masks: bool), contiguous (`grad_outputs`: contiguous rows), on
 the CPU, with the shapes documented in `lstmp_triton`; this is checked before the C code reads
@@ -133,9 +135,11 @@ def _address(tensor: Optional[torch.Tensor], dtype: torch.dtype, numel: int) -> 
     # The C code trusts these: dtype, device, layout and size are checked here.
     if tensor is None:
         return 0
+    # (Each step calls this a few dozen times: `is`/`is_cpu` rather than building dtype and
+    # device objects to compare.)
     if (
-        tensor.dtype != dtype
-        or tensor.device.type != "cpu"
+        tensor.dtype is not dtype
+        or not tensor.is_cpu
         or not tensor.is_contiguous()
         or tensor.numel() != numel
     ):
@@ -237,7 +241,7 @@ def projection_backward(
         _address(rstds if normalise else None, _F, batch), _address(norm_weight, _F, size),
         _address(projection_keep, _B, n), _address(running, _B, batch),
         _address(grad_hiddens, _F, n), _address(grad_projected, _F, n), batch, size, normalise,
-        projection_keep is not None,
+        projection_keep is not None, torch.get_num_threads(),
     )  # fmt: skip
 
 
@@ -259,7 +263,7 @@ def gate_backward(
         _address(dm, _F, n), _address(dc_carry, _F, n), _address(gates, _F, 4 * n),
         _address(cells_prev, _F, n), _address(tanh_cells, _F, n), _address(cell_keep, _B, n),
         _address(running, _B, batch), _address(grad_gates, _F, 4 * n), batch, cell,
-        cell_keep is not None,
+        cell_keep is not None, torch.get_num_threads(),
     )  # fmt: skip
 
 

@@ -690,3 +690,15 @@ def test_paper_size_parameter_count(monkeypatch):
     assert model.get_output_dim() == 1024
     biggest = max(parameter.numel() for parameter in model.parameters())
     assert biggest == 4 * c * p  # 16384 x 512
+
+
+def test_reverse_padded_gradient_is_the_same_reversal():
+    """Its backward gathers by the same index (the reversal is its own inverse): gradcheck on a
+    ragged batch with an empty and a full row, and the gradient is the reversed gradient."""
+    tensor = torch.randn(4, 7, 3, dtype=torch.float64, requires_grad=True)
+    lengths = torch.tensor([7, 3, 0, 5])
+    assert torch.autograd.gradcheck(lambda t: reverse_padded(t, lengths), (tensor,))
+    grad = torch.randn(4, 7, 3, dtype=torch.float64)
+    (ours,) = torch.autograd.grad(reverse_padded(tensor, lengths), tensor, grad)
+    assert torch.equal(ours, reverse_padded(grad, lengths))
+    assert torch.equal(ours[2], grad[2]) and torch.equal(ours[1, 3:], grad[1, 3:])
