@@ -28,7 +28,9 @@ On a GPU the fused kernel replays its loops from captured CUDA graphs (`allennlp
 cuda_graphs`), each step's pointwise work in fused Triton kernels (`allennlp_elmo_c.nn.
 lstmp_triton`, float32); the `fused_eager` row runs the same loops without graphs, the
 `fused_torch_ops` row with graphs but torch ops in place of the Triton kernels
-(`ELMO_C_TRITON=0`). `--precision tf32`
+(`ELMO_C_TRITON=0`). On CPU the fused backward's matrix products run through oneDNN
+(`allennlp_elmo_c.nn.backward_products`); the `fused_torch_mm` row runs them through `torch.mm`
+(MKL; `ELMO_C_ONEDNN=0`) instead. `--precision tf32`
 lets float32 matrix products use TF32; `--precision bf16` runs each step under autocast
 (the recurrence itself stays float32, see `lstm_with_projection`). `--json` appends the row
 values to a file.
@@ -45,6 +47,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 import allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer as layer_module
 from allennlp_elmo_c.modules.output_heads.continuous import ContinuousOutputHead
+from allennlp_elmo_c.nn.backward_products import BackwardProducts
 from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import ElmoLstmEncoder
 from timing import device_name, time_in_turn
 
@@ -157,7 +160,9 @@ def products_step(size, batch_size, timesteps, device):
     The matrix products of the fused encoder's forward + backward alone, with the shapes it runs
     (each layer and direction: the input product over all timesteps, per step W_hh's and W_hr's
     forward and backward products, the input and weight gradients over all timesteps), on
-    random values, nothing else: the cost no implementation of the cell avoids.
+    random values, nothing else: the cost no implementation of the cell avoids. As the fused
+    encoder runs them: the forward's through `torch.mm`, the backward's through
+    `BackwardProducts` (oneDNN on CPU unless `ELMO_C_ONEDNN=0`).
     """
     _, projection, cell, layers = SIZES[size]
     rows = batch_size * timesteps
@@ -174,13 +179,16 @@ def products_step(size, batch_size, timesteps, device):
         for t in range(timesteps):
             gates[t].addmm_(hidden, w_hh.t())
             torch.mm(step_memory, w_hr.t())
-        for t in range(timesteps):
-            step_grad_projected.mm(w_hr)
-            step_grad_gates.mm(w_hh)
-        grad_gates.mm(w_ih)
-        grad_gates.t().mm(inputs)
-        grad_gates.t().mm(inputs)
-        grad_projected.t().mm(memory)
+        with torch.no_grad():  # as in a backward pass
+            products = BackwardProducts(inputs)
+            w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
+            for t in range(timesteps):
+                products.linear(step_grad_projected, w_hr_t)
+                products.linear(step_grad_gates, w_hh_t)
+            products.linear(grad_gates, w_ih.t())
+            products.linear(grad_gates.t(), inputs.t())
+            products.linear(grad_gates.t(), inputs.t())
+            products.linear(grad_projected.t(), memory.t())
 
     def step():
         for _ in range(2 * layers):
@@ -246,8 +254,8 @@ def main():
                         help="after forward + backward: an Adam update, or none")  # fmt: skip
     parser.add_argument("--rows", default="reference,fused,allennlp,outside,floor",
                         help="comma-separated rows (also: fused_torch_ops, fused_eager on a "
-                        "GPU, outside_torch_lstm on CPU, products: the encoder's matrix "
-                        "products alone)")  # fmt: skip
+                        "GPU, outside_torch_lstm and fused_torch_mm on CPU, products: the "
+                        "encoder's matrix products alone)")  # fmt: skip
     parser.add_argument("--json", help="append the results to this JSON-lines file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -265,7 +273,7 @@ def main():
     rows = {}
     for row in args.rows.split(","):
         backend = {"outside": "fused", "fused_eager": "fused", "fused_torch_ops": "fused",
-                   "outside_torch_lstm": "fused"}  # fmt: skip
+                   "fused_torch_mm": "fused", "outside_torch_lstm": "fused"}  # fmt: skip
         norm = "outside" if row.startswith("outside") else "inside"
         if row == "products":
             # Counted in the tokens of the training-step rows' batch.
@@ -282,6 +290,8 @@ def main():
             step = without_graphs(step)
         elif row == "fused_torch_ops":
             step = without_kernels(step)
+        elif row == "fused_torch_mm":
+            step = with_switch_off(step, "ELMO_C_ONEDNN")
         rows[row] = (step, tokens)
     seconds, peaks = time_in_turn(
         {key: step for key, (step, _) in rows.items()}, args.steps, args.warmup, device

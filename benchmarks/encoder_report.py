@@ -27,15 +27,16 @@ def main(out: Path) -> None:
             " ".join(line.split()) for line in (out / "machine.txt").read_text().splitlines()
         ) + "\n")
     if cpu:
-        print("| size, batch | threads | reference | fused | fused, torch ops | AllenNLP `ElmoLstm` "
+        print("| size, batch | threads | reference | fused | fused, torch ops "
+              "| fused, backward torch.mm | AllenNLP `ElmoLstm` "
               "| `outside` | floor `torch.nn.LSTM(proj_size)` | matrix products alone "
               "| fused / reference | fused / floor | fused / products |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for record in sorted(cpu, key=lambda r: (r["size"] != "demo", r["threads"])):
             speeds = record["tokens_per_second"]
             cells = [f"{speeds[row]:,.0f}" if row in speeds else "-"
-                     for row in ("reference", "fused", "fused_torch_ops", "allennlp", "outside", "floor",
-                                "products")]
+                     for row in ("reference", "fused", "fused_torch_ops", "fused_torch_mm", "allennlp",
+                                "outside", "floor", "products")]
             print(f"| {record['size']}, {record['batch_size']} x {record['timesteps']} "
                   f"| {record['threads']} | " + " | ".join(cells)
                   + f" | {ratio(speeds, 'fused', 'reference')} | {ratio(speeds, 'fused', 'floor')} "

@@ -36,9 +36,10 @@ cpu_rows() {
     indexing ""
   fi
   # fused_torch_ops: the fused kernel with the C kernels switched off (ELMO_C_CPU_KERNELS=0);
-  # products: the encoder's matrix products alone. Forward + backward (no optimizer update):
-  # the encoder's own cost, as issue 17 measures it.
-  local rows=reference,fused,fused_torch_ops,allennlp,outside,floor,products
+  # fused_torch_mm: its backward products through torch.mm (MKL) instead of oneDNN
+  # (ELMO_C_ONEDNN=0); products: the encoder's matrix products alone. Forward + backward (no
+  # optimizer update): the encoder's own cost, as issue 17 measures it.
+  local rows=reference,fused,fused_torch_ops,fused_torch_mm,allennlp,outside,floor,products
   local update="--update none"
   for threads in 1 2; do
     pin=""

@@ -30,7 +30,8 @@ float32 the pointwise work of each step runs in a few fused Triton kernels
 (`allennlp_elmo_c.nn.lstmp_triton`, when triton is importable; `ELMO_C_TRITON=0` runs the torch
 ops instead). On CPU the same pointwise groups run in C (`allennlp_elmo_c.nn.lstmp_cpu`, when
 built), the forward ones rounding exactly as the torch ops below (the reference's, bit for bit)
-do; see `pointwise_kernels`.
+do; see `pointwise_kernels`. The backward's float32 matrix products on CPU run through oneDNN
+(`allennlp_elmo_c.nn.backward_products`), the forward's through `torch.mm` as the reference's.
 """
 
 import contextlib
@@ -44,6 +45,7 @@ from typing import List, Optional, Tuple
 import torch
 
 from allennlp_elmo_c.nn import cuda_graphs
+from allennlp_elmo_c.nn.backward_products import BackwardProducts
 
 logger = logging.getLogger(__name__)
 
@@ -307,6 +309,8 @@ def _backward_steps(
     grad_gates, grad_hiddens, grad_projected = _backward_buffers(
         gates, projection_size, steps, every_row=running is not None
     )
+    products = BackwardProducts(gates)
+    w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
     for t in range(steps - 1, -1, -1):
         n = batch if batch_sizes is None else batch_sizes[t]
         dh = dh_carry[:n] + grad_outputs[t, :n]
@@ -321,7 +325,7 @@ def _backward_steps(
             dp = dp * projection_keep[t, :n]
         f = gates[t, :n, four_cells // 4 : four_cells // 2]
         tanh_cell = tanh_cells[t, :n]
-        dm = dp.mm(w_hr)
+        dm = products.linear(dp, w_hr_t)
         dc = torch.addcmul(dc_carry[:n], dm * gates[t, :n, 3 * four_cells // 4 :],
                            1 - tanh_cell * tanh_cell)  # fmt: skip
         if clip_cell:
@@ -332,7 +336,7 @@ def _backward_steps(
             grad_gates[t] = torch.where(keep, grad_gates[t], 0.0)
             dp, dh = torch.where(keep, dp, 0.0), torch.where(keep, dh, 0.0)
         grad_hiddens[t, :n], grad_projected[t, :n] = dh, dp
-        dr = grad_gates[t, :n].mm(w_hh)
+        dr = products.linear(grad_gates[t, :n], w_hh_t)
         if dropout is not None:
             dr = dr * dropout[:n]
         if running is None:
@@ -380,6 +384,8 @@ def _backward_steps_fused(
     )
     dm = gates.new_empty(batch, four_cells // 4)
     dr = gates.new_empty(batch, projection_size)
+    products = BackwardProducts(gates)
+    w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
     for t in range(steps - 1, -1, -1):
         kernels.projection_backward(
             dh_carry, grad_outputs[t], projected[t], None if means is None else means[t],
@@ -387,10 +393,10 @@ def _backward_steps_fused(
             projection_keep[t] if clip_projection else None, running[t], grad_hiddens[t],
             grad_projected[t],
         )  # fmt: skip
-        torch.mm(grad_projected[t], w_hr, out=dm)
+        dm = products.linear(grad_projected[t], w_hr_t, out=dm)
         kernels.gate_backward(dm, dc_carry, gates[t], cells[t], tanh_cells[t],
                               cell_keep[t] if clip_cell else None, running[t], grad_gates[t])  # fmt: skip
-        torch.mm(grad_gates[t], w_hh, out=dr)
+        dr = products.linear(grad_gates[t], w_hh_t, out=dr)
         kernels.carry_backward(dr, dropout, running[t], dh_carry)
     return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry
 
@@ -491,19 +497,22 @@ class _LstmpFunction(torch.autograd.Function):
                 grad_outputs, dh_carry, dc_carry, None, *saved, ctx.batch_sizes, ctx.steps,
                 ctx.clips,
             )  # fmt: skip
+        # The products over every timestep: a @ b as products.linear(a, b.t()).
+        products = BackwardProducts(inputs)
         flat_gates = grad_gates.view(timesteps * batch, -1)
         time_major_inputs = inputs.transpose(0, 1).reshape(timesteps * batch, input_size)
-        grad_inputs = flat_gates.mm(w_ih).view(timesteps, batch, input_size).transpose(0, 1)
+        grad_inputs = products.linear(flat_gates, w_ih.t())
+        grad_inputs = grad_inputs.view(timesteps, batch, input_size).transpose(0, 1)
         # W_ih's and W_hh's gradients as two products (one product against [x_t, r_t] would
         # return non-contiguous halves, which autograd copies: 10% slower at the paper's size).
-        grad_w_ih = flat_gates.t().mm(time_major_inputs)
+        grad_w_ih = products.linear(flat_gates.t(), time_major_inputs.t())
         grad_bias = flat_gates.sum(0)
         recurrent = hiddens[:timesteps] if dropout is None else hiddens[:timesteps] * dropout
-        grad_w_hh = flat_gates.t().mm(recurrent.reshape(timesteps * batch, -1))
+        grad_w_hh = products.linear(flat_gates.t(), recurrent.reshape(timesteps * batch, -1).t())
         # m_t = o_t * tanh(c_t) for every (step, row) that ran; zeros elsewhere meet zero grads.
         memory = gates[..., 3 * cell_size :] * tanh_cells
-        grad_w_hr = grad_projected.view(timesteps * batch, -1).t().mm(
-            memory.reshape(timesteps * batch, -1)
+        grad_w_hr = products.linear(
+            grad_projected.view(timesteps * batch, -1).t(), memory.reshape(timesteps * batch, -1).t()
         )
         grad_norm_weight = grad_norm_bias = None
         if norm_weight is not None:

@@ -246,15 +246,21 @@ def largest_errors(run, exact):
     return value, grad
 
 
-def test_default_fused_equals_reference_at_demo_size_with_clips(monkeypatch):
+@pytest.mark.parametrize("onednn", [None, "0"], ids=["default", "backward_torch_mm"])
+def test_default_fused_equals_reference_at_demo_size_with_clips(monkeypatch, onednn):
     """
-    The default CPU path (the C kernels where built) at the demo size (cell 256, projection
-    128), 40 ragged steps, clips that bite, dropout: every layer's outputs within 1e-5 of the
-    reference (in fact bit for bit: the forward kernels round as torch's ops do, and float32
-    rounding differences would grow over the steps: 4.5e-5 here for kernels with their own
-    expf/tanh), and every gradient within 1e-5 of the reference's, relative to its scale.
+    The default CPU path (the C kernels where built, the backward's products through oneDNN
+    where it works, or through torch.mm) at the demo size (cell 256, projection 128), 40 ragged
+    steps, clips that bite, dropout: every layer's outputs within 1e-5 of the reference (in fact
+    bit for bit: the forward kernels round as torch's ops do, and float32 rounding differences
+    would grow over the steps: 4.5e-5 here for kernels with their own expf/tanh), and every
+    gradient within 1e-5 of the reference's, relative to its scale.
     """
     monkeypatch.delenv("ELMO_C_CPU_KERNELS", raising=False)
+    if onednn is None:
+        monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
+    else:
+        monkeypatch.setenv("ELMO_C_ONEDNN", onednn)
     fused, reference = demo_size_run("fused", torch.float32), demo_size_run("reference", torch.float32)
     for index, (ours, theirs) in enumerate(zip(fused[0], reference[0])):
         assert (ours - theirs).abs().max().item() < 1e-5, f"layer {index}"

@@ -1,0 +1,121 @@
+"""
+The matrix products of `allennlp_elmo_c.nn.lstmp`'s backward pass, on CPU through oneDNN.
+
+On CPU, torch's float32 `mm` calls MKL, which on AMD processors runs its AVX2 code and, at the
+shapes of the LSTM's per-step products (16 rows against a 16384 x 512 weight at the paper's
+size), well under the machine's AVX-512 rate. oneDNN, which torch ships for its own CPU
+inference (`torch.ops.mkldnn._linear_pointwise`, what inductor's frozen linear layers call),
+picks its kernels by instruction set: on one core of an AVX-512 AMD EPYC it ran the backward's
+products at 120 to 220 GFLOP/s against MKL's 60 to 100 (`benchmarks/product_rates.py`,
+`benchmarks/RESULTS.md`).
+
+Only the backward pass uses it. The forward products must stay the reference backend's, bit
+for bit: over long clipped sequences a one-ulp difference in the recurrence grows to 4e-5,
+past the 1e-5 the backends must agree to. Gradients only multiply saved activations (a clip's
+mask is the forward's), so a different summation order in a product moves them by float32
+rounding and no more (tests/nn/test_backward_products.py,
+tests/modules/seq2seq_encoders/test_backend_agreement.py).
+
+oneDNN generates a kernel for each new product shape (about 3 ms here), kept in its primitive
+cache (`ONEDNN_PRIMITIVE_CACHE_CAPACITY`, 1024 by default): a training run with fixed batch
+and window sizes meets a handful of shapes, the first batch of each pays once.
+
+`BackwardProducts(tensor)` uses oneDNN for float32 CPU tensors outside grad mode (the op has no
+derivative), when torch has the op and it passes a check against float64 products on first
+use; `ELMO_C_ONEDNN=0` switches it off. Otherwise it runs `torch.mm`, MKL on CPU, cuBLAS on a
+GPU.
+"""
+import functools
+import logging
+import os
+from typing import Optional
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+
+class BackwardProducts:
+    """
+    `linear(inputs, weight)` = `inputs @ weight.T`, as `torch.nn.functional.linear` without a
+    bias, through oneDNN where it serves `like`'s device and dtype (see the module docstring)
+    and `torch.mm` elsewhere.
+
+    # Parameters
+
+    like : `torch.Tensor`
+        A tensor with the device and dtype of the operands.
+    """
+
+    def __init__(self, like: torch.Tensor) -> None:
+        self.onednn = (
+            like.device.type == "cpu"
+            and like.dtype == torch.float32
+            and not torch.is_grad_enabled()
+            and os.environ.get("ELMO_C_ONEDNN", "1") != "0"
+            and _onednn_works()
+        )
+
+    def weight(self, weight: torch.Tensor) -> torch.Tensor:
+        """
+        `weight` `(out, in)` in the layout `linear` reads fastest, for a weight used in many
+        products: oneDNN streams rows, so a transposed view is copied once here.
+        """
+        return weight.contiguous() if self.onednn else weight
+
+    def linear(
+        self, inputs: torch.Tensor, weight: torch.Tensor, out: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
+        """
+        # Parameters
+
+        inputs : `torch.Tensor`
+            `(rows, in)`, any strides.
+        weight : `torch.Tensor`
+            `(out, in)`, any strides.
+        out : `torch.Tensor`, optional
+            `(rows, out)`, where `torch.mm` writes the product (so that a captured CUDA graph
+            allocates nothing); oneDNN returns a new tensor instead.
+
+        # Returns
+
+        `torch.Tensor`
+            `(rows, out)`, contiguous: `inputs @ weight.T`.
+        """
+        if self.onednn:
+            return _onednn_linear(inputs, weight)
+        return torch.mm(inputs, weight.t(), out=out)
+
+
+def _onednn_linear(inputs: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return torch.ops.mkldnn._linear_pointwise(inputs, weight, None, "none", [], "")
+
+
+@functools.lru_cache(maxsize=None)
+def _onednn_works() -> bool:
+    """Whether torch's oneDNN linear runs here and multiplies in float32 (checked once, on
+    transposed operands and more rows than threads, against float64 products)."""
+    if not torch.backends.mkldnn.is_available():
+        logger.info("backward products: torch has no oneDNN; the LSTM's backward uses torch.mm")
+        return False
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randn(300, 37, generator=generator).t()  # (37, 300), transposed strides
+    weight = torch.randn(300, 129, generator=generator).t()  # (129, 300)
+    try:
+        with torch.no_grad():
+            product = _onednn_linear(inputs, weight)
+    except (RuntimeError, AttributeError) as error:
+        logger.info("backward products: oneDNN's linear is unavailable (%s); using torch.mm", error)
+        return False
+    exact = inputs.double() @ weight.double().t()
+    # float32 rounding over 300 terms of size ~1: errors around 1e-5; bfloat16 would be ~0.1.
+    error = (
+        (product.double() - exact).abs().max().item() if product.shape == exact.shape else None
+    )
+    if error is None or not error < 1e-3:
+        logger.warning(
+            "backward products: oneDNN's linear is %s from float64 products; using torch.mm",
+            error,
+        )
+        return False
+    return True

@@ -1,0 +1,113 @@
+"""
+`BackwardProducts` multiplies in float32 through oneDNN or torch.mm alike, is chosen where it
+should be, and is what the fused backend's CPU backward really runs.
+"""
+import platform
+
+import pytest
+import torch
+
+from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
+from allennlp_elmo_c.nn import backward_products
+from allennlp_elmo_c.nn.backward_products import BackwardProducts
+
+# (rows, in, out): a demo-size step (ragged: 13 of 64 rows), W_ih's gradient over 40 x 8 rows,
+# and a long inner dimension (the paper's dL/dgates @ W_hh has 16384).
+SHAPES = [(13, 1024, 128), (320, 100, 1024), (5, 8192, 33)]
+
+
+def operands(rows, inner, out, transposed):
+    generator = torch.Generator().manual_seed(rows + inner)
+    inputs = torch.randn(inner if transposed else rows, rows if transposed else inner,
+                         generator=generator)  # fmt: skip
+    weight = 3 * torch.randn(inner, out, generator=generator)  # (in, out): weight.t() is (out, in)
+    return (inputs.t() if transposed else inputs), weight.t()
+
+
+@pytest.mark.parametrize("onednn", ["1", "0"], ids=["onednn", "torch_mm"])
+@pytest.mark.parametrize("transposed", [False, True], ids=["rows", "transposed"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_linear_is_a_float32_product(monkeypatch, onednn, transposed, shape):
+    """Within float32 rounding of the float64 product, entry by entry: at most 1e-5 of the sum
+    of the terms' magnitudes (bfloat16 or TF32 arithmetic would be ~1e-3)."""
+    monkeypatch.setenv("ELMO_C_ONEDNN", onednn)
+    inputs, weight = operands(*shape, transposed)
+    with torch.no_grad():
+        products = BackwardProducts(inputs)
+        ours = products.linear(inputs, products.weight(weight))
+    assert ours.shape == (shape[0], shape[2]) and ours.dtype == torch.float32
+    assert ours.is_contiguous()
+    exact = inputs.double() @ weight.double().t()
+    magnitude = inputs.double().abs() @ weight.double().abs().t()
+    assert ((ours.double() - exact).abs() <= 1e-5 * magnitude).all()
+
+
+def test_torch_mm_writes_into_out():
+    inputs, weight = operands(13, 1024, 128, False)
+    out = torch.empty(13, 128)
+    with torch.no_grad():
+        products = BackwardProducts(torch.zeros(1, dtype=torch.float64))
+        assert products.linear(inputs, weight, out=out) is out
+    assert torch.equal(out, inputs @ weight.t())
+
+
+def test_onednn_only_for_float32_cpu_outside_grad_mode(monkeypatch):
+    monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
+    available = backward_products._onednn_works()
+    with torch.no_grad():
+        assert BackwardProducts(torch.zeros(1)).onednn == available
+        assert not BackwardProducts(torch.zeros(1, dtype=torch.float64)).onednn
+        monkeypatch.setenv("ELMO_C_ONEDNN", "0")
+        assert not BackwardProducts(torch.zeros(1)).onednn
+    monkeypatch.delenv("ELMO_C_ONEDNN")
+    with torch.enable_grad():  # oneDNN's linear has no derivative (a double backward)
+        assert not BackwardProducts(torch.zeros(1)).onednn
+
+
+def test_onednn_works_on_x86():
+    """torch's x86-64 wheels ship oneDNN; its linear passes the float64 check there."""
+    if platform.machine() != "x86_64" or not torch.backends.mkldnn.is_available():
+        pytest.skip("oneDNN is checked on x86-64 builds of torch only")
+    assert backward_products._onednn_works()
+
+
+def test_the_check_rejects_a_wrong_product(monkeypatch):
+    backward_products._onednn_works.cache_clear()
+    try:
+        monkeypatch.setattr(backward_products, "_onednn_linear",
+                            lambda inputs, weight: (inputs @ weight.t()).bfloat16().float())  # fmt: skip
+        assert not backward_products._onednn_works()
+        monkeypatch.setattr(backward_products, "_onednn_linear",
+                            lambda inputs, weight: (inputs @ weight.t())[:-1])  # fmt: skip
+        backward_products._onednn_works.cache_clear()
+        assert not backward_products._onednn_works()
+    finally:
+        monkeypatch.undo()
+        backward_products._onednn_works.cache_clear()
+
+
+@pytest.mark.parametrize("loops", ["c_kernels", "torch_ops"])
+def test_fused_cpu_backward_runs_its_products_through_onednn(monkeypatch, loops):
+    """Every product of the fused layer's CPU backward (2 per step, 4 over all steps) goes
+    through oneDNN where it works, with the C kernels or the torch ops doing the pointwise work."""
+    if not backward_products._onednn_works():
+        pytest.skip("torch's oneDNN linear does not work here")
+    monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
+    monkeypatch.setenv("ELMO_C_CPU_KERNELS", "1" if loops == "c_kernels" else "0")
+    calls = []
+    onednn_linear = backward_products._onednn_linear
+
+    def counting(inputs, weight):
+        calls.append(tuple(weight.shape))
+        return onednn_linear(inputs, weight)
+
+    monkeypatch.setattr(backward_products, "_onednn_linear", counting)
+    torch.manual_seed(0)
+    layer = ProjectedLstmLayer(12, 24, 16, 1.0, 0.6, recurrent_dropout=0.3).train()
+    inputs = torch.randn(3, 7, 12, requires_grad=True)
+    mask = torch.arange(7).unsqueeze(0) < torch.tensor([[7], [4], [2]])
+    output, _ = layer(inputs, mask, None, backend="fused")
+    assert not calls  # the forward's products are torch.mm's (the reference's, bit for bit)
+    output.sum().backward()
+    assert len(calls) == 2 * 7 + 4
+    assert calls.count((24, 16)) == 7 and calls.count((16, 4 * 24)) == 7
