@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
-from allennlp_elmo_c.nn import backward_products
+from allennlp_elmo_c.nn import backward_products, lstmp
 from allennlp_elmo_c.nn.backward_products import BackwardProducts
 
 # (rows, in, out): a demo-size step (ragged: 13 of 64 rows), W_ih's gradient over 40 x 8 rows,
@@ -25,21 +25,30 @@ def operands(rows, inner, out, transposed):
 
 
 @pytest.mark.parametrize("onednn", ["1", "0"], ids=["onednn", "torch_mm"])
+@pytest.mark.parametrize("prepared", [True, False], ids=["weight", "strided_weight"])
 @pytest.mark.parametrize("transposed", [False, True], ids=["rows", "transposed"])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_linear_is_a_float32_product(monkeypatch, onednn, transposed, shape):
+def test_linear_is_a_float32_product(monkeypatch, onednn, prepared, transposed, shape):
     """Within float32 rounding of the float64 product, entry by entry: at most 1e-5 of the sum
-    of the terms' magnitudes (bfloat16 or TF32 arithmetic would be ~1e-3)."""
+    of the terms' magnitudes (bfloat16 or TF32 arithmetic would be ~1e-3); with the weight made
+    contiguous by `weight` or passed as the transposed view the backward's big products use."""
     monkeypatch.setenv("ELMO_C_ONEDNN", onednn)
     inputs, weight = operands(*shape, transposed)
     with torch.no_grad():
         products = BackwardProducts(inputs)
-        ours = products.linear(inputs, products.weight(weight))
+        ours = products.linear(inputs, products.weight(weight) if prepared else weight)
     assert ours.shape == (shape[0], shape[2]) and ours.dtype == torch.float32
     assert ours.is_contiguous()
     exact = inputs.double() @ weight.double().t()
     magnitude = inputs.double().abs() @ weight.double().abs().t()
     assert ((ours.double() - exact).abs() <= 1e-5 * magnitude).all()
+
+
+def test_empty_inner_dimension_gives_zeros(monkeypatch):
+    monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
+    with torch.no_grad():
+        ours = BackwardProducts(torch.zeros(1)).linear(torch.zeros(3, 0), torch.zeros(5, 0))
+    assert torch.equal(ours, torch.zeros(3, 5))
 
 
 def test_torch_mm_writes_into_out():
@@ -72,6 +81,8 @@ def test_onednn_works_on_x86():
 
 
 def test_the_check_rejects_a_wrong_product(monkeypatch):
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("without oneDNN the check returns before multiplying")
     backward_products._onednn_works.cache_clear()
     try:
         monkeypatch.setattr(backward_products, "_onednn_linear",
@@ -94,6 +105,10 @@ def test_fused_cpu_backward_runs_its_products_through_onednn(monkeypatch, loops)
         pytest.skip("torch's oneDNN linear does not work here")
     monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
     monkeypatch.setenv("ELMO_C_CPU_KERNELS", "1" if loops == "c_kernels" else "0")
+    kernels = lstmp.pointwise_kernels(torch.zeros(1), "backward")
+    if loops == "c_kernels" and kernels is None:
+        pytest.skip("the lstmp C extension is not built")
+    assert (kernels is None) == (loops == "torch_ops")
     calls = []
     onednn_linear = backward_products._onednn_linear
 
