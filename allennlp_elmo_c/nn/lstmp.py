@@ -46,6 +46,7 @@ import torch
 
 from allennlp_elmo_c.nn import cuda_graphs
 from allennlp_elmo_c.nn.backward_products import BackwardProducts
+from allennlp_elmo_c.nn.permutation import permute
 
 logger = logging.getLogger(__name__)
 
@@ -525,23 +526,6 @@ class _LstmpFunction(torch.autograd.Function):
         )  # fmt: skip
 
 
-class _PermuteRows(torch.autograd.Function):
-    """`tensor[order]` for a permutation `order` of its rows, whose gradient goes back through the
-    inverse permutation (a gather; autograd's own backward of `tensor[order]` scatter-adds
-    into zeros element by element, a few % of a demo-size step). The same values either way."""
-
-    @staticmethod
-    def forward(  # type: ignore[override]
-        ctx, tensor: torch.Tensor, order: torch.Tensor, inverse: torch.Tensor
-    ) -> torch.Tensor:
-        ctx.inverse = inverse
-        return tensor.index_select(0, order)
-
-    @staticmethod
-    def backward(ctx, grad):  # type: ignore[override]
-        return grad.index_select(0, ctx.inverse), None, None
-
-
 def lstm_with_projection(
     inputs: torch.Tensor,
     lengths: torch.Tensor,
@@ -606,10 +590,10 @@ def lstm_with_projection(
     unsort = torch.argsort(order)
 
     def rows(tensor: torch.Tensor) -> torch.Tensor:  # sorted by length, longest first
-        return _PermuteRows.apply(tensor, order, unsort)
+        return permute(tensor, 0, order, unsort)
 
     def unsorted(tensor: torch.Tensor) -> torch.Tensor:
-        return _PermuteRows.apply(tensor, unsort, order)
+        return permute(tensor, 0, unsort, order)
 
     timesteps = inputs.size(1)
     steps = torch.arange(timesteps, device=lengths.device)

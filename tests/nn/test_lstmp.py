@@ -106,14 +106,3 @@ def test_norm_weight_and_bias_come_together():
             inputs, lengths, hidden, cell, *weights, norm_weight=torch.ones(PROJECTION)
         )
 
-
-def test_row_permutation_gradient_goes_back_through_the_inverse():
-    from allennlp_elmo_c.nn.lstmp import _PermuteRows
-
-    tensor = torch.randn(6, 2, 3, dtype=torch.float64, requires_grad=True)
-    order = torch.tensor([2, 0, 5, 4, 1, 3])
-    inverse = torch.argsort(order)
-    assert torch.autograd.gradcheck(lambda t: _PermuteRows.apply(t, order, inverse), (tensor,))
-    grad = torch.randn(6, 2, 3, dtype=torch.float64)
-    (ours,) = torch.autograd.grad(_PermuteRows.apply(tensor, order, inverse), tensor, grad)
-    assert torch.equal(ours[order], grad)

@@ -10,26 +10,12 @@ from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import (
     ProjectedLstmLayer,
     State,
 )
+from allennlp_elmo_c.nn.permutation import permute
 
 logger = logging.getLogger(__name__)
 
 DIRECTIONS = ("forward_lm", "backward_lm")
 BACKENDS = ("reference", "fused")
-
-
-class _Gather(torch.autograd.Function):
-    """`tensor.gather(1, index)` for an `index` that is its own inverse along dimension 1, so that
-    the gradient goes back by the same gather (autograd's own backward of a gather scatter-adds
-    into zeros, serially). The same values either way."""
-
-    @staticmethod
-    def forward(ctx, tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        ctx.index = index
-        return tensor.gather(1, index)
-
-    @staticmethod
-    def backward(ctx, grad):  # type: ignore[override]
-        return grad.gather(1, ctx.index), None
 
 
 def reverse_padded(tensor: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -42,7 +28,7 @@ def reverse_padded(tensor: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     lengths = lengths.unsqueeze(1)
     index = torch.where(positions < lengths, lengths - 1 - positions, positions)
     index = index.view(*index.shape, *([1] * (tensor.dim() - 2))).expand_as(tensor)
-    return _Gather.apply(tensor, index)
+    return permute(tensor, 1, index, index)  # its own inverse
 
 
 class _DirectionStack(torch.nn.Module):
