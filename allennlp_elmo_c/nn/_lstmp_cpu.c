@@ -211,11 +211,11 @@ static PyObject *cell_forward(PyObject *self, PyObject *args) {
 }
 
 static PyObject *projection_forward(PyObject *self, PyObject *args) {
-    Py_ssize_t projected_, keep_, hiddens_, dropout_, recurrent_, batch, size;
+    Py_ssize_t projected_, keep_, hiddens_, dropout_, batch, size;
     int clip_on, copy_on, dropout_on;
     float clip;
-    if (!PyArg_ParseTuple(args, "nnnnnnnpfpp", &projected_, &keep_, &hiddens_, &dropout_,
-                          &recurrent_, &batch, &size, &clip_on, &clip, &copy_on, &dropout_on))
+    if (!PyArg_ParseTuple(args, "nnnnnnpfpp", &projected_, &keep_, &hiddens_, &dropout_, &batch,
+                          &size, &clip_on, &clip, &copy_on, &dropout_on))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t row = 0; row < batch; row++) {
@@ -228,15 +228,15 @@ static PyObject *projection_forward(PyObject *self, PyObject *args) {
                 p[k] = clamp(p[k], clip);
             }
         }
-        if (!copy_on) continue;
+        if (!copy_on) continue;  /* h_t = p_t (* dropout) without a LayerNorm */
         float *restrict h = F(hiddens_) + row * size;
-#pragma omp simd
-        for (Py_ssize_t k = 0; k < size; k++) h[k] = p[k];
         if (dropout_on) {
             const float *restrict d = F(dropout_) + row * size;
-            float *restrict r = F(recurrent_) + row * size;
 #pragma omp simd
-            for (Py_ssize_t k = 0; k < size; k++) r[k] = h[k] * d[k];
+            for (Py_ssize_t k = 0; k < size; k++) h[k] = p[k] * d[k];
+        } else {
+#pragma omp simd
+            for (Py_ssize_t k = 0; k < size; k++) h[k] = p[k];
         }
     }
     Py_END_ALLOW_THREADS
@@ -245,12 +245,12 @@ static PyObject *projection_forward(PyObject *self, PyObject *args) {
 
 static PyObject *projection_backward(PyObject *self, PyObject *args) {
     Py_ssize_t carry_, outputs_, outputs_stride, projected_, means_, rstds_, weight_, keep_;
-    Py_ssize_t running_, grad_hiddens_, grad_projected_, batch, size;
-    int norm_on, clip_on, threads;
-    if (!PyArg_ParseTuple(args, "nnnnnnnnnnnnnppi", &carry_, &outputs_, &outputs_stride,
-                          &projected_, &means_, &rstds_, &weight_, &keep_, &running_,
+    Py_ssize_t dropout_, running_, grad_hiddens_, grad_projected_, batch, size;
+    int norm_on, clip_on, dropout_on, threads;
+    if (!PyArg_ParseTuple(args, "nnnnnnnnnnnnnnpppi", &carry_, &outputs_, &outputs_stride,
+                          &projected_, &means_, &rstds_, &weight_, &keep_, &dropout_, &running_,
                           &grad_hiddens_, &grad_projected_, &batch, &size, &norm_on, &clip_on,
-                          &threads))
+                          &dropout_on, &threads))
         return NULL;
     Py_BEGIN_ALLOW_THREADS
 #pragma omp parallel for num_threads(threads) schedule(static) if (PARALLEL(threads, batch * size))
@@ -264,7 +264,12 @@ static PyObject *projection_backward(PyObject *self, PyObject *args) {
         const float *restrict carry = F(carry_) + row * size;
         const float *restrict outputs = F(outputs_) + row * outputs_stride;
 #pragma omp simd
-        for (Py_ssize_t k = 0; k < size; k++) dh[k] = carry[k] + outputs[k];
+        for (Py_ssize_t k = 0; k < size; k++) dh[k] = carry[k] + outputs[k];  /* dL/dh_t */
+        if (dropout_on) {  /* dL/dn_t, the state before its dropout */
+            const float *restrict d = F(dropout_) + row * size;
+#pragma omp simd
+            for (Py_ssize_t k = 0; k < size; k++) dh[k] *= d[k];
+        }
         if (norm_on) {
             const float *restrict p = F(projected_) + row * size, *restrict w = F(weight_);
             const float mean = F(means_)[row], rstd = F(rstds_)[row];
@@ -335,24 +340,15 @@ static PyObject *gate_backward(PyObject *self, PyObject *args) {
 }
 
 static PyObject *carry_backward(PyObject *self, PyObject *args) {
-    Py_ssize_t dr_, dropout_, running_, carry_, batch, size;
-    int dropout_on;
-    if (!PyArg_ParseTuple(args, "nnnnnnp", &dr_, &dropout_, &running_, &carry_, &batch, &size,
-                          &dropout_on))
-        return NULL;
+    Py_ssize_t dr_, running_, carry_, batch, size;
+    if (!PyArg_ParseTuple(args, "nnnnn", &dr_, &running_, &carry_, &batch, &size)) return NULL;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t row = 0; row < batch; row++) {
         if (!B(running_)[row]) continue;
         const float *restrict dr = F(dr_) + row * size;
         float *restrict carry = F(carry_) + row * size;
-        if (dropout_on) {
-            const float *restrict d = F(dropout_) + row * size;
 #pragma omp simd
-            for (Py_ssize_t k = 0; k < size; k++) carry[k] = dr[k] * d[k];
-        } else {
-#pragma omp simd
-            for (Py_ssize_t k = 0; k < size; k++) carry[k] = dr[k];
-        }
+        for (Py_ssize_t k = 0; k < size; k++) carry[k] = dr[k];
     }
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;

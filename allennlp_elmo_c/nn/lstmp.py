@@ -5,14 +5,15 @@ variable-length sequences, with a hand-written backward pass (backpropagation th
 Per timestep (gate order input, forget, cell, output as in torch; a row past its length is
 computed but ignored, as in the reference loop):
 
-    r_t = h_{t-1} * d                                  (d: recurrent dropout mask, optional)
-    i, f, g, o = σ, σ, tanh, σ of  W_ih x_t + b + W_hh r_t
+    i, f, g, o = σ, σ, tanh, σ of  W_ih x_t + b + W_hh h_{t-1}
     c_t = clip(f * c_{t-1} + i * g, cell_clip)         (clip optional)
     p_t = clip(W_hr (o * tanh(c_t)), projection_clip)  (clip optional)
-    h_t = LayerNorm(p_t)                               (optional; otherwise h_t = p_t)
+    n_t = LayerNorm(p_t)                               (optional; otherwise n_t = p_t)
+    h_t = n_t * d                                      (d: recurrent dropout mask, optional)
 
-`(h_t, c_t)` is both the output and the state fed back: exactly the per-step loop of
-`ProjectedLstmLayer`'s reference backend (the paper's cell), in one autograd node.
+`(h_t, c_t)` is both the output and the state fed back (the dropped state, as in the paper's
+code and AllenNLP's `LstmCellWithProjection`; the initial state h_0 is not dropped): exactly the
+per-step loop of `ProjectedLstmLayer`'s reference backend, in one autograd node.
 
 Why a hand-written backward: autograd through a per-step Python loop records a dozen nodes per
 step, and slicing precomputed input gates makes each slice's backward materialise a zero tensor of
@@ -163,9 +164,8 @@ def _forward_steps(
     # float32 results match it bit for bit on ragged batches too (BLAS kernels round differently
     # for different row counts).
     for t in range(steps):
-        recurrent = hiddens[t] if dropout is None else hiddens[t] * dropout
         step_gates = gates[t]
-        step_gates.addmm_(recurrent, w_hh.t())
+        step_gates.addmm_(hiddens[t], w_hh.t())
         torch.sigmoid_(step_gates[:, : 2 * cell_size])
         torch.tanh_(step_gates[:, 2 * cell_size : 3 * cell_size])
         torch.sigmoid_(step_gates[:, 3 * cell_size :])
@@ -189,9 +189,9 @@ def _forward_steps(
                 projection, (projection_size,), norm_weight, norm_bias, norm_eps
             )
             means[t], rstds[t] = mean, rstd
-            hiddens[t + 1] = hidden
         else:
-            hiddens[t + 1] = projection
+            hidden = projection
+        hiddens[t + 1] = hidden if dropout is None else hidden * dropout
     return gates, cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
 
 
@@ -221,11 +221,9 @@ def _forward_steps_fused(
     )
     cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep = buffers
     memory = gates.new_empty(batch, cell_size)  # o * tanh(c_t), the input of W_hr
-    # The input of W_hh: h_t, or h_t * dropout written by the projection kernel.
-    recurrent = hiddens[0] if dropout is None else hiddens[0] * dropout
     w_hh_t, w_hr_t = w_hh.t(), w_hr.t()
     for t in range(steps):
-        gates[t].addmm_(recurrent, w_hh_t)
+        gates[t].addmm_(hiddens[t], w_hh_t)
         kernels.cell_forward(gates[t], cells[t], cells[t + 1], cell_keep[t], tanh_cells[t],
                              memory, cell_clip)  # fmt: skip
         torch.mm(memory, w_hr_t, out=projected[t])
@@ -233,10 +231,7 @@ def _forward_steps_fused(
             projected[t], projection_keep[t], hiddens[t + 1],
             None if means is None else means[t], None if rstds is None else rstds[t],
             norm_weight, norm_bias, norm_eps, projection_clip, dropout,
-            None if dropout is None else recurrent,
         )  # fmt: skip
-        if dropout is None:
-            recurrent = hiddens[t + 1]
     return gates, cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
 
 
@@ -260,7 +255,7 @@ def _gate_gradients(
 def _backward_buffers(
     gates: torch.Tensor, projection_size: int, steps: int, every_row: bool
 ) -> Tuple[torch.Tensor, ...]:
-    """dL/d(gates) `(timesteps, batch, 4 * cell)`, dL/dh_t and dL/dp_t `(timesteps, batch,
+    """dL/d(gates) `(timesteps, batch, 4 * cell)`, dL/dn_t and dL/dp_t `(timesteps, batch,
     projection)`, zero where the loop writes nothing, so that steps and rows that never run keep
     a zero gradient: the steps after `steps`, and (unless the loop writes `every_row` of each
     step, zeros for the rows not running) the rows past their length."""
@@ -301,7 +296,8 @@ def _backward_steps(
     works on the rows still running (`[:batch_sizes[t]]`); with `running` `(timesteps, batch,
     1)` instead, every step works on all rows and keeps the results of the running ones (the
     same values, in shapes that do not change from batch to batch: what a captured CUDA graph
-    needs). Returns dL/d(gates), dL/dh_t and dL/dp_t (zeros where nothing ran) and the carries.
+    needs). Returns dL/d(gates), dL/dn_t (the state before its dropout) and dL/dp_t (zeros where
+    nothing ran) and the carries.
     """
     _, batch, four_cells = gates.shape
     projection_size = w_hr.size(0)
@@ -314,7 +310,9 @@ def _backward_steps(
     w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
     for t in range(steps - 1, -1, -1):
         n = batch if batch_sizes is None else batch_sizes[t]
-        dh = dh_carry[:n] + grad_outputs[t, :n]
+        dh = dh_carry[:n] + grad_outputs[t, :n]  # dL/dh_t
+        if dropout is not None:
+            dh = dh * dropout[:n]  # dL/dn_t, the state before its dropout
         if norm_weight is not None:
             dp, _, _ = torch.ops.aten.native_layer_norm_backward(
                 dh, projected[t, :n], shape, means[t, :n], rstds[t, :n], norm_weight, norm_bias,
@@ -338,8 +336,6 @@ def _backward_steps(
             dp, dh = torch.where(keep, dp, 0.0), torch.where(keep, dh, 0.0)
         grad_hiddens[t, :n], grad_projected[t, :n] = dh, dp
         dr = products.linear(grad_gates[t, :n], w_hh_t)
-        if dropout is not None:
-            dr = dr * dropout[:n]
         if running is None:
             dh_carry[:n], dc_carry[:n] = dr, dc * f
         else:
@@ -391,14 +387,14 @@ def _backward_steps_fused(
         kernels.projection_backward(
             dh_carry, grad_outputs[t], projected[t], None if means is None else means[t],
             None if rstds is None else rstds[t], norm_weight,
-            projection_keep[t] if clip_projection else None, running[t], grad_hiddens[t],
-            grad_projected[t],
+            projection_keep[t] if clip_projection else None, dropout, running[t],
+            grad_hiddens[t], grad_projected[t],
         )  # fmt: skip
         dm = products.linear(grad_projected[t], w_hr_t, out=dm)
         kernels.gate_backward(dm, dc_carry, gates[t], cells[t], tanh_cells[t],
                               cell_keep[t] if clip_cell else None, running[t], grad_gates[t])  # fmt: skip
         dr = products.linear(grad_gates[t], w_hh_t, out=dr)
-        kernels.carry_backward(dr, dropout, running[t], dh_carry)
+        kernels.carry_backward(dr, running[t], dh_carry)
     return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry
 
 
@@ -508,8 +504,9 @@ class _LstmpFunction(torch.autograd.Function):
         # return non-contiguous halves, which autograd copies: 10% slower at the paper's size).
         grad_w_ih = products.linear(flat_gates.t(), time_major_inputs.t())
         grad_bias = flat_gates.sum(0)
-        recurrent = hiddens[:timesteps] if dropout is None else hiddens[:timesteps] * dropout
-        grad_w_hh = products.linear(flat_gates.t(), recurrent.reshape(timesteps * batch, -1).t())
+        # h_{t-1} as fed back (dropped already).
+        recurrent = hiddens[:timesteps].reshape(timesteps * batch, -1)
+        grad_w_hh = products.linear(flat_gates.t(), recurrent.t())
         # m_t = o_t * tanh(c_t) for every (step, row) that ran; zeros elsewhere meet zero grads.
         memory = gates[..., 3 * cell_size :] * tanh_cells
         grad_w_hr = products.linear(
@@ -559,8 +556,9 @@ def lstm_with_projection(
     cell_clip, projection_clip : `float`, optional
         Clip the cell state / the projected state (before the LayerNorm) to `[-clip, clip]`.
     dropout : `torch.Tensor`, optional
-        `(batch, projection)`: multiplies the state fed back into the recurrence at every step
-        (variational dropout, already scaled); receives no gradient.
+        `(batch, projection)`: multiplies the state at every step (variational dropout, already
+        scaled): the dropped state is fed back, emitted and returned as the final state (the
+        initial state is not dropped); receives no gradient.
 
     # Returns
 

@@ -185,18 +185,16 @@ def projection_forward(
     norm_eps: float,
     projection_clip: Optional[float],
     dropout: Optional[torch.Tensor],
-    recurrent: Optional[torch.Tensor],
 ) -> None:
-    """`lstmp_triton.projection_forward`: p_t clipped in place, h_t = LayerNorm(p_t) (with
-    `means`, `rstds` `(batch, 1)`; torch's own, so that h_t rounds as the torch ops') and
-    h_t * dropout into `recurrent`."""
+    """`lstmp_triton.projection_forward`: p_t clipped in place, h_t = LayerNorm(p_t) * dropout
+    (with `means`, `rstds` `(batch, 1)`; torch's own LayerNorm, so that h_t rounds as the torch
+    ops')."""
     batch, size = projected.shape
     n = batch * size
     normalise, drop, clip = norm_weight is not None, dropout is not None, projection_clip
     _lstmp_cpu.projection_forward(
         _address(projected, _F, n), _address(projection_keep if clip is not None else None, _B, n),
-        _address(hiddens, _F, n), _address(dropout, _F, n),
-        _address(recurrent if drop else None, _F, n), batch, size, clip is not None,
+        _address(hiddens, _F, n), _address(dropout, _F, n), batch, size, clip is not None,
         0.0 if clip is None else clip, not normalise, drop and not normalise,
     )  # fmt: skip
     if normalise:
@@ -206,7 +204,7 @@ def projection_forward(
             out2=rstds,
         )  # fmt: skip
         if drop:
-            torch.mul(hiddens, dropout, out=recurrent)
+            hiddens.mul_(dropout)
 
 
 def projection_backward(
@@ -217,13 +215,14 @@ def projection_backward(
     rstds: Optional[torch.Tensor],
     norm_weight: Optional[torch.Tensor],
     projection_keep: Optional[torch.Tensor],
+    dropout: Optional[torch.Tensor],
     running: torch.Tensor,
     grad_hiddens: torch.Tensor,
     grad_projected: torch.Tensor,
 ) -> None:
-    """`lstmp_triton.projection_backward`: dL/dh_t into `grad_hiddens`, dL/dp_t into
-    `grad_projected` (zero for rows not `running` `(batch, 1)`); `grad_outputs` may have rows
-    apart."""
+    """`lstmp_triton.projection_backward`: dL/dn_t (the state before its dropout) into
+    `grad_hiddens`, dL/dp_t into `grad_projected` (zero for rows not `running` `(batch, 1)`);
+    `grad_outputs` may have rows apart."""
     batch, size = projected.shape
     n = batch * size
     if (
@@ -239,9 +238,9 @@ def projection_backward(
         _address(dh_carry, _F, n), grad_outputs.data_ptr(), grad_outputs.stride(0),
         _address(projected, _F, n), _address(means if normalise else None, _F, batch),
         _address(rstds if normalise else None, _F, batch), _address(norm_weight, _F, size),
-        _address(projection_keep, _B, n), _address(running, _B, batch),
+        _address(projection_keep, _B, n), _address(dropout, _F, n), _address(running, _B, batch),
         _address(grad_hiddens, _F, n), _address(grad_projected, _F, n), batch, size, normalise,
-        projection_keep is not None, torch.get_num_threads(),
+        projection_keep is not None, dropout is not None, torch.get_num_threads(),
     )  # fmt: skip
 
 
@@ -267,13 +266,10 @@ def gate_backward(
     )  # fmt: skip
 
 
-def carry_backward(
-    dr: torch.Tensor, dropout: Optional[torch.Tensor], running: torch.Tensor, dh_carry: torch.Tensor
-) -> None:
-    """`lstmp_triton.carry_backward`: `dh_carry` = dr * dropout (or dr) for the `running` rows."""
+def carry_backward(dr: torch.Tensor, running: torch.Tensor, dh_carry: torch.Tensor) -> None:
+    """`lstmp_triton.carry_backward`: `dh_carry` = dr for the `running` rows."""
     batch, size = dr.shape
     n = batch * size
     _lstmp_cpu.carry_backward(
-        _address(dr, _F, n), _address(dropout, _F, n), _address(running, _B, batch),
-        _address(dh_carry, _F, n), batch, size, dropout is not None,
-    )  # fmt: skip
+        _address(dr, _F, n), _address(running, _B, batch), _address(dh_carry, _F, n), batch, size
+    )

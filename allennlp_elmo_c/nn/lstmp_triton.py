@@ -7,15 +7,15 @@ about twice as many backward; run as torch ops, even inside a captured CUDA grap
 kernel launch and a round trip through memory. Here they are five kernels, each reading its
 inputs once and writing everything the rest of the pass needs:
 
-forward, per step t, after `gates[t] += r_{t-1} W_hh^T`:
+forward, per step t, after `gates[t] += h_{t-1} W_hh^T`:
     `cell_forward`        over (row, cell): activations written over `gates[t]`, c_t (clipped),
                           the clip's keep mask, tanh(c_t), and m_t = o * tanh(c_t) for `W_hr`;
     `projection_forward`  over rows: p_t clipped in place (and its keep mask), LayerNorm (mean,
-                          1 / std, h_t) and the next step's recurrent input h_t * dropout;
+                          1 / std) and h_t = LayerNorm(p_t) * dropout, emitted and fed back;
 backward, per step t (every row, results kept for the rows still running):
-    `projection_backward` over rows: dh = carry + dL/dh_t, LayerNorm backward, clip mask;
+    `projection_backward` over rows: (carry + dL/dh_t) * dropout, LayerNorm backward, clip mask;
     `gate_backward`       over (row, cell): dL/d(gate pre-activations), the cell carry;
-    `carry_backward`      over (row, projection): the hidden carry (dL/dr_t W_hh) * dropout.
+    `carry_backward`      over (row, projection): the hidden carry dL/d(gates) W_hh.
 
 The math is exactly `lstmp._forward_steps` / `lstmp._backward_steps`' (values agree to float32
 rounding; tests/nn/test_lstmp_triton.py). The kernels run on float32 only (the recurrence runs in
@@ -83,7 +83,7 @@ def _cell_forward_kernel(
 
 @triton.jit
 def _projection_forward_kernel(
-    projected, keep, hiddens, means, rstds, weight, bias, dropout, recurrent, size, clip, eps,
+    projected, keep, hiddens, means, rstds, weight, bias, dropout, size, clip, eps,
     CLIP: tl.constexpr, NORM: tl.constexpr, DROPOUT: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     row = tl.program_id(0).to(tl.int64)
@@ -107,17 +107,16 @@ def _projection_forward_kernel(
         h = centred * rstd * w + b
     else:
         h = p
-    tl.store(hiddens + offsets, h, mask=mask)
     if DROPOUT:
-        d = tl.load(dropout + offsets, mask=mask, other=0.0)
-        tl.store(recurrent + offsets, h * d, mask=mask)
+        h = h * tl.load(dropout + offsets, mask=mask, other=0.0)
+    tl.store(hiddens + offsets, h, mask=mask)
 
 
 @triton.jit
 def _projection_backward_kernel(
-    dh_carry, grad_outputs, projected, means, rstds, weight, keep, running, grad_hiddens,
-    grad_projected, size, grad_outputs_stride, CLIP: tl.constexpr, NORM: tl.constexpr,
-    BLOCK: tl.constexpr,
+    dh_carry, grad_outputs, projected, means, rstds, weight, keep, dropout, running,
+    grad_hiddens, grad_projected, size, grad_outputs_stride, CLIP: tl.constexpr,
+    NORM: tl.constexpr, DROPOUT: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     row = tl.program_id(0).to(tl.int64)
     columns = tl.arange(0, BLOCK)
@@ -125,6 +124,8 @@ def _projection_backward_kernel(
     offsets = row * size + columns
     dh = tl.load(dh_carry + offsets, mask=mask, other=0.0)
     dh = dh + tl.load(grad_outputs + row * grad_outputs_stride + columns, mask=mask, other=0.0)
+    if DROPOUT:  # dL/dn_t, the state before its dropout
+        dh = dh * tl.load(dropout + offsets, mask=mask, other=0.0)
     if NORM:
         p = tl.load(projected + offsets, mask=mask, other=0.0)
         mean = tl.load(means + row)
@@ -177,16 +178,12 @@ def _gate_backward_kernel(
 
 
 @triton.jit
-def _carry_backward_kernel(
-    dr, dropout, running, dh_carry, size, DROPOUT: tl.constexpr, BLOCK: tl.constexpr
-):
+def _carry_backward_kernel(dr, running, dh_carry, size, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     columns = tl.arange(0, BLOCK)
     mask = columns < size
     offsets = row * size + columns
     value = tl.load(dr + offsets, mask=mask, other=0.0)
-    if DROPOUT:
-        value = value * tl.load(dropout + offsets, mask=mask, other=0.0)
     runs = tl.load(running + row) != 0
     carry = tl.load(dh_carry + offsets, mask=mask, other=0.0)
     tl.store(dh_carry + offsets, tl.where(runs, value, carry), mask=mask)
@@ -237,22 +234,21 @@ def projection_forward(
     norm_eps: float,
     projection_clip: Optional[float],
     dropout: Optional[torch.Tensor],
-    recurrent: Optional[torch.Tensor],
 ) -> None:
     """
     One step's projected state `projected` `(batch, projection)`: clipped in place (with
-    `projection_keep`), then h_t = LayerNorm(p_t) into `hiddens` with `means`, `rstds`
-    `(batch, 1)` (or h_t = p_t without `norm_weight`) and, with `dropout`, h_t * dropout into
-    `recurrent` (the next step's input to W_hh).
+    `projection_keep`), then h_t = LayerNorm(p_t) * dropout into `hiddens` with `means`, `rstds`
+    `(batch, 1)` (without `norm_weight` p_t in place of LayerNorm(p_t); without `dropout` no
+    mask): the state emitted and fed back into W_hh.
     """
-    _check(projected, projection_keep, hiddens, means, rstds, dropout, recurrent)
+    _check(projected, projection_keep, hiddens, means, rstds, dropout)
     batch, size = projected.shape
     normalise, drop = norm_weight is not None, dropout is not None
     _projection_forward_kernel[(batch,)](
         projected, projection_keep, hiddens,
         means if normalise else projected, rstds if normalise else projected,
         norm_weight if normalise else projected, norm_bias if normalise else projected,
-        dropout if drop else projected, recurrent if drop else projected, size,
+        dropout if drop else projected, size,
         0.0 if projection_clip is None else projection_clip, norm_eps,
         CLIP=projection_clip is not None, NORM=normalise, DROPOUT=drop, BLOCK=_block(size),
     )  # fmt: skip
@@ -266,27 +262,30 @@ def projection_backward(
     rstds: Optional[torch.Tensor],
     norm_weight: Optional[torch.Tensor],
     projection_keep: Optional[torch.Tensor],
+    dropout: Optional[torch.Tensor],
     running: torch.Tensor,
     grad_hiddens: torch.Tensor,
     grad_projected: torch.Tensor,
 ) -> None:
     """
-    dL/dh_t = `dh_carry` + `grad_outputs` into `grad_hiddens` and dL/dp_t (through the LayerNorm
-    and the clip's `projection_keep`, when given) into `grad_projected`, both `(batch,
-    projection)` and zero for rows not `running` `(batch, 1)`. `grad_outputs` may be a view with
-    rows apart (a step of batch-major gradients); the rest are contiguous.
+    dL/dn_t = (`dh_carry` + `grad_outputs`) * `dropout` (the gradient of the state before its
+    dropout) into `grad_hiddens` and dL/dp_t (through the LayerNorm and the clip's
+    `projection_keep`, when given) into `grad_projected`, both `(batch, projection)` and zero
+    for rows not `running` `(batch, 1)`. `grad_outputs` may be a view with rows apart (a step of
+    batch-major gradients); the rest are contiguous.
     """
     if grad_outputs.stride(1) != 1:
         raise ValueError("lstmp_triton: grad_outputs must have contiguous rows")
-    _check(dh_carry, projected, means, rstds, projection_keep, running,
+    _check(dh_carry, projected, means, rstds, projection_keep, dropout, running,
            grad_hiddens, grad_projected)  # fmt: skip
     batch, size = projected.shape
-    normalise, clip = norm_weight is not None, projection_keep is not None
+    normalise, clip, drop = norm_weight is not None, projection_keep is not None, dropout is not None
     _projection_backward_kernel[(batch,)](
         dh_carry, grad_outputs, projected, means if normalise else projected,
         rstds if normalise else projected, norm_weight if normalise else projected,
-        projection_keep if clip else running, running, grad_hiddens, grad_projected, size,
-        grad_outputs.stride(0), CLIP=clip, NORM=normalise, BLOCK=_block(size),
+        projection_keep if clip else running, dropout if drop else projected, running,
+        grad_hiddens, grad_projected, size, grad_outputs.stride(0), CLIP=clip, NORM=normalise,
+        DROPOUT=drop, BLOCK=_block(size),
     )  # fmt: skip
 
 
@@ -315,13 +314,8 @@ def gate_backward(
     )  # fmt: skip
 
 
-def carry_backward(
-    dr: torch.Tensor, dropout: Optional[torch.Tensor], running: torch.Tensor, dh_carry: torch.Tensor
-) -> None:
-    """`dh_carry` `(batch, projection)` = dr * dropout (or dr) for the `running` rows."""
-    _check(dr, dropout, running, dh_carry)
+def carry_backward(dr: torch.Tensor, running: torch.Tensor, dh_carry: torch.Tensor) -> None:
+    """`dh_carry` `(batch, projection)` = dr (dL/d(gates) W_hh) for the `running` rows."""
+    _check(dr, running, dh_carry)
     batch, size = dr.shape
-    drop = dropout is not None
-    _carry_backward_kernel[(batch,)](
-        dr, dropout if drop else dr, running, dh_carry, size, DROPOUT=drop, BLOCK=_block(size)
-    )
+    _carry_backward_kernel[(batch,)](dr, running, dh_carry, size, BLOCK=_block(size))

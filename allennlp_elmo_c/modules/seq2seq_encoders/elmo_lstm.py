@@ -118,7 +118,9 @@ class ElmoLstmEncoder(Seq2SeqEncoder):
     projection_clip : `float`, optional (default = `3.0`)
         Clipping of the cell and projected states inside the recurrence.
     recurrent_dropout : `float`, optional (default = `0.1`)
-        Variational dropout on the state fed back into the recurrence (one mask per sequence).
+        Variational dropout (one mask per sequence) on each layer's state, as the paper's cell
+        and AllenNLP's ELMo apply it: the dropped state is fed back into the recurrence and
+        emitted to the next layer, the residual sum and the output heads.
     recurrence_norm : `str`, optional (default = `"inside"`)
         `"inside"`: the paper's cell, LayerNorm (after clipping) on the projected state inside
         the recurrence. `"outside"`: a different model that cuDNN can run on a GPU: a plain LSTM

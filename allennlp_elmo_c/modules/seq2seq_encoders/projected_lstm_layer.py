@@ -5,9 +5,11 @@ a `projection_size` linear projection of it.
 
 Two functions, chosen by `recurrence_norm` (a model choice, saved with the weights' config):
 
-- `"inside"` (default, the paper's cell): per step, cell clipping, projection, projection
-  clipping, then LayerNorm on the projected state *inside* the recurrence; variational dropout
-  (one mask per sequence) on the state fed back into the recurrence, not on the outputs.
+- `"inside"` (default, the paper's cell, as its code and AllenNLP's `LstmCellWithProjection`
+  compute it): per step, cell clipping, projection, projection clipping, LayerNorm on the
+  projected state *inside* the recurrence, then the variational dropout mask (one per sequence).
+  The dropped state is the one fed back into the recurrence *and* the one the layer emits (to
+  the next layer, the residual sum and the output heads), and the final state.
 - `"outside"`: a plain LSTM with projection (no clipping, no normalisation inside the recurrence:
   what cuDNN can run), then LayerNorm on the layer's outputs, and the dropout mask (one per
   sequence, shared over time) on those outputs. A different model, offered for speed on GPUs;
@@ -52,8 +54,8 @@ class ProjectedLstmLayer(torch.nn.Module):
         Clip the projected state to `[-projection_clip, projection_clip]` before its LayerNorm
         (`"inside"` only).
     recurrent_dropout : `float`
-        Variational dropout probability: on the recurrent state (`"inside"`) or on the layer's
-        outputs (`"outside"`).
+        Variational dropout probability: on the emitted state, which is also the one fed back
+        (`"inside"`), or on the layer's outputs only (`"outside"`).
     recurrence_norm : `str`, optional (default = `"inside"`)
         `"inside"` (the paper's cell) or `"outside"` (see the module docstring).
     """
@@ -191,8 +193,7 @@ class ProjectedLstmLayer(torch.nn.Module):
         outputs = []
         # unbind, not [:, t]: the backward of T slices would write T full-size zero tensors.
         for t, step_inputs in enumerate(projected_inputs.unbind(1)):
-            recurrent = hidden if dropout is None else hidden * dropout
-            gates = torch.addmm(step_inputs, recurrent, self.state_weight.t())
+            gates = torch.addmm(step_inputs, hidden, self.state_weight.t())
             input_gate, forget_gate, cell_gate, output_gate = gates.chunk(4, dim=1)
             new_cell = torch.sigmoid(forget_gate) * cell + torch.sigmoid(input_gate) * torch.tanh(
                 cell_gate
@@ -206,6 +207,8 @@ class ProjectedLstmLayer(torch.nn.Module):
                 new_hidden = new_hidden.clamp(-self.projection_clip, self.projection_clip)
             if inside:
                 new_hidden = self._layer_norm(new_hidden)
+            if dropout is not None:
+                new_hidden = new_hidden * dropout
             step = mask[:, t].unsqueeze(1)
             hidden = torch.where(step, new_hidden, hidden)
             cell = torch.where(step, new_cell, cell)
