@@ -1,7 +1,7 @@
 // ELMo-C as in Li, Chen, Hsieh & Chang (TACL 2019): frozen 300-d fastText vectors with subwords
 // in and out, an ELMo-shaped biLM (cell 4096 / projection 512 x 2 layers per direction), a
-// continuous output layer with the cosine loss, Adam (eps 1e-6) with the RNMT+ schedule, gradient
-// norm 1.0, 20-token windows, 10 epochs. 76.2M trainable parameters.
+// continuous output layer with the cosine loss, Adam (eps 1e-6) with the RNMT+ schedule, a gradient
+// norm clip of 1.0 per direction, 20-token windows, 10 epochs. 76.2M trainable parameters.
 //
 //   ELMO_C_TRAIN_DATA=... ELMO_C_VALIDATION_DATA=... ELMO_C_FASTTEXT=.../cc.en.300.bin \
 //   allennlp train training_config/elmo_c.jsonnet -s runs/elmo_c --include-package allennlp_elmo_c
@@ -11,10 +11,9 @@
 // crawl-300d-2M-subword.bin; cc.en.300.bin works the same way). For nearest-neighbour accuracy
 // during validation add -o '{"model.nearest_neighbour_words": "words.txt"}' (one word a line).
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
+// Sentences per update of each worker (GPU): the data loader's batch. The paper trains with 768
+// on each of 4 GPUs.
 local batch_size = 768;
-// The paper's schedule (its code): decay from 0.4 to 2.0 x (400M / batch) steps, peak lr
-// 1e-4 x batch / 128 after 10k warm-up steps.
-local steps_per_400m_tokens = 400000000 / batch_size;
 
 {
   dataset_reader: {
@@ -62,14 +61,17 @@ local steps_per_400m_tokens = 400000000 / batch_size;
     num_epochs: 10,
     cuda_device: 0,
     optimizer: { type: 'adam', lr: 1e-4, eps: 1e-6 },
+    // The paper's schedule (its code), from the total batch over all workers (rnmt_plus reads
+    // the world size, so this file is unchanged on 1 or 4 GPUs): peak lr 1e-4 x total / 128
+    // after 10k warm-up updates, decay from update 0.4 to 2.0 x (400M / total). On 4 GPUs:
+    // total 3072, peak 2.4e-3, decay from update 52,083 to 260,416.
     learning_rate_scheduler: {
       type: 'rnmt_plus',
       warmup_steps: 10000,
-      decay_start: std.floor(0.4 * steps_per_400m_tokens),
-      decay_end: std.floor(2.0 * steps_per_400m_tokens),
-      batch_size: batch_size,
+      batch_size_per_worker: batch_size,
+      decay_start_examples: 0.4 * 400000000,
+      decay_end_examples: 2.0 * 400000000,
     },
-    grad_norm: 1.0,
     validation_metric: '-loss',
     // AllenNLP's default console logger also logs the first batch's raw tensors: this one logs
     // the metrics only. TensorBoard (`tensorboard --logdir <run>/log`): loss, cosine and
@@ -80,6 +82,9 @@ local steps_per_400m_tokens = 400000000 / batch_size;
       { type: 'tensorboard', summary_interval: 50, should_log_learning_rate: true },
       // Dropout draws resume exactly after a crash (allennlp train --recover).
       { type: 'rng_state' },
+      // The forward and the backward LM each clip their gradient norm at 1.0, as the paper's
+      // code trains them (two models): no trainer grad_norm, which would clip the two together.
+      { type: 'grad_norm_per_direction', max_norm: 1.0 },
     ],
     // Atomic checkpoint writes; --recover resumes from the newest checkpoint that loads, and
     // the one before it is kept to fall back to (README, "Long runs").

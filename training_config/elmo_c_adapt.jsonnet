@@ -45,13 +45,15 @@ local warmup = std.max(1, std.floor(steps / 20));
       batch_scale: 10,
       final_factor: 1.0,
     },
-    grad_norm: 1.0,
     validation_metric: '-loss',
     enable_default_callbacks: false,
     callbacks: [
       { type: 'console_logger', should_log_inputs: false },
       { type: 'tensorboard', summary_interval: 50, should_log_learning_rate: true },
       { type: 'rng_state' },
+      // The forward and the backward LM each clip their gradient norm at 1.0, as the paper's
+      // code trains them (two models): no trainer grad_norm, which would clip the two together.
+      { type: 'grad_norm_per_direction', max_norm: 1.0 },
       // Writes the source's model and reader into config.json at the end: an ordinary archive.
       { type: 'adapted_config' },
     ],

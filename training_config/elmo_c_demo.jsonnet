@@ -64,7 +64,6 @@ local batch_size = 64;
       decay_end: 2000,
       batch_scale: 1.0,
     },
-    grad_norm: 1.0,
     validation_metric: '-loss',
     // AllenNLP's default console logger also logs the first batch's raw tensors: this one logs
     // the metrics only. TensorBoard (`tensorboard --logdir <run>/log`): loss, cosine and
@@ -75,6 +74,9 @@ local batch_size = 64;
       { type: 'tensorboard', summary_interval: 50, should_log_learning_rate: true },
       // Dropout draws resume exactly after a crash (allennlp train --recover).
       { type: 'rng_state' },
+      // The forward and the backward LM each clip their gradient norm at 1.0, as the paper's
+      // code trains them (two models): no trainer grad_norm, which would clip the two together.
+      { type: 'grad_norm_per_direction', max_norm: 1.0 },
     ],
     // Atomic checkpoint writes; --recover resumes from the newest checkpoint that loads.
     checkpointer: { type: 'atomic', keep_most_recent_by_count: 2 },

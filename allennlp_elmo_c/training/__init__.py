@@ -1,4 +1,5 @@
 from allennlp_elmo_c.training.adapted_config import AdaptedConfigCallback
 from allennlp_elmo_c.training.atomic_checkpointer import AtomicCheckpointer
+from allennlp_elmo_c.training.direction_grad_norm import GradNormPerDirection
 from allennlp_elmo_c.training.rnmt_plus import RnmtPlusLearningRateScheduler
 from allennlp_elmo_c.training.rng_state import RngStateCallback

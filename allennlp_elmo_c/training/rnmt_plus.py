@@ -1,13 +1,20 @@
 import logging
 import math
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import torch
+import torch.distributed as dist
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.learning_rate_schedulers.learning_rate_scheduler import LearningRateScheduler
 
 logger = logging.getLogger(__name__)
+
+
+def world_size() -> int:
+    """The number of training processes: `torch.distributed`'s world size once initialised (as in
+    each worker of AllenNLP's distributed training), else 1."""
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
 @LearningRateScheduler.register("rnmt_plus")
@@ -36,7 +43,16 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
       too, so the learning rate then stays at `base * n` after the warm-up.
     - everything is floored at `min_lr`.
 
-    `s` and `e` count optimizer updates of this run. For `n >= 1` this is ELMo-C's schedule. The
+    `s` and `e` count optimizer updates of this run. For `n >= 1` this is ELMo-C's schedule.
+
+    Several workers. The paper derives its schedule from the total batch of all GPUs: `n` =
+    total / 128, and the decay steps from a number of examples divided by the total batch. Under
+    AllenNLP's distributed training the data loader's batch is per worker, so a config that
+    gives `batch_size_per_worker` and `decay_start_examples` / `decay_end_examples` gets the
+    paper's schedule on any number of workers, unchanged: the total batch is
+    `batch_size_per_worker` x the world size (`torch.distributed`, 1 when not initialised), and
+    `s`, `e` are the examples divided by it. The constructor logs the world size, the total
+    batch, `n` and the step counts. The
     RNMT+ paper's formula multiplies `t` by `n` in
     its decay term and spreads its warm-up over `n * p` updates: for `n >= 1` and `n p <= s / n`
     it is this schedule with `warmup_steps = n * p`, `decay_start = s / n`, `decay_end = e / n`,
@@ -58,15 +74,26 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
     warmup_steps : `int`, required
         `p`: number of updates over which the learning rate goes from `base` to `base * n`.
         0 starts at the peak.
-    decay_start : `int`, required
-        `s`: the update at which the exponential decay starts (`s >= p`).
-    decay_end : `int`, required
-        `e`: the update at which the learning rate reaches `base * final_factor` (`e > s`).
+    decay_start : `int`, optional (default = `None`)
+        `s`: the update at which the exponential decay starts (`s >= p`). Give this or
+        `decay_start_examples`.
+    decay_end : `int`, optional (default = `None`)
+        `e`: the update at which the learning rate reaches `base * final_factor` (`e > s`). Give
+        this or `decay_end_examples`.
+    decay_start_examples : `float`, optional (default = `None`)
+        `s` as a number of examples over all workers: `s = decay_start_examples / total batch`
+        (the paper: 0.4 x 400M / total batch). Needs `batch_size_per_worker`.
+    decay_end_examples : `float`, optional (default = `None`)
+        `e` likewise (the paper: 2.0 x 400M / total batch).
     batch_scale : `float`, optional (default = `None`)
-        `n`: the peak multiplier (RNMT+'s number of replicas). Give this or `batch_size`.
+        `n`: the peak multiplier (RNMT+'s number of replicas). Give this, `batch_size` or
+        `batch_size_per_worker`.
     batch_size : `int`, optional (default = `None`)
-        Sentences per optimizer update (data loader batch size x gradient accumulation steps x
-        number of GPUs); then `n = batch_size / reference_batch_size`.
+        Sentences per optimizer update over all workers (data loader batch size x gradient
+        accumulation steps x number of workers); then `n = batch_size / reference_batch_size`.
+    batch_size_per_worker : `int`, optional (default = `None`)
+        Sentences per optimizer update of one worker (data loader batch size x gradient
+        accumulation steps): the total batch is this times the world size.
     reference_batch_size : `int`, optional (default = `128`)
         The batch size whose peak learning rate is `base` (ELMo-C: 128).
     final_factor : `float`, optional (default = `0.5`)
@@ -105,24 +132,38 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         self,
         optimizer: torch.optim.Optimizer,
         warmup_steps: int,
-        decay_start: int,
-        decay_end: int,
+        decay_start: int = None,
+        decay_end: int = None,
         batch_scale: float = None,
         batch_size: int = None,
+        batch_size_per_worker: int = None,
+        decay_start_examples: float = None,
+        decay_end_examples: float = None,
         reference_batch_size: int = 128,
         final_factor: float = 0.5,
         min_lr: float = 0.0,
         last_epoch: int = -1,
     ) -> None:
+        workers = world_size()
+        given = {"batch_scale": batch_scale, "batch_size": batch_size,
+                 "batch_size_per_worker": batch_size_per_worker}  # fmt: skip
+        if sum(value is not None for value in given.values()) != 1:
+            raise ConfigurationError(
+                "rnmt_plus needs exactly one of 'batch_scale', 'batch_size' and "
+                f"'batch_size_per_worker', got {given}"
+            )
+        if batch_size_per_worker is not None:
+            if batch_size_per_worker < 1:
+                raise ConfigurationError(
+                    f"rnmt_plus needs batch_size_per_worker >= 1, got {batch_size_per_worker}"
+                )
+            batch_size = batch_size_per_worker * workers
+        decay_start = self._steps("decay_start", decay_start, decay_start_examples, batch_size)
+        decay_end = self._steps("decay_end", decay_end, decay_end_examples, batch_size)
         if not 0 <= warmup_steps <= decay_start < decay_end:
             raise ConfigurationError(
                 "rnmt_plus needs 0 <= warmup_steps <= decay_start < decay_end, got "
                 f"warmup_steps={warmup_steps}, decay_start={decay_start}, decay_end={decay_end}"
-            )
-        if (batch_scale is None) == (batch_size is None):
-            raise ConfigurationError(
-                "rnmt_plus needs exactly one of 'batch_scale' and 'batch_size', got "
-                f"batch_scale={batch_scale}, batch_size={batch_size}"
             )
         if batch_size is not None:
             if batch_size < 1 or reference_batch_size < 1:
@@ -153,9 +194,37 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
                 self.final_factor,
                 self.batch_scale,
             )
-        logger.info("rnmt_plus: batch scale n = %s", self.batch_scale)
+        logger.info(
+            "rnmt_plus: world size %d, total batch %s, n = %s, warm-up %d updates, decay from "
+            "update %d to %d",
+            workers,
+            "not given" if batch_size is None else batch_size,
+            self.batch_scale,
+            self.warmup_steps,
+            self.decay_start,
+            self.decay_end,
+        )
         self.last_epoch = max(last_epoch, 0)
         self._apply()
+
+    @staticmethod
+    def _steps(
+        name: str, steps: Optional[int], examples: Optional[float], batch_size: Optional[int]
+    ) -> int:
+        # An update number given as such, or as examples over the total batch.
+        if (steps is None) == (examples is None):
+            raise ConfigurationError(
+                f"rnmt_plus needs exactly one of '{name}' and '{name}_examples', got "
+                f"{name}={steps}, {name}_examples={examples}"
+            )
+        if steps is not None:
+            return int(steps)
+        if batch_size is None:
+            raise ConfigurationError(
+                f"rnmt_plus: '{name}_examples' needs the total batch: give 'batch_size' or "
+                "'batch_size_per_worker' (not 'batch_scale')"
+            )
+        return int(examples // batch_size)
 
     def step(self, metric: float = None) -> None:
         pass

@@ -193,7 +193,7 @@ def test_every_param_group_receives_its_scaled_lr_and_sgd_uses_it():
         ({"batch_size": 32, "warmup_steps": -1}, "0 <= warmup_steps <= decay_start"),
         ({"batch_size": 32, "warmup_steps": S + 1}, "0 <= warmup_steps <= decay_start"),
         ({"batch_size": 32, "decay_end": S}, "decay_start < decay_end"),
-        ({}, "exactly one of 'batch_scale' and 'batch_size'"),
+        ({}, "exactly one of 'batch_scale', 'batch_size' and 'batch_size_per_worker'"),
         ({"batch_size": 32, "batch_scale": 0.25}, "exactly one of"),
         ({"batch_scale": 0.0}, "batch_scale > 0"),
         ({"batch_scale": -1.0}, "batch_scale > 0"),
@@ -202,6 +202,12 @@ def test_every_param_group_receives_its_scaled_lr_and_sgd_uses_it():
         ({"batch_size": 32, "reference_batch_size": 0}, "reference_batch_size >= 1"),
         ({"batch_size": 32, "final_factor": 0.0}, "final_factor > 0"),
         ({"batch_size": 32, "min_lr": -1e-5}, "min_lr >= 0"),
+        ({"batch_size_per_worker": 0}, "batch_size_per_worker >= 1"),
+        ({"batch_size": 32, "batch_size_per_worker": 32}, "exactly one of"),
+        ({"batch_size": 32, "decay_start_examples": 1e6}, "exactly one of 'decay_start' and"),
+        ({"batch_size": 32, "decay_end": None}, "exactly one of 'decay_end' and"),
+        ({"batch_scale": 2.0, "decay_start": None, "decay_start_examples": 1e6},
+         "needs the total batch"),  # fmt: skip
     ],
 )
 def test_bad_configs(config, message):

@@ -1,0 +1,112 @@
+import logging
+import math
+from typing import Dict, List
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.training.callbacks.callback import TrainerCallback
+
+logger = logging.getLogger(__name__)
+
+DIRECTIONS = ("forward_lm", "backward_lm")
+
+
+def direction_groups(model: torch.nn.Module) -> Dict[str, List[torch.nn.Parameter]]:
+    """
+    The trainable parameters by language model: `forward_lm` and `backward_lm` (parameters whose
+    names say one direction only: each direction's encoder stack and output head), and `shared`
+    (the rest, e.g. a trainable input embedder or one output head for both directions). Empty
+    groups are left out.
+    """
+    seen: Dict[int, set] = {}
+    parameters: Dict[int, torch.nn.Parameter] = {}
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        if not parameter.requires_grad:
+            continue
+        found = {d for d in DIRECTIONS if d in name.split(".")} or {"shared"}
+        seen.setdefault(id(parameter), set()).update(found)
+        parameters[id(parameter)] = parameter
+    groups: Dict[str, List[torch.nn.Parameter]] = {}
+    for key, names in seen.items():
+        group = next(iter(names)) if len(names) == 1 else "shared"
+        groups.setdefault(group, []).append(parameters[key])
+    return groups
+
+
+@TrainerCallback.register("grad_norm_per_direction")
+class GradNormPerDirection(TrainerCallback):
+    """
+    Clips the gradient norm of each language model on its own, as the paper's code does (it
+    trains the forward and the backward LM as two models, each clipped at 1.0): the parameters of
+    the forward LM to `max_norm`, those of the backward LM to `max_norm`, and any parameters both
+    directions share (`direction_groups`) to `max_norm` as a third group. One norm over both
+    directions, the trainer's `grad_norm`, is about 1.4 times looser and lets one direction's
+    large gradients shrink the other's update.
+
+    It clips where and when the trainer clips: it takes over the trainer's `rescale_gradients`,
+    which AllenNLP calls once per optimizer update, after every backward pass of the update
+    (gradient accumulation included) and before the optimizer steps. With mixed precision the
+    gradients are unscaled first, as the trainer does. A trainer `grad_norm` given as well still
+    applies afterwards, to all parameters together. The value the trainer logs as the batch's
+    gradient norm is the norm over all parameters before any clipping.
+
+    Registered as a `TrainerCallback` with name "grad_norm_per_direction".
+
+    # Parameters
+
+    max_norm : `float`, optional (default = `1.0`)
+        The largest gradient norm of each group.
+    """
+
+    def __init__(self, serialization_dir: str, max_norm: float = 1.0) -> None:
+        super().__init__(serialization_dir)
+        if not (0 < max_norm < math.inf):
+            raise ConfigurationError(
+                f"grad_norm_per_direction: max_norm must be a finite number > 0, got {max_norm}"
+            )
+        self.max_norm = float(max_norm)
+
+    def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
+        wrapped = getattr(trainer, "_ddp_wrapped_model", None)
+        if wrapped is not None and type(wrapped).__name__ != "TorchDdpWrappedModel":
+            raise ConfigurationError(
+                f"grad_norm_per_direction: {type(wrapped).__name__} shards the parameters, so "
+                "a norm per direction cannot be taken locally; use torch DDP (the default "
+                "ddp_accelerator) or the trainer's grad_norm instead"
+            )
+        groups = direction_groups(trainer.model)
+        missing = [d for d in DIRECTIONS if d not in groups]
+        if missing:
+            raise ConfigurationError(
+                f"grad_norm_per_direction: the model has no trainable parameters named {missing} "
+                "(it clips the two LMs of an elmo_c model); use the trainer's grad_norm instead"
+            )
+        logger.info(
+            "grad_norm_per_direction: clipping the gradient norm of each group to %s: %s",
+            self.max_norm,
+            ", ".join(f"{name} {sum(p.numel() for p in group):,} parameters"
+                      for name, group in groups.items()),  # fmt: skip
+        )
+        trainer.rescale_gradients = lambda: self._rescale(trainer, groups)
+
+    def _rescale(self, trainer, groups: Dict[str, List[torch.nn.Parameter]]) -> float:
+        scaler = getattr(trainer, "_scaler", None)
+        if scaler is not None:
+            # Once per update; the trainer's own clip_gradient checks the same stage.
+            from torch.cuda.amp.grad_scaler import OptState
+
+            if scaler._per_optimizer_states[id(trainer.optimizer)]["stage"] is not OptState.UNSCALED:
+                scaler.unscale_(trainer.optimizer)
+        squares = []
+        for group in groups.values():
+            with_grads = [p for p in group if p.grad is not None]
+            if with_grads:
+                norm = torch.nn.utils.clip_grad_norm_(with_grads, self.max_norm)
+                squares.append(norm.double() ** 2)
+        total = math.sqrt(sum(squares).item()) if squares else 0.0
+        grad_norm = trainer._grad_norm
+        if grad_norm is not None and not isinstance(grad_norm, bool):
+            everything = [p for p in trainer.model.parameters() if p.grad is not None]
+            torch.nn.utils.clip_grad_norm_(everything, grad_norm)
+        return total
