@@ -1,6 +1,7 @@
 // ELMo-C with ELMo's character CNN as the INPUT embedding (the paper's ablation, Table 3):
 // elmo_c.jsonnet with the fastText input replaced by ELMo's trained char-CNN, frozen; the target
-// stays fastText. 76.4M trainable parameters (the CNN's 18.0M are frozen).
+// stays fastText. 75.9M trainable parameters (the CNN's 18.0M are frozen; no input
+// Linear: the CNN's 512-d vectors already have the projection's size, LayerNorm alone as the paper).
 //
 //   ELMO_C_ELMO_OPTIONS=.../elmo_2x4096_512_2048cnn_2xhighway_options.json \
 //   ELMO_C_ELMO_WEIGHTS=.../elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5 \

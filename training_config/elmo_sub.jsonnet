@@ -5,7 +5,8 @@
 // biLM is a language model over the subword sequence (windows of 20 subwords). Downstream, a
 // word is represented by its first subword (`bpe_first_subword` indexer).
 // Encoder, optimizer, schedule, batch size and epochs are elmo_c.jsonnet's. With a 30,000-subword
-// vocabulary: 91.5M trainable parameters (76,093,440 + 514 per subword). A window is 20
+// vocabulary: 91.0M trainable parameters (75,568,128 + 514 per subword; no input Linear: the
+// embedding has the projection's size). A window is 20
 // subwords (~1.2 per word), so the schedule's step counts come ~20% earlier in the data.
 //
 //   python -m allennlp_elmo_c train-bpe $ELMO_C_TRAIN_DATA bpe --vocab-size 30000

@@ -32,7 +32,10 @@ def reverse_padded(tensor: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 
 class _DirectionStack(torch.nn.Module):
-    """One direction: input projection + LayerNorm, then the LSTM layers (residual from 2nd)."""
+    """
+    One direction: input projection + LayerNorm (LayerNorm alone where the input already has the
+    projection's size, as in the paper's code), then the LSTM layers (residual from the 2nd).
+    """
 
     def __init__(
         self,
@@ -50,7 +53,9 @@ class _DirectionStack(torch.nn.Module):
         self.residual = residual
         # With a bias, as the paper's code: the LayerNorm after it removes only the bias's mean
         # over features, so the rest of it still moves every feature by its own amount.
-        self.input_projection = torch.nn.Linear(input_size, projection_size)
+        self.input_projection: Optional[torch.nn.Linear] = (
+            torch.nn.Linear(input_size, projection_size) if input_size != projection_size else None
+        )
         self.input_norm = torch.nn.LayerNorm(projection_size)
         self.layers = torch.nn.ModuleList(
             ProjectedLstmLayer(
@@ -65,6 +70,16 @@ class _DirectionStack(torch.nn.Module):
             for _ in range(num_layers)
         )
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        # Weights that have an input projection where the sizes are equal (archives written
+        # before the projection became conditional): build it, so that the model computes what
+        # it computed when it was trained. Runs before the children load their weights.
+        weight = state_dict.get(prefix + "input_projection.weight")
+        if self.input_projection is None and weight is not None:
+            projection = torch.nn.Linear(weight.size(1), weight.size(0))
+            self.input_projection = projection.to(self.input_norm.weight)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def forward(
         self,
         inputs: torch.Tensor,
@@ -76,8 +91,10 @@ class _DirectionStack(torch.nn.Module):
         # flags any biased layer followed by a norm module, a rule for BatchNorm that does not
         # hold for LayerNorm (the bias is inside the per-token standard deviation).
         norm = self.input_norm
+        if self.input_projection is not None:
+            inputs = self.input_projection(inputs)  # (batch, timesteps, projection_size)
         hidden = torch.nn.functional.layer_norm(
-            self.input_projection(inputs), norm.normalized_shape, norm.weight, norm.bias, norm.eps
+            inputs, norm.normalized_shape, norm.weight, norm.bias, norm.eps
         )
         hidden = hidden * mask.unsqueeze(-1)
         outputs, final_states = [hidden], []
@@ -97,8 +114,9 @@ class ElmoLstmEncoder(Seq2SeqEncoder):
     direction ever sees the other direction's states, so the forward output at position t depends
     only on tokens 0..t and the backward output only on tokens t..n-1.
 
-    Each direction: `Linear(input_size -> projection_size)` + LayerNorm, then `num_layers` LSTM
-    layers with a projection (cell `cell_size`, output `projection_size`) and LayerNorm, with a
+    Each direction: `Linear(input_size -> projection_size)` + LayerNorm (LayerNorm alone when
+    `input_size == projection_size`, as the paper's code; weights saved with a Linear there
+    still load it), then `num_layers` LSTM layers with a projection (cell `cell_size`, output `projection_size`) and LayerNorm, with a
     residual connection around every layer from the second on.
 
     Registered as a `Seq2SeqEncoder` with name "elmo_lstm".
