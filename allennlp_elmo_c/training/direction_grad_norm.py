@@ -69,7 +69,7 @@ class GradNormPerDirection(TrainerCallback):
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         wrapped = getattr(trainer, "_ddp_wrapped_model", None)
-        if wrapped is not None and type(wrapped).__name__ != "TorchDdpWrappedModel":
+        if wrapped is not None and wrapped.is_sharded:
             raise ConfigurationError(
                 f"grad_norm_per_direction: {type(wrapped).__name__} shards the parameters, so "
                 "a norm per direction cannot be taken locally; use torch DDP (the default "
