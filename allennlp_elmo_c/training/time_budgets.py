@@ -1,0 +1,140 @@
+import json
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import archive_model
+from allennlp.nn.util import get_text_field_mask
+from allennlp.training.callbacks.callback import TrainerCallback
+
+logger = logging.getLogger(__name__)
+
+
+def predicted_tokens(batch: Dict[str, Any]) -> int:
+    """The positions each direction predicts in a batch of language-model sequences: every
+    sequence's tokens but one (the first text field's mask, less one per non-empty sequence)."""
+    for value in batch.values():
+        if isinstance(value, dict):  # a text field's tensors
+            mask = get_text_field_mask(value)  # (batch, timesteps)
+            return int((mask.sum(1) - 1).clamp(min=0).sum())
+    raise ConfigurationError("training_time_budgets: the batch has no text field to count")
+
+
+@TrainerCallback.register("training_time_budgets")
+class TrainingTimeBudgets(TrainerCallback):
+    """
+    Snapshots of the model after given amounts of *training* time, for comparing models at equal
+    wall-clock budgets (one run serves every budget when the learning-rate schedule does not
+    depend on the run's length, e.g. flat after a warm-up).
+
+    Training time is the time between the ends of consecutive training batches of an epoch
+    (forward, backward, optimizer step, data loading): validation and the checkpoints written at
+    an epoch's end are left out. It is kept with the training checkpoints, so a run resumed with
+    `allennlp train --recover` counts on from its last checkpoint.
+
+    When the training time passes `minutes[i]`, the primary process writes
+    `budget-<minutes>min.tar.gz` (an ordinary model archive of the weights at that moment) and
+    `budget-<minutes>min.json` (training seconds, batches, tokens predicted per direction,
+    tokens/s) into the serialization directory. Every `timeline_every` batches it also adds a
+    point (training seconds, tokens) to `budget-timeline.json`, so that a run slowed by other
+    work on the machine can be seen. After the last budget the run stops at the end of that
+    epoch (give `data_loader.batches_per_epoch` for short epochs).
+
+    Registered as a `TrainerCallback` with name "training_time_budgets".
+
+    # Parameters
+
+    minutes : `List[float]`
+        The budgets, in minutes of training time.
+    timeline_every : `int`, optional (default = `50`)
+        Training batches between two points of the timeline.
+    """
+
+    def __init__(
+        self, serialization_dir: str, minutes: List[float], timeline_every: int = 50
+    ) -> None:
+        super().__init__(serialization_dir)
+        if not minutes or any(not (0 < m < math.inf) for m in minutes):
+            raise ConfigurationError(
+                f"training_time_budgets: minutes must be positive numbers, got {minutes}"
+            )
+        if timeline_every < 1:
+            raise ConfigurationError("training_time_budgets: timeline_every must be >= 1")
+        self.minutes = sorted(float(m) for m in minutes)
+        self.timeline_every = timeline_every
+        self.seconds = 0.0
+        self.batches = 0
+        self.tokens = 0
+        self.saved: List[float] = []
+        self.timeline: List[List[float]] = []
+        self._clock: Optional[float] = None
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"seconds": self.seconds, "batches": self.batches, "tokens": self.tokens,
+                "saved": list(self.saved), "timeline": [list(p) for p in self.timeline]}  # fmt: skip
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        if not state_dict:
+            return
+        self.seconds, self.batches = state_dict["seconds"], state_dict["batches"]
+        self.tokens, self.saved = state_dict["tokens"], list(state_dict["saved"])
+        self.timeline = [list(point) for point in state_dict["timeline"]]
+        logger.info("training_time_budgets: resumed at %.1f s of training time", self.seconds)
+
+    def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
+        self._clock = time.perf_counter()
+
+    def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch, batch_number,
+                 is_training, is_primary=True, batch_grad_norm=None, **kwargs) -> None:  # fmt: skip
+        if not is_training:
+            return
+        now = time.perf_counter()
+        if self._clock is not None:
+            self.seconds += now - self._clock
+        self._clock = now
+        self.batches += 1
+        self.tokens += sum(predicted_tokens(batch) for batch in batch_inputs)
+        if self.batches % self.timeline_every == 0:
+            self.timeline.append([round(self.seconds, 3), self.tokens])
+            if is_primary:
+                self._write("budget-timeline.json", {"points": self.timeline})
+        for budget in self.minutes:
+            if budget not in self.saved and self.seconds >= 60 * budget:
+                self.saved.append(budget)
+                if is_primary:
+                    self._snapshot(trainer, budget)
+        self._clock = time.perf_counter()  # the snapshot's own time is not training time
+
+    def on_epoch(self, trainer, metrics, epoch, is_primary=True, **kwargs) -> None:
+        self._clock = None  # restarts at the next batch's end: validation is not counted
+        if len(self.saved) == len(self.minutes):
+            logger.info("training_time_budgets: every budget reached, stopping after this epoch")
+            trainer._metric_tracker.should_stop_early = lambda: True
+
+    def _snapshot(self, trainer, budget: float) -> None:
+        name = f"budget-{budget:g}min"
+        directory = Path(self.serialization_dir)
+        weights = directory / f"{name}.th"
+        partial = directory / f"{name}.th.partial"
+        torch.save(trainer.model.state_dict(), partial)
+        os.replace(partial, weights)
+        archive_model(directory, weights=weights.name, archive_path=directory / f"{name}.tar.gz")
+        weights.unlink()
+        self._write(f"{name}.json", {
+            "minutes": budget, "training_seconds": self.seconds, "batches": self.batches,
+            "tokens": self.tokens, "tokens_per_second": self.tokens / max(self.seconds, 1e-9),
+        })  # fmt: skip
+        logger.info("training_time_budgets: %s written (%d tokens in %.0f s)", name,
+                    self.tokens, self.seconds)  # fmt: skip
+
+    def _write(self, name: str, content: dict) -> None:
+        path = Path(self.serialization_dir) / name
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(content, indent=1))
+        os.replace(partial, path)

@@ -1,0 +1,87 @@
+import contextlib
+import json
+
+import pytest
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import load_archive
+
+from allennlp_elmo_c.training import time_budgets
+from allennlp_elmo_c.training.time_budgets import TrainingTimeBudgets, predicted_tokens
+from tests.helpers import FIXTURES_ROOT, PROJECT_ROOT, train_config
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def batch_of(lengths):
+    mask = torch.arange(max(lengths)).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
+    return {"tokens": {"tokens": {"token_mask": mask, "subword_ids": mask.long()}}}
+
+
+def test_tokens_are_the_positions_each_direction_predicts():
+    assert predicted_tokens(batch_of([21, 21, 5, 1])) == 20 + 20 + 4 + 0
+
+
+def test_training_time_leaves_out_what_happens_between_epochs(monkeypatch, tmp_path):
+    clock = FakeClock()
+    monkeypatch.setattr(time_budgets.time, "perf_counter", clock)
+    callback = TrainingTimeBudgets(str(tmp_path), minutes=[100.0], timeline_every=2)
+    batch = [batch_of([21, 21])]
+
+    def train(seconds):
+        clock.now += seconds
+        callback.on_batch(None, batch, [], {}, 0, 1, is_training=True, is_primary=False)
+
+    callback.on_start(None, is_primary=False)
+    train(2.0)
+    train(3.0)
+    clock.now += 50.0  # validation and checkpoints at the epoch's end
+    callback.on_epoch(None, {}, 0, is_primary=False)
+    clock.now += 7.0
+    train(4.0)  # the first batch of an epoch starts the clock again (its time is lost)
+    train(1.0)
+    callback.on_batch(None, batch, [], {}, 0, 1, is_training=False, is_primary=False)
+    assert callback.seconds == pytest.approx(6.0)
+    assert (callback.batches, callback.tokens) == (4, 4 * 40)
+    assert callback.timeline == [[5.0, 80], [6.0, 160]]
+    # Resumed from its checkpointed state, it counts on.
+    resumed = TrainingTimeBudgets(str(tmp_path), minutes=[100.0])
+    resumed.load_state_dict(json.loads(json.dumps(callback.state_dict())))
+    assert resumed.state_dict() == callback.state_dict()
+
+
+def test_bad_settings():
+    with pytest.raises(ConfigurationError, match="minutes"):
+        TrainingTimeBudgets("x", minutes=[])
+    with pytest.raises(ConfigurationError, match="minutes"):
+        TrainingTimeBudgets("x", minutes=[10, 0])
+    with pytest.raises(ConfigurationError, match="timeline_every"):
+        TrainingTimeBudgets("x", minutes=[10], timeline_every=0)
+
+
+def test_a_training_run_writes_each_budget_and_stops_after_the_last(tmp_path):
+    budgets = [0.0001, 0.0002]  # minutes: 6 and 12 ms, passed within the first batches
+    overrides = {
+        "trainer.num_epochs": 50,
+        "data_loader.batches_per_epoch": 2,
+        "trainer.callbacks": [{"type": "training_time_budgets", "minutes": budgets,
+                               "timeline_every": 1}],  # fmt: skip
+    }
+    with contextlib.chdir(PROJECT_ROOT):
+        metrics = train_config(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet", tmp_path / "run",
+                               json.dumps(overrides))  # fmt: skip
+    assert metrics["epoch"] < 49  # stopped after the epoch in which the last budget passed
+    for minutes in budgets:
+        record = json.loads((tmp_path / "run" / f"budget-{minutes:g}min.json").read_text())
+        assert record["training_seconds"] >= 60 * minutes and record["tokens"] > 0
+        model = load_archive(str(tmp_path / "run" / f"budget-{minutes:g}min.tar.gz")).model
+        assert model.num_layers() == 3
+    timeline = json.loads((tmp_path / "run" / "budget-timeline.json").read_text())["points"]
+    assert [p[1] for p in timeline] == sorted(p[1] for p in timeline) and len(timeline) >= 2
