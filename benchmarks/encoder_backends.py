@@ -75,20 +75,13 @@ def torch_lstm_fallback(inputs, lengths, hidden, cell, w_ih, w_hh, bias, w_hr, *
     return output, h[0][packed.unsorted_indices], c[0][packed.unsorted_indices]
 
 
-class AllenNlpElmoLstm(torch.nn.Module):
+def AllenNlpElmoLstm(input_size, projection, cell, layers):
     """AllenNLP's ELMo biLSTM behind our encoder's interface (forward || backward top layer)."""
+    from allennlp_elmo_c.modules.seq2seq_encoders.allennlp_elmo_lstm import (
+        AllenNlpElmoLstmEncoder,
+    )
 
-    def __init__(self, input_size, projection, cell, layers):
-        super().__init__()
-        from allennlp.modules.elmo_lstm import ElmoLstm
-
-        self.lstm = ElmoLstm(input_size, projection, cell, layers, requires_grad=True,
-                             recurrent_dropout_probability=0.1, memory_cell_clip_value=3.0,
-                             state_projection_clip_value=3.0)  # fmt: skip
-
-    def forward(self, inputs, mask):
-        self.lstm.reset_states()
-        return self.lstm(inputs, mask)[-1]
+    return AllenNlpElmoLstmEncoder(input_size, projection, cell, layers)
 
 
 class TorchLstmFloor(torch.nn.Module):

@@ -40,7 +40,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from encoder_backends import SIZES, AllenNlpElmoLstm  # noqa: E402
+from encoder_backends import SIZES  # noqa: E402
 from output_heads import NAMESPACE, TARGET_DIM, build, head_configs  # noqa: E402
 from timing import PeakMemory, machine_description, release_memory, synchronize  # noqa: E402
 from timing import time_in_turn, trainable_parameters  # noqa: E402
@@ -48,7 +48,6 @@ from timing import time_in_turn, trainable_parameters  # noqa: E402
 from allennlp.common import Params  # noqa: E402
 from allennlp.data import Vocabulary  # noqa: E402
 from allennlp.models import Model  # noqa: E402
-from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder  # noqa: E402
 from allennlp.modules.token_embedders import TokenEmbedder  # noqa: E402
 
 import allennlp_elmo_c  # noqa: E402,F401  (registers elmo_c, elmo_lstm, the heads)
@@ -153,28 +152,6 @@ class SyntheticFastTextEmbedder(FastTextEmbedder):
         self._indexer_checked = True
 
 
-@Seq2SeqEncoder.register("allennlp_elmo_lstm_benchmark")
-class AllenNlpElmoContextualizer(Seq2SeqEncoder):
-    """`encoder_backends.AllenNlpElmoLstm` (AllenNLP's `ElmoLstm`) as a bidirectional encoder."""
-
-    def __init__(self, input_size: int, projection: int, cell: int, layers: int) -> None:
-        super().__init__()
-        self.lstm = AllenNlpElmoLstm(input_size, projection, cell, layers)
-        self._dims = (input_size, 2 * projection)
-
-    def forward(self, inputs: torch.Tensor, mask: torch.BoolTensor) -> torch.Tensor:
-        return self.lstm(inputs, mask)
-
-    def get_input_dim(self) -> int:
-        return self._dims[0]
-
-    def get_output_dim(self) -> int:
-        return self._dims[1]
-
-    def is_bidirectional(self) -> bool:
-        return True
-
-
 def zipf_ids(num_words: int, shape, generator: torch.Generator, first: int = 2) -> torch.Tensor:
     """Word ids in [first, num_words) with Zipfian frequencies (id order = frequency order)."""
     ranks = torch.arange(1, num_words - first + 1, dtype=torch.float64)
@@ -262,8 +239,9 @@ def peer_model(size: str, vocab: Vocabulary, samples: int, allennlp_lstm: bool,
 
     input_size, projection, cell, layers = ENCODER_SIZES[size]
     if allennlp_lstm:  # as ELMo: the CNN projects to the LSTM's size, no input projection
-        contextualizer = {"type": "allennlp_elmo_lstm_benchmark", "input_size": projection,
-                          "projection": projection, "cell": cell, "layers": layers}  # fmt: skip
+        contextualizer = {"type": "allennlp_elmo_lstm", "input_size": projection,
+                          "projection_size": projection, "cell_size": cell,
+                          "num_layers": layers}  # fmt: skip
         cnn_output = projection
     else:
         contextualizer, cnn_output = lstm_params(size), input_size

@@ -54,7 +54,7 @@ class WindowTextField(TextField):
 class LmCorpusReader(DatasetReader):
     """
     Reads a language modelling corpus with one sentence per line into instances with a single
-    field, `"tokens"` (a `WindowTextField`, i.e. a `TextField`).
+    field, `"tokens"` (a `WindowTextField`, i.e. a `TextField`; `field_name` renames it).
 
     Every sentence gets its own start and end tokens (`<S>` ... `</S>`), and the sentences are
     concatenated, in file order, into one token stream. With `max_sequence_length` = L the
@@ -113,6 +113,9 @@ class LmCorpusReader(DatasetReader):
         Added before every sentence; `[]` adds none.
     end_tokens : `List[str]`, optional (default = `["</S>"]`)
         Added after every sentence; `[]` adds none.
+    field_name : `str`, optional (default = `"tokens"`)
+        The field's name: the name of the model's `forward` argument that takes it (`"source"`
+        for allennlp-models' `language_model`).
 
     # Example
 
@@ -132,6 +135,7 @@ class LmCorpusReader(DatasetReader):
         max_sequence_length: Optional[int] = None,
         start_tokens: Optional[List[str]] = None,
         end_tokens: Optional[List[str]] = None,
+        field_name: str = "tokens",
         **kwargs,
     ) -> None:
         super().__init__(
@@ -147,12 +151,13 @@ class LmCorpusReader(DatasetReader):
         self._max_sequence_length = max_sequence_length
         self._start_tokens = [Token(t) for t in (["<S>"] if start_tokens is None else start_tokens)]
         self._end_tokens = [Token(t) for t in (["</S>"] if end_tokens is None else end_tokens)]
+        self._field_name = field_name
 
     def _read(self, file_path) -> Iterable[Instance]:
         windows = self._windows(self._read_sentences(file_path))
         shares_first_token = False
         for window in windows:
-            yield Instance({"tokens": WindowTextField(window, None, shares_first_token)})
+            yield Instance({self._field_name: WindowTextField(window, None, shares_first_token)})
             # (With max_sequence_length, every window after the first shares its first token.)
             shares_first_token = self._max_sequence_length is not None
 
@@ -214,7 +219,9 @@ class LmCorpusReader(DatasetReader):
             tokens = self._tokenizer.tokenize(sentence.replace("\x00", " "))
         else:
             tokens = [token if isinstance(token, Token) else Token(token) for token in sentence]
-        return Instance({"tokens": TextField(self._start_tokens + tokens + self._end_tokens)})
+        return Instance(
+            {self._field_name: TextField(self._start_tokens + tokens + self._end_tokens)}
+        )
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -223,7 +230,7 @@ class LmCorpusReader(DatasetReader):
 
     @property
     def token_indexers(self) -> Dict[str, TokenIndexer]:
-        """The token indexers of the `tokens` field, by key."""
+        """The token indexers of the field, by key."""
         return self._token_indexers
 
     @property
@@ -232,7 +239,7 @@ class LmCorpusReader(DatasetReader):
         return [token.text for token in self._start_tokens + self._end_tokens]
 
     def apply_token_indexers(self, instance: Instance) -> None:
-        instance["tokens"].token_indexers = self._token_indexers  # type: ignore
+        instance[self._field_name].token_indexers = self._token_indexers  # type: ignore
 
     def _warn(self, file_path, undecodable: int, with_nul: int) -> None:
         worker = self.get_worker_info()

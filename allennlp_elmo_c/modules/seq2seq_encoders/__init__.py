@@ -1,1 +1,2 @@
+from allennlp_elmo_c.modules.seq2seq_encoders.allennlp_elmo_lstm import AllenNlpElmoLstmEncoder
 from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import ElmoLstmEncoder

@@ -1,0 +1,80 @@
+from typing import List, Union
+
+import torch
+
+from allennlp.modules.elmo_lstm import ElmoLstm
+from allennlp.modules.seq2seq_encoders.seq2seq_encoder import Seq2SeqEncoder
+
+
+@Seq2SeqEncoder.register("allennlp_elmo_lstm")
+class AllenNlpElmoLstmEncoder(Seq2SeqEncoder):
+    """
+    AllenNLP's own ELMo biLSTM (`allennlp.modules.elmo_lstm.ElmoLstm`: a per-step Python loop of
+    `LstmCellWithProjection`, residual connections from the second layer) as a registered
+    `Seq2SeqEncoder`, for the softmax baselines that users of allennlp-models train: its
+    `language_model` takes it as its contextualizer, and `language_model_token_embedder` reads
+    its layers. AllenNLP does not register `ElmoLstm` itself.
+
+    Stateless: the carried state of `ElmoLstm` (which AllenNLP's ELMo keeps from one batch to the
+    next) is reset before every batch, as ELMo-C trains, since training windows are shuffled.
+
+    Registered as a `Seq2SeqEncoder` with name "allennlp_elmo_lstm".
+
+    # Parameters
+
+    input_size : `int`
+    projection_size : `int`
+        `ElmoLstm`'s `hidden_size`: the projected state of each direction.
+    cell_size : `int`
+    num_layers : `int`
+    recurrent_dropout : `float`, optional (default = `0.1`)
+    cell_clip, projection_clip : `float`, optional (default = `3.0`)
+    return_all_layers : `bool`, optional (default = `False`)
+        Return the list of every layer's output, each `(batch, timesteps, 2 * projection_size)`,
+        as `language_model_token_embedder` asks its contextualizer to (it mixes them with the
+        input embeddings itself); otherwise the top layer alone.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        projection_size: int,
+        cell_size: int,
+        num_layers: int,
+        recurrent_dropout: float = 0.1,
+        cell_clip: float = 3.0,
+        projection_clip: float = 3.0,
+        return_all_layers: bool = False,
+    ) -> None:
+        super().__init__(stateful=False)
+        self._lstm = ElmoLstm(
+            input_size, projection_size, cell_size, num_layers, requires_grad=True,
+            recurrent_dropout_probability=recurrent_dropout, memory_cell_clip_value=cell_clip,
+            state_projection_clip_value=projection_clip,
+        )  # fmt: skip
+        self.input_size = input_size
+        self.projection_size = projection_size
+        self.num_layers = num_layers
+        self._return_all_layers = return_all_layers
+
+    def get_input_dim(self) -> int:
+        return self.input_size
+
+    def get_output_dim(self) -> int:
+        return 2 * self.projection_size
+
+    def is_bidirectional(self) -> bool:
+        return True
+
+    def forward(
+        self, inputs: torch.Tensor, mask: torch.BoolTensor
+    ) -> Union[torch.Tensor, List[torch.Tensor]]:
+        """
+        `inputs` `(batch, timesteps, input_size)`, `mask` `(batch, timesteps)`; returns
+        `(batch, timesteps, 2 * projection_size)` (forward || backward), or every layer.
+        """
+        self._lstm.reset_states()
+        layers = self._lstm(inputs, mask)  # (num_layers, batch, timesteps, 2 * projection)
+        if not self._return_all_layers:
+            return layers[-1]
+        return list(layers)
