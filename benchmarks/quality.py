@@ -450,16 +450,21 @@ def trainable_parameters(archive: Path) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def task_step(args, task: str, system: str, archive: Optional[str], seed: int, data: dict, vectors: dict) -> dict:  # fmt: skip
+def task_step(args, task: str, system: str, archive: Optional[str], seed: int, data: dict,
+              vectors: dict, context_dim: Optional[int] = None) -> dict:  # fmt: skip
+    """One downstream run; `context_dim`: the size of the biLM's vectors, by default read from
+    its archive (an `elmo_c` one)."""
     from allennlp_elmo_c.archive import read_archive_config, representation_dim
     from allennlp_elmo_c.common.duration import training_seconds
 
     config, metric, _ = TASKS[task]
     directory = Path(data["dir"])
     files = data_files(data)
-    context_dim = (
-        args.fasttext_dim if archive is None else representation_dim(read_archive_config(archive))
-    )
+    if context_dim is None:
+        context_dim = (
+            args.fasttext_dim if archive is None
+            else representation_dim(read_archive_config(archive))
+        )  # fmt: skip
     environment = {
         "ELMO_C_FASTTEXT": vectors["vectors"],
         "ELMO_C_BASELINE": BASELINE if archive is None else "none",

@@ -42,7 +42,7 @@ class TrainingTimeBudgets(TrainerCallback):
     `budget-<minutes>min.tar.gz` (an ordinary model archive of the weights at that moment) and
     `budget-<minutes>min.json` (training seconds, batches, tokens predicted per direction,
     tokens/s) into the serialization directory. Every `timeline_every` batches it also adds a
-    point (training seconds, tokens) to `budget-timeline.json`, so that a run slowed by other
+    point (training seconds, tokens) to `budget-timeline.json` (and at each budget), so that a run slowed by other
     work on the machine can be seen. After the last budget the run stops at the end of that
     epoch (give `data_loader.batches_per_epoch` for short epochs).
 
@@ -100,15 +100,15 @@ class TrainingTimeBudgets(TrainerCallback):
         self._clock = now
         self.batches += 1
         self.tokens += sum(predicted_tokens(batch) for batch in batch_inputs)
-        if self.batches % self.timeline_every == 0:
+        passed = [b for b in self.minutes if b not in self.saved and self.seconds >= 60 * b]
+        if self.batches % self.timeline_every == 0 or passed:
             self.timeline.append([round(self.seconds, 3), self.tokens])
             if is_primary:
                 self._write("budget-timeline.json", {"points": self.timeline})
-        for budget in self.minutes:
-            if budget not in self.saved and self.seconds >= 60 * budget:
-                self.saved.append(budget)
-                if is_primary:
-                    self._snapshot(trainer, budget)
+        for budget in passed:
+            self.saved.append(budget)
+            if is_primary:
+                self._snapshot(trainer, budget)
         self._clock = time.perf_counter()  # the snapshot's own time is not training time
 
     def on_epoch(self, trainer, metrics, epoch, is_primary=True, **kwargs) -> None:

@@ -1,0 +1,61 @@
+"""`benchmarks/quality_per_minute.py` end to end at fixture size: plumbing and report only."""
+import importlib.util
+import json
+import sys
+
+from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests.benchmarks.test_quality import inputs  # noqa: F401  (the fixture data)
+
+
+def load_script():
+    sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
+    path = PROJECT_ROOT / "benchmarks" / "quality_per_minute.py"
+    spec = importlib.util.spec_from_file_location("quality_per_minute", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inputs):  # noqa: F811
+    corpus, shared, brown, _ = inputs
+    script = load_script()
+    out, report, plot = tmp_path / "out", tmp_path / "QUALITY.md", tmp_path / "plot.png"
+    report.write_text("# Quality\n\nEarlier tables.\n")
+    tiny = {
+        "model.contextualizer.projection_size": 4, "model.contextualizer.cell_size": 8,
+        "data_loader.batch_size": 4, "data_loader.batches_per_epoch": 2,
+        "elmo_a_whole": {"vocabulary.min_count.lm_targets": 1,
+                         "model.output_head.cutoffs": [20]},
+        "allennlp_lm": {"model.num_samples": 10, "vocabulary.min_count.tokens": 1,
+                        "model.contextualizer.input_size": 4,
+                        "model.text_field_embedder.token_embedders.token_characters.encoder."
+                        "projection_dim": 4},
+    }  # fmt: skip
+    argv = [
+        "--data-dir", str(tmp_path / "data"), "--out", str(out), "--report", str(report),
+        "--plot", str(plot), "--shared-data", str(shared), "--corpus-dir", str(corpus),
+        "--brown-source", str(brown), "--fasttext-bin", str(FIXTURES_ROOT / "fasttext" / "tiny.bin"),
+        "--fasttext-dim", "16", "--minutes", "0.0002,0.0004", "--seeds", "1",
+        "--task-epochs", "1", "--tasks", "pos", "--pretrain-overrides", json.dumps(tiny),
+    ]  # fmt: skip
+    script.main(argv)
+    text = report.read_text()
+    assert text.startswith("# Quality\n\nEarlier tables.\n")
+    section = text[text.index(script.BEGIN) : text.index(script.END)]
+    for system, (_, label) in script.SYSTEMS.items():
+        rows = [line for line in section.splitlines() if line.startswith(f"| {label} | 0.000")]
+        assert len(rows) == 2, system  # one row per budget
+        assert all(row.count("(n=1)") == 1 for row in rows)  # POS (NER runs as quality.py's)
+        result = json.loads((out / "steps" / f"pretrain-{system}.json").read_text())
+        assert set(result["budgets"]) == {"0.0002", "0.0004"}
+        first, second = result["budgets"]["0.0002"], result["budgets"]["0.0004"]
+        assert 0 < first["tokens"] <= second["tokens"]
+        assert second["training_seconds"] >= 60 * 0.0004
+        assert json.loads((out / "steps" / f"eval-{system}-0.0004min.json").read_text())["loss"] > 0
+    assert "fastText only (no context)" in section and plot.is_file()
+    # The peer's downstream runs embed with allennlp-models' own token embedder.
+    peer_pos = json.loads((out / "steps" / "task-pos-allennlp_lm-0.0002min-seed1.json").read_text())
+    assert 0.0 <= peer_pos["test"] <= 1.0
+    # A second run does nothing but rewrite the section in place.
+    script.main(argv)
+    assert report.read_text() == text
