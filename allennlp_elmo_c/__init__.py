@@ -3,8 +3,10 @@ allennlp-elmo-c: ELMo-style contextual representations trained with continuous o
 
 Importing this package applies the torch compatibility fixes AllenNLP 2.10.1 needs (see
 `allennlp_elmo_c.compat`), makes AllenNLP write a training run's outputs atomically (see
-`allennlp_elmo_c.training.atomic_outputs`), records absolute fastText paths in trained archives and
-looks for a moved archive's fastText file beside it (`allennlp_elmo_c.training.archive_paths`), gives the configs' environment variables their
+`allennlp_elmo_c.training.atomic_outputs`), makes every run's checkpoints atomic with `--recover`
+from the newest intact one whatever the config says about the checkpointer
+(`allennlp_elmo_c.training.atomic_checkpointer.apply`), records absolute fastText paths in trained
+archives and looks for a moved archive's fastText file beside it (`allennlp_elmo_c.training.archive_paths`), gives the configs' environment variables their
 defaults (`allennlp_elmo_c.common.config_defaults`: `ELMO_C_DIM` = 1024) and registers every
 component with AllenNLP, so both `--include-package allennlp_elmo_c` and a `.allennlp_plugins`
 file naming `allennlp_elmo_c` work.
@@ -12,10 +14,11 @@ file naming `allennlp_elmo_c` work.
 
 from allennlp_elmo_c import compat
 from allennlp_elmo_c.common import config_defaults
-from allennlp_elmo_c.training import archive_paths, atomic_outputs
+from allennlp_elmo_c.training import archive_paths, atomic_checkpointer, atomic_outputs
 
 compat.apply()
 atomic_outputs.apply()
+atomic_checkpointer.apply()
 archive_paths.apply()
 config_defaults.apply()
 

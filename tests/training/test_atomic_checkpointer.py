@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from allennlp.common import Params
+from allennlp.common import Lazy, Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.checkpointer import Checkpointer, TrainerCheckpoint
 
@@ -155,3 +155,27 @@ def test_recover_with_no_loadable_checkpoint_lists_every_file(tmp_path):
     assert f"{tmp_path / 'training_state_e0_b2.th'}" not in message  # it loads
     # Nothing was renamed: the files are as they were, for the user to look at.
     assert "model_state_e0_b4.th" in names(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"type": "default"}, {"type": "default", "save_every_num_batches": 3},
+     {"save_every_num_batches": 3}, {"type": "atomic"}],  # fmt: skip
+    ids=["absent", "default", "default_with_settings", "override_without_type", "atomic"],
+)
+def test_every_way_of_naming_the_checkpointer_gets_the_atomic_one(params, tmp_path, caplog):
+    if params:
+        checkpointer = Checkpointer.from_params(Params(dict(params)), serialization_dir=tmp_path)
+    else:  # what the trainer builds when the config has no checkpointer
+        checkpointer = Lazy(Checkpointer).construct(serialization_dir=str(tmp_path))
+    assert isinstance(checkpointer, AtomicCheckpointer)
+    assert "not an atomic checkpointer" not in caplog.text
+
+
+def test_a_checkpointer_class_that_is_not_atomic_is_warned_about(tmp_path, caplog):
+    class Mine(Checkpointer):
+        pass
+
+    with caplog.at_level("WARNING"):
+        Mine(str(tmp_path))
+    assert "Mine is not an atomic checkpointer" in caplog.text
