@@ -27,4 +27,10 @@ config_defaults.apply()
 from allennlp_elmo_c import commands, data, models, modules, predictors, training  # noqa: E402,F401
 from allennlp_elmo_c.demo import subcommands  # noqa: E402,F401
 
+# The Python API, shaped like AllenNLP's ELMo (`Elmo`, `batch_to_ids`, 0.9's `ElmoEmbedder`).
+from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbedder  # noqa: E402
+from allennlp_elmo_c.modules.elmo_c import ElmoC, batch_to_ids  # noqa: E402
+
+__all__ = ["ElmoC", "ElmoCEmbedder", "batch_to_ids"]
+
 __version__ = "0.1.0"

@@ -25,7 +25,7 @@ from allennlp_elmo_c.common.fasttext_source import (
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 
 if TYPE_CHECKING:  # the model imports the modules package, which imports this module
-    from allennlp_elmo_c.models.elmo_c import ElmoC
+    from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
 
 
 def read_archive_config(archive_file: str) -> Dict[str, Any]:
@@ -89,7 +89,7 @@ class PretrainedBiLM:
 
     # Parameters
 
-    model : `ElmoC`
+    model : `ElmoCLanguageModel`
         The biLM (loaded with `return_all_layers`).
     token_indexers : `Dict[str, TokenIndexer]`
         The pretraining reader's indexers; the one of the input embedder's key is kept.
@@ -107,7 +107,7 @@ class PretrainedBiLM:
 
     def __init__(
         self,
-        model: "ElmoC",
+        model: "ElmoCLanguageModel",
         token_indexers: Dict[str, TokenIndexer],
         tokenizer: Tokenizer,
         boundary_tokens: Tuple[str, str],

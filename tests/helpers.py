@@ -401,9 +401,9 @@ def embedder(dim=INPUT, num_embeddings=None, namespace=NAMESPACE):
 def fasttext_ids(sentences: List[List[str]], model_path=TINY_FASTTEXT):
     """`sentences` indexed for an ELMo-C biLM over the fastText model at `model_path`."""
     from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
-    from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 
-    return batch_to_ids(sentences, FastTextSubwordsIndexer(str(model_path)))
+    return index_sentences(sentences, FastTextSubwordsIndexer(str(model_path)))
 
 
 def write_elmo_files(

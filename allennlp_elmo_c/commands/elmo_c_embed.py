@@ -20,7 +20,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Iterable, Iterator, List, Optional, Union
 
 import h5py
 import numpy
@@ -33,7 +33,7 @@ from allennlp.common.tqdm import Tqdm
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.fasttext_source import ARGUMENT_HINT
 from allennlp_elmo_c.common.text import decode_line
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, batch_to_ids
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import load_representations
 
 logger = logging.getLogger(__name__)
@@ -55,15 +55,26 @@ def embed_file(
     Embeds every line of `input_file` (whitespace-tokenized) and writes `output_file` (HDF5).
     Returns its path. See the module docstring for the layout.
     """
-    input_file, output_file = Path(input_file), Path(output_file)
+    _check_arguments(Path(input_file), Path(output_file), output_mode, batch_size,
+                     max_sentence_length)  # fmt: skip
+    embedder = ElmoCEmbedder(str(archive_file), cuda_device, fasttext_path=fasttext_path)
+    return embedder.embed_file(input_file, output_file, output_mode, batch_size,
+                               max_sentence_length)  # fmt: skip
+
+
+def _write_file(
+    representations: ElmoCRepresentations,
+    device: torch.device,
+    input_file: Path,
+    output_file: Path,
+    output_mode: str,
+    batch_size: int,
+    max_sentence_length: int,
+) -> Path:
+    """`embed_file` with the model loaded."""
     _check_arguments(input_file, output_file, output_mode, batch_size, max_sentence_length)
     sentences = read_sentences(input_file)
     _check_lengths(sentences, input_file, max_sentence_length)
-    representations = load_representations(
-        str(archive_file), num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
-    ).eval()
-    device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
-    representations.to(device)
     partial = output_file.with_name(output_file.name + ".partial")
     with h5py.File(partial, "a") as out:
         todo = _sentences_to_do(out, sentences, partial)
@@ -201,10 +212,89 @@ def embed_sentences(
 ) -> List[numpy.ndarray]:
     """Every layer of `representations` for each sentence: `(num_layers, len(sentence), dim)`
     arrays, the boundary positions removed (what `elmo-c-embed --all` writes)."""
-    tensors = batch_to_ids(sentences, representations.word_indexer(), representations.vocab)
+    tensors = index_sentences(sentences, representations.word_indexer(), representations.vocab)
     layers, _ = representations.layers(**{k: v.to(device) for k, v in tensors.items()})
     stacked = torch.stack(layers, dim=1).float().cpu().numpy()  # (batch, layers, time + 2, dim)
     return [stacked[row, :, 1 : len(sentence) + 1] for row, sentence in enumerate(sentences)]
+
+
+class ElmoCEmbedder:
+    """
+    AllenNLP 0.9's `ElmoEmbedder` (removed from AllenNLP in 1.0) for an ELMo-C model: every layer
+    of the biLM for tokenized sentences, as numpy arrays, through the code `elmo-c-embed` runs.
+    Stateless: a sentence gets the same vectors whatever was embedded before.
+
+        from allennlp_elmo_c import ElmoCEmbedder
+        embedder = ElmoCEmbedder("runs/elmo_c/model.tar.gz")
+        layers = embedder.embed_sentence(["The", "council", "met", "."])  # (3, 4, dim)
+
+    # Parameters
+
+    model : `str`
+        The trained biLM: its `model.tar.gz`.
+    cuda_device : `int`, optional (default = `-1`)
+        The GPU to run on; -1 for the CPU.
+    fasttext_path : `str`, optional
+        The biLM's fastText `.bin`, if it is no longer where the model recorded it.
+    """
+
+    def __init__(
+        self, model: str, cuda_device: int = -1, fasttext_path: Optional[str] = None
+    ) -> None:
+        self.representations = load_representations(
+            str(model), num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
+        ).eval()
+        self.device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
+        self.representations.to(self.device)
+
+    def _empty(self) -> numpy.ndarray:
+        dim = self.representations.get_output_dim()
+        return numpy.zeros((self.representations.num_layers, 0, dim), dtype=numpy.float32)
+
+    def embed_batch(self, batch: List[List[str]]) -> List[numpy.ndarray]:
+        """Each sentence's layers, `(num_layers, len(sentence), dim)`; `(num_layers, 0, dim)`
+        for an empty one."""
+        filled = [index for index, sentence in enumerate(batch) if sentence]
+        result = [self._empty() for _ in batch]
+        if not filled:
+            return result
+        vectors = embed_sentences([batch[i] for i in filled], self.representations, self.device)
+        for index, layers in zip(filled, vectors):
+            result[index] = layers
+        return result
+
+    def embed_sentence(self, sentence: List[str]) -> numpy.ndarray:
+        """`(num_layers, len(sentence), dim)`."""
+        return self.embed_batch([sentence])[0]
+
+    def embed_sentences(
+        self, sentences: Iterable[List[str]], batch_size: int = 64
+    ) -> Iterator[numpy.ndarray]:
+        """`embed_sentence` of each sentence, in order, `batch_size` at a time."""
+        if batch_size < 1:
+            raise ConfigurationError("ElmoCEmbedder: batch_size must be >= 1")
+        batch: List[List[str]] = []
+        for sentence in sentences:
+            batch.append(list(sentence))
+            if len(batch) == batch_size:
+                yield from self.embed_batch(batch)
+                batch = []
+        if batch:
+            yield from self.embed_batch(batch)
+
+    def embed_file(
+        self,
+        input_file: Union[str, Path],
+        output_file_path: Union[str, Path],
+        output_format: str = "all",
+        batch_size: int = 64,
+        max_sentence_length: int = 10_000,
+    ) -> Path:
+        """The HDF5 file `elmo-c-embed` writes (see the module docstring); `output_format`
+        "all", "top" or "average"."""
+        return _write_file(self.representations, self.device, Path(input_file),
+                           Path(output_file_path), output_format, batch_size,
+                           max_sentence_length)  # fmt: skip
 
 
 @Subcommand.register("elmo-c-embed")

@@ -1,1 +1,1 @@
-from allennlp_elmo_c.models.elmo_c import ElmoC
+from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel

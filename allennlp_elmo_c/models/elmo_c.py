@@ -35,7 +35,7 @@ class _HeadInputs(NamedTuple):
 
 
 @Model.register("elmo_c")
-class ElmoC(Model):
+class ElmoCLanguageModel(Model):
     """
     A bidirectional language model in the shape of ELMo whose output layer is swappable: with the
     `continuous` head it is ELMo-C, which predicts the (frozen, e.g. fastText) embedding of the

@@ -31,15 +31,15 @@ def add_boundary_vectors(
     return result, new_mask
 
 
-def batch_to_ids(
+def index_sentences(
     sentences: List[List[str]], indexer: TokenIndexer, vocab: Optional[Vocabulary] = None
 ) -> Dict[str, torch.Tensor]:
     """
-    The counterpart of AllenNLP's `allennlp.modules.elmo.batch_to_ids`: indexes a batch of
-    tokenized sentences with `indexer` (e.g. `ElmoCRepresentations.word_indexer()`) over `vocab`
-    (the biLM's, for an indexer that reads one) and pads them into the tensors, `(batch,
-    timesteps, ...)` by output name, that `ElmoCRepresentations` and `elmo_c_token_embedder`
-    take by keyword.
+    Indexes a batch of tokenized sentences with `indexer` (e.g.
+    `ElmoCRepresentations.word_indexer()`) over `vocab` (the biLM's, for an indexer that reads
+    one) and pads them into the tensors, `(batch, timesteps, ...)` by output name, that
+    `ElmoCRepresentations` and `elmo_c_token_embedder` take by keyword. (`allennlp_elmo_c.
+    batch_to_ids(sentences, elmo)` does this with the model's own indexer.)
     """
     fields = [
         TextField([Token(word) for word in sentence], {"words": indexer}) for sentence in sentences

@@ -8,7 +8,7 @@ from allennlp.common.testing import ModelTestCase
 from allennlp.models import Model
 from allennlp.models.archival import load_archive
 
-from allennlp_elmo_c.models.elmo_c import ElmoC
+from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
 from tests import FIXTURES_ROOT
 from tests.helpers import overfit
 
@@ -118,7 +118,7 @@ class TestElmoC(ModelTestCase):
         archive = load_archive(
             self.TEST_DIR / "save_and_load_test" / "model.tar.gz", overrides=overrides
         )
-        assert isinstance(archive.model, ElmoC)
+        assert isinstance(archive.model, ElmoCLanguageModel)
         embedder = archive.model._text_field_embedder._token_embedders["tokens"]
         assert embedder._fasttext.path == moved.resolve()
 

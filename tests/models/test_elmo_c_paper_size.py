@@ -18,7 +18,7 @@ from allennlp.models import Model
 
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.models.elmo_c import ElmoC
+from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.helpers import EXPECTED_PARAMETERS, skip_orthogonal_init
 
@@ -83,7 +83,7 @@ def test_expected_parameter_formula():
 def test_paper_model_size_and_no_fasttext_matrix_in_weights(paper_params, fasttext_300d):
     assert paper_params["model"]["contextualizer"]["cell_size"] == 4096
     model = Model.from_params(vocab=Vocabulary(), params=paper_params.pop("model"))
-    assert isinstance(model, ElmoC)
+    assert isinstance(model, ElmoCLanguageModel)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert abs(trainable - 76.2e6) <= 0.01 * 76.2e6, f"{trainable:,} trainable parameters"
     assert trainable == EXPECTED_PARAMETERS, f"{trainable:,} trainable parameters"

@@ -7,7 +7,7 @@ from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, batch_to_ids
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import (
     SubwordElmoCRepresentations,
     is_subword_archive,
@@ -29,7 +29,7 @@ def indexer(bpe, archive):
 
 
 def indexed(sentences, indexer):
-    return batch_to_ids(sentences, indexer)
+    return index_sentences(sentences, indexer)
 
 
 def pretraining_layers(archive, sentence):

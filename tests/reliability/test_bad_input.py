@@ -21,7 +21,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
-from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
@@ -138,7 +138,7 @@ def test_any_batch_of_unicode_sentences_embeds_like_word_vector(sentences):
     indexer = FastTextSubwordsIndexer(str(TINY))
     embedder = FastTextEmbedder(str(TINY))
     model = FastTextBin.load(str(TINY))
-    tensors = batch_to_ids(sentences, indexer)
+    tensors = index_sentences(sentences, indexer)
     vectors = embedder(tensors["subword_ids"], tensors["subword_counts"])
     assert vectors.shape == (len(sentences), max(map(len, sentences)), 16)
     assert torch.isfinite(vectors).all()

@@ -14,7 +14,7 @@ from allennlp.data.token_indexers import TokenIndexer
 from allennlp_elmo_c.common import fasttext_bin
 from allennlp_elmo_c.common.fasttext_bin import native_subwords
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
-from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
 
@@ -27,7 +27,7 @@ def reference():
 
 
 def tensors_for(sentences, indexer):
-    return batch_to_ids(sentences, indexer)
+    return index_sentences(sentences, indexer)
 
 
 def test_from_config_and_ids_match_the_library(reference):

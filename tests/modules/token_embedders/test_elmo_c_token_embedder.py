@@ -231,17 +231,17 @@ def other_fasttext(tmp_path_factory):
 @pytest.mark.parametrize("rows", ["fewer", "more"])
 def test_an_indexer_over_another_fasttext_model_is_refused(elmo_c_archive, other_fasttext, rows):
     from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
-    from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 
     other = other_fasttext[rows]
     embedder = ElmoCTokenEmbedder(str(elmo_c_archive), dropout=0.0).eval()
-    inputs = batch_to_ids(SENTENCES, FastTextSubwordsIndexer(str(other)))
+    inputs = index_sentences(SENTENCES, FastTextSubwordsIndexer(str(other)))
     with pytest.raises(ConfigurationError) as error:
         embedder(**inputs)
     assert str(other) in str(error.value) and "tiny.bin" in str(error.value)
     assert "archive_file" in str(error.value)
     # The biLM's own model, from the archive, is accepted.
-    own = batch_to_ids(SENTENCES, FastTextSubwordsIndexer(archive_file=str(elmo_c_archive)))
+    own = index_sentences(SENTENCES, FastTextSubwordsIndexer(archive_file=str(elmo_c_archive)))
     assert embedder(**own).shape == (2, 6, 16)
 
 
@@ -249,10 +249,10 @@ def test_another_indexer_under_the_embedders_key_names_the_right_one(elmo_c_arch
     from allennlp.data.token_indexers import ELMoTokenCharactersIndexer
     from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 
-    from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 
     embedder = BasicTextFieldEmbedder({"elmo": ElmoCTokenEmbedder(str(elmo_c_archive))})
-    inputs = batch_to_ids(SENTENCES, ELMoTokenCharactersIndexer())
+    inputs = index_sentences(SENTENCES, ELMoTokenCharactersIndexer())
     with pytest.raises(ConfigurationError, match="fasttext_subwords', archive_file"):
         embedder({"elmo": inputs})
 

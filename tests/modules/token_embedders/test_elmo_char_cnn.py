@@ -16,7 +16,7 @@ from allennlp.modules.elmo import _ElmoCharacterEncoder
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.nn.util import remove_sentence_boundaries
 
-from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
 from tests import FIXTURES_ROOT
 from tests.helpers import write_elmo_files
@@ -69,7 +69,7 @@ def _names(group) -> List[str]:
 
 def indexed(sentences, tokens_to_add=BOUNDARIES) -> torch.Tensor:
     indexer = ELMoTokenCharactersIndexer(tokens_to_add=tokens_to_add)
-    return batch_to_ids(sentences, indexer)["elmo_tokens"]
+    return index_sentences(sentences, indexer)["elmo_tokens"]
 
 
 @pytest.fixture(scope="module")

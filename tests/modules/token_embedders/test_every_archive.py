@@ -18,7 +18,7 @@ from allennlp.data import Batch
 from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.archive import read_archive_config, representation_dim
-from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 from allennlp_elmo_c.modules.subword_representations import is_subword_archive
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from tests import FIXTURES_ROOT, PROJECT_ROOT
@@ -47,7 +47,7 @@ def archives(tmp_path_factory, elmo_c_archive):
 
 def word_tensors(embedder: ElmoCTokenEmbedder, sentences):
     representations = embedder.representations
-    return batch_to_ids(sentences, representations.word_indexer(), representations.vocab)
+    return index_sentences(sentences, representations.word_indexer(), representations.vocab)
 
 
 def pretraining_layers(archive: Path, words, change=None):

@@ -9,14 +9,14 @@ from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 from allennlp.modules.token_embedders import TokenEmbedder
 
 from allennlp_elmo_c.data.token_indexers.word_hash import WordHashIndexer
-from allennlp_elmo_c.modules.elmo_c_representations import batch_to_ids
+from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 from allennlp_elmo_c.modules.token_embedders.random_vectors import RandomVectorsEmbedder
 
 ODD_TOKENS = ["", "\x00", "😀", "👩‍👩‍👧", "日本語", "\ud800", "x" * 10_000, "<S>", "</S>"]
 
 
 def indexed(sentences):
-    return {"hash": batch_to_ids(sentences, WordHashIndexer())}
+    return {"hash": index_sentences(sentences, WordHashIndexer())}
 
 
 def test_same_string_same_vector_across_objects_and_paths():
