@@ -1,6 +1,7 @@
 from allennlp_elmo_c.training.adapted_config import AdaptedConfigCallback
 from allennlp_elmo_c.training.atomic_checkpointer import AtomicCheckpointer
 from allennlp_elmo_c.training.direction_grad_norm import GradNormPerDirection
+from allennlp_elmo_c.training.fused_adam import FusedAdamOptimizer
 from allennlp_elmo_c.training.rnmt_plus import RnmtPlusLearningRateScheduler
 from allennlp_elmo_c.training.rng_state import RngStateCallback
 from allennlp_elmo_c.training.time_budgets import TrainingTimeBudgets
