@@ -82,7 +82,8 @@ local context_dim = if use_elmo_c then elmo_c_dim else 300;
   trainer: {
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
-    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
+    // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
     optimizer: { type: 'adam', lr: 0.001 },
     checkpointer: { keep_most_recent_by_count: 3 },
     validation_metric: '+f1-measure-overall',

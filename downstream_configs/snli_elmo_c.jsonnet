@@ -80,7 +80,8 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
   trainer: {
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
-    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
+    // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
     optimizer: { type: 'adam', lr: 0.0004 },
     checkpointer: { keep_most_recent_by_count: 2 },
     validation_metric: '+accuracy',

@@ -54,7 +54,8 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
   trainer: {
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
-    callbacks: [{ type: 'console_logger', should_log_inputs: false }],
+    // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
+    callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
     num_epochs: 500,
     grad_clipping: 1.0,
     patience: 200,

@@ -129,3 +129,11 @@ def test_elmo_c_dim_default_and_value(monkeypatch, tmp_path, elmo_c_archive, val
     assert model["encoder"]["input_size"] == input_size
     elmo_c = model["text_field_embedder"]["token_embedders"]["elmo"]
     assert elmo_c["expected_output_dim"] == input_size - 50 - 128
+
+
+@pytest.mark.parametrize("config", sorted(p.name for p in (PROJECT_ROOT / "downstream_configs").glob("*.jsonnet")))
+def test_every_downstream_config_carries_the_random_generator_state(config):
+    """A task run resumed with --recover draws the same dropout masks as the uninterrupted one."""
+    text = (PROJECT_ROOT / "downstream_configs" / config).read_text()
+    callbacks = text[text.index("callbacks:") : text.index("]", text.index("callbacks:"))]
+    assert "type: 'rng_state'" in callbacks
