@@ -67,6 +67,24 @@ EVERY_2_BATCHES = {
 }
 
 
+def run_training(config, run, overrides, variables, recover=False, fault=None, kill_at=None):
+    """`allennlp train` of `config` in a subprocess with the fault injectors of this module
+    (`overrides` must name them among the callbacks) and the environment `variables`."""
+    environment = dict(os.environ, OMP_NUM_THREADS="1", **variables)
+    environment.pop(KILL_ENV, None)
+    environment.pop(FAULT_ENV, None)
+    if kill_at is not None:
+        environment[KILL_ENV] = str(kill_at)
+    if fault is not None:
+        environment[FAULT_ENV] = fault
+    command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(config), "-s", str(run)]
+    command += ["-o", json.dumps(overrides), "--include-package", __name__]
+    command += ["--file-friendly-logging"] + (["--recover"] if recover else [])
+    return subprocess.run(
+        command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=600
+    )
+
+
 def train(data_dir, run, recover=False, fault=None, kill_at=None, spelling="dotted"):
     overrides = {
         **DEMO_AT_FIXTURE_SIZE,
@@ -78,19 +96,8 @@ def train(data_dir, run, recover=False, fault=None, kill_at=None, spelling="dott
             {"type": "write_faults"},
         ],
     }
-    environment = dict(os.environ, ELMO_C_DATA_DIR=str(data_dir), OMP_NUM_THREADS="1")
-    environment.pop(KILL_ENV, None)
-    environment.pop(FAULT_ENV, None)
-    if kill_at is not None:
-        environment[KILL_ENV] = str(kill_at)
-    if fault is not None:
-        environment[FAULT_ENV] = fault
-    command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(DEMO_CONFIG), "-s", str(run)]
-    command += ["-o", json.dumps(overrides), "--include-package", __name__]
-    command += ["--file-friendly-logging"] + (["--recover"] if recover else [])
-    return subprocess.run(
-        command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=600
-    )
+    return run_training(DEMO_CONFIG, run, overrides, {"ELMO_C_DATA_DIR": str(data_dir)},
+                        recover, fault, kill_at)  # fmt: skip
 
 
 @pytest.fixture(scope="module")

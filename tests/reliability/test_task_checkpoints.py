@@ -9,15 +9,13 @@ run, bit for bit (the config carries the random generator state).
 import json
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.helpers import KILL_ENV, TINY_ELMO_C_DIM, TINY_FASTTEXT
-from tests.reliability.test_checkpoints import FAULT_ENV, assert_same_weights, temporaries
+from tests import FIXTURES_ROOT
+from tests.helpers import TINY_ELMO_C_DIM, TINY_FASTTEXT
+from tests.reliability.test_checkpoints import assert_same_weights, run_training, temporaries
 
 CONFIG = FIXTURES_ROOT / "configs" / "ner_elmo_c_tiny.jsonnet"
 CONLL = FIXTURES_ROOT / "data" / "conll2003.txt"
@@ -34,23 +32,13 @@ def train(archive, run, recover=False, fault=None, kill_at=None):
                               {"type": "rng_state"}, {"type": "sigkill_at_batch"},
                               {"type": "write_faults"}],  # fmt: skip
     }
-    environment = dict(
-        os.environ, OMP_NUM_THREADS="1", ELMO_C_ARCHIVE=str(archive), ELMO_C_BASELINE="none",
-        ELMO_C_FASTTEXT=str(TINY_FASTTEXT), ELMO_C_DIM=str(TINY_ELMO_C_DIM),
-        NER_TRAIN_DATA_PATH=str(CONLL), NER_TEST_DATA_PATH=str(CONLL),
-        GLOVE_50D=str(FIXTURES_ROOT / "data" / "glove_tiny.50d.txt"),
-    )  # fmt: skip
-    environment.pop(KILL_ENV, None)
-    environment.pop(FAULT_ENV, None)
-    if kill_at is not None:
-        environment[KILL_ENV] = str(kill_at)
-    if fault is not None:
-        environment[FAULT_ENV] = fault
-    command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(CONFIG), "-s", str(run),
-               "-o", json.dumps(overrides), "--include-package", "tests.reliability.test_checkpoints",
-               "--file-friendly-logging"] + (["--recover"] if recover else [])  # fmt: skip
-    return subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    variables = {
+        "ELMO_C_ARCHIVE": str(archive), "ELMO_C_BASELINE": "none",
+        "ELMO_C_FASTTEXT": str(TINY_FASTTEXT), "ELMO_C_DIM": str(TINY_ELMO_C_DIM),
+        "NER_TRAIN_DATA_PATH": str(CONLL), "NER_TEST_DATA_PATH": str(CONLL),
+        "GLOVE_50D": str(FIXTURES_ROOT / "data" / "glove_tiny.50d.txt"),
+    }  # fmt: skip
+    return run_training(CONFIG, run, overrides, variables, recover, fault, kill_at)
 
 
 @pytest.fixture(scope="module")
