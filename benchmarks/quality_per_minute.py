@@ -23,7 +23,9 @@ Steps (resumable: each step's result is a JSON file under OUT/steps/, as in `qua
 data steps and downstream runs this script shares):
 1. `corpus`, `fasttext`, `data-ner`, `data-pos`: as `quality.py` (or `--corpus-dir`,
    `--fasttext-bin`).
-2. `pretrain-SYSTEM`: one run per system until its last budget of training time
+2. `pretrain-SYSTEM`: one run per system until its last budget of training time (the corpus read,
+   indexed and shuffled in chunks of 200 batches, for every system alike; that work is training
+   time)
    (`training_time_budgets`: an archive at each of `--minutes`, tokens seen, a tokens/s
    timeline), with a learning rate flat after the warm-up, so that the shorter budgets are
    snapshots of the longest. An interrupted run resumes from its last checkpoint
@@ -80,6 +82,9 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict) -> dict:
         "train_data_path": corpus["train"],
         "validation_data_path": None,
         "data_loader.batches_per_epoch": EPOCH_BATCHES,
+        # Read, index and shuffle the corpus in chunks, for every system alike: the character
+        # ids of the whole corpus would not fit in memory (the peer's run was killed at 19 GB).
+        "data_loader.max_instances_in_memory": EPOCH_BATCHES * quality.BATCH,
         "trainer.num_epochs": 1_000_000,
         "trainer.callbacks": callbacks,
     }

@@ -75,6 +75,12 @@ def test_embedder_equals_elmo_c_embed(elmo_c_archive, tmp_path):
             numpy.testing.assert_array_equal(mine[str(index)][...], expected)
             numpy.testing.assert_array_equal(single[index], expected)
             numpy.testing.assert_array_equal(streamed[index], expected)
+    # An open file, as 0.9's ElmoEmbedder.embed_file took.
+    with open(text, encoding="utf-8") as opened:
+        from_object = embedder.embed_file(opened, tmp_path / "object.hdf5", batch_size=1)
+    with h5py.File(from_object, "r") as mine, h5py.File(written, "r") as command:
+        numpy.testing.assert_array_equal(mine["0"][...], command["0"][...])
+    assert not (tmp_path / "object.hdf5.input.txt").exists()
     batch = embedder.embed_batch(SENTENCES)
     assert [layers.shape[1] for layers in batch] == [6, 3, 3]
     # Stateless: the same sentence twice gives the same vectors.

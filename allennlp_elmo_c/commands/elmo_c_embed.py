@@ -20,7 +20,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Union
+from typing import IO, Iterable, Iterator, List, Optional, Union
 
 import h5py
 import numpy
@@ -284,17 +284,27 @@ class ElmoCEmbedder:
 
     def embed_file(
         self,
-        input_file: Union[str, Path],
+        input_file: Union[str, Path, IO],
         output_file_path: Union[str, Path],
         output_format: str = "all",
         batch_size: int = 64,
         max_sentence_length: int = 10_000,
     ) -> Path:
         """The HDF5 file `elmo-c-embed` writes (see the module docstring); `output_format`
-        "all", "top" or "average"."""
-        return _write_file(self.representations, self.device, Path(input_file),
-                           Path(output_file_path), output_format, batch_size,
-                           max_sentence_length)  # fmt: skip
+        "all", "top" or "average". `input_file` is a path or, as for 0.9's `ElmoEmbedder`, an
+        open file (its lines are copied beside the output first)."""
+        output = Path(output_file_path)
+        if hasattr(input_file, "read"):
+            text = input_file.read()
+            copy = output.with_name(output.name + ".input.txt")
+            copy.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+            try:
+                return _write_file(self.representations, self.device, copy, output,
+                                   output_format, batch_size, max_sentence_length)  # fmt: skip
+            finally:
+                copy.unlink()
+        return _write_file(self.representations, self.device, Path(input_file), output,
+                           output_format, batch_size, max_sentence_length)  # fmt: skip
 
 
 @Subcommand.register("elmo-c-embed")

@@ -9,6 +9,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.training.learning_rate_schedulers.learning_rate_scheduler import LearningRateScheduler
 
 logger = logging.getLogger(__name__)
+# What defines the schedule (the rest of the state is the position in it).
+SCHEDULE = ("warmup_steps", "decay_start", "decay_end", "batch_scale", "final_factor", "min_lr")
 
 
 def world_size() -> int:
@@ -237,7 +239,21 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         self._apply()
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        # The schedule is this run's (from its config and world size); only the position in it
+        # comes from the checkpoint: a run resumed on another number of workers follows the
+        # schedule of its new total batch, and says so.
+        fresh = {key: getattr(self, key) for key in SCHEDULE}
         super().load_state_dict(state_dict)
+        stored = {key: getattr(self, key) for key in SCHEDULE}
+        if stored != fresh:
+            logger.warning(
+                "rnmt_plus: the checkpoint's schedule %s differs from this run's %s (another "
+                "world size or config?); following this run's",
+                stored,
+                fresh,
+            )
+        for key, value in fresh.items():
+            setattr(self, key, value)
         self._apply()
 
     def get_values(self) -> List[float]:

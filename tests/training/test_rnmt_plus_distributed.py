@@ -108,3 +108,27 @@ def test_the_paper_config_gives_the_papers_schedule_on_any_number_of_gpus(monkey
     assert scheduler.warmup_steps == 10000
     assert scheduler.decay_start == int(0.4 * 400_000_000 / total)  # 52,083 on 4 GPUs
     assert scheduler.decay_end == int(2.0 * 400_000_000 / total)  # 260,416 on 4 GPUs
+
+
+def test_a_run_resumed_on_another_number_of_workers_follows_its_new_schedule(monkeypatch, caplog):
+    """The checkpoint gives the position in the schedule, the run gives the schedule."""
+    block = paper_schedule_block()
+
+    def scheduler_on(workers):
+        monkeypatch.setattr(rnmt_plus, "world_size", lambda: workers)
+        parameter = torch.nn.Parameter(torch.zeros(1))
+        return LearningRateScheduler.from_params(
+            optimizer=torch.optim.SGD([parameter], lr=1e-4), params=Params(dict(block["scheduler"]))
+        )
+
+    one = scheduler_on(1)
+    one.step_batch(60_000)
+    four = scheduler_on(4)
+    with caplog.at_level(logging.WARNING):
+        four.load_state_dict(one.state_dict())
+    assert "differs from this run's" in caplog.text
+    assert four.last_epoch == 60_000
+    assert (four.batch_scale, four.decay_start) == (24.0, 52_083)
+    fresh = scheduler_on(4)
+    fresh.step_batch(60_000)
+    assert four.get_values() == fresh.get_values()

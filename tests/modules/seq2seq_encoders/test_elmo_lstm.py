@@ -750,3 +750,8 @@ def test_weights_with_an_input_linear_of_equal_sizes_still_load_and_compute_the_
         outputs = new(inputs, mask)
     for ours, theirs in zip(outputs, expected):
         assert torch.equal(ours, theirs)
+    # Frozen (as a downstream embedder freezes its biLM before loading): the rebuilt Linear too.
+    frozen = ElmoLstmEncoder(8, projection_size=8, cell_size=6, num_layers=2, backend=backend)
+    frozen.requires_grad_(False)
+    frozen.load_state_dict(state)
+    assert not any(p.requires_grad for p in frozen.parameters())
