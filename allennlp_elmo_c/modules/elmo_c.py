@@ -6,7 +6,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import PretrainedBiLM
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
-from allennlp_elmo_c.modules.subword_representations import load_representations, representations_of
+from allennlp_elmo_c.modules.subword_representations import representations_of
 
 
 class ElmoC(torch.nn.Module):
@@ -58,18 +58,15 @@ class ElmoC(torch.nn.Module):
         super().__init__()
         if (model is None) == (module is None):
             raise ConfigurationError("ElmoC: give the model's path or a ready module, not both")
-        settings = dict(
+        bilm = module if module is not None else PretrainedBiLM.from_archive(str(model))
+        self._elmo_c: ElmoCRepresentations = representations_of(
+            bilm,
             num_output_representations=num_output_representations,
             requires_grad=requires_grad,
             do_layer_norm=do_layer_norm,
             dropout=dropout,
             keep_sentence_boundaries=keep_sentence_boundaries,
             scalar_mix_parameters=scalar_mix_parameters,
-        )
-        self._elmo_c: ElmoCRepresentations = (
-            load_representations(str(model), **settings)
-            if module is None
-            else representations_of(module, **settings)
         )
 
     def get_output_dim(self) -> int:
