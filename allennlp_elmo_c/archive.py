@@ -1,38 +1,111 @@
 """
-The one way into a pretrained biLM archive (`model.tar.gz` of an `elmo_c` model): everything that
-uses a trained biLM downstream (`ElmoCRepresentations`, `elmo_c_token_embedder`, `elmo-c-embed`)
-starts from a `PretrainedBiLM`.
+The one way into a pretrained biLM: everything that uses a trained biLM downstream
+(`ElmoCRepresentations`, `elmo_c_token_embedder`, `elmo-c-embed`, the spaCy and Hugging Face
+front doors) starts from a `PretrainedBiLM`, read from either form of a trained `elmo_c` model:
+
+- its AllenNLP archive, `model.tar.gz`;
+- a model directory (`python -m allennlp_elmo_c package`), the unit of sharing: `config.json`
+  (`model_type: "elmo_c"`, the biLM's AllenNLP config under `bilm`, its files by name),
+  `model.safetensors`, `vocabulary/`, the fastText `.bin`, `checksums.sha256` and a model card.
+  Its files are found in the directory itself, wherever it is copied.
 """
 
+import copy
+import hashlib
 import json
+import logging
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.params import with_overrides
 from allennlp.data import DatasetReader, TokenIndexer, Tokenizer, Vocabulary
 from allennlp.models import Model
-from allennlp.models.archival import CONFIG_NAME, extracted_archive, load_archive
+from allennlp.models.archival import CONFIG_NAME, Archive, extracted_archive, load_archive
 
+from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import (
+    check_fingerprint,
+    fasttext_nodes,
     recorded_fasttext_path,
     recorded_fasttext_paths,
+    recorded_fingerprint,
     resolve_fasttext_path,
 )
-from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 
-if TYPE_CHECKING:  # the model imports the modules package, which imports this module
+logger = logging.getLogger(__name__)
+
+# A model directory's files.
+MODEL_TYPE = "elmo_c"  # its config.json's `model_type` (Hugging Face's `AutoConfig` key too)
+DIRECTORY_FORMAT = 1
+WEIGHTS_FILE = "model.safetensors"
+VOCABULARY_DIR = "vocabulary"
+CHECKSUMS_FILE = "checksums.sha256"
+MODEL_CARD = "README.md"
+
+if TYPE_CHECKING:  # a layer above this one
     from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
+
+
+def is_model_directory(path: str) -> bool:
+    """Whether `path` is a model directory (its config.json says `model_type: "elmo_c"`)."""
+    config = Path(path) / CONFIG_NAME
+    if not Path(path).is_dir() or not config.is_file():
+        return False
+    try:
+        return json.loads(config.read_text(encoding="utf-8")).get("model_type") == MODEL_TYPE
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def read_directory_config(directory: str) -> Dict[str, Any]:
+    """
+    A model directory's config.json, with the file names of its biLM config (the fastText
+    `.bin`, a BPE tokenizer) made absolute paths into the directory, so the directory works
+    wherever it is.
+    """
+    path = Path(directory) / CONFIG_NAME
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigurationError(f"model directory {directory}: unreadable {CONFIG_NAME} ({error})")
+    if not isinstance(config, dict) or config.get("model_type") != MODEL_TYPE:
+        raise ConfigurationError(f"{directory} is not an ELMo-C model directory (no model_type "
+                                 f"{MODEL_TYPE!r} in its {CONFIG_NAME})")  # fmt: skip
+    if config.get("elmo_c_format", 0) > DIRECTORY_FORMAT:
+        raise ConfigurationError(
+            f"model directory {directory} has format {config['elmo_c_format']}; this version of "
+            f"allennlp-elmo-c reads up to {DIRECTORY_FORMAT}: upgrade allennlp-elmo-c"
+        )
+    bilm = config.get("bilm")
+    _check_config(bilm, directory)
+    for name in config.get("files", {}).values():
+        _replace_values(bilm, name, str(Path(directory).resolve() / name))
+    return config
+
+
+def _replace_values(node: Any, old: str, new: str) -> None:
+    """Replaces, in place, every string value `old` of a nested config by `new`."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    for key, value in list(items):
+        if value == old:
+            node[key] = new
+        else:
+            _replace_values(value, old, new)
 
 
 def read_archive_config(archive_file: str) -> Dict[str, Any]:
     """
-    An archive's config.json, read without loading any weights: AllenNLP writes it first, so
-    reading stops there (looking it up by name would decompress the whole archive).
+    The biLM's AllenNLP config, from an archive (its config.json, read without loading any
+    weights: AllenNLP writes it first, so reading stops there; looking it up by name would
+    decompress the whole archive) or a model directory (`read_directory_config`'s `bilm`).
     """
+    if Path(archive_file).is_dir():
+        return read_directory_config(archive_file)["bilm"]
     config = None
     try:
         with tarfile.open(archive_file) as archive:
@@ -67,6 +140,117 @@ def is_subword_config(config: Dict[str, Any]) -> bool:
     tokenizer)."""
     tokenizer = config.get("dataset_reader", {}).get("tokenizer") or {}
     return tokenizer.get("type") == "bpe"
+
+
+def with_fingerprint(config: Dict[str, Any], fingerprint: int) -> Dict[str, Any]:
+    """A copy of `config` whose fastText components all record `fingerprint`."""
+    config = copy.deepcopy(config)
+    for _, node in fasttext_nodes(config):
+        node["fingerprint"] = fingerprint
+    return config
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def load_model_directory(
+    directory: str, overrides: Optional[Dict[str, Any]] = None, cuda_device: int = -1
+) -> Archive:
+    """
+    A model directory as AllenNLP's `load_archive` gives an archive (the `allennlp` commands
+    load one this way: `allennlp_elmo_c.training.archive_paths`): the model built from the
+    directory's biLM config (with `overrides`), its `model.safetensors` loaded strictly, and the
+    readers. The weights, config and vocabulary are checked against `checksums.sha256` first.
+    """
+    import safetensors.torch
+
+    root = Path(directory)
+    config = read_directory_config(directory)["bilm"]
+    verify_checksums(root, skip_large=True)
+    params = Params(with_overrides(config, overrides or {}))
+    vocab = Vocabulary.from_files(str(root / VOCABULARY_DIR))
+    model = Model.from_params(vocab=vocab, params=params.duplicate().pop("model"))
+    try:
+        state = safetensors.torch.load_file(str(root / WEIGHTS_FILE))
+    except (OSError, ValueError, RuntimeError) as error:  # safetensors' errors for bad files
+        raise ConfigurationError(f"model directory {directory}: unreadable {WEIGHTS_FILE} ({error})")
+    model.load_state_dict(state, strict=True)
+    if cuda_device >= 0:
+        model.cuda(cuda_device)
+    reader = DatasetReader.from_params(params.duplicate().pop("dataset_reader"))
+    validation_reader = DatasetReader.from_params(
+        params.duplicate().get("validation_dataset_reader", params.get("dataset_reader").duplicate())
+    )
+    return Archive(model, params, reader, validation_reader, None)
+
+
+# The files up to this size are checked against checksums.sha256 whenever a directory is loaded;
+# larger ones (the fastText .bin) are identified by their fingerprint instead (`sha256sum -c
+# checksums.sha256` in the directory checks everything).
+CHECKED_ON_LOAD_BYTES = 1 << 30
+
+
+def verify_checksums(root: Path, skip_large: bool = False) -> List[str]:
+    """
+    Checks the files listed in a model directory's `checksums.sha256` (`sha256sum`'s format);
+    a `ConfigurationError` naming the first missing or changed file. With `skip_large`, files
+    over 1 GiB are skipped. Returns the files checked.
+    """
+    listing = root / CHECKSUMS_FILE
+    if not listing.is_file():
+        raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} is missing")
+    checked = []
+    for line in listing.read_text(encoding="utf-8").splitlines():
+        expected, _, name = line.partition("  ")
+        path = root / name
+        if not path.is_file():
+            raise ConfigurationError(f"model directory {root}: {name} is missing")
+        if skip_large and path.stat().st_size > CHECKED_ON_LOAD_BYTES:
+            continue
+        if file_sha256(path) != expected:
+            raise ConfigurationError(
+                f"model directory {root}: {name} does not match its checksum in {CHECKSUMS_FILE} "
+                "(changed or corrupt); package the model again"
+            )
+        checked.append(name)
+    return checked
+
+
+def checked_fasttext(
+    config: Dict[str, Any], source: str, fasttext_path: Optional[str] = None
+) -> Tuple[str, Optional[int]]:
+    """
+    The fastText `.bin` of the biLM of `config` (read from `source`), and the fingerprint it was
+    checked against: `fasttext_path` if given, else found as `fasttext_source` says (a model
+    directory's own file, for a directory). A `.bin` that is not the model the biLM was trained
+    with is a `ConfigurationError` naming both. An archive trained before fingerprints were
+    recorded is checked against the file it recorded, if that still exists (its fingerprint is
+    then returned, to be kept: `record()` carries it into task models, `package` into model
+    directories); else a warning says the check could not be made, and the fingerprint is None.
+    """
+    recorded = recorded_fasttext_path(config, source)
+    if recorded is None:
+        raise ConfigurationError(f"{source}: the biLM reads no fastText file")
+    if fasttext_path is None and Path(source).is_dir():
+        fasttext_path = recorded  # a model directory's own .bin, whatever the environment says
+    resolved = resolve_fasttext_path(recorded, source, fasttext_path)
+    expected = recorded_fingerprint(config, source)
+    if expected is None and Path(recorded).is_file():
+        expected = FastTextBin.load(recorded).fingerprint
+    if expected is None:
+        logger.warning(
+            "%s was trained before fastText fingerprints were recorded and its .bin %s is not at "
+            "its recorded path: that %s is the same model cannot be checked",
+            source, recorded, resolved,
+        )  # fmt: skip
+    else:
+        check_fingerprint(resolved, expected, f"{recorded}, recorded in {source}")
+    return resolved, expected
 
 
 def fasttext_overrides(config: Dict[str, Any], new_path: str, archive_file: str) -> Dict[str, str]:
@@ -151,21 +335,25 @@ class PretrainedBiLM:
         # Parameters
 
         archive_file : `str`
-            A `model.tar.gz` of an `elmo_c` model.
+            A `model.tar.gz` of an `elmo_c` model, or a model directory.
         fasttext_path : `str`, optional
             The biLM's fastText `.bin` at another path than recorded in the archive (every
-            fastText path of the config is replaced). Without it, the `.bin` is looked for in the
-            environment variable `ELMO_C_FASTTEXT`, at the recorded path, then beside the archive
-            (`allennlp_elmo_c.common.fasttext_source`).
+            fastText path of the config is replaced). Without it, the `.bin` is the model
+            directory's own, or, for an archive, looked for in the environment variable
+            `ELMO_C_FASTTEXT`, at the recorded path, then beside the archive
+            (`allennlp_elmo_c.common.fasttext_source`). Whichever it is, a `.bin` that is not the
+            one the biLM was trained with is a `ConfigurationError`.
         tokenizer_path : `str`, optional
             For a biLM over BPE subwords: its tokenizer JSON at another path than recorded.
         """
+        if Path(archive_file).is_dir():
+            return cls._from_directory(str(archive_file), fasttext_path, tokenizer_path)
         if not Path(archive_file).is_file():
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
         try:
             with extracted_archive(archive_file) as directory:
                 config = _read_config(Path(directory) / CONFIG_NAME, archive_file)
-                overrides = cls._overrides(config, archive_file, fasttext_path, tokenizer_path)
+                config, overrides = cls._prepared(config, archive_file, fasttext_path, tokenizer_path)
                 archive = load_archive(directory, overrides=overrides)
         except (tarfile.TarError, EOFError, OSError) as error:
             raise unreadable_archive(archive_file, error) from error
@@ -177,6 +365,17 @@ class PretrainedBiLM:
                 ) from error
             raise
         return cls._built(archive.model, archive.dataset_reader, config, archive_file)
+
+    @classmethod
+    def _from_directory(
+        cls, directory: str, fasttext_path: Optional[str], tokenizer_path: Optional[str]
+    ) -> "PretrainedBiLM":
+        """A model directory's biLM: its own fastText `.bin` unless `fasttext_path` is given
+        (the environment's `ELMO_C_FASTTEXT` is not looked at)."""
+        config = read_directory_config(directory)["bilm"]
+        config, overrides = cls._prepared(config, directory, fasttext_path, tokenizer_path)
+        archive = load_model_directory(directory, overrides)
+        return cls._built(archive.model, archive.dataset_reader, config, directory)
 
     @classmethod
     def _built(
@@ -230,7 +429,7 @@ class PretrainedBiLM:
         data = json.loads(record)
         config = data["config"]
         _check_config(config, archive_file)
-        overrides = cls._overrides(config, archive_file, fasttext_path, tokenizer_path)
+        config, overrides = cls._prepared(config, archive_file, fasttext_path, tokenizer_path)
         with tempfile.TemporaryDirectory() as directory:
             for name, text in data["vocabulary"].items():
                 (Path(directory) / name).write_text(text, encoding="utf-8")
@@ -241,31 +440,39 @@ class PretrainedBiLM:
         return cls._built(model, reader, config, archive_file)
 
     @staticmethod
-    def _overrides(
+    def _prepared(
         config: Dict[str, Any],
-        archive_file: str,
+        source: str,
         fasttext_path: Optional[str],
         tokenizer_path: Optional[str],
-    ) -> Dict[str, Any]:
+    ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+        """
+        The config to record (with the fingerprint of the biLM's fastText model) and the
+        load-time overrides: all layers returned, the training-only candidate list dropped, every
+        fastText path pointed at the `.bin` found (which must be the one the biLM was trained
+        with), a BPE tokenizer at `tokenizer_path`.
+        """
         subword = is_subword_config(config)
         if subword and fasttext_path is not None:
-            raise ConfigurationError(f"{archive_file} is a BPE subword biLM: it reads no fastText")
+            raise ConfigurationError(f"{source} is a BPE subword biLM: it reads no fastText")
         if not subword and tokenizer_path is not None:
-            raise ConfigurationError(f"{archive_file} is not a BPE subword biLM: no tokenizer_path")
+            raise ConfigurationError(f"{source} is not a BPE subword biLM: no tokenizer_path")
         overrides: Dict[str, Any] = {
             "model.contextualizer.return_all_layers": True,
             # Only used in validation, and the file may not exist where the archive is used.
             "model.nearest_neighbour_words": None,
         }
-        recorded = None if subword else recorded_fasttext_path(config, archive_file)
+        recorded = None if subword else recorded_fasttext_path(config, source)
         if recorded is not None:
-            resolved = resolve_fasttext_path(recorded, archive_file, fasttext_path)
-            overrides.update(fasttext_overrides(config, resolved, archive_file))
+            resolved, expected = checked_fasttext(config, source, fasttext_path)
+            if expected is not None:
+                config = with_fingerprint(config, expected)
+            overrides.update(fasttext_overrides(config, resolved, source))
         elif fasttext_path is not None:
-            raise ConfigurationError(f"{archive_file}: the biLM reads no fastText file (fasttext_path)")
+            raise ConfigurationError(f"{source}: the biLM reads no fastText file (fasttext_path)")
         if tokenizer_path is not None:
             overrides["dataset_reader.tokenizer.tokenizer_path"] = tokenizer_path
-        return overrides
+        return config, overrides
 
     @property
     def vocab(self) -> Vocabulary:
@@ -284,9 +491,9 @@ class PretrainedBiLM:
     @property
     def fasttext_path(self) -> Optional[str]:
         """The fastText `.bin` the input embedder reads; `None` for any other input."""
-        if isinstance(self.token_embedder, FastTextEmbedder):
-            return self.token_embedder.model_path
-        return None
+        # The `fasttext` embedder's property (by name: this layer is below the modules).
+        path = getattr(self.token_embedder, "model_path", None)
+        return path if isinstance(path, str) else None
 
 
 def _read_config(path: Path, archive_file: str) -> Dict[str, Any]:

@@ -4,3 +4,4 @@ from allennlp_elmo_c.commands.train_bpe import TrainBpe
 from allennlp_elmo_c.commands.prepare_corpus import PrepareCorpus
 from allennlp_elmo_c.commands.describe import Describe
 from allennlp_elmo_c.commands.convert_config import ConvertConfig
+from allennlp_elmo_c.commands.package import Package

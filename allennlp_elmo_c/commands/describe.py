@@ -6,6 +6,7 @@ parameter count, `metrics.json` for the training run) without building the model
 
 import argparse
 import json
+import math
 import os
 import tarfile
 import tempfile
@@ -18,9 +19,11 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import (
+    WEIGHTS_FILE,
     contextualizer_config,
     is_subword_config,
     read_archive_config,
+    read_directory_config,
     representation_dim,
     unreadable_archive,
 )
@@ -38,7 +41,7 @@ LOSS_NAMES = {"cosine": "cosine", "vmf": "vMF", "l2": "L2"}
 
 def describe_archive(archive_file: str) -> Dict[str, Any]:
     """Everything `describe` prints about `archive_file`, as a JSON-serialisable dict."""
-    if not Path(archive_file).is_file():
+    if not Path(archive_file).exists():
         raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
     config = read_archive_config(archive_file)
     model = config["model"]
@@ -76,6 +79,8 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
     The number of values stored in `weights.th` (its tensors are memory-mapped, not read) and
     the archive's `metrics.json`, else the one beside it (the training directory's).
     """
+    if Path(archive_file).is_dir():
+        return _directory_members(archive_file)
     stored = metrics = None
     try:
         with tarfile.open(archive_file) as archive, tempfile.TemporaryDirectory() as directory:
@@ -101,6 +106,19 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
         except (OSError, ValueError):
             metrics = None
     return stored, metrics
+
+
+def _directory_members(directory: str) -> Tuple[Optional[int], Optional[Dict[str, Any]]]:
+    """`_read_members` of a model directory: its safetensors' sizes (from the header) and the
+    training record `package` wrote."""
+    import safetensors
+
+    try:
+        with safetensors.safe_open(str(Path(directory) / WEIGHTS_FILE), framework="pt") as weights:
+            stored = sum(math.prod(weights.get_slice(name).get_shape()) for name in weights.keys())
+    except (OSError, ValueError, RuntimeError) as error:
+        raise ConfigurationError(f"model directory {directory}: unreadable {WEIGHTS_FILE} ({error})")
+    return stored, read_directory_config(directory).get("training") or None
 
 
 def _output_head(head: Dict[str, Any]) -> Dict[str, Any]:

@@ -109,7 +109,8 @@ class FastTextBin:
 
     def _fingerprint(self, matrix_offset: int) -> int:
         """
-        A 62-bit identity of the model's content: a hash of the file size, everything before the
+        A 52-bit identity of the model's content (exact as a double: training records it in
+        config.json, which AllenNLP reads through jsonnet's double-precision numbers): a hash of the file size, everything before the
         input matrix (the arguments, i.e. `dim`, `minn`, `maxn`, `bucket`, and the whole
         dictionary), the matrix's first MB and the file's last MB. Copies of one file share it;
         two trainings, even on the same corpus, practically never do.
@@ -126,7 +127,7 @@ class FastTextBin:
                 remaining -= len(chunk)
             stream.seek(max(size - _FINGERPRINT_SPAN, 0))
             digest.update(stream.read())
-        return int.from_bytes(digest.digest(), "little") >> 2
+        return int.from_bytes(digest.digest(), "little") >> 12
 
     @staticmethod
     def path_of(fingerprint: int) -> Optional[str]:

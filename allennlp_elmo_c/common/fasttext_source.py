@@ -37,6 +37,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+
 logger = logging.getLogger(__name__)
 
 FASTTEXT_ENV = "ELMO_C_FASTTEXT"
@@ -117,6 +119,79 @@ def absolute_config_paths(
 
     walk(config, "")
     return changed
+
+
+def fasttext_nodes(config: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
+    """`(dotted key, node)` of every `fasttext` embedder and `fasttext_subwords` indexer of a
+    config (the components that take a `fingerprint`)."""
+    found: List[Tuple[str, Dict[str, Any]]] = []
+
+    def walk(node, prefix: str) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in FASTTEXT_COMPONENTS and "model_path" in node:
+                found.append((prefix, node))
+                return
+            for key, value in node.items():
+                walk(value, f"{prefix}.{key}" if prefix else key)
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{prefix}.{index}")
+
+    walk(config, "")
+    return found
+
+
+def recorded_fingerprint(config: Dict[str, Any], source: str) -> Optional[int]:
+    """The fingerprint (`FastTextBin.fingerprint`) of the fastText model a config was trained
+    with, as training recorded it (`record_fingerprints`); `None` for a config trained before."""
+    values = {node["fingerprint"] for _, node in fasttext_nodes(config) if "fingerprint" in node}
+    if len(values) > 1:
+        raise ConfigurationError(f"{source} records several fastText fingerprints {sorted(values)}")
+    return next(iter(values), None)
+
+
+def record_fingerprints(
+    config: Dict[str, Any], keep: Optional[Dict[str, Any]] = None
+) -> List[Tuple[str, int]]:
+    """
+    Adds, in place, `fingerprint` to every `fasttext` embedder and `fasttext_subwords` indexer
+    of `config` whose `model_path` exists here, so that whatever is built from the trained config
+    later (its archive, a model directory, a task model's record of the biLM) refuses another
+    `.bin`. A node that `keep` (the config.json of a run being recovered) has without one is left
+    as it is, so that AllenNLP's comparison of the two configs still passes. Returns `(dotted
+    key, fingerprint)` for each node changed.
+    """
+    changed: List[Tuple[str, int]] = []
+    for key, node in fasttext_nodes(config):
+        path = node.get("model_path")
+        if "fingerprint" in node or not isinstance(path, str) or not Path(path).is_file():
+            continue
+        if keep is not None and _lookup(keep, key + ".fingerprint") is None:
+            continue
+        node["fingerprint"] = FastTextBin.load(path).fingerprint
+        changed.append((key, node["fingerprint"]))
+    return changed
+
+
+def trained_with(fingerprint: int) -> str:
+    """The file a recorded fingerprint is known as in this process, for messages."""
+    path = FastTextBin.path_of(fingerprint)
+    return path if path is not None else "the .bin whose fingerprint the config records"
+
+
+def check_fingerprint(path: str, expected: int, trained_with: str) -> None:
+    """
+    A `ConfigurationError` naming both files unless the fastText `.bin` at `path` is the model of
+    fingerprint `expected` (`trained_with` says which file, or what, that was).
+    """
+    found = FastTextBin.load(path).fingerprint
+    if found != expected:
+        raise ConfigurationError(
+            f"fastText model {path} is not the one this model was trained with ({trained_with}, "
+            f"fingerprint {expected}; this file's is {found}): its vectors and subword rows would "
+            "silently be other ones. Give the .bin it was trained with, or unset the variable or "
+            "argument that points at this one."
+        )
 
 
 def _lookup(config: Any, dotted: str) -> Any:

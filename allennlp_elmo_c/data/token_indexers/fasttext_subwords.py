@@ -12,7 +12,12 @@ from allennlp.data.tokenizers import Token
 from allennlp.data.vocabulary import Vocabulary
 
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.common.fasttext_source import resolve_missing_fasttext
+from allennlp_elmo_c.common.fasttext_source import (
+    check_fingerprint,
+    recorded_fasttext_path,
+    resolve_missing_fasttext,
+    trained_with,
+)
 from allennlp_elmo_c.common.text import TruncationWarnings
 
 logger = logging.getLogger(__name__)
@@ -63,6 +68,10 @@ class FastTextSubwordsIndexer(TokenIndexer):
         and embed ~2.6x faster (`benchmarks/RESULTS.md`).
     token_min_padding_length : `int`, optional (default = `0`)
         See `TokenIndexer`.
+    fingerprint : `int`, optional (default = `None`)
+        The `FastTextBin.fingerprint` of the `.bin` the model was trained with: any other file is
+        a `ConfigurationError` naming both. Training records it in config.json
+        (`allennlp_elmo_c.common.fasttext_source.record_fingerprints`); it is not written by hand.
 
     # Output
 
@@ -92,6 +101,7 @@ class FastTextSubwordsIndexer(TokenIndexer):
         cache_size: int = 1_000_000,
         token_min_padding_length: int = 0,
         layout: str = "flat",
+        fingerprint: Optional[int] = None,
     ) -> None:
         super().__init__(token_min_padding_length)
         if layout not in LAYOUTS:
@@ -111,6 +121,8 @@ class FastTextSubwordsIndexer(TokenIndexer):
             model_path = self._archive_fasttext(archive_file)
         else:
             model_path = resolve_missing_fasttext(model_path, "fasttext_subwords indexer")
+        if fingerprint is not None:
+            check_fingerprint(model_path, fingerprint, trained_with(fingerprint))
         self._model = FastTextBin.load(model_path)
         self._max_subwords = max_subwords_per_token
         self._cache_size = cache_size
@@ -121,16 +133,11 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     @staticmethod
     def _archive_fasttext(archive_file: str) -> str:
-        # Imported here: the archive module imports the modules package, which imports the data
-        # package's users.
-        from allennlp_elmo_c.archive import read_archive_config
-        from allennlp_elmo_c.common.fasttext_source import (
-            FASTTEXT_ENV,
-            recorded_fasttext_path,
-            resolve_fasttext_path,
-        )
+        # Imported here: a layer above this one (the archive reads the readers' configs).
+        from allennlp_elmo_c.archive import checked_fasttext, read_archive_config
+        from allennlp_elmo_c.common.fasttext_source import FASTTEXT_ENV
 
-        if not Path(archive_file).is_file():
+        if not Path(archive_file).exists():
             # E.g. a task archive used after the biLM archive was deleted (its embedder rebuilds
             # the biLM from the task's record; the fingerprint check still guards the pair).
             from_environment = os.environ.get(FASTTEXT_ENV)
@@ -146,14 +153,13 @@ class FastTextSubwordsIndexer(TokenIndexer):
                 f"fasttext_subwords: ELMo-C archive {archive_file} does not exist; give model_path "
                 f"(the biLM's fastText .bin) instead, or set the environment variable {FASTTEXT_ENV}"
             )
-
-        recorded = recorded_fasttext_path(read_archive_config(archive_file), archive_file)
-        if recorded is None:
+        config = read_archive_config(archive_file)
+        if recorded_fasttext_path(config, archive_file) is None:
             raise ConfigurationError(
                 f"fasttext_subwords: the biLM {archive_file} reads no fastText model; index its "
                 "words with the indexer it was pretrained with"
             )
-        return resolve_fasttext_path(recorded, archive_file)
+        return checked_fasttext(config, archive_file)[0]
 
     @property
     def model_path(self) -> str:

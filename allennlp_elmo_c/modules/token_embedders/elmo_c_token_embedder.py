@@ -135,7 +135,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         """The biLM from its archive (its record then kept in `vocab`), or, when the archive is
         gone, from the record a trained task model's vocabulary holds."""
         namespace = record_namespace(archive_file)
-        if Path(archive_file).is_file() or vocab is None:
+        if Path(archive_file).exists() or vocab is None:
             bilm = PretrainedBiLM.from_archive(
                 archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
             )

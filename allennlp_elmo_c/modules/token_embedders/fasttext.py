@@ -6,7 +6,11 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.common.fasttext_source import resolve_missing_fasttext
+from allennlp_elmo_c.common.fasttext_source import (
+    check_fingerprint,
+    resolve_missing_fasttext,
+    trained_with,
+)
 
 
 @TokenEmbedder.register("fasttext")
@@ -40,11 +44,20 @@ class FastTextEmbedder(TokenEmbedder):
     expected_dim : `int`, optional (default = `None`)
         If given, a `.bin` of another dimension is a `ConfigurationError` (e.g. a model trained
         on 300-d vectors must not silently get 100-d ones).
+    fingerprint : `int`, optional (default = `None`)
+        The `FastTextBin.fingerprint` of the `.bin` the model was trained with: any other file is
+        a `ConfigurationError` naming both. Training records it in config.json, and so in every
+        archive (`allennlp_elmo_c.common.fasttext_source.record_fingerprints`); it is not written
+        by hand.
     """
 
-    def __init__(self, model_path: str, expected_dim: Optional[int] = None) -> None:
+    def __init__(
+        self, model_path: str, expected_dim: Optional[int] = None, fingerprint: Optional[int] = None
+    ) -> None:
         super().__init__()
         model_path = resolve_missing_fasttext(model_path, "fasttext token embedder")
+        if fingerprint is not None:
+            check_fingerprint(model_path, fingerprint, trained_with(fingerprint))
         self._fasttext = FastTextBin.load(model_path)
         if expected_dim is not None and expected_dim != self._fasttext.dim:
             raise ConfigurationError(

@@ -140,7 +140,7 @@ def test_fasttext_of_the_wrong_dimension(archive, tmp_path):
     from tests.helpers import train_small_fasttext
 
     other = train_small_fasttext(tmp_path, dim=8, bucket=20_000)
-    with pytest.raises(ConfigurationError, match="does not match|dimension"):
+    with pytest.raises(ConfigurationError, match="does not match|dimension|not the one this model was trained with"):
         ElmoCTokenEmbedder(archive, fasttext_path=str(other))
 
 

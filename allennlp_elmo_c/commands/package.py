@@ -1,0 +1,370 @@
+"""
+`python -m allennlp_elmo_c package RUN_DIR_OR_ARCHIVE OUT_DIR`: a trained biLM as one directory
+that holds everything its representations need, the unit to hand to a colleague. Every consumer
+takes the directory's path where it takes an archive: `ElmoC`, `ElmoCEmbedder`, `elmo-c-embed`,
+`elmo_c_token_embedder`, the `fasttext_subwords` indexer (`archive_file`), `describe`,
+`convert-config`, `allennlp evaluate / predict`, the spaCy component and Hugging Face's
+`AutoModel`. Copied anywhere, it needs no environment variable and no other file.
+
+    OUT_DIR/
+      config.json        model_type "elmo_c" (Hugging Face's AutoConfig reads it), sizes, the
+                         fastText model's file name and fingerprint, the biLM's AllenNLP config
+                         (`bilm`, its files by name)
+      model.safetensors  the biLM's weights (all of them, output heads included)
+      vocabulary/        its AllenNLP vocabulary
+      <name>.bin         the fastText model (hard-linked when on the same filesystem, else copied)
+      checksums.sha256   every file's SHA-256 (`sha256sum -c checksums.sha256` checks them)
+      README.md          the model card
+
+The directory is written under a temporary name and renamed into place, so it is complete or
+absent.
+"""
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.archive import (
+    CHECKSUMS_FILE,
+    DIRECTORY_FORMAT,
+    MODEL_CARD,
+    MODEL_TYPE,
+    VOCABULARY_DIR,
+    WEIGHTS_FILE,
+    PretrainedBiLM,
+    file_sha256,
+    is_model_directory,
+    read_directory_config,
+)
+from allennlp_elmo_c.common.atomic import fsync_directory
+from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+
+logger = logging.getLogger(__name__)
+
+ARCHIVE_NAME = "model.tar.gz"
+
+
+def package_model(source: str, output: str, force: bool = False, copy: bool = False) -> Path:
+    """
+    Writes the model directory of `source` (a training run directory, its `model.tar.gz`, or
+    another model directory) to `output` and returns its path.
+
+    # Parameters
+
+    source : `str`
+    output : `str`
+        Must not exist (or be an empty directory) unless `force`.
+    force : `bool`, optional (default = `False`)
+        Replace an existing `output`.
+    copy : `bool`, optional (default = `False`)
+        Copy the fastText `.bin` even where a hard link would do (a hard link shares the file:
+        rewriting the original in place changes both, which the fingerprint check then refuses).
+    """
+    archive, run_dir = _locate(Path(source))
+    target = Path(output)
+    if target.exists() and not force and (not target.is_dir() or any(target.iterdir())):
+        raise ConfigurationError(f"package: {target} exists; choose a new directory or --force")
+    bilm = PretrainedBiLM.from_archive(str(archive))
+    config = bilm.config
+    assert config is not None  # read from an archive or directory
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
+    try:
+        files = _copy_files(bilm, config, staging, copy)
+        stored = _relative_config(config, files)
+        _save_weights(bilm, staging / WEIGHTS_FILE)
+        bilm.vocab.save_to_files(str(staging / VOCABULARY_DIR))
+        training = _training_record(config, run_dir, archive)
+        directory_config = _directory_config(bilm, stored, files, training)
+        (staging / "config.json").write_text(json.dumps(directory_config, indent=2), encoding="utf-8")
+        (staging / MODEL_CARD).write_text(model_card(directory_config, bilm), encoding="utf-8")
+        write_checksums(staging)
+        fsync_directory(staging)
+        _replace_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    logger.info("packaged %s as %s", archive, target)
+    return target
+
+
+def _locate(source: Path):
+    """The archive or model directory to read, and the training run's directory if known."""
+    if is_model_directory(str(source)):
+        return source, None
+    if source.is_dir():
+        archive = source / ARCHIVE_NAME
+        if not archive.is_file():
+            raise ConfigurationError(
+                f"package: {source} is neither a training run (no {ARCHIVE_NAME}) nor a model "
+                "directory"
+            )
+        return archive, source
+    if not source.is_file():
+        raise ConfigurationError(f"package: {source} does not exist")
+    run_dir = source.parent if (source.parent / "config.json").is_file() else None
+    return source, run_dir
+
+
+def _copy_files(bilm: PretrainedBiLM, config: Dict[str, Any], staging: Path, copy: bool):
+    """The biLM's files (its fastText `.bin`, a BPE tokenizer) in the directory, by kind."""
+    files: Dict[str, str] = {}
+    sources: Dict[str, str] = {}
+    if bilm.fasttext_path is not None:
+        sources["fasttext"] = bilm.fasttext_path
+    tokenizer = config.get("dataset_reader", {}).get("tokenizer") or {}
+    if tokenizer.get("tokenizer_path"):
+        sources["tokenizer"] = str(getattr(bilm.tokenizer, "tokenizer_path", tokenizer["tokenizer_path"]))
+    for kind, path in sources.items():
+        name = Path(path).name
+        if name in files.values() or name in ("config.json", WEIGHTS_FILE, MODEL_CARD):
+            name = f"{kind}-{name}"
+        destination = staging / name
+        if not copy:
+            try:
+                os.link(path, destination)
+            except OSError:
+                shutil.copyfile(path, destination)
+        else:
+            shutil.copyfile(path, destination)
+        files[kind] = name
+    return files
+
+
+def _relative_config(config: Dict[str, Any], files: Dict[str, str]) -> Dict[str, Any]:
+    """The biLM config to store: its files by their names in the directory, and without the
+    training-only candidate list."""
+    stored = json.loads(json.dumps(config))
+    if "fasttext" in files:
+        for dotted in recorded_fasttext_paths(stored):
+            *parents, key = dotted.split(".")
+            node = stored
+            for part in parents:
+                node = node[int(part)] if isinstance(node, list) else node[part]
+            node[key] = files["fasttext"]
+    if "tokenizer" in files:
+        stored["dataset_reader"]["tokenizer"]["tokenizer_path"] = files["tokenizer"]
+    stored.get("model", {}).pop("nearest_neighbour_words", None)
+    return stored
+
+
+def _save_weights(bilm: PretrainedBiLM, path: Path) -> None:
+    import safetensors.torch
+
+    # Contiguous copies: safetensors refuses views and tensors that share memory (tied weights).
+    state = {name: tensor.detach().clone().contiguous()
+             for name, tensor in bilm.model.state_dict().items()}  # fmt: skip
+    safetensors.torch.save_file(state, str(path), metadata={"format": "pt"})
+
+
+def _training_record(config: Dict[str, Any], run_dir: Optional[Path], archive: Path) -> Dict[str, Any]:
+    """What the run directory says of the training: corpus (its manifest), time, tokens,
+    validation metrics, hardware."""
+    record: Dict[str, Any] = {"train_data_path": config.get("train_data_path")}
+    manifest = _corpus_manifest(config.get("train_data_path"))
+    if manifest is not None:
+        record["corpus"] = manifest
+    if run_dir is None and is_model_directory(str(archive)):
+        return dict(read_directory_config(str(archive)).get("training", {}), **record)
+    if run_dir is None:
+        return record
+    metrics = _read_json(run_dir / "metrics.json") or {}
+    for key in ("training_duration", "training_epochs", "epoch", "best_epoch", "best_validation_loss",
+                "best_validation_cosine", "validation_loss", "validation_cosine"):  # fmt: skip
+        if key in metrics:
+            record[key] = metrics[key]
+    timeline = _read_json(run_dir / "budget-timeline.json")
+    if timeline and timeline.get("points"):
+        seconds, tokens = timeline["points"][-1]
+        record["tokens_seen"] = int(tokens)
+        record["training_seconds_counted"] = float(seconds)
+    hardware = _read_json(run_dir / "hardware.json")
+    if hardware:
+        record["hardware"] = hardware
+    return record
+
+
+def _corpus_manifest(train_data_path: Any) -> Optional[Dict[str, Any]]:
+    """The corpus's `manifest.json` (from `prepare-corpus` and the demo's builders), if any."""
+    if not isinstance(train_data_path, str):
+        return None
+    manifest = _read_json(Path(train_data_path).parent / "manifest.json")
+    if not manifest:
+        return None
+    sources = manifest.get("recipe", {}).get("sources")
+    if sources is None and "source" in manifest.get("recipe", {}):
+        sources = [{"name": manifest["recipe"]["source"]}]
+    return {"sources": sources or [], "stats": manifest.get("stats", {})}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _directory_config(
+    bilm: PretrainedBiLM, stored: Dict[str, Any], files: Dict[str, str], training: Dict[str, Any]
+) -> Dict[str, Any]:
+    parameters = sum(p.numel() for p in bilm.model.parameters())
+    fasttext = None
+    if bilm.fasttext_path is not None:
+        model = FastTextBin.load(bilm.fasttext_path)
+        fasttext = {"file": files["fasttext"], "fingerprint": model.fingerprint, "dim": model.dim,
+                    "words": len(model.words), "source": bilm.fasttext_path}  # fmt: skip
+    return {
+        "model_type": MODEL_TYPE,
+        "architectures": ["ElmoCModel"],
+        "elmo_c_format": DIRECTORY_FORMAT,
+        "hidden_size": bilm.get_output_dim(),
+        "num_hidden_layers": bilm.num_layers,
+        "parameters": parameters,
+        "files": files,
+        "fasttext": fasttext,
+        "packaged": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "training": training,
+        "bilm": stored,
+    }
+
+
+def write_checksums(directory: Path) -> None:
+    """`checksums.sha256` for every file of `directory` (sorted, `sha256sum`'s format)."""
+    lines: List[str] = []
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        name = path.relative_to(directory).as_posix()
+        if name != CHECKSUMS_FILE:
+            lines.append(f"{file_sha256(path)}  {name}")
+    (directory / CHECKSUMS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _replace_directory(staging: Path, target: Path) -> None:
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.{os.getpid()}.old")
+        os.replace(target, old)
+    os.replace(staging, target)
+    fsync_directory(target.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
+    """The directory's README.md."""
+    training = config["training"]
+    bilm_config = config["bilm"]
+    contextualizer = bilm_config["model"].get("contextualizer", {})
+    head = bilm_config["model"].get("output_head", {}).get("type", "?")
+    lines = [
+        "# ELMo-C biLM",
+        "",
+        "Contextual word representations from a biLM trained with continuous outputs (ELMo-C, "
+        "Li et al., TACL 2019), packaged by allennlp-elmo-c. Everything needed to use it is in "
+        "this directory.",
+        "",
+        "## The model",
+        "",
+        f"- layers: {config['num_hidden_layers']} (the input projection, then each LSTM layer), "
+        f"each {config['hidden_size']}-d (forward || backward)",
+        f"- contextualizer: {contextualizer.get('type', '?')}, cell "
+        f"{contextualizer.get('cell_size', '?')}, projection {contextualizer.get('projection_size', '?')}",
+        f"- output head (pretraining only): {head}",
+        f"- parameters: {config['parameters']:,} (the fastText matrix, frozen and memory-mapped, "
+        "is not counted)",
+    ]
+    if config["fasttext"]:
+        fasttext = config["fasttext"]
+        lines.append(
+            f"- fastText: `{fasttext['file']}`, {fasttext['dim']}-d, {fasttext['words']:,} words, "
+            f"fingerprint {fasttext['fingerprint']} (any other .bin is refused)"
+        )
+    lines += ["", "## Training", ""]
+    corpus = training.get("corpus")
+    if corpus:
+        lines.append("Corpus (from its manifest):")
+        for source in corpus["sources"]:
+            licence = f"; licence: {source['licence']}" if source.get("licence") else ""
+            version = f" {source['version']}" if source.get("version") else ""
+            package = f" ({source.get('registry', '')} {source.get('package', '')}{version})" if source.get("package") else ""
+            lines.append(f"- {source.get('name', '?')}{package}{licence}")
+    else:
+        lines.append(f"Corpus: {training.get('train_data_path')} (no manifest found beside it)")
+    lines.append("")
+    facts = [
+        ("tokens seen", f"{training['tokens_seen']:,}" if "tokens_seen" in training else
+         "not recorded (the run had no training_time_budgets callback)"),
+        ("training time", training.get("training_duration", "not recorded")),
+        ("epochs", training.get("training_epochs", training.get("epoch", "not recorded"))),
+        ("best validation cosine", training.get("best_validation_cosine", "not recorded")),
+        ("best validation loss", training.get("best_validation_loss", "not recorded")),
+    ]  # fmt: skip
+    lines += [f"- {name}: {value}" for name, value in facts]
+    hardware = training.get("hardware")
+    if hardware:
+        for session in hardware:
+            gpus = ", ".join(session.get("gpus") or []) or "no GPU"
+            lines.append(
+                f"- hardware: {session.get('cpu')} ({session.get('cpu_cores')} cores, "
+                f"{session.get('torch_threads')} torch threads), {gpus}; torch {session.get('torch')}"
+            )
+    else:
+        lines.append("- hardware: not recorded (trained before allennlp-elmo-c recorded it)")
+    lines += [
+        "",
+        "## Use it",
+        "",
+        "Give this directory's path (`MODEL` below) wherever a model is asked for; nothing else "
+        "is needed.",
+        "",
+        "```python",
+        "from allennlp_elmo_c import ElmoC, batch_to_ids",
+        "elmo = ElmoC(MODEL, num_output_representations=1, dropout=0.0)",
+        'vectors = elmo(batch_to_ids([["The", "council", "met"]], elmo))["elmo_representations"][0]',
+        "```",
+        "",
+        "- NumPy: `ElmoCEmbedder(MODEL).embed_sentence(tokens)`; HDF5: "
+        "`python -m allennlp_elmo_c elmo-c-embed MODEL input.txt output.hdf5`.",
+        "- AllenNLP configs: `{type: 'elmo_c_token_embedder', archive_file: MODEL}` with the "
+        "indexer `{type: 'fasttext_subwords', archive_file: MODEL}`; or "
+        "`python -m allennlp_elmo_c convert-config` on an ELMo config.",
+        "- spaCy: `import allennlp_elmo_c; nlp.add_pipe('elmo_c', config={'model': MODEL})`.",
+        "- Hugging Face: `import allennlp_elmo_c; AutoModel.from_pretrained(MODEL)`.",
+        "",
+        "`sha256sum -c checksums.sha256` checks every file.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@Subcommand.register("package")
+class Package(PluginSubcommand):
+    description = (
+        "Write a trained biLM (a run directory, its model.tar.gz or a model directory) as one "
+        "self-contained model directory: weights (safetensors), config, fastText .bin, checksums, "
+        "model card."
+    )
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument("source", help="training run directory, model.tar.gz or model directory")
+        subparser.add_argument("output", help="the model directory to write")
+        subparser.add_argument("--force", action="store_true", help="replace an existing output")
+        subparser.add_argument("--copy", action="store_true",
+                               help="copy the fastText .bin even where a hard link would do")  # fmt: skip
+
+    def run(self, args: argparse.Namespace) -> None:
+        start = time.perf_counter()
+        path = package_model(args.source, args.output, force=args.force, copy=args.copy)
+        size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        print(f"{path}: {size / 2**20:.1f} MiB in {time.perf_counter() - start:.1f} s")

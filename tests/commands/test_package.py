@@ -1,0 +1,273 @@
+"""
+`package` and the model directory: one path that every consumer takes, used here only after the
+training run (and the fastText file it read) is deleted and the directory copied elsewhere, with
+no `ELMO_C_*` variable set; and the fastText fingerprint check that refuses other vectors.
+"""
+import contextlib
+import io
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import h5py
+import numpy
+import pytest
+import torch
+
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import load_archive
+from allennlp.modules.token_embedders import TokenEmbedder
+
+from allennlp_elmo_c import ElmoC, ElmoCEmbedder, batch_to_ids
+from allennlp_elmo_c.archive import CHECKSUMS_FILE, WEIGHTS_FILE, PretrainedBiLM, verify_checksums
+from allennlp_elmo_c.commands.describe import describe_archive
+from allennlp_elmo_c.commands.package import package_model
+from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
+from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from tests.helpers import FIXTURES_ROOT, PROJECT_ROOT, train_config, train_small_fasttext
+
+SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed", "schools"],
+             ["Café", "😀", "naïve"]]  # fmt: skip
+
+
+def without_elmo_c_variables(monkeypatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("ELMO_C_"):
+            monkeypatch.delenv(name)
+
+
+def embedder_vectors(model: str) -> torch.Tensor:
+    """The sentences through `elmo_c_token_embedder` (its first, equal-weight mix)."""
+    embedder = TokenEmbedder.from_params(Params(
+        {"type": "elmo_c_token_embedder", "archive_file": model, "dropout": 0.0}
+    )).eval()  # fmt: skip
+    with torch.no_grad():
+        return embedder(**index_sentences(SENTENCES, embedder.representations.word_indexer()))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A tiny ELMo-C run on a copy of the fixture fastText model; the copy is deleted with the
+    run by `model_directory`."""
+    root = tmp_path_factory.mktemp("package")
+    fasttext = root / "data" / "vectors.bin"
+    fasttext.parent.mkdir()
+    shutil.copy(FIXTURES_ROOT / "fasttext" / "tiny.bin", fasttext)
+    overrides = {
+        "trainer.num_epochs": 1,
+        "dataset_reader.token_indexers.tokens.model_path": str(fasttext),
+        "model.text_field_embedder.token_embedders.tokens.model_path": str(fasttext),
+    }
+    with contextlib.chdir(PROJECT_ROOT):
+        train_config(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet", root / "run", json.dumps(overrides))
+    return root
+
+
+@pytest.fixture(scope="module")
+def model_directory(trained, tmp_path_factory):
+    """`(directory, reference vectors)`: the run packaged, the run and its fastText deleted, the
+    directory copied to a new path and the original deleted."""
+    reference = embedder_vectors(str(trained / "run" / "model.tar.gz"))
+    packaged = package_model(str(trained / "run"), str(trained / "packaged"))
+    shutil.rmtree(trained / "run")
+    shutil.rmtree(trained / "data")
+    moved = tmp_path_factory.mktemp("elsewhere") / "my-elmo-c"
+    shutil.copytree(packaged, moved)
+    shutil.rmtree(packaged)
+    return moved, reference
+
+
+def test_the_directory_holds_everything(model_directory):
+    directory, _ = model_directory
+    names = sorted(p.name for p in directory.iterdir())
+    assert names == sorted(["README.md", "config.json", "model.safetensors", "vocabulary",
+                            "vectors.bin", CHECKSUMS_FILE])  # fmt: skip
+    config = json.loads((directory / "config.json").read_text())
+    assert config["model_type"] == "elmo_c" and config["hidden_size"] == 16
+    assert config["num_hidden_layers"] == 3
+    # The biLM config names its files relative to the directory, and records the fingerprint.
+    reader = config["bilm"]["dataset_reader"]["token_indexers"]["tokens"]
+    assert reader["model_path"] == "vectors.bin"
+    assert reader["fingerprint"] == config["fasttext"]["fingerprint"]
+    assert "vectors.bin" in verify_checksums(directory)
+    card = (directory / "README.md").read_text()
+    assert "training time" in card and "fingerprint" in card and "hardware" in card
+
+
+def test_python_api_from_the_directory(model_directory, monkeypatch):
+    directory, reference = model_directory
+    without_elmo_c_variables(monkeypatch)
+    elmo = ElmoC(str(directory), num_output_representations=1, dropout=0.0).eval()
+    with torch.no_grad():
+        vectors = elmo(batch_to_ids(SENTENCES, elmo))["elmo_representations"][0]
+    assert (vectors - embedder_vectors(str(directory))).abs().max().item() <= 1e-6
+    # The packaged weights are the trained ones: the same vectors as the archive gave.
+    assert (vectors - reference).abs().max().item() <= 1e-6
+
+
+def test_embedder_and_command_from_the_directory(model_directory, monkeypatch, tmp_path):
+    directory, _ = model_directory
+    without_elmo_c_variables(monkeypatch)
+    text = tmp_path / "input.txt"
+    text.write_text("\n".join(" ".join(s) for s in SENTENCES) + "\n", encoding="utf-8")
+    output = tmp_path / "out.hdf5"
+    from allennlp.commands import main
+
+    monkeypatch.setattr("sys.argv", ["allennlp", "elmo-c-embed", str(directory), str(text), str(output)])
+    main()
+    # The command's batches (the file's sentences together), through the Python API.
+    embedded = ElmoCEmbedder(str(directory)).embed_batch(SENTENCES)
+    with h5py.File(output, "r") as vectors:
+        for index, sentence in enumerate(SENTENCES):
+            numpy.testing.assert_allclose(embedded[index], vectors[str(index)][()], atol=1e-6)
+
+
+def test_allennlp_tools_take_the_directory(model_directory, monkeypatch):
+    directory, _ = model_directory
+    without_elmo_c_variables(monkeypatch)
+    archive = load_archive(str(directory))  # what allennlp evaluate / predict call
+    assert archive.model.contextualizer.get_output_dim() == 16
+    info = describe_archive(str(directory))
+    assert info["output_dim"] == 16
+    indexer = FastTextSubwordsIndexer(archive_file=str(directory))
+    assert Path(indexer.model_path) == directory / "vectors.bin"
+
+
+def test_a_changed_file_is_refused(model_directory, tmp_path):
+    directory, _ = model_directory
+    copy = tmp_path / "copy"
+    shutil.copytree(directory, copy)
+    weights = (copy / WEIGHTS_FILE).read_bytes()
+    (copy / WEIGHTS_FILE).write_bytes(weights[:-8] + bytes(8))
+    with pytest.raises(ConfigurationError, match="model.safetensors does not match its checksum"):
+        ElmoC(str(copy), 1)
+
+
+def test_package_refuses_to_overwrite(model_directory, tmp_path):
+    directory, _ = model_directory
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "file").write_text("x")
+    with pytest.raises(ConfigurationError, match="--force"):
+        package_model(str(directory), str(tmp_path / "taken"))
+    again = package_model(str(directory), str(tmp_path / "taken"), force=True)
+    assert (again / WEIGHTS_FILE).is_file() and not (again / "file").exists()
+
+
+# --- one fastText check, end to end ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def other_fasttext(tmp_path_factory) -> Path:
+    """Another 16-d fastText model: the same size as the fixture's, other vectors."""
+    return train_small_fasttext(tmp_path_factory.mktemp("other_fasttext"), dim=16, bucket=10_000)
+
+
+@pytest.fixture(scope="module")
+def archive_with_fasttext(tmp_path_factory):
+    """A tiny archive trained on the fixture fastText (left in place)."""
+    root = tmp_path_factory.mktemp("fingerprinted")
+    with contextlib.chdir(PROJECT_ROOT):
+        train_config(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet", root / "run",
+                     json.dumps({"trainer.num_epochs": 1}))  # fmt: skip
+    return root / "run" / "model.tar.gz"
+
+
+def test_training_records_the_fingerprint(archive_with_fasttext):
+    from allennlp_elmo_c.archive import read_archive_config
+    from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+
+    config = read_archive_config(str(archive_with_fasttext))
+    expected = FastTextBin.load(FIXTURES_ROOT / "fasttext" / "tiny.bin").fingerprint
+    assert config["model"]["text_field_embedder"]["token_embedders"]["tokens"]["fingerprint"] == expected
+    assert config["dataset_reader"]["token_indexers"]["tokens"]["fingerprint"] == expected
+
+
+def test_a_stale_environment_variable_is_refused(archive_with_fasttext, other_fasttext, monkeypatch):
+    monkeypatch.setenv("ELMO_C_FASTTEXT", str(other_fasttext))
+    with pytest.raises(ConfigurationError, match=r"(?s)vectors.*16d\.bin.*tiny\.bin|16d\.bin.*not the one"):
+        ElmoC(str(archive_with_fasttext), 1)
+
+
+def test_another_bin_by_argument_is_refused(archive_with_fasttext, other_fasttext):
+    with pytest.raises(ConfigurationError, match="not the one this model was trained with"):
+        TokenEmbedder.from_params(Params({"type": "elmo_c_token_embedder",
+                                          "archive_file": str(archive_with_fasttext),
+                                          "fasttext_path": str(other_fasttext)}))  # fmt: skip
+    with pytest.raises(ConfigurationError, match="tiny.bin"):
+        PretrainedBiLM.from_archive(str(archive_with_fasttext), fasttext_path=str(other_fasttext))
+
+
+def test_another_bin_for_the_embed_command_is_refused(archive_with_fasttext, other_fasttext, tmp_path,
+                                                      monkeypatch):  # fmt: skip
+    from allennlp.commands import main
+
+    text = tmp_path / "input.txt"
+    text.write_text("The council met .\n", encoding="utf-8")
+    monkeypatch.setattr("sys.argv", ["allennlp", "elmo-c-embed", str(archive_with_fasttext), str(text),
+                                     str(tmp_path / "out.hdf5"), "--fasttext-path", str(other_fasttext)])  # fmt: skip
+    with pytest.raises(ConfigurationError, match="not the one this model was trained with"):
+        main()
+
+
+def test_a_directory_refuses_another_bin_and_ignores_the_variable(model_directory, other_fasttext,
+                                                                  monkeypatch):  # fmt: skip
+    directory, reference = model_directory
+    with pytest.raises(ConfigurationError, match="not the one this model was trained with"):
+        PretrainedBiLM.from_archive(str(directory), fasttext_path=str(other_fasttext))
+    # The directory's own .bin is used whatever the environment says.
+    monkeypatch.setenv("ELMO_C_FASTTEXT", str(other_fasttext))
+    elmo = ElmoC(str(directory), 1, dropout=0.0).eval()
+    with torch.no_grad():
+        vectors = elmo(batch_to_ids(SENTENCES, elmo))["elmo_representations"][0]
+    assert (vectors - reference).abs().max().item() <= 1e-6
+
+
+def without_fingerprints(archive: Path, target: Path, fasttext: str = "") -> Path:
+    """A copy of `archive` as archives trained before fingerprints were recorded are (with
+    `fasttext`, recording that path for its fastText model)."""
+    with tarfile.open(archive) as source, tarfile.open(target, "w:gz") as copy:
+        for member in source:
+            data = source.extractfile(member) if member.isfile() else None
+            if member.name == "config.json":
+                config = _strip(json.load(data))  # type: ignore[arg-type]
+                if fasttext:
+                    config["model"]["text_field_embedder"]["token_embedders"]["tokens"]["model_path"] = fasttext
+                    config["dataset_reader"]["token_indexers"]["tokens"]["model_path"] = fasttext
+                text = json.dumps(config).encode()
+                member.size = len(text)
+                data = io.BytesIO(text)
+            copy.addfile(member, data)
+    return target
+
+
+def _strip(node):
+    if isinstance(node, dict):
+        return {key: _strip(value) for key, value in node.items() if key != "fingerprint"}
+    if isinstance(node, list):
+        return [_strip(value) for value in node]
+    return node
+
+
+def test_an_old_archive_is_checked_against_its_recorded_bin(archive_with_fasttext, other_fasttext,
+                                                            tmp_path, monkeypatch, caplog):  # fmt: skip
+    old = without_fingerprints(archive_with_fasttext, tmp_path / "old.tar.gz")
+    # It still loads as before, and records the fingerprint of the file it recorded from then on.
+    bilm = PretrainedBiLM.from_archive(str(old))
+    assert '"fingerprint"' in bilm.record()
+    monkeypatch.setenv("ELMO_C_FASTTEXT", str(other_fasttext))
+    with pytest.raises(ConfigurationError, match="not the one this model was trained with"):
+        PretrainedBiLM.from_archive(str(old))
+
+
+def test_an_old_archive_without_its_bin_loads_with_a_warning(archive_with_fasttext, tmp_path,
+                                                             caplog):  # fmt: skip
+    # Its recorded .bin is gone; the copy beside the archive is used, and cannot be checked.
+    old = without_fingerprints(archive_with_fasttext, tmp_path / "model.tar.gz",
+                               fasttext=str(tmp_path / "gone" / "tiny.bin"))  # fmt: skip
+    shutil.copy(FIXTURES_ROOT / "fasttext" / "tiny.bin", tmp_path / "tiny.bin")
+    with caplog.at_level("WARNING"):
+        PretrainedBiLM.from_archive(str(old))
+    assert "cannot be checked" in caplog.text
