@@ -238,8 +238,8 @@ def checked_fasttext(
         raise ConfigurationError(f"{source}: the biLM reads no fastText file")
     if fasttext_path is None and Path(source).is_dir():
         fasttext_path = recorded  # a model directory's own .bin, whatever the environment says
-    resolved = resolve_fasttext_path(recorded, source, fasttext_path)
     expected = recorded_fingerprint(config, source)
+    resolved = resolve_fasttext_path(recorded, source, fasttext_path, expected)
     if expected is None and Path(recorded).is_file():
         expected = FastTextBin.load(recorded).fingerprint
     if expected is None:

@@ -323,7 +323,7 @@ class _Converter:
         self.archive_file = archive_file
         self.changes: List[Change] = []
         self.notes: List[str] = []
-        if not Path(archive_file).is_file():
+        if not Path(archive_file).exists():
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
         archive_config = read_archive_config(archive_file)
         self.dim = representation_dim(archive_config)

@@ -96,7 +96,7 @@ def absolute_config_paths(
         value = node[key]
         if not isinstance(value, str) or os.path.isabs(value) or not Path(value).is_file():
             return
-        if keep is not None and _lookup(keep, path) == value:
+        if keep is not None and lookup_dotted(keep, path) == value:
             return
         node[key] = os.path.abspath(value)
         changed.append((path, value, node[key]))
@@ -166,7 +166,7 @@ def record_fingerprints(
         path = node.get("model_path")
         if "fingerprint" in node or not isinstance(path, str) or not Path(path).is_file():
             continue
-        if keep is not None and _lookup(keep, key + ".fingerprint") is None:
+        if keep is not None and lookup_dotted(keep, key + ".fingerprint") is None:
             continue
         node["fingerprint"] = FastTextBin.load(path).fingerprint
         changed.append((key, node["fingerprint"]))
@@ -194,7 +194,7 @@ def check_fingerprint(path: str, expected: int, trained_with: str) -> None:
         )
 
 
-def _lookup(config: Any, dotted: str) -> Any:
+def lookup_dotted(config: Any, dotted: str) -> Any:
     node = config
     for part in dotted.split("."):
         if isinstance(node, dict):
@@ -206,35 +206,65 @@ def _lookup(config: Any, dotted: str) -> Any:
     return node
 
 
-# The archive AllenNLP's `load_archive` is loading (set by `loading_archive`), so that a fastText
-# file of the archived config can be looked for beside it.
-_LOADING_ARCHIVE: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar(
-    "elmo_c_loading_archive", default=None
+# The archive AllenNLP's `load_archive` is loading and the directory it is extracted to (set by
+# `loading_archive`), so that a fastText file of the archived config can be looked for beside it
+# or among the files the archive bundles.
+_LOADING_ARCHIVE: contextvars.ContextVar[Tuple[Optional[str], Optional[str]]] = contextvars.ContextVar(
+    "elmo_c_loading_archive", default=(None, None)
 )
+# Where a task archive keeps the fastText models it reads: `fasttext/<fingerprint>.bin`
+# (`allennlp_elmo_c.training.archive_paths` adds them when it archives a task model).
+BUNDLE_DIR = "fasttext"
+
+
+def bundled_name(fingerprint: int) -> str:
+    """The name, in an archive or run directory, of a bundled fastText model."""
+    return f"{BUNDLE_DIR}/{fingerprint}.bin"
 
 
 @contextlib.contextmanager
-def loading_archive(archive_file: Optional[str]) -> Iterator[None]:
-    """While inside, `resolve_missing_fasttext` also looks beside `archive_file` (a local file)."""
+def loading_archive(archive_file: Optional[str], extracted: Optional[str] = None) -> Iterator[None]:
+    """While inside, the fastText `.bin` of a missing path is also looked for beside
+    `archive_file` (a local file) and among the files bundled in it (extracted to `extracted`)."""
     local = (
         str(archive_file) if archive_file is not None and Path(archive_file).is_file() else None
     )
-    token = _LOADING_ARCHIVE.set(local)
+    token = _LOADING_ARCHIVE.set((local, extracted))
     try:
         yield
     finally:
         _LOADING_ARCHIVE.reset(token)
 
 
-def resolve_missing_fasttext(model_path: str, component: str) -> str:
+def bundled_fasttext(fingerprint: Optional[int]) -> Optional[str]:
+    """The bundled copy of the fastText model of `fingerprint` in the archive being loaded (or
+    in the run directory beside it), if there is one."""
+    if fingerprint is None:
+        return None
+    archive_file, extracted = _LOADING_ARCHIVE.get()
+    places = [extracted, str(Path(archive_file).parent) if archive_file else None]
+    for place in filter(None, places):
+        path = Path(place) / bundled_name(fingerprint)
+        if path.is_file():
+            return str(path)
+    return None
+
+
+def resolve_missing_fasttext(
+    model_path: str, component: str, fingerprint: Optional[int] = None
+) -> str:
     """
     `model_path` if it exists; else (a config read from a moved archive, or on another machine)
-    `$ELMO_C_FASTTEXT`, then the file of that name beside the archive being loaded, with a
-    warning naming the file used; else a `ConfigurationError` listing every place tried and the
-    command-line fixes.
+    the copy the archive being loaded bundles (by `fingerprint`), `$ELMO_C_FASTTEXT`, then the
+    file of that name beside the archive being loaded, with a warning naming the file used;
+    else a `ConfigurationError` listing every place tried and the command-line fixes.
     """
     if Path(model_path).is_file():
         return model_path
+    bundled = bundled_fasttext(fingerprint)
+    if bundled is not None:
+        logger.info("%s: fastText model %s does not exist; using the archive's copy", component, model_path)
+        return bundled
     tried = [f"{model_path} (model_path of the {component}, from {Path.cwd()})"]
     from_environment = os.environ.get(FASTTEXT_ENV)
     if from_environment:
@@ -247,7 +277,7 @@ def resolve_missing_fasttext(model_path: str, component: str) -> str:
         tried.append(f"{from_environment} (${FASTTEXT_ENV})")
     else:
         tried.append(f"${FASTTEXT_ENV} (not set)")
-    archive_file = _LOADING_ARCHIVE.get()
+    archive_file = _LOADING_ARCHIVE.get()[0]
     overrides = '\'{"<key>.model_path": "/path/to/model.bin", ...}\''
     if archive_file is not None:
         beside = Path(archive_file).parent / Path(model_path).name
@@ -295,16 +325,23 @@ def recorded_fasttext_path(config: Dict[str, Any], archive_file: str) -> Optiona
 
 
 def resolve_fasttext_path(
-    recorded: str, archive_file: str, fasttext_path: Optional[str] = None
+    recorded: str,
+    archive_file: str,
+    fasttext_path: Optional[str] = None,
+    fingerprint: Optional[int] = None,
 ) -> str:
     """
-    The biLM's fastText `.bin` (see the module docstring for the order); a
+    The biLM's fastText `.bin` (see the module docstring for the order; the copy a task archive
+    being loaded bundles, by `fingerprint`, comes right after `fasttext_path`); a
     `ConfigurationError` listing every place tried if none exists.
     """
     if fasttext_path is not None:
         if not Path(fasttext_path).is_file():
             raise ConfigurationError(f"fastText model {fasttext_path} (fasttext_path) does not exist")
         return fasttext_path
+    bundled = bundled_fasttext(fingerprint)
+    if bundled is not None:
+        return bundled
     tried: List[str] = []
     from_environment = os.environ.get(FASTTEXT_ENV)
     if from_environment:

@@ -271,3 +271,37 @@ def test_an_old_archive_without_its_bin_loads_with_a_warning(archive_with_fastte
     with caplog.at_level("WARNING"):
         PretrainedBiLM.from_archive(str(old))
     assert "cannot be checked" in caplog.text
+
+
+# --- a task model from a converted stock config, used after the biLM directory is gone ---------
+
+
+def test_task_archive_works_after_the_model_directory_is_gone(model_directory, tmp_path, monkeypatch):
+    import allennlp_models.tagging  # noqa: F401  (registers crf_tagger, conll2003)
+    from allennlp.data.tokenizers import Token
+
+    from allennlp_elmo_c.commands.convert_config import convert_config_file
+
+    directory, _ = model_directory
+    bilm = tmp_path / "bilm"
+    shutil.copytree(directory, bilm)
+    data = str(FIXTURES_ROOT / "data" / "conll2003.txt")
+    converted = tmp_path / "ner.json"
+    convert_config_file(str(FIXTURES_ROOT / "configs" / "stock" / "ner_elmo.jsonnet"), str(bilm),
+                        str(converted), {"NER_TRAIN_DATA_PATH": data, "NER_TEST_DATA_PATH": data,
+                                         "GLOVE_50D": str(FIXTURES_ROOT / "data" / "glove_tiny.50d.txt")})  # fmt: skip
+    without_elmo_c_variables(monkeypatch)
+    train_config(converted, tmp_path / "task", json.dumps({"trainer.num_epochs": 1, "data_loader.batch_size": 4}))
+    task_archive = tmp_path / "elsewhere" / "ner.tar.gz"
+    task_archive.parent.mkdir()
+    shutil.move(tmp_path / "task" / "model.tar.gz", task_archive)
+    with tarfile.open(task_archive) as archive:
+        assert any(name.startswith("fasttext/") and name.endswith(".bin") for name in archive.getnames())
+    shutil.rmtree(bilm)
+    shutil.rmtree(tmp_path / "task")
+    archive = load_archive(str(task_archive))
+    tokens = [Token(word) for word in "The council met in Paris .".split()]
+    instance = archive.dataset_reader.text_to_instance(tokens)
+    archive.dataset_reader.apply_token_indexers(instance)
+    output = archive.model.forward_on_instance(instance)
+    assert len(output["tags"]) == 6

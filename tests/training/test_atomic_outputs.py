@@ -20,7 +20,7 @@ from allennlp.data import Vocabulary
 from allennlp.models import archival
 from allennlp.training import gradient_descent_trainer
 
-from allennlp_elmo_c.training import atomic_outputs
+from allennlp_elmo_c.training import archive_paths, atomic_outputs
 from tests.write_faults import FillingDisk, disk_full, faulty_torch_save
 
 ORIGINALS = atomic_outputs.ORIGINALS
@@ -40,7 +40,9 @@ def only(directory):
 def test_apply_is_idempotent_and_replaces_every_imported_name():
     atomic_outputs.apply()
     atomic_outputs.apply()
-    assert archival.archive_model is train_command.archive_model is atomic_outputs._archive_model
+    # archive_paths wraps the atomic writer (to bundle a task model's fastText .bin).
+    assert archival.archive_model is train_command.archive_model is archive_paths._archive_model
+    assert archive_paths.ARCHIVE_MODEL[0] is atomic_outputs._archive_model
     assert common_util.dump_metrics is atomic_outputs._dump_metrics
     assert ORIGINALS["archive_model"] is not atomic_outputs._archive_model
 

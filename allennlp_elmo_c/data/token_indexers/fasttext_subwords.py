@@ -118,9 +118,9 @@ class FastTextSubwordsIndexer(TokenIndexer):
                 f"model_path={model_path!r}, archive_file={archive_file!r}"
             )
         if archive_file is not None:
-            model_path = self._archive_fasttext(archive_file)
+            model_path = self._archive_fasttext(archive_file, fingerprint)
         else:
-            model_path = resolve_missing_fasttext(model_path, "fasttext_subwords indexer")
+            model_path = resolve_missing_fasttext(model_path, "fasttext_subwords indexer", fingerprint)
         if fingerprint is not None:
             check_fingerprint(model_path, fingerprint, trained_with(fingerprint))
         self._model = FastTextBin.load(model_path)
@@ -132,14 +132,18 @@ class FastTextSubwordsIndexer(TokenIndexer):
         )
 
     @staticmethod
-    def _archive_fasttext(archive_file: str) -> str:
+    def _archive_fasttext(archive_file: str, fingerprint: Optional[int]) -> str:
         # Imported here: a layer above this one (the archive reads the readers' configs).
         from allennlp_elmo_c.archive import checked_fasttext, read_archive_config
-        from allennlp_elmo_c.common.fasttext_source import FASTTEXT_ENV
+        from allennlp_elmo_c.common.fasttext_source import FASTTEXT_ENV, bundled_fasttext
 
         if not Path(archive_file).exists():
             # E.g. a task archive used after the biLM archive was deleted (its embedder rebuilds
-            # the biLM from the task's record; the fingerprint check still guards the pair).
+            # the biLM from the task's record; the fingerprint check still guards the pair): the
+            # copy of the .bin the task archive bundles, else $ELMO_C_FASTTEXT.
+            bundled = bundled_fasttext(fingerprint)
+            if bundled is not None:
+                return bundled
             from_environment = os.environ.get(FASTTEXT_ENV)
             if from_environment and Path(from_environment).is_file():
                 logger.warning(

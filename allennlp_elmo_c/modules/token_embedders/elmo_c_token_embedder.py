@@ -65,6 +65,12 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         a `ConfigurationError` naming both sizes at construction, instead of a shape error at the
         first batch. The downstream configs set it, and size their layers, from the environment
         variable `ELMO_C_DIM` (default 1024, the paper's size).
+    bundle_fasttext : `bool`, optional (default = `True`)
+        Read when the task model is archived, not by the embedder: its `model.tar.gz` then holds
+        the biLM's fastText `.bin` (`fasttext/<fingerprint>.bin`; see
+        `allennlp_elmo_c.training.archive_paths`), so that the task archive works alone. Set it
+        false to keep a large `.bin` (7.2 GB for `cc.en.300.bin`) out of every task archive;
+        the `.bin` is then looked for as `allennlp_elmo_c.common.fasttext_source` says.
     vocab : `Vocabulary`, optional
         The task model's vocabulary (AllenNLP passes it). The biLM's config and vocabulary
         (`PretrainedBiLM.record`, no weights) are kept in it, in a namespace of their own, and so
@@ -87,6 +93,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         num_output_representations: int = 1,
         tokenizer_path: Optional[str] = None,
         expected_output_dim: Optional[int] = None,
+        bundle_fasttext: bool = True,
         vocab: Optional[Vocabulary] = None,
     ) -> None:
         super().__init__()

@@ -55,7 +55,7 @@ class FastTextEmbedder(TokenEmbedder):
         self, model_path: str, expected_dim: Optional[int] = None, fingerprint: Optional[int] = None
     ) -> None:
         super().__init__()
-        model_path = resolve_missing_fasttext(model_path, "fasttext token embedder")
+        model_path = resolve_missing_fasttext(model_path, "fasttext token embedder", fingerprint)
         if fingerprint is not None:
             check_fingerprint(model_path, fingerprint, trained_with(fingerprint))
         self._fasttext = FastTextBin.load(model_path)
