@@ -166,6 +166,8 @@ def load_model_directory(
     load one this way: `allennlp_elmo_c.training.archive_paths`): the model built from the
     directory's biLM config (with `overrides`), its `model.safetensors` loaded strictly, and the
     readers. The weights, config and vocabulary are checked against `checksums.sha256` first.
+    Weights saved by `ElmoCModel.save_pretrained` (under `bilm.`, without the output heads) load
+    too, the model then having no output heads.
     """
     import safetensors.torch
 
@@ -179,6 +181,12 @@ def load_model_directory(
         state = safetensors.torch.load_file(str(root / WEIGHTS_FILE))
     except (OSError, ValueError, RuntimeError) as error:  # safetensors' errors for bad files
         raise ConfigurationError(f"model directory {directory}: unreadable {WEIGHTS_FILE} ({error})")
+    if state and all(name.startswith("bilm.") for name in state):  # as ElmoCModel saves them
+        state = {name[len("bilm."):]: tensor for name, tensor in state.items()}
+    if not any(name.startswith("_heads.") for name in state):
+        # Saved without its output heads (by ElmoCModel, which runs only the layers): the
+        # representations are complete; what needs the heads (next-word prediction) says so.
+        model.delete_softmax()  # type: ignore[operator]
     model.load_state_dict(state, strict=True)
     if cuda_device >= 0:
         model.cuda(cuda_device)
@@ -187,6 +195,16 @@ def load_model_directory(
         params.duplicate().get("validation_dataset_reader", params.get("dataset_reader").duplicate())
     )
     return Archive(model, params, reader, validation_reader, None)
+
+
+def write_checksums(directory: Path) -> None:
+    """`checksums.sha256` for every file of `directory` (sorted, `sha256sum`'s format)."""
+    lines: List[str] = []
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        name = path.relative_to(directory).as_posix()
+        if name != CHECKSUMS_FILE:
+            lines.append(f"{file_sha256(path)}  {name}")
+    (directory / CHECKSUMS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 # The files up to this size are checked against checksums.sha256 whenever a directory is loaded;

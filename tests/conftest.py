@@ -9,6 +9,7 @@ import allennlp_elmo_c  # noqa: F401
 
 from tests import FIXTURES_ROOT
 from tests.helpers import (
+    make_model_directory,
     make_wheel,
     train_tiny_bpe,
     train_tiny_elmo_c,
@@ -42,6 +43,13 @@ def varied_corpus(tmp_path) -> Path:
 def elmo_c_archive(tmp_path_factory) -> Path:
     """A tiny trained ELMo-C archive (fused backend), shared by the downstream tests."""
     return train_tiny_elmo_c(tmp_path_factory.mktemp("elmo_c_archive"))
+
+
+@pytest.fixture(scope="session")
+def model_directory(tmp_path_factory):
+    """`(directory, reference vectors)`: a tiny biLM packaged as a model directory, moved to a
+    new path after its run and fastText file were deleted (`make_model_directory`); read only."""
+    return make_model_directory(tmp_path_factory.mktemp("model_directory"))
 
 
 @pytest.fixture(scope="session")

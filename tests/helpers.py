@@ -458,3 +458,62 @@ def write_elmo_files(
             else:
                 weights.create_dataset(name, shape=shape, dtype=np.float32)
     return str(options_file), str(weight_file)
+
+
+# --- a model directory, used only after its run and fastText file are gone ----------------------
+
+MODEL_SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed", "schools"],
+                   ["Café", "😀", "naïve"]]  # fmt: skip
+
+
+def embedder_vectors(model: str, sentences=MODEL_SENTENCES) -> torch.Tensor:
+    """`sentences` through `elmo_c_token_embedder` over `model` (its equal-weight mix, no
+    dropout), `(batch, words, dim)`."""
+    from allennlp.common import Params
+    from allennlp.modules.token_embedders import TokenEmbedder
+
+    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+
+    embedder = TokenEmbedder.from_params(Params(
+        {"type": "elmo_c_token_embedder", "archive_file": model, "dropout": 0.0}
+    )).eval()  # fmt: skip
+    with torch.no_grad():
+        return embedder(**index_sentences(sentences, embedder.representations.word_indexer()))
+
+
+def make_model_directory(root: Path) -> Tuple[Path, torch.Tensor]:
+    """
+    A tiny ELMo-C run on a copy of the fixture fastText model, packaged; then the run and the
+    copy are deleted and the directory is moved to a new path. Returns the directory and the
+    run's archive's `embedder_vectors` (computed before the deletion).
+    """
+    from allennlp_elmo_c.commands.package import package_model
+
+    fasttext = root / "data" / "vectors.bin"
+    fasttext.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES_ROOT / "fasttext" / "tiny.bin", fasttext)
+    overrides = {
+        "trainer.num_epochs": 1,
+        "dataset_reader.token_indexers.tokens.model_path": str(fasttext),
+        "model.text_field_embedder.token_embedders.tokens.model_path": str(fasttext),
+    }
+    with contextlib.chdir(PROJECT_ROOT):
+        train_config(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet", root / "run", json.dumps(overrides))
+    reference = embedder_vectors(str(root / "run" / "model.tar.gz"))
+    packaged = package_model(str(root / "run"), str(root / "packaged"))
+    shutil.rmtree(root / "run")
+    shutil.rmtree(root / "data")
+    moved = root / "elsewhere" / "my-elmo-c"
+    moved.parent.mkdir()
+    shutil.copytree(packaged, moved)
+    shutil.rmtree(packaged)
+    return moved, reference
+
+
+def without_elmo_c_variables(monkeypatch) -> None:
+    """Unsets every ELMO_C_* environment variable for the test."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("ELMO_C_"):
+            monkeypatch.delenv(name)

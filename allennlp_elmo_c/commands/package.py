@@ -27,22 +27,21 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import (
-    CHECKSUMS_FILE,
     DIRECTORY_FORMAT,
     MODEL_CARD,
     MODEL_TYPE,
     VOCABULARY_DIR,
     WEIGHTS_FILE,
     PretrainedBiLM,
-    file_sha256,
     is_model_directory,
     read_directory_config,
+    write_checksums,
 )
 from allennlp_elmo_c.common.atomic import fsync_directory
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
@@ -239,16 +238,6 @@ def _directory_config(
         "training": training,
         "bilm": stored,
     }
-
-
-def write_checksums(directory: Path) -> None:
-    """`checksums.sha256` for every file of `directory` (sorted, `sha256sum`'s format)."""
-    lines: List[str] = []
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        name = path.relative_to(directory).as_posix()
-        if name != CHECKSUMS_FILE:
-            lines.append(f"{file_sha256(path)}  {name}")
-    (directory / CHECKSUMS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _replace_directory(staging: Path, target: Path) -> None:

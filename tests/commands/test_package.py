@@ -3,10 +3,8 @@
 training run (and the fastText file it read) is deleted and the directory copied elsewhere, with
 no `ELMO_C_*` variable set; and the fastText fingerprint check that refuses other vectors.
 """
-import contextlib
 import io
 import json
-import os
 import shutil
 import tarfile
 from pathlib import Path
@@ -26,58 +24,14 @@ from allennlp_elmo_c.archive import CHECKSUMS_FILE, WEIGHTS_FILE, PretrainedBiLM
 from allennlp_elmo_c.commands.describe import describe_archive
 from allennlp_elmo_c.commands.package import package_model
 from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
-from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
-from tests.helpers import FIXTURES_ROOT, PROJECT_ROOT, train_config, train_small_fasttext
-
-SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed", "schools"],
-             ["Café", "😀", "naïve"]]  # fmt: skip
-
-
-def without_elmo_c_variables(monkeypatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("ELMO_C_"):
-            monkeypatch.delenv(name)
-
-
-def embedder_vectors(model: str) -> torch.Tensor:
-    """The sentences through `elmo_c_token_embedder` (its first, equal-weight mix)."""
-    embedder = TokenEmbedder.from_params(Params(
-        {"type": "elmo_c_token_embedder", "archive_file": model, "dropout": 0.0}
-    )).eval()  # fmt: skip
-    with torch.no_grad():
-        return embedder(**index_sentences(SENTENCES, embedder.representations.word_indexer()))
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A tiny ELMo-C run on a copy of the fixture fastText model; the copy is deleted with the
-    run by `model_directory`."""
-    root = tmp_path_factory.mktemp("package")
-    fasttext = root / "data" / "vectors.bin"
-    fasttext.parent.mkdir()
-    shutil.copy(FIXTURES_ROOT / "fasttext" / "tiny.bin", fasttext)
-    overrides = {
-        "trainer.num_epochs": 1,
-        "dataset_reader.token_indexers.tokens.model_path": str(fasttext),
-        "model.text_field_embedder.token_embedders.tokens.model_path": str(fasttext),
-    }
-    with contextlib.chdir(PROJECT_ROOT):
-        train_config(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet", root / "run", json.dumps(overrides))
-    return root
-
-
-@pytest.fixture(scope="module")
-def model_directory(trained, tmp_path_factory):
-    """`(directory, reference vectors)`: the run packaged, the run and its fastText deleted, the
-    directory copied to a new path and the original deleted."""
-    reference = embedder_vectors(str(trained / "run" / "model.tar.gz"))
-    packaged = package_model(str(trained / "run"), str(trained / "packaged"))
-    shutil.rmtree(trained / "run")
-    shutil.rmtree(trained / "data")
-    moved = tmp_path_factory.mktemp("elsewhere") / "my-elmo-c"
-    shutil.copytree(packaged, moved)
-    shutil.rmtree(packaged)
-    return moved, reference
+from tests.helpers import (
+    FIXTURES_ROOT,
+    MODEL_SENTENCES as SENTENCES,
+    embedder_vectors,
+    train_config,
+    train_small_fasttext,
+    without_elmo_c_variables,
+)
 
 
 def test_the_directory_holds_everything(model_directory):
@@ -165,48 +119,38 @@ def other_fasttext(tmp_path_factory) -> Path:
     return train_small_fasttext(tmp_path_factory.mktemp("other_fasttext"), dim=16, bucket=10_000)
 
 
-@pytest.fixture(scope="module")
-def archive_with_fasttext(tmp_path_factory):
-    """A tiny archive trained on the fixture fastText (left in place)."""
-    root = tmp_path_factory.mktemp("fingerprinted")
-    with contextlib.chdir(PROJECT_ROOT):
-        train_config(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet", root / "run",
-                     json.dumps({"trainer.num_epochs": 1}))  # fmt: skip
-    return root / "run" / "model.tar.gz"
-
-
-def test_training_records_the_fingerprint(archive_with_fasttext):
+def test_training_records_the_fingerprint(elmo_c_archive):
     from allennlp_elmo_c.archive import read_archive_config
     from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 
-    config = read_archive_config(str(archive_with_fasttext))
+    config = read_archive_config(str(elmo_c_archive))
     expected = FastTextBin.load(FIXTURES_ROOT / "fasttext" / "tiny.bin").fingerprint
     assert config["model"]["text_field_embedder"]["token_embedders"]["tokens"]["fingerprint"] == expected
     assert config["dataset_reader"]["token_indexers"]["tokens"]["fingerprint"] == expected
 
 
-def test_a_stale_environment_variable_is_refused(archive_with_fasttext, other_fasttext, monkeypatch):
+def test_a_stale_environment_variable_is_refused(elmo_c_archive, other_fasttext, monkeypatch):
     monkeypatch.setenv("ELMO_C_FASTTEXT", str(other_fasttext))
     with pytest.raises(ConfigurationError, match=r"(?s)vectors.*16d\.bin.*tiny\.bin|16d\.bin.*not the one"):
-        ElmoC(str(archive_with_fasttext), 1)
+        ElmoC(str(elmo_c_archive), 1)
 
 
-def test_another_bin_by_argument_is_refused(archive_with_fasttext, other_fasttext):
+def test_another_bin_by_argument_is_refused(elmo_c_archive, other_fasttext):
     with pytest.raises(ConfigurationError, match="not the one this model was trained with"):
         TokenEmbedder.from_params(Params({"type": "elmo_c_token_embedder",
-                                          "archive_file": str(archive_with_fasttext),
+                                          "archive_file": str(elmo_c_archive),
                                           "fasttext_path": str(other_fasttext)}))  # fmt: skip
     with pytest.raises(ConfigurationError, match="tiny.bin"):
-        PretrainedBiLM.from_archive(str(archive_with_fasttext), fasttext_path=str(other_fasttext))
+        PretrainedBiLM.from_archive(str(elmo_c_archive), fasttext_path=str(other_fasttext))
 
 
-def test_another_bin_for_the_embed_command_is_refused(archive_with_fasttext, other_fasttext, tmp_path,
+def test_another_bin_for_the_embed_command_is_refused(elmo_c_archive, other_fasttext, tmp_path,
                                                       monkeypatch):  # fmt: skip
     from allennlp.commands import main
 
     text = tmp_path / "input.txt"
     text.write_text("The council met .\n", encoding="utf-8")
-    monkeypatch.setattr("sys.argv", ["allennlp", "elmo-c-embed", str(archive_with_fasttext), str(text),
+    monkeypatch.setattr("sys.argv", ["allennlp", "elmo-c-embed", str(elmo_c_archive), str(text),
                                      str(tmp_path / "out.hdf5"), "--fasttext-path", str(other_fasttext)])  # fmt: skip
     with pytest.raises(ConfigurationError, match="not the one this model was trained with"):
         main()
@@ -251,9 +195,9 @@ def _strip(node):
     return node
 
 
-def test_an_old_archive_is_checked_against_its_recorded_bin(archive_with_fasttext, other_fasttext,
+def test_an_old_archive_is_checked_against_its_recorded_bin(elmo_c_archive, other_fasttext,
                                                             tmp_path, monkeypatch, caplog):  # fmt: skip
-    old = without_fingerprints(archive_with_fasttext, tmp_path / "old.tar.gz")
+    old = without_fingerprints(elmo_c_archive, tmp_path / "old.tar.gz")
     # It still loads as before, and records the fingerprint of the file it recorded from then on.
     bilm = PretrainedBiLM.from_archive(str(old))
     assert '"fingerprint"' in bilm.record()
@@ -262,10 +206,10 @@ def test_an_old_archive_is_checked_against_its_recorded_bin(archive_with_fasttex
         PretrainedBiLM.from_archive(str(old))
 
 
-def test_an_old_archive_without_its_bin_loads_with_a_warning(archive_with_fasttext, tmp_path,
+def test_an_old_archive_without_its_bin_loads_with_a_warning(elmo_c_archive, tmp_path,
                                                              caplog):  # fmt: skip
     # Its recorded .bin is gone; the copy beside the archive is used, and cannot be checked.
-    old = without_fingerprints(archive_with_fasttext, tmp_path / "model.tar.gz",
+    old = without_fingerprints(elmo_c_archive, tmp_path / "model.tar.gz",
                                fasttext=str(tmp_path / "gone" / "tiny.bin"))  # fmt: skip
     shutil.copy(FIXTURES_ROOT / "fasttext" / "tiny.bin", tmp_path / "tiny.bin")
     with caplog.at_level("WARNING"):

@@ -1,0 +1,264 @@
+"""
+Hugging Face transformers' front door to a model directory (`python -m allennlp_elmo_c package`).
+After `import allennlp_elmo_c`:
+
+    from transformers import AutoModel, AutoTokenizer
+    model = AutoModel.from_pretrained("my-elmo-c")          # an ElmoCModel
+    tokenizer = AutoTokenizer.from_pretrained("my-elmo-c")  # an ElmoCTokenizer
+    inputs = tokenizer([["The", "council", "met"]], is_split_into_words=True)
+    hidden = model(**inputs, output_hidden_states=True).hidden_states  # one per layer
+
+- `ElmoCConfig` is the directory's config.json (`model_type: "elmo_c"`), registered with
+  `AutoConfig`.
+- `ElmoCModel` (a `PreTrainedModel`, registered with `AutoModel`) runs the biLM and returns one
+  vector per word: `last_hidden_state` is the top LSTM layer, `hidden_states` every layer (the
+  input projection first), each `(batch, words, hidden_size)`, the sentence boundaries removed,
+  as `ElmoC` gives them. `save_pretrained` writes a complete model directory again (the fastText
+  `.bin`, vocabulary, checksums and card included).
+- `ElmoCTokenizer` (registered with `AutoTokenizer`) turns raw text (split with the pretraining
+  reader's tokenizer) or pre-tokenized words into the model's inputs.
+
+Why the tokenizer is not a `PreTrainedTokenizer`: those map each token to one id of a fixed
+vocabulary (`input_ids`). ELMo-C has no vocabulary: a word is the bag of its fastText subword
+rows (the word's own row, then its hashed character n-grams), so its inputs are `subword_ids`
+(each sentence's words' rows one after the other) with `subword_counts` (rows per word), and
+`attention_mask` over words. `ElmoCTokenizer` is the closest natural shape: the same
+`from_pretrained` / `save_pretrained` / `__call__` returning a `BatchEncoding`, keyed by what the
+model's `forward` takes.
+"""
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoTokenizer,
+    BatchEncoding,
+    PretrainedConfig,
+    PreTrainedModel,
+)
+from transformers.modeling_outputs import BaseModelOutput
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.nn.util import remove_sentence_boundaries
+
+from allennlp_elmo_c.archive import (
+    DIRECTORY_FORMAT,
+    MODEL_CARD,
+    MODEL_TYPE,
+    VOCABULARY_DIR,
+    PretrainedBiLM,
+    is_model_directory,
+    write_checksums,
+)
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
+from allennlp_elmo_c.modules.subword_representations import representations_of
+
+
+class ElmoCConfig(PretrainedConfig):
+    """
+    A model directory's config.json: `bilm` (the biLM's AllenNLP config, its files by name),
+    `files`, `fasttext` (file, fingerprint, size), `hidden_size` (each layer's size),
+    `num_hidden_layers` (the input projection and each LSTM layer). Any other key of the file is
+    kept as an attribute.
+    """
+
+    model_type = MODEL_TYPE
+
+    def __init__(
+        self,
+        bilm: Optional[Dict[str, Any]] = None,
+        files: Optional[Dict[str, str]] = None,
+        fasttext: Optional[Dict[str, Any]] = None,
+        hidden_size: int = 0,
+        num_hidden_layers: int = 0,
+        elmo_c_format: int = DIRECTORY_FORMAT,
+        **kwargs: Any,
+    ) -> None:
+        self.bilm = bilm
+        self.files = files or {}
+        self.fasttext = fasttext
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.elmo_c_format = elmo_c_format
+        super().__init__(**kwargs)
+
+
+class ElmoCModel(PreTrainedModel):
+    """
+    The biLM of a model directory as a Hugging Face model: `AutoModel.from_pretrained(DIR)`.
+    Its weights are the directory's `model.safetensors` (the biLM's AllenNLP parameter names,
+    under `bilm.`); its fastText `.bin` is the directory's own.
+    """
+
+    config_class = ElmoCConfig
+    base_model_prefix = "bilm"
+    main_input_name = "subword_ids"
+    # The pretraining output heads in a packaged directory's weights: not run here.
+    _keys_to_ignore_on_load_unexpected = [r"(^|\.)_heads\."]
+
+    def __init__(self, config: ElmoCConfig, directory: Optional[str] = None) -> None:
+        super().__init__(config)
+        directory = directory or config.name_or_path
+        if not directory or not is_model_directory(directory):
+            raise ConfigurationError(
+                "ElmoCModel is built from a model directory: AutoModel.from_pretrained(DIR), DIR "
+                f"written by `python -m allennlp_elmo_c package` (got {directory!r})"
+            )
+        self.directory = str(directory)
+        pretrained = PretrainedBiLM.from_archive(self.directory)
+        self.bilm = pretrained.model
+        # Not a submodule (its biLM is `self.bilm`): runs the layers with the boundaries added.
+        self._layers: List[ElmoCRepresentations] = [
+            representations_of(pretrained, num_output_representations=0, dropout=0.0)
+        ]
+        self.post_init()
+
+    def _init_weights(self, module: torch.nn.Module) -> None:
+        """Nothing: the weights are the trained ones, read at construction."""
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):  # type: ignore[override]
+        directory = str(pretrained_model_name_or_path)
+        config = kwargs.pop("config", None)
+        if not isinstance(config, ElmoCConfig):
+            config = ElmoCConfig.from_pretrained(directory)
+        config.name_or_path = directory
+        model = super().from_pretrained(directory, *model_args, config=config, **kwargs)
+        model._layers[0].refresh_boundary_vectors()  # from the input embedder's loaded weights
+        return model
+
+    def forward(
+        self,
+        attention_mask: Optional[torch.Tensor] = None,
+        output_hidden_states: Optional[bool] = None,
+        return_dict: Optional[bool] = None,
+        **inputs: torch.Tensor,
+    ) -> Union[BaseModelOutput, tuple]:
+        """
+        # Parameters
+
+        attention_mask : `torch.Tensor`, optional
+            `(batch, words)`, True (1) for real words; `ElmoCTokenizer` gives it.
+        **inputs : `torch.Tensor`
+            The rest of `ElmoCTokenizer`'s output (`subword_ids`, `subword_counts`, ... for a
+            fastText biLM; the biLM's own indexer's outputs otherwise).
+
+        # Returns
+
+        `BaseModelOutput`: `last_hidden_state` `(batch, words, hidden_size)`, the top layer;
+        `hidden_states`, with `output_hidden_states`, every layer, the same shape each.
+        """
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        if attention_mask is not None:
+            inputs["token_mask"] = attention_mask.bool()
+        inputs.pop("token_type_ids", None)
+        layers, full_mask = self._layers[0].layers(**inputs)  # each (batch, words + 2, dim)
+        words = [remove_sentence_boundaries(layer, full_mask)[0] for layer in layers]
+        hidden_states = tuple(words) if output_hidden_states else None
+        if not return_dict:
+            return tuple(v for v in (words[-1], hidden_states) if v is not None)
+        return BaseModelOutput(last_hidden_state=words[-1], hidden_states=hidden_states)
+
+    def save_pretrained(self, save_directory: Union[str, os.PathLike], **kwargs: Any) -> None:
+        """Hugging Face's `save_pretrained`, then the rest of a model directory: the fastText
+        `.bin` (hard-linked where it can be), the vocabulary, the card and the checksums."""
+        super().save_pretrained(save_directory, **kwargs)
+        target = Path(save_directory)
+        source = Path(self.directory)
+        if source.resolve() != target.resolve():
+            for name in list(self.config.files.values()) + [MODEL_CARD]:
+                if (source / name).is_file():
+                    _link_or_copy(source / name, target / name)
+            shutil.copytree(source / VOCABULARY_DIR, target / VOCABULARY_DIR, dirs_exist_ok=True)
+        write_checksums(target)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+class ElmoCTokenizer:
+    """
+    Raw or pre-tokenized text as `ElmoCModel`'s inputs: `AutoTokenizer.from_pretrained(DIR)`.
+
+    # Parameters
+
+    directory : `str`
+        A model directory.
+    """
+
+    model_input_names = ["subword_ids", "subword_counts", "attention_mask"]
+
+    def __init__(self, directory: str) -> None:
+        if not is_model_directory(directory):
+            raise ConfigurationError(f"ElmoCTokenizer: {directory} is not a model directory")
+        self.directory = str(directory)
+        self._bilm = PretrainedBiLM.from_archive(self.directory)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args: Any, **kwargs: Any) -> "ElmoCTokenizer":
+        return cls(str(pretrained_model_name_or_path))
+
+    def save_pretrained(self, save_directory: Union[str, os.PathLike], **kwargs: Any) -> None:
+        """Nothing to add: the model directory holds what the tokenizer reads (its config and
+        fastText `.bin`), and `ElmoCModel.save_pretrained` writes them."""
+        Path(save_directory).mkdir(parents=True, exist_ok=True)
+
+    def tokenize(self, text: str) -> List[str]:
+        """`text` split into words as the pretraining corpus was (the reader's tokenizer)."""
+        return [token.text for token in self._bilm.tokenizer.tokenize(text)]
+
+    def __call__(
+        self,
+        text: Union[str, Sequence[str], Sequence[Sequence[str]]],
+        is_split_into_words: bool = False,
+        return_tensors: Optional[str] = "pt",
+        **kwargs: Any,
+    ) -> BatchEncoding:
+        """
+        # Parameters
+
+        text : a string, a list of strings, or (with `is_split_into_words`) a list of words or a
+            list of lists of words.
+
+        # Returns
+
+        A `BatchEncoding` of `(batch, ...)` tensors: the biLM's indexer outputs (for fastText:
+        `subword_ids`, `subword_counts`, `fasttext_fingerprint`) and `attention_mask`
+        `(batch, words)`.
+        """
+        if return_tensors not in ("pt", None):
+            raise ValueError("ElmoCTokenizer returns torch tensors (return_tensors='pt')")
+        if is_split_into_words:
+            sentences = [list(text)] if text and isinstance(text[0], str) else [list(s) for s in text]
+        else:
+            sentences = [self.tokenize(t) for t in ([text] if isinstance(text, str) else text)]
+        for sentence in sentences:
+            if not all(isinstance(word, str) for word in sentence):
+                raise ValueError("ElmoCTokenizer: words must be strings")
+        indexed = dict(index_sentences(sentences, self._bilm.token_indexer, self._bilm.vocab))
+        mask = ElmoCRepresentations.word_mask(indexed)
+        indexed.pop("token_mask", None)
+        indexed["attention_mask"] = mask.long()
+        return BatchEncoding(indexed, tensor_type=None)
+
+    def __repr__(self) -> str:
+        return f"ElmoCTokenizer({self.directory!r})"
+
+
+AutoConfig.register(MODEL_TYPE, ElmoCConfig, exist_ok=True)
+AutoModel.register(ElmoCConfig, ElmoCModel, exist_ok=True)
+AutoTokenizer.register(ElmoCConfig, slow_tokenizer_class=ElmoCTokenizer, exist_ok=True)  # type: ignore[arg-type]
+
