@@ -25,6 +25,7 @@ Each change is listed (path, old -> new). What cannot be converted is a `Configu
 import argparse
 import copy
 import json
+import os
 import re
 import tarfile
 from dataclasses import dataclass
@@ -338,6 +339,7 @@ class _Converter:
         # old total -> new total of each text field embedder that had ELMo in it
         self.sizes: Dict[int, Tuple[int, str]] = {}
         self.elmo_keys: Dict[str, str] = {}  # indexer key in the stock config -> key now
+        self.stock_elmo_dims: List[int] = []  # the output size of each stock ELMo replaced
 
     def run(self) -> Conversion:
         model = self.config["model"]
@@ -439,7 +441,9 @@ class _Converter:
         old_total = new_total = others
         for key in elmo:
             stock = container[key]
-            old_total += stock_elmo_dim(stock, _join(path, key), self.notes, self.stock_dim)
+            stock_dim = stock_elmo_dim(stock, _join(path, key), self.notes, self.stock_dim)
+            self.stock_elmo_dims.append(stock_dim)
+            old_total += stock_dim
             container[key] = self._new_embedder(stock, _join(path, key))
             new_total += token_embedder_dim(container[key])  # type: ignore[operator]
             self.elmo_keys[key] = key
@@ -468,7 +472,9 @@ class _Converter:
         if BCN_KEY in embedders:
             raise ConfigurationError(f"cannot convert the BCN: {_join(path, BCN_KEY)} exists already")
         others = self._embedders_total(embedders, path)
-        old_total = others + stock_elmo_dim(elmo, "model.elmo", self.notes, self.stock_dim)
+        stock_dim = stock_elmo_dim(elmo, "model.elmo", self.notes, self.stock_dim)
+        self.stock_elmo_dims.append(stock_dim)
+        old_total = others + stock_dim
         if int(elmo.get("num_output_representations", 1)) != 1:
             raise ConfigurationError("cannot convert model.elmo: BCN's input ELMo is one mix (num_output_representations 1)")
         del model["elmo"]
@@ -489,6 +495,9 @@ class _Converter:
         pos = model.get("pos_tag_embedding")
         if isinstance(pos, dict) and isinstance(pos.get("embedding_dim"), int):  # parsers
             extras[pos["embedding_dim"]] = "pos_tag_embedding"
+        markers, answers = model.get("marker_embedding_dim"), model.get("num_context_answers")
+        if isinstance(markers, int) and isinstance(answers, int) and markers * answers:  # dialog QA
+            extras[markers * answers] = f"num_context_answers {answers} x marker_embedding_dim {markers}"
         for extra, name in extras.items():
             known = self.sizes.get(old + extra)
             if known is not None and known[0] != new + extra:
@@ -538,11 +547,29 @@ class _Converter:
             )
 
     def _resize(self) -> None:
+        """
+        Resizes every size key (`DIM_KEYS`) of the model whose value is an old text field
+        embedder size (`self.sizes`: alone or plus a known extra feature), or a multiple of one
+        (2 to 4 x: decomposable attention's compare layer reads the embeddings twice,
+        concatenated). A size key left as it was that is at least the stock ELMo's size may
+        still include it: it is named in a note with the reason, never left silently.
+        """
         mapping = {old: new for old, (new, _) in self.sizes.items() if old != new}
         if not mapping:
             return
         skip = ("text_field_embedder", "pos_tag_embedding")
         resized = False
+        kept: List[Tuple[str, int]] = []
+
+        def resize(value: int) -> Optional[Tuple[int, str]]:
+            if value in mapping:
+                return mapping[value], self.sizes[value][1]
+            for times in (2, 3, 4):
+                if value % times == 0 and value // times in mapping:
+                    old = value // times
+                    return times * mapping[old], f"{times} x ({self.sizes[old][1]}), e.g. a layer " \
+                        "that reads the embeddings concatenated with their attended summary"
+            return None
 
         def visit(node: Any, path: str) -> None:
             nonlocal resized
@@ -551,10 +578,13 @@ class _Converter:
                     child = _join(path, key)
                     if key in skip or (isinstance(value, dict) and value.get("type") == ELMO_C_EMBEDDER):
                         continue
-                    if key in DIM_KEYS and isinstance(value, int) and not isinstance(value, bool) \
-                            and value in mapping:
-                        node[key] = mapping[value]
-                        self.changes.append(Change(child, value, node[key], self.sizes[value][1]))
+                    if key in DIM_KEYS and isinstance(value, int) and not isinstance(value, bool):
+                        new = resize(value)
+                        if new is None:
+                            kept.append((child, value))
+                            continue
+                        node[key] = new[0]
+                        self.changes.append(Change(child, value, node[key], new[1]))
                         resized = True
                     else:
                         visit(value, child)
@@ -563,12 +593,42 @@ class _Converter:
                     visit(value, _join(path, index))
 
         visit(self.config["model"], "model")
+        smallest_elmo = min(self.stock_elmo_dims, default=STOCK_ELMO_DIM)
+        outputs = _layer_output_sizes(self.config["model"])
+        for path, value in kept:
+            explained = any(value % size == 0 and value // size <= 8 for size in outputs)
+            if value >= smallest_elmo and not explained:
+                olds = ", ".join(str(old) for old in sorted(mapping))
+                self.notes.append(
+                    f"undecided: {path} = {value} was left as it was: it is at least the stock "
+                    f"ELMo's size ({smallest_elmo}) but neither a text field embedder size that "
+                    f"changed ({olds}), nor one plus a known extra feature, nor a multiple of one "
+                    "or of another layer's output; if it includes ELMo's output, resize it by hand"
+                )
         if not resized:
             sizes = ", ".join(f"{old} -> {new}" for old, new in sorted(mapping.items()))
             self.notes.append(
                 f"no {'/'.join(DIM_KEYS[:2])}-like key had the old text field embedder size ({sizes}): "
                 "if a layer of this model is sized by hand for it, resize it"
             )
+
+
+def _layer_output_sizes(model: Dict[str, Any]) -> List[int]:
+    """The output sizes of the model's recurrent encoders (`hidden_size`, doubled when
+    bidirectional) and feedforwards (their last `hidden_dims`): a size key that is a small
+    multiple of one (ESIM's 4 x 600, BCN's 3 x 600) reads those, not the embeddings."""
+    sizes = set()
+    for _, node in _walk(model, "model"):
+        if not isinstance(node, dict):
+            continue
+        hidden = node.get("hidden_size")
+        if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0:
+            sizes.add(hidden * (2 if node.get("bidirectional") else 1))
+        dims = node.get("hidden_dims")
+        last = dims[-1] if isinstance(dims, list) and dims else dims
+        if isinstance(last, int) and not isinstance(last, bool) and last > 0:
+            sizes.add(last)
+    return sorted(sizes)
 
 
 def convert_config(
@@ -592,12 +652,44 @@ def convert_config_file(
     fasttext_path: Optional[str] = None,
     stock_dim: Optional[int] = None,
 ) -> Conversion:
-    """Reads `config_file`, converts it and writes the result to `output_file` as JSON."""
+    """
+    Reads `config_file`, converts it and writes the result to `output_file`. A `.jsonnet`
+    output keeps the stock config's external variables: a string equal to the value of a
+    `std.extVar` the stock config reads is written as that `std.extVar` again. A `.json` output
+    has their values baked in (a note names them).
+    """
     conversion = convert_config(load_stock_config(config_file, ext_vars), archive_file, fasttext_path, stock_dim)
+    variables = _used_variables(config_file, ext_vars)
     output = Path(output_file)
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(conversion.config, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(conversion.config, indent=2)
+    if output.suffix == ".jsonnet":
+        kept = []
+        for name, value in sorted(variables.items(), key=lambda item: -len(item[1])):
+            quoted = json.dumps(value)
+            if quoted in text:
+                text = text.replace(quoted, f"std.extVar({json.dumps(name)})")
+                kept.append(name)
+        if kept:
+            conversion.notes.append(f"kept as std.extVar: {', '.join(sorted(kept))}")
+    elif variables:
+        baked = ", ".join(f"{name}={value}" for name, value in sorted(variables.items()))
+        conversion.notes.append(
+            f"baked into the JSON: {baked} (write a .jsonnet output to keep them as std.extVar)"
+        )
+    output.write_text(text + "\n", encoding="utf-8")
     return conversion
+
+
+_EXT_VAR = re.compile(r"std\.extVar\(\s*['\"]([^'\"]+)['\"]\s*\)")
+
+
+def _used_variables(config_file: str, ext_vars: Optional[Dict[str, str]]) -> Dict[str, str]:
+    """The external variables `config_file` reads, with the values it was evaluated with
+    (`ext_vars` over the environment); empty strings are left out."""
+    names = set(_EXT_VAR.findall(Path(config_file).read_text(encoding="utf-8")))
+    values = {**os.environ, **(ext_vars or {})}
+    return {name: values[name] for name in names if values.get(name)}
 
 
 def format_conversion(conversion: Conversion, output_file: str) -> str:

@@ -45,6 +45,8 @@ EXT_VARS = {
     "PTB_DEPENDENCIES_VAL": "dev.conllu",
     "PTB_TRAIN_PATH": "train.trees",
     "PTB_DEV_PATH": "dev.trees",
+    "QUAC_TRAIN": "quac_train.json",
+    "QUAC_DEV": "quac_dev.json",
     "BIDIRECTIONAL_LM_ARCHIVE_PATH": "https://allennlp.s3.amazonaws.com/models/transformer-elmo-2019.01.10.tar.gz",
 }
 D = TINY_ELMO_C_DIM  # 16
@@ -58,6 +60,12 @@ EXPECTED = {
         {"model.pre_encode_feedforward.input_dim": (1324, 300 + D)},
     ),
     "esim_elmo": (["dataset_reader"], "elmo", {"model.encoder.input_size": (1024, D)}),
+    # the attend layer reads the embeddings, the compare layer them and their attended summary
+    "decomposable_attention_elmo": (["dataset_reader"], "elmo", {
+        "model.attend_feedforward.input_dim": (1024, D), "model.compare_feedforward.input_dim": (2048, 2 * D),
+    }),
+    # ELMo + a char-CNN (100) + num_context_answers 2 x marker_embedding_dim 10
+    "dialog_qa_elmo": (["dataset_reader"], "elmo", {"model.phrase_layer.input_size": (1144, D + 100 + 20)}),
     "bidaf_elmo": (["dataset_reader"], "elmo", {"model.phrase_layer.input_size": (1224, 100 + D + 100)}),
     "srl_elmo": (["dataset_reader"], "elmo", {"model.encoder.input_size": (1124, D + 100)}),
     "dependency_parser_elmo": (["dataset_reader"], "elmo", {"model.encoder.input_size": (1224, 100 + D + 100)}),
@@ -114,7 +122,8 @@ def test_stock_configs_convert(elmo_c_archive, name):
     assert embedder["do_layer_norm"] is False
     # The sizes: the listed ones changed (and are reported), every other one is as it was.
     before, after = size_keys(original["model"]), size_keys(config["model"])
-    changed = {path: (before.get(path), after[path]) for path in after if before.get(path) != after[path]}
+    changed = {path: (before.get(path), after[path]) for path in after
+               if before.get(path) != after[path] and ".text_field_embedder." not in path}  # fmt: skip
     assert changed == {path: sizes for path, sizes in resized.items()}
     reported = {c.path: (c.old, c.new) for c in conversion.changes if c.path.split(".")[-1] in DIM_KEYS}
     assert reported == resized
@@ -316,6 +325,7 @@ TRAINED = [
     ("ner_elmo", None, {"data_loader.batch_size": 4}, "best_validation_f1-measure-overall"),
     ("bcn_elmo", None, {"data_loader.batch_sampler.batch_size": 4}, "best_validation_accuracy"),
     ("esim_elmo", None, {"data_loader.batch_sampler.batch_size": 2}, "best_validation_accuracy"),
+    ("decomposable_attention_elmo", None, {"data_loader.batch_sampler.batch_size": 2}, "best_validation_accuracy"),
     ("srl_elmo", _srl_data, {"data_loader.batch_sampler.batch_size": 4}, "best_validation_f1-measure-overall"),
     ("dependency_parser_elmo", _parser_data, {"data_loader.batch_sampler.batch_size": 2}, "best_validation_LAS"),
     ("bidaf_elmo", _bidaf_data, {"data_loader.batch_sampler.batch_size": 2}, "best_validation_em"),
@@ -443,3 +453,30 @@ def test_elmo_shapes_that_cannot_be_converted(elmo_c_archive):
     elsewhere["model"]["some_module"] = {"elmo": {"type": "elmo_token_embedder"}}
     with pytest.raises(ConfigurationError, match="not in a text field embedder"):
         convert_config(elsewhere, archive)
+
+
+def test_a_size_it_cannot_decide_is_named(elmo_c_archive):
+    config = stock("ner_elmo")
+    # A layer of ELMo's size or more that is neither the embedder's size, a known sum or a
+    # multiple of it, nor a multiple of another layer's output.
+    config["model"]["feedforward"] = {"input_dim": 1500, "num_layers": 1, "hidden_dims": 7, "activations": "linear"}
+    conversion = convert_config(config, str(elmo_c_archive))
+    assert conversion.config["model"]["feedforward"]["input_dim"] == 1500
+    assert any(note.startswith("undecided: model.feedforward.input_dim = 1500") for note in conversion.notes)
+
+
+def test_jsonnet_output_keeps_the_external_variables(elmo_c_archive, tmp_path):
+    names = ("NER_TRAIN_DATA_PATH", "NER_TEST_DATA_PATH", "GLOVE_50D")
+    variables = {name: EXT_VARS[name] for name in names}
+    variables["NER_TEST_DATA_PATH"] = "test.conll"  # distinct values: each one found again
+    kept = convert_config_file(str(STOCK / "ner_elmo.jsonnet"), str(elmo_c_archive),
+                               str(tmp_path / "ner.jsonnet"), variables)  # fmt: skip
+    text = (tmp_path / "ner.jsonnet").read_text()
+    for name in names:
+        assert f'std.extVar("{name}")' in text
+    assert any(note.startswith("kept as std.extVar") for note in kept.notes)
+    # It evaluates to the same config as the JSON output, which bakes the values in (and says so).
+    baked = convert_config_file(str(STOCK / "ner_elmo.jsonnet"), str(elmo_c_archive),
+                                str(tmp_path / "ner.json"), variables)  # fmt: skip
+    assert any(note.startswith("baked into the JSON") for note in baked.notes)
+    assert load_stock_config(str(tmp_path / "ner.jsonnet"), variables) == json.loads((tmp_path / "ner.json").read_text())
