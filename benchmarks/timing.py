@@ -145,3 +145,18 @@ def machine_description(device: torch.device, threads: int) -> Dict[str, str]:
         total = torch.cuda.get_device_properties(device).total_memory
         description["gpu_memory_gib"] = f"{total / 2**30:.1f}"
     return description
+
+
+def replace_section(path, begin: str, end: str, section: str) -> None:
+    """Writes `section` (which starts with `begin` and ends with `end`) into the markdown file
+    `path` in place of the text between those markers, or appends it; the rest is kept."""
+    from pathlib import Path
+
+    path = Path(path)
+    current = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if begin in current and end in current:
+        before, rest = current.split(begin, 1)
+        current = before + section.rstrip("\n") + "\n" + rest.split(end, 1)[1].lstrip("\n")
+    else:
+        current = current + ("\n" if current else "") + section
+    path.write_text(current, encoding="utf-8")

@@ -1,0 +1,31 @@
+"""`benchmarks/front_doors.py` at fixture size: every front door runs and the report is written
+(no timing is asserted)."""
+import importlib.util
+
+from tests import FIXTURES_ROOT, PROJECT_ROOT
+
+
+def load_script():
+    path = PROJECT_ROOT / "benchmarks" / "front_doors.py"
+    spec = importlib.util.spec_from_file_location("front_doors", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_front_door_is_measured(elmo_c_archive, tmp_path):
+    report = tmp_path / "RESULTS.md"
+    report.write_text("# Results\n\nkept\n")
+    script = load_script()
+    script.main(["--model", str(elmo_c_archive), "--text", str(FIXTURES_ROOT / "data" / "lm" / "sentences.txt"),
+                 "--sentences", "20", "--batch-size", "8", "--repeats", "1", "--scratch", str(tmp_path),
+                 "--report", str(report)])  # fmt: skip
+    text = report.read_text()
+    assert text.startswith("# Results\n\nkept\n")
+    for name in ("module", "ElmoC", "ElmoCEmbedder", "token_embedder", "huggingface", "spacy"):
+        assert f"| {name} |" in text
+    assert "MiB" in text and "package" in text
+    # Run again: the section is replaced, not appended.
+    script.main(["--model", str(elmo_c_archive), "--text", str(FIXTURES_ROOT / "data" / "lm" / "sentences.txt"),
+                 "--sentences", "4", "--repeats", "1", "--scratch", str(tmp_path), "--report", str(report)])  # fmt: skip
+    assert report.read_text().count("front-doors:begin") == 1
