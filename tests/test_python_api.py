@@ -99,3 +99,26 @@ def test_the_readme_quick_start_runs(elmo_c_archive):
     exec(block.replace("runs/elmo_c/model.tar.gz", str(elmo_c_archive)), namespace)
     assert namespace["vectors"].shape == (2, 4, 16)
     assert namespace["layers"].shape == (3, 4, 16)
+
+
+def test_the_readme_model_directory_blocks(elmo_c_archive, tmp_path, monkeypatch):
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    from tests import PROJECT_ROOT
+
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    (command,) = re.findall(r"<!-- package -->\n```bash\n(.*?)```", readme, re.DOTALL)
+    (block,) = re.findall(r"<!-- front-doors -->\n```python\n(.*?)```", readme, re.DOTALL)
+    words = shlex.split(command)
+    assert words[:4] == ["python", "-m", "allennlp_elmo_c", "package"]
+    words = [sys.executable, *words[1:4], str(elmo_c_archive.parent), str(tmp_path / "my-elmo-c")]
+    result = subprocess.run(words, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(block, namespace)
+    assert namespace["doc"]._.elmo_c_layers.shape == (3, 6, 16)
+    assert len(namespace["hidden"]) == 3 and namespace["hidden"][-1].shape == (1, 4, 16)

@@ -36,7 +36,7 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.params import Params
 
-from allennlp_elmo_c.archive import read_archive_config, representation_dim
+from allennlp_elmo_c.archive import checked_fasttext, read_archive_config, representation_dim
 from allennlp_elmo_c.commands.describe import downstream_snippet
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 
@@ -334,6 +334,7 @@ class _Converter:
         if fasttext_path is not None:
             if self.indexer.get("type") != "fasttext_subwords":
                 raise ConfigurationError(f"{archive_file}: the biLM reads no fastText (--fasttext-path)")
+            checked_fasttext(archive_config, archive_file, fasttext_path)  # the biLM's own .bin?
             self.indexer = {"type": "fasttext_subwords", "model_path": fasttext_path}
             self.embedder = {**self.embedder, "fasttext_path": fasttext_path}
         # old total -> new total of each text field embedder that had ELMo in it

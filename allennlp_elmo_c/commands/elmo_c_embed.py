@@ -231,7 +231,7 @@ class ElmoCEmbedder:
     # Parameters
 
     model : `str`
-        The trained biLM: its `model.tar.gz`.
+        The trained biLM: its model directory (`package`) or `model.tar.gz`.
     cuda_device : `int`, optional (default = `-1`)
         The GPU to run on; -1 for the CPU.
     fasttext_path : `str`, optional

@@ -30,7 +30,7 @@ class ElmoC(torch.nn.Module):
     # Parameters
 
     model : `str`
-        The trained biLM: its `model.tar.gz`.
+        The trained biLM: its model directory (`package`) or `model.tar.gz`.
     num_output_representations : `int`
     requires_grad : `bool`, optional (default = `False`)
         Fine-tune the biLM (its fastText matrix stays frozen).

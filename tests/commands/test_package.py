@@ -249,3 +249,32 @@ def test_task_archive_works_after_the_model_directory_is_gone(model_directory, t
     archive.dataset_reader.apply_token_indexers(instance)
     output = archive.model.forward_on_instance(instance)
     assert len(output["tags"]) == 6
+
+
+def test_another_bin_for_the_converter_is_refused(elmo_c_archive, other_fasttext):
+    from allennlp_elmo_c.commands.convert_config import convert_config, load_stock_config
+
+    data = str(FIXTURES_ROOT / "data" / "conll2003.txt")
+    stock = load_stock_config(str(FIXTURES_ROOT / "configs" / "stock" / "ner_elmo.jsonnet"),
+                              {"NER_TRAIN_DATA_PATH": data, "NER_TEST_DATA_PATH": data,
+                               "GLOVE_50D": str(FIXTURES_ROOT / "data" / "glove_tiny.50d.txt")})  # fmt: skip
+    with pytest.raises(ConfigurationError, match="not the one this model was trained with"):
+        convert_config(stock, str(elmo_c_archive), fasttext_path=str(other_fasttext))
+    # The biLM's own .bin, by another path, is accepted.
+    copy = other_fasttext.parent / "copy-of-tiny.bin"
+    shutil.copy(FIXTURES_ROOT / "fasttext" / "tiny.bin", copy)
+    converted = convert_config(stock, str(elmo_c_archive), fasttext_path=str(copy)).config
+    assert converted["dataset_reader"]["token_indexers"]["elmo"]["model_path"] == str(copy)
+
+
+def test_an_indexer_over_another_bin_is_refused(elmo_c_archive, other_fasttext):
+    """The indexer's .bin is checked against the embedder's at the first batch (and each against
+    the fingerprint recorded at training)."""
+    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+
+    embedder = TokenEmbedder.from_params(Params(
+        {"type": "elmo_c_token_embedder", "archive_file": str(elmo_c_archive)}
+    ))  # fmt: skip
+    indexer = FastTextSubwordsIndexer(model_path=str(other_fasttext))
+    with pytest.raises(ConfigurationError, match="another model|reads"):
+        embedder(**index_sentences([["The", "council"]], indexer))

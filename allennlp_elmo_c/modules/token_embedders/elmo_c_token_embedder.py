@@ -39,7 +39,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
     # Parameters
 
     archive_file : `str`
-        The ELMo-C `model.tar.gz`.
+        The ELMo-C biLM: its model directory (`package`) or `model.tar.gz`.
     do_layer_norm : `bool`, optional (default = `False`)
     dropout : `float`, optional (default = `0.5`)
     requires_grad : `bool`, optional (default = `False`)
