@@ -27,6 +27,7 @@ from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
 from tests.helpers import (
     FIXTURES_ROOT,
     MODEL_SENTENCES as SENTENCES,
+    PROJECT_ROOT,
     embedder_vectors,
     train_config,
     train_small_fasttext,
@@ -278,3 +279,28 @@ def test_an_indexer_over_another_bin_is_refused(elmo_c_archive, other_fasttext):
     indexer = FastTextSubwordsIndexer(model_path=str(other_fasttext))
     with pytest.raises(ConfigurationError, match="another model|reads"):
         embedder(**index_sentences([["The", "council"]], indexer))
+
+
+def test_adaptation_and_evaluate_take_the_directory(model_directory, tmp_path, monkeypatch):
+    """Continued pretraining (elmo_c_adapt.jsonnet, whose source is an ELMO_C_* variable) from a
+    model directory, and `allennlp evaluate` on the directory itself."""
+    import subprocess
+    import sys
+
+    directory, _ = model_directory
+    source = tmp_path / "source"
+    shutil.copytree(directory, source)
+    lm = FIXTURES_ROOT / "data" / "lm"
+    without_elmo_c_variables(monkeypatch)
+    for name, value in (("ELMO_C_SOURCE_ARCHIVE", source), ("ELMO_C_TRAIN_DATA", lm / "sentences.txt"),
+                        ("ELMO_C_VALIDATION_DATA", lm / "dev.txt"), ("ELMO_C_ADAPT_STEPS", 4)):  # fmt: skip
+        monkeypatch.setenv(name, str(value))
+    metrics = train_config(PROJECT_ROOT / "training_config" / "elmo_c_adapt.jsonnet", tmp_path / "adapted",
+                           json.dumps({"trainer.cuda_device": -1, "data_loader.batch_size": 2}))  # fmt: skip
+    assert metrics["validation_loss"] > 0
+    assert describe_archive(str(tmp_path / "adapted" / "model.tar.gz"))["output_dim"] == 16
+    result = subprocess.run([sys.executable, "-m", "allennlp_elmo_c", "evaluate", str(source), str(lm / "dev.txt"),
+                             "--output-file", str(tmp_path / "metrics.json")],
+                            cwd=PROJECT_ROOT, capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "metrics.json").read_text())["loss"] > 0
