@@ -1,9 +1,12 @@
 """
-The fault suite of `test_checkpoints.py` on a downstream task model: the CRF tagger of
-`downstream_configs/ner_elmo_c.jsonnet` (with a trained fixture biLM) at fixture size, through
-`allennlp train` as a user runs it, with no checkpointer named beyond the config's own. Each
-interrupted run, resumed with `--recover`, ends with the metrics and weights of an uninterrupted
-run, bit for bit (the config carries the random generator state).
+The fault suite of `test_checkpoints.py` on downstream task models, through `allennlp train` as a
+user runs it, with no checkpointer named beyond the config's own, each with a trained fixture biLM
+at fixture size:
+- `ner_elmo_c`: the CRF tagger of `downstream_configs/ner_elmo_c.jsonnet`;
+- `converted`: allennlp-models' stock-shaped NER config converted by `convert-config` (which names
+  no checkpointer at all: AllenNLP's default, made atomic by the plugin).
+Each interrupted run, resumed with `--recover`, ends with the metrics and weights of an
+uninterrupted run, bit for bit (the run carries the random generator state).
 """
 
 import json
@@ -19,14 +22,32 @@ from tests.reliability.test_checkpoints import assert_same_weights, run_training
 
 CONFIG = FIXTURES_ROOT / "configs" / "ner_elmo_c_tiny.jsonnet"
 CONLL = FIXTURES_ROOT / "data" / "conll2003.txt"
+GLOVE = FIXTURES_ROOT / "data" / "glove_tiny.50d.txt"
 FINAL = "model_state_e2_b0.th"  # after the second (last) epoch
 
 
-def train(archive, run, recover=False, fault=None, kill_at=None):
+@pytest.fixture(scope="module", params=["ner_elmo_c", "converted"])
+def config(request, elmo_c_archive, tmp_path_factory):
+    """The task config under test."""
+    if request.param == "ner_elmo_c":
+        return CONFIG
+    from allennlp_elmo_c.commands.convert_config import convert_config_file
+
+    output = tmp_path_factory.mktemp("converted") / "ner.json"
+    variables = {"NER_TRAIN_DATA_PATH": str(CONLL), "NER_TEST_DATA_PATH": str(CONLL), "GLOVE_50D": str(GLOVE)}
+    convert_config_file(str(FIXTURES_ROOT / "configs" / "stock" / "ner_elmo.jsonnet"), str(elmo_c_archive),
+                        str(output), variables)  # fmt: skip
+    assert "checkpointer" not in json.loads(output.read_text())["trainer"]
+    return output
+
+
+def train(config, archive, run, recover=False, fault=None, kill_at=None):
     overrides = {
         "data_loader.batch_size": 1,
         "trainer.num_epochs": 2,
-        "trainer.checkpointer.save_every_num_batches": 1,
+        # The whole object (the converted config has no checkpointer to merge a dotted key into):
+        # AllenNLP's default class, which the plugin makes atomic.
+        "trainer.checkpointer": {"save_every_num_batches": 1},
         # The config's callbacks (rng_state among them) and the test's fault injectors.
         "trainer.callbacks": [{"type": "console_logger", "should_log_inputs": False},
                               {"type": "rng_state"}, {"type": "sigkill_at_batch"},
@@ -36,21 +57,21 @@ def train(archive, run, recover=False, fault=None, kill_at=None):
         "ELMO_C_ARCHIVE": str(archive), "ELMO_C_BASELINE": "none",
         "ELMO_C_FASTTEXT": str(TINY_FASTTEXT), "ELMO_C_DIM": str(TINY_ELMO_C_DIM),
         "NER_TRAIN_DATA_PATH": str(CONLL), "NER_TEST_DATA_PATH": str(CONLL),
-        "GLOVE_50D": str(FIXTURES_ROOT / "data" / "glove_tiny.50d.txt"),
+        "GLOVE_50D": str(GLOVE),
     }  # fmt: skip
-    return run_training(CONFIG, run, overrides, variables, recover, fault, kill_at)
+    return run_training(config, run, overrides, variables, recover, fault, kill_at)
 
 
 @pytest.fixture(scope="module")
-def reference(elmo_c_archive, tmp_path_factory):
+def reference(config, elmo_c_archive, tmp_path_factory):
     run = tmp_path_factory.mktemp("task_reference") / "run"
-    done = train(elmo_c_archive, run)
+    done = train(config, elmo_c_archive, run)
     assert done.returncode == 0, done.stderr[-3000:]
     return run
 
 
-def recover_and_compare(archive, run, reference, resumes_from):
-    resumed = train(archive, run, recover=True)
+def recover_and_compare(config, archive, run, reference, resumes_from):
+    resumed = train(config, archive, run, recover=True)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     log = resumed.stdout + resumed.stderr
     assert f"atomic checkpointer: resuming from {run / resumes_from}" in log
@@ -63,29 +84,29 @@ def recover_and_compare(archive, run, reference, resumes_from):
     return log
 
 
-def test_killed_between_checkpoints(elmo_c_archive, reference, tmp_path):
+def test_killed_between_checkpoints(config, elmo_c_archive, reference, tmp_path):
     run = tmp_path / "run"
-    crashed = train(elmo_c_archive, run, kill_at=3)
+    crashed = train(config, elmo_c_archive, run, kill_at=3)
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
-    recover_and_compare(elmo_c_archive, run, reference, "model_state_e0_b2.th")
+    recover_and_compare(config, elmo_c_archive, run, reference, "model_state_e0_b2.th")
 
 
-def test_torn_newest_checkpoint(elmo_c_archive, reference, tmp_path):
+def test_torn_newest_checkpoint(config, elmo_c_archive, reference, tmp_path):
     run = tmp_path / "run"
-    crashed = train(elmo_c_archive, run, kill_at=3)
+    crashed = train(config, elmo_c_archive, run, kill_at=3)
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
     for name in ("model_state_e0_b2.th", "training_state_e0_b2.th"):
         os.truncate(run / name, 100)
-    log = recover_and_compare(elmo_c_archive, run, reference, "model_state_e0_b1.th")
+    log = recover_and_compare(config, elmo_c_archive, run, reference, "model_state_e0_b1.th")
     assert "skipping the checkpoint after epoch 0, batch 2" in log
 
 
-def test_disk_full_and_sigkill_while_saving(elmo_c_archive, reference, tmp_path):
+def test_disk_full_and_sigkill_while_saving(config, elmo_c_archive, reference, tmp_path):
     run = tmp_path / "full"
-    crashed = train(elmo_c_archive, run, fault="enospc:training_state_e0_b2")
+    crashed = train(config, elmo_c_archive, run, fault="enospc:training_state_e0_b2")
     assert crashed.returncode == 1 and "No space left on device" in crashed.stderr
-    recover_and_compare(elmo_c_archive, run, reference, "model_state_e0_b1.th")
+    recover_and_compare(config, elmo_c_archive, run, reference, "model_state_e0_b1.th")
     run = tmp_path / "killed"
-    crashed = train(elmo_c_archive, run, fault="sigkill:model_state_e0_b2")
+    crashed = train(config, elmo_c_archive, run, fault="sigkill:model_state_e0_b2")
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
-    recover_and_compare(elmo_c_archive, run, reference, "model_state_e0_b1.th")
+    recover_and_compare(config, elmo_c_archive, run, reference, "model_state_e0_b1.th")
