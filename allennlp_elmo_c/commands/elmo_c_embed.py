@@ -32,7 +32,7 @@ from allennlp.common.tqdm import Tqdm
 
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.fasttext_source import ARGUMENT_HINT
-from allennlp_elmo_c.common.text import decode_line
+from allennlp_elmo_c.common.text import check_sentences, decode_line
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import load_representations
 
@@ -254,6 +254,7 @@ class ElmoCEmbedder:
     def embed_batch(self, batch: List[List[str]]) -> List[numpy.ndarray]:
         """Each sentence's layers, `(num_layers, len(sentence), dim)`; `(num_layers, 0, dim)`
         for an empty one."""
+        check_sentences(batch, logger)
         filled = [index for index, sentence in enumerate(batch) if sentence]
         result = [self._empty() for _ in batch]
         if not filled:

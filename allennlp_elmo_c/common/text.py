@@ -73,3 +73,45 @@ class TruncationWarnings:
                 len(text),
                 text[:20],
             )
+
+
+_ODD_WORDS = {"count": 0}
+
+
+def check_sentences(sentences: object, logger: logging.Logger) -> None:
+    """
+    What the Python front doors (`batch_to_ids`, `ElmoCEmbedder`, the Hugging Face tokenizer,
+    the spaCy component) accept as tokenized text: a list of sentences, each a list of strings.
+    Anything else is a `ConfigurationError` naming the first bad item. Words that are empty,
+    whitespace or hold control characters (NUL, ...) are embedded as given (one vector per word,
+    as the caller's alignment expects), but counted and logged (1st, 10th, 100th, every 10,000th):
+    they are usually a tokenization mistake, and `elmo-c-embed`, which splits lines on
+    whitespace, never makes them.
+    """
+    from allennlp.common.checks import ConfigurationError
+
+    if isinstance(sentences, (str, bytes)) or not isinstance(sentences, (list, tuple)):
+        raise ConfigurationError(
+            "expected a list of tokenized sentences (lists of strings), e.g. [[\"The\", \"council\", "
+            f"\"met\"]], got {type(sentences).__name__}"
+        )
+    for index, sentence in enumerate(sentences):
+        if isinstance(sentence, (str, bytes)) or not isinstance(sentence, (list, tuple)):
+            raise ConfigurationError(
+                f"sentence {index} is a {type(sentence).__name__}, not a list of words: give "
+                "tokenized sentences (lists of strings), e.g. [[\"The\", \"council\", \"met\"]]"
+            )
+        for position, word in enumerate(sentence):
+            if not isinstance(word, str):
+                raise ConfigurationError(
+                    f"sentence {index}, word {position} is a {type(word).__name__} ({word!r:.40}), "
+                    "not a string"
+                )
+            if not word.strip() or not word.isprintable():
+                _ODD_WORDS["count"] += 1
+                count = _ODD_WORDS["count"]
+                if count in (1, 10, 100) or count % 10_000 == 0:
+                    logger.warning(
+                        "%d word(s) were empty, whitespace or held control characters, embedded as "
+                        "given (latest: sentence %d, word %d: %r)", count, index, position, word[:20],
+                    )  # fmt: skip

@@ -116,10 +116,5 @@ def batch_to_ids(
     are characters, the same for every model; ELMo-C's are the model's fastText subword rows, so
     the model is the second argument.
     """
-    if isinstance(sentences, str) or any(isinstance(s, str) for s in sentences):
-        raise ConfigurationError(
-            "batch_to_ids: give a list of tokenized sentences (lists of strings), e.g. "
-            '[["The", "council", "met"]]'
-        )
     representations = elmo.representations if isinstance(elmo, ElmoC) else elmo
     return index_sentences(sentences, representations.word_indexer(), representations.vocab)

@@ -1,3 +1,4 @@
+import logging
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
@@ -9,7 +10,10 @@ from allennlp.modules.scalar_mix import ScalarMix
 from allennlp.nn.util import get_text_field_mask, remove_sentence_boundaries
 
 from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.common.text import check_sentences
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
+
+logger = logging.getLogger(__name__)
 
 
 def add_boundary_vectors(
@@ -41,6 +45,9 @@ def index_sentences(
     `ElmoCRepresentations` and `elmo_c_token_embedder` take by keyword. (`allennlp_elmo_c.
     batch_to_ids(sentences, elmo)` does this with the model's own indexer.)
     """
+    check_sentences(sentences, logger)
+    if not sentences:
+        raise ConfigurationError("no sentences to index (an empty batch)")
     fields = [
         TextField([Token(word) for word in sentence], {"words": indexer}) for sentence in sentences
     ]

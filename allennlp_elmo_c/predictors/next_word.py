@@ -107,7 +107,12 @@ class NextWordPredictor(Predictor):
             raise ConfigurationError(
                 f'elmo_c_next_word: expected {{"sentence": "..."}}, got keys {sorted(json_dict)}'
             )
-        return self._dataset_reader.text_to_instance(json_dict["sentence"])  # type: ignore
+        sentence = json_dict["sentence"]
+        if not isinstance(sentence, str):
+            raise ConfigurationError(
+                f'elmo_c_next_word: "sentence" must be a string, got {type(sentence).__name__}'
+            )
+        return self._dataset_reader.text_to_instance(sentence)  # type: ignore
 
     def predict_instance(self, instance: Instance) -> JsonDict:
         return self.predict_batch_instance([instance])[0]
