@@ -56,3 +56,14 @@ def test_the_same_update_as_allennlps_adam(implementation):
 def test_bad_implementation():
     with pytest.raises(ConfigurationError, match="implementation"):
         FusedAdamOptimizer([("w", torch.nn.Parameter(torch.zeros(2)))], implementation="x")
+
+
+def test_every_pretraining_config_uses_it():
+    """The pretraining configs (and the ones composed from them) update with `fused_adam`; the
+    peer (`allennlp_lm_demo.jsonnet`) keeps `dense_sparse_adam`, as its users run it."""
+    from tests import PROJECT_ROOT
+
+    for config in sorted((PROJECT_ROOT / "training_config").glob("*.jsonnet")):
+        text = config.read_text(encoding="utf-8")
+        assert "type: 'adam'" not in text and '"type": "adam"' not in text, config.name
+    assert "fused_adam" in (PROJECT_ROOT / "training_config" / "elmo_c.jsonnet").read_text()
