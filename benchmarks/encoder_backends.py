@@ -29,7 +29,7 @@ cuda_graphs`), each step's pointwise work in fused Triton kernels (`allennlp_elm
 lstmp_triton`, float32); the `fused_eager` row runs the same loops without graphs, the
 `fused_torch_ops` row with graphs but torch ops in place of the Triton kernels
 (`ELMO_C_TRITON=0`). On CPU the fused backward's matrix products run through oneDNN
-(`allennlp_elmo_c.nn.backward_products`); the `fused_torch_mm` row runs them through `torch.mm`
+(`allennlp_elmo_c.nn.products`); the `fused_torch_mm` row runs them through `torch.mm`
 (MKL; `ELMO_C_ONEDNN=0`) instead. `--precision tf32`
 lets float32 matrix products use TF32; `--precision bf16` runs each step under autocast
 (the recurrence itself stays float32, see `lstm_with_projection`). `--json` appends the row
@@ -47,7 +47,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 import allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer as layer_module
 from allennlp_elmo_c.modules.output_heads.continuous import ContinuousOutputHead
-from allennlp_elmo_c.nn.backward_products import BackwardProducts
+from allennlp_elmo_c.nn.products import Products
 from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import ElmoLstmEncoder
 from timing import device_name, time_in_turn
 
@@ -155,7 +155,7 @@ def products_step(size, batch_size, timesteps, device):
     forward and backward products, the input and weight gradients over all timesteps), on
     random values, nothing else: the cost no implementation of the cell avoids. As the fused
     encoder runs them: the forward's through `torch.mm`, the backward's through
-    `BackwardProducts` (oneDNN on CPU unless `ELMO_C_ONEDNN=0`).
+    `Products` (oneDNN on CPU unless `ELMO_C_ONEDNN=0`).
     """
     _, projection, cell, layers = SIZES[size]
     rows = batch_size * timesteps
@@ -173,7 +173,7 @@ def products_step(size, batch_size, timesteps, device):
             gates[t].addmm_(hidden, w_hh.t())
             torch.mm(step_memory, w_hr.t())
         with torch.no_grad():  # as in a backward pass
-            products = BackwardProducts(inputs)
+            products = Products(inputs)
             w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
             for t in range(timesteps):
                 products.linear(step_grad_projected, w_hr_t)

@@ -1,6 +1,6 @@
 """
 GFLOP/s of the LSTM backward's matrix products on CPU: `torch.mm` (MKL) against
-`allennlp_elmo_c.nn.backward_products.BackwardProducts` (oneDNN), at the shapes the fused
+`allennlp_elmo_c.nn.products.Products` (oneDNN), at the shapes the fused
 encoder runs at the paper's size (batch 16 x 21, cell 4096, projection 512) and the demo's
 (batch 64 x 21, cell 256, projection 128), timed in turn in one run; also the largest
 difference between the two, relative to the product's scale.
@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from allennlp_elmo_c.nn.backward_products import BackwardProducts
+from allennlp_elmo_c.nn.products import Products
 
 # name: (rows, inner, out, inputs transposed): `inputs @ weight` with inputs (rows, inner).
 SHAPES = {
@@ -43,9 +43,9 @@ def main():
     torch.set_num_threads(args.threads)
     os.environ.pop("ELMO_C_ONEDNN", None)
     with torch.no_grad():
-        onednn = BackwardProducts(torch.zeros(1))
+        onednn = Products(torch.zeros(1))
         os.environ["ELMO_C_ONEDNN"] = "0"
-        mm = BackwardProducts(torch.zeros(1))
+        mm = Products(torch.zeros(1))
         del os.environ["ELMO_C_ONEDNN"]
         print(f"CPU, {args.threads} threads, torch {torch.__version__}; oneDNN used: "
               f"{onednn.onednn}; best of {args.rounds} rounds, in turn")  # fmt: skip

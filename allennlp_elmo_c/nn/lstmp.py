@@ -31,8 +31,9 @@ float32 the pointwise work of each step runs in a few fused Triton kernels
 (`allennlp_elmo_c.nn.lstmp_triton`, when triton is importable; `ELMO_C_TRITON=0` runs the torch
 ops instead). On CPU the same pointwise groups run in C (`allennlp_elmo_c.nn.lstmp_cpu`, when
 built), the forward ones rounding exactly as the torch ops below (the reference's, bit for bit)
-do; see `pointwise_kernels`. The backward's float32 matrix products on CPU run through oneDNN
-(`allennlp_elmo_c.nn.backward_products`), the forward's through `torch.mm` as the reference's.
+do; see `pointwise_kernels`. The float32 matrix products of both passes on CPU run through oneDNN
+(`allennlp_elmo_c.nn.products`): equal to the reference's up to float32 rounding, as judged
+against float64.
 """
 
 import contextlib
@@ -46,7 +47,7 @@ from typing import List, Optional, Tuple
 import torch
 
 from allennlp_elmo_c.nn import cuda_graphs
-from allennlp_elmo_c.nn.backward_products import BackwardProducts
+from allennlp_elmo_c.nn.products import Products
 from allennlp_elmo_c.nn.permutation import permute
 
 logger = logging.getLogger(__name__)
@@ -59,11 +60,9 @@ def pointwise_kernels(tensor: torch.Tensor, stage: str = "forward") -> Optional[
     - on a GPU, `allennlp_elmo_c.nn.lstmp_triton` (triton importable, `ELMO_C_TRITON` not "0");
     - on CPU, `allennlp_elmo_c.nn.lstmp_cpu` (its C extension built by `setup.py`;
       `ELMO_C_CPU_KERNELS=0` switches it off). Its forward kernels round exactly as the torch
-      ops do (the backends must agree to 1e-5 over long clipped sequences, where any rounding
-      difference grows: they use torch's own sigmoid, tanh and LayerNorm arithmetic); where
-      that cannot be reproduced on the machine (`lstmp_cpu.FORWARD_AS_TORCH`), the forward
-      steps run as torch ops and only the backward ones, which multiply and add saved
-      activations, in C.
+      ops do (torch's own sigmoid, tanh and LayerNorm arithmetic); where that cannot be
+      reproduced on the machine (`lstmp_cpu.FORWARD_AS_TORCH`), the forward steps run as torch
+      ops and only the backward ones, which multiply and add saved activations, in C.
     """
     if tensor.dtype != torch.float32:
         return None
@@ -221,12 +220,13 @@ def _forward_steps_fused(
     )
     cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep = buffers
     memory = gates.new_empty(batch, cell_size)  # o * tanh(c_t), the input of W_hr
-    w_hh_t, w_hr_t = w_hh.t(), w_hr.t()
+    products = Products(gates)  # oneDNN on CPU (float32, outside grad mode), else torch.mm
+    w_hh, w_hr = products.weight(w_hh), products.weight(w_hr)
     for t in range(steps):
-        gates[t].addmm_(hiddens[t], w_hh_t)
+        products.accumulate(gates[t], hiddens[t], w_hh)  # += h_t @ W_hh^T
         kernels.cell_forward(gates[t], cells[t], cells[t + 1], cell_keep[t], tanh_cells[t],
                              memory, cell_clip)  # fmt: skip
-        torch.mm(memory, w_hr_t, out=projected[t])
+        products.linear(memory, w_hr, out=projected[t])
         kernels.projection_forward(
             projected[t], projection_keep[t], hiddens[t + 1],
             None if means is None else means[t], None if rstds is None else rstds[t],
@@ -306,7 +306,7 @@ def _backward_steps(
     grad_gates, grad_hiddens, grad_projected = _backward_buffers(
         gates, projection_size, steps, every_row=running is not None
     )
-    products = BackwardProducts(gates)
+    products = Products(gates)
     w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
     for t in range(steps - 1, -1, -1):
         n = batch if batch_sizes is None else batch_sizes[t]
@@ -381,7 +381,7 @@ def _backward_steps_fused(
     )
     dm = gates.new_empty(batch, four_cells // 4)
     dr = gates.new_empty(batch, projection_size)
-    products = BackwardProducts(gates)
+    products = Products(gates)
     w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
     for t in range(steps - 1, -1, -1):
         kernels.projection_backward(
@@ -495,7 +495,7 @@ class _LstmpFunction(torch.autograd.Function):
                 ctx.clips,
             )  # fmt: skip
         # The products over every timestep: a @ b as products.linear(a, b.t()).
-        products = BackwardProducts(inputs)
+        products = Products(inputs)
         flat_gates = grad_gates.view(timesteps * batch, -1)
         time_major_inputs = inputs.transpose(0, 1).reshape(timesteps * batch, input_size)
         grad_inputs = products.linear(flat_gates, w_ih.t())

@@ -137,12 +137,14 @@ def run_encoder(encoder, inputs, mask):
 def test_encoder_with_c_kernels_equals_torch_ops(monkeypatch, threads):
     """
     The whole fused encoder, float32, with the C kernels and with the torch ops, at 1 and 2
-    intra-op threads: every layer's outputs bit for bit (the forward kernels round as torch
-    does), the input gradient and every parameter's gradient (each non-zero) to float32
-    rounding.
+    intra-op threads, the matrix products the same (torch.mm: `ELMO_C_ONEDNN=0`): every layer's
+    outputs bit for bit (the pointwise forward kernels round as torch does), the input gradient
+    and every parameter's gradient (each non-zero) to float32 rounding. (The default path,
+    oneDNN's products included, is judged against float64 in test_backend_agreement.py.)
     """
     if not lstmp_cpu.FORWARD_AS_TORCH:
         pytest.skip("torch's math not found on this machine: the forward runs as torch ops")
+    monkeypatch.setenv("ELMO_C_ONEDNN", "0")
     encoder, inputs, mask = encoder_problem()
     saved = torch.get_num_threads()
     torch.set_num_threads(threads)

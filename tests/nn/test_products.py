@@ -1,5 +1,5 @@
 """
-`BackwardProducts` multiplies in float32 through oneDNN or torch.mm alike, is chosen where it
+`Products` multiplies in float32 through oneDNN or torch.mm alike, is chosen where it
 should be, and is what the fused backend's CPU backward really runs.
 """
 import platform
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
-from allennlp_elmo_c.nn import backward_products, lstmp
-from allennlp_elmo_c.nn.backward_products import BackwardProducts
+from allennlp_elmo_c.nn import lstmp, products as products_module
+from allennlp_elmo_c.nn.products import Products
 
 # (rows, in, out): a demo-size step (ragged: 13 of 64 rows), W_ih's gradient over 40 x 8 rows,
 # and a long inner dimension (the paper's dL/dgates @ W_hh has 16384).
@@ -35,7 +35,7 @@ def test_linear_is_a_float32_product(monkeypatch, onednn, prepared, transposed, 
     monkeypatch.setenv("ELMO_C_ONEDNN", onednn)
     inputs, weight = operands(*shape, transposed)
     with torch.no_grad():
-        products = BackwardProducts(inputs)
+        products = Products(inputs)
         ours = products.linear(inputs, products.weight(weight) if prepared else weight)
     assert ours.shape == (shape[0], shape[2]) and ours.dtype == torch.float32
     assert ours.is_contiguous()
@@ -47,7 +47,7 @@ def test_linear_is_a_float32_product(monkeypatch, onednn, prepared, transposed, 
 def test_empty_inner_dimension_gives_zeros(monkeypatch):
     monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
     with torch.no_grad():
-        ours = BackwardProducts(torch.zeros(1)).linear(torch.zeros(3, 0), torch.zeros(5, 0))
+        ours = Products(torch.zeros(1)).linear(torch.zeros(3, 0), torch.zeros(5, 0))
     assert torch.equal(ours, torch.zeros(3, 5))
 
 
@@ -55,53 +55,54 @@ def test_torch_mm_writes_into_out():
     inputs, weight = operands(13, 1024, 128, False)
     out = torch.empty(13, 128)
     with torch.no_grad():
-        products = BackwardProducts(torch.zeros(1, dtype=torch.float64))
+        products = Products(torch.zeros(1, dtype=torch.float64))
         assert products.linear(inputs, weight, out=out) is out
     assert torch.equal(out, inputs @ weight.t())
 
 
 def test_onednn_only_for_float32_cpu_outside_grad_mode(monkeypatch):
     monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
-    available = backward_products._onednn_works()
+    available = products_module._onednn_works()
     with torch.no_grad():
-        assert BackwardProducts(torch.zeros(1)).onednn == available
-        assert not BackwardProducts(torch.zeros(1, dtype=torch.float64)).onednn
+        assert Products(torch.zeros(1)).onednn == available
+        assert not Products(torch.zeros(1, dtype=torch.float64)).onednn
         monkeypatch.setenv("ELMO_C_ONEDNN", "0")
-        assert not BackwardProducts(torch.zeros(1)).onednn
+        assert not Products(torch.zeros(1)).onednn
     monkeypatch.delenv("ELMO_C_ONEDNN")
     with torch.enable_grad():  # oneDNN's linear has no derivative (a double backward)
-        assert not BackwardProducts(torch.zeros(1)).onednn
+        assert not Products(torch.zeros(1)).onednn
 
 
 def test_onednn_works_on_x86():
     """torch's x86-64 wheels ship oneDNN; its linear passes the float64 check there."""
     if platform.machine() != "x86_64" or not torch.backends.mkldnn.is_available():
         pytest.skip("oneDNN is checked on x86-64 builds of torch only")
-    assert backward_products._onednn_works()
+    assert products_module._onednn_works()
 
 
 def test_the_check_rejects_a_wrong_product(monkeypatch):
     if not torch.backends.mkldnn.is_available():
         pytest.skip("without oneDNN the check returns before multiplying")
-    backward_products._onednn_works.cache_clear()
+    products_module._onednn_works.cache_clear()
     try:
-        monkeypatch.setattr(backward_products, "_onednn_linear",
+        monkeypatch.setattr(products_module, "_onednn_linear",
                             lambda inputs, weight: (inputs @ weight.t()).bfloat16().float())  # fmt: skip
-        assert not backward_products._onednn_works()
-        monkeypatch.setattr(backward_products, "_onednn_linear",
+        assert not products_module._onednn_works()
+        monkeypatch.setattr(products_module, "_onednn_linear",
                             lambda inputs, weight: (inputs @ weight.t())[:-1])  # fmt: skip
-        backward_products._onednn_works.cache_clear()
-        assert not backward_products._onednn_works()
+        products_module._onednn_works.cache_clear()
+        assert not products_module._onednn_works()
     finally:
         monkeypatch.undo()
-        backward_products._onednn_works.cache_clear()
+        products_module._onednn_works.cache_clear()
 
 
 @pytest.mark.parametrize("loops", ["c_kernels", "torch_ops"])
 def test_fused_cpu_backward_runs_its_products_through_onednn(monkeypatch, loops):
     """Every product of the fused layer's CPU backward (2 per step, 4 over all steps) goes
-    through oneDNN where it works, with the C kernels or the torch ops doing the pointwise work."""
-    if not backward_products._onednn_works():
+    through oneDNN where it works, with the C kernels or the torch ops doing the pointwise work;
+    the forward's (2 per step) too where the C kernels run."""
+    if not products_module._onednn_works():
         pytest.skip("torch's oneDNN linear does not work here")
     monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
     monkeypatch.setenv("ELMO_C_CPU_KERNELS", "1" if loops == "c_kernels" else "0")
@@ -110,19 +111,24 @@ def test_fused_cpu_backward_runs_its_products_through_onednn(monkeypatch, loops)
         pytest.skip("the lstmp C extension is not built")
     assert (kernels is None) == (loops == "torch_ops")
     calls = []
-    onednn_linear = backward_products._onednn_linear
+    onednn_linear = products_module._onednn_linear
 
     def counting(inputs, weight):
         calls.append(tuple(weight.shape))
         return onednn_linear(inputs, weight)
 
-    monkeypatch.setattr(backward_products, "_onednn_linear", counting)
+    monkeypatch.setattr(products_module, "_onednn_linear", counting)
     torch.manual_seed(0)
     layer = ProjectedLstmLayer(12, 24, 16, 1.0, 0.6, recurrent_dropout=0.3).train()
     inputs = torch.randn(3, 7, 12, requires_grad=True)
     mask = torch.arange(7).unsqueeze(0) < torch.tensor([[7], [4], [2]])
     output, _ = layer(inputs, mask, None, backend="fused")
-    assert not calls  # the forward's products are torch.mm's (the reference's, bit for bit)
+    # The forward's two products a step too, where the C kernels run its pointwise work (the
+    # torch-op loop multiplies with torch.mm).
+    forward = 2 * 7 if loops == "c_kernels" else 0
+    assert len(calls) == forward
+    assert calls.count((4 * 24, 16)) == calls.count((16, 24)) == forward // 2
+    calls.clear()
     output.sum().backward()
     assert len(calls) == 2 * 7 + 4
     assert calls.count((24, 16)) == 7 and calls.count((16, 4 * 24)) == 7

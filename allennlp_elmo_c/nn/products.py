@@ -1,5 +1,6 @@
 """
-The matrix products of `allennlp_elmo_c.nn.lstmp`'s backward pass, on CPU through oneDNN.
+The matrix products of `allennlp_elmo_c.nn.lstmp`'s fused backend, forward and backward, on CPU
+through oneDNN.
 
 On CPU, torch's float32 `mm` calls MKL, which on AMD processors runs its AVX2 code and, at the
 shapes of the LSTM's per-step products (16 rows against a 16384 x 512 weight at the paper's
@@ -7,14 +8,15 @@ size), well under the machine's AVX-512 rate. oneDNN, which torch ships for its 
 inference (`torch.ops.mkldnn._linear_pointwise`, what inductor's frozen linear layers call),
 picks its kernels by instruction set: on one core of an AVX-512 AMD EPYC it ran the backward's
 products at 120 to 220 GFLOP/s against MKL's 60 to 100 (`benchmarks/product_rates.py`,
-`benchmarks/RESULTS.md`).
+`benchmarks/RESULTS.md`), and the forward's per-step products (`h_t W_hh^T`, `m_t W_hr^T`) in
+3.6 ms against 6.2 (batch 16) and 8.3 against 17.6 (batch 64) at the paper's size.
 
-Only the backward pass uses it. The forward products must stay the reference backend's, bit
-for bit: over long clipped sequences a one-ulp difference in the recurrence grows to 4e-5,
-past the 1e-5 the backends must agree to. Gradients only multiply saved activations (a clip's
-mask is the forward's), so a different summation order in a product moves them by float32
-rounding accumulated over the steps: 1.5e-6 of their scale at the demo size over 40 steps
-(tests/nn/test_backward_products.py, tests/modules/seq2seq_encoders/test_backend_agreement.py).
+A different summation order rounds differently, and over long clipped sequences the recurrence
+carries a one-ulp difference forward (4e-5 after 40 steps at the demo size). That is float32
+rounding, not another function: the backends are judged against a float64 run of the reference,
+within twice the float32 reference's own error (which is of that size), for every layer's values
+and every gradient (tests/modules/seq2seq_encoders/test_backend_agreement.py,
+tests/nn/test_products.py).
 
 oneDNN generates a kernel for each new product shape (about 3 ms here), kept in its primitive
 cache (`ONEDNN_PRIMITIVE_CACHE_CAPACITY`, 1024 by default). With the C kernels (`lstmp_cpu`)
@@ -22,7 +24,7 @@ every step's products take the whole batch, so a run with fixed batch and window
 handful of shapes and pays once for each; without them each step takes the rows still running,
 up to two shapes per distinct row count.
 
-`BackwardProducts(tensor)` uses oneDNN for float32 CPU tensors outside grad mode (the op has no
+`Products(tensor)` uses oneDNN for float32 CPU tensors outside grad mode (the op has no
 derivative), when torch has the op and it passes a check against float64 products on first
 use; `ELMO_C_ONEDNN=0` switches it off. Otherwise it runs `torch.mm`, MKL on CPU, cuBLAS on a
 GPU.
@@ -37,7 +39,7 @@ import torch
 logger = logging.getLogger(__name__)
 
 
-class BackwardProducts:
+class Products:
     """
     `linear(inputs, weight)` = `inputs @ weight.T`, as `torch.nn.functional.linear` without a
     bias, through oneDNN where it serves `like`'s device and dtype (see the module docstring)
@@ -76,8 +78,8 @@ class BackwardProducts:
         weight : `torch.Tensor`
             `(out, in)`, any strides.
         out : `torch.Tensor`, optional
-            `(rows, out)`, where `torch.mm` writes the product (so that a captured CUDA graph
-            allocates nothing); oneDNN returns a new tensor instead.
+            `(rows, out)`, where the product is written (`torch.mm` writes it there, so that a
+            captured CUDA graph allocates nothing; oneDNN's is copied there).
 
         # Returns
 
@@ -85,8 +87,16 @@ class BackwardProducts:
             `(rows, out)`, contiguous: `inputs @ weight.T`.
         """
         if self.onednn and inputs.size(1) > 0:  # (oneDNN has no empty inner dimension)
-            return _onednn_linear(inputs, weight)
+            product = _onednn_linear(inputs, weight)
+            return product if out is None else out.copy_(product)
         return torch.mm(inputs, weight.t(), out=out)
+
+    def accumulate(self, total: torch.Tensor, inputs: torch.Tensor, weight: torch.Tensor) -> None:
+        """`total += inputs @ weight.T`, in place (`total` `(rows, out)`)."""
+        if self.onednn and inputs.size(1) > 0:
+            total.add_(_onednn_linear(inputs, weight))
+        else:
+            total.addmm_(inputs, weight.t())
 
 
 def _onednn_linear(inputs: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
