@@ -277,7 +277,7 @@ def resolve_missing_fasttext(
         tried.append(f"{from_environment} (${FASTTEXT_ENV})")
     else:
         tried.append(f"${FASTTEXT_ENV} (not set)")
-    archive_file = _LOADING_ARCHIVE.get()[0]
+    archive_file, extracted = _LOADING_ARCHIVE.get()
     overrides = '\'{"<key>.model_path": "/path/to/model.bin", ...}\''
     if archive_file is not None:
         beside = Path(archive_file).parent / Path(model_path).name
@@ -288,7 +288,7 @@ def resolve_missing_fasttext(
             )  # fmt: skip
             return str(beside)
         tried.append(f"{beside} (beside the archive)")
-        overrides = _overrides_hint(archive_file) or overrides
+        overrides = _overrides_hint(extracted) or overrides
     else:
         tried.append("beside the archive (unknown: not loading an archive file)")
     raise ConfigurationError(
@@ -300,14 +300,14 @@ def resolve_missing_fasttext(
     )
 
 
-def _overrides_hint(archive_file: str) -> Optional[str]:
-    """The `-o` argument that points every fastText path of the archive at a new file."""
-    from allennlp_elmo_c.archive import read_archive_config  # the archive imports this module
-
+def _overrides_hint(extracted: Optional[str]) -> Optional[str]:
+    """The `-o` argument that points every fastText path of the archive being loaded (extracted
+    to `extracted`) at a new file."""
     try:
-        keys = recorded_fasttext_paths(read_archive_config(archive_file))
-    except ConfigurationError:
+        config = json.loads((Path(extracted) / "config.json").read_text(encoding="utf-8"))
+    except (TypeError, OSError, ValueError):
         return None
+    keys = recorded_fasttext_paths(config) if isinstance(config, dict) else None
     if not keys:
         return None
     return "'" + json.dumps({key: "/path/to/model.bin" for key in keys}) + "'"

@@ -8,6 +8,8 @@ from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.common.atomic import atomic_open
 
+from allennlp_elmo_c.archive import read_archive_config
+
 logger = logging.getLogger(__name__)
 
 
@@ -20,9 +22,6 @@ def standalone_config(config: Dict[str, Any]) -> Dict[str, Any]:
     names, so the rewritten config loads them without A; a config whose model is not
     `from_archive` is returned unchanged.
     """
-    # Imported here: the archive module imports the modules package, which imports this package.
-    from allennlp_elmo_c.archive import read_archive_config
-
     model = config.get("model") or {}
     if model.get("type") != "from_archive":
         return config

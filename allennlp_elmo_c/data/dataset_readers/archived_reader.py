@@ -1,6 +1,8 @@
 from allennlp.common import Params
 from allennlp.data import DatasetReader
 
+from allennlp_elmo_c.archive import read_archive_config
+
 
 class ArchivedReader(DatasetReader):
     """
@@ -20,10 +22,6 @@ class ArchivedReader(DatasetReader):
 
     @classmethod
     def from_archive(cls, archive_file: str) -> DatasetReader:  # type: ignore[override]
-        # Imported here: the archive module imports the modules package, which imports the data
-        # package's users.
-        from allennlp_elmo_c.archive import read_archive_config
-
         config = read_archive_config(archive_file)
         return DatasetReader.from_params(Params(config["dataset_reader"]))
 

@@ -11,8 +11,11 @@ from allennlp.data.token_indexers.token_indexer import IndexedTokenList, TokenIn
 from allennlp.data.tokenizers import Token
 from allennlp.data.vocabulary import Vocabulary
 
+from allennlp_elmo_c.archive import checked_fasttext, read_archive_config
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import (
+    FASTTEXT_ENV,
+    bundled_fasttext,
     check_fingerprint,
     recorded_fasttext_path,
     resolve_missing_fasttext,
@@ -133,10 +136,6 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     @staticmethod
     def _archive_fasttext(archive_file: str, fingerprint: Optional[int]) -> str:
-        # Imported here: a layer above this one (the archive reads the readers' configs).
-        from allennlp_elmo_c.archive import checked_fasttext, read_archive_config
-        from allennlp_elmo_c.common.fasttext_source import FASTTEXT_ENV, bundled_fasttext
-
         if not Path(archive_file).exists():
             # E.g. a task archive used after the biLM archive was deleted (its embedder rebuilds
             # the biLM from the task's record; the fingerprint check still guards the pair): the
