@@ -35,7 +35,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -268,7 +268,11 @@ def peer_model(size: str, vocab: Vocabulary, samples: int, allennlp_lstm: bool,
 
 
 def adam(model: torch.nn.Module):
-    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-4, eps=1e-6)
+    """The pretraining configs' optimizer: `fused_adam` (AllenNLP's `adam` update, fused)."""
+    from allennlp_elmo_c.training.fused_adam import FusedAdamOptimizer
+
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    return FusedAdamOptimizer(named, lr=1e-4, eps=1e-6)
 
 
 def dense_sparse_adam(model: torch.nn.Module):
@@ -341,11 +345,25 @@ def top_operators(step: Callable[[], None], device, count: int) -> List[dict]:
 
 
 
-def end_to_end(profile: Profile, device, meter: PeakMemory, log, operators: int = 0) -> List[dict]:
+def end_to_end(profile: Profile, device, meter: PeakMemory, log, operators: int = 0,
+               threads: Sequence[int] = ()) -> List[dict]:  # fmt: skip
+    """Every row of `profile.end_to_end`, at each of `threads` CPU threads (the current number
+    when empty), rows tagged with it."""
     results = []
-    generator = torch.Generator().manual_seed(0)
     log(f"building a {profile.peer_vocab:,}-word vocabulary for the peer's softmax")
     vocab = word_vocabulary(profile.peer_vocab, "tokens")
+    for count in threads or [torch.get_num_threads()]:
+        if device.type == "cpu":
+            torch.set_num_threads(count)
+        for row in _end_to_end_rows(profile, device, meter, log, operators, vocab):
+            results.append(dict(row, threads=count if device.type == "cpu" else None))
+    return results
+
+
+def _end_to_end_rows(profile: Profile, device, meter: PeakMemory, log, operators: int,
+                     vocab: Vocabulary) -> List[dict]:  # fmt: skip
+    results = []
+    generator = torch.Generator().manual_seed(0)
     for size, batch_size, steps, warmup in profile.end_to_end:
         words = sample_words(batch_size, TIMESTEPS, generator)
         tokens = batch_size * TIMESTEPS
@@ -748,18 +766,18 @@ def markdown(results: dict) -> str:
                   f"windows of {TIMESTEPS} tokens. ELMo-C: `elmo_c` with a synthetic fastText "
                   "(random frozen matrix in cc.en.300's shape, realistic subword counts; the "
                   "table is left out of the memory column and given apart), `elmo_lstm`, "
-                  "continuous head, Adam. Peer: `language_model` (bidirectional, `num_samples` "
+                  "continuous head, `fused_adam` (the pretraining configs'). Peer: `language_model` (bidirectional, `num_samples` "
                   "8192, sparse softmax embeddings, `dense_sparse_adam`) over ELMo's character "
                   "CNN. Peak memory: above the memory before the row was built (weights, "
                   "gradients, optimizer state, activations; on CPU the resident set, sampled).",
-                  "", "| LSTM | model | batch | tok/s | ELMo-C / this | peak memory GiB | "
-                  "ELMo-C memory / this | trainable params |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+                  "", "| LSTM | model | threads | batch | tok/s | ELMo-C / this | peak memory GiB | "
+                  "ELMo-C memory / this | trainable params |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for r in sections["end_to_end"]:
             lstm = r["lstm"]
             note = (f" (+ {r['frozen_fasttext_gib']:.2f} GiB frozen fastText table)"
                     if r["model"] == "ELMo-C" else f" ({fmt_words(r['softmax_words'])} words)")
             lines.append(f"| {r['size']} ({lstm['cell']}/{lstm['projection']}) | {r['model']}"
-                         f"{note} | {r['batch']} | {r['tokens_per_s']:,.0f} | "
+                         f"{note} | {r.get('threads') or '-'} | {r['batch']} | {r['tokens_per_s']:,.0f} | "
                          f"{r['elmo_c_speedup']:.2f}x | {r['peak_memory_gib']:.2f} | "
                          f"{r['elmo_c_memory_ratio']:.2f}x | {r['trainable_parameters']:,} |")  # fmt: skip
         lines.append("")
@@ -930,7 +948,11 @@ def main(argv: Optional[List[str]] = None) -> dict:
                       help="tiny sizes, one step: checks the plumbing, measures nothing")
     parser.add_argument("--device", choices=["cpu", "cuda"],
                         default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (CPU only)")
+    parser.add_argument("--threads", type=int, nargs="+", default=None,
+                        help="CPU threads (CPU only); end_to_end runs each count given, the other "
+                        "sections the first")  # fmt: skip
+    parser.add_argument("--e2e-batches", type=int, nargs="+", default=None,
+                        help="end_to_end: these batch sizes for each size, instead of the profile's")
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--memory-budget-gb", type=float, default=None,
                         help="for the output layers' largest batch (default: 6 on CPU, "
@@ -949,13 +971,14 @@ def main(argv: Optional[List[str]] = None) -> dict:
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device here")
-    threads = args.threads or torch.get_num_threads()
+    threads = args.threads[0] if args.threads else torch.get_num_threads()
     if device.type == "cpu":
         torch.set_num_threads(threads)
     profile = profile_for(args.profile or "quick", device)
     profile.end_to_end = [
         (size, batch, args.e2e_steps or steps, warmup)
-        for size, batch, steps, warmup in profile.end_to_end
+        for size, default_batch, steps, warmup in profile.end_to_end
+        for batch in (args.e2e_batches or [default_batch])
         if args.e2e_sizes is None or size in args.e2e_sizes
     ]
     if args.memory_budget_gb is not None:
@@ -992,7 +1015,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
 
     results["complete"] = False
     if "end_to_end" in args.sections:
-        sections["end_to_end"] = end_to_end(profile, device, meter, log, args.profile_ops)
+        sections["end_to_end"] = end_to_end(profile, device, meter, log, args.profile_ops,
+                                            args.threads or ())  # fmt: skip
         finished("end_to_end")
     if "output_layers" in args.sections:
         sections["output_layers"] = output_layers(profile, device, meter, budget, log)

@@ -66,3 +66,21 @@ def test_smoke_run_writes_json_markdown_and_plot(tmp_path):
         assert title in text
     assert "| V | head | trainable params |" in text
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_end_to_end_rows_for_each_thread_count_and_batch(tmp_path):
+    """`--threads 1 2 --e2e-batches 2 3`: the end-to-end rows at each thread count and batch,
+    tagged and in the table."""
+    out, report = tmp_path / "results.json", tmp_path / "RESULTS.md"
+    environment = dict(os.environ, OMP_NUM_THREADS="1",
+                       PYTHONPATH=os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
+    command = [sys.executable, str(PROJECT_ROOT / "benchmarks" / "run.py"), "--smoke", "--device", "cpu",
+               "--sections", "end_to_end", "--threads", "1", "2", "--e2e-batches", "2", "3",
+               "--out", str(out), "--markdown", str(report), "--profile-ops", "0"]  # fmt: skip
+    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    rows = json.loads(out.read_text())["sections"]["end_to_end"]
+    assert {(row["threads"], row["batch"]) for row in rows} == {(1, 2), (1, 3), (2, 2), (2, 3)}
+    assert all(row["elmo_c_speedup"] > 0 for row in rows)
+    assert "| threads | batch |" in report.read_text()
