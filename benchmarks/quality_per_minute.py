@@ -40,6 +40,7 @@ data steps and downstream runs this script shares):
 """
 
 import argparse
+import datetime
 import json
 import logging
 import os
@@ -129,6 +130,7 @@ def pretrain_step(args, system: str, corpus: dict, vectors: dict) -> dict:
         if recover:
             command.append("--recover")
         run.parent.mkdir(parents=True, exist_ok=True)
+        record_commit(run.parent / f"pretrain-{system}.commits", recover)
         environment = dict(os.environ, ELMO_C_DATA_DIR=str(args.data_dir),
                            OMP_NUM_THREADS=str(args.threads))  # fmt: skip
         with open(run.parent / f"pretrain-{system}.log", "a") as log:
@@ -142,6 +144,21 @@ def pretrain_step(args, system: str, corpus: dict, vectors: dict) -> dict:
         budgets[f"{minutes:g}"] = record
     timeline = json.loads((run / "budget-timeline.json").read_text())["points"]
     return {"budgets": budgets, "timeline": timeline}
+
+
+def record_commit(path: Path, resumed: bool) -> None:
+    """Appends the commit this run (re)starts on to `path` (the report names them: each system's
+    pretraining must run on one commit)."""
+    def git(*arguments: str) -> str:
+        result = subprocess.run(["git", *arguments], cwd=PROJECT, capture_output=True, text=True)
+        return result.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += " with uncommitted changes"
+    when = datetime.datetime.now().isoformat(timespec="seconds")
+    with open(path, "a", encoding="utf-8") as record:
+        record.write(f"{commit}, {'resumed' if resumed else 'started'} {when}\n")
 
 
 def eval_step(args, archive: str, corpus: dict) -> dict:
@@ -230,6 +247,11 @@ def render(args, pretrained: Dict[str, dict], evals: Dict[str, dict], steps, cor
                 f"{record['tokens_per_second']:,.0f} | {'-' if loss is None else f'{loss:.4f}'} | "
                 + " | ".join(cells) + " |"
             )
+    lines += ["", "Commits each pretraining ran on:", ""]
+    for system in pretrained:
+        record = args.out / "runs" / f"pretrain-{system}.commits"
+        starts = record.read_text(encoding="utf-8").strip().splitlines() if record.is_file() else []
+        lines.append(f"- {SYSTEMS[system][1]}: " + ("; ".join(starts) or "not recorded"))
     lines += ["", "Tokens/s over training time (per 10 minutes):", ""] + timeline_table(pretrained)
     lines += ["", f"![quality per minute]({args.plot.name})" if args.plot else "", END]
     return "\n".join(lines) + "\n"

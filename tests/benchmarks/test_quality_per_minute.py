@@ -53,9 +53,18 @@ def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inpu
         assert second["training_seconds"] >= 60 * 0.0004
         assert json.loads((out / "steps" / f"eval-{system}-0.0004min.json").read_text())["loss"] > 0
     assert "fastText only (no context)" in section and plot.is_file()
+    # Each system's pretraining names the commit it ran on.
+    assert "Commits each pretraining ran on:" in section
+    assert section.count(", started ") == len(quality_per_minute_systems(section))
     # The peer's downstream runs embed with allennlp-models' own token embedder.
     peer_pos = json.loads((out / "steps" / "task-pos-allennlp_lm-0.0002min-seed1.json").read_text())
     assert 0.0 <= peer_pos["test"] <= 1.0
     # A second run does nothing but rewrite the section in place.
     script.main(argv)
     assert report.read_text() == text
+
+
+def quality_per_minute_systems(section: str):
+    """The systems listed under the report's commits."""
+    part = section.split("Commits each pretraining ran on:", 1)[1].split("Tokens/s over", 1)[0]
+    return [line for line in part.splitlines() if line.startswith("- ")]
