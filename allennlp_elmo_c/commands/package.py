@@ -43,7 +43,7 @@ from allennlp_elmo_c.archive import (
     read_directory_config,
     write_checksums,
 )
-from allennlp_elmo_c.common.atomic import fsync_directory
+from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
@@ -131,14 +131,7 @@ def _copy_files(bilm: PretrainedBiLM, config: Dict[str, Any], staging: Path, cop
         name = Path(path).name
         if name in files.values() or name in ("config.json", WEIGHTS_FILE, MODEL_CARD):
             name = f"{kind}-{name}"
-        destination = staging / name
-        if not copy:
-            try:
-                os.link(path, destination)
-            except OSError:
-                shutil.copyfile(path, destination)
-        else:
-            shutil.copyfile(path, destination)
+        link_or_copy(path, staging / name, link=not copy)
         files[kind] = name
     return files
 

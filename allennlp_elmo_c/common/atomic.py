@@ -165,3 +165,22 @@ def _process_is_running(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's process
     return True
+
+
+def link_or_copy(source: PathOrStr, target: PathOrStr, link: bool = True) -> str:
+    """
+    `target` made a hard link to `source` (no new disk space; rewriting one in place changes
+    both), or a copy where a link cannot be made (another filesystem, a filesystem without hard
+    links) or `link` is false; atomically, replacing a `target` that exists. Returns `target`
+    (so that it serves as `shutil.copytree`'s `copy_function`).
+    """
+    with atomic_path(target) as temporary:
+        if link:
+            os.unlink(temporary)  # a link needs a free name
+            try:
+                os.link(source, temporary)
+                return str(target)
+            except OSError:
+                pass
+        shutil.copyfile(source, temporary)
+    return str(target)

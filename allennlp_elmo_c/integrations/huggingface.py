@@ -55,6 +55,7 @@ from allennlp_elmo_c.archive import (
     is_model_directory,
     write_checksums,
 )
+from allennlp_elmo_c.common.atomic import link_or_copy
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import representations_of
 
@@ -176,17 +177,9 @@ class ElmoCModel(PreTrainedModel):
         if source.resolve() != target.resolve():
             for name in list(self.config.files.values()) + [MODEL_CARD]:
                 if (source / name).is_file():
-                    _link_or_copy(source / name, target / name)
+                    link_or_copy(source / name, target / name)
             shutil.copytree(source / VOCABULARY_DIR, target / VOCABULARY_DIR, dirs_exist_ok=True)
         write_checksums(target)
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    target.unlink(missing_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
 
 
 class ElmoCTokenizer:

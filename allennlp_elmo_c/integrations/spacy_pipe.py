@@ -21,7 +21,6 @@ can be), so `spacy.load` needs nothing else; the factory is registered through t
 `spacy_factories` entry point, so `spacy.load` finds it without importing this package.
 """
 
-import os
 import shutil
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Union
@@ -35,6 +34,7 @@ from spacy.util import minibatch
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import is_model_directory
+from allennlp_elmo_c.common.atomic import link_or_copy
 from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbedder
 
 FACTORY = "elmo_c"
@@ -131,22 +131,14 @@ class ElmoCComponent:
         if source.is_dir():
             if not is_model_directory(str(source)):
                 raise ConfigurationError(f"{self.name}: {source} is not a model directory")
-            shutil.copytree(source, target, copy_function=_link_or_copy)
+            shutil.copytree(source, target, copy_function=link_or_copy)
         else:
-            _link_or_copy(str(source), str(target))
+            link_or_copy(source, target)
 
     def from_disk(self, path: Union[str, Path], exclude: Iterable[str] = ()) -> "ElmoCComponent":
         self.model = str(Path(path) / MODEL_SUBDIRECTORY)
         self._embedder = None
         return self
-
-
-def _link_or_copy(source: str, target: str) -> str:
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
-    return target
 
 
 def _token_vector(token) -> numpy.ndarray:

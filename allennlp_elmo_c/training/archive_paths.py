@@ -31,7 +31,6 @@ import inspect
 import json
 import logging
 import os
-import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -53,7 +52,7 @@ from allennlp_elmo_c.archive import (
     load_model_directory,
     read_archive_config,
 )
-from allennlp_elmo_c.common.atomic import atomic_path
+from allennlp_elmo_c.common.atomic import link_or_copy
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import (
     lookup_dotted,
@@ -160,12 +159,7 @@ def bundle_fasttext(serialization_dir: str) -> List[str]:
         name = bundled_name(fingerprint)
         target = Path(serialization_dir) / name
         if not target.is_file():
-            target.parent.mkdir(exist_ok=True)
-            with atomic_path(target) as temporary:
-                try:
-                    os.link(path, temporary)
-                except OSError:
-                    shutil.copyfile(path, temporary)
+            link_or_copy(path, target)
         if name not in names:
             names.append(name)
     return names

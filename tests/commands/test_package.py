@@ -5,6 +5,7 @@ no `ELMO_C_*` variable set; and the fastText fingerprint check that refuses othe
 """
 import io
 import json
+import os
 import shutil
 import tarfile
 from pathlib import Path
@@ -242,6 +243,9 @@ def test_task_archive_works_after_the_model_directory_is_gone(model_directory, t
     shutil.move(tmp_path / "task" / "model.tar.gz", task_archive)
     with tarfile.open(task_archive) as archive:
         assert any(name.startswith("fasttext/") and name.endswith(".bin") for name in archive.getnames())
+    # In the run directory the bundled .bin is a hard link to the biLM's: no second copy on disk.
+    (bundled,) = (tmp_path / "task" / "fasttext").glob("*.bin")
+    assert os.path.samefile(bundled, bilm / "vectors.bin")
     shutil.rmtree(bilm)
     shutil.rmtree(tmp_path / "task")
     archive = load_archive(str(task_archive))

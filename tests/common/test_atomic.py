@@ -83,3 +83,24 @@ def test_remove_stale_temporaries_spares_running_writers(tmp_path):
     own = temporary_name(tmp_path / "config.json")
     own.write_text("{")
     assert remove_stale_temporaries(tmp_path) == [own]
+
+
+def test_link_or_copy_links_copies_and_replaces(tmp_path, monkeypatch):
+    from allennlp_elmo_c.common.atomic import link_or_copy
+
+    source = tmp_path / "source.bin"
+    source.write_bytes(b"weights")
+    (tmp_path / "linked").write_bytes(b"an older file")  # replaced
+    assert link_or_copy(source, tmp_path / "linked") == str(tmp_path / "linked")
+    assert os.path.samefile(source, tmp_path / "linked")
+    link_or_copy(source, tmp_path / "copied", link=False)
+    assert not os.path.samefile(source, tmp_path / "copied")
+    assert (tmp_path / "copied").read_bytes() == b"weights"
+
+    def cross_device(*args):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", cross_device)
+    link_or_copy(source, tmp_path / "other_fs")
+    assert (tmp_path / "other_fs").read_bytes() == b"weights"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copied", "linked", "other_fs", "source.bin"]
