@@ -121,16 +121,14 @@ def absolute_config_paths(
     return changed
 
 
-def fasttext_nodes(config: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
-    """`(dotted key, node)` of every `fasttext` embedder and `fasttext_subwords` indexer of a
-    config (the components that take a `fingerprint`)."""
+def component_nodes(config: Any, types: Tuple[str, ...]) -> List[Tuple[str, Dict[str, Any]]]:
+    """`(dotted key, node)` of every component of a config whose `type` is one of `types`."""
     found: List[Tuple[str, Dict[str, Any]]] = []
 
     def walk(node, prefix: str) -> None:
         if isinstance(node, dict):
-            if node.get("type") in FASTTEXT_COMPONENTS and "model_path" in node:
+            if node.get("type") in types:
                 found.append((prefix, node))
-                return
             for key, value in node.items():
                 walk(value, f"{prefix}.{key}" if prefix else key)
         elif isinstance(node, list):
@@ -139,6 +137,13 @@ def fasttext_nodes(config: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
 
     walk(config, "")
     return found
+
+
+def fasttext_nodes(config: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
+    """`(dotted key, node)` of every `fasttext` embedder and `fasttext_subwords` indexer of a
+    config that reads a `model_path` (the components that take a `fingerprint`)."""
+    return [(key, node) for key, node in component_nodes(config, FASTTEXT_COMPONENTS)
+            if "model_path" in node]  # fmt: skip
 
 
 def recorded_fingerprint(config: Dict[str, Any], source: str) -> Optional[int]:

@@ -32,7 +32,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 from allennlp.commands import evaluate as evaluate_command
 from allennlp.commands import predict as predict_command
@@ -55,10 +55,11 @@ from allennlp_elmo_c.archive import (
 from allennlp_elmo_c.common.atomic import link_or_copy
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import (
-    lookup_dotted,
     absolute_config_paths,
     bundled_name,
+    component_nodes,
     loading_archive,
+    lookup_dotted,
     record_fingerprints,
     recorded_fasttext_path,
 )
@@ -103,7 +104,7 @@ def _record_indexer_fingerprints(config: Dict[str, Any], keep: Optional[Dict[str
     """`record_fingerprints` for `fasttext_subwords` indexers given a biLM (`archive_file`), so
     that they find the task archive's bundled copy once the biLM is gone."""
     changed = []
-    for key, node in _nodes(config, "fasttext_subwords"):
+    for key, node in component_nodes(config, ("fasttext_subwords",)):
         archive_file = node.get("archive_file")
         if "fingerprint" in node or not isinstance(archive_file, str) or not os.path.exists(archive_file):
             continue
@@ -114,20 +115,6 @@ def _record_indexer_fingerprints(config: Dict[str, Any], keep: Optional[Dict[str
             node["fingerprint"] = fingerprint
             changed.append((key, fingerprint))
     return changed
-
-
-def _nodes(config: Any, kind: str, prefix: str = "") -> List[Tuple[str, Dict[str, Any]]]:
-    """`(dotted key, node)` of every component of type `kind` in a config."""
-    found = []
-    if isinstance(config, dict):
-        if config.get("type") == kind:
-            found.append((prefix, config))
-        for key, value in config.items():
-            found += _nodes(value, kind, f"{prefix}.{key}" if prefix else key)
-    elif isinstance(config, list):
-        for index, value in enumerate(config):
-            found += _nodes(value, kind, f"{prefix}.{index}")
-    return found
 
 
 def bundle_fasttext(serialization_dir: str) -> List[str]:
@@ -143,7 +130,7 @@ def bundle_fasttext(serialization_dir: str) -> List[str]:
     except (OSError, ValueError):
         return []
     names = []
-    for key, node in _nodes(config.get("model", {}), "elmo_c_token_embedder", "model"):
+    for key, node in component_nodes(config, ("elmo_c_token_embedder",)):
         if not node.get("bundle_fasttext", True) or not isinstance(node.get("archive_file"), str):
             continue
         try:
