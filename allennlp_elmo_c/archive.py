@@ -135,6 +135,12 @@ def representation_dim(config: Dict[str, Any]) -> int:
     return 2 * int(contextualizer_config(config)["projection_size"])
 
 
+def input_embedder_config(config: Dict[str, Any]) -> Tuple[Optional[str], Dict[str, Any]]:
+    """The key and config of the biLM's (first) input token embedder."""
+    embedders = config["model"].get("text_field_embedder", {}).get("token_embedders", {})
+    return next(iter(embedders.items()), (None, {}))
+
+
 def is_subword_config(config: Dict[str, Any]) -> bool:
     """True for the config of a biLM pretrained on BPE subwords (its reader has a `bpe`
     tokenizer)."""

@@ -21,6 +21,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.archive import (
     WEIGHTS_FILE,
     contextualizer_config,
+    input_embedder_config,
     is_subword_config,
     read_archive_config,
     read_directory_config,
@@ -48,7 +49,7 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
     contextualizer = contextualizer_config(config)
     lstm_layers = int(contextualizer["num_layers"])
     output_dim = representation_dim(config)
-    input_embedder = _input_embedder(config)[1]
+    input_embedder = input_embedder_config(config)[1]
     stored, metrics = _read_members(archive_file)
     fasttext = _fasttext(config, archive_file)
     parameters, counted_from = _trainable_parameters(archive_file, config, stored)
@@ -211,17 +212,11 @@ def _training(config: Dict[str, Any], metrics: Optional[Dict[str, Any]]) -> Opti
     }
 
 
-def _input_embedder(config: Dict[str, Any]) -> Tuple[Optional[str], Dict[str, Any]]:
-    """The key and config of the biLM's (first) input token embedder."""
-    embedders = config["model"].get("text_field_embedder", {}).get("token_embedders", {})
-    return next(iter(embedders.items()), (None, {}))
-
-
 def downstream_snippet(config: Dict[str, Any], archive_file: str) -> Dict[str, Any]:
     """The indexer and embedder (key `elmo`) that feed the biLM of `config` (an archive's
     config.json) in a downstream config, as `describe` prints them and `convert-config` writes
     them."""
-    input_key, input_embedder = _input_embedder(config)
+    input_key, input_embedder = input_embedder_config(config)
     reader = config.get("dataset_reader", {})
     if is_subword_config(config):
         indexer = {"type": "bpe_first_subword",

@@ -27,6 +27,7 @@ rows (the word's own row, then its hashed character n-grams), so its inputs are 
 model's `forward` takes.
 """
 
+import copy
 import os
 import shutil
 from pathlib import Path
@@ -43,7 +44,9 @@ from transformers import (
 )
 from transformers.modeling_outputs import BaseModelOutput
 
+from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
+from allennlp.data import DatasetReader, Vocabulary
 from allennlp.nn.util import remove_sentence_boundaries
 
 from allennlp_elmo_c.archive import (
@@ -52,7 +55,9 @@ from allennlp_elmo_c.archive import (
     MODEL_TYPE,
     VOCABULARY_DIR,
     PretrainedBiLM,
+    input_embedder_config,
     is_model_directory,
+    read_directory_config,
     write_checksums,
 )
 from allennlp_elmo_c.common.atomic import link_or_copy
@@ -198,7 +203,12 @@ class ElmoCTokenizer:
         if not is_model_directory(directory):
             raise ConfigurationError(f"ElmoCTokenizer: {directory} is not a model directory")
         self.directory = str(directory)
-        self._bilm = PretrainedBiLM.from_archive(self.directory)
+        # The pretraining reader's tokenizer and input indexer, from the config: no weights read.
+        config = read_directory_config(self.directory)["bilm"]
+        reader = DatasetReader.from_params(Params(copy.deepcopy(config["dataset_reader"])))
+        self._tokenizer = reader.tokenizer  # type: ignore[attr-defined]
+        self._indexer = reader.token_indexers[input_embedder_config(config)[0]]  # type: ignore[attr-defined]
+        self._vocab = Vocabulary.from_files(str(Path(self.directory) / VOCABULARY_DIR))
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args: Any, **kwargs: Any) -> "ElmoCTokenizer":
@@ -211,7 +221,7 @@ class ElmoCTokenizer:
 
     def tokenize(self, text: str) -> List[str]:
         """`text` split into words as the pretraining corpus was (the reader's tokenizer)."""
-        return [token.text for token in self._bilm.tokenizer.tokenize(text)]
+        return [token.text for token in self._tokenizer.tokenize(text)]
 
     def __call__(
         self,
@@ -241,7 +251,7 @@ class ElmoCTokenizer:
         for sentence in sentences:
             if not all(isinstance(word, str) for word in sentence):
                 raise ValueError("ElmoCTokenizer: words must be strings")
-        indexed = dict(index_sentences(sentences, self._bilm.token_indexer, self._bilm.vocab))
+        indexed = dict(index_sentences(sentences, self._indexer, self._vocab))
         mask = ElmoCRepresentations.word_mask(indexed)
         indexed.pop("token_mask", None)
         indexed["attention_mask"] = mask.long()
