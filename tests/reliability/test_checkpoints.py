@@ -124,17 +124,22 @@ def assert_same_weights(expected, actual):
         assert torch.equal(expected[name], actual[name]), name  # tolerance: none
 
 
-def recover_and_compare(data, run, reference, resumes_from, spelling="dotted"):
-    """Runs `--recover` on `run`; checks it resumed from the checkpoint `resumes_from` and ended
-    with the reference's weights. Returns its log (stdout and stderr)."""
-    resumed = train(data, run, recover=True, spelling=spelling)
+def check_resumed(resumed, run, reference, resumes_from, final=FINAL) -> str:
+    """Checks a finished `--recover` of `run`: it resumed from the checkpoint `resumes_from`
+    with the random generator states, left no temporary and ended with the reference run's
+    weights (`final`, bit for bit). Returns its log (stdout and stderr)."""
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     log = resumed.stdout + resumed.stderr
     assert f"atomic checkpointer: resuming from {run / resumes_from}" in log
     assert "rng_state: random generator states restored" in log
     assert temporaries(run) == []
-    assert_same_weights(torch.load(reference / FINAL), torch.load(run / FINAL))
+    assert_same_weights(torch.load(reference / final), torch.load(run / final))
     return log
+
+
+def recover_and_compare(data, run, reference, resumes_from, spelling="dotted"):
+    """Runs `--recover` on `run` and `check_resumed`s it. Returns its log."""
+    return check_resumed(train(data, run, recover=True, spelling=spelling), run, reference, resumes_from)
 
 
 def test_disk_full_during_a_checkpoint(data, reference, tmp_path):

@@ -14,11 +14,10 @@ import os
 import signal
 
 import pytest
-import torch
 
 from tests import FIXTURES_ROOT
 from tests.helpers import TINY_ELMO_C_DIM, TINY_FASTTEXT
-from tests.reliability.test_checkpoints import assert_same_weights, run_training, temporaries
+from tests.reliability.test_checkpoints import check_resumed, run_training
 
 CONFIG = FIXTURES_ROOT / "configs" / "ner_elmo_c_tiny.jsonnet"
 CONLL = FIXTURES_ROOT / "data" / "conll2003.txt"
@@ -71,13 +70,7 @@ def reference(config, elmo_c_archive, tmp_path_factory):
 
 
 def recover_and_compare(config, archive, run, reference, resumes_from):
-    resumed = train(config, archive, run, recover=True)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    log = resumed.stdout + resumed.stderr
-    assert f"atomic checkpointer: resuming from {run / resumes_from}" in log
-    assert "rng_state: random generator states restored" in log
-    assert temporaries(run) == []
-    assert_same_weights(torch.load(reference / FINAL), torch.load(run / FINAL))
+    log = check_resumed(train(config, archive, run, recover=True), run, reference, resumes_from, FINAL)
     ours, theirs = (json.loads((r / "metrics.json").read_text()) for r in (run, reference))
     for key in ("best_validation_f1-measure-overall", "training_loss", "validation_loss"):
         assert ours[key] == theirs[key], key
