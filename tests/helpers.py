@@ -517,3 +517,18 @@ def without_elmo_c_variables(monkeypatch) -> None:
     for name in list(os.environ):
         if name.startswith("ELMO_C_"):
             monkeypatch.delenv(name)
+
+
+def load_benchmark(name: str):
+    """The script `benchmarks/<name>.py` as a module (the benchmarks folder on `sys.path`, as
+    when it runs, for the helpers the scripts import from one another)."""
+    import importlib.util
+    import sys
+
+    folder = str(PROJECT_ROOT / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, PROJECT_ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module

@@ -1,24 +1,16 @@
 """`benchmarks/adaptation.py` end to end at fixture size: plumbing and report format only."""
-import importlib.util
 import json
-import sys
 import zlib
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.demo.pretraining_fixtures import NPM_FILES, PRETRAINING_FIXTURES, fake_registry, tarball
-from tests.helpers import TINY_FASTTEXT
+from tests.helpers import TINY_FASTTEXT, load_benchmark
 
 LM_DATA = FIXTURES_ROOT / "data" / "lm"
 
 
 def load_adaptation():
-    sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(
-        "adaptation", PROJECT_ROOT / "benchmarks" / "adaptation.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("adaptation")
 
 
 def test_detokenize():

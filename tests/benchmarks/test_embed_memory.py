@@ -1,15 +1,12 @@
 """`benchmarks/embed_memory.py` at fixture size: both ways in run in fresh processes and the
 report is written (the figures are not asserted)."""
-import importlib.util
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests.helpers import load_benchmark
 
 
 def test_both_ways_in_are_measured(elmo_c_archive, tmp_path, monkeypatch):
-    path = PROJECT_ROOT / "benchmarks" / "embed_memory.py"
-    spec = importlib.util.spec_from_file_location("embed_memory", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_benchmark("embed_memory")
     monkeypatch.chdir(PROJECT_ROOT)  # the fixture archive's fastText path is relative to it
     report = tmp_path / "RESULTS.md"
     script.main(["--model", str(elmo_c_archive), "--text", str(FIXTURES_ROOT / "data" / "lm" / "sentences.txt"),

@@ -1,16 +1,12 @@
 """`benchmarks/front_doors.py` at fixture size: every front door runs and the report is written
 (no timing is asserted)."""
-import importlib.util
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests import FIXTURES_ROOT
+from tests.helpers import load_benchmark
 
 
 def load_script():
-    path = PROJECT_ROOT / "benchmarks" / "front_doors.py"
-    spec = importlib.util.spec_from_file_location("front_doors", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("front_doors")
 
 
 def test_every_front_door_is_measured(elmo_c_archive, tmp_path):

@@ -1,13 +1,11 @@
 """`benchmarks/layer_probe.py` at fixture size: the report's structure, the majority baseline
 against a hand count, and an unreadable archive reported without stopping the others."""
-import importlib.util
 import json
 import random
 
 import pytest
 
-from tests import PROJECT_ROOT
-from tests.helpers import TINY_ELMO_C_DIM, TINY_FASTTEXT
+from tests.helpers import TINY_ELMO_C_DIM, TINY_FASTTEXT, load_benchmark
 
 TRAIN = [
     "the###at dog###nn runs###vbz",
@@ -23,11 +21,7 @@ MAJORITY = 4 / 6
 
 
 def load_layer_probe():
-    path = PROJECT_ROOT / "benchmarks" / "layer_probe.py"
-    spec = importlib.util.spec_from_file_location("layer_probe", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("layer_probe")
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """`benchmarks/quality.py` end to end at fixture size: plumbing and report format only."""
 import argparse
 import bz2
-import importlib.util
 import json
 import os
 import shutil
@@ -10,9 +9,9 @@ import sys
 
 import pytest
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests import FIXTURES_ROOT
 from tests.demo.pretraining_fixtures import PRETRAINING_FIXTURES, tarball
-from tests.helpers import make_wheel
+from tests.helpers import make_wheel, load_benchmark
 
 LM_DATA = FIXTURES_ROOT / "data" / "lm"
 TASK_DATA = FIXTURES_ROOT / "data"
@@ -20,10 +19,7 @@ TASKS = ("ner", "pos", "sst5", "sentiment")
 
 
 def load_quality():
-    spec = importlib.util.spec_from_file_location("quality", PROJECT_ROOT / "benchmarks" / "quality.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("quality")
 
 
 IOB2 = """# newdoc id = doc{n}

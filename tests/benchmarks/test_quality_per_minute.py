@@ -1,19 +1,13 @@
 """`benchmarks/quality_per_minute.py` end to end at fixture size: plumbing and report only."""
-import importlib.util
 import json
-import sys
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests import FIXTURES_ROOT
+from tests.helpers import load_benchmark
 from tests.benchmarks.test_quality import inputs  # noqa: F401  (the fixture data)
 
 
 def load_script():
-    sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-    path = PROJECT_ROOT / "benchmarks" / "quality_per_minute.py"
-    spec = importlib.util.spec_from_file_location("quality_per_minute", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("quality_per_minute")
 
 
 def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inputs):  # noqa: F811

@@ -1,19 +1,13 @@
 """`benchmarks/sentence_end.py` at fixture size: plumbing and report format only."""
-import importlib.util
 import json
 
-from tests import PROJECT_ROOT
-from tests.helpers import DEMO_AT_FIXTURE_SIZE, TINY_FASTTEXT, make_demo_data_dir
+from tests.helpers import DEMO_AT_FIXTURE_SIZE, TINY_FASTTEXT, make_demo_data_dir, load_benchmark
 
 POS = "The###at council###nn met###vbd .###.\nIt###pps rained###vbd .###.\n"
 
 
 def load_script():
-    path = PROJECT_ROOT / "benchmarks" / "sentence_end.py"
-    spec = importlib.util.spec_from_file_location("sentence_end", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("sentence_end")
 
 
 def test_both_variants_pretrain_tag_and_report(tmp_path, monkeypatch):
