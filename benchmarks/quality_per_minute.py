@@ -53,6 +53,7 @@ from typing import Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality  # noqa: E402
+from timing import replace_section  # noqa: E402
 
 PROJECT = quality.PROJECT
 BEGIN, END = "<!-- per-minute:begin -->", "<!-- per-minute:end -->"
@@ -288,16 +289,6 @@ def plot(args, pretrained: Dict[str, dict], steps, path: Path) -> None:
     figure.savefig(path, dpi=100)
 
 
-def write_report(path: Path, section: str) -> None:
-    current = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if BEGIN in current and END in current:
-        before, rest = current.split(BEGIN, 1)
-        current = before + section + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        current = current + ("\n" if current else "") + section
-    path.write_text(current, encoding="utf-8")
-
-
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
@@ -377,7 +368,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     command = "python benchmarks/quality_per_minute.py " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
-    write_report(args.report, render(args, pretrained, evals, steps, corpus, command))
+    replace_section(args.report, BEGIN, END, render(args, pretrained, evals, steps, corpus, command))
     plot(args, pretrained, steps, args.plot)
     print(args.report.read_text(encoding="utf-8"))
 
