@@ -57,6 +57,7 @@ from allennlp_elmo_c.archive import (
     PretrainedBiLM,
     input_embedder_config,
     is_model_directory,
+    is_subword_config,
     read_directory_config,
     write_checksums,
 )
@@ -205,6 +206,11 @@ class ElmoCTokenizer:
         self.directory = str(directory)
         # The pretraining reader's tokenizer and input indexer, from the config: no weights read.
         config = read_directory_config(self.directory)["bilm"]
+        if is_subword_config(config):
+            raise ConfigurationError(
+                f"ElmoCTokenizer: {directory} is a biLM over BPE subwords (ELMo-Sub), whose words "
+                "are indexed by their first subword; use ElmoC / batch_to_ids or ElmoCEmbedder"
+            )
         reader = DatasetReader.from_params(Params(copy.deepcopy(config["dataset_reader"])))
         self._tokenizer = reader.tokenizer  # type: ignore[attr-defined]
         self._indexer = reader.token_indexers[input_embedder_config(config)[0]]  # type: ignore[attr-defined]

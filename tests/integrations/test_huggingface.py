@@ -88,3 +88,16 @@ def test_bad_input_is_a_clear_error(loaded, tmp_path):
 
     with pytest.raises(ConfigurationError, match="not a model directory"):
         ElmoCTokenizer(str(tmp_path))
+
+
+def test_a_subword_bilm_directory_is_refused_by_the_tokenizer(bpe, tmp_path):
+    """ELMo-Sub indexes a word by its first BPE subword: not what the reader's indexer gives, so
+    the tokenizer says so instead of making ids the model would misread."""
+    from allennlp.common.checks import ConfigurationError
+
+    from allennlp_elmo_c.commands.package import package_model
+    from tests.helpers import train_tiny_elmo_sub
+
+    directory = package_model(str(train_tiny_elmo_sub(tmp_path, bpe)), str(tmp_path / "elmo-sub"))
+    with pytest.raises(ConfigurationError, match="BPE subwords"):
+        AutoTokenizer.from_pretrained(str(directory))
