@@ -5,9 +5,11 @@ import torch
 from allennlp.modules.elmo_lstm import ElmoLstm
 from allennlp.modules.seq2seq_encoders.seq2seq_encoder import Seq2SeqEncoder
 
+from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import BiLmEncoder
+
 
 @Seq2SeqEncoder.register("allennlp_elmo_lstm")
-class AllenNlpElmoLstmEncoder(Seq2SeqEncoder):
+class AllenNlpElmoLstmEncoder(BiLmEncoder):
     """
     AllenNLP's own ELMo biLSTM (`allennlp.modules.elmo_lstm.ElmoLstm`: a per-step Python loop of
     `LstmCellWithProjection`, residual connections from the second layer) as a registered
@@ -46,25 +48,13 @@ class AllenNlpElmoLstmEncoder(Seq2SeqEncoder):
         projection_clip: float = 3.0,
         return_all_layers: bool = False,
     ) -> None:
-        super().__init__(stateful=False)
+        super().__init__(input_size, projection_size, num_layers)
         self._lstm = ElmoLstm(
             input_size, projection_size, cell_size, num_layers, requires_grad=True,
             recurrent_dropout_probability=recurrent_dropout, memory_cell_clip_value=cell_clip,
             state_projection_clip_value=projection_clip,
         )  # fmt: skip
-        self.input_size = input_size
-        self.projection_size = projection_size
-        self.num_layers = num_layers
         self._return_all_layers = return_all_layers
-
-    def get_input_dim(self) -> int:
-        return self.input_size
-
-    def get_output_dim(self) -> int:
-        return 2 * self.projection_size
-
-    def is_bidirectional(self) -> bool:
-        return True
 
     def forward(
         self, inputs: torch.Tensor, mask: torch.BoolTensor
