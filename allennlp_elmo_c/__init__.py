@@ -7,7 +7,8 @@ Importing this package applies the torch compatibility fixes AllenNLP 2.10.1 nee
 from the newest intact one whatever the config says about the checkpointer
 (`allennlp_elmo_c.training.atomic_checkpointer.apply`), records absolute fastText paths in trained
 archives and looks for a moved archive's fastText file beside it (`allennlp_elmo_c.training.archive_paths`), gives the configs' environment variables their
-defaults (`allennlp_elmo_c.common.config_defaults`: `ELMO_C_DIM` = 1024) and registers every
+defaults and names every unset one that has none in a `ConfigurationError`
+(`allennlp_elmo_c.common.config_defaults`: `ELMO_C_DIM` = 1024, `ELMO_C_BASELINE` = none) and registers every
 component with AllenNLP, so both `--include-package allennlp_elmo_c` and a `.allennlp_plugins`
 file naming `allennlp_elmo_c` work.
 """

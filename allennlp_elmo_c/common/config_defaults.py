@@ -1,16 +1,25 @@
 """
-Defaults for the environment variables our configs read with `std.extVar`. Jsonnet has no
-default for an unset external variable (`std.extVar` of one is an error), and AllenNLP passes the
-environment as the external variables; importing this package makes AllenNLP's
-`Params.from_file` (every `allennlp` command, `--include-package allennlp_elmo_c` or
-`.allennlp_plugins`) see these defaults wherever the environment does not set the variable. The
-environment itself is not changed, and an explicit `ext_vars` or environment value always wins.
+The environment variables our configs read with `std.extVar` (every one is listed, with who reads
+it, in docs/environment-variables.md).
+
+Defaults. Jsonnet has no default for an unset external variable (`std.extVar` of one is an
+error), and AllenNLP passes the environment as the external variables; importing this package
+makes AllenNLP's `Params.from_file` (every `allennlp` command, `--include-package allennlp_elmo_c`
+or `.allennlp_plugins`) see `CONFIG_DEFAULTS` wherever the environment does not set the variable.
+The environment itself is not changed, and an explicit `ext_vars` or environment value always
+wins.
+
+Variables that cannot have a default (a data path, an archive): a config that reads one that is
+not set stops with a `ConfigurationError` naming every unset variable it reads and what to set it
+to (`REQUIRED`), instead of jsonnet's bare "undefined external variable".
 """
 
 import logging
-from typing import Dict
+import re
+from typing import Callable, Dict, List
 
 from allennlp.common import params
+from allennlp.common.checks import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
@@ -18,18 +27,125 @@ ELMO_C_DIM = "ELMO_C_DIM"
 """The output size of the ELMo-C biLM (2 x projection size) that the downstream configs size
 their layers for and check the archive against (`expected_output_dim`)."""
 
-CONFIG_DEFAULTS: Dict[str, str] = {ELMO_C_DIM: "1024"}  # the paper's biLM: 2 x 512
+ELMO_C_BASELINE = "ELMO_C_BASELINE"
+"""`fasttext` puts the fastText vectors where a downstream config would put ELMo-C (the
+no-context baseline); anything else, e.g. the default `none`, uses ELMo-C."""
+
+CONFIG_DEFAULTS: Dict[str, str] = {
+    ELMO_C_DIM: "1024",  # the paper's biLM: 2 x 512
+    ELMO_C_BASELINE: "none",  # ELMo-C, not the fastText-only baseline
+}
+
+_DATA = "a file of one tokenized sentence per line (a glob pattern of shards works too)"
+REQUIRED: Dict[str, str] = {
+    "ELMO_C_TRAIN_DATA": f"the pretraining text: {_DATA}",
+    "ELMO_C_VALIDATION_DATA": f"the held-out text: {_DATA}",
+    "ELMO_C_FASTTEXT": "a fastText .bin with subwords (`train-fasttext`, or fastText's "
+    "cc.*.300.bin)",
+    "ELMO_C_STEPS": "the run's optimizer updates: words of the training text / (20 x 64) per epoch",
+    "ELMO_C_SOURCE_ARCHIVE": "the ELMo-C archive (model.tar.gz) to continue pretraining",
+    "ELMO_C_ADAPT_STEPS": "the run's optimizer updates: words of the new text / (20 x 128) per "
+    "epoch",
+    "ELMO_C_DATA_DIR": "the demo data directory (`make demo` or `build-demo-data` makes it)",
+    "ELMO_C_BPE": "the BPE tokenizer.json written by `train-bpe`",
+    "ELMO_C_VOCABULARY": "the BPE vocabulary directory written by `train-bpe`",
+    "ELMO_C_ELMO_OPTIONS": "an ELMo options .json (elmo_2x4096_512_2048cnn_2xhighway_options.json)",
+    "ELMO_C_ELMO_WEIGHTS": "the ELMo weights .hdf5 that goes with the options file",
+    "ELMO_C_ARCHIVE": "the pretrained biLM: a model.tar.gz or a model directory (`package`); "
+    "or ELMO_C_BASELINE=fasttext for the fastText-only row",
+    "NER_TRAIN_DATA_PATH": "the NER training file (CoNLL-2003 format)",
+    "NER_TEST_DATA_PATH": "the NER validation file (CoNLL-2003 format)",
+    "GLOVE_50D": "glove.6B.50d.txt(.gz), downloaded by you",
+    "POS_DATA_DIR": "a directory with train.txt and dev.txt of word###tag sentences",
+    "SNLI_TRAIN": "snli_1.0_train.jsonl",
+    "SNLI_DEV": "snli_1.0_dev.jsonl",
+    "SRL_TRAIN_DATA_PATH": "the CoNLL-2012 training directory",
+    "SRL_VALIDATION_DATA_PATH": "the CoNLL-2012 development directory",
+    "SST_TRAIN": "the SST training trees (train.txt)",
+    "SST_DEV": "the SST development trees (dev.txt)",
+    "SST_TEST": "the SST test trees (test.txt)",
+    "GLOVE_840B_300D": "glove.840B.300d.txt(.gz), downloaded by you",
+    "COREF_TRAIN_DATA_PATH": "the CoNLL-2012 coreference training file",
+    "COREF_DEV_DATA_PATH": "the CoNLL-2012 coreference development file",
+    "COREF_TEST_DATA_PATH": "the CoNLL-2012 coreference test file",
+    "GLOVE_6B_300D": "glove.6B.300d.txt(.gz), downloaded by you",
+}
+"""What each variable without a default must name, for the error when it is unset."""
+
+# What jsonnet says about an unset std.extVar (a RuntimeError of _jsonnet).
+_UNDEFINED = re.compile(r"undefined external variable: (\S+)")
+_MAX_UNSET = 100
+
+
+class UnsetVariableError(ConfigurationError, RuntimeError):
+    """A config reads `std.extVar`s that are not set. A `ConfigurationError`, and still the
+    `RuntimeError` jsonnet raised before (its message keeps jsonnet's words), so code that
+    caught that one keeps working (`convert-config` collects every unset variable that way)."""
+
+
+def unset_variable_message(config: str, names: List[str]) -> str:
+    what = "these environment variables" if len(names) > 1 else "the environment variable"
+    lines = [f"{config} reads {what} (std.extVar), not set: {', '.join(names)}"]
+    for name in names:
+        lines.append(f"  {name}: {REQUIRED.get(name, 'see the comment at the top of the config')}")
+    example = " ".join(f"{name}=..." for name in names)
+    them = "them" if len(names) > 1 else "it"
+    lines.append(
+        f"Set {them} in the environment ({example} allennlp train ...) "
+        "or pass ext_vars; every variable: docs/environment-variables.md."
+    )
+    # jsonnet's own words last, the name alone after them, for code that reads them.
+    lines.append(f"jsonnet: undefined external variable: {names[0]}")
+    return "\n".join(lines)
+
+
+def _naming_unset_variables(evaluate: Callable[..., str], name: Callable[..., str]) -> Callable:
+    """`evaluate` (jsonnet's evaluate_file or evaluate_snippet) raising `UnsetVariableError`
+    that names every unset variable the config reads, in place of jsonnet's error for the first."""
+
+    def evaluate_naming_unset(*args, **kwargs) -> str:
+        try:
+            return evaluate(*args, **kwargs)
+        except RuntimeError as error:
+            found = _UNDEFINED.search(str(error))
+            if found is None or isinstance(error, UnsetVariableError):
+                raise
+            first_error = error
+        # Find the others: evaluate again with each unset one given a placeholder.
+        ext_vars = dict(kwargs.get("ext_vars") or {})
+        unset = [found.group(1)]
+        while len(unset) < _MAX_UNSET:
+            try:
+                evaluate(*args, **{**kwargs, "ext_vars": {**ext_vars, **dict.fromkeys(unset, "0")}})
+                break
+            except RuntimeError as error:
+                found = _UNDEFINED.search(str(error))
+                if found is None or found.group(1) in unset:
+                    break
+                unset.append(found.group(1))
+        raise UnsetVariableError(unset_variable_message(name(*args), unset)) from first_error
+
+    evaluate_naming_unset._elmo_c_unset = True  # type: ignore[attr-defined]
+    return evaluate_naming_unset
 
 
 def apply() -> None:
-    """Makes AllenNLP's config parsing see `CONFIG_DEFAULTS` for unset variables (once)."""
+    """Makes AllenNLP's config parsing see `CONFIG_DEFAULTS` for unset variables, and name every
+    unset variable without a default in a `ConfigurationError` (once)."""
     original = params._environment_variables
-    if getattr(original, "_elmo_c_defaults", False):
-        return
+    if not getattr(original, "_elmo_c_defaults", False):
 
-    def environment_with_defaults() -> Dict[str, str]:
-        return {**CONFIG_DEFAULTS, **original()}
+        def environment_with_defaults() -> Dict[str, str]:
+            return {**CONFIG_DEFAULTS, **original()}
 
-    environment_with_defaults._elmo_c_defaults = True  # type: ignore[attr-defined]
-    environment_with_defaults.__doc__ = original.__doc__
-    params._environment_variables = environment_with_defaults
+        environment_with_defaults._elmo_c_defaults = True  # type: ignore[attr-defined]
+        environment_with_defaults.__doc__ = original.__doc__
+        params._environment_variables = environment_with_defaults
+    if not getattr(params.evaluate_file, "_elmo_c_unset", False):
+        params.evaluate_file = _naming_unset_variables(
+            params.evaluate_file, lambda filename, *_: str(filename)
+        )
+    if not getattr(params.evaluate_snippet, "_elmo_c_unset", False):
+        params.evaluate_snippet = _naming_unset_variables(
+            params.evaluate_snippet, lambda *_: "the overrides (-o)"
+        )

@@ -3,9 +3,13 @@ never written to the environment, and overridden by the environment or explicit 
 
 import os
 
+import pytest
+
 from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common import config_defaults
+from tests import PROJECT_ROOT
 
 
 def read(tmp_path, **ext_vars) -> str:
@@ -26,3 +30,44 @@ def test_environment_and_ext_vars_win(monkeypatch, tmp_path):
     monkeypatch.setenv("ELMO_C_DIM", "256")
     assert read(tmp_path) == "256"
     assert read(tmp_path, ELMO_C_DIM="16") == "16"
+
+
+def test_baseline_defaults_to_elmo_c(monkeypatch, tmp_path):
+    monkeypatch.delenv("ELMO_C_BASELINE", raising=False)
+    config = tmp_path / "config.jsonnet"
+    config.write_text("{ use_elmo_c: std.extVar('ELMO_C_BASELINE') != 'fasttext' }")
+    assert Params.from_file(str(config))["use_elmo_c"] is True
+
+
+def test_an_unset_variable_is_a_configuration_error_naming_it(monkeypatch):
+    """A downstream config read without its data and archive variables names every one of them
+    and what to set it to, not jsonnet's bare "undefined external variable"."""
+    for name in ("ELMO_C_ARCHIVE", "ELMO_C_FASTTEXT", "ELMO_C_BASELINE", "POS_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    config = PROJECT_ROOT / "downstream_configs" / "pos_elmo_c.jsonnet"
+    with pytest.raises(ConfigurationError) as error:
+        Params.from_file(str(config))
+    message = str(error.value)
+    assert "pos_elmo_c.jsonnet" in message
+    for name in ("ELMO_C_ARCHIVE", "ELMO_C_FASTTEXT", "POS_DATA_DIR"):
+        assert f"  {name}: {config_defaults.REQUIRED[name]}" in message
+    assert "ELMO_C_BASELINE" not in message.split("\n")[0]  # it has a default
+    assert "docs/environment-variables.md" in message
+    # Still the RuntimeError jsonnet raised, for code that caught that one.
+    assert isinstance(error.value, RuntimeError)
+
+
+def test_only_the_unset_ones_are_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("ELMO_C_BASELINE", "fasttext")  # no archive read then
+    monkeypatch.setenv("ELMO_C_FASTTEXT", "vectors.bin")
+    monkeypatch.delenv("POS_DATA_DIR", raising=False)
+    monkeypatch.delenv("ELMO_C_ARCHIVE", raising=False)
+    config = PROJECT_ROOT / "downstream_configs" / "pos_elmo_c.jsonnet"
+    with pytest.raises(ConfigurationError, match="not set: POS_DATA_DIR\n"):
+        Params.from_file(str(config))
+    # Other jsonnet errors are jsonnet's, as before.
+    broken = tmp_path / "broken.jsonnet"
+    broken.write_text("{ a: }")
+    with pytest.raises(RuntimeError) as error:
+        Params.from_file(str(broken))
+    assert not isinstance(error.value, ConfigurationError)
