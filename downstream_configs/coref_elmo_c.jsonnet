@@ -6,13 +6,15 @@
 // "fastText only" row).
 //
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
-// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
-// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
-// ConfigurationError naming both sizes.
+// e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
+// and an archive of another size stops at construction with a ConfigurationError naming both
+// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// variables below have none: an unset one stops with a ConfigurationError naming it
+// (docs/environment-variables.md has every variable).
 //
 //   COREF_TRAIN_DATA_PATH=train.english.v4_gold_conll COREF_DEV_DATA_PATH=dev.english.v4_gold_conll \
 //   COREF_TEST_DATA_PATH=test.english.v4_gold_conll GLOVE_6B_300D=glove.6B.300d.txt.gz \
-//   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
+//   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin \
 //   allennlp train downstream_configs/coref_elmo_c.jsonnet -s runs/coref --include-package allennlp_elmo_c
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
@@ -31,6 +33,8 @@ local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
     token_indexers: {
       tokens: { type: 'single_id', lowercase_tokens: false },
       token_characters: { type: 'characters', min_padding_length: 5 },
+      // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
+      // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
       elmo: { type: 'fasttext_subwords', model_path: fasttext },
     },
     max_span_width: 10,

@@ -2,10 +2,10 @@
 // biattentive classification network (BCN, the paper's SST-5 model). As in the paper's task
 // models, the input is word vectors (here the biLM's own fastText vectors, in place of GloVe)
 // concatenated with the ELMo-C representation; with ELMO_C_BASELINE=fasttext the ELMo-C
-// part is left out (the paper's no-context baseline row).
+// part is left out (the paper's no-context baseline row; the default, none, keeps it).
 //
 //   ELMO_C_DATA_DIR=data ELMO_C_ARCHIVE=data/runs/elmo_c_demo/model.tar.gz \
-//   ELMO_C_BASELINE=none allennlp train downstream_configs/demo_sentiment_elmo_c.jsonnet \
+//   allennlp train downstream_configs/demo_sentiment_elmo_c.jsonnet \
 //       -s runs/sentiment_elmo_c --include-package allennlp_elmo_c
 //
 // ELMo-C goes through the text field embedder (key 'elmo_c'; BCN refuses the key 'elmo'), not

@@ -5,12 +5,14 @@
 // "fastText only" row).
 //
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
-// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
-// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
-// ConfigurationError naming both sizes.
+// e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
+// and an archive of another size stops at construction with a ConfigurationError naming both
+// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// variables below have none: an unset one stops with a ConfigurationError naming it
+// (docs/environment-variables.md has every variable).
 //
 //   NER_TRAIN_DATA_PATH=eng.train NER_TEST_DATA_PATH=eng.testa GLOVE_50D=glove.6B.50d.txt.gz \
-//   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
+//   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin \
 //   allennlp train downstream_configs/ner_elmo_c.jsonnet -s runs/ner --include-package allennlp_elmo_c
 //
 // All paths are local files (GloVe: download glove.6B.50d yourself); nothing is fetched.
@@ -27,6 +29,8 @@ local context_dim = if use_elmo_c then elmo_c_dim else 300;
     token_indexers: {
       tokens: { type: 'single_id', lowercase_tokens: true },
       token_characters: { type: 'characters', min_padding_length: 3 },
+      // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
+      // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
       elmo: { type: 'fasttext_subwords', model_path: fasttext },
     },
   },

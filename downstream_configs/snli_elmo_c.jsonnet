@@ -7,12 +7,14 @@
 // en_core_web_sm.
 //
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
-// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
-// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
-// ConfigurationError naming both sizes.
+// e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
+// and an archive of another size stops at construction with a ConfigurationError naming both
+// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// variables below have none: an unset one stops with a ConfigurationError naming it
+// (docs/environment-variables.md has every variable).
 //
 //   SNLI_TRAIN=snli_1.0_train.jsonl SNLI_DEV=snli_1.0_dev.jsonl ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz \
-//   ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
+//   ELMO_C_FASTTEXT=cc.en.300.bin \
 //   allennlp train downstream_configs/snli_elmo_c.jsonnet -s runs/snli --include-package allennlp_elmo_c
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
@@ -22,6 +24,8 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
   dataset_reader: {
     type: 'snli',
     tokenizer: { type: 'spacy', language: 'blank:en' },
+    // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
+    // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
     token_indexers: { elmo: { type: 'fasttext_subwords', model_path: fasttext } },
   },
   train_data_path: std.extVar('SNLI_TRAIN'),

@@ -8,12 +8,14 @@
 // only" row).
 //
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
-// e.g. ELMO_C_DIM=256 for the demo's archive; the plugin supplies the default): every layer that
-// reads ELMo-C is sized from it, and an archive of another size stops at construction with a
-// ConfigurationError naming both sizes.
+// e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
+// and an archive of another size stops at construction with a ConfigurationError naming both
+// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// variables below have none: an unset one stops with a ConfigurationError naming it
+// (docs/environment-variables.md has every variable).
 //
 //   SST_TRAIN=train.txt SST_DEV=dev.txt SST_TEST=test.txt GLOVE_840B_300D=glove.840B.300d.txt.gz \
-//   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin ELMO_C_BASELINE=none \
+//   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin \
 //   allennlp train downstream_configs/sst5_elmo_c.jsonnet -s runs/sst5 --include-package allennlp_elmo_c
 //
 // SST files are PTB trees (the sst_tokens reader); all paths are local files.
@@ -27,6 +29,8 @@ local reader(subtrees) = {
   granularity: '5-class',
   token_indexers: {
     tokens: { type: 'single_id' },
+    // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
+    // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
     elmo_c: { type: 'fasttext_subwords', model_path: fasttext },
   },
 };

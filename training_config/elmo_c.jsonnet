@@ -81,7 +81,7 @@ local batch_size = 768;
     // the world size, so this file is unchanged on 1 or 4 GPUs): peak lr 1e-4 x total / 128
     // after 10k warm-up updates, decay from update 0.4 to 2.0 x (400M / total). On 4 GPUs:
     // total 3072, peak 2.4e-3, decay from update 52,083 to 260,416. rnmt_plus never goes
-    // below zero; the paper's formula would for a total batch under 128 (README, rnmt_plus).
+    // below zero; the paper's formula would for a total batch under 128 (training/rnmt_plus.py).
     learning_rate_scheduler: {
       type: 'rnmt_plus',
       warmup_steps: 10000,
@@ -104,7 +104,7 @@ local batch_size = 768;
       { type: 'grad_norm_per_direction', max_norm: 1.0 },
     ],
     // Atomic checkpoint writes; --recover resumes from the newest checkpoint that loads, and
-    // the one before it is kept to fall back to (README, "Long runs").
+    // the one before it is kept to fall back to (docs/pretraining.md, "Long runs").
     checkpointer: { type: 'atomic', save_every_num_seconds: 3600, keep_most_recent_by_count: 2 },
   },
 }

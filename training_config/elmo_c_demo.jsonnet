@@ -1,8 +1,8 @@
 // The ELMo-C recipe of elmo_c.jsonnet shrunk to train on the demo corpus (2.4M tokens of news,
 // `build-demo-data`) with the demo fastText vectors (100-d, `train-fasttext`) on 2 CPU cores in
 // under 10 minutes: cell 256 / projection 128 x 2 layers, one epoch (about 2,000 steps of 64
-// windows). Same reader, embedder, encoder, head, loss, optimizer and schedule; only sizes and
-// step counts differ.
+// windows). Same reader, embedder, encoder, head, loss and optimizer; the rnmt_plus schedule is
+// sized for this run and has no warm-up (below); otherwise only sizes and step counts differ.
 //
 //   ELMO_C_DATA_DIR=data allennlp train training_config/elmo_c_demo.jsonnet -s runs/demo \
 //       --include-package allennlp_elmo_c
@@ -63,8 +63,10 @@ local batch_size = 64;
     num_epochs: 1,
     cuda_device: -1,
     optimizer: { type: 'fused_adam', lr: 2e-3, eps: 1e-6 },  // adam's update, torch's fused kernel
-    // ~2,000 steps (2.58M tokens with boundaries / 20 new tokens a window / 64): warm up, hold,
-    // then decay to half the peak by the end.
+    // ~2,000 steps (2.58M tokens with boundaries / 20 new tokens a window / 64). No warm-up:
+    // with batch_scale 1.0, rnmt_plus's warm-up runs from lr to 1.0 x lr, so the learning rate is
+    // 2e-3 from the first update (warmup_steps changes nothing here), held until update 800,
+    // then decayed to half (1e-3) by update 2,000.
     learning_rate_scheduler: {
       type: 'rnmt_plus',
       warmup_steps: 200,

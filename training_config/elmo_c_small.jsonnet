@@ -1,8 +1,9 @@
-// elmo_c.jsonnet's recipe at the demo's size, for a first run on your own corpus on a CPU (README,
-// "Your own data"): 100-d fastText vectors in and out, cell 256 / projection 128 x 2 layers per
+// elmo_c.jsonnet's recipe at the demo's size, for a first run on your own corpus on a CPU
+// (docs/your-data.md): 100-d fastText vectors in and out, cell 256 / projection 128 x 2 layers per
 // direction (as elmo_c_demo.jsonnet), batches of 64 windows, the RNMT+ schedule sized from the
-// length of the run. Same reader, embedder, encoder, head, loss and optimizer as elmo_c.jsonnet;
-// only sizes, step counts and the device differ.
+// length of the run (without a warm-up, as elmo_c_demo.jsonnet's). Same reader, embedder,
+// encoder, head, loss and optimizer as elmo_c.jsonnet; only sizes, step counts, the schedule and
+// the device differ.
 //
 //   ELMO_C_TRAIN_DATA=corpus/train.txt ELMO_C_VALIDATION_DATA=corpus/validation.txt \
 //   ELMO_C_FASTTEXT=vectors/mine.100d.bin ELMO_C_STEPS=2000 \
@@ -29,8 +30,10 @@ paper {
   trainer+: {
     num_epochs: 1,
     cuda_device: -1,
-    // The demo's peak learning rate; warm up over the first 10% of the run, hold, then decay to
-    // half the peak by its end (the demo's 200 / 800 / 2000 steps).
+    // The demo's learning rate and schedule, sized from ELMO_C_STEPS. No warm-up: with
+    // batch_scale 1.0, rnmt_plus's warm-up runs from lr to 1.0 x lr, so the learning rate is
+    // 2e-3 from the first update (warmup_steps changes nothing here), held for the first 40% of
+    // the run, then decayed to half (1e-3) by its end (the demo's 800 / 2000 steps).
     optimizer: { type: 'fused_adam', lr: 2e-3, eps: 1e-6 },  // adam's update, torch's fused kernel
     learning_rate_scheduler: {
       type: 'rnmt_plus',
