@@ -1,0 +1,440 @@
+"""
+The conversion of a task config (a dict) that uses ELMo into one that uses an ELMo-C archive, as
+`convert-config` describes it: which embedders and indexers are replaced, which of their settings
+are kept or dropped, and which layers are resized. Reading and writing the config files, and the
+command, are in `convert_config.py`.
+"""
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.archive import checked_fasttext, read_archive_config, representation_dim
+from allennlp_elmo_c.commands.config_sizes import (
+    ELMO_C_EMBEDDER,
+    LM_EMBEDDERS,
+    STOCK_ELMO_DIM,
+    stock_elmo_dim,
+    token_embedder_dim,
+)
+from allennlp_elmo_c.commands.describe import downstream_snippet
+
+ELMO_EMBEDDER = "elmo_token_embedder"
+CONVERTED = (ELMO_EMBEDDER, *LM_EMBEDDERS)
+ELMO_INDEXER = "elmo_characters"
+# ELMo variants whose inputs or outputs differ from elmo_token_embedder's.
+UNCONVERTIBLE = {
+    "elmo_token_embedder_multilang": "a multilingual ELMo (one biLM per language)",
+}
+# elmo_token_embedder's settings that elmo_c_token_embedder takes with the same meaning.
+CARRIED = ("dropout", "do_layer_norm", "requires_grad", "projection_dim", "scalar_mix_parameters")
+# ... and those of the language-model embedders.
+LM_CARRIED = ("dropout", "requires_grad")
+DROPPED = {
+    "options_file": "replaced by archive_file",
+    "weight_file": "replaced by archive_file",
+    "vocab_to_cache": "not needed: the biLM reads fastText subwords, not a word cache",
+    "num_output_representations": "BCN's input ELMo is one mix",
+    "keep_sentence_boundaries": "not used by BCN's input ELMo",
+}
+LM_DROPPED = {
+    "archive_file": "the language model's archive; replaced by the ELMo-C archive_file",
+    "bos_eos_tokens": f"no meaning for {ELMO_C_EMBEDDER}: it adds its own sentence boundaries",
+    "remove_bos_eos": f"no meaning for {ELMO_C_EMBEDDER}: it removes its sentence boundaries "
+                      "(keep_sentence_boundaries false)",
+    "vocab_namespace": f"no meaning for {ELMO_C_EMBEDDER}: the biLM reads fastText subwords",
+}  # fmt: skip
+# Keys of the layers that read a text field embedder's output.
+DIM_KEYS = ("input_size", "input_dim", "embedding_dim", "vector_dim", "matrix_dim",
+            "tensor_1_dim", "tensor_2_dim")  # fmt: skip
+BCN_KEY = "elmo_c"  # BCN refuses a token embedder named "elmo"
+
+
+@dataclass
+class Change:
+    """One edit of the config: `path` (as `a.b[0].c`) went from `old` to `new`."""
+
+    path: str
+    old: Any
+    new: Any
+    note: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.path}: {_short(self.old)} -> {_short(self.new)}"
+        return f"{text}  ({self.note})" if self.note else text
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, str) and value.startswith("{"):  # a shape, not a value
+        return value
+    if isinstance(value, dict):
+        return f"{{type: {value['type']}, ...}}" if "type" in value else "{...}"
+    return json.dumps(value)
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def _walk(node: Any, path: str = "") -> Iterator[Tuple[str, Any]]:
+    """Every dict and list in `node` with its path, parents first."""
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _walk(value, _join(path, key))
+    elif isinstance(node, list):
+        yield path, node
+        for index, value in enumerate(node):
+            yield from _walk(value, _join(path, index))
+
+
+@dataclass
+class Conversion:
+    config: Dict[str, Any]
+    changes: List[Change]
+    notes: List[str]
+
+
+class _Converter:
+    def __init__(
+        self,
+        config: Dict[str, Any],
+        archive_file: str,
+        fasttext_path: Optional[str],
+        stock_dim: Optional[int] = None,
+    ):
+        if stock_dim is not None and stock_dim <= 0:
+            raise ConfigurationError(f"--stock-dim must be positive, not {stock_dim}")
+        self.stock_dim = stock_dim
+        self.config = copy.deepcopy(config)
+        self.archive_file = archive_file
+        self.changes: List[Change] = []
+        self.notes: List[str] = []
+        if not Path(archive_file).exists():
+            raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
+        archive_config = read_archive_config(archive_file)
+        self.dim = representation_dim(archive_config)
+        snippet = downstream_snippet(archive_config, archive_file)
+        self.indexer = snippet["token_indexers"]["elmo"]
+        self.embedder = snippet["token_embedders"]["elmo"]
+        if fasttext_path is not None:
+            if self.indexer.get("type") != "fasttext_subwords":
+                raise ConfigurationError(f"{archive_file}: the biLM reads no fastText (--fasttext-path)")
+            checked_fasttext(archive_config, archive_file, fasttext_path)  # the biLM's own .bin?
+            self.indexer = {"type": "fasttext_subwords", "model_path": fasttext_path}
+            self.embedder = {**self.embedder, "fasttext_path": fasttext_path}
+        # old total -> new total of each text field embedder that had ELMo in it
+        self.sizes: Dict[int, Tuple[int, str]] = {}
+        self.elmo_keys: Dict[str, str] = {}  # indexer key in the stock config -> key now
+        self.stock_elmo_dims: List[int] = []  # the output size of each stock ELMo replaced
+
+    def run(self) -> Conversion:
+        model = self.config["model"]
+        for path, node in _walk(self.config):
+            if isinstance(node, dict) and node.get("type") in UNCONVERTIBLE:
+                raise ConfigurationError(
+                    f"cannot convert {path}: {node['type']} is {UNCONVERTIBLE[node['type']]}, not "
+                    f"{ELMO_EMBEDDER}; replace it by hand"
+                )
+        containers = self._elmo_containers()
+        bcn = isinstance(model.get("elmo"), dict)
+        if not containers and not bcn:
+            found = [path for path, node in _walk(self.config)
+                     if isinstance(node, dict) and node.get("type") == ELMO_INDEXER]  # fmt: skip
+            where = f" (only {ELMO_INDEXER} indexers, at {', '.join(found)})" if found else ""
+            raise ConfigurationError(
+                f"the config uses no ELMo: no {ELMO_EMBEDDER} and no model-level elmo{where}"
+            )
+        for path in containers:
+            self._convert_text_field_embedder(path)
+        if bcn:
+            self._convert_bcn()
+        self._convert_indexers()
+        self._resize()
+        return Conversion(self.config, self.changes, self.notes)
+
+    def _elmo_containers(self) -> List[str]:
+        """Paths of the dicts of token embedders that hold an elmo_token_embedder."""
+        containers: List[str] = []
+        for path, node in _walk(self.config["model"], "model"):
+            if not isinstance(node, dict):
+                continue
+            for value in node.values():
+                if isinstance(value, dict) and value.get("type") in CONVERTED:
+                    if path not in containers:
+                        containers.append(path)
+        return containers
+
+    def _get(self, path: str) -> Any:
+        node: Any = self.config
+        for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+            node = node[int(part[1:-1])] if part.startswith("[") else node[part]
+        return node
+
+    def _new_embedder(self, stock: Dict[str, Any], path: str) -> Dict[str, Any]:
+        new = dict(self.embedder)
+        dropped = []
+        lm = stock.get("type") in LM_EMBEDDERS
+        carried, known = (LM_CARRIED, LM_DROPPED) if lm else (CARRIED, DROPPED)
+        for key, value in stock.items():
+            if key == "type":
+                continue
+            if key in carried:
+                new[key] = value
+            elif key in known:
+                dropped.append(f"{key} ({known[key]})")
+            else:
+                dropped.append(f"{key} (no equivalent in {ELMO_C_EMBEDDER})")
+        note = "dropped " + ", ".join(dropped) if dropped else ""
+        self.changes.append(Change(path, stock, new, note))
+        return new
+
+    def _embedders_total(self, embedders: Dict[str, Any], path: str, skip=()) -> int:
+        total = 0
+        for key, params in embedders.items():
+            if key in skip or not isinstance(params, dict):
+                continue
+            dim = token_embedder_dim(params)
+            if dim is None:
+                raise ConfigurationError(
+                    f"cannot convert: the output size of {_join(path, key)} (a "
+                    f"{params.get('type', 'embedding')} token embedder) cannot be told from the "
+                    "config, so the layers that read the text field embedder cannot be resized; "
+                    "convert this config by hand"
+                )
+            total += dim
+        return total
+
+    def _convert_text_field_embedder(self, path: str) -> None:
+        container = self._get(path)
+        if not path.endswith(("text_field_embedder", ".token_embedders")):
+            raise ConfigurationError(
+                f"cannot convert the {ELMO_EMBEDDER} in {path}: it is not in a text field "
+                "embedder's token_embedders; replace it by hand"
+            )
+        if not path.endswith(".token_embedders"):  # AllenNLP < 1.0: the embedders directly in the text field embedder
+            embedders = {key: value for key, value in container.items()
+                         if isinstance(value, dict) and key != "embedder_to_indexer_map"}  # fmt: skip
+            for key in embedders:
+                del container[key]
+            container["token_embedders"] = embedders
+            self.changes.append(Change(path, "{<embedders>}", "{token_embedders: {<embedders>}}",
+                                       "AllenNLP 2 nests token embedders"))  # fmt: skip
+            path = _join(path, "token_embedders")
+            container = embedders
+        elmo = [key for key, value in container.items()
+                if isinstance(value, dict) and value.get("type") in CONVERTED]  # fmt: skip
+        others = self._embedders_total(container, path, skip=elmo)
+        old_total = new_total = others
+        for key in elmo:
+            stock = container[key]
+            stock_dim = stock_elmo_dim(stock, _join(path, key), self.notes, self.stock_dim)
+            self.stock_elmo_dims.append(stock_dim)
+            old_total += stock_dim
+            container[key] = self._new_embedder(stock, _join(path, key))
+            new_total += token_embedder_dim(container[key])  # type: ignore[operator]
+            self.elmo_keys[key] = key
+        self._add_size(old_total, new_total, path)
+
+    def _convert_bcn(self) -> None:
+        model = self.config["model"]
+        elmo = model["elmo"]
+        if model.get("type") != "bcn":
+            raise ConfigurationError(
+                f"cannot convert model.elmo: a model-level ELMo module is converted only for BCN "
+                f"(this model is {model.get('type')!r}); replace it by hand"
+            )
+        if model.get("use_integrator_output_elmo"):
+            raise ConfigurationError(
+                "cannot convert model.elmo: use_integrator_output_elmo = true (BCN's integrator "
+                f"output ELMo) needs an allennlp Elmo module, which {ELMO_C_EMBEDDER} cannot "
+                "replace; set it false (and num_output_representations to 1) first"
+            )
+        if not model.get("use_input_elmo"):
+            raise ConfigurationError("cannot convert model.elmo: BCN uses it nowhere (use_input_elmo is false)")
+        embedders = model.get("text_field_embedder", {}).get("token_embedders")
+        if not isinstance(embedders, dict):
+            raise ConfigurationError("cannot convert the BCN: its text_field_embedder has no token_embedders")
+        path = "model.text_field_embedder.token_embedders"
+        if BCN_KEY in embedders:
+            raise ConfigurationError(f"cannot convert the BCN: {_join(path, BCN_KEY)} exists already")
+        others = self._embedders_total(embedders, path)
+        stock_dim = stock_elmo_dim(elmo, "model.elmo", self.notes, self.stock_dim)
+        self.stock_elmo_dims.append(stock_dim)
+        old_total = others + stock_dim
+        if int(elmo.get("num_output_representations", 1)) != 1:
+            raise ConfigurationError("cannot convert model.elmo: BCN's input ELMo is one mix (num_output_representations 1)")
+        del model["elmo"]
+        self.changes.append(Change("model.elmo", elmo, None, f"moved to {_join(path, BCN_KEY)}"))
+        for flag in ("use_input_elmo", "use_integrator_output_elmo"):
+            if flag in model:
+                self.changes.append(Change(_join("model", flag), model.pop(flag), None,
+                                           "ELMo-C is in the text field embedder"))  # fmt: skip
+        embedders[BCN_KEY] = self._new_embedder(elmo, _join(path, BCN_KEY))
+        self.elmo_keys["elmo"] = BCN_KEY
+        self._add_size(old_total, others + token_embedder_dim(embedders[BCN_KEY]), path)  # type: ignore[operator]
+
+    def _add_size(self, old: int, new: int, path: str) -> None:
+        extras = {0: ""}
+        model = self.config["model"]
+        if isinstance(model.get("binary_feature_dim"), int):  # SRL's verb indicator
+            extras[model["binary_feature_dim"]] = "binary_feature_dim"
+        pos = model.get("pos_tag_embedding")
+        if isinstance(pos, dict) and isinstance(pos.get("embedding_dim"), int):  # parsers
+            extras[pos["embedding_dim"]] = "pos_tag_embedding"
+        markers, answers = model.get("marker_embedding_dim"), model.get("num_context_answers")
+        if isinstance(markers, int) and isinstance(answers, int) and markers * answers:  # dialog QA
+            extras[markers * answers] = f"num_context_answers {answers} x marker_embedding_dim {markers}"
+        for extra, name in extras.items():
+            known = self.sizes.get(old + extra)
+            if known is not None and known[0] != new + extra:
+                raise ConfigurationError(
+                    f"cannot convert: layers of input size {old + extra} may read {known[1]} or "
+                    f"{path}, which change to different sizes; convert this config by hand"
+                )
+            note = f"reads {path} ({old} -> {new})" + (f" + {name} {extra}" if extra else "")
+            self.sizes[old + extra] = (new + extra, note)
+
+    def _convert_indexers(self) -> None:
+        found = set()
+        for path, node in list(_walk(self.config)):
+            if not (path == "token_indexers" or path.endswith(".token_indexers")):
+                continue
+            if not isinstance(node, dict):
+                continue
+            for key in list(node):
+                value = node[key]
+                if key not in self.elmo_keys:
+                    if isinstance(value, dict) and value.get("type") == ELMO_INDEXER:
+                        raise ConfigurationError(
+                            f"cannot convert {_join(path, key)}: an {ELMO_INDEXER} indexer under "
+                            f"a key no {ELMO_EMBEDDER} reads ({sorted(self.elmo_keys) or 'none'})"
+                        )
+                    continue
+                new_key = self.elmo_keys[key]
+                new = dict(self.indexer)
+                dropped = []
+                for setting, setting_value in (value.items() if isinstance(value, dict) else ()):
+                    if setting == "token_min_padding_length":
+                        new[setting] = setting_value
+                    elif setting != "type":
+                        dropped.append(setting)
+                note = f"dropped {', '.join(dropped)}" if dropped else ""
+                if new_key != key:
+                    del node[key]
+                    note = "; ".join(filter(None, [f"BCN refuses the key {key!r}", note]))
+                    self.changes.append(Change(_join(path, key), value, None, f"moved to {_join(path, new_key)}"))
+                node[new_key] = new
+                self.changes.append(Change(_join(path, new_key), value if new_key == key else None, new, note))
+                found.add(key)
+        for key in set(self.elmo_keys) - found:
+            raise ConfigurationError(
+                f"cannot convert: no reader has a token indexer {key!r} for the ELMo embedder "
+                f"{key!r} (its {ELMO_INDEXER} indexer)"
+            )
+
+    def _resize(self) -> None:
+        """
+        Resizes every size key (`DIM_KEYS`) of the model whose value is an old text field
+        embedder size (`self.sizes`: alone or plus a known extra feature), or a multiple of one
+        (2 to 4 x: decomposable attention's compare layer reads the embeddings twice,
+        concatenated). A size key left as it was that is at least the stock ELMo's size may
+        still include it: it is named in a note with the reason, never left silently.
+        """
+        mapping = {old: new for old, (new, _) in self.sizes.items() if old != new}
+        if not mapping:
+            return
+        skip = ("text_field_embedder", "pos_tag_embedding")
+        resized = False
+        kept: List[Tuple[str, int]] = []
+
+        def resize(value: int) -> Optional[Tuple[int, str]]:
+            if value in mapping:
+                return mapping[value], self.sizes[value][1]
+            for times in (2, 3, 4):
+                if value % times == 0 and value // times in mapping:
+                    old = value // times
+                    return times * mapping[old], f"{times} x ({self.sizes[old][1]}), e.g. a layer " \
+                        "that reads the embeddings concatenated with their attended summary"
+            return None
+
+        def visit(node: Any, path: str) -> None:
+            nonlocal resized
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    child = _join(path, key)
+                    if key in skip or (isinstance(value, dict) and value.get("type") == ELMO_C_EMBEDDER):
+                        continue
+                    if key in DIM_KEYS and isinstance(value, int) and not isinstance(value, bool):
+                        new = resize(value)
+                        if new is None:
+                            kept.append((child, value))
+                            continue
+                        node[key] = new[0]
+                        self.changes.append(Change(child, value, node[key], new[1]))
+                        resized = True
+                    else:
+                        visit(value, child)
+            elif isinstance(node, list):
+                for index, value in enumerate(node):
+                    visit(value, _join(path, index))
+
+        visit(self.config["model"], "model")
+        smallest_elmo = min(self.stock_elmo_dims, default=STOCK_ELMO_DIM)
+        outputs = _layer_output_sizes(self.config["model"])
+        for path, value in kept:
+            explained = any(value % size == 0 and value // size <= 8 for size in outputs)
+            if value >= smallest_elmo and not explained:
+                olds = ", ".join(str(old) for old in sorted(mapping))
+                self.notes.append(
+                    f"undecided: {path} = {value} was left as it was: it is at least the stock "
+                    f"ELMo's size ({smallest_elmo}) but neither a text field embedder size that "
+                    f"changed ({olds}), nor one plus a known extra feature, nor a multiple of one "
+                    "or of another layer's output; if it includes ELMo's output, resize it by hand"
+                )
+        if not resized:
+            sizes = ", ".join(f"{old} -> {new}" for old, new in sorted(mapping.items()))
+            self.notes.append(
+                f"no {'/'.join(DIM_KEYS[:2])}-like key had the old text field embedder size ({sizes}): "
+                "if a layer of this model is sized by hand for it, resize it"
+            )
+
+
+def _layer_output_sizes(model: Dict[str, Any]) -> List[int]:
+    """The output sizes of the model's recurrent encoders (`hidden_size`, doubled when
+    bidirectional) and feedforwards (their last `hidden_dims`): a size key that is a small
+    multiple of one (ESIM's 4 x 600, BCN's 3 x 600) reads those, not the embeddings."""
+    sizes = set()
+    for _, node in _walk(model, "model"):
+        if not isinstance(node, dict):
+            continue
+        hidden = node.get("hidden_size")
+        if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0:
+            sizes.add(hidden * (2 if node.get("bidirectional") else 1))
+        dims = node.get("hidden_dims")
+        last = dims[-1] if isinstance(dims, list) and dims else dims
+        if isinstance(last, int) and not isinstance(last, bool) and last > 0:
+            sizes.add(last)
+    return sorted(sizes)
+
+
+def convert_config(
+    config: Dict[str, Any],
+    archive_file: str,
+    fasttext_path: Optional[str] = None,
+    stock_dim: Optional[int] = None,
+) -> Conversion:
+    """`config` (a stock task config using ELMo, as a dict) converted to use the ELMo-C archive
+    `archive_file`; `fasttext_path`, if given, replaces the archive's recorded fastText `.bin`
+    (indexer `model_path`, embedder `fasttext_path`); `stock_dim`, if given, is the output size
+    of the stock ELMo / language-model embedders where their config does not tell it."""
+    return _Converter(config, archive_file, fasttext_path, stock_dim).run()
