@@ -1,5 +1,5 @@
 import logging
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -59,20 +59,17 @@ class BiLmEncoder(Seq2SeqEncoder):
 class _DirectionStack(torch.nn.Module):
     """
     One direction: input projection + LayerNorm (LayerNorm alone where the input already has the
-    projection's size, as in the paper's code), then the LSTM layers (residual from the 2nd).
+    projection's size, as in the paper's code), then `num_layers` LSTM layers, each made by
+    `make_layer` (residual from the 2nd).
     """
 
     def __init__(
         self,
         input_size: int,
         projection_size: int,
-        cell_size: int,
         num_layers: int,
-        cell_clip: Optional[float],
-        projection_clip: Optional[float],
-        recurrent_dropout: float,
+        make_layer: Callable[[], ProjectedLstmLayer],
         residual: bool,
-        recurrence_norm: str,
     ) -> None:
         super().__init__()
         self.residual = residual
@@ -82,18 +79,7 @@ class _DirectionStack(torch.nn.Module):
             torch.nn.Linear(input_size, projection_size) if input_size != projection_size else None
         )
         self.input_norm = torch.nn.LayerNorm(projection_size)
-        self.layers = torch.nn.ModuleList(
-            ProjectedLstmLayer(
-                projection_size,
-                cell_size,
-                projection_size,
-                cell_clip=cell_clip,
-                projection_clip=projection_clip,
-                recurrent_dropout=recurrent_dropout,
-                recurrence_norm=recurrence_norm,
-            )
-            for _ in range(num_layers)
-        )
+        self.layers = torch.nn.ModuleList(make_layer() for _ in range(num_layers))
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
         # Weights that have an input projection where the sizes are equal (archives written
@@ -212,19 +198,21 @@ class ElmoLstmEncoder(BiLmEncoder):
         self.return_all_layers = return_all_layers
         self._keep_states = stateful
         self._states: Optional[Dict[str, List[State]]] = None
+
+        def layer() -> ProjectedLstmLayer:
+            return ProjectedLstmLayer(
+                projection_size,
+                cell_size,
+                projection_size,
+                cell_clip=cell_clip,
+                projection_clip=projection_clip,
+                recurrent_dropout=recurrent_dropout,
+                recurrence_norm=recurrence_norm,
+            )
+
         self.stacks = torch.nn.ModuleDict(
             {
-                direction: _DirectionStack(
-                    input_size,
-                    projection_size,
-                    cell_size,
-                    num_layers,
-                    cell_clip,
-                    projection_clip,
-                    recurrent_dropout,
-                    residual,
-                    recurrence_norm,
-                )
+                direction: _DirectionStack(input_size, projection_size, num_layers, layer, residual)
                 for direction in DIRECTIONS
             }
         )
