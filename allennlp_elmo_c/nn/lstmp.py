@@ -26,14 +26,15 @@ Without LayerNorm, clips and dropout it is exactly what `torch.lstm` computes wi
 `[w_ih, w_hh, b, 0, w_hr]`; the tests compare values and gradients against `torch.lstm`, against
 the reference loop, and with gradcheck.
 
-On a GPU the per-step loops are replayed from captured CUDA graphs (`cuda_graphs`), and for
-float32 the pointwise work of each step runs in a few fused Triton kernels
-(`allennlp_elmo_c.nn.lstmp_triton`, when triton is importable; `ELMO_C_TRITON=0` runs the torch
-ops instead). On CPU the same pointwise groups run in C (`allennlp_elmo_c.nn.lstmp_cpu`, when
-built), the forward ones rounding exactly as the torch ops below (the reference's, bit for bit)
-do; see `pointwise_kernels`. The float32 matrix products of both passes on CPU run through oneDNN
-(`allennlp_elmo_c.nn.products`): equal to the reference's up to float32 rounding, as judged
-against float64.
+One loop per pass runs the steps; each step's pointwise work is a few calls into a kernel
+module picked by `pointwise_kernels`: fused Triton kernels on a GPU
+(`allennlp_elmo_c.nn.lstmp_triton`), C on CPU (`allennlp_elmo_c.nn.lstmp_cpu`, its forward
+rounding exactly as the torch ops), or the same functions as torch ops
+(`allennlp_elmo_c.nn.lstmp_torch`: float64, or those switched off). On a GPU the loops are
+replayed from captured CUDA graphs (`cuda_graphs`). The float32 matrix products of both passes
+on CPU run through oneDNN (`allennlp_elmo_c.nn.products`): equal to the reference's up to
+float32 rounding, as judged against float64. On CPU the buffers come from a pool
+(`allennlp_elmo_c.nn.buffer_pool`) rather than fresh pages every step.
 """
 
 import contextlib
@@ -46,39 +47,43 @@ from typing import List, Optional, Tuple
 
 import torch
 
-from allennlp_elmo_c.nn import cuda_graphs
+from allennlp_elmo_c.nn import cuda_graphs, lstmp_torch
+from allennlp_elmo_c.nn.buffer_pool import POOL
 from allennlp_elmo_c.nn.products import Products
 from allennlp_elmo_c.nn.permutation import permute
 
 logger = logging.getLogger(__name__)
 
 
-def pointwise_kernels(tensor: torch.Tensor, stage: str = "forward") -> Optional[ModuleType]:
+def pointwise_kernels(tensor: torch.Tensor, stage: str = "forward") -> ModuleType:
     """
-    The module whose kernels run the per-step pointwise work of `stage` ("forward" or
-    "backward") on `tensor`'s device and dtype (float32 only), None where the torch ops do:
-    - on a GPU, `allennlp_elmo_c.nn.lstmp_triton` (triton importable, `ELMO_C_TRITON` not "0");
-    - on CPU, `allennlp_elmo_c.nn.lstmp_cpu` (its C extension built by `setup.py`;
+    The module whose five functions run the per-step pointwise work of `stage` ("forward" or
+    "backward") on `tensor`'s device and dtype:
+    - on a GPU, for float32, `allennlp_elmo_c.nn.lstmp_triton` (triton importable,
+      `ELMO_C_TRITON` not "0");
+    - on CPU, for float32, `allennlp_elmo_c.nn.lstmp_cpu` (its C extension built by `setup.py`;
       `ELMO_C_CPU_KERNELS=0` switches it off). Its forward kernels round exactly as the torch
       ops do (torch's own sigmoid, tanh and LayerNorm arithmetic); where that cannot be
       reproduced on the machine (`lstmp_cpu.FORWARD_AS_TORCH`), the forward steps run as torch
-      ops and only the backward ones, which multiply and add saved activations, in C.
+      ops and only the backward ones, which multiply and add saved activations, in C;
+    - elsewhere `allennlp_elmo_c.nn.lstmp_torch`, the same functions as torch ops.
     """
-    if tensor.dtype != torch.float32:
-        return None
-    if tensor.device.type == "cuda":
-        if os.environ.get("ELMO_C_TRITON", "1") == "0":
-            return None
-        try:
-            from allennlp_elmo_c.nn import lstmp_triton
-        except ImportError:
-            return None
-        return lstmp_triton
-    if tensor.device.type == "cpu" and os.environ.get("ELMO_C_CPU_KERNELS", "1") != "0":
+    if tensor.dtype == torch.float32 and tensor.device.type == "cuda":
+        if os.environ.get("ELMO_C_TRITON", "1") != "0":
+            try:
+                from allennlp_elmo_c.nn import lstmp_triton
+            except ImportError:
+                return lstmp_torch
+            return lstmp_triton
+    if (
+        tensor.dtype == torch.float32
+        and tensor.device.type == "cpu"
+        and os.environ.get("ELMO_C_CPU_KERNELS", "1") != "0"
+    ):
         kernels = _cpu_kernels()
         if kernels is not None and (stage == "backward" or kernels.FORWARD_AS_TORCH):
             return kernels
-    return None
+    return lstmp_torch
 
 
 @functools.lru_cache(maxsize=None)
@@ -95,15 +100,10 @@ def _cpu_kernels() -> Optional[ModuleType]:
     return lstmp_cpu
 
 
-def _clip_keep(raw: torch.Tensor, clip: Optional[float]) -> Optional[torch.Tensor]:
-    # Where torch.clamp lets the gradient through (bounds inclusive).
-    return None if clip is None else (raw >= -clip) & (raw <= clip)
-
-
-def _empty_after(like: torch.Tensor, written: int, shape: Tuple[int, ...]) -> torch.Tensor:
-    # A buffer whose first `written` steps (dimension 0) are all written by a loop: only the
-    # rest is zeroed (at small sizes, filling whole buffers costs a few % of a step).
-    buffer = like.new_empty(shape)
+def _empty_after(like: torch.Tensor, written: int, shape: Tuple[int, ...], dtype=None):
+    # A pooled buffer whose first `written` steps (dimension 0) are all written by a loop: only
+    # the rest is zeroed (at small sizes, filling whole buffers costs a few % of a step).
+    buffer = POOL.empty(shape, like, dtype)
     buffer[written:] = 0
     return buffer
 
@@ -118,8 +118,9 @@ def _forward_buffers(
     steps: int,
 ) -> Tuple[Optional[torch.Tensor], ...]:
     # What the forward steps write: c_t and h_t (initial state first), tanh(c_t), p_t, the
-    # LayerNorm's statistics, the clips' masks. Every row of the first `steps` steps is
-    # written; the steps after them (all rows shorter than the batch) are zero.
+    # LayerNorm's statistics, the clips' masks (all true where no clip runs). Every row of the
+    # first `steps` steps is written; the steps after them (all rows shorter than the batch)
+    # are zero.
     timesteps, batch, _ = gates.shape
     cells = _empty_after(gates, steps + 1, (timesteps + 1, batch, cell_size))
     hiddens = _empty_after(gates, steps + 1, (timesteps + 1, batch, projection_size))
@@ -127,74 +128,14 @@ def _forward_buffers(
     projected = _empty_after(gates, steps, (timesteps, batch, projection_size))
     means = _empty_after(gates, steps, (timesteps, batch, 1)) if normalise else None
     rstds = _empty_after(gates, steps, (timesteps, batch, 1)) if normalise else None
-    cell_keep = gates.new_ones(timesteps, batch, cell_size, dtype=torch.bool)
-    projection_keep = gates.new_ones(timesteps, batch, projection_size, dtype=torch.bool)
+    cell_keep = POOL.empty((timesteps, batch, cell_size), gates, torch.bool).fill_(True)
+    projection_keep = POOL.empty((timesteps, batch, projection_size), gates, torch.bool)
+    projection_keep.fill_(True)
     cells[0], hiddens[0] = c0, h0
     return cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
 
 
 def _forward_steps(
-    gates: torch.Tensor,
-    h0: torch.Tensor,
-    c0: torch.Tensor,
-    w_hh: torch.Tensor,
-    w_hr: torch.Tensor,
-    norm_weight: Optional[torch.Tensor],
-    norm_bias: Optional[torch.Tensor],
-    dropout: Optional[torch.Tensor],
-    steps: int,
-    norm_eps: float,
-    cell_clip: Optional[float],
-    projection_clip: Optional[float],
-) -> Tuple[Optional[torch.Tensor], ...]:
-    """
-    The recurrence over `steps` steps. `gates` `(timesteps, batch, 4 * cell)` holds W_ih x + b
-    and is overwritten step by step with the activations; returns it with the other buffers the
-    backward pass reads: c_t and h_t (initial state first), tanh(c_t), p_t (clipped), the
-    LayerNorm's means and reciprocal standard deviations, and where each clip let values through.
-    """
-    cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
-    normalise = norm_weight is not None
-    buffers = _forward_buffers(gates, h0, c0, cell_size, projection_size, normalise, steps)
-    cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep = buffers
-    # Every step runs on all rows, as the reference loop does: a row past its length computes
-    # values nobody reads (its state is taken at its length, its outputs are zeroed, its
-    # gradients are zero), and the matrix products keep the same shapes as the reference's, so
-    # float32 results match it bit for bit on ragged batches too (BLAS kernels round differently
-    # for different row counts).
-    for t in range(steps):
-        step_gates = gates[t]
-        step_gates.addmm_(hiddens[t], w_hh.t())
-        torch.sigmoid_(step_gates[:, : 2 * cell_size])
-        torch.tanh_(step_gates[:, 2 * cell_size : 3 * cell_size])
-        torch.sigmoid_(step_gates[:, 3 * cell_size :])
-        i, f, g, o = step_gates.chunk(4, dim=1)
-        cell = f * cells[t] + i * g
-        if cell_clip is not None:
-            torch.logical_and(cell >= -cell_clip, cell <= cell_clip, out=cell_keep[t])
-            cell.clamp_(-cell_clip, cell_clip)
-        cells[t + 1] = cell
-        tanh_cell = torch.tanh(cell, out=tanh_cells[t])
-        projection = torch.mm(o * tanh_cell, w_hr.t(), out=projected[t])
-        if projection_clip is not None:
-            torch.logical_and(
-                projection >= -projection_clip,
-                projection <= projection_clip,
-                out=projection_keep[t],
-            )
-            projection.clamp_(-projection_clip, projection_clip)
-        if normalise:
-            hidden, mean, rstd = torch.native_layer_norm(
-                projection, (projection_size,), norm_weight, norm_bias, norm_eps
-            )
-            means[t], rstds[t] = mean, rstd
-        else:
-            hidden = projection
-        hiddens[t + 1] = hidden if dropout is None else hidden * dropout
-    return gates, cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
-
-
-def _forward_steps_fused(
     kernels: ModuleType,
     gates: torch.Tensor,
     h0: torch.Tensor,
@@ -210,8 +151,15 @@ def _forward_steps_fused(
     projection_clip: Optional[float],
 ) -> Tuple[Optional[torch.Tensor], ...]:
     """
-    `_forward_steps` with each step's pointwise work in two of `kernels`' (`lstmp_triton`)
-    fused kernels: the same buffers, the same values up to float32 rounding.
+    The recurrence over `steps` steps, each step's pointwise work in two of `kernels`' functions
+    (see `pointwise_kernels`). `gates` `(timesteps, batch, 4 * cell)` holds W_ih x + b and is
+    overwritten step by step with the activations; returns it with the other buffers the
+    backward pass reads: c_t and h_t (initial state first), tanh(c_t), p_t (clipped), the
+    LayerNorm's means and reciprocal standard deviations, and where each clip let values through.
+
+    Every step runs on all rows, as the reference loop does: a row past its length computes
+    values nobody reads (its state is taken at its length, its outputs are zeroed, its gradients
+    are zero), and each step's products keep one shape.
     """
     _, batch, _ = gates.shape
     cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
@@ -219,7 +167,7 @@ def _forward_steps_fused(
         gates, h0, c0, cell_size, projection_size, norm_weight is not None, steps
     )
     cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep = buffers
-    memory = gates.new_empty(batch, cell_size)  # o * tanh(c_t), the input of W_hr
+    memory = POOL.empty((batch, cell_size), gates)  # o * tanh(c_t), the input of W_hr
     products = Products(gates)  # oneDNN on CPU (float32, outside grad mode), else torch.mm
     w_hh, w_hr = products.weight(w_hh), products.weight(w_hr)
     for t in range(steps):
@@ -235,40 +183,8 @@ def _forward_steps_fused(
     return gates, cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
 
 
-def _gate_gradients(
-    dc: torch.Tensor,
-    dm: torch.Tensor,
-    gates: torch.Tensor,
-    cells: torch.Tensor,
-    tanh_cell: torch.Tensor,
-    out: torch.Tensor,
-) -> None:
-    # dL/d(pre-activation gates) of one step into `out` (rows, 4 * cell).
-    i, f, g, o = gates.chunk(4, dim=1)
-    di, df, dg, do = out.chunk(4, dim=1)
-    torch.mul(dc * g, i * (1 - i), out=di)
-    torch.mul(dc * cells, f * (1 - f), out=df)
-    torch.mul(dc * i, 1 - g * g, out=dg)
-    torch.mul(dm * tanh_cell, o * (1 - o), out=do)
-
-
-def _backward_buffers(
-    gates: torch.Tensor, projection_size: int, steps: int, every_row: bool
-) -> Tuple[torch.Tensor, ...]:
-    """dL/d(gates) `(timesteps, batch, 4 * cell)`, dL/dn_t and dL/dp_t `(timesteps, batch,
-    projection)`, zero where the loop writes nothing, so that steps and rows that never run keep
-    a zero gradient: the steps after `steps`, and (unless the loop writes `every_row` of each
-    step, zeros for the rows not running) the rows past their length."""
-    timesteps, batch, four_cells = gates.shape
-    written = steps if every_row else 0
-    return (
-        _empty_after(gates, written, (timesteps, batch, four_cells)),
-        _empty_after(gates, written, (timesteps, batch, projection_size)),
-        _empty_after(gates, written, (timesteps, batch, projection_size)),
-    )
-
-
 def _backward_steps(
+    kernels: ModuleType,
     grad_outputs: torch.Tensor,
     dh_carry: torch.Tensor,
     dc_carry: torch.Tensor,
@@ -291,110 +207,44 @@ def _backward_steps(
     clips: Tuple[bool, bool],
 ) -> Tuple[torch.Tensor, ...]:
     """
-    Backpropagation through the `steps` steps. `dh_carry` and `dc_carry` `(batch, *)` start as
-    the gradients of the final states and are updated in place. With `batch_sizes`, step t
-    works on the rows still running (`[:batch_sizes[t]]`); with `running` `(timesteps, batch,
-    1)` instead, every step works on all rows and keeps the results of the running ones (the
-    same values, in shapes that do not change from batch to batch: what a captured CUDA graph
-    needs). Returns dL/d(gates), dL/dn_t (the state before its dropout) and dL/dp_t (zeros where
-    nothing ran) and the carries.
+    Backpropagation through the `steps` steps, each step's pointwise work in three of `kernels`'
+    functions. `dh_carry` and `dc_carry` `(batch, *)` start as the gradients of the final states
+    and are updated in place. With `running` `(timesteps, batch, 1)`, every step works on all
+    rows and keeps the results of the running ones (shapes that do not change from batch to
+    batch: what a captured CUDA graph needs); with `batch_sizes` instead (`lstmp_torch` only),
+    step t works on the rows still running (`[:batch_sizes[t]]`). Rows of a product are
+    independent, so both give the running rows the same values. Returns dL/d(gates), dL/dn_t
+    (the state before its dropout) and dL/dp_t (zeros where nothing ran) and the carries.
     """
     _, batch, four_cells = gates.shape
     projection_size = w_hr.size(0)
-    shape = (projection_size,)
     clip_cell, clip_projection = clips
-    grad_gates, grad_hiddens, grad_projected = _backward_buffers(
-        gates, projection_size, steps, every_row=running is not None
+    grad_gates, grad_hiddens, grad_projected = (
+        # Zero where the loop writes nothing: the steps after `steps`, and, unless every row of
+        # each step is written, the rows past their length.
+        _empty_after(gates, steps if batch_sizes is None else 0, (*gates.shape[:2], size))
+        for size in (four_cells, projection_size, projection_size)
     )
+    dm = POOL.empty((batch, four_cells // 4), gates)  # dL/dm_t
+    dr = POOL.empty((batch, projection_size), gates)  # dL/dh_{t-1} through W_hh
     products = Products(gates)
     w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
     for t in range(steps - 1, -1, -1):
         n = batch if batch_sizes is None else batch_sizes[t]
-        dh = dh_carry[:n] + grad_outputs[t, :n]  # dL/dh_t
-        if dropout is not None:
-            dh = dh * dropout[:n]  # dL/dn_t, the state before its dropout
-        if norm_weight is not None:
-            dp, _, _ = torch.ops.aten.native_layer_norm_backward(
-                dh, projected[t, :n], shape, means[t, :n], rstds[t, :n], norm_weight, norm_bias,
-                [True, False, False],
-            )  # fmt: skip
-        else:
-            dp = dh
-        if clip_projection:
-            dp = dp * projection_keep[t, :n]
-        f = gates[t, :n, four_cells // 4 : four_cells // 2]
-        tanh_cell = tanh_cells[t, :n]
-        dm = products.linear(dp, w_hr_t)
-        dc = torch.addcmul(dc_carry[:n], dm * gates[t, :n, 3 * four_cells // 4 :],
-                           1 - tanh_cell * tanh_cell)  # fmt: skip
-        if clip_cell:
-            dc = dc * cell_keep[t, :n]
-        _gate_gradients(dc, dm, gates[t, :n], cells[t, :n], tanh_cell, grad_gates[t, :n])
-        if running is not None:
-            keep = running[t]
-            grad_gates[t] = torch.where(keep, grad_gates[t], 0.0)
-            dp, dh = torch.where(keep, dp, 0.0), torch.where(keep, dh, 0.0)
-        grad_hiddens[t, :n], grad_projected[t, :n] = dh, dp
-        dr = products.linear(grad_gates[t, :n], w_hh_t)
-        if running is None:
-            dh_carry[:n], dc_carry[:n] = dr, dc * f
-        else:
-            dh_carry.copy_(torch.where(keep, dr, dh_carry))
-            dc_carry.copy_(torch.where(keep, dc * f, dc_carry))
-    return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry
-
-
-def _backward_steps_fused(
-    kernels: ModuleType,
-    grad_outputs: torch.Tensor,
-    dh_carry: torch.Tensor,
-    dc_carry: torch.Tensor,
-    running: torch.Tensor,
-    gates: torch.Tensor,
-    cells: torch.Tensor,
-    tanh_cells: torch.Tensor,
-    projected: torch.Tensor,
-    means: Optional[torch.Tensor],
-    rstds: Optional[torch.Tensor],
-    cell_keep: torch.Tensor,
-    projection_keep: torch.Tensor,
-    w_hh: torch.Tensor,
-    w_hr: torch.Tensor,
-    norm_weight: Optional[torch.Tensor],
-    norm_bias: Optional[torch.Tensor],
-    dropout: Optional[torch.Tensor],
-    batch_sizes: None,
-    steps: int,
-    clips: Tuple[bool, bool],
-) -> Tuple[torch.Tensor, ...]:
-    """
-    `_backward_steps` in its `running` mode (every row each step) with each step's pointwise
-    work in three of `kernels`' (`lstmp_triton`) fused kernels. `grad_projected[t]` (zero where
-    a row does not run) feeds W_hr's product: rows of a product are independent, so the running
-    rows get what `_backward_steps` computes.
-    """
-    _, batch, four_cells = gates.shape
-    projection_size = w_hr.size(0)
-    clip_cell, clip_projection = clips
-    grad_gates, grad_hiddens, grad_projected = _backward_buffers(
-        gates, projection_size, steps, every_row=True
-    )
-    dm = gates.new_empty(batch, four_cells // 4)
-    dr = gates.new_empty(batch, projection_size)
-    products = Products(gates)
-    w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
-    for t in range(steps - 1, -1, -1):
+        keep = None if running is None else running[t]
         kernels.projection_backward(
-            dh_carry, grad_outputs[t], projected[t], None if means is None else means[t],
-            None if rstds is None else rstds[t], norm_weight,
-            projection_keep[t] if clip_projection else None, dropout, running[t],
-            grad_hiddens[t], grad_projected[t],
+            dh_carry[:n], grad_outputs[t, :n], projected[t, :n],
+            None if means is None else means[t, :n], None if rstds is None else rstds[t, :n],
+            norm_weight, projection_keep[t, :n] if clip_projection else None,
+            None if dropout is None else dropout[:n], keep, grad_hiddens[t, :n],
+            grad_projected[t, :n],
         )  # fmt: skip
-        dm = products.linear(grad_projected[t], w_hr_t, out=dm)
-        kernels.gate_backward(dm, dc_carry, gates[t], cells[t], tanh_cells[t],
-                              cell_keep[t] if clip_cell else None, running[t], grad_gates[t])  # fmt: skip
-        dr = products.linear(grad_gates[t], w_hh_t, out=dr)
-        kernels.carry_backward(dr, running[t], dh_carry)
+        products.linear(grad_projected[t, :n], w_hr_t, out=dm[:n])
+        kernels.gate_backward(dm[:n], dc_carry[:n], gates[t, :n], cells[t, :n],
+                              tanh_cells[t, :n], cell_keep[t, :n] if clip_cell else None, keep,
+                              grad_gates[t, :n])  # fmt: skip
+        products.linear(grad_gates[t, :n], w_hh_t, out=dr[:n])
+        kernels.carry_backward(dr[:n], keep, dh_carry[:n])
     return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry
 
 
@@ -423,18 +273,18 @@ class _LstmpFunction(torch.autograd.Function):
         batch, timesteps, _ = inputs.shape
         steps = sum(1 for n in batch_sizes if n > 0)
         # (timesteps, batch, 4 * cell): W_ih x + b, overwritten step by step by the activations.
-        gates = torch.addmm(bias, inputs.transpose(0, 1).reshape(-1, inputs.size(2)), w_ih.t())
-        gates = gates.view(timesteps, batch, -1)
+        gates = POOL.empty((timesteps, batch, w_ih.size(0)), inputs)
+        torch.addmm(bias, inputs.transpose(0, 1).reshape(-1, inputs.size(2)), w_ih.t(),
+                    out=gates.view(timesteps * batch, -1))  # fmt: skip
         tensors = (gates, h0, c0, w_hh, w_hr, norm_weight, norm_bias, dropout)
         settings = (steps, norm_eps, cell_clip, projection_clip)
         kernels = pointwise_kernels(inputs)
-        if kernels is None:
-            loop, name = _forward_steps, "lstmp forward"
-        else:
-            loop, name = partial(_forward_steps_fused, kernels), "lstmp forward (triton)"
+        loop = partial(_forward_steps, kernels)
         if cuda_graphs.enabled(inputs.device):
             static = cuda_graphs.replay(
-                (name, *settings), lambda *tensors: loop(*tensors, *settings), tensors
+                ("lstmp forward", kernels.__name__, *settings),
+                lambda *tensors: loop(*tensors, *settings),
+                tensors,
             )
             buffers = tuple(None if t is None else t.clone() for t in static)
         else:
@@ -471,29 +321,25 @@ class _LstmpFunction(torch.autograd.Function):
         saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, w_hh, w_hr,
                  norm_weight, norm_bias, dropout)  # fmt: skip
         kernels = pointwise_kernels(inputs, "backward")
-        if kernels is None:
-            loop, name = _backward_steps, "lstmp backward"
-        else:
-            loop, name = partial(_backward_steps_fused, kernels), "lstmp backward (triton)"
+        loop = partial(_backward_steps, kernels)
         graphs = cuda_graphs.enabled(inputs.device)
-        if graphs or kernels is not None:
-            settings = (None, ctx.steps, ctx.clips)
-            running = ctx.running.unsqueeze(-1)
-            tensors = (grad_outputs, dh_carry, dc_carry, running, *saved)
-            if graphs:
-                grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = cuda_graphs.replay(
-                    (name, *settings), lambda *tensors: loop(*tensors, *settings), tensors
-                )
-                dh_carry, dc_carry = dh_carry.clone(), dc_carry.clone()
-            else:
-                grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = loop(
-                    *tensors, *settings
-                )
+        if graphs or kernels is not lstmp_torch:  # every row each step, masked
+            running, batch_sizes = ctx.running.unsqueeze(-1), None
+        else:  # the rows still running each step
+            running, batch_sizes = None, ctx.batch_sizes
+        tensors = (grad_outputs, dh_carry, dc_carry, running, *saved)
+        settings = (batch_sizes, ctx.steps, ctx.clips)
+        if graphs:
+            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = cuda_graphs.replay(
+                ("lstmp backward", kernels.__name__, *settings),
+                lambda *tensors: loop(*tensors, *settings),
+                tensors,
+            )
+            dh_carry, dc_carry = dh_carry.clone(), dc_carry.clone()
         else:
-            grad_gates, grad_hiddens, grad_projected, _, _ = _backward_steps(
-                grad_outputs, dh_carry, dc_carry, None, *saved, ctx.batch_sizes, ctx.steps,
-                ctx.clips,
-            )  # fmt: skip
+            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = loop(
+                *tensors, *settings
+            )
         # The products over every timestep: a @ b as products.linear(a, b.t()).
         products = Products(inputs)
         flat_gates = grad_gates.view(timesteps * batch, -1)
@@ -501,16 +347,25 @@ class _LstmpFunction(torch.autograd.Function):
         grad_inputs = products.linear(flat_gates, w_ih.t())
         grad_inputs = grad_inputs.view(timesteps, batch, input_size).transpose(0, 1)
         # W_ih's and W_hh's gradients as two products (one product against [x_t, r_t] would
-        # return non-contiguous halves, which autograd copies: 10% slower at the paper's size).
-        grad_w_ih = products.linear(flat_gates.t(), time_major_inputs.t())
+        # return non-contiguous halves, which autograd copies: 10% slower at the paper's size),
+        # into pooled buffers (32 MB each at the paper's size): autograd hands them on as the
+        # weights' `.grad` or adds them there, and the pool takes them back once dropped.
+        grad_w_ih = products.linear(
+            flat_gates.t(), time_major_inputs.t(), out=POOL.empty(w_ih.shape, w_ih)
+        )
         grad_bias = flat_gates.sum(0)
         # h_{t-1} as fed back (dropped already).
         recurrent = hiddens[:timesteps].reshape(timesteps * batch, -1)
-        grad_w_hh = products.linear(flat_gates.t(), recurrent.t())
+        grad_w_hh = products.linear(
+            flat_gates.t(), recurrent.t(), out=POOL.empty(w_hh.shape, w_hh)
+        )
         # m_t = o_t * tanh(c_t) for every (step, row) that ran; zeros elsewhere meet zero grads.
-        memory = gates[..., 3 * cell_size :] * tanh_cells
+        memory = POOL.empty(tanh_cells.shape, tanh_cells)
+        torch.mul(gates[..., 3 * cell_size :], tanh_cells, out=memory)
         grad_w_hr = products.linear(
-            grad_projected.view(timesteps * batch, -1).t(), memory.reshape(timesteps * batch, -1).t()
+            grad_projected.view(timesteps * batch, -1).t(),
+            memory.view(timesteps * batch, -1).t(),
+            out=POOL.empty(w_hr.shape, w_hr),
         )
         grad_norm_weight = grad_norm_bias = None
         if norm_weight is not None:

@@ -7,7 +7,7 @@ microseconds each, costs as much as their arithmetic; here each group is one cal
 inputs once. `lstmp.pointwise_kernels` picks this module for float32 CPU tensors when the
 extension is built (`ELMO_C_CPU_KERNELS=0` runs the torch ops instead).
 
-The forward functions round exactly as the torch ops of `lstmp._forward_steps` (the reference
+The forward functions round exactly as `lstmp_torch`'s torch ops (the reference
 backend's) do: one float32 operation at a time, torch's own LayerNorm, and torch's own sigmoid
 and tanh arithmetic, from the libraries torch runs (SLEEF's vector `expf` for the vector width
 of torch's CPU capability, glibc's `expf` where torch's scalar loop runs, MKL's `vmsTanh`).

@@ -36,7 +36,11 @@ from typing import Optional
 
 import torch
 
+from allennlp_elmo_c.nn.buffer_pool import POOL
+
 logger = logging.getLogger(__name__)
+
+_BLOCK_BYTES = 8 << 20
 
 
 class Products:
@@ -63,9 +67,12 @@ class Products:
     def weight(self, weight: torch.Tensor) -> torch.Tensor:
         """
         `weight` `(out, in)` in the layout `linear` reads fastest, for a weight used in many
-        products: oneDNN streams rows, so a transposed view is copied once here.
+        products: oneDNN streams rows, so a transposed view is copied once here (into a pooled
+        buffer: at the paper's size W_hh is 32 MB).
         """
-        return weight.contiguous() if self.onednn else weight
+        if not self.onednn or weight.is_contiguous():
+            return weight
+        return POOL.empty(weight.shape, weight).copy_(weight)
 
     def linear(
         self, inputs: torch.Tensor, weight: torch.Tensor, out: Optional[torch.Tensor] = None
@@ -79,7 +86,8 @@ class Products:
             `(out, in)`, any strides.
         out : `torch.Tensor`, optional
             `(rows, out)`, where the product is written (`torch.mm` writes it there, so that a
-            captured CUDA graph allocates nothing; oneDNN's is copied there).
+            captured CUDA graph allocates nothing; oneDNN's is copied there, a few MB at a
+            time).
 
         # Returns
 
@@ -87,8 +95,15 @@ class Products:
             `(rows, out)`, contiguous: `inputs @ weight.T`.
         """
         if self.onednn and inputs.size(1) > 0:  # (oneDNN has no empty inner dimension)
-            product = _onednn_linear(inputs, weight)
-            return product if out is None else out.copy_(product)
+            if out is None:
+                return _onednn_linear(inputs, weight)
+            # oneDNN returns a new tensor: in blocks of rows small enough that the allocator
+            # serves them from memory it keeps (glibc maps 32 MB and more afresh every time).
+            rows = max(1, _BLOCK_BYTES // (4 * max(1, weight.size(0))))
+            for start in range(0, inputs.size(0), rows):
+                block = _onednn_linear(inputs[start : start + rows], weight)
+                out[start : start + rows].copy_(block)
+            return out
         return torch.mm(inputs, weight.t(), out=out)
 
     def accumulate(self, total: torch.Tensor, inputs: torch.Tensor, weight: torch.Tensor) -> None:

@@ -1,13 +1,13 @@
 """
 Checks shared by the tests of the per-step kernel modules of `allennlp_elmo_c.nn.lstmp`
 (`lstmp_triton` on a GPU or in Triton's interpreter, `lstmp_cpu` in C): each module's five
-functions, run by `lstmp._forward_steps_fused` / `lstmp._backward_steps_fused`, compute what the
-torch ops of `lstmp._forward_steps` / `lstmp._backward_steps` compute, for every variant of the
+functions, run by `lstmp._forward_steps` / `lstmp._backward_steps`, compute what the same loops
+compute with `lstmp_torch`'s torch ops, for every variant of the
 cell (LayerNorm, clips, dropout on or off), one step and all steps, with ragged lengths.
 """
 import torch
 
-from allennlp_elmo_c.nn import cuda_graphs, lstmp
+from allennlp_elmo_c.nn import cuda_graphs, lstmp, lstmp_torch
 from tests.modules.seq2seq_encoders.test_backend_agreement import (
     TOLERANCES,
     assert_backends_agree,
@@ -67,8 +67,8 @@ def run_forward(kernels, variant, steps=TIMESTEPS):
     tensors = step_inputs(normalise, dropout)
     clips = (1.0, 0.6) if clip else (None, None)
     settings = (steps, 1e-5, *clips)
-    theirs = lstmp._forward_steps(tensors[0].clone(), *tensors[1:], *settings)
-    ours = lstmp._forward_steps_fused(kernels, tensors[0].clone(), *tensors[1:], *settings)
+    theirs = lstmp._forward_steps(lstmp_torch, tensors[0].clone(), *tensors[1:], *settings)
+    ours = lstmp._forward_steps(kernels, tensors[0].clone(), *tensors[1:], *settings)
     return tensors, settings, ours, theirs
 
 
@@ -108,11 +108,18 @@ def check_backward(kernels, variant, steps):
     saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, w_hh, w_hr,
              norm_weight, norm_bias, dropout)  # fmt: skip
     clips = (settings[2] is not None, settings[3] is not None)
-    theirs = lstmp._backward_steps(grad_outputs, dh.clone(), dc.clone(), running, *saved, None,
-                                   steps, clips)  # fmt: skip
-    ours = lstmp._backward_steps_fused(kernels, grad_outputs, dh.clone(), dc.clone(), running,
-                                       *saved, None, steps, clips)  # fmt: skip
+    def backward(kernels, running, batch_sizes):
+        return lstmp._backward_steps(kernels, grad_outputs, dh.clone(), dc.clone(), running,
+                                     *saved, batch_sizes, steps, clips)  # fmt: skip
+
+    theirs = backward(lstmp_torch, running, None)
+    ours = backward(kernels, running, None)
     tolerance = KERNEL_TOLERANCE if steps == 1 else LOOP_TOLERANCE
+    # The torch ops on the rows still running each step, as on CPU without kernels: the same.
+    sliced = backward(lstmp_torch, None, batch_sizes)
+    for name, mine, reference in zip(["grad_gates", "grad_hiddens", "grad_projected"], sliced,
+                                     theirs):  # fmt: skip
+        assert_close(mine, reference, name, tolerance)
     names = ["grad_gates", "grad_hiddens", "grad_projected", "dh_carry", "dc_carry"]
     for name, mine, reference in zip(names, ours, theirs):
         assert reference.abs().sum() > 0, name

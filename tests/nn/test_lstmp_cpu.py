@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import ElmoLstmEncoder
-from allennlp_elmo_c.nn import lstmp
+from allennlp_elmo_c.nn import lstmp, lstmp_torch
 from tests.modules.seq2seq_encoders.test_backend_agreement import assert_equal_to
 from tests.nn.kernel_checks import STEPS, check_backward, check_forward, check_layer
 
@@ -38,14 +38,14 @@ def test_c_kernels_by_default_for_float32(monkeypatch):
     monkeypatch.delenv("ELMO_C_CPU_KERNELS", raising=False)
     for stage in ("forward", "backward"):
         assert lstmp.pointwise_kernels(torch.zeros(1), stage) is lstmp_cpu
-        assert lstmp.pointwise_kernels(torch.zeros(1, dtype=torch.float64), stage) is None
+        assert lstmp.pointwise_kernels(torch.zeros(1, dtype=torch.float64), stage) is lstmp_torch
     monkeypatch.setenv("ELMO_C_CPU_KERNELS", "0")
     for stage in ("forward", "backward"):
-        assert lstmp.pointwise_kernels(torch.zeros(1), stage) is None
+        assert lstmp.pointwise_kernels(torch.zeros(1), stage) is lstmp_torch
     # Where torch's rounding cannot be reproduced, the forward steps run as torch ops.
     monkeypatch.delenv("ELMO_C_CPU_KERNELS")
     monkeypatch.setattr(lstmp_cpu, "FORWARD_AS_TORCH", False)
-    assert lstmp.pointwise_kernels(torch.zeros(1), "forward") is None
+    assert lstmp.pointwise_kernels(torch.zeros(1), "forward") is lstmp_torch
     assert lstmp.pointwise_kernels(torch.zeros(1), "backward") is lstmp_cpu
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from allennlp_elmo_c.nn import cuda_graphs, lstmp
+from allennlp_elmo_c.nn import cuda_graphs, lstmp, lstmp_torch
 from tests.modules.seq2seq_encoders.test_backend_agreement import assert_equal_to
 from tests.nn.kernel_checks import (
     FORWARD_NAMES,
@@ -129,9 +129,9 @@ def test_triton_kernels_only_for_float32_on_a_gpu(monkeypatch):
     from allennlp_elmo_c.nn import lstmp_triton
 
     assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is lstmp_triton
-    assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda", dtype=torch.double)) is None
+    assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda", dtype=torch.double)) is lstmp_torch
     monkeypatch.setenv("ELMO_C_TRITON", "0")
-    assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is None
+    assert lstmp.pointwise_kernels(torch.zeros(1, device="cuda")) is lstmp_torch
 
 
 @GPU
@@ -178,8 +178,8 @@ def test_triton_loops_with_clips_equal_the_torch_ops_on_a_gpu(monkeypatch):
     tensors = (a["hidden"], a["cell"], a["w_hh"], a["w_hr"], a["norm_weight"], a["norm_bias"],
                a["dropout"])  # fmt: skip
     settings = (timesteps, 1e-5, clips["cell_clip"], clips["projection_clip"])
-    theirs = lstmp._forward_steps(gates.clone(), *tensors, *settings)
-    ours = lstmp._forward_steps_fused(lstmp_triton, gates.clone(), *tensors, *settings)
+    theirs = lstmp._forward_steps(lstmp_torch, gates.clone(), *tensors, *settings)
+    ours = lstmp._forward_steps(lstmp_triton, gates.clone(), *tensors, *settings)
     for name, mine, reference in zip(FORWARD_NAMES, ours, theirs):
         if reference.dtype == torch.bool:
             assert (mine != reference).float().mean() < 1e-5, name
@@ -196,10 +196,10 @@ def test_triton_loops_with_clips_equal_the_torch_ops_on_a_gpu(monkeypatch):
     running = (lengths > torch.arange(timesteps, device="cuda").unsqueeze(1)).unsqueeze(-1)
     saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, a["w_hh"], a["w_hr"],
              a["norm_weight"], a["norm_bias"], a["dropout"])  # fmt: skip
-    theirs = lstmp._backward_steps(grad_outputs, dh.clone(), dc.clone(), running, *saved, None,
-                                   timesteps, (True, True))  # fmt: skip
-    ours = lstmp._backward_steps_fused(lstmp_triton, grad_outputs, dh.clone(), dc.clone(),
-                                       running, *saved, None, timesteps, (True, True))  # fmt: skip
+    theirs = lstmp._backward_steps(lstmp_torch, grad_outputs, dh.clone(), dc.clone(), running,
+                                   *saved, None, timesteps, (True, True))  # fmt: skip
+    ours = lstmp._backward_steps(lstmp_triton, grad_outputs, dh.clone(), dc.clone(), running,
+                                 *saved, None, timesteps, (True, True))  # fmt: skip
     names = ["grad_gates", "grad_hiddens", "grad_projected", "dh_carry", "dc_carry"]
     for name, mine, reference in zip(names, ours, theirs):
         assert reference.abs().sum() > 0, name

@@ -1,0 +1,110 @@
+"""
+CPU buffers handed out again once nothing holds them, for `allennlp_elmo_c.nn.lstmp`'s loops.
+
+At the paper's size one layer's forward and backward write about 80 MB of activations and
+gradients into buffers of a few MB each. Fresh from the allocator, such buffers are new pages
+from the kernel on every step (glibc maps them and unmaps them on free): the page faults and
+the kernel's zeroing took about 15% of a training step. The pool keeps them instead.
+
+A buffer is free again when no tensor but the pool's own refers to its memory, which the pool
+reads from the storage's reference count. So a forward's buffers saved for its backward stay
+taken until autograd drops them (after the backward, or when the graph is freed unused), however
+many forwards run before one backward (gradient accumulation, evaluation in between), and a
+graph kept with `retain_graph=True` keeps its buffers; nothing has to hand a buffer back.
+
+The pool holds at most twice the most memory its buffers had in use at once: a new buffer evicts
+the idle ones used least recently until that holds (batches of other shapes, an evaluation, do
+not make it grow without bound). GPU tensors are not pooled (torch's CUDA allocator caches
+memory already).
+"""
+import threading
+from collections import OrderedDict
+from typing import Dict, Optional, Tuple
+
+import torch
+
+_use_count = torch._C._storage_Use_Count
+
+
+def _holders(buffer: torch.Tensor) -> int:
+    # References to the buffer's memory besides the storage object created to ask.
+    return _use_count(buffer.untyped_storage()._cdata) - 1
+
+
+def _rounded(numel: int) -> int:
+    # Up to a number with three significant bits (at most 12.5% more): batches whose lengths
+    # differ by a few steps share buffers.
+    if numel <= 8:
+        return max(numel, 1)
+    step = 1 << (numel.bit_length() - 3)
+    return -(-numel // step) * step
+
+
+class BufferPool:
+    """
+    `empty(shape, like)`: an uninitialised tensor of `shape` with `like`'s dtype (or `dtype`)
+    and device, from the pool on CPU.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # dtype -> flat buffers, least recently used first; the most elements held at once.
+        self._buffers: Dict[torch.dtype, "OrderedDict[int, torch.Tensor]"] = {}
+        self._peak_busy: Dict[torch.dtype, int] = {}
+
+    def empty(
+        self, shape: Tuple[int, ...], like: torch.Tensor, dtype: Optional[torch.dtype] = None
+    ) -> torch.Tensor:
+        dtype = like.dtype if dtype is None else dtype
+        if like.device.type != "cpu":
+            return like.new_empty(shape, dtype=dtype)
+        numel = 1
+        for size in shape:
+            numel *= size
+        with self._lock:
+            buffers = self._buffers.setdefault(dtype, OrderedDict())
+            best = None
+            for key, buffer in buffers.items():
+                # The smallest free one that fits, within twice the size asked for.
+                if numel <= buffer.numel() <= 2 * max(numel, 4096) and _holders(buffer) == 1:
+                    if best is None or buffer.numel() < buffers[best].numel():
+                        best = key
+            if best is None:
+                buffer = torch.empty(_rounded(numel), dtype=dtype)
+                best = id(buffer)
+                buffers[best] = buffer
+                self._evict(dtype, keep=best)
+            buffers.move_to_end(best)
+            return buffers[best][:numel].view(shape)
+
+    def _evict(self, dtype: torch.dtype, keep: int) -> None:
+        # Drops idle buffers, least recently used first, until the pool holds at most twice the
+        # most it ever had in use at once. `keep`: the buffer about to be handed out (busy).
+        buffers = self._buffers[dtype]
+        idle = [k for k, buffer in buffers.items() if k != keep and _holders(buffer) == 1]
+        total = sum(buffer.numel() for buffer in buffers.values())
+        busy = total - sum(buffers[k].numel() for k in idle)
+        self._peak_busy[dtype] = peak = max(self._peak_busy.get(dtype, 0), busy)
+        for key in idle:
+            if total <= 2 * peak:
+                break
+            total -= buffers.pop(key).numel()
+
+    def idle_bytes(self) -> int:
+        """Bytes of pooled buffers nothing holds now."""
+        with self._lock:
+            return sum(
+                b.numel() * b.element_size()
+                for buffers in self._buffers.values()
+                for b in buffers.values()
+                if _holders(b) == 1
+            )
+
+    def clear(self) -> None:
+        """Forget every buffer (those still held live on with their holders)."""
+        with self._lock:
+            self._buffers.clear()
+            self._peak_busy.clear()
+
+
+POOL = BufferPool()

@@ -1,0 +1,149 @@
+import threading
+
+import pytest
+import torch
+
+from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import ProjectedLstmLayer
+from allennlp_elmo_c.nn.buffer_pool import POOL, BufferPool
+
+
+def test_a_buffer_comes_back_only_when_nothing_holds_it():
+    pool = BufferPool()
+    like = torch.zeros(1)
+    first = pool.empty((100, 50), like)
+    address = first.data_ptr()
+    view = first[3:]  # a view keeps it taken too
+    del first
+    second = pool.empty((100, 50), like)
+    assert second.data_ptr() != address
+    del view
+    third = pool.empty((50, 100), like)  # same size, another shape
+    assert third.data_ptr() == address and third.shape == (50, 100)
+    assert pool.empty((10,), like, torch.bool).dtype == torch.bool
+
+
+def test_sizes_within_twice_share_and_the_pool_stays_within_twice_its_peak_use():
+    pool = BufferPool()
+    like = torch.zeros(1)
+    big = pool.empty((100_000,), like)
+    address = big.data_ptr()
+    del big
+    assert pool.empty((60_000,), like).data_ptr() == address  # fits, within twice
+    assert pool.empty((10_000,), like).data_ptr() != address  # would waste 10x: a new one
+    held = [pool.empty((1_000 * (i + 1),), like) for i in range(20)]  # 210,000 at once
+    peak = sum(b.untyped_storage().nbytes() for b in held)
+    del held
+    for size in range(300_000, 400_000, 20_000):  # larger each time: nothing idle fits
+        kept = pool.empty((size,), like)
+        total = sum(b.numel() * 4 for b in pool._buffers[torch.float32].values())
+        assert total <= 2 * max(peak, kept.untyped_storage().nbytes())
+        assert pool.idle_bytes() > 0  # not everything evicted either
+        del kept
+
+
+def test_gpu_tensors_are_not_pooled():
+    pool = BufferPool()
+    meta = torch.zeros(1, device="meta")
+    assert pool.empty((4, 4), meta).device.type == "meta"
+    assert pool.idle_bytes() == 0
+
+
+def test_taking_buffers_from_threads_hands_each_out_once():
+    pool = BufferPool()
+    like = torch.zeros(1)
+    taken, lock = [], threading.Lock()
+
+    def work():
+        for _ in range(50):
+            buffer = pool.empty((1000,), like)
+            with lock:
+                addresses = [b.data_ptr() for b in taken]
+                assert buffer.data_ptr() not in addresses
+                taken.append(buffer)
+            with lock:
+                taken.remove(buffer)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _layer():
+    torch.manual_seed(3)
+    return ProjectedLstmLayer(12, 32, 16, 1.0, 0.6, recurrent_dropout=0.3)  # LayerNorm inside
+
+
+def _batch(seed):
+    generator = torch.Generator().manual_seed(seed)
+    inputs = torch.randn(4, 9, 12, generator=generator, requires_grad=True)
+    mask = torch.arange(9).unsqueeze(0) < torch.tensor([[9], [7], [3], [1]])
+    return inputs, mask
+
+
+def _step(layer, seed, grad_scale=1.0):
+    inputs, mask = _batch(seed)
+    torch.manual_seed(seed)  # the dropout masks
+    output, _ = layer(inputs, mask, None, backend="fused")
+    return inputs, output, grad_scale
+
+
+def _gradients(layer, inputs):
+    return [inputs.grad.clone()] + [p.grad.clone() for p in layer.parameters()]
+
+
+@pytest.mark.parametrize("kernels", ["1", "0"])
+def test_forwards_before_one_backward_get_their_own_buffers(monkeypatch, kernels):
+    """Gradient accumulation (two forwards, then their backwards in the other order) with an
+    evaluation forward in between gives each batch the gradients it gets alone: no forward
+    wrote into a buffer another one saved for its backward. A retained graph's second backward
+    too."""
+    monkeypatch.setenv("ELMO_C_CPU_KERNELS", kernels)
+    layer = _layer().train()
+    alone = {}
+    for seed in (1, 2):
+        layer.zero_grad()
+        inputs, output, _ = _step(layer, seed)
+        (output * (seed + 1.0)).sum().backward()
+        alone[seed] = _gradients(layer, inputs)
+
+    layer.zero_grad()
+    inputs_1, output_1, _ = _step(layer, 1)
+    inputs_2, output_2, _ = _step(layer, 2)
+    with torch.no_grad():
+        layer.eval()
+        evaluation, _ = layer(*_batch(5), None, backend="fused")
+        layer.train()
+    assert evaluation.abs().sum() > 0
+    (output_2 * 3.0).sum().backward(retain_graph=True)
+    gradients_2 = _gradients(layer, inputs_2)
+    layer.zero_grad()
+    (output_1 * 2.0).sum().backward()
+    gradients_1 = _gradients(layer, inputs_1)
+    for mine, reference in zip(gradients_1, alone[1]):
+        torch.testing.assert_close(mine, reference, rtol=1e-6, atol=1e-7)
+    for mine, reference in zip(gradients_2[:1], alone[2][:1]):
+        torch.testing.assert_close(mine, reference, rtol=1e-6, atol=1e-7)
+    # Steps since then wrote into the pool; the retained graph's buffers were not among them.
+    inputs_2.grad = None
+    _step(layer, 7)[1].sum().backward()
+    (output_2 * 3.0).sum().backward()
+    torch.testing.assert_close(inputs_2.grad, alone[2][0], rtol=1e-6, atol=1e-7)
+
+
+def test_steps_of_one_shape_reuse_the_same_buffers():
+    """As in a training loop (the weights' gradients, pooled too, dropped between steps): after
+    the first step nothing new is allocated."""
+    POOL.clear()
+    layer = _layer().train()
+    _step(layer, 1)[1].sum().backward()
+    layer.zero_grad(set_to_none=True)
+    buffers = sum(len(b) for b in POOL._buffers.values())
+    idle = POOL.idle_bytes()
+    assert buffers > 10 and idle > 0
+    for seed in (2, 3):
+        _step(layer, seed)[1].sum().backward()
+        layer.zero_grad(set_to_none=True)
+    assert sum(len(b) for b in POOL._buffers.values()) == buffers
+    assert POOL.idle_bytes() == idle
