@@ -9,12 +9,13 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import tarfile
 import zipfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import h5py
 import numpy as np
@@ -532,3 +533,46 @@ def load_benchmark(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+# --- the fenced code blocks of README.md and docs/ -----------------------------------------------
+
+DOC_FILES = ["README.md"] + sorted(
+    str(path.relative_to(PROJECT_ROOT)) for path in (PROJECT_ROOT / "docs").glob("*.md")
+)
+_FENCE = re.compile(r"^```([^`\s]*)\s*$")
+_MARKER = re.compile(r"^<!--\s*(.*?)\s*-->$")
+
+
+class DocBlock(NamedTuple):
+    """One fenced block of a doc: its file (relative to the repository), the line of its opening
+    fence, its marker (the `<!-- ... -->` comment on the line before, or None), its language and
+    its text."""
+
+    file: str
+    line: int
+    marker: Optional[str]
+    language: str
+    code: str
+
+
+def doc_blocks(marker: Optional[str] = None, files: Optional[List[str]] = None) -> List[DocBlock]:
+    """Every fenced block of README.md and docs/*.md (or `files`), in order; only those whose
+    marker is `marker` if given."""
+    blocks = []
+    for name in files or DOC_FILES:
+        lines = (PROJECT_ROOT / name).read_text(encoding="utf-8").splitlines()
+        index = 0
+        while index < len(lines):
+            opening = _FENCE.match(lines[index])
+            if opening is None:
+                index += 1
+                continue
+            end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith("```"))
+            before = lines[index - 1].strip() if index > 0 else ""
+            found = _MARKER.match(before)
+            code = "\n".join(lines[index + 1 : end]) + "\n"
+            blocks.append(DocBlock(name, index + 1, found.group(1) if found else None,
+                                   opening.group(1), code))  # fmt: skip
+            index = end + 1
+    return [block for block in blocks if marker is None or block.marker == marker]

