@@ -41,14 +41,14 @@ import contextlib
 import functools
 import logging
 import os
-from functools import partial
 from types import ModuleType
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import torch
 
 from allennlp_elmo_c.nn import cuda_graphs, lstmp_torch
 from allennlp_elmo_c.nn.buffer_pool import POOL
+from allennlp_elmo_c.nn.lstmp_torch import Cell, Step, StepGradients
 from allennlp_elmo_c.nn.products import Products
 from allennlp_elmo_c.nn.permutation import permute
 
@@ -108,31 +108,40 @@ def _empty_after(like: torch.Tensor, written: int, shape: Tuple[int, ...], dtype
     return buffer
 
 
-def _forward_buffers(
-    gates: torch.Tensor,
-    h0: torch.Tensor,
-    c0: torch.Tensor,
-    cell_size: int,
-    projection_size: int,
-    normalise: bool,
-    steps: int,
-) -> Tuple[Optional[torch.Tensor], ...]:
-    # What the forward steps write: c_t and h_t (initial state first), tanh(c_t), p_t, the
-    # LayerNorm's statistics, the clips' masks (all true where no clip runs). Every row of the
-    # first `steps` steps is written; the steps after them (all rows shorter than the batch)
-    # are zero.
-    timesteps, batch, _ = gates.shape
-    cells = _empty_after(gates, steps + 1, (timesteps + 1, batch, cell_size))
-    hiddens = _empty_after(gates, steps + 1, (timesteps + 1, batch, projection_size))
-    tanh_cells = _empty_after(gates, steps, (timesteps, batch, cell_size))
-    projected = _empty_after(gates, steps, (timesteps, batch, projection_size))
-    means = _empty_after(gates, steps, (timesteps, batch, 1)) if normalise else None
-    rstds = _empty_after(gates, steps, (timesteps, batch, 1)) if normalise else None
-    cell_keep = POOL.empty((timesteps, batch, cell_size), gates, torch.bool).fill_(True)
-    projection_keep = POOL.empty((timesteps, batch, projection_size), gates, torch.bool)
-    projection_keep.fill_(True)
-    cells[0], hiddens[0] = c0, h0
-    return cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
+class Buffers(NamedTuple):
+    """
+    What the forward pass writes, time-major so that a step's rows are one contiguous block, and
+    the backward pass reads. Every row of the first `steps` steps is written; the steps after
+    them (all rows shorter than the batch) are zero.
+    """
+
+    gates: torch.Tensor  # (timesteps, batch, 4 * cell): W_ih x + b, then the activations
+    cells: torch.Tensor  # (timesteps + 1, batch, cell): c_0, then c_t
+    hiddens: torch.Tensor  # (timesteps + 1, batch, projection): h_0, then h_t
+    tanh_cells: torch.Tensor  # (timesteps, batch, cell)
+    projected: torch.Tensor  # (timesteps, batch, projection): p_t, clipped
+    means: Optional[torch.Tensor]  # (timesteps, batch, 1), with a LayerNorm
+    rstds: Optional[torch.Tensor]
+    cell_keep: torch.Tensor  # (timesteps, batch, cell) bool: true where no clip ran
+    projection_keep: torch.Tensor  # (timesteps, batch, projection) bool
+
+    def step(self, t: int, rows: Optional[int] = None) -> Step:
+        """Step t's first `rows` rows (all by default), as the step kernels take them."""
+        statistics = (None, None) if self.means is None else (self.means[t, :rows],
+                                                               self.rstds[t, :rows])  # fmt: skip
+        return Step(
+            self.gates[t, :rows], self.cells[t, :rows], self.cells[t + 1, :rows],
+            self.cell_keep[t, :rows], self.tanh_cells[t, :rows], self.projected[t, :rows],
+            self.projection_keep[t, :rows], self.hiddens[t + 1, :rows], *statistics,
+        )  # fmt: skip
+
+
+def _empty_after(like: torch.Tensor, written: int, shape: Tuple[int, ...], dtype=None):
+    # A pooled buffer whose first `written` steps (dimension 0) are all written by a loop: only
+    # the rest is zeroed (at small sizes, filling whole buffers costs a few % of a step).
+    buffer = POOL.empty(shape, like, dtype)
+    buffer[written:] = 0
+    return buffer
 
 
 def _forward_steps(
@@ -142,45 +151,41 @@ def _forward_steps(
     c0: torch.Tensor,
     w_hh: torch.Tensor,
     w_hr: torch.Tensor,
-    norm_weight: Optional[torch.Tensor],
-    norm_bias: Optional[torch.Tensor],
-    dropout: Optional[torch.Tensor],
+    cell: Cell,
     steps: int,
-    norm_eps: float,
-    cell_clip: Optional[float],
-    projection_clip: Optional[float],
-) -> Tuple[Optional[torch.Tensor], ...]:
+) -> Buffers:
     """
     The recurrence over `steps` steps, each step's pointwise work in two of `kernels`' functions
-    (see `pointwise_kernels`). `gates` `(timesteps, batch, 4 * cell)` holds W_ih x + b and is
-    overwritten step by step with the activations; returns it with the other buffers the
-    backward pass reads: c_t and h_t (initial state first), tanh(c_t), p_t (clipped), the
-    LayerNorm's means and reciprocal standard deviations, and where each clip let values through.
-
-    Every step runs on all rows, as the reference loop does: a row past its length computes
-    values nobody reads (its state is taken at its length, its outputs are zeroed, its gradients
-    are zero), and each step's products keep one shape.
+    (see `pointwise_kernels`). `gates` `(timesteps, batch, 4 * cell)` holds W_ih x + b and
+    becomes the buffers' `gates`. Every step runs on all rows, as the reference loop does: a row
+    past its length computes values nobody reads (its state is taken at its length, its outputs
+    are zeroed, its gradients are zero), and each step's products keep one shape.
     """
-    _, batch, _ = gates.shape
+    timesteps, batch, _ = gates.shape
     cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
-    buffers = _forward_buffers(
-        gates, h0, c0, cell_size, projection_size, norm_weight is not None, steps
+    normalise = cell.norm_weight is not None
+    buffers = Buffers(
+        gates,
+        _empty_after(gates, steps + 1, (timesteps + 1, batch, cell_size)),
+        _empty_after(gates, steps + 1, (timesteps + 1, batch, projection_size)),
+        _empty_after(gates, steps, (timesteps, batch, cell_size)),
+        _empty_after(gates, steps, (timesteps, batch, projection_size)),
+        _empty_after(gates, steps, (timesteps, batch, 1)) if normalise else None,
+        _empty_after(gates, steps, (timesteps, batch, 1)) if normalise else None,
+        POOL.empty((timesteps, batch, cell_size), gates, torch.bool).fill_(True),
+        POOL.empty((timesteps, batch, projection_size), gates, torch.bool).fill_(True),
     )
-    cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep = buffers
+    buffers.cells[0], buffers.hiddens[0] = c0, h0
     memory = POOL.empty((batch, cell_size), gates)  # o * tanh(c_t), the input of W_hr
     products = Products(gates)  # oneDNN on CPU (float32, outside grad mode), else torch.mm
     w_hh, w_hr = products.weight(w_hh), products.weight(w_hr)
     for t in range(steps):
-        products.accumulate(gates[t], hiddens[t], w_hh)  # += h_t @ W_hh^T
-        kernels.cell_forward(gates[t], cells[t], cells[t + 1], cell_keep[t], tanh_cells[t],
-                             memory, cell_clip)  # fmt: skip
-        products.linear(memory, w_hr, out=projected[t])
-        kernels.projection_forward(
-            projected[t], projection_keep[t], hiddens[t + 1],
-            None if means is None else means[t], None if rstds is None else rstds[t],
-            norm_weight, norm_bias, norm_eps, projection_clip, dropout,
-        )  # fmt: skip
-    return gates, cells, hiddens, tanh_cells, projected, means, rstds, cell_keep, projection_keep
+        step = buffers.step(t)
+        products.accumulate(step.gates, buffers.hiddens[t], w_hh)  # += h_{t-1} @ W_hh^T
+        kernels.cell_forward(step, cell, memory)
+        products.linear(memory, w_hr, out=step.projected)
+        kernels.projection_forward(step, cell)
+    return buffers
 
 
 def _backward_steps(
@@ -189,62 +194,53 @@ def _backward_steps(
     dh_carry: torch.Tensor,
     dc_carry: torch.Tensor,
     running: Optional[torch.Tensor],
-    gates: torch.Tensor,
-    cells: torch.Tensor,
-    tanh_cells: torch.Tensor,
-    projected: torch.Tensor,
-    means: Optional[torch.Tensor],
-    rstds: Optional[torch.Tensor],
-    cell_keep: torch.Tensor,
-    projection_keep: torch.Tensor,
+    buffers: Buffers,
     w_hh: torch.Tensor,
     w_hr: torch.Tensor,
-    norm_weight: Optional[torch.Tensor],
-    norm_bias: Optional[torch.Tensor],
-    dropout: Optional[torch.Tensor],
+    cell: Cell,
     batch_sizes: Optional[List[int]],
     steps: int,
-    clips: Tuple[bool, bool],
 ) -> Tuple[torch.Tensor, ...]:
     """
     Backpropagation through the `steps` steps, each step's pointwise work in three of `kernels`'
-    functions. `dh_carry` and `dc_carry` `(batch, *)` start as the gradients of the final states
-    and are updated in place. With `running` `(timesteps, batch, 1)`, every step works on all
-    rows and keeps the results of the running ones (shapes that do not change from batch to
-    batch: what a captured CUDA graph needs); with `batch_sizes` instead (`lstmp_torch` only),
-    step t works on the rows still running (`[:batch_sizes[t]]`). Rows of a product are
-    independent, so both give the running rows the same values. Returns dL/d(gates), dL/dn_t
-    (the state before its dropout) and dL/dp_t (zeros where nothing ran) and the carries.
+    functions. `grad_outputs` `(timesteps, batch, projection)` (rows may lie apart); `dh_carry`
+    and `dc_carry` `(batch, *)` start as the gradients of the final states and are updated in
+    place. With `running` `(timesteps, batch, 1)`, every step works on all rows and keeps the
+    results of the running ones (shapes that do not change from batch to batch: what a captured
+    CUDA graph needs); with `batch_sizes` instead (`lstmp_torch` only), step t works on the
+    rows still running (`[:batch_sizes[t]]`). Rows of a product are independent, so both give
+    the running rows the same values. Returns dL/d(gates), dL/dn_t (the state before its
+    dropout) and dL/dp_t (zeros where nothing ran) and the carries.
     """
-    _, batch, four_cells = gates.shape
+    timesteps, batch, four_cells = buffers.gates.shape
     projection_size = w_hr.size(0)
-    clip_cell, clip_projection = clips
+    # Zero where the loop writes nothing: the steps after `steps`, and, unless every row of each
+    # step is written, the rows past their length.
+    written = steps if batch_sizes is None else 0
     grad_gates, grad_hiddens, grad_projected = (
-        # Zero where the loop writes nothing: the steps after `steps`, and, unless every row of
-        # each step is written, the rows past their length.
-        _empty_after(gates, steps if batch_sizes is None else 0, (*gates.shape[:2], size))
+        _empty_after(buffers.gates, written, (timesteps, batch, size))
         for size in (four_cells, projection_size, projection_size)
     )
-    dm = POOL.empty((batch, four_cells // 4), gates)  # dL/dm_t
-    dr = POOL.empty((batch, projection_size), gates)  # dL/dh_{t-1} through W_hh
-    products = Products(gates)
+    dm = POOL.empty((batch, four_cells // 4), buffers.gates)
+    dr = POOL.empty((batch, projection_size), buffers.gates)
+    products = Products(buffers.gates)
     w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
     for t in range(steps - 1, -1, -1):
         n = batch if batch_sizes is None else batch_sizes[t]
-        keep = None if running is None else running[t]
-        kernels.projection_backward(
-            dh_carry[:n], grad_outputs[t, :n], projected[t, :n],
-            None if means is None else means[t, :n], None if rstds is None else rstds[t, :n],
-            norm_weight, projection_keep[t, :n] if clip_projection else None,
-            None if dropout is None else dropout[:n], keep, grad_hiddens[t, :n],
-            grad_projected[t, :n],
+        grads = StepGradients(
+            dh_carry[:n], dc_carry[:n], grad_outputs[t, :n],
+            None if running is None else running[t], dm[:n], dr[:n], grad_gates[t, :n],
+            grad_hiddens[t, :n], grad_projected[t, :n],
         )  # fmt: skip
-        products.linear(grad_projected[t, :n], w_hr_t, out=dm[:n])
-        kernels.gate_backward(dm[:n], dc_carry[:n], gates[t, :n], cells[t, :n],
-                              tanh_cells[t, :n], cell_keep[t, :n] if clip_cell else None, keep,
-                              grad_gates[t, :n])  # fmt: skip
-        products.linear(grad_gates[t, :n], w_hh_t, out=dr[:n])
-        kernels.carry_backward(dr[:n], keep, dh_carry[:n])
+        step = buffers.step(t, n)
+        rows_cell = cell if n == batch or cell.dropout is None else cell._replace(
+            dropout=cell.dropout[:n]
+        )  # fmt: skip
+        kernels.projection_backward(step, grads, rows_cell)
+        products.linear(grads.grad_projected, w_hr_t, out=grads.dm)
+        kernels.gate_backward(step, grads, rows_cell)
+        products.linear(grads.grad_gates, w_hh_t, out=grads.dr)
+        kernels.carry_backward(grads)
     return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry
 
 
@@ -276,35 +272,36 @@ class _LstmpFunction(torch.autograd.Function):
         gates = POOL.empty((timesteps, batch, w_ih.size(0)), inputs)
         torch.addmm(bias, inputs.transpose(0, 1).reshape(-1, inputs.size(2)), w_ih.t(),
                     out=gates.view(timesteps * batch, -1))  # fmt: skip
-        tensors = (gates, h0, c0, w_hh, w_hr, norm_weight, norm_bias, dropout)
-        settings = (steps, norm_eps, cell_clip, projection_clip)
+        settings = (norm_eps, cell_clip, projection_clip)
         kernels = pointwise_kernels(inputs)
-        loop = partial(_forward_steps, kernels)
+
+        def loop(gates, h0, c0, w_hh, w_hr, norm_weight, norm_bias, dropout):
+            cell = Cell(norm_weight, norm_bias, *settings, dropout)
+            return _forward_steps(kernels, gates, h0, c0, w_hh, w_hr, cell, steps)
+
+        tensors = (gates, h0, c0, w_hh, w_hr, norm_weight, norm_bias, dropout)
         if cuda_graphs.enabled(inputs.device):
-            static = cuda_graphs.replay(
-                ("lstmp forward", kernels.__name__, *settings),
-                lambda *tensors: loop(*tensors, *settings),
-                tensors,
-            )
-            buffers = tuple(None if t is None else t.clone() for t in static)
+            key = ("lstmp forward", kernels.__name__, steps, *settings)
+            static = cuda_graphs.replay(key, loop, tensors)
+            buffers = Buffers(*(None if t is None else t.clone() for t in static))
         else:
-            buffers = loop(*tensors, *settings)
-        gates, cells, hiddens, *_ = buffers
+            buffers = loop(*tensors)
         ctx.save_for_backward(inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, *buffers)
-        ctx.batch_sizes, ctx.steps = batch_sizes, steps
-        ctx.clips = (cell_clip is not None, projection_clip is not None)
+        ctx.batch_sizes, ctx.steps, ctx.settings = batch_sizes, steps, settings
         # Each row's final state: the step at its length (the initial state for length 0).
         rows = torch.arange(batch, device=inputs.device)
         running = torch.tensor(batch_sizes, device=inputs.device).unsqueeze(1) > rows  # (T, B)
         ctx.running = running
         lengths = running.sum(0)
+        hiddens, cells = buffers.hiddens, buffers.cells
         outputs = (hiddens[1:] * running.unsqueeze(-1)).transpose(0, 1).contiguous()
         return outputs, hiddens[lengths, rows], cells[lengths, rows]
 
     @staticmethod
     def backward(ctx, grad_outputs, grad_hidden, grad_cell):  # type: ignore[override]
-        inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, *buffers = ctx.saved_tensors
-        gates, cells, hiddens, tanh_cells, projected, means, rstds, *keeps = buffers
+        inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, *saved = ctx.saved_tensors
+        buffers = Buffers(*saved)
+        gates, _, hiddens, tanh_cells, projected, means, rstds, _, _ = buffers
         batch, timesteps, input_size = inputs.shape
         cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
         dh_carry = inputs.new_zeros(batch, projection_size)
@@ -318,28 +315,30 @@ class _LstmpFunction(torch.autograd.Function):
             if grad_outputs is not None
             else inputs.new_zeros(timesteps, batch, projection_size)
         )
-        saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, w_hh, w_hr,
-                 norm_weight, norm_bias, dropout)  # fmt: skip
         kernels = pointwise_kernels(inputs, "backward")
-        loop = partial(_backward_steps, kernels)
         graphs = cuda_graphs.enabled(inputs.device)
         if graphs or kernels is not lstmp_torch:  # every row each step, masked
             running, batch_sizes = ctx.running.unsqueeze(-1), None
         else:  # the rows still running each step
             running, batch_sizes = None, ctx.batch_sizes
-        tensors = (grad_outputs, dh_carry, dc_carry, running, *saved)
-        settings = (batch_sizes, ctx.steps, ctx.clips)
+
+        def loop(grad_outputs, dh_carry, dc_carry, running, w_hh, w_hr, norm_weight, norm_bias,
+                 dropout, *buffers):  # fmt: skip
+            cell = Cell(norm_weight, norm_bias, *ctx.settings, dropout)
+            carries = (grad_outputs, dh_carry, dc_carry, running)
+            return _backward_steps(kernels, *carries, Buffers(*buffers), w_hh, w_hr, cell,
+                                   batch_sizes, ctx.steps)  # fmt: skip
+
+        tensors = (grad_outputs, dh_carry, dc_carry, running, w_hh, w_hr, norm_weight, norm_bias,
+                   dropout, *buffers)  # fmt: skip
         if graphs:
+            key = ("lstmp backward", kernels.__name__, ctx.steps, *ctx.settings)
             grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = cuda_graphs.replay(
-                ("lstmp backward", kernels.__name__, *settings),
-                lambda *tensors: loop(*tensors, *settings),
-                tensors,
+                key, loop, tensors
             )
             dh_carry, dc_carry = dh_carry.clone(), dc_carry.clone()
         else:
-            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = loop(
-                *tensors, *settings
-            )
+            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = loop(*tensors)
         # The products over every timestep: a @ b as products.linear(a, b.t()).
         products = Products(inputs)
         flat_gates = grad_gates.view(timesteps * batch, -1)

@@ -1,6 +1,6 @@
 """
 The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s LSTMP cell on CPU, in C
-(`_lstmp_cpu.c`, built by `setup.py`): the five functions of `lstmp_triton`, same arguments, same
+(`_lstmp_cpu.c`, built by `setup.py`): the five functions of `lstmp_torch`, same arguments, same
 results. A step of the cell at the demo size (batch 64, cell 256) is two small matrix products
 and a dozen (forward) to two dozen (backward) pointwise torch operators whose dispatch, a few
 microseconds each, costs as much as their arithmetic; here each group is one call that reads its
@@ -19,7 +19,7 @@ With `torch.get_num_threads()` above one, each call splits its rows between that
 threads (torch's own pool); results do not depend on it.
 
 Every tensor must be float32 (masks: bool), contiguous (`grad_outputs`: contiguous rows), on
-the CPU, with the shapes documented in `lstmp_triton`; this is checked before the C code reads
+the CPU, with the shapes documented in `lstmp_torch`; this is checked before the C code reads
 their memory.
 """
 import ctypes
@@ -30,6 +30,7 @@ from typing import Optional, Tuple
 import torch
 
 from allennlp_elmo_c.nn import _lstmp_cpu  # noqa: F401  (ImportError when not built)
+from allennlp_elmo_c.nn.lstmp_torch import Cell, Step, StepGradients
 
 logger = logging.getLogger(__name__)
 
@@ -153,123 +154,83 @@ def _address(tensor: Optional[torch.Tensor], dtype: torch.dtype, numel: int) -> 
 _F, _B = torch.float32, torch.bool
 
 
-def cell_forward(
-    gates: torch.Tensor,
-    cells_prev: torch.Tensor,
-    cells_next: torch.Tensor,
-    cell_keep: torch.Tensor,
-    tanh_cells: torch.Tensor,
-    memory: torch.Tensor,
-    cell_clip: Optional[float],
-) -> None:
-    """`lstmp_triton.cell_forward`: activations over `gates` `(batch, 4 * cell)`, c_t, the clip's
-    mask, tanh(c_t) and o * tanh(c_t), each `(batch, cell)`."""
-    batch, cell = cells_prev.shape
-    n = batch * cell
+def cell_forward(step: Step, cell: Cell, memory: torch.Tensor) -> None:
+    """`lstmp_torch.cell_forward`, in C."""
+    rows, size = step.cells_prev.shape
+    n, clip = rows * size, cell.cell_clip
     _lstmp_cpu.cell_forward(
-        _address(gates, _F, 4 * n), _address(cells_prev, _F, n), _address(cells_next, _F, n),
-        _address(cell_keep, _B, n), _address(tanh_cells, _F, n), _address(memory, _F, n),
-        batch, cell, cell_clip is not None, 0.0 if cell_clip is None else cell_clip,
-        torch.get_num_threads(),
+        _address(step.gates, _F, 4 * n), _address(step.cells_prev, _F, n),
+        _address(step.cells_next, _F, n), _address(step.cell_keep, _B, n),
+        _address(step.tanh_cells, _F, n), _address(memory, _F, n), rows, size,
+        clip is not None, 0.0 if clip is None else clip, torch.get_num_threads(),
     )  # fmt: skip
 
 
-def projection_forward(
-    projected: torch.Tensor,
-    projection_keep: torch.Tensor,
-    hiddens: torch.Tensor,
-    means: Optional[torch.Tensor],
-    rstds: Optional[torch.Tensor],
-    norm_weight: Optional[torch.Tensor],
-    norm_bias: Optional[torch.Tensor],
-    norm_eps: float,
-    projection_clip: Optional[float],
-    dropout: Optional[torch.Tensor],
-) -> None:
-    """`lstmp_triton.projection_forward`: p_t clipped in place, h_t = LayerNorm(p_t) * dropout
-    (with `means`, `rstds` `(batch, 1)`; torch's own LayerNorm, so that h_t rounds as the torch
-    ops')."""
-    batch, size = projected.shape
-    n = batch * size
-    normalise, drop, clip = norm_weight is not None, dropout is not None, projection_clip
+def projection_forward(step: Step, cell: Cell) -> None:
+    """`lstmp_torch.projection_forward`: the clip (and without a LayerNorm the dropout) in C,
+    the LayerNorm torch's own, so that h_t rounds as the torch ops'."""
+    rows, size = step.projected.shape
+    n, clip, dropout = rows * size, cell.projection_clip, cell.dropout
+    normalise = cell.norm_weight is not None
     _lstmp_cpu.projection_forward(
-        _address(projected, _F, n), _address(projection_keep if clip is not None else None, _B, n),
-        _address(hiddens, _F, n), _address(dropout, _F, n), batch, size, clip is not None,
-        0.0 if clip is None else clip, not normalise, drop and not normalise,
+        _address(step.projected, _F, n),
+        _address(step.projection_keep if clip is not None else None, _B, n),
+        _address(step.hiddens, _F, n), _address(dropout, _F, n), rows, size, clip is not None,
+        0.0 if clip is None else clip, not normalise, dropout is not None and not normalise,
     )  # fmt: skip
     if normalise:
-        _address(means, _F, batch), _address(rstds, _F, batch)
+        _address(step.means, _F, rows), _address(step.rstds, _F, rows)
         torch.ops.aten.native_layer_norm.out(
-            projected, (size,), norm_weight, norm_bias, norm_eps, out0=hiddens, out1=means,
-            out2=rstds,
+            step.projected, (size,), cell.norm_weight, cell.norm_bias, cell.norm_eps,
+            out0=step.hiddens, out1=step.means, out2=step.rstds,
         )  # fmt: skip
-        if drop:
-            hiddens.mul_(dropout)
+        if dropout is not None:
+            step.hiddens.mul_(dropout)
 
 
-def projection_backward(
-    dh_carry: torch.Tensor,
-    grad_outputs: torch.Tensor,
-    projected: torch.Tensor,
-    means: Optional[torch.Tensor],
-    rstds: Optional[torch.Tensor],
-    norm_weight: Optional[torch.Tensor],
-    projection_keep: Optional[torch.Tensor],
-    dropout: Optional[torch.Tensor],
-    running: torch.Tensor,
-    grad_hiddens: torch.Tensor,
-    grad_projected: torch.Tensor,
-) -> None:
-    """`lstmp_triton.projection_backward`: dL/dn_t (the state before its dropout) into
-    `grad_hiddens`, dL/dp_t into `grad_projected` (zero for rows not `running` `(batch, 1)`);
-    `grad_outputs` may have rows apart."""
-    batch, size = projected.shape
-    n = batch * size
+def projection_backward(step: Step, grads: StepGradients, cell: Cell) -> None:
+    """`lstmp_torch.projection_backward`, in C (`grads.running` required)."""
+    rows, size = step.projected.shape
+    n, grad_outputs = rows * size, grads.grad_outputs
     if (
         grad_outputs.dtype != _F
         or grad_outputs.device.type != "cpu"
-        or grad_outputs.shape != (batch, size)
+        or grad_outputs.shape != (rows, size)
         or grad_outputs.stride(1) != 1
     ):
-        raise ValueError("lstmp_cpu: grad_outputs must be float32 (batch, projection) on the "
+        raise ValueError("lstmp_cpu: grad_outputs must be float32 (rows, projection) on the "
                          "CPU with contiguous rows")  # fmt: skip
-    normalise = norm_weight is not None
+    normalise, clip = cell.norm_weight is not None, cell.projection_clip is not None
     _lstmp_cpu.projection_backward(
-        _address(dh_carry, _F, n), grad_outputs.data_ptr(), grad_outputs.stride(0),
-        _address(projected, _F, n), _address(means if normalise else None, _F, batch),
-        _address(rstds if normalise else None, _F, batch), _address(norm_weight, _F, size),
-        _address(projection_keep, _B, n), _address(dropout, _F, n), _address(running, _B, batch),
-        _address(grad_hiddens, _F, n), _address(grad_projected, _F, n), batch, size, normalise,
-        projection_keep is not None, dropout is not None, torch.get_num_threads(),
+        _address(grads.dh_carry, _F, n), grad_outputs.data_ptr(), grad_outputs.stride(0),
+        _address(step.projected, _F, n), _address(step.means if normalise else None, _F, rows),
+        _address(step.rstds if normalise else None, _F, rows),
+        _address(cell.norm_weight, _F, size),
+        _address(step.projection_keep if clip else None, _B, n),
+        _address(cell.dropout, _F, n), _address(grads.running, _B, rows),
+        _address(grads.grad_hiddens, _F, n), _address(grads.grad_projected, _F, n), rows, size,
+        normalise, clip, cell.dropout is not None, torch.get_num_threads(),
     )  # fmt: skip
 
 
-def gate_backward(
-    dm: torch.Tensor,
-    dc_carry: torch.Tensor,
-    gates: torch.Tensor,
-    cells_prev: torch.Tensor,
-    tanh_cells: torch.Tensor,
-    cell_keep: Optional[torch.Tensor],
-    running: torch.Tensor,
-    grad_gates: torch.Tensor,
-) -> None:
-    """`lstmp_triton.gate_backward`: dL/d(pre-activation gates) into `grad_gates` (zero for rows
-    not `running`), the cell carry dL/dc_t * f in place for the running rows."""
-    batch, cell = dm.shape
-    n = batch * cell
+def gate_backward(step: Step, grads: StepGradients, cell: Cell) -> None:
+    """`lstmp_torch.gate_backward`, in C (`grads.running` required)."""
+    rows, size = grads.dm.shape
+    n, clip = rows * size, cell.cell_clip is not None
     _lstmp_cpu.gate_backward(
-        _address(dm, _F, n), _address(dc_carry, _F, n), _address(gates, _F, 4 * n),
-        _address(cells_prev, _F, n), _address(tanh_cells, _F, n), _address(cell_keep, _B, n),
-        _address(running, _B, batch), _address(grad_gates, _F, 4 * n), batch, cell,
-        cell_keep is not None, torch.get_num_threads(),
+        _address(grads.dm, _F, n), _address(grads.dc_carry, _F, n),
+        _address(step.gates, _F, 4 * n), _address(step.cells_prev, _F, n),
+        _address(step.tanh_cells, _F, n), _address(step.cell_keep if clip else None, _B, n),
+        _address(grads.running, _B, rows), _address(grads.grad_gates, _F, 4 * n), rows, size,
+        clip, torch.get_num_threads(),
     )  # fmt: skip
 
 
-def carry_backward(dr: torch.Tensor, running: torch.Tensor, dh_carry: torch.Tensor) -> None:
-    """`lstmp_triton.carry_backward`: `dh_carry` = dr for the `running` rows."""
-    batch, size = dr.shape
-    n = batch * size
+def carry_backward(grads: StepGradients) -> None:
+    """`lstmp_torch.carry_backward`, in C (`grads.running` required)."""
+    rows, size = grads.dr.shape
+    n = rows * size
     _lstmp_cpu.carry_backward(
-        _address(dr, _F, n), _address(running, _B, batch), _address(dh_carry, _F, n), batch, size
-    )
+        _address(grads.dr, _F, n), _address(grads.running, _B, rows),
+        _address(grads.dh_carry, _F, n), rows, size,
+    )  # fmt: skip

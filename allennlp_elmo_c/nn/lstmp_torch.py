@@ -1,151 +1,147 @@
 """
-The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s LSTMP cell as torch operators: the
-five functions of `lstmp_cpu` (C) and `lstmp_triton` (GPU), same arguments, same results, on
-any device and dtype. `lstmp.pointwise_kernels` picks this module where neither of those
-serves (float64, `ELMO_C_CPU_KERNELS=0`, `ELMO_C_TRITON=0`, the C extension not built). It is also
-what the other two are tested against (tests/nn/kernel_checks.py).
+The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s LSTMP cell: the interface of the step
+kernels (`Cell`, `Step`, `StepGradients` and five functions) and its implementation as torch
+operators, on any device and dtype. `lstmp_cpu` (C) and `lstmp_triton` (GPU) implement the same
+five functions for float32; `lstmp.pointwise_kernels` picks this module where neither serves
+(float64, `ELMO_C_CPU_KERNELS=0`, `ELMO_C_TRITON=0`, the C extension not built). It is also what
+the other two are tested against (tests/nn/kernel_checks.py).
 
 The forward functions round as the reference backend's per-step loop does (one torch operator per
 term, torch's own LayerNorm). Unlike the other two modules, the backward functions also take
-`running=None` ("every row runs"): `lstmp` then hands them only the rows still running at each
+`running` None ("every row runs"): `lstmp` then hands them only the rows still running at each
 step (`[:batch_sizes[t]]`), rather than every row and a mask.
 """
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import torch
 
 
-def cell_forward(
-    gates: torch.Tensor,
-    cells_prev: torch.Tensor,
-    cells_next: torch.Tensor,
-    cell_keep: torch.Tensor,
-    tanh_cells: torch.Tensor,
-    memory: torch.Tensor,
-    cell_clip: Optional[float],
-) -> None:
+class Cell(NamedTuple):
+    """What every step of one layer's call reads besides its buffers."""
+
+    norm_weight: Optional[torch.Tensor]  # (projection,): LayerNorm of p_t, with norm_bias
+    norm_bias: Optional[torch.Tensor]
+    norm_eps: float
+    cell_clip: Optional[float]
+    projection_clip: Optional[float]
+    dropout: Optional[torch.Tensor]  # (rows, projection): the recurrent dropout mask, scaled
+
+
+class Step(NamedTuple):
     """
-    One step's cell: `gates` `(batch, 4 * cell)` (pre-activations, overwritten by i, f, g, o),
-    `cells_prev` c_{t-1}; writes c_t (clipped), `cell_keep` (where the clip let c_t through;
-    untouched without a clip), tanh(c_t) and `memory` = o * tanh(c_t), all `(batch, cell)`.
+    Step t of the forward buffers, `rows` wide (every row, or those still running): what the
+    forward writes and the backward reads. Without a LayerNorm `means` and `rstds` are None;
+    without a clip its mask stays true.
     """
-    cell_size = cells_prev.size(1)
+
+    gates: torch.Tensor  # (rows, 4 * cell): W_ih x + b + W_hh h, then i, f, g, o in place
+    cells_prev: torch.Tensor  # (rows, cell): c_{t-1}
+    cells_next: torch.Tensor  # (rows, cell): c_t, clipped
+    cell_keep: torch.Tensor  # (rows, cell) bool: where the cell clip let c_t through
+    tanh_cells: torch.Tensor  # (rows, cell): tanh(c_t)
+    projected: torch.Tensor  # (rows, projection): p_t = W_hr (o * tanh(c_t)), clipped
+    projection_keep: torch.Tensor  # (rows, projection) bool
+    hiddens: torch.Tensor  # (rows, projection): h_t = LayerNorm(p_t) * dropout
+    means: Optional[torch.Tensor]  # (rows, 1): the LayerNorm's statistics of p_t
+    rstds: Optional[torch.Tensor]
+
+
+class StepGradients(NamedTuple):
+    """
+    Step t of the backward pass, `rows` wide. The carries are dL/dh_t and dL/dc_t from the
+    steps after t (the final states' gradients before the last step), updated in place to those
+    of step t - 1; `dm` and `dr` receive the two products of the step (by `lstmp`).
+    """
+
+    dh_carry: torch.Tensor  # (rows, projection)
+    dc_carry: torch.Tensor  # (rows, cell)
+    grad_outputs: torch.Tensor  # (rows, projection): dL/d(output t); rows may lie apart
+    running: Optional[torch.Tensor]  # (rows, 1) bool: rows within their length (None: all)
+    dm: torch.Tensor  # (rows, cell): dL/d(o * tanh(c_t)) = dL/dp_t W_hr
+    dr: torch.Tensor  # (rows, projection): dL/d(gates) W_hh
+    grad_gates: torch.Tensor  # (rows, 4 * cell): dL/d(pre-activation gates), written
+    grad_hiddens: torch.Tensor  # (rows, projection): dL/dn_t (before the dropout), written
+    grad_projected: torch.Tensor  # (rows, projection): dL/dp_t, written
+
+
+def cell_forward(step: Step, cell: Cell, memory: torch.Tensor) -> None:
+    """The cell: activations over `step.gates`, c_t (clipped, with its mask), tanh(c_t) and
+    `memory` `(rows, cell)` = o * tanh(c_t), the input of W_hr."""
+    cell_size = step.cells_prev.size(1)
+    gates = step.gates
     torch.sigmoid_(gates[:, : 2 * cell_size])
     torch.tanh_(gates[:, 2 * cell_size : 3 * cell_size])
     torch.sigmoid_(gates[:, 3 * cell_size :])
     i, f, g, o = gates.chunk(4, dim=1)
-    torch.add(f * cells_prev, i * g, out=cells_next)
-    if cell_clip is not None:
-        torch.logical_and(cells_next >= -cell_clip, cells_next <= cell_clip, out=cell_keep)
-        cells_next.clamp_(-cell_clip, cell_clip)
-    torch.tanh(cells_next, out=tanh_cells)
-    torch.mul(o, tanh_cells, out=memory)
+    c = torch.add(f * step.cells_prev, i * g, out=step.cells_next)
+    if cell.cell_clip is not None:
+        torch.logical_and(c >= -cell.cell_clip, c <= cell.cell_clip, out=step.cell_keep)
+        c.clamp_(-cell.cell_clip, cell.cell_clip)
+    torch.mul(o, torch.tanh(c, out=step.tanh_cells), out=memory)
 
 
-def projection_forward(
-    projected: torch.Tensor,
-    projection_keep: torch.Tensor,
-    hiddens: torch.Tensor,
-    means: Optional[torch.Tensor],
-    rstds: Optional[torch.Tensor],
-    norm_weight: Optional[torch.Tensor],
-    norm_bias: Optional[torch.Tensor],
-    norm_eps: float,
-    projection_clip: Optional[float],
-    dropout: Optional[torch.Tensor],
-) -> None:
-    """
-    One step's projected state `projected` `(batch, projection)`: clipped in place (with
-    `projection_keep`), then h_t = LayerNorm(p_t) * dropout into `hiddens` with `means`, `rstds`
-    `(batch, 1)` (without `norm_weight` p_t in place of LayerNorm(p_t); without `dropout` no
-    mask): the state emitted and fed back into W_hh.
-    """
-    if projection_clip is not None:
-        torch.logical_and(
-            projected >= -projection_clip, projected <= projection_clip, out=projection_keep
-        )
-        projected.clamp_(-projection_clip, projection_clip)
-    if norm_weight is not None:
+def projection_forward(step: Step, cell: Cell) -> None:
+    """`step.projected` (p_t, written by W_hr's product) clipped in place with its mask, then
+    h_t = LayerNorm(p_t) * dropout (p_t without a LayerNorm) into `step.hiddens`: the state
+    emitted and fed back into W_hh."""
+    projected, clip = step.projected, cell.projection_clip
+    if clip is not None:
+        torch.logical_and(projected >= -clip, projected <= clip, out=step.projection_keep)
+        projected.clamp_(-clip, clip)
+    if cell.norm_weight is not None:
         torch.ops.aten.native_layer_norm.out(
-            projected, (projected.size(1),), norm_weight, norm_bias, norm_eps, out0=hiddens,
-            out1=means, out2=rstds,
+            projected, (projected.size(1),), cell.norm_weight, cell.norm_bias, cell.norm_eps,
+            out0=step.hiddens, out1=step.means, out2=step.rstds,
         )  # fmt: skip
     else:
-        hiddens.copy_(projected)
-    if dropout is not None:
-        hiddens.mul_(dropout)
+        step.hiddens.copy_(projected)
+    if cell.dropout is not None:
+        step.hiddens.mul_(cell.dropout)
 
 
-def projection_backward(
-    dh_carry: torch.Tensor,
-    grad_outputs: torch.Tensor,
-    projected: torch.Tensor,
-    means: Optional[torch.Tensor],
-    rstds: Optional[torch.Tensor],
-    norm_weight: Optional[torch.Tensor],
-    projection_keep: Optional[torch.Tensor],
-    dropout: Optional[torch.Tensor],
-    running: Optional[torch.Tensor],
-    grad_hiddens: torch.Tensor,
-    grad_projected: torch.Tensor,
-) -> None:
-    """
-    dL/dn_t = (`dh_carry` + `grad_outputs`) * `dropout` (the gradient of the state before its
-    dropout) into `grad_hiddens` and dL/dp_t (through the LayerNorm and the clip's
-    `projection_keep`, when given) into `grad_projected`, both `(batch, projection)` and zero
-    for rows not `running` `(batch, 1)` (every row runs when it is None).
-    """
-    dh = dh_carry + grad_outputs
-    if dropout is not None:
-        dh = dh * dropout
-    if norm_weight is not None:
+def projection_backward(step: Step, grads: StepGradients, cell: Cell) -> None:
+    """dL/dn_t = (`dh_carry` + `grad_outputs`) * dropout into `grads.grad_hiddens` and dL/dp_t
+    (through the LayerNorm and the projection clip's mask) into `grads.grad_projected`, both
+    zero for rows not `running`."""
+    dh = grads.dh_carry + grads.grad_outputs
+    if cell.dropout is not None:
+        dh = dh * cell.dropout
+    if cell.norm_weight is not None:
         dp, _, _ = torch.ops.aten.native_layer_norm_backward(
-            dh, projected, (projected.size(1),), means, rstds, norm_weight, None,
+            dh, step.projected, (dh.size(1),), step.means, step.rstds, cell.norm_weight, None,
             [True, False, False],
         )  # fmt: skip
     else:
         dp = dh
-    if projection_keep is not None:
-        dp = dp * projection_keep
-    if running is not None:
-        dh, dp = torch.where(running, dh, 0.0), torch.where(running, dp, 0.0)
-    grad_hiddens.copy_(dh)
-    grad_projected.copy_(dp)
+    if cell.projection_clip is not None:
+        dp = dp * step.projection_keep
+    if grads.running is not None:
+        dh, dp = torch.where(grads.running, dh, 0.0), torch.where(grads.running, dp, 0.0)
+    grads.grad_hiddens.copy_(dh)
+    grads.grad_projected.copy_(dp)
 
 
-def gate_backward(
-    dm: torch.Tensor,
-    dc_carry: torch.Tensor,
-    gates: torch.Tensor,
-    cells_prev: torch.Tensor,
-    tanh_cells: torch.Tensor,
-    cell_keep: Optional[torch.Tensor],
-    running: Optional[torch.Tensor],
-    grad_gates: torch.Tensor,
-) -> None:
-    """
-    From dL/dm_t `dm` and the cell carry `dc_carry` `(batch, cell)`: dL/d(pre-activation gates)
-    into `grad_gates` `(batch, 4 * cell)` (zero for rows not `running`), and the carry
-    dL/dc_t * f updated in place for the running rows (`cell_keep`: the clip's mask, if any).
-    """
-    i, f, g, o = gates.chunk(4, dim=1)
-    dc = torch.addcmul(dc_carry, dm * o, 1 - tanh_cells * tanh_cells)  # dL/dc_t
-    if cell_keep is not None:
-        dc = dc * cell_keep
-    di, df, dg, do = grad_gates.chunk(4, dim=1)
+def gate_backward(step: Step, grads: StepGradients, cell: Cell) -> None:
+    """From `grads.dm` and the cell carry: dL/d(pre-activation gates) into `grads.grad_gates`
+    (zero for rows not `running`), and the carry dL/dc_t * f in place for the running rows."""
+    i, f, g, o = step.gates.chunk(4, dim=1)
+    dm, tanh_c = grads.dm, step.tanh_cells
+    dc = torch.addcmul(grads.dc_carry, dm * o, 1 - tanh_c * tanh_c)  # dL/dc_t
+    if cell.cell_clip is not None:
+        dc = dc * step.cell_keep
+    di, df, dg, do = grads.grad_gates.chunk(4, dim=1)
     torch.mul(dc * g, i * (1 - i), out=di)
-    torch.mul(dc * cells_prev, f * (1 - f), out=df)
+    torch.mul(dc * step.cells_prev, f * (1 - f), out=df)
     torch.mul(dc * i, 1 - g * g, out=dg)
-    torch.mul(dm * tanh_cells, o * (1 - o), out=do)
-    if running is None:
-        torch.mul(dc, f, out=dc_carry)
+    torch.mul(dm * tanh_c, o * (1 - o), out=do)
+    if grads.running is None:
+        torch.mul(dc, f, out=grads.dc_carry)
     else:
-        grad_gates.copy_(torch.where(running, grad_gates, 0.0))
-        dc_carry.copy_(torch.where(running, dc * f, dc_carry))
+        grads.grad_gates.copy_(torch.where(grads.running, grads.grad_gates, 0.0))
+        grads.dc_carry.copy_(torch.where(grads.running, dc * f, grads.dc_carry))
 
 
-def carry_backward(
-    dr: torch.Tensor, running: Optional[torch.Tensor], dh_carry: torch.Tensor
-) -> None:
-    """`dh_carry` `(batch, projection)` = dr (dL/d(gates) W_hh) for the `running` rows."""
-    dh_carry.copy_(dr if running is None else torch.where(running, dr, dh_carry))
+def carry_backward(grads: StepGradients) -> None:
+    """`grads.dh_carry` = `grads.dr` for the `running` rows."""
+    running, dr = grads.running, grads.dr
+    grads.dh_carry.copy_(dr if running is None else torch.where(running, dr, grads.dh_carry))

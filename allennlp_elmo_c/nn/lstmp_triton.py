@@ -33,6 +33,8 @@ import torch
 import triton
 import triton.language as tl
 
+from allennlp_elmo_c.nn.lstmp_torch import Cell, Step, StepGradients
+
 # Columns of the cell state per program of the (row, cell) kernels.
 CELL_BLOCK = 1024
 
@@ -200,122 +202,67 @@ def _check(*tensors: Optional[torch.Tensor]) -> None:
             raise ValueError("lstmp_triton: every tensor must be contiguous")
 
 
-def cell_forward(
-    gates: torch.Tensor,
-    cells_prev: torch.Tensor,
-    cells_next: torch.Tensor,
-    cell_keep: torch.Tensor,
-    tanh_cells: torch.Tensor,
-    memory: torch.Tensor,
-    cell_clip: Optional[float],
-) -> None:
-    """
-    One step's cell: `gates` `(batch, 4 * cell)` (pre-activations, overwritten by i, f, g, o),
-    `cells_prev` c_{t-1}; writes c_t (clipped), `cell_keep` (where the clip let c_t through;
-    untouched without a clip), tanh(c_t) and `memory` = o * tanh(c_t), all `(batch, cell)`.
-    """
-    _check(gates, cells_prev, cells_next, cell_keep, tanh_cells, memory)
-    batch, cell_size = cells_prev.shape
-    grid = (batch, triton.cdiv(cell_size, CELL_BLOCK))
-    _cell_forward_kernel[grid](
-        gates, cells_prev, cells_next, cell_keep, tanh_cells, memory, cell_size,
-        0.0 if cell_clip is None else cell_clip, CLIP=cell_clip is not None, BLOCK=CELL_BLOCK,
+def cell_forward(step: Step, cell: Cell, memory: torch.Tensor) -> None:
+    """`lstmp_torch.cell_forward`, one kernel."""
+    _check(*step[:5], memory)
+    rows, cell_size = step.cells_prev.shape
+    clip = cell.cell_clip
+    _cell_forward_kernel[(rows, triton.cdiv(cell_size, CELL_BLOCK))](
+        step.gates, step.cells_prev, step.cells_next, step.cell_keep, step.tanh_cells, memory,
+        cell_size, 0.0 if clip is None else clip, CLIP=clip is not None, BLOCK=CELL_BLOCK,
     )  # fmt: skip
 
 
-def projection_forward(
-    projected: torch.Tensor,
-    projection_keep: torch.Tensor,
-    hiddens: torch.Tensor,
-    means: Optional[torch.Tensor],
-    rstds: Optional[torch.Tensor],
-    norm_weight: Optional[torch.Tensor],
-    norm_bias: Optional[torch.Tensor],
-    norm_eps: float,
-    projection_clip: Optional[float],
-    dropout: Optional[torch.Tensor],
-) -> None:
-    """
-    One step's projected state `projected` `(batch, projection)`: clipped in place (with
-    `projection_keep`), then h_t = LayerNorm(p_t) * dropout into `hiddens` with `means`, `rstds`
-    `(batch, 1)` (without `norm_weight` p_t in place of LayerNorm(p_t); without `dropout` no
-    mask): the state emitted and fed back into W_hh.
-    """
-    _check(projected, projection_keep, hiddens, means, rstds, dropout)
-    batch, size = projected.shape
-    normalise, drop = norm_weight is not None, dropout is not None
-    _projection_forward_kernel[(batch,)](
-        projected, projection_keep, hiddens,
-        means if normalise else projected, rstds if normalise else projected,
-        norm_weight if normalise else projected, norm_bias if normalise else projected,
-        dropout if drop else projected, size,
-        0.0 if projection_clip is None else projection_clip, norm_eps,
-        CLIP=projection_clip is not None, NORM=normalise, DROPOUT=drop, BLOCK=_block(size),
+def projection_forward(step: Step, cell: Cell) -> None:
+    """`lstmp_torch.projection_forward`, one kernel."""
+    _check(*step[5:], cell.dropout)
+    rows, size = step.projected.shape
+    normalise, drop = cell.norm_weight is not None, cell.dropout is not None
+    clip = cell.projection_clip
+    projected = step.projected  # (what stands for a tensor a variant does not read)
+    _projection_forward_kernel[(rows,)](
+        projected, step.projection_keep, step.hiddens,
+        step.means if normalise else projected, step.rstds if normalise else projected,
+        cell.norm_weight if normalise else projected, cell.norm_bias if normalise else projected,
+        cell.dropout if drop else projected, size, 0.0 if clip is None else clip, cell.norm_eps,
+        CLIP=clip is not None, NORM=normalise, DROPOUT=drop, BLOCK=_block(size),
     )  # fmt: skip
 
 
-def projection_backward(
-    dh_carry: torch.Tensor,
-    grad_outputs: torch.Tensor,
-    projected: torch.Tensor,
-    means: Optional[torch.Tensor],
-    rstds: Optional[torch.Tensor],
-    norm_weight: Optional[torch.Tensor],
-    projection_keep: Optional[torch.Tensor],
-    dropout: Optional[torch.Tensor],
-    running: torch.Tensor,
-    grad_hiddens: torch.Tensor,
-    grad_projected: torch.Tensor,
-) -> None:
-    """
-    dL/dn_t = (`dh_carry` + `grad_outputs`) * `dropout` (the gradient of the state before its
-    dropout) into `grad_hiddens` and dL/dp_t (through the LayerNorm and the clip's
-    `projection_keep`, when given) into `grad_projected`, both `(batch, projection)` and zero
-    for rows not `running` `(batch, 1)`. `grad_outputs` may be a view with rows apart (a step of
-    batch-major gradients); the rest are contiguous.
-    """
-    if grad_outputs.stride(1) != 1:
+def projection_backward(step: Step, grads: StepGradients, cell: Cell) -> None:
+    """`lstmp_torch.projection_backward`, one kernel (`grads.running` required)."""
+    if grads.grad_outputs.stride(1) != 1:
         raise ValueError("lstmp_triton: grad_outputs must have contiguous rows")
-    _check(dh_carry, projected, means, rstds, projection_keep, dropout, running,
-           grad_hiddens, grad_projected)  # fmt: skip
-    batch, size = projected.shape
-    normalise, clip, drop = norm_weight is not None, projection_keep is not None, dropout is not None
-    _projection_backward_kernel[(batch,)](
-        dh_carry, grad_outputs, projected, means if normalise else projected,
-        rstds if normalise else projected, norm_weight if normalise else projected,
-        projection_keep if clip else running, dropout if drop else projected, running,
-        grad_hiddens, grad_projected, size, grad_outputs.stride(0), CLIP=clip, NORM=normalise,
-        DROPOUT=drop, BLOCK=_block(size),
+    _check(*step[5:], cell.dropout, grads.dh_carry, grads.running, *grads[6:])
+    rows, size = step.projected.shape
+    normalise, drop = cell.norm_weight is not None, cell.dropout is not None
+    clip, projected = cell.projection_clip is not None, step.projected
+    _projection_backward_kernel[(rows,)](
+        grads.dh_carry, grads.grad_outputs, projected, step.means if normalise else projected,
+        step.rstds if normalise else projected, cell.norm_weight if normalise else projected,
+        step.projection_keep if clip else grads.running, cell.dropout if drop else projected,
+        grads.running, grads.grad_hiddens, grads.grad_projected, size,
+        grads.grad_outputs.stride(0), CLIP=clip, NORM=normalise, DROPOUT=drop,
+        BLOCK=_block(size),
     )  # fmt: skip
 
 
-def gate_backward(
-    dm: torch.Tensor,
-    dc_carry: torch.Tensor,
-    gates: torch.Tensor,
-    cells_prev: torch.Tensor,
-    tanh_cells: torch.Tensor,
-    cell_keep: Optional[torch.Tensor],
-    running: torch.Tensor,
-    grad_gates: torch.Tensor,
-) -> None:
-    """
-    From dL/dm_t `dm` and the cell carry `dc_carry` `(batch, cell)`: dL/d(pre-activation gates)
-    into `grad_gates` `(batch, 4 * cell)` (zero for rows not `running`), and the carry
-    dL/dc_t * f updated in place for the running rows (`cell_keep`: the clip's mask, if any).
-    """
-    _check(dm, dc_carry, gates, cells_prev, tanh_cells, cell_keep, running, grad_gates)
-    batch, cell_size = dm.shape
-    grid = (batch, triton.cdiv(cell_size, CELL_BLOCK))
-    clip = cell_keep is not None
-    _gate_backward_kernel[grid](
-        dm, dc_carry, gates, cells_prev, tanh_cells, cell_keep if clip else running, running,
-        grad_gates, cell_size, CLIP=clip, BLOCK=CELL_BLOCK,
+def gate_backward(step: Step, grads: StepGradients, cell: Cell) -> None:
+    """`lstmp_torch.gate_backward`, one kernel (`grads.running` required)."""
+    _check(*step[:5], grads.dm, grads.dc_carry, grads.running, grads.grad_gates)
+    rows, cell_size = grads.dm.shape
+    clip = cell.cell_clip is not None
+    _gate_backward_kernel[(rows, triton.cdiv(cell_size, CELL_BLOCK))](
+        grads.dm, grads.dc_carry, step.gates, step.cells_prev, step.tanh_cells,
+        step.cell_keep if clip else grads.running, grads.running, grads.grad_gates, cell_size,
+        CLIP=clip, BLOCK=CELL_BLOCK,
     )  # fmt: skip
 
 
-def carry_backward(dr: torch.Tensor, running: torch.Tensor, dh_carry: torch.Tensor) -> None:
-    """`dh_carry` `(batch, projection)` = dr (dL/d(gates) W_hh) for the `running` rows."""
-    _check(dr, running, dh_carry)
-    batch, size = dr.shape
-    _carry_backward_kernel[(batch,)](dr, running, dh_carry, size, BLOCK=_block(size))
+def carry_backward(grads: StepGradients) -> None:
+    """`lstmp_torch.carry_backward`, one kernel (`grads.running` required)."""
+    _check(grads.dr, grads.running, grads.dh_carry)
+    rows, size = grads.dr.shape
+    _carry_backward_kernel[(rows,)](
+        grads.dr, grads.running, grads.dh_carry, size, BLOCK=_block(size)
+    )

@@ -64,12 +64,13 @@ VARIANTS = {
 
 def run_forward(kernels, variant, steps=TIMESTEPS):
     normalise, clip, dropout = VARIANTS[variant]
-    tensors = step_inputs(normalise, dropout)
+    gates, h0, c0, w_hh, w_hr, norm_weight, norm_bias, mask = step_inputs(normalise, dropout)
     clips = (1.0, 0.6) if clip else (None, None)
-    settings = (steps, 1e-5, *clips)
-    theirs = lstmp._forward_steps(lstmp_torch, tensors[0].clone(), *tensors[1:], *settings)
-    ours = lstmp._forward_steps(kernels, tensors[0].clone(), *tensors[1:], *settings)
-    return tensors, settings, ours, theirs
+    cell = lstmp_torch.Cell(norm_weight, norm_bias, 1e-5, *clips, mask)
+    weights = (w_hh, w_hr)
+    theirs = lstmp._forward_steps(lstmp_torch, gates.clone(), h0, c0, *weights, cell, steps)
+    ours = lstmp._forward_steps(kernels, gates.clone(), h0, c0, *weights, cell, steps)
+    return weights, cell, ours, theirs
 
 
 # Every variant for one step, the paper's through all steps.
@@ -77,7 +78,7 @@ STEPS = [(v, 1) for v in sorted(VARIANTS)] + [("paper", TIMESTEPS)]
 
 
 def check_forward(kernels, variant, steps):
-    _, settings, ours, theirs = run_forward(kernels, variant, steps)
+    _, _, ours, theirs = run_forward(kernels, variant, steps)
     tolerance = KERNEL_TOLERANCE if steps == 1 else LOOP_TOLERANCE
     for name, mine, reference in zip(FORWARD_NAMES, ours, theirs):
         assert_close(mine, reference, name, tolerance)
@@ -95,9 +96,7 @@ def check_backward(kernels, variant, steps):
     torch ops' forward buffers (`steps` 1: the first step only); the output gradients a view
     with rows apart, as `_LstmpFunction.backward` passes them.
     """
-    tensors, settings, _, buffers = run_forward(kernels, variant, steps)
-    _, _, _, w_hh, w_hr, norm_weight, norm_bias, dropout = tensors
-    gates, cells, hiddens, tanh_cells, projected, means, rstds, *keeps = buffers
+    weights, cell, _, buffers = run_forward(kernels, variant, steps)
     generator = torch.Generator().manual_seed(5)
     grad_outputs = torch.randn(BATCH, TIMESTEPS, PROJECTION, generator=generator).transpose(0, 1)
     dh = torch.randn(BATCH, PROJECTION, generator=generator)
@@ -105,12 +104,10 @@ def check_backward(kernels, variant, steps):
     rows = torch.arange(BATCH)
     batch_sizes = [sum(1 for n in LENGTHS if n > t) for t in range(TIMESTEPS)]
     running = (torch.tensor(batch_sizes).unsqueeze(1) > rows).unsqueeze(-1)
-    saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, w_hh, w_hr,
-             norm_weight, norm_bias, dropout)  # fmt: skip
-    clips = (settings[2] is not None, settings[3] is not None)
+
     def backward(kernels, running, batch_sizes):
         return lstmp._backward_steps(kernels, grad_outputs, dh.clone(), dc.clone(), running,
-                                     *saved, batch_sizes, steps, clips)  # fmt: skip
+                                     buffers, *weights, cell, batch_sizes, steps)  # fmt: skip
 
     theirs = backward(lstmp_torch, running, None)
     ours = backward(kernels, running, None)

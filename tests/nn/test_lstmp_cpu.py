@@ -92,8 +92,10 @@ def test_kernels_refuse_tensors_they_cannot_read():
     cells = torch.zeros(4, 8)
     good = dict(gates=torch.zeros(4, 32), cells_prev=cells, cells_next=torch.zeros(4, 8),
                 cell_keep=torch.ones(4, 8, dtype=torch.bool), tanh_cells=torch.zeros(4, 8),
-                memory=torch.zeros(4, 8), cell_clip=1.0)  # fmt: skip
-    lstmp_cpu.cell_forward(**good)
+                projected=torch.zeros(4, 3), projection_keep=torch.ones(4, 3, dtype=torch.bool),
+                hiddens=torch.zeros(4, 3), means=None, rstds=None)  # fmt: skip
+    cell = lstmp_torch.Cell(None, None, 1e-5, 1.0, None, None)
+    lstmp_cpu.cell_forward(lstmp_torch.Step(**good), cell, torch.zeros(4, 8))
     for name, bad in [
         ("gates", torch.zeros(4, 32, dtype=torch.float64)),
         ("gates", torch.zeros(32, 4).t()),  # not contiguous
@@ -101,7 +103,8 @@ def test_kernels_refuse_tensors_they_cannot_read():
         ("cell_keep", torch.ones(4, 8)),  # a float mask
     ]:
         with pytest.raises(ValueError, match="lstmp_cpu"):
-            lstmp_cpu.cell_forward(**dict(good, **{name: bad}))
+            lstmp_cpu.cell_forward(lstmp_torch.Step(**dict(good, **{name: bad})), cell,
+                                   torch.zeros(4, 8))  # fmt: skip
 
 
 def encoder_problem(seed=0):

@@ -175,11 +175,11 @@ def test_triton_loops_with_clips_equal_the_torch_ops_on_a_gpu(monkeypatch):
     batch, timesteps, _ = a["inputs"].shape
     gates = torch.addmm(a["bias"], a["inputs"].transpose(0, 1).reshape(batch * timesteps, -1),
                         a["w_ih"].t()).view(timesteps, batch, -1)  # fmt: skip
-    tensors = (a["hidden"], a["cell"], a["w_hh"], a["w_hr"], a["norm_weight"], a["norm_bias"],
-               a["dropout"])  # fmt: skip
-    settings = (timesteps, 1e-5, clips["cell_clip"], clips["projection_clip"])
-    theirs = lstmp._forward_steps(lstmp_torch, gates.clone(), *tensors, *settings)
-    ours = lstmp._forward_steps(lstmp_triton, gates.clone(), *tensors, *settings)
+    tensors = (a["hidden"], a["cell"], a["w_hh"], a["w_hr"])
+    cell = lstmp_torch.Cell(a["norm_weight"], a["norm_bias"], 1e-5, clips["cell_clip"],
+                            clips["projection_clip"], a["dropout"])  # fmt: skip
+    theirs = lstmp._forward_steps(lstmp_torch, gates.clone(), *tensors, cell, timesteps)
+    ours = lstmp._forward_steps(lstmp_triton, gates.clone(), *tensors, cell, timesteps)
     for name, mine, reference in zip(FORWARD_NAMES, ours, theirs):
         if reference.dtype == torch.bool:
             assert (mine != reference).float().mean() < 1e-5, name
@@ -187,19 +187,18 @@ def test_triton_loops_with_clips_equal_the_torch_ops_on_a_gpu(monkeypatch):
             assert 0.01 < clipped < 0.6, (name, clipped)
         else:  # 25 steps of 1100 cells: a little more rounding carried along
             assert_equal_to(mine, reference, 5 * LOOP_TOLERANCE, name)
-    gates, cells, hiddens, tanh_cells, projected, means, rstds, *keeps = theirs
+    cells, hiddens = theirs.cells, theirs.hiddens
     generator = torch.Generator().manual_seed(5)
     grad_outputs = torch.randn(batch, timesteps, hiddens.size(-1), generator=generator).cuda()
     grad_outputs = grad_outputs.transpose(0, 1)  # as `_LstmpFunction.backward` passes it
     dh, dc = torch.randn_like(hiddens[0]), torch.randn_like(cells[0])
     # Every row each step, the results kept for those within their length (any order of rows).
     running = (lengths > torch.arange(timesteps, device="cuda").unsqueeze(1)).unsqueeze(-1)
-    saved = (gates, cells, tanh_cells, projected, means, rstds, *keeps, a["w_hh"], a["w_hr"],
-             a["norm_weight"], a["norm_bias"], a["dropout"])  # fmt: skip
+    saved = (theirs, a["w_hh"], a["w_hr"], cell, None, timesteps)
     theirs = lstmp._backward_steps(lstmp_torch, grad_outputs, dh.clone(), dc.clone(), running,
-                                   *saved, None, timesteps, (True, True))  # fmt: skip
+                                   *saved)  # fmt: skip
     ours = lstmp._backward_steps(lstmp_triton, grad_outputs, dh.clone(), dc.clone(), running,
-                                 *saved, None, timesteps, (True, True))  # fmt: skip
+                                 *saved)  # fmt: skip
     names = ["grad_gates", "grad_hiddens", "grad_projected", "dh_carry", "dc_carry"]
     for name, mine, reference in zip(names, ours, theirs):
         assert reference.abs().sum() > 0, name
