@@ -382,6 +382,23 @@ def test_relative_links_resolve():
     assert not problems, "\n".join(problems)
 
 
+REPOSITORY_PATH = re.compile(
+    r"`((?:allennlp_elmo_c|tests|training_config|downstream_configs|benchmarks|docs)/[\w./-]+)`"
+)
+
+
+def test_repository_paths_named_in_the_docs_exist():
+    """A file the docs name by its path (`allennlp_elmo_c/nn/products.py`, a test module, a
+    config) has not been moved or renamed since."""
+    missing = [
+        f"{name}: {path}"
+        for name in DOC_FILES + ["benchmarks/RESULTS.md"]
+        for path in REPOSITORY_PATH.findall((PROJECT_ROOT / name).read_text(encoding="utf-8"))
+        if not (PROJECT_ROOT / path).exists()
+    ]
+    assert not missing, "\n".join(missing)
+
+
 # --- the environment variable table ----------------------------------------------------------------
 
 
