@@ -4,6 +4,7 @@ ELMo-C against allennlp-models' `language_model` over ELMo's character CNN, on t
 timed in turn; tokens/s, peak memory and, with `--profile-ops`, where a step's time goes.
 """
 
+import statistics
 from typing import Callable, List, Sequence
 
 import torch
@@ -24,7 +25,7 @@ from run_models import (
     sample_words,
     word_vocabulary,
 )
-from timing import PeakMemory, release_memory, synchronize, time_in_turn
+from timing import PeakMemory, release_memory, synchronize, times_in_turn
 
 from allennlp.data import Vocabulary
 
@@ -104,7 +105,8 @@ def _end_to_end_rows(profile: Profile, device, meter: PeakMemory, log, operators
             log(f"end_to_end {size}: building and warming up {name}")
             rows[name] = measured(builder, meter, warmup)
         log(f"end_to_end {size}: timing {len(rows)} rows in turn, {steps} steps after {warmup}")
-        seconds, _ = time_in_turn({n: r.step for n, r in rows.items()}, steps, warmup, device)
+        times, _ = times_in_turn({n: r.step for n, r in rows.items()}, steps, warmup, device)
+        seconds = {name: statistics.median(values) for name, values in times.items()}
         base = rows["ELMo-C"]
         for name, row in rows.items():
             speed = row.tokens / seconds[name]
@@ -120,6 +122,10 @@ def _end_to_end_rows(profile: Profile, device, meter: PeakMemory, log, operators
                 "fasttext_input_dim": input_size if name == "ELMo-C" else None,
             })  # fmt: skip
             results[-1]["elmo_c_speedup"] = (base.tokens / seconds["ELMo-C"]) / speed
+            # Each repeat's ratio: this row's step against the ELMo-C step timed just before it.
+            repeats = [theirs / ours for ours, theirs in zip(times["ELMo-C"], times[name])]
+            results[-1]["elmo_c_speedup_range"] = [min(repeats), max(repeats)]
+            results[-1]["repeats"] = len(repeats)
             results[-1]["elmo_c_memory_ratio"] = base.peak_bytes / max(row.peak_bytes, 1)
             if operators:
                 results[-1]["top_operators"] = top_operators(row.step, device, operators)

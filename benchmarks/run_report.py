@@ -15,6 +15,14 @@ def fmt_int(value) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def speedup(row: dict) -> str:
+    """The median ratio, and the range of the repeats' ratios where there were several."""
+    low, high = row.get("elmo_c_speedup_range") or (None, None)
+    spread = f" ({low:.2f}-{high:.2f}, {row['repeats']} repeats)" if low is not None and row[
+        "model"] != "ELMo-C" else ""  # fmt: skip
+    return f"{row['elmo_c_speedup']:.2f}x{spread}"
+
+
 def fmt_words(value: int) -> str:
     return f"{value // 1000:,}K" if value >= 1000 else str(value)
 
@@ -39,6 +47,8 @@ def markdown(results: dict) -> str:
                   "8192, sparse softmax embeddings, `dense_sparse_adam`) over ELMo's character "
                   "CNN. Peak memory: above the memory before the row was built (weights, "
                   "gradients, optimizer state, activations; on CPU the resident set, sampled).",
+                  "ELMo-C / this: the ratio of the median steps, and the range of the repeats' "
+                  "ratios (each repeat times every row once, in turn).",
                   "", "| LSTM | model | threads | batch | tok/s | ELMo-C / this | peak memory GiB | "
                   "ELMo-C memory / this | trainable params |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for r in sections["end_to_end"]:
@@ -47,7 +57,7 @@ def markdown(results: dict) -> str:
                     if r["model"] == "ELMo-C" else f" ({fmt_words(r['softmax_words'])} words)")
             lines.append(f"| {r['size']} ({lstm['cell']}/{lstm['projection']}) | {r['model']}"
                          f"{note} | {r.get('threads') or '-'} | {r['batch']} | {r['tokens_per_s']:,.0f} | "
-                         f"{r['elmo_c_speedup']:.2f}x | {r['peak_memory_gib']:.2f} | "
+                         f"{speedup(r)} | {r['peak_memory_gib']:.2f} | "
                          f"{r['elmo_c_memory_ratio']:.2f}x | {r['trainable_parameters']:,} |")  # fmt: skip
         lines.append("")
         profiled = [r for r in sections["end_to_end"] if r.get("top_operators")]

@@ -8,7 +8,7 @@ import platform
 import statistics
 import threading
 import time
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import torch
 
@@ -32,6 +32,15 @@ def time_in_turn(
     affects all of them alike; returns each one's median seconds over the last `steps` runs and,
     on CUDA, its peak memory in GiB (0 elsewhere).
     """
+    times, peaks = times_in_turn(work, steps, warmup, device)
+    return {name: statistics.median(values) for name, values in times.items()}, peaks
+
+
+def times_in_turn(
+    work: Dict[str, Callable[[], None]], steps: int, warmup: int, device: torch.device
+) -> Tuple[Dict[str, List[float]], Dict[str, float]]:
+    """`time_in_turn` with every timed run's seconds, in order (run i of each callable came
+    between runs i and i + 1 of the one before it)."""
     times = {name: [] for name in work}
     peaks = {name: 0.0 for name in work}
     for repetition in range(warmup + steps):
@@ -46,7 +55,7 @@ def time_in_turn(
                 peaks[name] = torch.cuda.max_memory_allocated() / 2**30
             if repetition >= warmup:
                 times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}, peaks
+    return times, peaks
 
 
 def synchronize(device: torch.device) -> None:
