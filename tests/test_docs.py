@@ -394,7 +394,7 @@ def test_repository_paths_named_in_the_docs_exist():
         f"{name}: {path}"
         for name in DOC_FILES + ["benchmarks/RESULTS.md"]
         for path in REPOSITORY_PATH.findall((PROJECT_ROOT / name).read_text(encoding="utf-8"))
-        if not (PROJECT_ROOT / path).exists()
+        if "..." not in path and not (PROJECT_ROOT / path).exists()
     ]
     assert not missing, "\n".join(missing)
 
