@@ -313,6 +313,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--task-overrides", default="{}")
     parser.add_argument("--keep-task-runs", action="store_true")
     parser.add_argument("--only", default=None, help="stop after: data, pretrain, eval")
+    parser.add_argument("--report-only", action="store_true", help="run nothing: the report and "
+                        "plot from the steps finished so far (unfinished seeds show in n=)")  # fmt: skip
     args = parser.parse_args(argv)
     args.systems = [s for s in args.systems.split(",") if s]
     args.tasks = [t for t in args.tasks.split(",") if t]
@@ -326,6 +328,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.plot = args.plot or args.out / "quality_per_minute.png"
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
     steps = quality.Steps(args.out)
+    if args.report_only:
+        steps.run = lambda name, work: steps.done(name)  # what is finished, None for the rest
 
     corpus = steps.run("corpus", lambda: quality.corpus_step(args))
     vectors = steps.run("fasttext", lambda: quality.fasttext_step(args, corpus))
@@ -338,6 +342,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                           lambda system=system: pretrain_step(args, system, corpus, vectors))
         for system in args.systems
     }  # fmt: skip
+    pretrained = {system: result for system, result in pretrained.items() if result is not None}
     if args.only == "pretrain":
         return
     evals = {}
@@ -346,6 +351,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             tag = f"{system}-{minutes}min"
             evals[tag] = steps.run(f"eval-{tag}",
                                    lambda archive=record["archive"]: eval_step(args, archive, corpus))  # fmt: skip
+            evals[tag] = evals[tag] or {}
     if args.only == "eval":
         return
     base_overrides = json.loads(args.task_overrides)

@@ -56,6 +56,14 @@ def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inpu
     # A second run does nothing but rewrite the section in place.
     script.main(argv)
     assert report.read_text() == text
+    # --report-only runs nothing: an unfinished run is left out of its row's mean (n=0 shows "-").
+    (out / "steps" / "task-pos-allennlp_lm-0.0002min-seed1.json").unlink()
+    script.main(argv + ["--report-only"])
+    assert not (out / "steps" / "task-pos-allennlp_lm-0.0002min-seed1.json").exists()
+    label = script.SYSTEMS["allennlp_lm"][1]
+    row = next(line for line in report.read_text().splitlines()
+               if line.startswith(f"| {label} | 0.0002"))  # fmt: skip
+    assert row.endswith("| - |") and "(n=1)" not in row
 
 
 def quality_per_minute_systems(section: str):
