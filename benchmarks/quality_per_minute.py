@@ -234,6 +234,14 @@ def render(args, pretrained: Dict[str, dict], evals: Dict[str, dict], steps, cor
         + " | ".join(f"{labels[t]} (test)" for t in args.tasks) + " |",
         "|---|---|---|---|---|" + "---|" * len(args.tasks),
     ]
+    tags = [quality.BASELINE] + [f"{system}-{minutes}min" for system, result in pretrained.items()
+                                 for minutes in result["budgets"]]  # fmt: skip
+    expected = len(tags) * len(args.tasks) * args.seeds
+    finished = sum(len(scores_of(steps, t, tag, args.seeds)["test"])
+                   for t in args.tasks for tag in tags)  # fmt: skip
+    if finished < expected:
+        lines[-2:-2] = [f"**Partial:** {finished} of the {expected} downstream runs have finished "
+                        "(n = the seeds in each cell); the missing cells are still running.", ""]  # fmt: skip
     baseline = {t: scores_of(steps, t, quality.BASELINE, args.seeds) for t in args.tasks}
     lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | - | "
                  + " | ".join(quality.mean_std(baseline[t]["test"]) for t in args.tasks) + " |")  # fmt: skip
@@ -371,8 +379,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 task_args.task_overrides = json.dumps({**base_overrides, **extra})
                 steps.run(name, lambda: quality.task_step(task_args, task, tag, archive, seed,
                                                           data[task], vectors, dim))  # fmt: skip
+    # The command that runs the steps (a --report-only rendering only reads their results).
     command = "python benchmarks/quality_per_minute.py " + " ".join(
-        argv if argv is not None else sys.argv[1:]
+        a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only"
     )
     replace_section(args.report, BEGIN, END, render(args, pretrained, evals, steps, corpus, command))
     plot(args, pretrained, steps, args.plot)

@@ -55,7 +55,7 @@ def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inpu
     assert 0.0 <= peer_pos["test"] <= 1.0
     # A second run does nothing but rewrite the section in place.
     script.main(argv)
-    assert report.read_text() == text
+    assert report.read_text() == text and "**Partial:**" not in text
     # --report-only runs nothing: an unfinished run is left out of its row's mean (n=0 shows "-").
     (out / "steps" / "task-pos-allennlp_lm-0.0002min-seed1.json").unlink()
     script.main(argv + ["--report-only"])
@@ -64,6 +64,8 @@ def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inpu
     row = next(line for line in report.read_text().splitlines()
                if line.startswith(f"| {label} | 0.0002"))  # fmt: skip
     assert row.endswith("| - |") and "(n=1)" not in row
+    assert "**Partial:** 6 of the 7 downstream runs have finished" in report.read_text()
+    assert "--report-only" not in report.read_text()
 
 
 def quality_per_minute_systems(section: str):
