@@ -16,9 +16,11 @@ import json
 import logging
 import tarfile
 import tempfile
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+import torch
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
@@ -446,9 +448,12 @@ class PretrainedBiLM:
         tokenizer_path: Optional[str] = None,
     ) -> "PretrainedBiLM":
         """
-        The biLM of a `record()`, built from its config with fresh (untrained) weights: only for
-        a module whose state dict then brings the trained ones. The fastText `.bin` is found as
-        for `from_archive` (the archive itself is not needed).
+        The biLM of a `record()`, built from its config without weights: its parameters and
+        persistent buffers are on the `meta` device (`has_weights` is false), so that running it
+        is an error rather than a model with random weights. Only for a module whose state dict
+        then brings the trained ones (`ElmoCRepresentations` loads them, with
+        `allocate_weights`). The fastText `.bin` is found as for `from_archive` (the archive
+        itself is not needed).
         """
         data = json.loads(record)
         config = data["config"]
@@ -460,8 +465,32 @@ class PretrainedBiLM:
             vocab = Vocabulary.from_files(directory)
         params = Params(with_overrides(config, overrides))
         model = Model.from_params(vocab=vocab, params=params.pop("model"))
+        # What a state dict restores goes to meta (a non-persistent buffer, which none restores,
+        # keeps the value it was built with).
+        restored = {id(tensor) for tensor in model.state_dict(keep_vars=True).values()}
+        model._apply(lambda tensor: tensor.to("meta") if id(tensor) in restored else tensor)
         reader = DatasetReader.from_params(params.pop("dataset_reader"))
         return cls._built(model, reader, config, archive_file)
+
+    @property
+    def has_weights(self) -> bool:
+        """False for a biLM built by `from_record` until storage for its weights is allocated
+        (`allocate_weights`, just before a state dict brings them): its tensors are then still
+        on the `meta` device."""
+        return not any(
+            tensor.is_meta for tensor in chain(self.model.parameters(), self.model.buffers())
+        )
+
+    def allocate_weights(self, device: torch.device) -> None:
+        """
+        Gives the `meta` tensors of a biLM built by `from_record` storage on `device` (their
+        dtypes kept), not initialised: only just before a state dict brings their values.
+        (`load_state_dict` without `assign`, as AllenNLP's `load_archive` calls it, copies into
+        the existing tensors, and copying into a `meta` tensor silently does nothing.)
+        """
+        self.model._apply(
+            lambda tensor: torch.empty_like(tensor, device=device) if tensor.is_meta else tensor
+        )
 
     @staticmethod
     def _prepared(

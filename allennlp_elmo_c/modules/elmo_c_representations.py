@@ -155,29 +155,65 @@ class ElmoCRepresentations(torch.nn.Module):
         )
         self._dropout = torch.nn.Dropout(dropout)
         # The <S> / </S> vectors `(2, dim)` of a frozen input embedder (a subword biLM's
-        # boundaries are subwords of the sentence itself).
+        # boundaries are subwords of the sentence itself); none while the biLM has no weights.
         self._boundaries: Optional[torch.Tensor] = None
         if not self.reads_subwords:
-            with torch.no_grad():
-                self._boundaries = self._boundary_vectors()
+            self._string_embedder()  # an input embedder without embed_strings fails here
+        self.refresh_boundary_vectors()
+        self.register_load_state_dict_post_hook(_refresh_after_loading)
 
-    def _boundary_vectors(self, device: Optional[torch.device] = None) -> torch.Tensor:
-        """The input embedder's vectors of the pretraining reader's boundary tokens, `(2, dim)`."""
+    def _string_embedder(self) -> StringEmbedder:
         if not isinstance(self._token_embedder, StringEmbedder):
             raise ConfigurationError(
                 f"{self._bilm.archive_file}: its input embedder "
                 f"({type(self._token_embedder).__name__}) has no embed_strings method, so the "
                 "sentence boundary vectors cannot be made"
             )
-        return self._token_embedder.embed_strings(list(self._bilm.boundary_tokens), device)
+        return self._token_embedder
+
+    def _boundary_vectors(self, device: Optional[torch.device] = None) -> torch.Tensor:
+        """The input embedder's vectors of the pretraining reader's boundary tokens, `(2, dim)`."""
+        return self._string_embedder().embed_strings(list(self._bilm.boundary_tokens), device)
 
     def refresh_boundary_vectors(self) -> None:
         """Recomputes the `<S>` / `</S>` vectors from the input embedder's current weights (they
-        are computed once at construction; call this after loading other weights into a
-        trainable input embedder, e.g. a char-CNN)."""
-        if not self.reads_subwords:
-            with torch.no_grad():
-                self._boundaries = self._boundary_vectors()
+        are computed at construction, and again after every `load_state_dict` that reaches this
+        module; call this after changing a trainable input embedder's weights otherwise, e.g.
+        a char-CNN's). A biLM without weights (`PretrainedBiLM.from_record`) has none yet."""
+        if self.reads_subwords or not self._bilm.has_weights:
+            self._boundaries = None
+            return
+        with torch.no_grad():
+            self._boundaries = self._boundary_vectors()
+
+    def _check_weights(self) -> None:
+        if not self._bilm.has_weights:
+            raise ConfigurationError(
+                f"{self._bilm.archive_file} is missing and its biLM was built from a task "
+                "model's record without weights (PretrainedBiLM.from_record, as "
+                "elmo_c_token_embedder does); load that task model's state dict (load_archive) "
+                "first, or give the biLM archive"
+            )
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args, **kwargs) -> None:
+        # A biLM without weights gets storage for them just before its children copy them in
+        # (copying into a meta tensor does nothing), on the device the rest of this module is on.
+        keys = [key for key in state_dict if key.startswith(prefix + "_lm.")]
+        if keys and not self._bilm.has_weights and not local_metadata.get("assign_to_params_buffers"):
+            placed = [tensor for tensor in self.parameters() if not tensor.is_meta]
+            self._bilm.allocate_weights(placed[0].device if placed else state_dict[keys[0]].device)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, *args, **kwargs)
+
+    def _apply(self, fn, recurse=True):
+        # Moves between devices skip the meta tensors of a biLM without weights (AllenNLP's
+        # load_archive moves the model before it loads the state dict; a meta tensor cannot be
+        # copied to a device): `_load_from_state_dict` places them. Dtype conversions apply.
+        def applied(tensor: torch.Tensor) -> torch.Tensor:
+            if not tensor.is_meta:
+                return fn(tensor)
+            return tensor.to(dtype=fn(torch.empty(0, dtype=tensor.dtype)).dtype)
+
+        return super()._apply(applied, recurse)
 
     @property
     def bilm(self) -> PretrainedBiLM:
@@ -259,6 +295,7 @@ class ElmoCRepresentations(torch.nn.Module):
         Every layer of the biLM, `(batch, timesteps + 2, dim)` each, with the boundary positions
         (`<S>` first, `</S>` after each sentence's last token), and their mask.
         """
+        self._check_weights()
         mask = self.word_mask(inputs)  # (batch, timesteps)
         # Embedded as in pretraining: by the biLM's own text field embedder.
         embeddings = self._lm.text_field_embedder({self._bilm.input_key: inputs})
@@ -271,3 +308,10 @@ class ElmoCRepresentations(torch.nn.Module):
         # (batch, timesteps + 2, dim)
         embeddings, full_mask = add_boundary_vectors(embeddings, mask, boundaries[0], boundaries[1])
         return self._lm.encode(embeddings, full_mask), full_mask
+
+
+def _refresh_after_loading(module: ElmoCRepresentations, incompatible_keys) -> None:
+    """After `load_state_dict` (called once the module's children have loaded): the boundary
+    vectors of the input embedder's weights as loaded (the same vectors when they are the
+    same weights)."""
+    module.refresh_boundary_vectors()

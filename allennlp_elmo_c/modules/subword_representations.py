@@ -102,6 +102,7 @@ class SubwordElmoCRepresentations(ElmoCRepresentations):
         first_subword, mask : `torch.Tensor`
             `(batch, timesteps)`: each word's first subword's index, and the word mask.
         """
+        self._check_weights()
         subword_mask, mask = subword_mask.bool(), mask.bool()
         embeddings = self._token_embedder(subword_ids)
         subword_layers = self._lm.encode(embeddings, subword_mask)

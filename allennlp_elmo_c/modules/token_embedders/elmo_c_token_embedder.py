@@ -101,8 +101,6 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             raise ConfigurationError(
                 "elmo_c_token_embedder: num_output_representations must be >= 1"
             )
-        self._weights_loaded = True
-        self._from_record = False
         bilm = self._read_bilm(archive_file, fasttext_path, tokenizer_path, vocab)
         self._elmo_c = representations_of(
             bilm,
@@ -157,16 +155,10 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         if not records:
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
         logger.info("%s is missing: building its biLM from the task model's record", archive_file)
-        self._weights_loaded = False
-        self._from_record = True
+        # Without weights (on the meta device): the task model's state dict brings them.
         return PretrainedBiLM.from_record(
             records[-1], archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
         )
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        if any(key.startswith(prefix + "_elmo_c.") for key in state_dict):
-            self._weights_loaded = True
 
     def _wrong_indexer(self, got: str) -> ConfigurationError:
         """The error for inputs that are not the outputs of the biLM's indexer."""
@@ -209,21 +201,12 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             if len(tensors) != 1 or inputs or len(self._input_names) != 1:
                 raise self._wrong_indexer(f"{len(tensors)} positional and {sorted(inputs)}")
             inputs = {self._input_names[0]: tensors[0]}
-        if not self._weights_loaded:
-            raise ConfigurationError(
-                f"elmo_c_token_embedder: {self._archive_file} is missing and its biLM was built "
-                "from a task model's record without weights; load that task model's state dict "
-                "(load_archive) first, or give the biLM archive"
-            )
-        if self._from_record:
-            # The boundary vectors were made from the untrained input embedder at construction.
-            self._elmo_c.refresh_boundary_vectors()
-            self._from_record = False
         if not self._inputs_checked:
             missing = set(self._input_names) - set(inputs) - {"fasttext_fingerprint"}
             if missing or set(inputs) - set(self._input_names):
                 raise self._wrong_indexer(str(sorted(inputs)))
             self._inputs_checked = True
+        # (A biLM built from the task model's record without weights is an error there.)
         mixes = self._elmo_c(**inputs)["elmo_representations"]
         output = mixes[0] if len(mixes) == 1 else torch.cat(mixes, dim=-1)
         if self._projection is not None:
