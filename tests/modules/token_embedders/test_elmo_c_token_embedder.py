@@ -304,3 +304,66 @@ def test_a_biLM_built_from_the_task_vocabulary_needs_the_task_weights(elmo_c_arc
         rebuilt(**inputs)
     rebuilt.load_state_dict(trained.state_dict())
     torch.testing.assert_close(rebuilt(**inputs), trained(**inputs))
+
+
+def rebuilt_without_its_archive(elmo_c_archive, tmp_path):
+    """An embedder over a copy of the archive, and one built, as a task model's is, from the
+    record the first left in the task vocabulary once the copy is deleted."""
+    from allennlp.data import Vocabulary
+
+    archive = tmp_path / "model.tar.gz"
+    shutil.copy(elmo_c_archive, archive)
+    vocab = Vocabulary()
+    trained = ElmoCTokenEmbedder(str(archive), dropout=0.0, vocab=vocab).eval()
+    archive.unlink()
+    return trained, ElmoCTokenEmbedder(str(archive), dropout=0.0, vocab=vocab).eval()
+
+
+def test_copying_into_a_meta_tensor_is_a_silent_no_op():
+    # Why the record-built biLM is given storage before a load: load_state_dict without assign
+    # (as AllenNLP's load_archive calls it) copies into the existing tensors, and a meta one
+    # takes nothing, with no error.
+    with torch.device("meta"):
+        meta = torch.nn.Linear(2, 3)
+    with pytest.warns(UserWarning, match="no-op"):
+        result = meta.load_state_dict(torch.nn.Linear(2, 3).state_dict())
+    assert not result.missing_keys and not result.unexpected_keys and meta.weight.is_meta
+
+
+def test_a_load_without_the_biLM_weights_leaves_it_without_weights(elmo_c_archive, tmp_path):
+    trained, rebuilt = rebuilt_without_its_archive(elmo_c_archive, tmp_path)
+    others = {key: value for key, value in trained.state_dict().items() if "._lm." not in key}
+    rebuilt.load_state_dict(others, strict=False)  # the mixes only
+    assert not rebuilt.representations.bilm.has_weights
+    with pytest.raises(ConfigurationError, match="load that task model's state dict"):
+        rebuilt(**fasttext_ids(SENTENCES))
+
+
+def test_a_dtype_conversion_before_the_load_applies_to_the_biLM(elmo_c_archive, tmp_path):
+    trained, rebuilt = rebuilt_without_its_archive(elmo_c_archive, tmp_path)
+    rebuilt.double()
+    bilm = rebuilt.representations.bilm.model
+    assert {(tensor.device.type, tensor.dtype) for tensor in bilm.parameters()} == {
+        ("meta", torch.float64)
+    }
+    rebuilt.load_state_dict(trained.state_dict())
+    assert {(tensor.device.type, tensor.dtype) for tensor in bilm.parameters()} == {
+        ("cpu", torch.float64)
+    }
+    expected = trained.double().state_dict()
+    for key, value in rebuilt.state_dict().items():
+        torch.testing.assert_close(value, expected[key], rtol=0, atol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_the_biLM_weights_go_to_the_device_the_model_was_moved_to(elmo_c_archive, tmp_path):
+    # As load_archive(cuda_device=0): the model is moved, then a state dict (here on the CPU)
+    # is loaded; the biLM's storage is made on the GPU, with the rest of the embedder.
+    trained, rebuilt = rebuilt_without_its_archive(elmo_c_archive, tmp_path)
+    rebuilt.cuda()
+    rebuilt.load_state_dict(trained.state_dict())
+    assert {tensor.device.type for tensor in rebuilt.state_dict().values()} == {"cuda"}
+    inputs = fasttext_ids(SENTENCES)
+    expected = trained(**inputs)
+    output = rebuilt(**{key: value.cuda() for key, value in inputs.items()})
+    torch.testing.assert_close(output.cpu(), expected, atol=1e-5, rtol=1e-5)

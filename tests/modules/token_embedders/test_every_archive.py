@@ -14,6 +14,7 @@ import torch
 
 from allennlp.commands.train import train_model
 from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
 from allennlp.data import Batch
 from allennlp.models.archival import load_archive
 
@@ -193,5 +194,24 @@ def test_every_biLM_is_rebuilt_from_the_task_record_without_its_archive(archives
     expected = trained(**inputs)
     archive.unlink()
     rebuilt = ElmoCTokenEmbedder(str(archive), dropout=0.0, vocab=vocab).eval()
-    rebuilt.load_state_dict(trained.state_dict())
+    # Without weights until the load: the biLM's tensors are on meta, running it is refused.
+    bilm = rebuilt.representations.bilm
+    assert not bilm.has_weights
+    assert all(tensor.is_meta for tensor in bilm.model.state_dict().values())
+    with pytest.raises(ConfigurationError, match="record without weights"):
+        rebuilt(**inputs)
+    rebuilt.cpu()  # as load_archive moves the model before it loads the state dict
+    assert rebuilt.load_state_dict(trained.state_dict()) == ([], [])
+    assert bilm.has_weights
+    assert {tensor.device.type for tensor in rebuilt.state_dict().values()} == {"cpu"}
     torch.testing.assert_close(rebuilt(**inputs), expected)
+    original = trained.representations._boundaries
+    if original is None:  # a subword biLM: its boundaries are subwords of the sentence
+        assert is_subword_archive(str(archives[name]))
+        return
+    # The boundary vectors remade at the load are the original ones; a load into a biLM read
+    # from its archive (the same weights) remakes the same vectors.
+    torch.testing.assert_close(rebuilt.representations._boundaries, original, rtol=0, atol=0)
+    trained.load_state_dict(trained.state_dict())
+    assert trained.representations._boundaries is not original
+    torch.testing.assert_close(trained.representations._boundaries, original, rtol=0, atol=0)
