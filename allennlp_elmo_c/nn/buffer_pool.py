@@ -4,7 +4,9 @@ CPU buffers handed out again once nothing holds them, for `allennlp_elmo_c.nn.ls
 At the paper's size one layer's forward and backward write about 80 MB of activations and
 gradients into buffers of a few MB each. Fresh from the allocator, such buffers are new pages
 from the kernel on every step (glibc maps them and unmaps them on free): the page faults and
-the kernel's zeroing took about 15% of a training step. The pool keeps them instead.
+the kernel's zeroing took about 15% of a training step. The pool keeps them instead. Its
+buffers are always normal CPU tensors (made outside inference mode, whatever the default
+device); fake tensors, and tensors made while a dispatch mode traces a function, are not pooled.
 
 A buffer is free again when no tensor but the pool's own refers to its memory, which the pool
 reads from the storage's reference count. So a forward's buffers saved for its backward stay
@@ -14,21 +16,28 @@ graph kept with `retain_graph=True` keeps its buffers; nothing has to hand a buf
 
 The pool holds at most twice the most memory its buffers had in use at once: a new buffer evicts
 the idle ones used least recently until that holds (batches of other shapes, an evaluation, do
-not make it grow without bound). GPU tensors are not pooled (torch's CUDA allocator caches
-memory already).
+not make it grow without bound). That peak is never forgotten: after one unusually large batch,
+`POOL.clear()` gives the idle memory back. GPU tensors are not pooled (torch's CUDA allocator
+caches memory already).
 """
+import sys
 import threading
 from collections import OrderedDict
 from typing import Dict, Optional, Tuple
 
 import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 _use_count = torch._C._storage_Use_Count
 
 
 def _holders(buffer: torch.Tensor) -> int:
-    # References to the buffer's memory besides the storage object created to ask.
-    return _use_count(buffer.untyped_storage()._cdata) - 1
+    # Tensors (and storage objects) referring to the buffer's memory. The storage object asked
+    # adds one reference while it lives, unless Python code holds it already (torch hands out one
+    # object per storage): then that code counts, by its references to the object (3 here when
+    # only this function refers to it: `storage`, getrefcount's argument, torch's own).
+    storage = buffer.untyped_storage()
+    return _use_count(storage._cdata) - 1 + sys.getrefcount(storage) - 3
 
 
 def _rounded(numel: int) -> int:
@@ -56,7 +65,11 @@ class BufferPool:
         self, shape: Tuple[int, ...], like: torch.Tensor, dtype: Optional[torch.dtype] = None
     ) -> torch.Tensor:
         dtype = like.dtype if dtype is None else dtype
-        if like.device.type != "cpu":
+        if (
+            like.device.type != "cpu"
+            or type(like) not in (torch.Tensor, torch.nn.Parameter)  # fake or subclass tensors
+            or _get_current_dispatch_mode() is not None  # tracing (FakeTensorMode, make_fx)
+        ):
             return like.new_empty(shape, dtype=dtype)
         numel = 1
         for size in shape:
@@ -70,7 +83,10 @@ class BufferPool:
                     if best is None or buffer.numel() < buffers[best].numel():
                         best = key
             if best is None:
-                buffer = torch.empty(_rounded(numel), dtype=dtype)
+                # A normal CPU tensor whatever the default device and inference mode (an
+                # inference tensor could not be written in place outside inference mode).
+                with torch.inference_mode(False):
+                    buffer = torch.empty(_rounded(numel), dtype=dtype, device="cpu")
                 best = id(buffer)
                 buffers[best] = buffer
                 self._evict(dtype, keep=best)

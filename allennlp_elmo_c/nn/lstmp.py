@@ -136,14 +136,6 @@ class Buffers(NamedTuple):
         )  # fmt: skip
 
 
-def _empty_after(like: torch.Tensor, written: int, shape: Tuple[int, ...], dtype=None):
-    # A pooled buffer whose first `written` steps (dimension 0) are all written by a loop: only
-    # the rest is zeroed (at small sizes, filling whole buffers costs a few % of a step).
-    buffer = POOL.empty(shape, like, dtype)
-    buffer[written:] = 0
-    return buffer
-
-
 def _forward_steps(
     kernels: ModuleType,
     gates: torch.Tensor,

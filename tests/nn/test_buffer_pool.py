@@ -147,3 +147,47 @@ def test_steps_of_one_shape_reuse_the_same_buffers():
         layer.zero_grad(set_to_none=True)
     assert sum(len(b) for b in POOL._buffers.values()) == buffers
     assert POOL.idle_bytes() == idle
+
+
+def test_a_held_storage_object_keeps_its_buffer_taken():
+    pool = BufferPool()
+    like = torch.zeros(1)
+    buffer = pool.empty((1000,), like)
+    address = buffer.data_ptr()
+    storage = buffer.untyped_storage()  # the only thing left referring to the memory
+    del buffer
+    assert pool.empty((1000,), like).data_ptr() != address
+    del storage
+    assert pool.empty((1000,), like).data_ptr() == address
+
+
+def test_inference_mode_and_the_default_device_do_not_leak_into_the_pool():
+    """Buffers made inside `torch.inference_mode()` or under another default device are normal
+    CPU tensors: a training step after an inference-mode evaluation writes into them."""
+    pool = BufferPool()
+    like = torch.zeros(1)
+    with torch.inference_mode():
+        address = pool.empty((1000,), like).data_ptr()
+    again = pool.empty((1000,), like)
+    assert again.data_ptr() == address and not again.is_inference()
+    again.add_(1.0)  # an in-place write outside inference mode
+    del again
+    with torch.device("meta"):
+        buffer = pool.empty((1000,), like)
+    assert buffer.device.type == "cpu"
+    layer = _layer().train()
+    with torch.inference_mode():
+        layer(*_batch(1), None, backend="fused")
+    _step(layer, 2)[1].sum().backward()  # the pool's buffers from inference mode, reused
+
+
+def test_fake_tensors_are_not_pooled():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    pool = BufferPool()
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(torch.zeros(1))
+        made = pool.empty((1000,), fake)
+        inside = pool.empty((1000,), torch.zeros(1))  # a real `like` while the mode traces
+    assert type(made) is not torch.Tensor and type(inside) is not torch.Tensor
+    assert not pool._buffers  # nothing kept
