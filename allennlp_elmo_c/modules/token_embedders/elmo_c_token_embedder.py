@@ -123,7 +123,6 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             )
         self._input_names = list(self._elmo_c.word_indexer().get_empty_token_list())
         self._archive_file = archive_file
-        self._inputs_checked = False
         self._projection = None
         self.output_dim = bilm_dim * num_output_representations
         if projection_dim:
@@ -201,11 +200,10 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             if len(tensors) != 1 or inputs or len(self._input_names) != 1:
                 raise self._wrong_indexer(f"{len(tensors)} positional and {sorted(inputs)}")
             inputs = {self._input_names[0]: tensors[0]}
-        if not self._inputs_checked:
-            missing = set(self._input_names) - set(inputs) - {"fasttext_fingerprint"}
-            if missing or set(inputs) - set(self._input_names):
-                raise self._wrong_indexer(str(sorted(inputs)))
-            self._inputs_checked = True
+        # Every batch (a few set operations): the wrong indexer fails here, not deep in torch.
+        missing = set(self._input_names) - set(inputs) - {"fasttext_fingerprint"}
+        if missing or set(inputs) - set(self._input_names):
+            raise self._wrong_indexer(str(sorted(inputs)))
         # (A biLM built from the task model's record without weights is an error there.)
         mixes = self._elmo_c(**inputs)["elmo_representations"]
         output = mixes[0] if len(mixes) == 1 else torch.cat(mixes, dim=-1)

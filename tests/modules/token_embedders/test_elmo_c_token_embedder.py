@@ -251,8 +251,13 @@ def test_another_indexer_under_the_embedders_key_names_the_right_one(elmo_c_arch
 
     from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 
-    embedder = BasicTextFieldEmbedder({"elmo": ElmoCTokenEmbedder(str(elmo_c_archive))})
+    token_embedder = ElmoCTokenEmbedder(str(elmo_c_archive))
+    embedder = BasicTextFieldEmbedder({"elmo": token_embedder})
     inputs = index_sentences(SENTENCES, ELMoTokenCharactersIndexer())
+    with pytest.raises(ConfigurationError, match="fasttext_subwords', archive_file"):
+        embedder({"elmo": inputs})
+    # After batches of the right indexer too (every batch is checked, not only the first).
+    token_embedder(**index_sentences(SENTENCES, token_embedder.representations.word_indexer()))
     with pytest.raises(ConfigurationError, match="fasttext_subwords', archive_file"):
         embedder({"elmo": inputs})
 
