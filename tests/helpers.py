@@ -520,6 +520,24 @@ def without_elmo_c_variables(monkeypatch) -> None:
             monkeypatch.delenv(name)
 
 
+def user_environment(**extra: str) -> Dict[str, str]:
+    """The environment of a user's shell for a subprocess running documented commands: no
+    ELMO_C_* variable set, this environment's `python` and `allennlp` first on PATH, this
+    checkout's package importable, one thread; then `extra`."""
+    import sys
+
+    environment = {
+        name: value for name, value in os.environ.items() if not name.startswith("ELMO_C_")
+    }
+    environment.update(
+        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+        PYTHONPATH=str(PROJECT_ROOT),
+        OMP_NUM_THREADS="1",
+    )
+    environment.update(extra)
+    return environment
+
+
 def load_benchmark(name: str):
     """The script `benchmarks/<name>.py` as a module (the benchmarks folder on `sys.path`, as
     when it runs, for the helpers the scripts import from one another)."""

@@ -16,7 +16,6 @@ Each block carries a marker comment on the line before its fence (see docs/devel
 
 import argparse
 import json
-import os
 import re
 import shlex
 import shutil
@@ -32,7 +31,14 @@ from allennlp.common import Params
 
 from allennlp_elmo_c.common import config_defaults
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.helpers import DOC_FILES, LM_DATA, TINY_ELMO_C_DIM, doc_blocks, load_benchmark
+from tests.helpers import (
+    DOC_FILES,
+    LM_DATA,
+    TINY_ELMO_C_DIM,
+    doc_blocks,
+    load_benchmark,
+    user_environment,
+)
 
 CHECKED_LANGUAGES = {"bash", "sh", "shell", "console", "python"}
 RUN = "run"
@@ -303,16 +309,7 @@ def scratch(tmp_path, elmo_c_archive):
 
 
 def test_run_blocks_run(scratch):
-    environment = {
-        name: value for name, value in os.environ.items() if not name.startswith("ELMO_C_")
-    }
-    environment.update(
-        # `python` and `allennlp` of this environment, this checkout's package.
-        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-        PYTHONPATH=str(PROJECT_ROOT),
-        OMP_NUM_THREADS="1",
-        GLOVE_50D=str(FIXTURES_ROOT / "data" / "glove_tiny.50d.txt"),
-    )
+    environment = user_environment(GLOVE_50D=str(FIXTURES_ROOT / "data" / "glove_tiny.50d.txt"))
     outputs = {}
     blocks = doc_blocks(RUN)
     assert blocks

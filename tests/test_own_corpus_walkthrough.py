@@ -7,15 +7,13 @@ the files the docs say it makes. tests/test_docs.py checks that no other block g
 """
 
 import json
-import os
 import subprocess
-import sys
 
 import h5py
 import numpy
 
 from tests import PROJECT_ROOT
-from tests.helpers import doc_blocks, write_language_documents
+from tests.helpers import doc_blocks, user_environment, write_language_documents
 
 MARKER = "walkthrough"
 FILES = ["README.md", "docs/your-data.md"]  # in this order
@@ -39,15 +37,7 @@ def test_the_readme_walkthrough_runs(tmp_path):
     (tmp_path / "training_config").symlink_to(PROJECT_ROOT / "training_config")
     write_language_documents(tmp_path / "my_texts", "de")
     write_language_documents(tmp_path / "my_domain_texts", "de", documents=30, seed=1)
-    environment = {
-        name: value for name, value in os.environ.items() if not name.startswith("ELMO_C_")
-    }
-    environment.update(
-        # `python` and `allennlp` of this environment, this checkout's package.
-        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-        PYTHONPATH=str(PROJECT_ROOT),
-        OMP_NUM_THREADS="1",
-    )
+    environment = user_environment()
     for block in walkthrough_blocks():
         result = subprocess.run(["bash", "-e", "-c", block], cwd=tmp_path, env=environment,
                                 capture_output=True, text=True, timeout=600)  # fmt: skip
