@@ -236,20 +236,20 @@ def render(args, pretrained: Dict[str, dict], evals: Dict[str, dict], steps, cor
     ]
     tags = [quality.BASELINE] + [f"{system}-{minutes}min" for system, result in pretrained.items()
                                  for minutes in result["budgets"]]  # fmt: skip
-    expected = len(tags) * len(args.tasks) * args.seeds
-    finished = sum(len(scores_of(steps, t, tag, args.seeds)["test"])
-                   for t in args.tasks for tag in tags)  # fmt: skip
+    # Test scores of each (task, tag), read once.
+    test = {(t, tag): scores_of(steps, t, tag, args.seeds)["test"]
+            for t in args.tasks for tag in tags}  # fmt: skip
+    expected = len(test) * args.seeds
+    finished = sum(len(scores) for scores in test.values())
     if finished < expected:
         lines[-2:-2] = [f"**Partial:** {finished} of the {expected} downstream runs have finished "
                         "(n = the seeds in each cell); the missing cells are still running.", ""]  # fmt: skip
-    baseline = {t: scores_of(steps, t, quality.BASELINE, args.seeds) for t in args.tasks}
-    lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | - | "
-                 + " | ".join(quality.mean_std(baseline[t]["test"]) for t in args.tasks) + " |")  # fmt: skip
+    floor = [quality.mean_std(test[t, quality.BASELINE]) for t in args.tasks]
+    lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | - | " + " | ".join(floor) + " |")
     for system, result in pretrained.items():
         for minutes, record in result["budgets"].items():
             tag = f"{system}-{minutes}min"
-            cells = [quality.mean_std(scores_of(steps, t, tag, args.seeds)["test"])
-                     for t in args.tasks]  # fmt: skip
+            cells = [quality.mean_std(test[t, tag]) for t in args.tasks]
             loss = evals.get(tag, {}).get("loss")
             lines.append(
                 f"| {SYSTEMS[system][1]} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
