@@ -44,26 +44,20 @@ static vml_function vml_tanh = NULL;
 static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-typedef __m512 (*exp16_function)(__m512);
-typedef __m256 (*exp8_function)(__m256);
-
-__attribute__((target("avx512f"))) static void sigmoid_vector16(float *x, Py_ssize_t n) {
-    const exp16_function exp16 = (exp16_function)vector_exp;
-    for (Py_ssize_t k = 0; k + 16 <= n; k += 16) {
-        __m512 a = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(x + k));
-        a = _mm512_add_ps(exp16(a), _mm512_set1_ps(1.0f));
-        _mm512_storeu_ps(x + k, _mm512_div_ps(_mm512_set1_ps(1.0f), a));
+/* `sigmoid_vector<WIDTH>`: 1 / (1 + exp(-x)) over `n` floats, WIDTH at a time, with torch's Sleef
+ * exp (`vector_exp`) for vectors of BITS bits: the operations of torch's own vectorised sigmoid.
+ * One body, instantiated for AVX-512 (16 floats) and AVX2 (8). */
+#define DEFINE_SIGMOID_VECTOR(BITS, WIDTH, TARGET)                                                \
+    __attribute__((target(TARGET))) static void sigmoid_vector##WIDTH(float *x, Py_ssize_t n) {    \
+        __m##BITS (*const exp_)(__m##BITS) = (__m##BITS(*)(__m##BITS))vector_exp;                 \
+        for (Py_ssize_t k = 0; k + WIDTH <= n; k += WIDTH) {                                      \
+            __m##BITS a = _mm##BITS##_sub_ps(_mm##BITS##_setzero_ps(), _mm##BITS##_loadu_ps(x + k)); \
+            a = _mm##BITS##_add_ps(exp_(a), _mm##BITS##_set1_ps(1.0f));                           \
+            _mm##BITS##_storeu_ps(x + k, _mm##BITS##_div_ps(_mm##BITS##_set1_ps(1.0f), a));       \
+        }                                                                                         \
     }
-}
-
-__attribute__((target("avx2"))) static void sigmoid_vector8(float *x, Py_ssize_t n) {
-    const exp8_function exp8 = (exp8_function)vector_exp;
-    for (Py_ssize_t k = 0; k + 8 <= n; k += 8) {
-        __m256 a = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(x + k));
-        a = _mm256_add_ps(exp8(a), _mm256_set1_ps(1.0f));
-        _mm256_storeu_ps(x + k, _mm256_div_ps(_mm256_set1_ps(1.0f), a));
-    }
-}
+DEFINE_SIGMOID_VECTOR(512, 16, "avx512f")
+DEFINE_SIGMOID_VECTOR(256, 8, "avx2")
 #endif
 
 /* Sigmoid in place over `length` contiguous floats whose first `vectorised` (a multiple of the

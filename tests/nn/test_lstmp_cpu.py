@@ -3,7 +3,10 @@ The C kernels of `allennlp_elmo_c.nn.lstmp_cpu` compute what the torch ops of
 `allennlp_elmo_c.nn.lstmp` do (the forward ones bit for bit), and the fused backend uses them on
 CPU for float32 by default.
 """
+import os
 import platform
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -57,6 +60,25 @@ def test_forward_math_is_torchs_on_x86_with_mkl():
     assert lstmp_cpu.FORWARD_AS_TORCH
     for threads in (1, 2):
         assert lstmp_cpu.check_math_against_torch(threads)
+
+
+@pytest.mark.parametrize("capability, width", [("avx2", 8), ("avx512", 16)])
+def test_each_vector_width_is_torchs(capability, width):
+    """The C sigmoid's AVX2 and AVX-512 instances (one macro body) each equal torch's at the
+    width torch runs with `ATEN_CPU_CAPABILITY` (a fresh process: torch reads it at start)."""
+    if platform.machine() != "x86_64" or not torch.backends.mkl.is_available():
+        pytest.skip("torch's expf/tanh are looked up on x86-64 builds with MKL only")
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if ("avx512f" if width == 16 else "avx2") not in flags.split():
+        pytest.skip(f"this CPU has no {capability}")
+    code = (
+        "from allennlp_elmo_c.nn import lstmp_cpu as m; "
+        "print(m._torch_math()[0], m.check_math_against_torch(1), m.check_math_against_torch(2))"
+    )
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=capability, OMP_NUM_THREADS="2")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-3:] == [str(width), "True", "True"]
 
 
 def test_the_math_check_fails_where_rounding_differs():
