@@ -73,16 +73,9 @@ def _reduce_on_plateau_init(
             "reduce_on_plateau: 'verbose' is ignored (removed from torch); "
             "the trainer logs learning rates itself."
         )
+    # In torch's parameter order (threshold before threshold_mode, unlike AllenNLP's).
     lr_scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer=optimizer,
-        mode=mode,
-        factor=factor,
-        patience=patience,
-        threshold_mode=threshold_mode,
-        threshold=threshold,
-        cooldown=cooldown,
-        min_lr=min_lr,
-        eps=eps,
+        optimizer, mode, factor, patience, threshold, threshold_mode, cooldown, min_lr, eps
     )
     _PyTorchLearningRateSchedulerWithMetricsWrapper.__init__(self, lr_scheduler)
 

@@ -35,6 +35,19 @@ def test_reduce_on_plateau_from_config_works_and_reduces():
         original(scheduler, optimizer())
 
 
+def test_reduce_on_plateau_passes_every_option_to_torch():
+    options = {"mode": "max", "factor": 0.25, "patience": 3, "threshold_mode": "abs",
+               "threshold": 0.01, "cooldown": 2, "min_lr": 0.001, "eps": 1e-6}  # fmt: skip
+    scheduler = LearningRateScheduler.from_params(
+        optimizer=optimizer(), params=Params({"type": "reduce_on_plateau", **options})
+    )
+    torch_scheduler = scheduler.lr_scheduler
+    assert {name: getattr(torch_scheduler, name) for name in options if name != "min_lr"} == {
+        name: value for name, value in options.items() if name != "min_lr"
+    }
+    assert torch_scheduler.min_lrs == [0.001]
+
+
 class _Trainer:
     """Just enough of a Trainer for `Checkpointer.save_checkpoint`."""
 
