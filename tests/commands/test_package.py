@@ -273,14 +273,19 @@ def test_another_bin_for_the_converter_is_refused(elmo_c_archive, other_fasttext
 
 
 def test_an_indexer_over_another_bin_is_refused(elmo_c_archive, other_fasttext):
-    """The indexer's .bin is checked against the embedder's at the first batch (and each against
-    the fingerprint recorded at training)."""
+    """The indexer's .bin is checked against the embedder's on every batch (and each against the
+    fingerprint recorded at training): a batch from the wrong indexer after good ones too."""
     from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 
     embedder = TokenEmbedder.from_params(Params(
         {"type": "elmo_c_token_embedder", "archive_file": str(elmo_c_archive)}
     ))  # fmt: skip
     indexer = FastTextSubwordsIndexer(model_path=str(other_fasttext))
+    with pytest.raises(ConfigurationError, match="another model|reads"):
+        embedder(**index_sentences([["The", "council"]], indexer))
+    own = FastTextSubwordsIndexer(archive_file=str(elmo_c_archive))
+    for _ in range(2):
+        embedder(**index_sentences([["The", "council"]], own))
     with pytest.raises(ConfigurationError, match="another model|reads"):
         embedder(**index_sentences([["The", "council"]], indexer))
 

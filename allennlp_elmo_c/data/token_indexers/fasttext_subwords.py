@@ -83,7 +83,7 @@ class FastTextSubwordsIndexer(TokenIndexer):
     `(num_tokens,)` True for real tokens; `subword_counts`: `(num_tokens,)` number of valid ids
     per token (0 for padding and for strings without subwords, e.g. ""); `fasttext_fingerprint`:
     `(1,)` the identity of the `.bin` (`FastTextBin.fingerprint`), which the `fasttext` embedder
-    checks against its own on the first batch, so that indexer and embedder cannot read different
+    checks against its own on every batch, so that indexer and embedder cannot read different
     models (another file, other words or subword settings).
 
     With `layout: "flat"`: `token_mask` first, then `subword_ids`: `(total_subwords,)` every

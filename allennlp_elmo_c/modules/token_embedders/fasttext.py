@@ -31,7 +31,7 @@ class FastTextEmbedder(TokenEmbedder):
     overrides=...)` or `allennlp ... --overrides`.
 
     The `fasttext_subwords` indexer's output carries the fingerprint of its `.bin`
-    (`FastTextBin.fingerprint`); the first batch is checked against this embedder's file, so an
+    (`FastTextBin.fingerprint`); every batch is checked against this embedder's file, so an
     indexer that reads another fastText model (other words, rows or subword settings: its ids
     would be rows of another matrix) stops training with a `ConfigurationError` naming both files.
 
@@ -64,7 +64,6 @@ class FastTextEmbedder(TokenEmbedder):
                 f"fastText model {model_path} has dimension {self._fasttext.dim}, "
                 f"but {expected_dim} was expected"
             )
-        self._indexer_checked = False
 
     def get_output_dim(self) -> int:
         return self._fasttext.dim
@@ -101,7 +100,7 @@ class FastTextEmbedder(TokenEmbedder):
             Shape `(batch_size, num_tokens)`; unused (padding tokens have count 0 and get zeros).
         fasttext_fingerprint : `torch.LongTensor`, optional
             Shape `(batch_size, 1)`: the fingerprint of the indexer's `.bin`, checked against this
-            embedder's on the first batch that has one.
+            embedder's on every batch that has one.
 
         # Returns
 
@@ -109,7 +108,7 @@ class FastTextEmbedder(TokenEmbedder):
         with no subwords. Both layouts give the same vectors: the same rows are averaged by the
         same `embedding_bag` call.
         """
-        if fasttext_fingerprint is not None and not self._indexer_checked:
+        if fasttext_fingerprint is not None:  # the (batch_size, 1) values synced once per batch
             self.check_indexer_fingerprint(fasttext_fingerprint)
         matrix = self._fasttext.matrix_on(subword_ids.device)
         counts = subword_counts.reshape(-1)
@@ -143,7 +142,6 @@ class FastTextEmbedder(TokenEmbedder):
                 "{type: 'fasttext_subwords', archive_file: <the archive>} (no model_path); else "
                 f"model_path: {self.model_path}."
             )
-        self._indexer_checked = True
 
     def embed_strings(
         self, words: List[str], device: Optional[torch.device] = None
