@@ -4,4 +4,5 @@ from allennlp_elmo_c.training.direction_grad_norm import GradNormPerDirection
 from allennlp_elmo_c.training.fused_adam import FusedAdamOptimizer
 from allennlp_elmo_c.training.rnmt_plus import RnmtPlusLearningRateScheduler
 from allennlp_elmo_c.training.rng_state import RngStateCallback
+from allennlp_elmo_c.training.step_phases import StepPhases
 from allennlp_elmo_c.training.time_budgets import TrainingTimeBudgets

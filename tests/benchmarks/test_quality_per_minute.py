@@ -6,6 +6,18 @@ from tests.helpers import load_benchmark
 from tests.benchmarks.test_quality import inputs  # noqa: F401  (the fixture data)
 
 
+# Every system at fixture size (`--pretrain-overrides`).
+TINY_SYSTEMS = {
+    "model.contextualizer.projection_size": 4, "model.contextualizer.cell_size": 8,
+    "data_loader.batch_size": 4,
+    "elmo_a_whole": {"vocabulary.min_count.lm_targets": 1, "model.output_head.cutoffs": [20]},
+    "allennlp_lm": {"model.num_samples": 10, "vocabulary.min_count.tokens": 1,
+                    "model.contextualizer.input_size": 4,
+                    "model.text_field_embedder.token_embedders.token_characters.encoder."
+                    "projection_dim": 4},
+}  # fmt: skip
+
+
 def load_script():
     return load_benchmark("quality_per_minute")
 
@@ -15,16 +27,7 @@ def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inpu
     script = load_script()
     out, report, plot = tmp_path / "out", tmp_path / "QUALITY.md", tmp_path / "plot.png"
     report.write_text("# Quality\n\nEarlier tables.\n")
-    tiny = {
-        "model.contextualizer.projection_size": 4, "model.contextualizer.cell_size": 8,
-        "data_loader.batch_size": 4, "data_loader.batches_per_epoch": 2,
-        "elmo_a_whole": {"vocabulary.min_count.lm_targets": 1,
-                         "model.output_head.cutoffs": [20]},
-        "allennlp_lm": {"model.num_samples": 10, "vocabulary.min_count.tokens": 1,
-                        "model.contextualizer.input_size": 4,
-                        "model.text_field_embedder.token_embedders.token_characters.encoder."
-                        "projection_dim": 4},
-    }  # fmt: skip
+    tiny = {**TINY_SYSTEMS, "data_loader.batches_per_epoch": 2}
     argv = [
         "--data-dir", str(tmp_path / "data"), "--out", str(out), "--report", str(report),
         "--plot", str(plot), "--shared-data", str(shared), "--corpus-dir", str(corpus),

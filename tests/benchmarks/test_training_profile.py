@@ -1,0 +1,37 @@
+"""`benchmarks/training_profile.py` at fixture size: each system's pretraining config runs with
+the `step_phases` callback and the report's table has a row per system."""
+import json
+
+from tests import FIXTURES_ROOT
+from tests.helpers import load_benchmark
+from tests.benchmarks.test_quality import inputs  # noqa: F401  (the fixture data)
+from tests.benchmarks.test_quality_per_minute import TINY_SYSTEMS
+
+
+def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
+    corpus, shared, _, _ = inputs
+    script = load_benchmark("training_profile")
+    out, report = tmp_path / "out", tmp_path / "QUALITY.md"
+    report.write_text("# Quality\n\nEarlier tables.\n")
+    argv = [
+        "--data-dir", str(tmp_path / "data"), "--out", str(out), "--report", str(report),
+        "--shared-data", str(shared), "--corpus-dir", str(corpus),
+        "--fasttext-bin", str(FIXTURES_ROOT / "fasttext" / "tiny.bin"), "--fasttext-dim", "16",
+        "--skip", "2", "--batches", "3", "--chunk-batches", "2",
+        "--pretrain-overrides", json.dumps(TINY_SYSTEMS),
+    ]  # fmt: skip
+    script.main(argv)
+    text = report.read_text()
+    assert text.startswith("# Quality\n\nEarlier tables.\n")
+    section = text[text.index(script.BEGIN) : text.index(script.END)]
+    for system, (_, label) in script.quality_per_minute.SYSTEMS.items():
+        result = json.loads((out / "profile" / system / "step_phases.json").read_text())
+        assert result["batches"] == 3
+        parts = {script.part_of(phase) for phase in result["mean_seconds"]}
+        assert {"input embedder", "contextualizer", "output layer"} <= parts, system
+        row = next(line for line in section.splitlines() if line.startswith(f"| {label} |"))
+        shares = [float(cell.split("%")[0]) for cell in row.split(" | ")[-len(script.PARTS):]]
+        assert abs(sum(shares) - 100) <= len(shares) / 2  # each rounded to a whole percent
+    # Measured systems are kept: a second run only rewrites the section.
+    script.main(argv)
+    assert report.read_text() == text
