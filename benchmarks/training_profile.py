@@ -15,6 +15,7 @@ instead of 200), so that the measured window holds several chunks; its cost per 
 """
 
 import argparse
+import datetime
 import json
 import logging
 import os
@@ -104,9 +105,12 @@ def pretraining_rate(args, system: str) -> Optional[float]:
 
 def render(args, results: Dict[str, dict]) -> str:
     command = ("python benchmarks/training_profile.py " + " ".join(args.argv)).strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT,
+                            capture_output=True, text=True).stdout.strip() or "unknown"  # fmt: skip
     lines = [BEGIN, "", "## Where each system's pretraining time goes", "",
-             f"`{command}` ({machine()}, {args.threads} thread; the quality runs' "
-             "nice-15 jobs on the same cores). A short `allennlp train` of each system with its "
+             f"`{command}` ({machine()}, {args.threads} thread, commit {commit}, "
+             f"{datetime.date.today().isoformat()}; the quality runs' nice-15 jobs on the same "
+             "cores). A short `allennlp train` of each system with its "
              "pretraining overrides and the `step_phases` callback "
              f"(`allennlp_elmo_c/training/step_phases.py`): {args.skip} batches of warm-up, "
              f"then the mean share of a step of each part over {args.batches} batches "

@@ -76,6 +76,7 @@ PARSE_ONLY = {
     "encoder-suite": "every encoder row at the paper's size with 1 and 2 threads: a long run",
     "quality": "hours of pretraining and task training, and the UNER EWT and SST-5 data",
     "quality-per-minute": "three 60-minute pretraining runs, task training, the UNER EWT data",
+    "training-profile": "the pretraining corpus and fastText vectors of quality-per-minute's runs",
 }
 PARSE_ONLY_MARKER = re.compile(r"^parse-only: (\S+)$")
 # Programs whose commands cannot be checked here beyond their shell syntax.
