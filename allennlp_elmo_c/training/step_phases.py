@@ -99,6 +99,11 @@ class StepPhases(TrainerCallback):
         self._watched: Dict[int, torch.Tensor] = {}
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
+        if getattr(trainer, "_num_gradient_accumulation_steps", 1) > 1:
+            raise ConfigurationError(
+                "step_phases splits steps of one batch: remove num_gradient_accumulation_steps "
+                "from the trainer while measuring"
+            )
         model = trainer.model
         self._handles.append(model.register_forward_pre_hook(self._model_starts))
         self._handles.append(model.register_forward_hook(self._model_ends))

@@ -62,7 +62,7 @@ class _SlowSGD(torch.optim.SGD):
         return super().step(closure)
 
 
-def _train(tmp_path, callback):
+def _train(tmp_path, callback, **trainer_options):
     indexers = {"tokens": SingleIdTokenIndexer()}
     instances = [Instance({"tokens": TextField([Token(w) for w in "a b c d".split()[: n + 1]],
                                                indexers)})
@@ -72,7 +72,7 @@ def _train(tmp_path, callback):
     model = _Toy(vocab)
     trainer = GradientDescentTrainer(
         model, _SlowSGD(model.parameters(), lr=0.01), loader, num_epochs=2,
-        serialization_dir=str(tmp_path), callbacks=[callback],
+        serialization_dir=str(tmp_path), callbacks=[callback], **trainer_options,
     )  # fmt: skip
     trainer.train()
 
@@ -115,6 +115,8 @@ def test_a_step_across_an_epoch_end_is_not_measured(tmp_path):
     assert json.loads((tmp_path / RESULT_FILE).read_text())["batches"] == 6
 
 
-def test_bad_counts_are_refused(tmp_path):
+def test_bad_counts_and_accumulated_steps_are_refused(tmp_path):
     with pytest.raises(ConfigurationError, match="skip and batches"):
         StepPhases(str(tmp_path), skip=0)
+    with pytest.raises(ConfigurationError, match="num_gradient_accumulation_steps"):
+        _train(tmp_path, StepPhases(str(tmp_path)), num_gradient_accumulation_steps=2)
