@@ -7,8 +7,8 @@
 //   ELMO_C_DATA_DIR=data allennlp train training_config/elmo_c_demo.jsonnet -s runs/demo \
 //       --include-package allennlp_elmo_c
 //
-// ELMO_C_DATA_DIR must hold news/{train,dev}.txt and fasttext/news.100d.bin (`make demo`
-// builds them).
+// ELMO_C_DATA_DIR must hold news/{train,dev}.txt, fasttext/news.100d.bin and
+// fasttext/frequent_words.txt (`make demo` builds them).
 local data = std.extVar('ELMO_C_DATA_DIR');
 local fasttext = data + '/fasttext/news.100d.bin';
 local batch_size = 64;

@@ -46,7 +46,8 @@ REQUIRED: Dict[str, str] = {
     "ELMO_C_SOURCE_ARCHIVE": "the ELMo-C archive (model.tar.gz) to continue pretraining",
     "ELMO_C_ADAPT_STEPS": "the run's optimizer updates: words of the new text / (20 x 128) per "
     "epoch",
-    "ELMO_C_DATA_DIR": "the demo data directory (`make demo` or `build-demo-data` makes it)",
+    "ELMO_C_DATA_DIR": "the demo data directory as `make demo` leaves it (news/, "
+    "fasttext/news.100d.bin, fasttext/frequent_words.txt)",
     "ELMO_C_BPE": "the BPE tokenizer.json written by `train-bpe`",
     "ELMO_C_VOCABULARY": "the BPE vocabulary directory written by `train-bpe`",
     "ELMO_C_ELMO_OPTIONS": "an ELMo options .json (elmo_2x4096_512_2048cnn_2xhighway_options.json)",
