@@ -9,7 +9,7 @@ step into data, forward and backward of each part of the model, and the optimize
 
 It reads the `corpus` and `fasttext` steps of `quality_per_minute.py`'s OUT (or `--corpus-dir` /
 `--fasttext-bin`) and writes OUT/profile/SYSTEM/step_phases.json (kept: a system already measured
-is not run again) and a section of `--report` between its markers. Only the data loader's chunk
+is not run again with the same settings) and a section of `--report` between its markers. Only the data loader's chunk
 differs from the pretraining runs (`--chunk-batches` batches read, indexed and shuffled at a time
 instead of 200), so that the measured window holds several chunks; its cost per batch is the same.
 """
@@ -19,6 +19,7 @@ import datetime
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,26 +72,30 @@ def profile_overrides(args, system: str, corpus: dict, vectors: dict) -> dict:
 
 
 def profile_system(args, system: str, corpus: dict, vectors: dict) -> dict:
+    """The system's `step_phases.json`: kept from an earlier run with the same overrides, else
+    measured (a run with other settings, or one that stopped, is measured again)."""
     run = args.out / "profile" / system
-    result = run / RESULT_FILE
-    if not result.is_file():
-        if run.exists():
-            import shutil
-
-            shutil.rmtree(run)
-        run.parent.mkdir(parents=True, exist_ok=True)
-        config, _ = quality_per_minute.SYSTEMS[system]
-        command = [sys.executable, "-m", "allennlp_elmo_c", "train",
-                   str(quality.TRAINING_CONFIG / config), "-s", str(run), "-o",
-                   json.dumps(profile_overrides(args, system, corpus, vectors)),
-                   "--file-friendly-logging"]  # fmt: skip
-        environment = dict(os.environ, ELMO_C_DATA_DIR=str(args.data_dir),
-                           OMP_NUM_THREADS=str(args.threads))  # fmt: skip
-        logger.info("profiling %s", system)
-        with open(run.parent / f"{system}.log", "w") as log:
-            finished = subprocess.run(command, cwd=PROJECT, env=environment, stdout=log, stderr=log)
-        if finished.returncode != 0 or not result.is_file():
-            raise RuntimeError(f"profiling {system} failed: see {run.parent / (system + '.log')}")
+    result, settings = run / RESULT_FILE, run.parent / f"{system}.overrides.json"
+    overrides = profile_overrides(args, system, corpus, vectors)
+    if result.is_file() and settings.is_file() and json.loads(settings.read_text()) == overrides:
+        return json.loads(result.read_text())
+    if run.exists():
+        shutil.rmtree(run)
+    settings.unlink(missing_ok=True)
+    run.parent.mkdir(parents=True, exist_ok=True)
+    config, _ = quality_per_minute.SYSTEMS[system]
+    command = [sys.executable, "-m", "allennlp_elmo_c", "train",
+               str(quality.TRAINING_CONFIG / config), "-s", str(run), "-o", json.dumps(overrides),
+               "--file-friendly-logging"]  # fmt: skip
+    environment = dict(os.environ, ELMO_C_DATA_DIR=str(args.data_dir),
+                       OMP_NUM_THREADS=str(args.threads))  # fmt: skip
+    logger.info("profiling %s", system)
+    log = run.parent / f"{system}.log"
+    with open(log, "w") as stream:
+        finished = subprocess.run(command, cwd=PROJECT, env=environment, stdout=stream, stderr=stream)
+    if finished.returncode != 0 or not result.is_file():
+        raise RuntimeError(f"profiling {system} failed: see {log}")
+    settings.write_text(json.dumps(overrides, indent=1))
     return json.loads(result.read_text())
 
 

@@ -48,25 +48,27 @@ class StepPhases(TrainerCallback):
     training batches, for the next `batches`, each step's wall-clock time is split into
 
     - `data and trainer`: from the previous step's end to the model's forward (reading and
-      indexing the batch, `zero_grad`, other callbacks' bookkeeping);
+      indexing the batch, `zero_grad`, other callbacks' `on_batch` work after this one's);
     - `forward <child>`: each direct submodule of the model (its time summed over its calls; the
-      members of a `ModuleDict` or `ModuleList` each on their own),
-      and `forward, model's own code` for the rest of the model's forward;
+      members of a `ModuleDict` or `ModuleList` each on their own), and `forward, model's own
+      code` for the rest of the model's forward;
     - `backward <child>`: from the moment the gradient of a submodule's output is complete to
-      the next such moment (CPU autograd runs one node at a time, so this is that submodule's
-      backward), and `backward, before the submodules` for what runs from the loss down to
-      the first of them;
+      the next such moment (CPU autograd runs one node at a time): that submodule's backward,
+      with the backward of the model's own code between it and the next submodule down; and
+      `backward, before the submodules` for what runs from the loss down to the first of them;
+    - `between forward and backward`: the trainer's loss checks and `on_backward` callbacks;
     - `after backward`: from the last parameter's gradient to the step's end (gradient clipping,
-      the learning-rate scheduler, the optimizer step);
-    - `between forward and backward`: the trainer's loss checks and `on_backward` callbacks.
+      the learning-rate scheduler, the optimizer step, other callbacks' `on_batch` work before
+      this one's; with distributed training, waiting for the gradients' all-reduce).
 
-    The phases of a step add up to the step. The first step of each epoch is not measured (its
-    start would include the previous epoch's validation and checkpoint). It then writes `step_phases.json` into the
-    serialization directory (mean seconds per step of each phase, the median and mean step,
-    tokens predicted per step) and removes its hooks; so it does at the end of training if fewer
-    batches were measured. The timestamps are taken in hooks, so on a
-    GPU the phases are the host's view (asynchronous kernels are not waited for); the split is
-    meant for CPU runs.
+    The phases of a step add up to the step. Left out: the first step of each epoch (its start
+    would include the previous epoch's validation and checkpoint) and a step in which the model
+    ran more than one forward (a callback's would be timed as part of some phase), counted as
+    `unmeasured`. After `batches` steps it writes `step_phases.json` into the serialization
+    directory (mean seconds per step of each phase, the median and mean step, tokens predicted
+    per step) and removes its hooks; a run that ends normally before then writes what it
+    measured, a failed one nothing. The timestamps are the host's: on a GPU they mark kernel
+    launches, not their work (a warning says so), so the split is meant for CPU runs.
 
     Registered as a `TrainerCallback` with name "step_phases".
 
@@ -97,6 +99,9 @@ class StepPhases(TrainerCallback):
         self._child_start: Dict[str, float] = {}
         self._step_end: Optional[float] = None
         self._watched: Dict[int, torch.Tensor] = {}
+        self._forwards = 0  # the model's forwards in this step
+        self._in_forward = False  # inside the step's (first) forward
+        self.unmeasured = 0  # steps left out: not one model forward
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         if getattr(trainer, "_num_gradient_accumulation_steps", 1) > 1:
@@ -105,6 +110,11 @@ class StepPhases(TrainerCallback):
                 "from the trainer while measuring"
             )
         model = trainer.model
+        if any(parameter.is_cuda for parameter in model.parameters()):
+            logger.warning(
+                "step_phases: the model is on a GPU, where these host-side timestamps mark kernel "
+                "launches, not their work: a phase's GPU time lands where the host next waits"
+            )
         self._handles.append(model.register_forward_pre_hook(self._model_starts))
         self._handles.append(model.register_forward_hook(self._model_ends))
         for name, child in _called_submodules(model):
@@ -117,11 +127,16 @@ class StepPhases(TrainerCallback):
                 )
 
     def _model_starts(self, module, inputs) -> None:
-        self._marks = {"forward_start": time.perf_counter()}
-        self._forward, self._arrivals, self._child_start = {}, {}, {}
-        self._watched = {}
+        self._forwards += 1
+        self._in_forward = self._forwards == 1
+        if self._in_forward:
+            self._marks = {"forward_start": time.perf_counter()}
+            self._forward, self._arrivals, self._child_start = {}, {}, {}
 
     def _model_ends(self, module, inputs, output) -> None:
+        if not self._in_forward:
+            return
+        self._in_forward = False
         self._marks["forward_end"] = time.perf_counter()
         loss = output.get("loss") if isinstance(output, dict) else None
         if isinstance(loss, torch.Tensor) and loss.requires_grad:
@@ -135,7 +150,8 @@ class StepPhases(TrainerCallback):
 
     def _child_starts(self, name: str):
         def hook(module, inputs) -> None:
-            self._child_start[name] = time.perf_counter()
+            if self._in_forward:
+                self._child_start[name] = time.perf_counter()
 
         return hook
 
@@ -144,6 +160,8 @@ class StepPhases(TrainerCallback):
             self._arrivals.setdefault(name, time.perf_counter())
 
         def hook(module, inputs, output) -> None:
+            if not self._in_forward:  # called outside the model's forward: not a phase
+                return
             now = time.perf_counter()
             self._forward[name] = self._forward.get(name, 0.0) + now - self._child_start[name]
             for tensor in _tensors(output):
@@ -162,19 +180,31 @@ class StepPhases(TrainerCallback):
         now = time.perf_counter()
         self.seen += 1
         if self.seen > self.skip and self._step_end is not None:
-            self.steps.append(self._phases(now))
-            self.tokens.append(sum(predicted_tokens(batch) for batch in batch_inputs))
-            if len(self.steps) == self.batches:
-                self._finish(is_primary)
-                return
+            if self._forwards == 1:
+                self.steps.append(self._phases(now))
+                self.tokens.append(sum(predicted_tokens(batch) for batch in batch_inputs))
+            else:  # another forward (a callback's) would be timed as part of some phase
+                self.unmeasured += 1
+                logger.warning("step_phases: a step with %d model forwards is not measured",
+                               self._forwards)  # fmt: skip
+        self._forwards, self._watched = 0, {}
+        if len(self.steps) == self.batches:
+            self._finish(is_primary)
+            return
         self._step_end = time.perf_counter()  # this callback's own time counts as the next step's
 
     def on_epoch(self, trainer, metrics, epoch, is_primary=True, **kwargs) -> None:
         self._step_end = None  # the next epoch's first step would include validation and saving
 
     def on_end(self, trainer, metrics=None, epoch=None, is_primary=True, **kwargs) -> None:
-        if self._handles and self.steps:  # training ended before `batches` were measured
+        if not self._handles:
+            return
+        if self.steps and metrics is not None:  # finished before `batches` were measured
             self._finish(is_primary)
+        else:  # nothing measured, or training failed: no result that could pass for one
+            self._remove_hooks()
+            logger.warning("step_phases: %d steps measured, %s; nothing written", len(self.steps),
+                           "training failed" if metrics is None else "fewer than skip + 1")  # fmt: skip
 
     def _phases(self, end: float) -> Dict[str, float]:
         marks = self._marks
@@ -199,17 +229,22 @@ class StepPhases(TrainerCallback):
         phases["after backward"] = end - backward_end
         return phases
 
-    def _finish(self, is_primary: bool) -> None:
+    def _remove_hooks(self) -> None:
         for handle in self._handles:
             handle.remove()
-        self._handles = []
+        self._handles, self._watched = [], {}
+
+    def _finish(self, is_primary: bool) -> None:
+        self._remove_hooks()
         names: List[str] = []
         for step in self.steps:
             names += [name for name in step if name not in names]
         totals = [sum(step.values()) for step in self.steps]
         result = {
             "batches": len(self.steps),
+            "requested_batches": self.batches,
             "skipped": self.skip,
+            "unmeasured": self.unmeasured,
             "tokens_per_step": statistics.mean(self.tokens),
             "median_step_seconds": statistics.median(totals),
             "mean_step_seconds": statistics.mean(totals),

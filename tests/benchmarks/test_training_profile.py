@@ -32,6 +32,10 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
         row = next(line for line in section.splitlines() if line.startswith(f"| {label} |"))
         shares = [float(cell.split("%")[0]) for cell in row.split(" | ")[-len(script.PARTS):]]
         assert abs(sum(shares) - 100) <= len(shares) / 2  # each rounded to a whole percent
-    # Measured systems are kept: a second run only rewrites the section.
+    # Measured systems are kept: a second run only rewrites the section; other settings measure
+    # again.
     script.main(argv)
     assert report.read_text() == text
+    script.main(argv[:-2] + ["--batches", "2", "--pretrain-overrides", json.dumps(TINY_SYSTEMS)])
+    for system in script.quality_per_minute.SYSTEMS:
+        assert json.loads((out / "profile" / system / "step_phases.json").read_text())["batches"] == 2

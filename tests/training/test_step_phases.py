@@ -13,6 +13,7 @@ from allennlp.data.tokenizers import Token
 from allennlp.models import Model
 from allennlp.nn.util import get_text_field_mask
 from allennlp.training import GradientDescentTrainer
+from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.training.step_phases import RESULT_FILE, StepPhases
 
@@ -62,19 +63,36 @@ class _SlowSGD(torch.optim.SGD):
         return super().step(closure)
 
 
-def _train(tmp_path, callback, **trainer_options):
+def _train(tmp_path, callback, others=(), model_class=None, **trainer_options):
+    """Trains the toy model 2 epochs of 4 batches with `others` callbacks before `callback`;
+    returns the model."""
     indexers = {"tokens": SingleIdTokenIndexer()}
     instances = [Instance({"tokens": TextField([Token(w) for w in "a b c d".split()[: n + 1]],
                                                indexers)})
                  for n in range(4)] * 2  # fmt: skip
     vocab = Vocabulary.from_instances(instances)
     loader = SimpleDataLoader(instances, batch_size=2, vocab=vocab)
-    model = _Toy(vocab)
+    model = (model_class or _Toy)(vocab)
     trainer = GradientDescentTrainer(
         model, _SlowSGD(model.parameters(), lr=0.01), loader, num_epochs=2,
-        serialization_dir=str(tmp_path), callbacks=[callback], **trainer_options,
+        serialization_dir=str(tmp_path), callbacks=[*others, callback], **trainer_options,
     )  # fmt: skip
     trainer.train()
+    return model
+
+
+def _hooked(model) -> bool:
+    return any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+
+
+class _ExtraForward(TrainerCallback):
+    """Runs the model once more (no gradient) after every other training batch, as a callback
+    computing a metric might."""
+
+    def on_batch(self, trainer, batch_inputs, *args, is_training=True, **kwargs):
+        if is_training and trainer._total_batches_completed % 2 == 0:
+            with torch.no_grad():
+                trainer.model(**batch_inputs[0])
 
 
 def test_each_phase_gets_the_time_spent_in_it(tmp_path):
@@ -101,9 +119,42 @@ def test_each_phase_gets_the_time_spent_in_it(tmp_path):
 
 def test_it_measures_once_and_then_leaves_the_model_alone(tmp_path):
     callback = StepPhases(str(tmp_path), skip=1, batches=2)
-    _train(tmp_path, callback)  # 8 batches: 1 skipped, 2 measured, the rest not
+    model = _train(tmp_path, callback)  # 8 batches: 1 skipped, 2 measured, the rest not
     assert len(callback.steps) == 2
-    assert callback._handles == []
+    assert not _hooked(model) and callback._watched == {}
+
+
+def test_a_step_with_another_forward_is_left_out(tmp_path):
+    """A callback's extra forward in a step would be timed as data or optimizer: such steps are
+    counted as unmeasured, the others keep their phases."""
+    callback = StepPhases(str(tmp_path), skip=1, batches=100)
+    _train(tmp_path, callback, others=[_ExtraForward(str(tmp_path))])
+    result = json.loads((tmp_path / RESULT_FILE).read_text())
+    # Batches 2-8 but 5 (an epoch's first) are candidates; 2, 4, 6 and 8 had two forwards.
+    assert result["unmeasured"] == 4 and result["batches"] == 2
+    assert BACKWARD_SLEEP <= result["mean_seconds"]["backward slow"] < BACKWARD_SLEEP + 0.02
+    assert OPTIMIZER_SLEEP <= result["mean_seconds"]["after backward"] < OPTIMIZER_SLEEP + 0.02
+
+
+def test_nothing_is_written_for_a_short_or_failed_run_and_no_hook_stays(tmp_path):
+    callback = StepPhases(str(tmp_path), skip=100, batches=5)
+    model = _train(tmp_path, callback)
+    assert not (tmp_path / RESULT_FILE).exists() and not _hooked(model)
+
+    class Failing(_Toy):
+        calls = 0
+
+        def forward(self, tokens):
+            Failing.calls += 1
+            if Failing.calls == 5:
+                raise RuntimeError("out of memory")
+            return super().forward(tokens)
+
+    failed = StepPhases(str(tmp_path / "failed"), skip=1, batches=5)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        _train(tmp_path / "failed", failed, model_class=Failing)
+    assert len(failed.steps) == 3 and failed._handles == []
+    assert not (tmp_path / "failed" / RESULT_FILE).exists()
 
 
 def test_a_step_across_an_epoch_end_is_not_measured(tmp_path):
