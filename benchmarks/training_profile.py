@@ -136,8 +136,9 @@ def render(args, results: Dict[str, dict]) -> str:
         cells += [f"{100 * parts[part] / step:.0f}% ({parts[part] * 1000:,.0f} ms)" for part in PARTS]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Parts: `input embedder`, `contextualizer`: the model's submodules of those "
-              "names; `output layer`: its other submodules (the continuous head and its loss, the "
-              "adaptive softmax, the sampled softmax); `model's own code`: what its `forward` "
+              "names; `output layer`: its other submodules (the continuous heads and their loss, the "
+              "adaptive softmax, the sampled softmax, and the dropout that the models apply to "
+              "the top layer and to the input: at most 2 ms); `model's own code`: what its `forward` "
               "runs outside submodules, and the backward of that; `after backward`: gradient "
               "clipping, the learning-rate scheduler, the optimizer step; `data and trainer`: "
               "reading, indexing and batching the corpus, `zero_grad`, callbacks.", "", END]  # fmt: skip
