@@ -54,6 +54,7 @@ from typing import Dict, List, Optional, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality  # noqa: E402  (benchmarks/ is not a package)
 from quality import BATCH, PROJECT, TRAINING_CONFIG, WINDOW, Steps, mean_std  # noqa: E402
+from timing import replace_section  # noqa: E402
 
 logger = logging.getLogger("adaptation")
 
@@ -453,18 +454,9 @@ def render(args, command: str, steps: Steps, quality_steps: Steps) -> str:
 
 
 def write_report(args, text: str) -> None:
-    section = f"{BEGIN}\n{text}{END}\n"
     (args.out / "ADAPTATION.md").write_text(text, encoding="utf-8")
-    if args.report is None:
-        return
-    current = args.report.read_text(encoding="utf-8") if args.report.is_file() else ""
-    if BEGIN in current and END in current:
-        head, rest = current.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        updated = head + section + tail
-    else:
-        updated = current + ("\n" if current and not current.endswith("\n\n") else "") + section
-    args.report.write_text(updated, encoding="utf-8")
+    if args.report is not None:
+        replace_section(args.report, BEGIN, END, f"{BEGIN}\n{text}{END}\n")
 
 
 # ---------------------------------------------------------------------------------------------
