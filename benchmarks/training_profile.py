@@ -31,9 +31,10 @@ import quality_per_minute  # noqa: E402
 from quality_report import machine  # noqa: E402
 from timing import replace_section  # noqa: E402
 
+from allennlp_elmo_c.training.step_phases import RESULT_FILE  # noqa: E402
+
 PROJECT = quality.PROJECT
 BEGIN, END = "<!-- step-phases:begin -->", "<!-- step-phases:end -->"
-RESULT_FILE = "step_phases.json"
 # Each measured phase by the part of the model it belongs to (the model's direct submodules by
 # name; every other submodule is part of the output layer).
 PARTS = ("data and trainer", "input embedder", "contextualizer", "output layer",

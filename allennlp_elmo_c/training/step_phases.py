@@ -1,6 +1,5 @@
 import json
 import logging
-import os
 import statistics
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks.callback import TrainerCallback
 
+from allennlp_elmo_c.common.atomic import atomic_open
 from allennlp_elmo_c.training.time_budgets import predicted_tokens
 
 logger = logging.getLogger(__name__)
@@ -207,9 +207,7 @@ class StepPhases(TrainerCallback):
                            "training failed" if metrics is None else "fewer than skip + 1")  # fmt: skip
 
     def _phases(self, end: float) -> Dict[str, float]:
-        marks = self._marks
-        if "forward_start" not in marks or "forward_end" not in marks:
-            raise ConfigurationError("step_phases: the model's forward was not seen in this step")
+        marks = self._marks  # of the step's one forward, which ended (see on_batch)
         forward_end = marks["forward_end"]
         backward_start = marks.get("backward_start", forward_end)
         backward_end = max(marks.get("backward_end", backward_start), backward_start)
@@ -254,7 +252,5 @@ class StepPhases(TrainerCallback):
         logger.info("step_phases: mean seconds per step over %d batches: %s", len(self.steps),
                     ", ".join(f"{k} {v:.4f}" for k, v in result["mean_seconds"].items()))  # fmt: skip
         if is_primary:
-            path = Path(self.serialization_dir) / RESULT_FILE
-            partial = path.with_name(path.name + ".partial")
-            partial.write_text(json.dumps(result, indent=1))
-            os.replace(partial, path)
+            with atomic_open(Path(self.serialization_dir) / RESULT_FILE) as stream:
+                stream.write(json.dumps(result, indent=1))
