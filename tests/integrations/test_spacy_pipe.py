@@ -38,9 +38,11 @@ def test_vectors_are_the_embed_commands(nlp, model_directory, tmp_path):
     docs = list(nlp.pipe(TEXTS))
     text = tmp_path / "tokens.txt"
     text.write_text("\n".join(" ".join(t.text for t in doc) for doc in docs) + "\n", encoding="utf-8")
-    # One sentence per batch on both sides: the same padding, so the same numbers.
+    # One sentence per batch on both sides, on the device the pipe chose (the GPU when torch sees
+    # one): the same padding, so the same numbers.
     single = [nlp(text) for text in TEXTS]
-    embed_file(directory, text, tmp_path / "out.hdf5", batch_size=1)
+    cuda_device = 0 if torch.cuda.is_available() else -1
+    embed_file(directory, text, tmp_path / "out.hdf5", batch_size=1, cuda_device=cuda_device)
     with h5py.File(tmp_path / "out.hdf5", "r") as vectors:
         for index, doc in enumerate(single):
             expected = vectors[str(index)][()]  # (layers, tokens, dim)
