@@ -89,10 +89,18 @@ def main(argv: Optional[List[str]] = None) -> dict:
     parser.add_argument("--profile-ops", type=int, default=6,
                         help="end_to_end: profile one more step of each row and keep its N "
                              "costliest operators (0: no profiling)")  # fmt: skip
-    parser.add_argument("--out", default=str(PROJECT / "benchmarks" / "results.json"))
-    parser.add_argument("--markdown", default=str(PROJECT / "benchmarks" / "RESULTS.md"))
-    parser.add_argument("--plot", default=str(PROJECT / "benchmarks" / "output_layer_scaling.png"))
+    # --smoke measures nothing: it writes only where it is told, never over the committed results.
+    parser.add_argument("--out", default=None,
+                        help="default: benchmarks/results.json (--smoke: not written)")
+    parser.add_argument("--markdown", default=None,
+                        help="default: benchmarks/RESULTS.md (--smoke: not written)")
+    parser.add_argument("--plot", default=None,
+                        help="default: benchmarks/output_layer_scaling.png (--smoke: not written)")
     args = parser.parse_args(argv)
+    for option, default in [("out", "results.json"), ("markdown", "RESULTS.md"),
+                            ("plot", "output_layer_scaling.png")]:  # fmt: skip
+        if getattr(args, option) is None and args.profile != "smoke":
+            setattr(args, option, str(PROJECT / "benchmarks" / default))
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device here")
@@ -125,19 +133,22 @@ def main(argv: Optional[List[str]] = None) -> dict:
         print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True)
 
     command = "python benchmarks/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    results = {"command": command.strip(), "out": relative(args.out), "profile": asdict(profile),
+    results = {"command": command.strip(), "out": relative(args.out) if args.out else None,
+               "profile": asdict(profile),
                "machine": machine_description(device, threads),
                "memory_budget_gib": budget / 2**30, "sections": {}}  # fmt: skip
     sections = results["sections"]
     log(f"{results['machine']['device']}, profile {profile.name}, sections {args.sections}")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
 
     def finished(name: str) -> None:
         # Each section's numbers are printed and saved as soon as it ends: a run stopped later
         # (a time limit, a crash in another section) keeps them. "complete" says whether all ran.
         print("\n".join(summary({"sections": {name: sections[name]}})[1:]), flush=True)
         results["seconds"] = time.perf_counter() - started
-        Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
 
     results["complete"] = False
     if "end_to_end" in args.sections:
@@ -158,13 +169,16 @@ def main(argv: Optional[List[str]] = None) -> dict:
         finished("data_pipeline")
     results["complete"] = True
     results["seconds"] = time.perf_counter() - started
-    Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
-    write_markdown(Path(args.markdown), markdown(results))
-    if "output_layers" in sections:
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
+    if args.markdown:
+        write_markdown(Path(args.markdown), markdown(results))
+    if args.plot and "output_layers" in sections:
         plot(sections["output_layers"], Path(args.plot), results["machine"])
     gc.unfreeze()  # collected normally at exit (extension types complain otherwise)
     print("\n".join(summary(results)))
-    log(f"wrote {args.out}, {args.markdown}" + (f", {args.plot}" if "output_layers" in sections else ""))
+    written = [args.out, args.markdown] + ([args.plot] if "output_layers" in sections else [])
+    log("wrote " + (", ".join(path for path in written if path) or "nothing (--smoke)"))
     return results
 
 

@@ -84,3 +84,20 @@ def test_end_to_end_rows_for_each_thread_count_and_batch(tmp_path):
     assert {(row["threads"], row["batch"]) for row in rows} == {(1, 2), (1, 3), (2, 2), (2, 3)}
     assert all(row["elmo_c_speedup"] > 0 for row in rows)
     assert "| threads | batch |" in report.read_text()
+
+
+def test_smoke_run_without_paths_leaves_the_committed_results_alone():
+    """`--smoke` measures nothing: without --out/--markdown/--plot it writes none of the committed
+    benchmarks/results.json, RESULTS.md and the plot."""
+    committed = [PROJECT_ROOT / "benchmarks" / name
+                 for name in ("results.json", "RESULTS.md", "output_layer_scaling.png")]  # fmt: skip
+    before = {path: path.read_bytes() for path in committed}
+    environment = dict(os.environ, OMP_NUM_THREADS="1",
+                       PYTHONPATH=os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
+    command = [sys.executable, str(PROJECT_ROOT / "benchmarks" / "run.py"), "--smoke", "--device", "cpu",
+               "--sections", "end_to_end", "output_layers", "--threads", "1", "--profile-ops", "0"]  # fmt: skip
+    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "wrote nothing (--smoke)" in finished.stdout
+    assert {path: path.read_bytes() for path in committed} == before
