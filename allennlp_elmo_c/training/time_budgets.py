@@ -35,8 +35,12 @@ class TrainingTimeBudgets(TrainerCallback):
 
     Training time is the time between the ends of consecutive training batches of an epoch
     (forward, backward, optimizer step, data loading): validation and the checkpoints written at
-    an epoch's end are left out. It is kept with the training checkpoints, so a run resumed with
-    `allennlp train --recover` counts on from its last checkpoint.
+    an epoch's end are left out, and so is everything before the first batch after the start.
+    That matters on a resume: `allennlp train --recover` first re-reads the batches of every
+    epoch already trained (without training or calling any callback), which can take minutes.
+    The first batch of each epoch and after the start only starts the clock (its own time is
+    left out). The count is kept with the training checkpoints, so a resumed run counts on from
+    its last checkpoint.
 
     When the training time passes `minutes[i]`, the primary process writes
     `budget-<minutes>min.tar.gz` (an ordinary model archive of the weights at that moment) and
@@ -88,7 +92,7 @@ class TrainingTimeBudgets(TrainerCallback):
         logger.info("training_time_budgets: resumed at %.1f s of training time", self.seconds)
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
-        self._clock = time.perf_counter()
+        self._clock = None  # starts at the first batch's end: a resume's replay is not counted
 
     def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch, batch_number,
                  is_training, is_primary=True, batch_grad_norm=None, **kwargs) -> None:  # fmt: skip

@@ -40,21 +40,41 @@ def test_training_time_leaves_out_what_happens_between_epochs(monkeypatch, tmp_p
         callback.on_batch(None, batch, [], {}, 0, 1, is_training=True, is_primary=False)
 
     callback.on_start(None, is_primary=False)
-    train(2.0)
+    clock.now += 9.0  # building the data loader
+    train(2.0)  # the first batch after the start starts the clock (its time is lost)
     train(3.0)
     clock.now += 50.0  # validation and checkpoints at the epoch's end
     callback.on_epoch(None, {}, 0, is_primary=False)
     clock.now += 7.0
-    train(4.0)  # the first batch of an epoch starts the clock again (its time is lost)
+    train(4.0)  # the first batch of an epoch starts the clock again
     train(1.0)
     callback.on_batch(None, batch, [], {}, 0, 1, is_training=False, is_primary=False)
-    assert callback.seconds == pytest.approx(6.0)
+    assert callback.seconds == pytest.approx(4.0)
     assert (callback.batches, callback.tokens) == (4, 4 * 40)
-    assert callback.timeline == [[5.0, 80], [6.0, 160]]
+    assert callback.timeline == [[3.0, 80], [4.0, 160]]
     # Resumed from its checkpointed state, it counts on.
     resumed = TrainingTimeBudgets(str(tmp_path), minutes=[100.0])
     resumed.load_state_dict(json.loads(json.dumps(callback.state_dict())))
     assert resumed.state_dict() == callback.state_dict()
+
+
+def test_a_resume_leaves_out_the_replay_of_the_epochs_already_trained(monkeypatch, tmp_path):
+    # `allennlp train --recover` calls on_start, then re-reads every batch of the epochs already
+    # trained without training on them or calling on_batch, then trains on.
+    clock = FakeClock()
+    monkeypatch.setattr(time_budgets.time, "perf_counter", clock)
+    callback = TrainingTimeBudgets(str(tmp_path), minutes=[1.0], timeline_every=1)
+    callback.load_state_dict({"seconds": 50.0, "batches": 10, "tokens": 400, "saved": [],
+                              "timeline": [[50.0, 400]]})  # fmt: skip
+    batch = [batch_of([21, 21])]
+    callback.on_start(None, is_primary=False)
+    clock.now += 377.0  # the replay
+    for seconds in (0.5, 0.5, 0.5):
+        clock.now += seconds
+        callback.on_batch(None, batch, [], {}, 0, 1, is_training=True, is_primary=False)
+    assert callback.seconds == pytest.approx(51.0)
+    assert callback.saved == []  # the 60-second budget has not passed
+    assert callback.timeline[-1] == [51.0, 400 + 3 * 40]
 
 
 def test_bad_settings():
