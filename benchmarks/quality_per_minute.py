@@ -147,9 +147,8 @@ def pretrain_step(args, system: str, corpus: dict, vectors: dict) -> dict:
     return {"budgets": budgets, "timeline": timeline}
 
 
-def record_commit(path: Path, resumed: bool) -> None:
-    """Appends the commit this run (re)starts on to `path` (the report names them: each system's
-    pretraining must run on one commit)."""
+def current_commit() -> str:
+    """The checkout's short commit, "... with uncommitted changes" when tracked files differ."""
     def git(*arguments: str) -> str:
         result = subprocess.run(["git", *arguments], cwd=PROJECT, capture_output=True, text=True)
         return result.stdout.strip()
@@ -157,9 +156,15 @@ def record_commit(path: Path, resumed: bool) -> None:
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     if git("status", "--porcelain", "--untracked-files=no"):
         commit += " with uncommitted changes"
+    return commit
+
+
+def record_commit(path: Path, resumed: bool) -> None:
+    """Appends the commit this run (re)starts on to `path` (the report names them: each system's
+    pretraining must run on one commit)."""
     when = datetime.datetime.now().isoformat(timespec="seconds")
     with open(path, "a", encoding="utf-8") as record:
-        record.write(f"{commit}, {'resumed' if resumed else 'started'} {when}\n")
+        record.write(f"{current_commit()}, {'resumed' if resumed else 'started'} {when}\n")
 
 
 def eval_step(args, archive: str, corpus: dict) -> dict:

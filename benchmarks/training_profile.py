@@ -97,7 +97,27 @@ def profile_system(args, system: str, corpus: dict, vectors: dict) -> dict:
     if finished.returncode != 0 or not result.is_file():
         raise RuntimeError(f"profiling {system} failed: see {log}")
     settings.write_text(json.dumps(overrides, indent=1))
+    measured_record(args, system).write_text(json.dumps({
+        "commit": quality_per_minute.current_commit(), "date": datetime.date.today().isoformat(),
+    }))  # fmt: skip
     return json.loads(result.read_text())
+
+
+def measured_record(args, system: str) -> Path:
+    """Where the commit and date of a system's kept measurement are recorded."""
+    return args.out / "profile" / f"{system}.measured.json"
+
+
+def provenance(args, systems: Sequence[str]) -> str:
+    """'commit X, DATE' of the kept measurements (they may predate the report's rendering)."""
+    seen = []
+    for system in systems:
+        path = measured_record(args, system)
+        record = json.loads(path.read_text()) if path.is_file() else {}
+        stamp = f"commit {record.get('commit', 'not recorded')}, {record.get('date', 'date not recorded')}"
+        if stamp not in seen:
+            seen.append(stamp)
+    return "; ".join(seen)
 
 
 def pretraining_rate(args, system: str) -> Optional[float]:
@@ -111,11 +131,9 @@ def pretraining_rate(args, system: str) -> Optional[float]:
 
 def render(args, results: Dict[str, dict]) -> str:
     command = ("python benchmarks/training_profile.py " + " ".join(args.argv)).strip()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT,
-                            capture_output=True, text=True).stdout.strip() or "unknown"  # fmt: skip
     lines = [BEGIN, "", "## Where each system's pretraining time goes", "",
-             f"`{command}` ({machine()}, {args.threads} thread, commit {commit}, "
-             f"{datetime.date.today().isoformat()}; the quality runs' nice-15 jobs on the same "
+             f"`{command}` ({machine()}, {args.threads} thread, measured at "
+             f"{provenance(args, list(results))}; the quality runs' nice-15 jobs on the same "
              "cores). A short `allennlp train` of each system with its "
              "pretraining overrides and the `step_phases` callback "
              f"(`allennlp_elmo_c/training/step_phases.py`): {args.skip} batches of warm-up, "

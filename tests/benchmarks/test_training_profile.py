@@ -36,6 +36,14 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
     # again.
     script.main(argv)
     assert report.read_text() == text
+    # The section names the commit and date each kept measurement was made at, not the
+    # rendering's.
+    assert f"measured at commit {script.quality_per_minute.current_commit()}, " in section
+    for system in script.quality_per_minute.SYSTEMS:
+        record = out / "profile" / f"{system}.measured.json"
+        record.write_text(json.dumps({"commit": "abc1234", "date": "2026-01-01"}))
+    script.main(argv)
+    assert "measured at commit abc1234, 2026-01-01;" in report.read_text()
     script.main(argv[:-2] + ["--batches", "2", "--pretrain-overrides", json.dumps(TINY_SYSTEMS)])
     for system in script.quality_per_minute.SYSTEMS:
         assert json.loads((out / "profile" / system / "step_phases.json").read_text())["batches"] == 2
