@@ -35,7 +35,8 @@ def markdown(results: dict) -> str:
              f"({machine['torch_threads']} threads)"
              + (f", GPU {machine['gpu']} ({machine['gpu_memory_gib']} GiB, CUDA {machine['cuda']})"
                 if "gpu" in machine else "")
-             + f". Command: `{results['command']}`. Raw numbers: `{results['out']}`.", ""]  # fmt: skip
+             + f". Command: `{results['command']}`."
+             + (f" Raw numbers: `{results['out']}`." if results.get("out") else ""), ""]  # fmt: skip
     sections = results["sections"]
     if "end_to_end" in sections:
         lines += ["### 1. End to end: ELMo-C vs allennlp-models' `language_model`", "",
