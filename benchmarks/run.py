@@ -21,9 +21,10 @@ The paper's efficiency claims measured side by side in one run, on whatever this
     python benchmarks/run.py --quick --sections output_layers encoders
 
 Writes the raw numbers to `--out` (JSON), the tables into `--markdown` between markers (a rerun
-replaces only that section) and the output-layer plot to `--plot`. Timings are medians over
-repeated steps after warm-up; rows that are compared are timed in turn, step by step
-(`timing.time_in_turn`), so load on the machine affects them alike.
+replaces only that section) and the output-layer plot to `--plot`; by default the committed
+benchmarks/results.json, RESULTS.md and output_layer_scaling.png, but with `--smoke` only the
+paths given. Timings are medians over repeated steps after warm-up; rows that are compared are
+timed in turn, step by step (`timing.time_in_turn`), so load on the machine affects them alike.
 
 This file is the command line; each section is in its own file (`run_end_to_end.py`,
 `run_output_layers.py`, `run_encoders.py`, `run_data_pipeline.py`), the profiles, inputs and

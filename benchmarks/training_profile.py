@@ -90,6 +90,7 @@ def profile_system(args, system: str, corpus: dict, vectors: dict) -> dict:
                "--file-friendly-logging"]  # fmt: skip
     environment = dict(os.environ, ELMO_C_DATA_DIR=str(args.data_dir),
                        OMP_NUM_THREADS=str(args.threads))  # fmt: skip
+    commit = quality_per_minute.current_commit()  # the code that runs, even if HEAD moves on
     logger.info("profiling %s", system)
     log = run.parent / f"{system}.log"
     with open(log, "w") as stream:
@@ -98,7 +99,7 @@ def profile_system(args, system: str, corpus: dict, vectors: dict) -> dict:
         raise RuntimeError(f"profiling {system} failed: see {log}")
     settings.write_text(json.dumps(overrides, indent=1))
     measured_record(args, system).write_text(json.dumps({
-        "commit": quality_per_minute.current_commit(), "date": datetime.date.today().isoformat(),
+        "commit": commit, "date": datetime.date.today().isoformat(),
     }))  # fmt: skip
     return json.loads(result.read_text())
 
@@ -109,15 +110,17 @@ def measured_record(args, system: str) -> Path:
 
 
 def provenance(args, systems: Sequence[str]) -> str:
-    """'commit X, DATE' of the kept measurements (they may predate the report's rendering)."""
-    seen = []
+    """'commit X, DATE' of the kept measurements (they may predate the report's rendering); each
+    system's own where they differ."""
+    stamps = {}
     for system in systems:
         path = measured_record(args, system)
         record = json.loads(path.read_text()) if path.is_file() else {}
-        stamp = f"commit {record.get('commit', 'not recorded')}, {record.get('date', 'date not recorded')}"
-        if stamp not in seen:
-            seen.append(stamp)
-    return "; ".join(seen)
+        stamps[system] = (f"commit {record.get('commit', 'not recorded')}, "
+                          f"{record.get('date', 'date not recorded')}")  # fmt: skip
+    if len(set(stamps.values())) == 1:
+        return next(iter(stamps.values()))
+    return ", ".join(f"{quality_per_minute.SYSTEMS[s][1]} at {stamp}" for s, stamp in stamps.items())
 
 
 def pretraining_rate(args, system: str) -> Optional[float]:

@@ -86,18 +86,28 @@ def test_end_to_end_rows_for_each_thread_count_and_batch(tmp_path):
     assert "| threads | batch |" in report.read_text()
 
 
-def test_smoke_run_without_paths_leaves_the_committed_results_alone():
-    """`--smoke` measures nothing: without --out/--markdown/--plot it writes none of the committed
-    benchmarks/results.json, RESULTS.md and the plot."""
+def test_smoke_run_leaves_the_committed_results_alone(tmp_path):
+    """`--smoke` measures nothing: it writes only the paths it is given (here --markdown), never
+    the committed benchmarks/results.json, RESULTS.md and plot, and a section written without a
+    JSON file names none."""
     committed = [PROJECT_ROOT / "benchmarks" / name
                  for name in ("results.json", "RESULTS.md", "output_layer_scaling.png")]  # fmt: skip
     before = {path: path.read_bytes() for path in committed}
+    report = tmp_path / "RESULTS.md"
     environment = dict(os.environ, OMP_NUM_THREADS="1",
                        PYTHONPATH=os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
     command = [sys.executable, str(PROJECT_ROOT / "benchmarks" / "run.py"), "--smoke", "--device", "cpu",
-               "--sections", "end_to_end", "output_layers", "--threads", "1", "--profile-ops", "0"]  # fmt: skip
-    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+               "--sections", "end_to_end", "output_layers", "--threads", "1", "--profile-ops", "0",
+               "--markdown", str(report)]  # fmt: skip
+    try:
+        finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True,
+                                  text=True, timeout=300)  # fmt: skip
+        after = {path: path.read_bytes() for path in committed}
+    finally:
+        for path, content in before.items():  # a regression must not leave toy numbers behind
+            if path.read_bytes() != content:
+                path.write_bytes(content)
     assert finished.returncode == 0, finished.stderr[-3000:]
-    assert "wrote nothing (--smoke)" in finished.stdout
-    assert {path: path.read_bytes() for path in committed} == before
+    assert after == before
+    text = report.read_text()
+    assert BEGIN in text and "Raw numbers" not in text

@@ -44,6 +44,13 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
         record.write_text(json.dumps({"commit": "abc1234", "date": "2026-01-01"}))
     script.main(argv)
     assert "measured at commit abc1234, 2026-01-01;" in report.read_text()
+    first, (_, label) = next(iter(script.quality_per_minute.SYSTEMS.items()))
+    (out / "profile" / f"{first}.measured.json").write_text(
+        json.dumps({"commit": "def5678", "date": "2026-01-02"}))  # fmt: skip
+    script.main(argv)
+    assert f"measured at {label} at commit def5678, 2026-01-02, " in report.read_text()
     script.main(argv[:-2] + ["--batches", "2", "--pretrain-overrides", json.dumps(TINY_SYSTEMS)])
     for system in script.quality_per_minute.SYSTEMS:
         assert json.loads((out / "profile" / system / "step_phases.json").read_text())["batches"] == 2
+    # Measured again: the new measurement's stamp replaces the kept one.
+    assert "abc1234" not in report.read_text() and "def5678" not in report.read_text()

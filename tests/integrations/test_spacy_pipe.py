@@ -41,7 +41,7 @@ def test_vectors_are_the_embed_commands(nlp, model_directory, tmp_path):
     # One sentence per batch on both sides, on the device the pipe chose (the GPU when torch sees
     # one): the same padding, so the same numbers.
     single = [nlp(text) for text in TEXTS]
-    cuda_device = 0 if torch.cuda.is_available() else -1
+    cuda_device = nlp.get_pipe("elmo_c")._cuda_device()
     embed_file(directory, text, tmp_path / "out.hdf5", batch_size=1, cuda_device=cuda_device)
     with h5py.File(tmp_path / "out.hdf5", "r") as vectors:
         for index, doc in enumerate(single):
