@@ -143,13 +143,16 @@ def main(argv: Optional[List[str]] = None) -> dict:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
 
+    def save() -> None:
+        results["seconds"] = time.perf_counter() - started
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
+
     def finished(name: str) -> None:
         # Each section's numbers are printed and saved as soon as it ends: a run stopped later
         # (a time limit, a crash in another section) keeps them. "complete" says whether all ran.
         print("\n".join(summary({"sections": {name: sections[name]}})[1:]), flush=True)
-        results["seconds"] = time.perf_counter() - started
-        if args.out:
-            Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
+        save()
 
     results["complete"] = False
     if "end_to_end" in args.sections:
@@ -169,9 +172,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                                   meter, log)  # fmt: skip
         finished("data_pipeline")
     results["complete"] = True
-    results["seconds"] = time.perf_counter() - started
-    if args.out:
-        Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
+    save()
     if args.markdown:
         write_markdown(Path(args.markdown), markdown(results))
     if args.plot and "output_layers" in sections:

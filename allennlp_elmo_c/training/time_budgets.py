@@ -1,7 +1,6 @@
 import json
 import logging
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -12,6 +11,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import archive_model
 from allennlp.nn.util import get_text_field_mask
 from allennlp.training.callbacks.callback import TrainerCallback
+
+from allennlp_elmo_c.common.atomic import atomic_open, atomic_path
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +41,8 @@ class TrainingTimeBudgets(TrainerCallback):
     epoch already trained (without training or calling any callback), which can take minutes.
     The first batch of each epoch and after the start only starts the clock: its own time is
     left out while its tokens are counted, so with epochs of N batches tokens/s reads about 1/N
-    high (0.5% at 200), alike for every model trained so. The count is kept with the training checkpoints, so a resumed run counts on from
-    its last checkpoint.
+    high (0.5% at 200), alike for every model trained so. The count is kept with the training
+    checkpoints, so a resumed run counts on from its last checkpoint.
 
     When the training time passes `minutes[i]`, the primary process writes
     `budget-<minutes>min.tar.gz` (an ordinary model archive of the weights at that moment) and
@@ -126,9 +127,8 @@ class TrainingTimeBudgets(TrainerCallback):
         name = f"budget-{budget:g}min"
         directory = Path(self.serialization_dir)
         weights = directory / f"{name}.th"
-        partial = directory / f"{name}.th.partial"
-        torch.save(trainer.model.state_dict(), partial)
-        os.replace(partial, weights)
+        with atomic_path(weights) as temporary:
+            torch.save(trainer.model.state_dict(), temporary)
         archive_model(directory, weights=weights.name, archive_path=directory / f"{name}.tar.gz")
         weights.unlink()
         self._write(f"{name}.json", {
@@ -139,7 +139,5 @@ class TrainingTimeBudgets(TrainerCallback):
                     self.tokens, self.seconds)  # fmt: skip
 
     def _write(self, name: str, content: dict) -> None:
-        path = Path(self.serialization_dir) / name
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(json.dumps(content, indent=1))
-        os.replace(partial, path)
+        with atomic_open(Path(self.serialization_dir) / name) as stream:
+            stream.write(json.dumps(content, indent=1))
