@@ -76,6 +76,7 @@ from quality_steps import (  # noqa: E402,F401
     WINDOW,
     Steps,
     allennlp_train,
+    resumable,
 )
 from quality_tasks import (  # noqa: E402,F401
     BASELINE,

@@ -33,7 +33,8 @@ data steps and downstream runs this script shares):
 3. `eval-SYSTEM-MINUTES`: each snapshot's loss on the corpus's validation split (each system's
    own loss: 1 - cosine for ELMo-C, the full softmax's negative log-likelihood for the others).
 4. `task-TASK-SYSTEM-MINUTES-SEED` and `task-TASK-fasttext-SEED`: NER and POS as in
-   `quality.py`, `--seeds` seeds, selected on dev, test reported.
+   `quality.py`, `--seeds` seeds, selected on dev, test reported. An interrupted run resumes
+   from its last checkpoint (`quality_steps.resumable`).
 5. The report: a section of `--report` between its markers (the rest of the file is kept) and
    the plot `--plot`: test score against pretraining minutes, one line per system, fastText-only
    as a horizontal line, error bars of one standard deviation.
@@ -44,7 +45,6 @@ import datetime
 import json
 import logging
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -121,16 +121,13 @@ def pretrain_step(args, system: str, corpus: dict, vectors: dict) -> dict:
     run = args.out / "runs" / f"pretrain-{system}"
     last = run / f"{budget_name(max(args.minutes))}.json"
     if not last.is_file():
-        recover = run.is_dir() and any(run.glob("training_state*"))
-        if run.is_dir() and not recover:
-            shutil.rmtree(run)  # stopped before its first checkpoint: start again
+        recover = quality.resumable(run)
         overrides = system_overrides(args, system, corpus, vectors)
         command = [sys.executable, "-m", "allennlp_elmo_c", "train",
                    str(quality.TRAINING_CONFIG / config), "-s", str(run), "-o",
                    json.dumps(overrides), "--file-friendly-logging"]  # fmt: skip
         if recover:
             command.append("--recover")
-        run.parent.mkdir(parents=True, exist_ok=True)
         record_commit(run.parent / f"pretrain-{system}.commits", recover)
         environment = dict(os.environ, ELMO_C_DATA_DIR=str(args.data_dir),
                            OMP_NUM_THREADS=str(args.threads))  # fmt: skip

@@ -1,7 +1,7 @@
 """
 The resumable steps of `quality.py` (and of `quality_per_minute.py` and `adaptation.py`, which
 build on it): `Steps` runs each named step once and keeps its JSON result; `allennlp_train` runs
-one training in a subprocess and reuses a finished one.
+one training in a subprocess, reuses a finished one and resumes an interrupted one.
 """
 
 import datetime
@@ -68,6 +68,23 @@ class Steps:
         return result
 
 
+def resumable(serialization_dir: Path) -> bool:
+    """
+    Whether an interrupted `allennlp train` run can go on with `--recover`: it wrote a checkpoint
+    (a `training_state_*` file). A run stopped before its first checkpoint is removed, to start
+    again. A resumed run goes on after that checkpoint with the model and optimizer state saved
+    there; AllenNLP replays the data order, and the `rng_state` callback (in every downstream
+    config) restores the dropout generator, so it ends as the uninterrupted run would have. AllenNLP
+    refuses to resume (ConfigurationError) when the configuration differs from the run's own.
+    """
+    if serialization_dir.is_dir() and any(serialization_dir.glob("training_state_*")):
+        return True
+    if serialization_dir.exists():
+        shutil.rmtree(serialization_dir)
+    serialization_dir.parent.mkdir(parents=True, exist_ok=True)
+    return False
+
+
 def allennlp_train(
     config: Path,
     serialization_dir: Path,
@@ -77,19 +94,19 @@ def allennlp_train(
 ) -> dict:
     """
     `allennlp train` in a subprocess (its log beside the run directory); returns metrics.json.
-    A run that finished (its model.tar.gz, written atomically, and metrics.json exist) is reused.
+    A run that finished (its model.tar.gz, written atomically, and metrics.json exist) is reused;
+    an interrupted one resumes from its last checkpoint (see `resumable`).
     """
     metrics = serialization_dir / "metrics.json"
     if (serialization_dir / "model.tar.gz").is_file() and metrics.is_file():
         return json.loads(metrics.read_text())
-    if serialization_dir.exists():  # an interrupted run: start it again
-        shutil.rmtree(serialization_dir)
-    serialization_dir.parent.mkdir(parents=True, exist_ok=True)
+    recover = resumable(serialization_dir)
     command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(config), "-s",
                str(serialization_dir), "-o", json.dumps(overrides), "--file-friendly-logging"]  # fmt: skip
+    command += ["--recover"] if recover else []
     env = dict(os.environ, **environment, OMP_NUM_THREADS=str(threads))
     log = serialization_dir.parent / f"{serialization_dir.name}.log"
-    with open(log, "w") as output:
+    with open(log, "a" if recover else "w") as output:
         result = subprocess.run(command, cwd=PROJECT, env=env, stdout=output, stderr=output)
     if result.returncode != 0:
         tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-30:])

@@ -172,3 +172,33 @@ def test_steps_taken_by_another_process_are_left_to_it(tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
         steps.run("task-z", fails)
     assert not (steps.root / "task-z.running").exists() and steps.done("task-z") is None
+
+
+def test_an_interrupted_training_resumes_from_its_checkpoint(tmp_path):
+    """`allennlp_train` goes on from a run's last checkpoint (epoch 0 is not trained again, the
+    log keeps the first part); a run with no checkpoint yet starts again from nothing."""
+    quality = load_quality()
+    config = FIXTURES_ROOT / "configs" / "tiny_classifier.jsonnet"
+    run, overrides = tmp_path / "run", {"trainer.num_epochs": 2}
+    quality.allennlp_train(config, run, overrides, {}, 1)
+    first_epoch_stamp = (run / "metrics_epoch_0.json").stat().st_mtime_ns
+    # The process "died" during epoch 1: its later files are gone, epoch 0's checkpoint is kept.
+    for name in ("model_state_e2_b0.th", "training_state_e2_b0.th", "model.tar.gz", "metrics.json"):
+        (run / name).unlink()
+    assert (run / "training_state_e1_b0.th").is_file()
+    log = tmp_path / "run.log"
+    first_log = log.read_text()
+    metrics = quality.allennlp_train(config, run, overrides, {}, 1)
+    assert metrics["epoch"] == 1 and (run / "model.tar.gz").is_file()
+    assert (run / "metrics_epoch_0.json").stat().st_mtime_ns == first_epoch_stamp
+    assert log.read_text().startswith(first_log) and "resuming from" in log.read_text()
+    # No checkpoint yet: the directory is cleared and the run starts over.
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    (stale / "config.json").write_text("{}")
+    assert not quality.resumable(stale) and not stale.exists()
+    # A run resumed with another configuration is refused by AllenNLP, and the error is shown.
+    for name in ("model.tar.gz", "metrics.json"):
+        (run / name).unlink()
+    with pytest.raises(RuntimeError, match="allennlp train failed"):
+        quality.allennlp_train(config, run, {"trainer.num_epochs": 3}, {}, 1)
