@@ -57,6 +57,7 @@ from timing import replace_section  # noqa: E402
 
 PROJECT = quality.PROJECT
 BEGIN, END = "<!-- per-minute:begin -->", "<!-- per-minute:end -->"
+DOWNSTREAM_COMMITS = "downstream.commits"  # under OUT/runs: the commit of each start of the task runs
 EPOCH_BATCHES = 200  # batches between two checkpoints (and the places a run can stop)
 SYSTEMS = {
     "elmo_c_cosine": ("elmo_c_demo.jsonnet", "ELMo-C (continuous, cosine)"),
@@ -158,10 +159,16 @@ def current_commit() -> str:
 
 def record_commit(path: Path, resumed: bool) -> None:
     """Appends the commit this run (re)starts on to `path` (the report names them: each system's
-    pretraining must run on one commit)."""
+    pretraining must run on one commit; the downstream runs' file names each start of them)."""
     when = datetime.datetime.now().isoformat(timespec="seconds")
     with open(path, "a", encoding="utf-8") as record:
         record.write(f"{current_commit()}, {'resumed' if resumed else 'started'} {when}\n")
+
+
+def recorded_commits(path: Path) -> str:
+    """The starts that `record_commit` wrote to `path`, in one line."""
+    starts = path.read_text(encoding="utf-8").strip().splitlines() if path.is_file() else []
+    return "; ".join(starts) or "not recorded"
 
 
 def eval_step(args, archive: str, corpus: dict) -> dict:
@@ -260,9 +267,10 @@ def render(args, pretrained: Dict[str, dict], evals: Dict[str, dict], steps, cor
             )
     lines += ["", "Commits each pretraining ran on:", ""]
     for system in pretrained:
-        record = args.out / "runs" / f"pretrain-{system}.commits"
-        starts = record.read_text(encoding="utf-8").strip().splitlines() if record.is_file() else []
-        lines.append(f"- {SYSTEMS[system][1]}: " + ("; ".join(starts) or "not recorded"))
+        lines.append(f"- {SYSTEMS[system][1]}: "
+                     + recorded_commits(args.out / "runs" / f"pretrain-{system}.commits"))  # fmt: skip
+    lines += ["", "Commits the downstream runs ran on: "
+              + recorded_commits(args.out / "runs" / DOWNSTREAM_COMMITS)]  # fmt: skip
     lines += ["", "Tokens/s over training time (per 10 minutes):", ""] + timeline_table(pretrained)
     lines += ["", f"![quality per minute]({args.plot.name})" if args.plot else "", END]
     return "\n".join(lines) + "\n"
@@ -371,10 +379,15 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
          peer_dim(record["archive"]) if system == "allennlp_lm" else None)
         for system, result in pretrained.items() for minutes, record in result["budgets"].items()
     ]  # fmt: skip
+    names = {(task, tag, seed): f"task-{task}-{tag}-seed{seed}" for task in args.tasks
+             for tag, *_ in runs for seed in range(1, args.seeds + 1)}  # fmt: skip
+    finished = [steps.done(name) is not None for name in names.values()]
+    if not args.report_only and not all(finished):
+        record_commit(args.out / "runs" / DOWNSTREAM_COMMITS, resumed=any(finished))
     for task in args.tasks:
         for tag, archive, extra, dim in runs:
             for seed in range(1, args.seeds + 1):
-                name = f"task-{task}-{tag}-seed{seed}"
+                name = names[task, tag, seed]
                 if steps.running_elsewhere(name):
                     continue
                 task_args = argparse.Namespace(**vars(args))

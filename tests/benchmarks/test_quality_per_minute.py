@@ -52,7 +52,11 @@ def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inpu
     assert "fastText only (no context)" in section and plot.is_file()
     # Each system's pretraining names the commit it ran on.
     assert "Commits each pretraining ran on:" in section
-    assert section.count(", started ") == len(quality_per_minute_systems(section))
+    assert section.count(", started ") == len(quality_per_minute_systems(section)) + 1
+    # ... and the downstream runs too, once per start of them.
+    downstream = out / "runs" / "downstream.commits"
+    start = downstream.read_text().strip()
+    assert ", started " in start and f"Commits the downstream runs ran on: {start}\n" in section
     # The peer's downstream runs embed with allennlp-models' own token embedder.
     peer_pos = json.loads((out / "steps" / "task-pos-allennlp_lm-0.0002min-seed1.json").read_text())
     assert 0.0 <= peer_pos["test"] <= 1.0
@@ -69,6 +73,12 @@ def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inpu
     assert row.endswith("| - |") and "(n=1)" not in row
     assert "**Partial:** 6 of the 7 downstream runs have finished" in report.read_text()
     assert "--report-only" not in report.read_text()
+    assert downstream.read_text().strip() == start  # finished or --report-only: nothing started
+    # A later start runs the missing step and is named as a resumption.
+    script.main(argv)
+    starts = downstream.read_text().strip().splitlines()
+    assert starts[0] == start and len(starts) == 2 and ", resumed " in starts[1]
+    assert "**Partial:**" not in report.read_text() and "; ".join(starts) in report.read_text()
 
 
 def quality_per_minute_systems(section: str):
