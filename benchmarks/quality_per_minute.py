@@ -122,20 +122,13 @@ def pretrain_step(args, system: str, corpus: dict, vectors: dict) -> dict:
     run = args.out / "runs" / f"pretrain-{system}"
     last = run / f"{budget_name(max(args.minutes))}.json"
     if not last.is_file():
-        recover = quality.resumable(run)
-        overrides = system_overrides(args, system, corpus, vectors)
-        command = [sys.executable, "-m", "allennlp_elmo_c", "train",
-                   str(quality.TRAINING_CONFIG / config), "-s", str(run), "-o",
-                   json.dumps(overrides), "--file-friendly-logging"]  # fmt: skip
-        if recover:
-            command.append("--recover")
-        record_commit(run.parent / f"pretrain-{system}.commits", recover)
-        environment = dict(os.environ, ELMO_C_DATA_DIR=str(args.data_dir),
-                           OMP_NUM_THREADS=str(args.threads))  # fmt: skip
-        with open(run.parent / f"pretrain-{system}.log", "a") as log:
-            result = subprocess.run(command, cwd=PROJECT, env=environment, stdout=log, stderr=log)
-        if result.returncode != 0 or not last.is_file():
-            raise RuntimeError(f"pretraining {system} failed: see {log.name} in {run.parent}")
+        record_commit(run.parent / f"pretrain-{system}.commits", quality.resumable(run))
+        quality.allennlp_train(quality.TRAINING_CONFIG / config, run,
+                               system_overrides(args, system, corpus, vectors),
+                               {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads)  # fmt: skip
+        if not last.is_file():
+            raise RuntimeError(f"pretraining {system} ended before its last budget: see "
+                               f"{run.name}.log in {run.parent}")  # fmt: skip
     budgets = {}
     for minutes in args.minutes:
         record = json.loads((run / f"{budget_name(minutes)}.json").read_text())
