@@ -63,7 +63,14 @@ SYSTEMS = {
     "elmo_c_cosine": ("elmo_c_demo.jsonnet", "ELMo-C (continuous, cosine)"),
     "elmo_a_whole": ("elmo_a_demo.jsonnet", "ELMo-A (adaptive softmax, whole vocabulary)"),
     "allennlp_lm": ("allennlp_lm_demo.jsonnet", "allennlp-models LM (char-CNN, sampled softmax)"),
+    "elmo_c_vmf": ("elmo_c_demo.jsonnet", "ELMo-C (continuous, vMF)"),
+    "elmo_c_in_batch": ("elmo_c_in_batch_demo.jsonnet", "ELMo-C (continuous, in-batch softmax)"),
+    "elmo_fixed": ("elmo_fixed_demo.jsonnet", "FIXED (sampled softmax, frozen fastText outputs)"),
 }
+# The systems run when `--systems` is not given (the section QUALITY.md quotes).
+DEFAULT_SYSTEMS = ("elmo_c_cosine", "elmo_a_whole", "allennlp_lm")
+# Systems whose vocabulary counts the training data's words (seen at least `MIN_COUNT` times).
+VOCABULARY_SYSTEMS = ("elmo_a_whole", "elmo_fixed")
 MIN_COUNT = 2
 
 logger = logging.getLogger("quality_per_minute")
@@ -102,8 +109,13 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict) -> dict:
             "trainer.learning_rate_scheduler.decay_start": 10**9,
             "trainer.learning_rate_scheduler.decay_end": 10**9 + 1,
         })  # fmt: skip
-    if system == "elmo_a_whole":
+    if system in VOCABULARY_SYSTEMS:
         overrides["vocabulary.min_count.lm_targets"] = MIN_COUNT
+    if system == "elmo_fixed":
+        # The frozen output embedding: the same vectors as the input.
+        overrides["model.output_head.output_embedding_fasttext"] = vectors["vectors"]
+    if system == "elmo_c_vmf":
+        overrides["model.output_head.loss"] = "vmf"
     # --pretrain-overrides: dotted keys for every system, or a system's name -> its own.
     for key, value in json.loads(args.pretrain_overrides).items():
         if key in SYSTEMS:
@@ -310,7 +322,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--corpus-dir", default=None)
     parser.add_argument("--fasttext-bin", default=None)
     parser.add_argument("--brown-source", default=None)
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
     parser.add_argument("--tasks", default="ner,pos")
     parser.add_argument("--minutes", default="10,30,60")
     parser.add_argument("--seeds", type=int, default=3)
@@ -331,7 +343,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.tasks = [t for t in args.tasks.split(",") if t]
     args.minutes = sorted(float(m) for m in args.minutes.split(",") if m)
     unknown = [s for s in args.systems if s not in SYSTEMS]
-    unknown += [t for t in args.tasks if t not in ("ner", "pos")]
+    unknown += [t for t in args.tasks if t not in quality.TASKS]
     if unknown:
         parser.error(f"unknown system or task: {unknown}")
     args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()

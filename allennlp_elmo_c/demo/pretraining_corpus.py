@@ -132,9 +132,10 @@ def build_pretraining_corpus(
     data_dir: Union[str, Path],
     sources: Optional[Sequence[CorpusSource]] = None,
     skip_missing: bool = False,
+    output_dir: str = OUTPUT_DIR,
 ) -> Dict[str, Path]:
     """
-    Builds (or finds already built) `<data_dir>/pretraining/{train,validation}.txt` and its
+    Builds (or finds already built) `<data_dir>/<output_dir>/{train,validation}.txt` and its
     `manifest.json`; returns `{"train": path, "validation": path}`.
 
     # Parameters
@@ -147,9 +148,11 @@ def build_pretraining_corpus(
         If a source's package cannot be fetched, log a warning and record the source in the
         manifest as skipped (with the reason) instead of failing. A build that skipped sources
         is redone by a later run once they can be fetched.
+    output_dir : `str`, optional (default = `"pretraining"`)
+        The corpus's directory under `data_dir` (another set of sources gets its own).
     """
     data_dir = Path(data_dir)
-    out_dir = data_dir / OUTPUT_DIR
+    out_dir = data_dir / output_dir
     sources = default_sources() if sources is None else list(sources)
     names = [source.name for source in sources]
     if not sources or len(set(names)) != len(names):
