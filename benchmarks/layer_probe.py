@@ -143,8 +143,10 @@ def probe(
     c: float,
     max_iter: int,
     seed: int,
+    keep_predictions: bool = False,
 ) -> Dict[str, object]:
-    """Fits the standardized multinomial logistic regression; its dev accuracy and fitting facts."""
+    """Fits the standardized multinomial logistic regression; its dev accuracy and fitting facts
+    (and its dev predictions, `keep_predictions`)."""
     scaler = StandardScaler().fit(train_x)
     model = LogisticRegression(C=c, max_iter=max_iter, random_state=seed)
     started = time.perf_counter()
@@ -153,13 +155,16 @@ def probe(
         model.fit(scaler.transform(train_x), train_y)
     converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
     predictions = model.predict(scaler.transform(dev_x))
-    return {
+    result = {
         "accuracy": float(numpy.mean(predictions == numpy.asarray(dev_y))),
         "dim": int(train_x.shape[1]),
         "iterations": int(numpy.max(model.n_iter_)),
         "converged": converged,
         "fit_seconds": round(time.perf_counter() - started, 2),
     }
+    if keep_predictions:
+        result["predictions"] = predictions.tolist()
+    return result
 
 
 def named_paths(values: Sequence[str], option: str) -> Dict[str, str]:

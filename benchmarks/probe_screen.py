@@ -1,0 +1,227 @@
+"""
+A fast screen of pretrained biLMs: linear probes on frozen features, a few minutes per biLM, no
+randomness but the probes' fixed seed. Each probe is a standardized multinomial logistic
+regression (`layer_probe.probe`) fitted on a task's training split and scored on its
+development split (the test split is never read: the screen chooses, the full downstream runs
+report). The features are the average of the biLM's layers (ELMo's mix with equal weights) and,
+as the floor, the biLM's own fastText input:
+
+- `pos`: Brown part-of-speech tags, one row per token, accuracy (`word###tag` lines);
+- `ner`: UNER EWT's BIO tags, one row per token, entity F1 (exact spans of the predicted BIO
+  sequence, an `I-` after a different tag starting a span, as CoNLL's scorer reads it);
+- `sst5`: SST-5's five sentence labels, one row per sentence (features averaged over its
+  tokens), accuracy (PTB trees, one per line);
+- `sentiment`: the Rotten Tomatoes snippets, fresh or rotten, as `sst5` (JSON lines with
+  `text` and `label`).
+
+    python benchmarks/probe_screen.py --archive demo=data/runs/elmo_c_demo/model.tar.gz \
+        --task pos=runs/wins/tasks/pos --task ner=runs/wins/tasks/ner \
+        --task sst5=../shared/data/sst5 --task sentiment=data/sentiment --out screen.json
+"""
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from layer_probe import AVERAGE, FASTTEXT, named_paths, probe, read_tagged, token_features  # noqa: E402
+
+Tagged = List[Tuple[List[str], List[str]]]
+Labelled = List[Tuple[List[str], str]]
+
+TOKEN_TASKS = ("pos", "ner")
+SENTENCE_TASKS = ("sst5", "sentiment")
+SPLIT_FILES = {"pos": ".txt", "ner": ".txt", "sst5": ".txt", "sentiment": ".jsonl"}
+_LEAF = re.compile(r"\(\d+ ([^()\s]+)\)")
+
+
+def read_conll(path: Path) -> Tagged:
+    """`(words, tags)` per sentence of CoNLL lines (the token first, the tag last, a blank line
+    between sentences)."""
+    sentences: Tagged = []
+    words: List[str] = []
+    tags: List[str] = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            columns = line.split()
+            if columns and not columns[0].startswith("-DOCSTART-"):
+                words.append(columns[0])
+                tags.append(columns[-1])
+            elif words:
+                sentences.append((words, tags))
+                words, tags = [], []
+    if words:
+        sentences.append((words, tags))
+    if not sentences:
+        raise ValueError(f"{path}: no tagged sentences")
+    return sentences
+
+
+def read_trees(path: Path) -> Labelled:
+    """`(leaves, root label)` per PTB tree line (SST-5)."""
+    result: Labelled = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                result.append((_LEAF.findall(line), line.strip()[1:].split(None, 1)[0]))
+    return result
+
+
+def read_jsonl(path: Path) -> Labelled:
+    """`(whitespace tokens of text, label)` per JSON line."""
+    result: Labelled = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                record = json.loads(line)
+                result.append((record["text"].split(), str(record["label"])))
+    return result
+
+
+def read_split(task: str, directory: Path, split: str):
+    path = directory / f"{split}{SPLIT_FILES[task]}"
+    if task == "pos":
+        return read_tagged(path)
+    if task == "ner":
+        return read_conll(path)
+    return read_trees(path) if task == "sst5" else read_jsonl(path)
+
+
+def spans(tags: Sequence[str]) -> set:
+    """The `(start, end, type)` entity spans of one BIO tag sequence."""
+    found = set()
+    start, kind = None, None
+    for index, tag in enumerate(list(tags) + ["O"]):
+        prefix, _, name = tag.partition("-")
+        continues = prefix == "I" and kind == name
+        if start is not None and not continues:
+            found.add((start, index, kind))
+            start, kind = None, None
+        if prefix in ("B", "I") and not continues:
+            start, kind = index, name
+    return found
+
+
+def entity_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
+    """Micro F1 of exact entity spans over sentences (0 when neither side has an entity)."""
+    true_positive = guessed = real = 0
+    for gold_tags, predicted_tags in zip(gold, predicted):
+        gold_spans, predicted_spans = spans(gold_tags), spans(predicted_tags)
+        true_positive += len(gold_spans & predicted_spans)
+        guessed += len(predicted_spans)
+        real += len(gold_spans)
+    if true_positive == 0:
+        return 0.0
+    precision, recall = true_positive / guessed, true_positive / real
+    return 2 * precision * recall / (precision + recall)
+
+
+def features(representations, sentences: List[List[str]], batch_size: int, pooled: bool):
+    """{FASTTEXT, AVERAGE} -> `(rows, dim)`: a row per token, or per sentence when `pooled`."""
+    found = token_features(representations, sentences, batch_size)
+    found = {name: found[name] for name in (FASTTEXT, AVERAGE) if name in found}
+    if not pooled:
+        return found
+    bounds = numpy.cumsum([0] + [len(s) for s in sentences])
+    return {name: numpy.stack([rows[a:b].mean(axis=0) for a, b in zip(bounds[:-1], bounds[1:])])
+            for name, rows in found.items()}  # fmt: skip
+
+
+def score(task: str, train, dev, train_x, dev_x, args) -> Dict[str, object]:
+    """One probe: accuracy, or entity F1 for `ner`."""
+    if task in TOKEN_TASKS:
+        train_y = [t for _, tags in train for t in tags]
+        dev_y = [t for _, tags in dev for t in tags]
+    else:
+        train_y = [label for _, label in train]
+        dev_y = [label for _, label in dev]
+    result = probe(train_x, train_y, dev_x, dev_y, args.c, args.max_iter, args.seed,
+                   keep_predictions=task == "ner")  # fmt: skip
+    if task == "ner":
+        predicted = iter(result.pop("predictions"))
+        guessed = [[next(predicted) for _ in tags] for _, tags in dev]
+        result["f1"] = entity_f1([tags for _, tags in dev], guessed)
+    result["score"] = result["f1"] if task == "ner" else result["accuracy"]
+    return result
+
+
+def screen_archive(
+    archive: str,
+    data: Dict[str, Tuple[list, list]],
+    args: argparse.Namespace,
+    fasttext_path: Optional[str] = None,
+    with_fasttext: bool = True,
+) -> Dict[str, object]:
+    """Probe results of one biLM on every task of `data` (`{task: (train, dev)}`): per task,
+    `{AVERAGE: probe, FASTTEXT: probe}` (the fastText probe only `with_fasttext`)."""
+    from allennlp_elmo_c.modules.subword_representations import load_representations
+
+    started = time.perf_counter()
+    torch.set_num_threads(args.threads)
+    representations = load_representations(
+        archive, num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
+    ).eval()
+    result: Dict[str, object] = {"archive": archive, "tasks": {}}
+    for task, (train, dev) in data.items():
+        pooled = task in SENTENCE_TASKS
+        train_x = features(representations, [words for words, _ in train], args.batch_size, pooled)
+        dev_x = features(representations, [words for words, _ in dev], args.batch_size, pooled)
+        names = [AVERAGE] + ([FASTTEXT] if with_fasttext and FASTTEXT in train_x else [])
+        result["tasks"][task] = {  # type: ignore[index]
+            name: score(task, train, dev, train_x[name], dev_x[name], args) for name in names
+        }
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def load_data(tasks: Dict[str, str], max_train: Dict[str, int]) -> Dict[str, Tuple[list, list]]:
+    """`{task: (train, dev)}` from each task's directory, the training split cut to
+    `max_train[task]` items (sentences) where given."""
+    data = {}
+    for task, directory in tasks.items():
+        if task not in SPLIT_FILES:
+            raise SystemExit(f"unknown screen task {task!r}: any of {', '.join(SPLIT_FILES)}")
+        train = read_split(task, Path(directory), "train")[: max_train.get(task)]
+        data[task] = (train, read_split(task, Path(directory), "dev"))
+    return data
+
+
+def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--c", type=float, default=1.0, help="probes' inverse L2 strength")
+    parser.add_argument("--max-iter", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--pos-train-sentences", type=int, default=1000,
+                        help="the POS probe's training sentences (the first ones)")  # fmt: skip
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--archive", action="append", required=True, metavar="NAME=PATH")
+    parser.add_argument("--task", action="append", required=True, metavar="TASK=DIR")
+    parser.add_argument("--fasttext", default=None, help="the .bin for every archive")
+    parser.add_argument("--out", type=Path, default=None)
+    add_probe_arguments(parser)
+    args = parser.parse_args(argv)
+    data = load_data(named_paths(args.task, "--task"), {"pos": args.pos_train_sentences})
+    results = {name: screen_archive(path, data, args, args.fasttext, with_fasttext=i == 0)
+               for i, (name, path) in enumerate(named_paths(args.archive, "--archive").items())}  # fmt: skip
+    for name, result in results.items():
+        for task, probes in result["tasks"].items():  # type: ignore[attr-defined]
+            cells = ", ".join(f"{row}: {100 * p['score']:.2f}" for row, p in probes.items())
+            print(f"{name} {task}: {cells}")
+    if args.out is not None:
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

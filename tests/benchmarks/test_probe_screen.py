@@ -1,0 +1,83 @@
+"""`benchmarks/probe_screen.py`: entity F1 against AllenNLP's own span reader, the readers, and
+every task's probe through a tiny biLM at fixture size."""
+import random
+import shutil
+
+import pytest
+from allennlp.data.dataset_readers.dataset_utils.span_utils import bio_tags_to_spans
+
+from tests import FIXTURES_ROOT
+from tests.helpers import load_benchmark
+
+TASK_DATA = FIXTURES_ROOT / "data"
+
+
+def load_screen():
+    return load_benchmark("probe_screen")
+
+
+def test_entity_f1_against_allennlp_bio_spans():
+    screen = load_screen()
+    rng = random.Random(0)
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    gold = [[rng.choice(tags) for _ in range(rng.randint(0, 12))] for _ in range(300)]
+    guessed = [[t if rng.random() < 0.7 else rng.choice(tags) for t in s] for s in gold]
+    tp = guessed_count = real = 0
+    for g, p in zip(gold, guessed):
+        gold_spans = {(kind, span) for kind, span in bio_tags_to_spans(g)}
+        predicted_spans = {(kind, span) for kind, span in bio_tags_to_spans(p)}
+        assert {(k, (a, b - 1)) for a, b, k in screen.spans(g)} == gold_spans
+        tp += len(gold_spans & predicted_spans)
+        guessed_count += len(predicted_spans)
+        real += len(gold_spans)
+    precision, recall = tp / guessed_count, tp / real
+    assert screen.entity_f1(gold, guessed) == pytest.approx(2 * precision * recall / (precision + recall))
+    assert screen.entity_f1(gold, gold) == 1.0
+    assert screen.entity_f1([["O"]], [["O"]]) == 0.0
+
+
+def test_readers(tmp_path):
+    screen = load_screen()
+    ner = screen.read_conll(TASK_DATA / "conll2003.txt")
+    assert ner[0] == (["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb", "."],
+                      ["I-ORG", "O", "I-MISC", "O", "O", "O", "I-MISC", "O", "O"])  # fmt: skip
+    trees = screen.read_trees(TASK_DATA / "sst5.txt")
+    assert trees[1] == (["The", "plot", "never", "comes", "together", "."], "1")
+    assert screen.read_jsonl(TASK_DATA / "sentiment.jsonl")[0] == (
+        ["A", "small", "movie", "with", "a", "big", "impact", "."], "fresh")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(ValueError, match="no tagged sentences"):
+        screen.read_conll(empty)
+
+
+def test_every_task_probed_through_a_tiny_bilm(elmo_c_archive, tmp_path):
+    screen = load_screen()
+    directories = {}
+    for task, source, suffix in (("ner", "conll2003.txt", ".txt"), ("sst5", "sst5.txt", ".txt"),
+                                 ("sentiment", "sentiment.jsonl", ".jsonl")):  # fmt: skip
+        directory = tmp_path / task
+        directory.mkdir()
+        for split in ("train", "dev"):
+            shutil.copy(TASK_DATA / source, directory / f"{split}{suffix}")
+        directories[task] = str(directory)
+    pos = tmp_path / "pos"
+    pos.mkdir()
+    for split in ("train", "dev"):
+        (pos / f"{split}.txt").write_text("the###at dog###nn runs###vbz\na###at cat###nn sat###vbd\n")
+    directories["pos"] = str(pos)
+    out = tmp_path / "screen.json"
+    argv = ["--archive", f"tiny={elmo_c_archive}", "--out", str(out), "--max-iter", "50"]
+    for task, directory in directories.items():
+        argv += ["--task", f"{task}={directory}"]
+    results = screen.main(argv)
+    tasks = results["tiny"]["tasks"]
+    assert set(tasks) == {"pos", "ner", "sst5", "sentiment"}
+    for task, probes in tasks.items():
+        assert set(probes) == {screen.AVERAGE, screen.FASTTEXT}, task
+        for result in probes.values():
+            assert 0.0 <= result["score"] <= 1.0
+            assert "predictions" not in result
+    # Trained and scored on the same sentences, the POS probe fits them all.
+    assert tasks["pos"][screen.AVERAGE]["score"] == 1.0
+    assert out.is_file()
