@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 # fastText raises "Encountered NaN" now and then on small corpora; that many tries before giving up.
 NAN_ATTEMPTS = 3
+INIT_BLOCKS = 10  # the blocks of rows fastText initialises, one per training thread
 
 
 def train_fasttext(
@@ -98,7 +99,14 @@ def train_fasttext(
     settings = dict(
         dim=dim, minn=minn, maxn=maxn, bucket=bucket, epoch=epoch, minCount=min_count, lr=lr
     )
-    settings.update(input=str(corpus), model="skipgram", thread=threads, verbose=verbose)
+    # fastText initialises its input matrix in ten blocks of rows, one per training thread
+    # (DenseMatrix::uniform): with fewer than ten threads the other blocks keep what the
+    # allocation held, zeros for a large matrix (9 rows in 10 with one thread) and a small one's
+    # leftover heap bytes (a NaN at the first update). Ten threads or more initialise every row;
+    # they share the cores there are.
+    settings.update(
+        input=str(corpus), model="skipgram", thread=max(threads, INIT_BLOCKS), verbose=verbose
+    )
     logger.info("Training fastText on %s with %s", corpus, settings)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
@@ -113,15 +121,9 @@ def train_fasttext(
             continue
         hint = ""
         if "NaN" in error:
-            # Reproduced: 30k tokens, 16-d, --bucket 1000 diverges at --lr 0.05 and still at 0.01
-            # (three tries each), and trains with --bucket 5000: skipgram adds the full gradient
-            # to every n-gram row of a word, and with few buckets many n-grams share (and
-            # overshoot) the same rows.
             hint = (
-                f" Training diverged (--lr {lr}, --bucket {bucket}, {threads} threads): raise "
-                f"--bucket (e.g. {bucket * 5}; few buckets make many character n-grams share a "
-                f"row), lower --lr (e.g. {lr / 5:g}) or use --threads 1; a larger, more varied "
-                "corpus also helps."
+                f" Training diverged (--lr {lr}, --bucket {bucket}): lower --lr (e.g. {lr / 5:g}); "
+                "a larger, more varied corpus also helps."
             )
         elif "vocabulary" in error.lower():
             hint = f" No word occurs at least --min-count={min_count} times in {corpus}."
