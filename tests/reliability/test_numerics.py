@@ -20,7 +20,7 @@ from tests.helpers import train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
 FASTTEXT = FIXTURES_ROOT / "fasttext" / "tiny.bin"
-LOSSES = ["cosine", "l2", "vmf"]
+LOSSES = ["cosine", "l2", "vmf", "in_batch_softmax"]
 
 
 def build_model(loss: str, backend: str = "fused") -> Model:
@@ -93,9 +93,10 @@ def test_zero_predictions(loss):
 
 
 @pytest.mark.parametrize("scale", [1e3, 1e6])
-@pytest.mark.parametrize("loss", ["cosine", "vmf"])
+@pytest.mark.parametrize("loss", ["cosine", "vmf", "in_batch_softmax"])
 def test_huge_prediction_norms(loss, scale):
-    # vMF at kappa ~ 1e7 and cosine at norms ~1e8 (l2 is unbounded by design: ||p - t||^2).
+    # vMF at kappa ~ 1e7, cosine and in_batch_softmax at norms ~1e8 (l2 is unbounded by design:
+    # ||p - t||^2).
     torch.manual_seed(0)
     model = build_model(loss)
     with torch.no_grad():

@@ -1,0 +1,89 @@
+"""
+A vocabulary-free softmax for continuous outputs: each prediction against the distinct target
+vectors of its own batch, the true word the positive and every other distinct vector a negative.
+"""
+
+import math
+from typing import Tuple
+
+import torch
+
+from allennlp_elmo_c.nn.continuous_losses import EPSILON
+
+# Cosines lie in [-1, 1], so the logits span 2 / temperature: 40 at 0.05, far more than the
+# log(distinct words) ~ 7 a batch of a thousand distinct words needs for p(true word) near 1, and
+# the value SimCSE (Gao et al., 2021) uses for its normalized in-batch contrastive loss.
+DEFAULT_TEMPERATURE = 0.05
+
+
+def distinct_rows(vectors: torch.Tensor) -> Tuple[torch.LongTensor, torch.LongTensor]:
+    """
+    Groups the rows of `vectors` `(N, d)` by exact equality: returns `first` `(K,)`, the index of
+    the first row of each of the K distinct vectors, and `inverse` `(N,)`, the group of each row,
+    so that `vectors[first][inverse]` equals `vectors`.
+    """
+    _, inverse = torch.unique(vectors, dim=0, return_inverse=True)
+    count = int(inverse.max()) + 1 if inverse.numel() else 0
+    positions = torch.arange(inverse.numel(), device=inverse.device)
+    first = torch.full((count,), inverse.numel(), dtype=torch.long, device=inverse.device)
+    first = first.scatter_reduce(0, inverse, positions, reduce="amin")
+    return first, inverse
+
+
+def in_batch_softmax_loss(
+    predictions: torch.Tensor, targets: torch.Tensor, temperature: float = DEFAULT_TEMPERATURE
+) -> torch.Tensor:
+    """
+    `-log p(true word)` at each of N positions (the batch's real positions), where the words are
+    the distinct target vectors of the batch: `(N, d) x (N, d) -> (N,)`.
+
+    Rows of `targets` that are exactly equal are one word, `u_1 ... u_K` (K <= N, found by
+    `torch.unique`); `y_i` is the word of position i. With `x / max(||x||, EPSILON)` written `x^`
+    (a zero vector stays zero, so its cosine with anything is 0, as in `cosine_loss`),
+
+        s_ik = p_i^ . u_k^ / temperature                       (N, K) logits
+        loss_i = log sum_k exp(s_ik) - s_(i, y_i)              (cross-entropy, labels y)
+
+    A repeat of the true word is never a negative: it is the same u_k. The cost is O(N K d) time
+    and O(N K) memory, with no vocabulary.
+
+    The backward is autograd's. With `q_ik = softmax_k(s_ik)`, the gradient of `loss_i` with
+    respect to the logits is `q_ik - [k = y_i]`, so with respect to the unit prediction it is
+    `(sum_k q_ik u_k^ - u_(y_i)^) / temperature`: away from the true word, towards the words the
+    model currently confuses it with, each in proportion to its probability. The normalization
+    passes on only the part orthogonal to `p_i^`, divided by `||p_i||` (by `EPSILON` for a zero
+    prediction: large but finite). The targets get the mirror image: `u_k^` receives
+    `sum_i (q_ik - [k = y_i]) p_i^ / temperature`, which reaches the first row holding `u_k`
+    (frozen targets simply ignore it; for an embedding table, whose rows a word's positions
+    share, that is the word's whole gradient).
+
+    The loss runs in the inputs' dtype with autocast disabled (autocast would run the `(N, K)`
+    product in float16/bfloat16); pass float32 or float64.
+
+    # Parameters
+
+    predictions : `torch.Tensor`
+        `(N, d)`, one prediction per real position.
+    targets : `torch.Tensor`
+        `(N, d)`, the target vector of each position.
+    temperature : `float`, optional (default = `DEFAULT_TEMPERATURE`)
+        Divides the cosines; finite and > 0 (smaller: sharper distributions).
+    """
+    if not 0 < temperature < math.inf:
+        raise ValueError(
+            f"in_batch_softmax_loss: temperature must be finite and > 0, got {temperature}"
+        )
+    if predictions.shape != targets.shape or predictions.dim() != 2:
+        raise ValueError(
+            f"in_batch_softmax_loss: predictions {tuple(predictions.shape)} and targets "
+            f"{tuple(targets.shape)} must both be (N, d)"
+        )
+    if predictions.size(0) == 0:
+        return predictions.new_zeros(0)
+    with torch.autocast(device_type=predictions.device.type, enabled=False):
+        first, labels = distinct_rows(targets.detach())
+        words = targets[first]  # (K, d)
+        units = predictions / predictions.norm(dim=-1, keepdim=True).clamp(min=EPSILON)
+        word_units = words / words.norm(dim=-1, keepdim=True).clamp(min=EPSILON)
+        logits = units @ word_units.t() / temperature  # (N, K)
+        return torch.nn.functional.cross_entropy(logits, labels, reduction="none")
