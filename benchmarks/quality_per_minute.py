@@ -312,6 +312,32 @@ def plot(args, pretrained: Dict[str, dict], steps, path: Path) -> None:
     figure.savefig(path, dpi=100)
 
 
+def downstream_steps(args, steps, runs: Sequence[tuple], seeds: Dict[str, int], data: Dict[str, dict],
+                     vectors: dict) -> None:  # fmt: skip
+    """
+    Every downstream run `task-TASK-TAG-seedN` that is not finished: for each task of `seeds`
+    (task -> number of seeds) and each run `(tag, archive, task overrides, context dim)` of
+    `runs` (archive None: fastText alone). A run another live process is running is left to it;
+    each start that runs something is recorded in OUT/runs/downstream.commits.
+    """
+    base_overrides = json.loads(args.task_overrides)
+    names = {(task, tag, seed): f"task-{task}-{tag}-seed{seed}" for task in seeds
+             for tag, *_ in runs for seed in range(1, seeds[task] + 1)}  # fmt: skip
+    finished = [steps.done(name) is not None for name in names.values()]
+    if not args.report_only and not all(finished):
+        record_commit(args.out / "runs" / DOWNSTREAM_COMMITS, resumed=any(finished))
+    for task in seeds:
+        for tag, archive, extra, dim in runs:
+            for seed in range(1, seeds[task] + 1):
+                name = names[task, tag, seed]
+                if steps.running_elsewhere(name):
+                    continue
+                task_args = argparse.Namespace(**vars(args))
+                task_args.task_overrides = json.dumps({**base_overrides, **extra})
+                steps.run(name, lambda: quality.task_step(task_args, task, tag, archive, seed,
+                                                          data[task], vectors, dim))  # fmt: skip
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
@@ -377,28 +403,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             evals[tag] = evals[tag] or {}
     if args.only == "eval":
         return
-    base_overrides = json.loads(args.task_overrides)
     runs = [(quality.BASELINE, None, {}, None)] + [
         (f"{system}-{minutes}min", record["archive"],
          peer_task_overrides(record["archive"]) if system == "allennlp_lm" else {},
          peer_dim(record["archive"]) if system == "allennlp_lm" else None)
         for system, result in pretrained.items() for minutes, record in result["budgets"].items()
     ]  # fmt: skip
-    names = {(task, tag, seed): f"task-{task}-{tag}-seed{seed}" for task in args.tasks
-             for tag, *_ in runs for seed in range(1, args.seeds + 1)}  # fmt: skip
-    finished = [steps.done(name) is not None for name in names.values()]
-    if not args.report_only and not all(finished):
-        record_commit(args.out / "runs" / DOWNSTREAM_COMMITS, resumed=any(finished))
-    for task in args.tasks:
-        for tag, archive, extra, dim in runs:
-            for seed in range(1, args.seeds + 1):
-                name = names[task, tag, seed]
-                if steps.running_elsewhere(name):
-                    continue
-                task_args = argparse.Namespace(**vars(args))
-                task_args.task_overrides = json.dumps({**base_overrides, **extra})
-                steps.run(name, lambda: quality.task_step(task_args, task, tag, archive, seed,
-                                                          data[task], vectors, dim))  # fmt: skip
+    downstream_steps(args, steps, runs, {task: args.seeds for task in args.tasks}, data, vectors)
     # The command that runs the steps (a --report-only rendering only reads their results).
     command = "python benchmarks/quality_per_minute.py " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only"

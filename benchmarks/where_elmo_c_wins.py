@@ -1,0 +1,468 @@
+"""
+Where ELMo-C wins: the paper's setting at the scale of a 2-core machine. The biLMs pretrain on the
+same 8M-token corpus as `quality_per_minute.py`, but their input (and, where a system has them,
+their targets) are a **general fastText**: 300-d vectors with subwords trained on every English
+text this project finds in registry packages, a superset of the pretraining corpus, as the
+paper's Common Crawl vectors are of its 1B Word Benchmark.
+
+    python benchmarks/where_elmo_c_wins.py --data-dir data --out runs/wins \
+        --shared-data ../shared/data --report benchmarks/QUALITY.md
+
+Steps (each one's result is a JSON file under OUT/steps/, as in `quality.py`; a finished step is
+skipped, so the command runs in pieces, and several processes can share OUT):
+1. `corpus`: the 8M-token pretraining corpus (`build-pretraining-corpus`, or `--corpus-dir`).
+2. `general-corpus`: `DATA/general/{train,validation}.txt` from `general_sources()` (the
+   pretraining corpus's sources and the others), with its manifest (package, version, registry,
+   members, licence and counts per source).
+3. `data-TASK`: each downstream task's data (`quality.py`'s data steps).
+4. `contamination`: no test sentence of any downstream task may be in the general fastText's
+   text. A test sentence is *found* in a line of the general corpus when its words (lower-cased
+   runs of letters and digits, so that tokenization does not matter) occur there contiguously;
+   sentences of fewer than `MIN_CHECKED_WORDS` words are counted but not looked for (a short
+   sentence such as "thank you" occurs in any large text). Every line in which a test sentence
+   is found is left out of the fastText text (OUT/general/fasttext_text.txt); the step records
+   how many sentences of each task were found, and where. The text is the general corpus's
+   training split: its validation split (which holds the pretraining corpus's) is never read.
+5. `general-fasttext`: 300-d skipgram vectors with subwords on that text
+   (`train-fasttext`'s defaults otherwise).
+6. `pretrain-SYSTEM`: each system of `SYSTEMS` at the demo encoder size, the general fastText
+   as its input (and as its targets, or as FIXED's frozen output embedding), one thread, one
+   run until its last budget of training time with an archive at each of `--minutes`:
+   `quality_per_minute.pretrain_step`, the same runs as QUALITY.md's "Quality per minute".
+   Start one process per core (`taskset`), each with its own `--systems`.
+7. `screen-SYSTEM-MINUTES`: every snapshot through `probe_screen` (linear probes on frozen
+   features, dev splits), and `screen-fasttext`, the general fastText alone.
+8. `finalists`, once every system's last snapshot is screened: the ELMo-C variant (a system
+   without a vocabulary: `ELMO_C_VARIANTS`) with the best mean probe score over the screen's
+   tasks at the last budget, ELMo-A, and the paper's cosine if it is not the best (the
+   decision compares against it); `--finalists` names them instead.
+9. `task-TASK-SYSTEM-MINUTESmin-seedN` and `task-TASK-fasttext-seedN`: the full downstream runs
+   of `quality.py` for the finalists at `--finalist-minutes` and for fastText alone,
+   `--ner-seeds` seeds for NER and `--seeds` for the others, selected on dev, test reported.
+10. The report: a section of `--report` between its markers, and the plot `--plot` (one panel
+   per task family: the screen's probe scores against pretraining minutes).
+"""
+
+import argparse
+import logging
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import probe_screen  # noqa: E402
+import quality  # noqa: E402
+import quality_per_minute  # noqa: E402
+from timing import replace_section  # noqa: E402
+
+logger = logging.getLogger("where_elmo_c_wins")
+
+GENERAL_DIR = "general"  # under DATA: the general corpus
+FASTTEXT_DIM = 300
+MIN_CHECKED_WORDS = 6
+SYSTEMS = ("elmo_c_cosine", "elmo_a_whole", "elmo_c_in_batch", "elmo_fixed", "elmo_c_vmf")
+SCREEN_TASKS = ("pos", "ner", "sst5", "sentiment")
+ELMO_C_VARIANTS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_c_vmf")
+FAMILIES = {"syntactic": ("pos", "ner"), "semantic": ("sst5", "sentiment")}
+BEGIN, END = "<!-- wins:begin -->", "<!-- wins:end -->"
+_WORD = re.compile(r"[^\W_]+")
+
+
+def general_sources():
+    """The general corpus's sources: the pretraining corpus's, then every other English text
+    found in registry packages (`sword_sources`, `extra_general_sources`)."""
+    from allennlp_elmo_c.demo.general_sources import extra_general_sources
+    from allennlp_elmo_c.demo.pretraining_sources import default_sources
+    from allennlp_elmo_c.demo.sword_modules import sword_sources
+
+    return default_sources() + sword_sources() + extra_general_sources()
+
+
+def general_corpus_step(args) -> dict:
+    from allennlp_elmo_c.common.build_cache import MANIFEST
+    from allennlp_elmo_c.demo.pretraining_corpus import build_pretraining_corpus
+
+    paths = build_pretraining_corpus(args.data_dir, general_sources(), output_dir=GENERAL_DIR)
+    manifest = Path(paths["train"]).parent / MANIFEST
+    tokens = sum(len(line.split()) for line in open(paths["train"], encoding="utf-8"))
+    return {"train": str(paths["train"]), "validation": str(paths["validation"]),
+            "manifest": str(manifest), "train_tokens": tokens}  # fmt: skip
+
+
+def words(text: str) -> Tuple[str, ...]:
+    """The lower-cased runs of letters and digits of `text`: the same for any tokenization."""
+    return tuple(_WORD.findall(text.lower()))
+
+
+def test_sentences(task: str, data: dict) -> Iterator[str]:
+    """The text of each test sentence of a task's data step (its words separated by spaces)."""
+    import json
+
+    path = Path(quality.data_files(data)["test"])
+    with open(path, encoding="utf-8") as lines:
+        if task == "ner":  # CoNLL-2003 lines: token first, a blank line between sentences
+            sentence: List[str] = []
+            for line in lines:
+                if line.strip() and not line.startswith("-DOCSTART-"):
+                    sentence.append(line.split()[0])
+                elif sentence:
+                    yield " ".join(sentence)
+                    sentence = []
+            if sentence:
+                yield " ".join(sentence)
+        elif task == "pos":  # word###tag tokens
+            for line in lines:
+                yield " ".join(token.rsplit("###", 1)[0] for token in line.split())
+        elif task == "sst5":  # PTB trees: the leaves
+            for line in lines:
+                yield " ".join(re.findall(r"\(\d+ ([^()\s]+)\)", line))
+        elif task == "sentiment":  # JSON lines with the text
+            for line in lines:
+                if line.strip():
+                    record = json.loads(line)
+                    yield record.get("text") or record.get("sentence") or ""
+        else:
+            raise ValueError(f"no test-sentence reader for task {task!r}")
+
+
+def find_sentences(
+    sentences: Dict[str, Set[Tuple[str, ...]]], lines: Iterable[str], key_length: int
+) -> Tuple[Set[int], Dict[str, Set[Tuple[str, ...]]]]:
+    """
+    Where the word sequences of `sentences` (`{task: {words}}`, each at least `key_length`
+    words) occur contiguously in `lines`: returns the indices of the lines where one occurs, and
+    `{task: the sequences found}`. Each sequence is looked up by its first `key_length` words
+    (a hash lookup per position of each line), then compared whole.
+    """
+    by_key: Dict[Tuple[str, ...], List[Tuple[str, Tuple[str, ...]]]] = defaultdict(list)
+    for task, found in sentences.items():
+        for sequence in found:
+            by_key[sequence[:key_length]].append((task, sequence))
+    hits: Set[int] = set()
+    found_by_task: Dict[str, Set[Tuple[str, ...]]] = defaultdict(set)
+    for index, line in enumerate(lines):
+        line_words = words(line)
+        for start in range(len(line_words) - key_length + 1):
+            candidates = by_key.get(line_words[start : start + key_length])
+            if not candidates:
+                continue
+            for task, sequence in candidates:
+                if line_words[start : start + len(sequence)] == sequence:
+                    hits.add(index)
+                    found_by_task[task].add(sequence)
+    return hits, found_by_task
+
+
+def contamination_step(args, general: dict, data: Dict[str, dict]) -> dict:
+    from allennlp_elmo_c.common.atomic import atomic_open
+
+    checked: Dict[str, Set[Tuple[str, ...]]] = {}
+    counts: Dict[str, dict] = {}
+    for task, task_data in data.items():
+        all_words = [words(text) for text in test_sentences(task, task_data)]
+        long_enough = {w for w in all_words if len(w) >= MIN_CHECKED_WORDS}
+        checked[task] = long_enough
+        counts[task] = {"test_sentences": len(all_words), "checked": len(long_enough),
+                        "too_short": sum(1 for w in all_words if len(w) < MIN_CHECKED_WORDS)}  # fmt: skip
+    text = args.out / GENERAL_DIR / "fasttext_text.txt"
+    text.parent.mkdir(parents=True, exist_ok=True)
+    with open(general["train"], encoding="utf-8") as source:
+        lines = source.readlines()
+    hits, found = find_sentences(checked, lines, MIN_CHECKED_WORDS)
+    for task in counts:
+        counts[task]["found"] = len(found.get(task, ()))
+        counts[task]["examples"] = sorted(" ".join(w) for w in found.get(task, ()))[:5]
+    with atomic_open(text) as output:
+        output.writelines(line for index, line in enumerate(lines) if index not in hits)
+    logger.info("contamination: %s; lines removed %d", counts, len(hits))
+    return {"text": str(text), "lines_kept": len(lines) - len(hits), "lines_removed": len(hits),
+            "per_task": counts, "min_checked_words": MIN_CHECKED_WORDS}  # fmt: skip
+
+
+def general_fasttext_step(args, contamination: dict) -> dict:
+    from allennlp_elmo_c.commands.train_fasttext import train_fasttext
+    from allennlp_elmo_c.demo.main import write_candidates
+
+    target = args.out / "fasttext" / f"general.{FASTTEXT_DIM}d.bin"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    vectors = train_fasttext(Path(contamination["text"]), target, dim=FASTTEXT_DIM,
+                             threads=args.fasttext_threads, verbose=0)  # fmt: skip
+    candidates = write_candidates(vectors, target.parent / "frequent_words.txt")
+    return {"vectors": str(Path(vectors).resolve()), "candidates": str(candidates.resolve()),
+            "dim": FASTTEXT_DIM}  # fmt: skip
+
+
+def pretrain_steps(args, steps, corpus: dict, vectors: dict) -> Dict[str, dict]:
+    """Each system's run (`quality_per_minute.pretrain_step`); `{system: result}` of those
+    finished."""
+    results = {}
+    for system in args.systems:
+        result = steps.run(f"pretrain-{system}",
+                           lambda system=system: quality_per_minute.pretrain_step(args, system, corpus, vectors))  # fmt: skip
+        if result is not None:
+            results[system] = result
+    return results
+
+
+def screen_steps(args, steps, pretrained: Dict[str, dict], vectors: dict, data: Dict[str, dict]) -> Dict[str, dict]:  # fmt: skip
+    """`{tag: probe results}` of each snapshot (tag `SYSTEM-MINUTESmin`) and of fastText alone
+    (tag `fasttext`, from the first snapshot screened: every system reads the same .bin)."""
+    tasks = {task: str(Path(quality.data_files(data[task])["train"]).parent)
+             for task in SCREEN_TASKS if task in data}  # fmt: skip
+    loaded = {}
+    screened = {}
+    for system, result in pretrained.items():
+        for minutes, record in result["budgets"].items():
+            tag = f"{system}-{minutes}min"
+            if steps.running_elsewhere(f"screen-{tag}"):
+                continue
+
+            def work(archive=record["archive"]):
+                if not loaded:
+                    loaded.update(probe_screen.load_data(tasks, {"pos": args.probe_pos_sentences}))
+                found = probe_screen.screen_archive(archive, loaded, args, vectors["vectors"])
+                return {"archive": archive, "seconds": found["seconds"], "tasks": found["tasks"]}
+
+            screened[tag] = steps.run(f"screen-{tag}", work)
+    for tag, result in screened.items():
+        if result is not None:
+            baseline = {task: {probe_screen.FASTTEXT: probes[probe_screen.FASTTEXT]}
+                        for task, probes in result["tasks"].items()}  # fmt: skip
+            screened[quality.BASELINE] = steps.run(
+                "screen-fasttext", lambda: {"from": tag, "tasks": baseline})
+            break
+    return {tag: result for tag, result in screened.items() if result is not None}
+
+
+def screen_score(result: dict, tasks: Sequence[str], row: str = probe_screen.AVERAGE) -> Optional[float]:
+    """The mean probe score over `tasks` of one screen result (None if one is missing)."""
+    scores = [result["tasks"].get(task, {}).get(row, {}).get("score") for task in tasks]
+    return None if None in scores or not scores else sum(scores) / len(scores)
+
+
+def finalists_step(args, screened: Dict[str, dict]) -> dict:
+    last = f"{max(args.minutes):g}"
+    scores = {system: screen_score(screened[f"{system}-{last}min"], SCREEN_TASKS)
+              for system in ELMO_C_VARIANTS if f"{system}-{last}min" in screened}  # fmt: skip
+    best = max(scores, key=lambda system: scores[system])
+    systems = [best, "elmo_a_whole"] + (["elmo_c_cosine"] if best != "elmo_c_cosine" else [])
+    return {"systems": systems, "best_variant": best, "screen_scores": scores, "budget": last}
+
+
+def downstream_runs(args, pretrained: Dict[str, dict], finalists: Sequence[str]) -> List[tuple]:
+    """`quality_per_minute.downstream_steps`'s runs: fastText alone, then each finalist at each
+    of `--finalist-minutes`."""
+    runs = [(quality.BASELINE, None, {}, None)]
+    for system in finalists:
+        for minutes in args.finalist_minutes:
+            record = pretrained[system]["budgets"][f"{minutes:g}"]
+            runs.append((f"{system}-{minutes:g}min", record["archive"], {}, None))
+    return runs
+
+
+def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
+           finalists: Optional[dict], command: str) -> str:  # fmt: skip
+    """The report's Markdown section."""
+    from quality_per_minute import SYSTEMS as LABELS, recorded_commits, scores_of, timeline_table
+
+    general = steps.done("general-corpus") or {}
+    contamination = steps.done("contamination") or {}
+    corpus = steps.done("corpus") or {}
+    lines = [BEGIN, "## Where ELMo-C wins: targets from a general fastText", "",
+             f"Produced by `{command}` (see its docstring). Machine: {quality.machine()}. One "
+             "thread per pretraining run, each on its own core."]  # fmt: skip
+    if general:
+        lines += ["", f"The biLMs pretrain on the {corpus.get('train_tokens', 0):,}-token corpus of "
+                  "the sections above; their input, and their targets where they have them, are "
+                  f"300-d fastText vectors trained on {general['train_tokens']:,} tokens of English "
+                  "from registry packages (the pretraining corpus and other sources: "
+                  f"`{Path(general['manifest']).name}` of `build_pretraining_corpus`)."]  # fmt: skip
+    if contamination:
+        per_task = contamination["per_task"]
+        found = ", ".join(f"{task} {c['found']} of {c['checked']}" for task, c in per_task.items())
+        lines += ["", f"Test sentences of {contamination['min_checked_words']} words or more found "
+                  f"in the general corpus: {found}; the {contamination['lines_removed']} lines that "
+                  "hold them were left out of the fastText text."]  # fmt: skip
+    labels = {task: quality.TASKS[task][2] for task in SCREEN_TASKS}
+    lines += ["", "### The screen: linear probes on frozen features (dev, %)", "",
+              "| system | minutes | tokens seen | tokens/s | "
+              + " | ".join(labels[t].replace(" acc.", "").replace(" F1", "") for t in SCREEN_TASKS)
+              + " | mean |", "|---|---|---|---|" + "---|" * (len(SCREEN_TASKS) + 1)]  # fmt: skip
+
+    def probe_cells(result: Optional[dict], row: str) -> str:
+        cells = []
+        for task in SCREEN_TASKS:
+            probe = (result or {}).get("tasks", {}).get(task, {}).get(row)
+            cells.append("-" if probe is None else f"{100 * probe['score']:.2f}")
+        mean = screen_score(result, SCREEN_TASKS, row) if result else None
+        return " | ".join(cells) + f" | {'-' if mean is None else f'{100 * mean:.2f}'}"
+
+    baseline = screened.get(quality.BASELINE)
+    lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | {probe_cells(baseline, probe_screen.FASTTEXT)} |")
+    for system, result in pretrained.items():
+        for minutes, record in result["budgets"].items():
+            lines.append(f"| {LABELS[system][1]} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
+                         f"{record['tokens_per_second']:,.0f} | "
+                         f"{probe_cells(screened.get(f'{system}-{minutes}min'), probe_screen.AVERAGE)} |")  # fmt: skip
+    if finalists:
+        tasks = list(args.downstream_tasks)
+        seeds = downstream_seeds(args)
+        lines += ["", f"Finalists (best ELMo-C variant by the mean probe score at {finalists['budget']} "
+                  f"minutes: {LABELS[finalists['best_variant']][1]}): "
+                  + ", ".join(LABELS[s][1] for s in finalists["systems"]) + ".", "",
+                  "### Downstream (test, mean ± std over seeds, each selected on dev)", "",
+                  "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
+                  "|---|---|" + "---|" * len(tasks)]  # fmt: skip
+        tags = [(quality.BASELINE_LABEL, "-", quality.BASELINE)] + [
+            (LABELS[s][1], f"{m:g}", f"{s}-{m:g}min") for s in finalists["systems"] for m in args.finalist_minutes]  # fmt: skip
+        for label, minutes, tag in tags:
+            cells = [quality.mean_std(scores_of(steps, task, tag, seeds[task])["test"]) for task in tasks]
+            lines.append(f"| {label} | {minutes} | " + " | ".join(cells) + " |")
+        lines += ["", "Commits the downstream runs ran on: "
+                  + recorded_commits(args.out / "runs" / quality_per_minute.DOWNSTREAM_COMMITS)]  # fmt: skip
+    lines += ["", "Commits each pretraining ran on:", ""]
+    for system in pretrained:
+        lines.append(f"- {LABELS[system][1]}: "
+                     + recorded_commits(args.out / "runs" / f"pretrain-{system}.commits"))  # fmt: skip
+    if pretrained:
+        lines += ["", "Tokens/s over training time (per 10 minutes):", ""] + timeline_table(pretrained)
+    lines += ["", f"![where ELMo-C wins]({args.plot.name})", END]
+    return "\n".join(lines) + "\n"
+
+
+def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], path: Path) -> None:
+    """One panel per task family: the mean probe score of its tasks against minutes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from quality_per_minute import SYSTEMS as LABELS
+
+    figure, axes = plt.subplots(1, len(FAMILIES), figsize=(5 * len(FAMILIES), 4))
+    for axis, (family, tasks) in zip(axes, FAMILIES.items()):
+        for system, result in pretrained.items():
+            points = [(float(m), screen_score(screened[f"{system}-{m}min"], tasks))
+                      for m in result["budgets"] if f"{system}-{m}min" in screened]  # fmt: skip
+            points = [(x, y) for x, y in points if y is not None]
+            if points:
+                axis.plot([x for x, _ in points], [100 * y for _, y in points], marker="o",
+                          label=LABELS[system][1])  # fmt: skip
+        floor = screened.get(quality.BASELINE)
+        if floor and screen_score(floor, tasks, probe_screen.FASTTEXT) is not None:
+            axis.axhline(100 * screen_score(floor, tasks, probe_screen.FASTTEXT), color="grey",
+                         linestyle="--", label=quality.BASELINE_LABEL)  # fmt: skip
+        axis.set_title(f"{family}: " + ", ".join(tasks))
+        axis.set_xlabel("pretraining minutes (one CPU core)")
+        axis.set_ylabel("mean probe score (dev, %)")
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+def downstream_seeds(args) -> Dict[str, int]:
+    return {task: args.ner_seeds if task == "ner" else args.seeds for task in args.downstream_tasks}
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=Path("data"))
+    parser.add_argument("--out", type=Path, default=Path("runs/wins"))
+    parser.add_argument("--shared-data", type=Path, default=quality.PROJECT.parent / "shared" / "data")
+    parser.add_argument("--corpus-dir", default=None)
+    parser.add_argument("--brown-source", default=None)
+    parser.add_argument("--sentiment-dir", default=None)
+    parser.add_argument("--sentiment-source", default=None)
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--tasks", default="ner,pos,sst5,sentiment")
+    parser.add_argument("--minutes", default="10,30,60")
+    parser.add_argument("--pos-train-sentences", type=int, default=3000)
+    parser.add_argument("--sst5-subtrees", action="store_true")
+    parser.add_argument("--fasttext-threads", type=int, default=2)
+    parser.add_argument("--fasttext-bin", default=None,
+                        help="use these vectors instead of training the general fastText")  # fmt: skip
+    parser.add_argument("--fasttext-dim", type=int, default=FASTTEXT_DIM)
+    parser.add_argument("--pretrain-overrides", default="{}", help="JSON: dotted keys for every "
+                        "system, or a system's name -> its own")  # fmt: skip
+    parser.add_argument("--only", default=None, help="stop after: fasttext, pretrain, screen")
+    parser.add_argument("--finalists", default=None, help="comma-separated systems (default: "
+                        "chosen by the screen)")  # fmt: skip
+    parser.add_argument("--finalist-minutes", default="10,60")
+    parser.add_argument("--downstream-tasks", default=None, help="default: --tasks")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--ner-seeds", type=int, default=5)
+    parser.add_argument("--task-epochs", type=int, default=15)
+    parser.add_argument("--task-patience", type=int, default=4)
+    parser.add_argument("--task-overrides", default="{}")
+    parser.add_argument("--keep-task-runs", action="store_true")
+    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
+    parser.add_argument("--plot", type=Path, default=None, help="default OUT/where_elmo_c_wins.png")
+    parser.add_argument("--report-only", action="store_true", help="run nothing: the report and "
+                        "plot from the steps finished so far")  # fmt: skip
+    probe_screen.add_probe_arguments(parser)
+    args = parser.parse_args(argv)
+    args.systems = [s for s in args.systems.split(",") if s]
+    args.tasks = [t for t in args.tasks.split(",") if t]
+    args.minutes = sorted(float(m) for m in args.minutes.split(",") if m)
+    args.finalist_minutes = sorted(float(m) for m in args.finalist_minutes.split(",") if m)
+    args.downstream_tasks = [t for t in (args.downstream_tasks or ",".join(args.tasks)).split(",") if t]
+    if args.finalists:
+        args.finalists = [s for s in args.finalists.split(",") if s]
+    unknown = [t for t in args.tasks + args.downstream_tasks if t not in quality.TASKS]
+    unknown += [s for s in args.finalists or () if s not in quality_per_minute.SYSTEMS]
+    unknown += [f"{m:g} minutes" for m in args.finalist_minutes if m not in args.minutes]
+    unknown += [s for s in args.systems if s not in quality_per_minute.SYSTEMS]
+    if unknown:
+        parser.error(f"unknown task or system: {unknown}")
+    args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()
+    args.report = args.report or args.out / "QUALITY.md"
+    args.plot = args.plot or args.out / "where_elmo_c_wins.png"
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
+    steps = quality.Steps(args.out)
+    if args.report_only:
+        steps.run = lambda name, work: steps.done(name)  # what is finished, None for the rest
+    corpus = steps.run("corpus", lambda: quality.corpus_step(args))
+    data = {task: steps.run(f"data-{task}", lambda task=task: getattr(quality, f"{task}_step")(args))
+            for task in args.tasks}  # fmt: skip
+    if args.fasttext_bin:
+        vectors = {"vectors": str(Path(args.fasttext_bin).resolve())}
+    else:
+        general = steps.run("general-corpus", lambda: general_corpus_step(args))
+        contamination = steps.run("contamination", lambda: contamination_step(args, general, data))
+        vectors = steps.run("general-fasttext", lambda: general_fasttext_step(args, contamination))
+    if args.only == "fasttext":
+        return
+    pretrained = pretrain_steps(args, steps, corpus, vectors)
+    if args.only == "pretrain":
+        return
+    screened = screen_steps(args, steps, pretrained, vectors, data)
+    last = f"{max(args.minutes):g}"
+    variants = [s for s in ELMO_C_VARIANTS if s in args.systems]
+    finalists = steps.done("finalists")
+    if args.finalists:
+        finalists = {"systems": args.finalists, "best_variant": args.finalists[0],
+                     "budget": last, "named": True}  # fmt: skip
+    elif finalists is None and "elmo_a_whole" in pretrained and variants and all(
+        f"{s}-{last}min" in screened for s in variants
+    ):
+        finalists = steps.run("finalists", lambda: finalists_step(args, screened))
+    if args.only != "screen" and finalists and all(s in pretrained for s in finalists["systems"]):
+        runs = downstream_runs(args, pretrained, finalists["systems"])
+        quality_per_minute.downstream_steps(args, steps, runs, downstream_seeds(args), data, vectors)
+    command = "python benchmarks/where_elmo_c_wins.py " + " ".join(
+        a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only"
+    )
+    replace_section(args.report, BEGIN, END, render(args, steps, pretrained, screened, finalists, command))
+    plot(args, pretrained, screened, args.plot)
+    print(args.report.read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    main()

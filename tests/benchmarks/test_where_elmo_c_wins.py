@@ -1,0 +1,106 @@
+"""`benchmarks/where_elmo_c_wins.py` at fixture size: the contamination check, and the whole path
+(every system pretrained to each budget, evaluated and screened) with the tiny fastText."""
+import json
+
+from tests import FIXTURES_ROOT
+from tests.helpers import load_benchmark
+from tests.benchmarks.test_quality import inputs  # noqa: F401  (the fixture data)
+from tests.benchmarks.test_quality_per_minute import TINY_SYSTEMS
+
+TINY = {
+    **TINY_SYSTEMS,
+    "data_loader.batches_per_epoch": 2,
+    "elmo_fixed": {"vocabulary.min_count.lm_targets": 1, "model.output_head.num_samples": 5},
+}
+HEADS = {
+    "elmo_c_cosine": ("continuous", "cosine"),
+    "elmo_c_vmf": ("continuous", "vmf"),
+    "elmo_c_in_batch": ("continuous", "in_batch_softmax"),
+    "elmo_fixed": ("sampled_softmax", None),
+    "elmo_a_whole": ("adaptive_softmax", None),
+}
+
+
+def load_script():
+    return load_benchmark("where_elmo_c_wins")
+
+
+def test_contamination_leaves_out_each_line_holding_a_test_sentence(tmp_path):
+    script = load_script()
+    ner = tmp_path / "ner"
+    ner.mkdir()
+    # CoNLL test sentences: one of 7 words (looked for), one of 3 (too short: counted only).
+    (ner / "test.txt").write_text(
+        "-DOCSTART- X O O\n\n" + "".join(f"{w} X O O\n" for w in "It 's a big day for Ghent".split())
+        + "\n" + "".join(f"{w} X O O\n" for w in "Thank you !".split()) + "\n")  # fmt: skip
+    for split in ("train", "dev"):
+        (ner / f"{split}.txt").write_text("x X O O\n")
+    general = tmp_path / "general.txt"
+    lines = [
+        "A line without it .\n",
+        "they said : it’s a BIG day for Ghent, and left .\n",  # other tokens, case and apostrophe
+        "It 's a big day for Gent .\n",  # one word differs
+        "thank you !\n",
+        "it 's a big day\n",  # a prefix only
+    ]
+    general.write_text("".join(lines))
+    args = script.parse_args(["--out", str(tmp_path / "out"), "--tasks", "ner"])
+    result = script.contamination_step(args, {"train": str(general)}, {"ner": {"dir": str(ner)}})
+    assert result["per_task"]["ner"] == {"test_sentences": 2, "checked": 1, "too_short": 1,
+                                         "found": 1, "examples": ["it s a big day for ghent"]}  # fmt: skip
+    kept = open(result["text"], encoding="utf-8").readlines()
+    assert kept == [line for i, line in enumerate(lines) if i != 1]
+    assert result["lines_removed"] == 1 and result["lines_kept"] == 4
+
+
+def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
+    corpus, shared, brown, sentiment = inputs
+    script = load_script()
+    out, report, plot = tmp_path / "out", tmp_path / "QUALITY.md", tmp_path / "plot.png"
+    argv = [
+        "--data-dir", str(tmp_path / "data"), "--out", str(out), "--shared-data", str(shared),
+        "--corpus-dir", str(corpus), "--brown-source", str(brown), "--sentiment-dir", str(sentiment),
+        "--fasttext-bin", str(FIXTURES_ROOT / "fasttext" / "tiny.bin"), "--fasttext-dim", "16",
+        "--minutes", "0.0002,0.0004", "--max-iter", "50", "--pretrain-overrides", json.dumps(TINY),
+        "--finalist-minutes", "0.0002,0.0004", "--downstream-tasks", "pos", "--seeds", "1",
+        "--ner-seeds", "1", "--task-epochs", "1", "--report", str(report), "--plot", str(plot),
+    ]  # fmt: skip
+    report.write_text("# Quality\n\nEarlier tables.\n")
+    script.main(argv)
+    steps = out / "steps"
+    for system, expected in HEADS.items():
+        result = json.loads((steps / f"pretrain-{system}.json").read_text())
+        assert set(result["budgets"]) == {"0.0002", "0.0004"}
+        config = json.loads((out / "runs" / f"pretrain-{system}" / "config.json").read_text())
+        head = config["model"]["output_head"]
+        assert (head["type"], head.get("loss")) == expected
+        if system == "elmo_fixed":  # frozen at the run's own vectors, not the demo's
+            assert head["output_embedding_fasttext"].endswith("tiny.bin") and head["freeze_output_embedding"]
+        for minutes in ("0.0002", "0.0004"):
+            screen = json.loads((steps / f"screen-{system}-{minutes}min.json").read_text())
+            assert set(screen["tasks"]) == {"pos", "ner", "sst5", "sentiment"}
+            for probes in screen["tasks"].values():
+                assert 0.0 <= probes["average of all layers"]["score"] <= 1.0
+    baseline = json.loads((steps / "screen-fasttext.json").read_text())
+    assert set(baseline["tasks"]["ner"]) == {"fastText (the biLM's input)"}
+    # The finalists: the best ELMo-C variant by the screen, ELMo-A, and the cosine if not the best.
+    finalists = json.loads((steps / "finalists.json").read_text())
+    scores = finalists["screen_scores"]
+    assert set(scores) == {"elmo_c_cosine", "elmo_c_in_batch", "elmo_c_vmf"}
+    assert finalists["best_variant"] == max(scores, key=scores.get)
+    assert finalists["systems"][:2] == [finalists["best_variant"], "elmo_a_whole"]
+    assert ("elmo_c_cosine" in finalists["systems"]) and len(set(finalists["systems"])) == len(finalists["systems"])
+    for system in finalists["systems"]:
+        for minutes in ("0.0002", "0.0004"):
+            result = json.loads((steps / f"task-pos-{system}-{minutes}min-seed1.json").read_text())
+            assert 0.0 <= result["test"] <= 1.0
+    assert (steps / "task-pos-fasttext-seed1.json").is_file()
+    assert not list(steps.glob("task-ner-*"))  # --downstream-tasks pos
+    text = report.read_text()
+    assert text.startswith("# Quality\n\nEarlier tables.\n") and plot.is_file()
+    section = text[text.index(script.BEGIN) : text.index(script.END)]
+    assert section.count("| ELMo-C (continuous, in-batch softmax) | 0.000") >= 2  # a screen row per budget
+    assert "(n=1)" in section and "Commits each pretraining ran on:" in section
+    # --report-only runs nothing and renders the same section.
+    script.main(argv + ["--report-only"])
+    assert report.read_text() == text
