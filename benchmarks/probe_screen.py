@@ -198,8 +198,8 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-iter", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    parser.add_argument("--pos-train-sentences", type=int, default=1000,
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    parser.add_argument("--probe-pos-sentences", type=int, default=1000,
                         help="the POS probe's training sentences (the first ones)")  # fmt: skip
 
 
@@ -211,7 +211,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
     parser.add_argument("--out", type=Path, default=None)
     add_probe_arguments(parser)
     args = parser.parse_args(argv)
-    data = load_data(named_paths(args.task, "--task"), {"pos": args.pos_train_sentences})
+    data = load_data(named_paths(args.task, "--task"), {"pos": args.probe_pos_sentences})
     results = {name: screen_archive(path, data, args, args.fasttext, with_fasttext=i == 0)
                for i, (name, path) in enumerate(named_paths(args.archive, "--archive").items())}  # fmt: skip
     for name, result in results.items():
