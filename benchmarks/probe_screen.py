@@ -3,8 +3,9 @@ A fast screen of pretrained biLMs: linear probes on frozen features, a few minut
 randomness but the probes' fixed seed. Each probe is a standardized multinomial logistic
 regression (`layer_probe.probe`) fitted on a task's training split and scored on its
 development split (the test split is never read: the screen chooses, the full downstream runs
-report). The features are the average of the biLM's layers (ELMo's mix with equal weights) and,
-as the floor, the biLM's own fastText input:
+report). The features are those the downstream models of this project read, the biLM's own
+fastText input beside the average of the biLM's layers (ELMo's mix with equal weights), and, as
+the floor, that fastText input alone:
 
 - `pos`: Brown part-of-speech tags, one row per token, accuracy (`word###tag` lines);
 - `ner`: UNER EWT's BIO tags, one row per token, entity F1 (exact spans of the predicted BIO
@@ -32,6 +33,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from layer_probe import AVERAGE, FASTTEXT, named_paths, probe, read_tagged, token_features  # noqa: E402
+
+WITH_BILM = "fastText + average of all layers"
 
 Tagged = List[Tuple[List[str], List[str]]]
 Labelled = List[Tuple[List[str], str]]
@@ -124,9 +127,12 @@ def entity_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]])
 
 
 def features(representations, sentences: List[List[str]], batch_size: int, pooled: bool):
-    """{FASTTEXT, AVERAGE} -> `(rows, dim)`: a row per token, or per sentence when `pooled`."""
-    found = token_features(representations, sentences, batch_size)
-    found = {name: found[name] for name in (FASTTEXT, AVERAGE) if name in found}
+    """{FASTTEXT, WITH_BILM} -> `(rows, dim)`: a row per token, or per sentence when `pooled`."""
+    layers = token_features(representations, sentences, batch_size)
+    if FASTTEXT not in layers:
+        raise ValueError("the screen needs a biLM whose input is fastText (a `fasttext` embedder)")
+    found = {FASTTEXT: layers[FASTTEXT],
+             WITH_BILM: numpy.concatenate([layers[FASTTEXT], layers[AVERAGE]], axis=1)}  # fmt: skip
     if not pooled:
         return found
     bounds = numpy.cumsum([0] + [len(s) for s in sentences])
@@ -160,7 +166,7 @@ def screen_archive(
     with_fasttext: bool = True,
 ) -> Dict[str, object]:
     """Probe results of one biLM on every task of `data` (`{task: (train, dev)}`): per task,
-    `{AVERAGE: probe, FASTTEXT: probe}` (the fastText probe only `with_fasttext`)."""
+    `{WITH_BILM: probe, FASTTEXT: probe}` (the fastText probe only `with_fasttext`)."""
     from allennlp_elmo_c.modules.subword_representations import load_representations
 
     started = time.perf_counter()
@@ -173,7 +179,7 @@ def screen_archive(
         pooled = task in SENTENCE_TASKS
         train_x = features(representations, [words for words, _ in train], args.batch_size, pooled)
         dev_x = features(representations, [words for words, _ in dev], args.batch_size, pooled)
-        names = [AVERAGE] + ([FASTTEXT] if with_fasttext and FASTTEXT in train_x else [])
+        names = [WITH_BILM] + ([FASTTEXT] if with_fasttext else [])
         result["tasks"][task] = {  # type: ignore[index]
             name: score(task, train, dev, train_x[name], dev_x[name], args) for name in names
         }

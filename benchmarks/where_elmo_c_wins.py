@@ -223,7 +223,8 @@ def screen_steps(args, steps, pretrained: Dict[str, dict], vectors: dict, data: 
                 if not loaded:
                     loaded.update(probe_screen.load_data(tasks, {"pos": args.probe_pos_sentences}))
                 found = probe_screen.screen_archive(archive, loaded, args, vectors["vectors"])
-                return {"archive": archive, "seconds": found["seconds"], "tasks": found["tasks"]}
+                return {"archive": archive, "seconds": found["seconds"], "tasks": found["tasks"],
+                        "commit": quality_per_minute.current_commit()}  # fmt: skip
 
             screened[tag] = steps.run(f"screen-{tag}", work)
     for tag, result in screened.items():
@@ -236,7 +237,7 @@ def screen_steps(args, steps, pretrained: Dict[str, dict], vectors: dict, data: 
     return {tag: result for tag, result in screened.items() if result is not None}
 
 
-def screen_score(result: dict, tasks: Sequence[str], row: str = probe_screen.AVERAGE) -> Optional[float]:
+def screen_score(result: dict, tasks: Sequence[str], row: str = probe_screen.WITH_BILM) -> Optional[float]:
     """The mean probe score over `tasks` of one screen result (None if one is missing)."""
     scores = [result["tasks"].get(task, {}).get(row, {}).get("score") for task in tasks]
     return None if None in scores or not scores else sum(scores) / len(scores)
@@ -305,7 +306,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         for minutes, record in result["budgets"].items():
             lines.append(f"| {LABELS[system][1]} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
                          f"{record['tokens_per_second']:,.0f} | "
-                         f"{probe_cells(screened.get(f'{system}-{minutes}min'), probe_screen.AVERAGE)} |")  # fmt: skip
+                         f"{probe_cells(screened.get(f'{system}-{minutes}min'), probe_screen.WITH_BILM)} |")  # fmt: skip
     if finalists:
         tasks = list(args.downstream_tasks)
         seeds = downstream_seeds(args)
