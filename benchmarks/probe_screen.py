@@ -13,7 +13,10 @@ the floor, that fastText input alone:
 - `sst5`: SST-5's five sentence labels, one row per sentence (features averaged over its
   tokens), accuracy (PTB trees, one per line);
 - `sentiment`: the Rotten Tomatoes snippets, fresh or rotten, as `sst5` (JSON lines with
-  `text` and `label`).
+  `text` and `label`);
+- `stsb`: STS-B's three similarity bands, one row per sentence pair, `[u; v; |u - v|; u * v]`
+  of its two sentences' averaged features u and v, accuracy (`quality.py`'s tab-separated
+  band, sentence 1, sentence 2, score).
 
     python benchmarks/probe_screen.py --archive demo=data/runs/elmo_c_demo/model.tar.gz \
         --task pos=runs/wins/tasks/pos --task ner=runs/wins/tasks/ner \
@@ -21,6 +24,7 @@ the floor, that fastText input alone:
 """
 
 import argparse
+import csv
 import json
 import re
 import sys
@@ -41,7 +45,8 @@ Labelled = List[Tuple[List[str], str]]
 
 TOKEN_TASKS = ("pos", "ner")
 SENTENCE_TASKS = ("sst5", "sentiment")
-SPLIT_FILES = {"pos": ".txt", "ner": ".txt", "sst5": ".txt", "sentiment": ".jsonl"}
+PAIR_TASKS = ("stsb",)
+SPLIT_FILES = {"pos": ".txt", "ner": ".txt", "sst5": ".txt", "sentiment": ".jsonl", "stsb": ".tsv"}
 _LEAF = re.compile(r"\(\d+ ([^()\s]+)\)")
 
 
@@ -88,8 +93,18 @@ def read_jsonl(path: Path) -> Labelled:
     return result
 
 
+def read_pairs(path: Path) -> List[Tuple[Tuple[List[str], List[str]], str]]:
+    """`((whitespace tokens of sentence 1, of sentence 2), label)` per line of tab-separated
+    label, sentence 1, sentence 2 (quoted as Python's `csv` writes; further fields unused)."""
+    with open(path, encoding="utf-8", newline="") as lines:
+        rows = csv.reader(lines, delimiter="\t")
+        return [((row[1].split(), row[2].split()), row[0]) for row in rows if row]
+
+
 def read_split(task: str, directory: Path, split: str):
     path = directory / f"{split}{SPLIT_FILES[task]}"
+    if task in PAIR_TASKS:
+        return read_pairs(path)
     if task == "pos":
         return read_tagged(path)
     if task == "ner":
@@ -140,6 +155,25 @@ def features(representations, sentences: List[List[str]], batch_size: int, poole
             for name, rows in found.items()}  # fmt: skip
 
 
+def pair_features(representations, pairs: List[Tuple[List[str], List[str]]], batch_size: int):
+    """{FASTTEXT, WITH_BILM} -> `(pairs, 4 x dim)`: `[u; v; |u - v|; u * v]` per pair, u and v
+    its two sentences' features averaged over their tokens."""
+    pooled = features(representations, [s for pair in pairs for s in pair], batch_size, True)
+    found = {}
+    for name, rows in pooled.items():
+        u, v = rows[0::2], rows[1::2]
+        found[name] = numpy.concatenate([u, v, numpy.abs(u - v), u * v], axis=1)
+    return found
+
+
+def task_features(representations, task: str, items: list, batch_size: int):
+    """The probe's rows for `items` (a split as `read_split` returns it)."""
+    if task in PAIR_TASKS:
+        return pair_features(representations, [pair for pair, _ in items], batch_size)
+    sentences = [words for words, _ in items]
+    return features(representations, sentences, batch_size, task in SENTENCE_TASKS)
+
+
 def score(task: str, train, dev, train_x, dev_x, args) -> Dict[str, object]:
     """One probe: accuracy, or entity F1 for `ner`."""
     if task in TOKEN_TASKS:
@@ -176,9 +210,8 @@ def screen_archive(
     ).eval()
     result: Dict[str, object] = {"archive": archive, "tasks": {}}
     for task, (train, dev) in data.items():
-        pooled = task in SENTENCE_TASKS
-        train_x = features(representations, [words for words, _ in train], args.batch_size, pooled)
-        dev_x = features(representations, [words for words, _ in dev], args.batch_size, pooled)
+        train_x = task_features(representations, task, train, args.batch_size)
+        dev_x = task_features(representations, task, dev, args.batch_size)
         names = [WITH_BILM] + ([FASTTEXT] if with_fasttext else [])
         result["tasks"][task] = {  # type: ignore[index]
             name: score(task, train, dev, train_x[name], dev_x[name], args) for name in names

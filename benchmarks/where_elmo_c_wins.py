@@ -23,6 +23,8 @@ skipped, so the command runs in pieces, and several processes can share OUT):
    is found is left out of the fastText text (OUT/general/fasttext_text.txt); the step records
    how many sentences of each task were found, and where. The text is the general corpus's
    training split: its validation split (which holds the pretraining corpus's) is never read.
+   `contamination-check-TASKS` counts them again on the text as written, for every task asked
+   for (a task added after the text was made shows there).
 5. `general-fasttext`: 300-d skipgram vectors with subwords on that text
    (`train-fasttext`'s defaults otherwise).
 6. `pretrain-SYSTEM`: each system of `SYSTEMS` at the demo encoder size, the general fastText
@@ -63,9 +65,9 @@ GENERAL_DIR = "general"  # under DATA: the general corpus
 FASTTEXT_DIM = 300
 MIN_CHECKED_WORDS = 6
 SYSTEMS = ("elmo_c_cosine", "elmo_a_whole", "elmo_c_in_batch", "elmo_fixed", "elmo_c_vmf")
-SCREEN_TASKS = ("pos", "ner", "sst5", "sentiment")
+SCREEN_TASKS = ("pos", "ner", "sst5", "sentiment", "stsb")
 ELMO_C_VARIANTS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_c_vmf")
-FAMILIES = {"syntactic": ("pos", "ner"), "semantic": ("sst5", "sentiment")}
+FAMILIES = {"syntactic": ("pos", "ner"), "semantic": ("sst5", "sentiment", "stsb")}
 BEGIN, END = "<!-- wins:begin -->", "<!-- wins:end -->"
 _WORD = re.compile(r"[^\W_]+")
 
@@ -118,6 +120,13 @@ def test_sentences(task: str, data: dict) -> Iterator[str]:
         elif task == "sst5":  # PTB trees: the leaves
             for line in lines:
                 yield " ".join(re.findall(r"\(\d+ ([^()\s]+)\)", line))
+        elif task == "stsb":  # tab-separated band, sentence 1, sentence 2, score
+            import csv
+
+            for row in csv.reader(lines, delimiter="\t"):
+                if row:
+                    yield row[1]
+                    yield row[2]
         elif task == "sentiment":  # JSON lines with the text
             for line in lines:
                 if line.strip():
@@ -179,6 +188,19 @@ def contamination_step(args, general: dict, data: Dict[str, dict]) -> dict:
     logger.info("contamination: %s; lines removed %d", counts, len(hits))
     return {"text": str(text), "lines_kept": len(lines) - len(hits), "lines_removed": len(hits),
             "per_task": counts, "min_checked_words": MIN_CHECKED_WORDS}  # fmt: skip
+
+
+def contamination_check_step(args, contamination: dict, data: Dict[str, dict]) -> dict:
+    """What the fastText text holds of every task's test sentences, counted on the text itself
+    (a task added after the text was made is checked here too); nothing is removed."""
+    sentences = {task: {w for w in map(words, test_sentences(task, task_data))
+                        if len(w) >= MIN_CHECKED_WORDS} for task, task_data in data.items()}  # fmt: skip
+    with open(contamination["text"], encoding="utf-8") as text:
+        hits, found = find_sentences(sentences, text, MIN_CHECKED_WORDS)
+    return {"lines": len(hits), "per_task": {
+        task: {"checked": len(sentences[task]), "found": len(found.get(task, ())),
+               "examples": sorted(" ".join(w) for w in found.get(task, ()))[:5]}
+        for task in sentences}}  # fmt: skip
 
 
 def general_fasttext_step(args, contamination: dict) -> dict:
@@ -286,6 +308,13 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         lines += ["", f"Test sentences of {contamination['min_checked_words']} words or more found "
                   f"in the general corpus: {found}; the {contamination['lines_removed']} lines that "
                   "hold them were left out of the fastText text."]  # fmt: skip
+    check = steps.done("contamination-check-" + "-".join(sorted(args.tasks)))
+    if check:
+        found = ", ".join(f"{task} {c['found']} of {c['checked']}" for task, c in check["per_task"].items())
+        held = "; ".join(f"{task}: " + ", ".join(f'"{e}"' for e in c["examples"])
+                         for task, c in check["per_task"].items() if c["found"])  # fmt: skip
+        lines += ["", f"Checked again on the text the fastText vectors were trained on: {found} "
+                  f"({check['lines']} lines)" + (f"; it holds {held}." if held else ".")]  # fmt: skip
     labels = {task: quality.TASKS[task][2] for task in SCREEN_TASKS}
     lines += ["", "### The screen: linear probes on frozen features (dev, %)", "",
               "| system | minutes | tokens seen | tokens/s | "
@@ -377,7 +406,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--sentiment-dir", default=None)
     parser.add_argument("--sentiment-source", default=None)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--tasks", default="ner,pos,sst5,sentiment")
+    parser.add_argument("--stsb-source", default=None)
+    parser.add_argument("--tasks", default="ner,pos,sst5,sentiment,stsb")
     parser.add_argument("--minutes", default="10,30,60")
     parser.add_argument("--pos-train-sentences", type=int, default=3000)
     parser.add_argument("--sst5-subtrees", action="store_true")
@@ -438,6 +468,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         general = steps.run("general-corpus", lambda: general_corpus_step(args))
         contamination = steps.run("contamination", lambda: contamination_step(args, general, data))
         vectors = steps.run("general-fasttext", lambda: general_fasttext_step(args, contamination))
+        names = "-".join(sorted(data))
+        steps.run(f"contamination-check-{names}",
+                  lambda: contamination_check_step(args, contamination, data))  # fmt: skip
     if args.only == "fasttext":
         return
     pretrained = pretrain_steps(args, steps, corpus, vectors)

@@ -62,6 +62,8 @@ TASK_PATHS = {
             "SRL_VALIDATION_DATA_PATH": str(DATA / "conll2012")},
     "sst5": {"SST_TRAIN": str(DATA / "sst5.txt"), "SST_DEV": str(DATA / "sst5.txt"),
              "SST_TEST": str(DATA / "sst5.txt"), "GLOVE_840B_300D": GLOVE_300D},
+    "stsb": {"STSB_TRAIN": str(DATA / "stsb.tsv"), "STSB_DEV": str(DATA / "stsb.tsv"),
+             "STSB_TEST": str(DATA / "stsb.tsv")},
     "coref": {"COREF_TRAIN_DATA_PATH": str(DATA / "coref.gold_conll"),
               "COREF_DEV_DATA_PATH": str(DATA / "coref.gold_conll"),
               "COREF_TEST_DATA_PATH": str(DATA / "coref.gold_conll"), "GLOVE_6B_300D": GLOVE_300D},

