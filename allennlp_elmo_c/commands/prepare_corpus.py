@@ -74,6 +74,8 @@ JSON_SUFFIXES = (".jsonl", ".jsonl.gz")
 # The longest text given to spaCy at once (its `max_length` is 1,000,000): longer lines are cut at
 # whitespace, longer blocks at line ends.
 CHUNK_CHARACTERS = 100_000
+# A `.jsonl` line (one document) longer than this is skipped, never read into memory whole.
+MAX_JSON_LINE_BYTES = 64 * 1024 * 1024
 # A file is binary when its first SNIFF_BYTES hold more than these fractions of NUL bytes or of
 # bytes that are not UTF-8.
 SNIFF_BYTES = 8192
@@ -434,10 +436,18 @@ def _read_error(file: _InputFile, error: BaseException) -> None:
 
 
 def _lines(stream: IO[bytes], file: _InputFile) -> Iterator[bytes]:
-    """The lines of `stream`, up to the end or to a read error (recorded)."""
+    """The lines of `stream`, up to the end or to a read error (recorded). A line longer than
+    `MAX_JSON_LINE_BYTES` is skipped (counted) without being held in memory; the line numbers of
+    the others stay as in the file."""
     while True:
         try:
-            line = stream.readline()
+            line = stream.readline(MAX_JSON_LINE_BYTES + 1)
+            if len(line) > MAX_JSON_LINE_BYTES and not line.endswith(b"\n"):
+                file.count("lines_over_max_json_line_bytes")
+                while line and not line.endswith(b"\n"):
+                    line = stream.readline(CHUNK_CHARACTERS)
+                yield b""
+                continue
         except _READ_ERRORS as error:
             _read_error(file, error)
             return

@@ -355,3 +355,16 @@ def test_output_is_what_train_fasttext_takes(tmp_path):
         threads=1, verbose=0,
     )))
     assert {"Document", "middle", "29", "."} <= set(model.words)
+
+
+def test_a_json_line_over_the_cap_is_skipped_and_counted(tmp_path, monkeypatch):
+    """A received `.jsonl` whose line is huge: skipped without holding it, the lines after it
+    kept (the whole line used to be read into memory)."""
+    monkeypatch.setattr(module, "MAX_JSON_LINE_BYTES", 1000)
+    huge = json.dumps({"text": "word " * 2000})  # 10 KB, over the (patched) cap
+    lines_in = [json.dumps({"text": "Before it."}), huge, json.dumps({"text": "After it."})]
+    write(tmp_path / "in" / "c.jsonl", "\n".join(lines_in) + "\n")
+    out = prepare_corpus([tmp_path / "in"], tmp_path / "out", validation_fraction=0.0, **QUIET)
+    assert lines(out / "train.txt") == ["Before it .", "After it ."]
+    problems = manifest(out)["stats"]["problems"][str(tmp_path / "in" / "c.jsonl")]
+    assert problems == {"lines_over_max_json_line_bytes": 1}
