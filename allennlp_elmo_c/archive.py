@@ -8,27 +8,40 @@ front doors) starts from a `PretrainedBiLM`, read from either form of a trained 
   (`model_type: "elmo_c"`, the biLM's AllenNLP config under `bilm`, its files by name),
   `model.safetensors`, `vocabulary/`, the fastText `.bin`, `checksums.sha256` and a model card.
   Its files are found in the directory itself, wherever it is copied.
+
+Every model read here may have been received from elsewhere: its config is read as plain JSON
+and checked (`common.received_config`) before anything is built, and the model is built within
+a memory budget derived from its weights (`common.allocation_budget`).
 """
 
 import copy
-import hashlib
 import json
 import logging
 import tarfile
 import tempfile
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.common.params import with_overrides
+from allennlp.common.params import parse_overrides, with_overrides
 from allennlp.data import DatasetReader, TokenIndexer, Tokenizer, Vocabulary
 from allennlp.models import Model
-from allennlp.models.archival import CONFIG_NAME, Archive, extracted_archive, load_archive
+from allennlp.models.archival import (
+    CONFIG_NAME,
+    META_NAME,
+    Archive,
+    Meta,
+    _check_version_compatibility,
+    _load_dataset_readers,
+    get_weights_path,
+)
 
+from allennlp_elmo_c.common.allocation_budget import allocation_budget, weights_budget
+from allennlp_elmo_c.common.contained_files import inside_path, refuse_links
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import (
     check_fingerprint,
@@ -38,6 +51,18 @@ from allennlp_elmo_c.common.fasttext_source import (
     recorded_fingerprint,
     resolve_fasttext_path,
 )
+from allennlp_elmo_c.common.file_digests import file_sha256
+from allennlp_elmo_c.common.received_config import (
+    MAX_CONFIG_BYTES,
+    check_bilm_config,
+    check_directory_config,
+    check_received_config,
+    drop_training_only,
+    named_files,
+    parse_received_json,
+    read_received_json,
+)
+from allennlp_elmo_c.common.safe_extract import extracted_archive, read_member
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +84,8 @@ def is_model_directory(path: str) -> bool:
     if not Path(path).is_dir() or not config.is_file():
         return False
     try:
-        return json.loads(config.read_text(encoding="utf-8")).get("model_type") == MODEL_TYPE
-    except (OSError, ValueError, AttributeError):
+        return read_received_json(config, str(config)).get("model_type") == MODEL_TYPE
+    except (ConfigurationError, AttributeError):
         return False
 
 
@@ -70,11 +95,9 @@ def read_directory_config(directory: str) -> Dict[str, Any]:
     `.bin`, a BPE tokenizer) made absolute paths into the directory, so the directory works
     wherever it is.
     """
-    path = Path(directory) / CONFIG_NAME
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ConfigurationError(f"model directory {directory}: unreadable {CONFIG_NAME} ({error})")
+    verify_checksums(Path(directory))
+    where = f"model directory {directory}: {CONFIG_NAME}"
+    config = read_received_json(Path(directory) / CONFIG_NAME, where)
     if not isinstance(config, dict) or config.get("model_type") != MODEL_TYPE:
         raise ConfigurationError(f"{directory} is not an ELMo-C model directory (no model_type "
                                  f"{MODEL_TYPE!r} in its {CONFIG_NAME})")  # fmt: skip
@@ -83,11 +106,48 @@ def read_directory_config(directory: str) -> Dict[str, Any]:
             f"model directory {directory} has format {config['elmo_c_format']}; this version of "
             f"allennlp-elmo-c reads up to {DIRECTORY_FORMAT}: upgrade allennlp-elmo-c"
         )
+    check_directory_config(config, where)
     bilm = config.get("bilm")
-    _check_config(bilm, directory)
-    for name in config.get("files", {}).values():
+    _check_config(bilm, directory, where, prefix="bilm.", in_directory=True)
+    files = config.get("files", {})
+    if not isinstance(files, dict):
+        raise ConfigurationError(f"model directory {directory}: `files` in {CONFIG_NAME} is not a mapping")
+    for kind, name in files.items():
+        inside_path(directory, name, f"`files.{kind}` of {CONFIG_NAME}")
         _replace_values(bilm, name, str(Path(directory).resolve() / name))
+    _check_named_files(Path(directory), config, bilm)
     return config
+
+
+def _check_named_files(root: Path, config: Dict[str, Any], bilm: Dict[str, Any]) -> None:
+    """The files a model directory's config names (`fasttext.file`, and every file-naming key of
+    its biLM, `received_config.FILE_KEYS`: fastText, tokenizer, char-CNN options and weights) are
+    its own: inside it by a plain name, through no link (`inside_path`). Each biLM value is made
+    the path into the directory (a relative name is never read from the working directory). The
+    vocabulary must be a real directory."""
+    fasttext = config.get("fasttext")
+    if isinstance(fasttext, dict) and "file" in fasttext:
+        inside_path(root, fasttext["file"], f"`fasttext.file` of {CONFIG_NAME}")
+    inside = root.resolve()
+    for key, node, name in named_files(bilm):
+        value = node[name]
+        if value is None:
+            continue
+        if isinstance(value, str) and Path(value).is_absolute() and Path(value).is_relative_to(inside):
+            value = Path(value).relative_to(inside).as_posix()  # a `files` name, made a path above
+        node[name] = str(inside_path(inside, value, f"`bilm.{key}` of {CONFIG_NAME}"))
+    check_vocabulary_directory(root, str(root))
+
+
+def check_vocabulary_directory(root: Path, source: str) -> None:
+    """A received model's `vocabulary` must be a real directory (AllenNLP would extract a file
+    there as an archive, into its cache)."""
+    vocabulary = inside_path(root, VOCABULARY_DIR, "vocabulary")
+    if not vocabulary.is_dir():
+        raise ConfigurationError(
+            f"{source}: `{VOCABULARY_DIR}` must be a real directory (of the vocabulary's .txt "
+            "files); an archive or other file there is not read"
+        )
 
 
 def _replace_values(node: Any, old: str, new: str) -> None:
@@ -103,20 +163,16 @@ def _replace_values(node: Any, old: str, new: str) -> None:
 def read_archive_config(archive_file: str) -> Dict[str, Any]:
     """
     The biLM's AllenNLP config, from an archive (its config.json, read without loading any
-    weights: AllenNLP writes it first, so reading stops there; looking it up by name would
-    decompress the whole archive) or a model directory (`read_directory_config`'s `bilm`).
+    weights: AllenNLP writes it first, so reading stops there, `safe_extract.read_member`) or a
+    model directory (`read_directory_config`'s `bilm`).
     """
     if Path(archive_file).is_dir():
         return read_directory_config(archive_file)["bilm"]
-    config = None
     try:
-        with tarfile.open(archive_file) as archive:
-            for member in archive:
-                if member.name == CONFIG_NAME:
-                    config = json.load(archive.extractfile(member))  # type: ignore[arg-type]
-                    break
+        data = read_member(archive_file, CONFIG_NAME, MAX_CONFIG_BYTES)
     except (tarfile.TarError, EOFError, OSError, ValueError) as error:
         raise unreadable_archive(archive_file, error) from error
+    config = None if data is None else parse_received_json(data, f"{archive_file}: {CONFIG_NAME}")
     _check_config(config, archive_file)
     return config  # type: ignore[return-value]
 
@@ -158,14 +214,6 @@ def with_fingerprint(config: Dict[str, Any], fingerprint: int) -> Dict[str, Any]
     return config
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for chunk in iter(lambda: stream.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def load_model_directory(
     directory: str, overrides: Optional[Dict[str, Any]] = None, cuda_device: int = -1
 ) -> Archive:
@@ -173,7 +221,8 @@ def load_model_directory(
     A model directory as AllenNLP's `load_archive` gives an archive (the `allennlp` commands
     load one this way: `allennlp_elmo_c.training.archive_paths`): the model built from the
     directory's biLM config (with `overrides`), its `model.safetensors` loaded strictly, and the
-    readers. The weights, config and vocabulary are checked against `checksums.sha256` first.
+    readers. Every file of the directory is checked against `checksums.sha256` first
+    (`read_directory_config`).
     Weights saved by `ElmoCModel.save_pretrained` (under `bilm.`, without the output heads) load
     too, the model then having no output heads.
     """
@@ -181,10 +230,15 @@ def load_model_directory(
 
     root = Path(directory)
     config = read_directory_config(directory)["bilm"]
-    verify_checksums(root, skip_large=True)
     params = Params(with_overrides(config, overrides or {}))
     vocab = Vocabulary.from_files(str(root / VOCABULARY_DIR))
-    model = Model.from_params(vocab=vocab, params=params.duplicate().pop("model"))
+    try:
+        budget = weights_budget(root / WEIGHTS_FILE)
+    except (OSError, ValueError, RuntimeError) as error:  # safetensors' errors for bad files
+        raise ConfigurationError(f"model directory {directory}: unreadable {WEIGHTS_FILE} ({error})")
+    # Sizes the config declares are held to what the weights' header says before they are allocated.
+    with allocation_budget(budget, f"model directory {directory}", config):
+        model = Model.from_params(vocab=vocab, params=params.duplicate().pop("model"))
     try:
         state = safetensors.torch.load_file(str(root / WEIGHTS_FILE))
     except (OSError, ValueError, RuntimeError) as error:  # safetensors' errors for bad files
@@ -195,7 +249,10 @@ def load_model_directory(
         # Saved without its output heads (by ElmoCModel, which runs only the layers): the
         # representations are complete; what needs the heads (next-word prediction) says so.
         model.delete_softmax()  # type: ignore[operator]
-    model.load_state_dict(state, strict=True)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        raise _weights_mismatch(error, WEIGHTS_FILE, f"model directory {directory}") from error
     if cuda_device >= 0:
         model.cuda(cuda_device)
     reader = DatasetReader.from_params(params.duplicate().pop("dataset_reader"))
@@ -206,45 +263,77 @@ def load_model_directory(
 
 
 def write_checksums(directory: Path) -> None:
-    """`checksums.sha256` for every file of `directory` (sorted, `sha256sum`'s format)."""
+    """`checksums.sha256` for every file of `directory` (sorted, `sha256sum`'s format); a
+    directory holding a symbolic link (or other non-regular file) is refused, naming it."""
     lines: List[str] = []
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        name = path.relative_to(directory).as_posix()
-        if name != CHECKSUMS_FILE:
-            lines.append(f"{file_sha256(path)}  {name}")
+    for name in refuse_links(directory):
+        if name == CHECKSUMS_FILE or _is_vocabulary_lock(directory, name):
+            continue
+        if "\n" in name or "\\" in name:
+            raise ConfigurationError(f"{directory}: the file name {name!r} cannot be listed in {CHECKSUMS_FILE}")
+        lines.append(f"{file_sha256(directory / name)}  {name}")
     (directory / CHECKSUMS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-# The files up to this size are checked against checksums.sha256 whenever a directory is loaded;
-# larger ones (the fastText .bin) are identified by their fingerprint instead (`sha256sum -c
-# checksums.sha256` in the directory checks everything).
-CHECKED_ON_LOAD_BYTES = 1 << 30
+# The lock file AllenNLP's `Vocabulary.from_files` creates (empty) in a vocabulary it reads.
+VOCABULARY_LOCK = f"{VOCABULARY_DIR}/.lock"
+_EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
-def verify_checksums(root: Path, skip_large: bool = False) -> List[str]:
+def _is_vocabulary_lock(root: Path, name: str) -> bool:
+    """`vocabulary/.lock`, empty: what reading the vocabulary leaves, not part of the model."""
+    return name == VOCABULARY_LOCK and (root / name).stat().st_size == 0
+
+
+def verify_checksums(root: Path) -> List[str]:
     """
-    Checks the files listed in a model directory's `checksums.sha256` (`sha256sum`'s format);
-    a `ConfigurationError` naming the first missing or changed file. With `skip_large`, files
-    over 1 GiB are skipped. Returns the files checked.
+    Checks a model directory against its `checksums.sha256` (`sha256sum`'s format): the listing
+    names exactly the directory's files (plain relative names, each once; the empty
+    `vocabulary/.lock` AllenNLP's reader leaves may be absent from either), the directory holds
+    no symbolic link, and every file matches its SHA-256, whatever its size (a file is hashed
+    once per process while unchanged: `common.file_digests`). A `ConfigurationError` names the
+    first file that fails. Returns the files checked.
     """
-    listing = root / CHECKSUMS_FILE
-    if not listing.is_file():
-        raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} is missing")
-    checked = []
-    for line in listing.read_text(encoding="utf-8").splitlines():
-        expected, _, name = line.partition("  ")
-        path = root / name
-        if not path.is_file():
-            raise ConfigurationError(f"model directory {root}: {name} is missing")
-        if skip_large and path.stat().st_size > CHECKED_ON_LOAD_BYTES:
+    present = set(refuse_links(root, f"model directory {root}"))
+    if CHECKSUMS_FILE not in present:
+        raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} is missing; package the model again")
+    present.discard(CHECKSUMS_FILE)
+    listed: Dict[str, str] = {}
+    for number, line in enumerate((root / CHECKSUMS_FILE).read_text(encoding="utf-8").splitlines(), 1):
+        expected, separator, name = line[:64], line[64:66], line[66:]
+        if not line.strip():
             continue
-        if file_sha256(path) != expected:
+        if separator not in ("  ", " *") or len(expected) != 64 or not all(c in "0123456789abcdefABCDEF" for c in expected):
+            raise ConfigurationError(
+                f"model directory {root}: line {number} of {CHECKSUMS_FILE} is not '<sha256>  <name>'"
+            )
+        inside_path(root, name, f"the file listed on line {number} of {CHECKSUMS_FILE}")
+        if name in listed:
+            raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} lists {name} twice")
+        listed[name] = expected.lower()
+    if VOCABULARY_LOCK in present and VOCABULARY_LOCK not in listed and _is_vocabulary_lock(root, VOCABULARY_LOCK):
+        present.discard(VOCABULARY_LOCK)
+    if VOCABULARY_LOCK in listed and VOCABULARY_LOCK not in present and listed[VOCABULARY_LOCK] == _EMPTY_SHA256:
+        del listed[VOCABULARY_LOCK]
+    for name in sorted(listed):
+        if name not in present:
+            raise ConfigurationError(
+                f"model directory {root}: {name}, listed in {CHECKSUMS_FILE}, is missing (or not "
+                "a regular file)"
+            )
+    unlisted = sorted(present - set(listed))
+    if unlisted:
+        raise ConfigurationError(
+            f"model directory {root}: {unlisted[0]} is not listed in {CHECKSUMS_FILE} (a model "
+            "directory holds only the files it lists); remove it, or package the model again"
+        )
+    for name in sorted(listed):
+        if file_sha256(root / name) != listed[name]:
             raise ConfigurationError(
                 f"model directory {root}: {name} does not match its checksum in {CHECKSUMS_FILE} "
                 "(changed or corrupt); package the model again"
             )
-        checked.append(name)
-    return checked
+    return sorted(listed)
 
 
 def checked_fasttext(
@@ -378,9 +467,10 @@ class PretrainedBiLM:
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
         try:
             with extracted_archive(archive_file) as directory:
+                check_vocabulary_directory(Path(directory), archive_file)
                 config = _read_config(Path(directory) / CONFIG_NAME, archive_file)
                 config, overrides = cls._prepared(config, archive_file, fasttext_path, tokenizer_path)
-                archive = load_archive(directory, overrides=overrides)
+                archive = load_archive_directory(directory, archive_file, overrides)
         except (tarfile.TarError, EOFError, OSError) as error:
             raise unreadable_archive(archive_file, error) from error
         except ConfigurationError as error:
@@ -455,12 +545,20 @@ class PretrainedBiLM:
         `allocate_weights`). The fastText `.bin` is found as for `from_archive` (the archive
         itself is not needed).
         """
-        data = json.loads(record)
-        config = data["config"]
-        _check_config(config, archive_file)
+        where = f"the biLM record of {archive_file} (kept in the task model's vocabulary)"
+        data = parse_received_json(record, where, max_bytes=None)
+        if not isinstance(data, dict) or not isinstance(data.get("vocabulary"), dict):
+            raise ConfigurationError(f"{where}: not a record of a biLM's config and vocabulary")
+        config = data.get("config")
+        _check_config(config, archive_file, where)
         config, overrides = cls._prepared(config, archive_file, fasttext_path, tokenizer_path)
         with tempfile.TemporaryDirectory() as directory:
             for name, text in data["vocabulary"].items():
+                if not _is_record_file_name(name) or not isinstance(text, str):
+                    raise ConfigurationError(
+                        f"the biLM record of {archive_file} names the vocabulary file {name!r}; "
+                        "a record's vocabulary files are plain '<namespace>.txt' names"
+                    )
                 (Path(directory) / name).write_text(text, encoding="utf-8")
             vocab = Vocabulary.from_files(directory)
         params = Params(with_overrides(config, overrides))
@@ -549,21 +647,97 @@ class PretrainedBiLM:
         return path if isinstance(path, str) else None
 
 
+def _is_record_file_name(name: Any) -> bool:
+    """Whether `name` is a vocabulary file name `record()` writes: `<namespace>.txt`, one plain
+    name (no directory, no link, not hidden)."""
+    return (
+        isinstance(name, str)
+        and name.endswith(".txt")
+        and not name.startswith(".")
+        and not any(c in name for c in "/\\\x00")
+        and Path(name).name == name
+    )
+
+
 def _read_config(path: Path, archive_file: str) -> Dict[str, Any]:
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise unreadable_archive(archive_file, error) from error
+    config = read_received_json(path, f"{archive_file}: {CONFIG_NAME}")
     _check_config(config, archive_file)
     return config
 
 
-def _check_config(config: Any, archive_file: str) -> None:
+def _check_config(
+    config: Any,
+    archive_file: str,
+    where: Optional[str] = None,
+    prefix: str = "",
+    in_directory: bool = False,
+) -> None:
+    """An `elmo_c` biLM's config, checked as a received one (`check_bilm_config`; `where` names
+    the file in messages, `prefix` the key of the config in it)."""
     if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
         raise ConfigurationError(f"ELMo-C archive {archive_file} has no model in its config.json")
     model_type = config["model"].get("type")
     if model_type != "elmo_c":
         raise ConfigurationError(f"{archive_file} holds a {model_type} model, not an elmo_c model")
+    check_bilm_config(config, where or f"{archive_file}: {CONFIG_NAME}", prefix, in_directory)
+
+
+def load_archive_directory(
+    directory: str,
+    source: str,
+    overrides: Union[str, Dict[str, Any], None] = None,
+    cuda_device: int = -1,
+    weights_file: Optional[str] = None,
+) -> Archive:
+    """
+    An extracted archive (or a training run's directory) as AllenNLP's `load_archive` gives it,
+    but with its config.json read as plain JSON, never evaluated as jsonnet (no `importstr` of a
+    local file, no `std.extVar` of the environment), and checked as a received config
+    (`common.received_config`: the biLM allowlist for an `elmo_c` model, the generic refusals for
+    any other) before anything is built; its training-only settings dropped
+    (`drop_training_only`), then `overrides` (the user's, e.g. `-o` of `allennlp predict`) merged.
+    The model is built within a memory budget derived from the size of its weights
+    (`common.allocation_budget`). `source` names the archive in messages.
+    """
+    root = Path(directory)
+    where = f"{source}: {CONFIG_NAME}"
+    config = read_received_json(root / CONFIG_NAME, where)
+    check_received_config(config, where)
+    if isinstance(overrides, str):
+        overrides = parse_overrides(overrides)
+    params = Params(with_overrides(drop_training_only(config), overrides or {}))
+    weights = Path(weights_file or get_weights_path(str(root)))
+    try:
+        budget = weights_budget(weights)
+    except (OSError, ValueError, RuntimeError) as error:
+        raise ConfigurationError(f"{source}: unreadable weights {weights} ({error})") from error
+    dataset_reader, validation_dataset_reader = _load_dataset_readers(params.duplicate(), str(root))
+    try:
+        with allocation_budget(budget, source, config):
+            model = Model.load(
+                params.duplicate(), serialization_dir=str(root), weights_file=str(weights), cuda_device=cuda_device
+            )
+    except RuntimeError as error:
+        if "state dict" not in str(error).replace("_", " "):
+            raise
+        raise _weights_mismatch(error, weights.name, source) from error
+    meta = Meta.from_path(str(root / META_NAME)) if (root / META_NAME).is_file() else None
+    if meta is not None:
+        _check_version_compatibility(source, meta)
+    return Archive(model, params, dataset_reader, validation_dataset_reader, meta)
+
+
+def _weights_mismatch(error: RuntimeError, weights_name: str, source: str) -> ConfigurationError:
+    """The error for weights (`weights_name` of `source`) whose tensors do not match the model its
+    config builds: torch's or AllenNLP's `error` (missing, unexpected or mis-sized tensors)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    detail = "; ".join(lines[1:] or lines)
+    if len(detail) > 500:
+        detail = detail[:500] + " ..."
+    return ConfigurationError(
+        f"{source}: {weights_name} does not match the model its config.json describes ({detail}); "
+        "the weights and the config must come from the same saved model: package or save it again"
+    )
 
 
 def unreadable_archive(archive_file: str, error: Exception) -> ConfigurationError:

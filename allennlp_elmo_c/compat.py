@@ -12,9 +12,10 @@ test in `tests/test_compat.py` that fails without it:
    learning rate itself).
 2. `allennlp train --recover`: torch 2.6 made `torch.load(weights_only=True)` the default.
    AllenNLP's training-state pickles (optimizer, scheduler, metric tracker, ...) may contain
-   non-tensor Python objects such as numpy scalars, which that mode refuses. The checkpointer
-   loads the training state, a file written by the same training run, with
-   `weights_only=False`; model weights keep the safe default.
+   numpy scalars, which that mode refuses by default. The checkpointer loads the training state
+   with `weights_only=True` and numpy's numeric scalars allowed
+   (`allennlp_elmo_c.training.training_state`), and nothing else: a run directory received from
+   elsewhere runs no code. Model weights load with `weights_only=True` too, passed explicitly.
 3. No downloads at run time: allennlp-models' NarrativeQA evaluation tool calls `nltk.download`
    for `punkt` and `wordnet` when it is imported (which `allennlp`'s plugin loading does), and on
    a machine without network NLTK prints six lines of failed-download errors that no user can act
@@ -27,9 +28,21 @@ test in `tests/test_compat.py` that fails without it:
    (a FutureWarning from `allennlp.training.gradient_descent_trainer` at every training start),
    and allennlp-models' `rouge` dependency imports `pkg_resources` (a UserWarning from
    `rouge.rouge`; only where `allennlp_elmo_c` is imported first, as in 3).
+5. AllenNLP's own loads of model weights pass `weights_only=True` explicitly: `read_state_dict`
+   (what `load_archive` reads every archive's `weights.th` with) and the trainer's reload of
+   `best.th` at the end of a run. They relied on torch's default, which the environment
+   variable `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1` turns into a full pickle load: a received
+   archive's `weights.th` could then run code. `read_state_dict` is AllenNLP's, run once the
+   file has loaded with `weights_only=True` (its tensors memory-mapped, not read).
+6. `allennlp train --recover` reads the run directory's `config.json` (to compare it with the
+   config given) as plain JSON, which is what AllenNLP writes there. AllenNLP evaluates it as
+   jsonnet with every environment variable as an external variable: a run directory received
+   from elsewhere could read any file (`importstr`) or variable (`std.extVar`) into the values
+   it logs, to the terminal and to the run's own `out.log`, or loop for hours.
 """
 
 import logging
+import os
 import warnings
 from typing import List, Optional, Union
 
@@ -37,8 +50,11 @@ import nltk
 import torch
 from torch.optim import Optimizer
 
+from allennlp.models.archival import CONFIG_NAME
 from allennlp.nn import util as nn_util
 from allennlp.training.checkpointer import Checkpointer, TrainerCheckpoint
+from allennlp.training import util as training_util
+from allennlp.training.gradient_descent_trainer import GradientDescentTrainer
 from allennlp.training.learning_rate_schedulers.learning_rate_scheduler import (
     _PyTorchLearningRateSchedulerWithMetricsWrapper,
 )
@@ -46,12 +62,19 @@ from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
     ReduceOnPlateauLearningRateScheduler,
 )
 
+from allennlp_elmo_c.common.received_config import read_received_json
+from allennlp_elmo_c.common.weights_only import load_weights_only
+from allennlp_elmo_c.training.training_state import load_training_state
+
 logger = logging.getLogger(__name__)
 
 # The AllenNLP functions replaced by `apply()`, kept so tests can show each fix is still needed.
 ORIGINALS = {
     "reduce_on_plateau_init": ReduceOnPlateauLearningRateScheduler.__init__,
     "load_checkpoint": Checkpointer.load_checkpoint,
+    "read_state_dict": nn_util.read_state_dict,
+    "load_model_state": GradientDescentTrainer._load_model_state,
+    "create_serialization_dir": training_util.create_serialization_dir,
 }
 
 
@@ -86,9 +109,32 @@ def _load_checkpoint(self) -> Optional[TrainerCheckpoint]:
         return None
     model_path, training_state_path = latest_checkpoint
     map_location = nn_util.device_mapping(-1)
-    model_state = torch.load(model_path, map_location=map_location)
-    training_state = torch.load(training_state_path, map_location=map_location, weights_only=False)
+    model_state = load_weights_only(model_path, map_location=map_location)
+    training_state = load_training_state(training_state_path)
     return TrainerCheckpoint(model_state, training_state)
+
+
+def _read_state_dict(path, *args, **kwargs):
+    try:
+        load_weights_only(path, map_location="cpu", mmap=True)
+    except RuntimeError as error:  # a file in torch's legacy format cannot be memory-mapped
+        if "mmap" not in str(error):
+            raise
+        load_weights_only(path, map_location="cpu")
+    return ORIGINALS["read_state_dict"](path, *args, **kwargs)
+
+
+def _load_model_state(self, path: str) -> None:
+    state = load_weights_only(path, map_location=torch.device("cpu"))
+    model = self._ddp_wrapped_model if self._ddp_wrapped_model is not None else self._pytorch_model
+    model.load_state_dict(state)
+
+
+def _create_serialization_dir(params, serialization_dir, recover: bool, force: bool) -> None:
+    config = os.path.join(serialization_dir, CONFIG_NAME)
+    if recover and os.path.isfile(config):
+        read_received_json(config, f"run directory {serialization_dir}: {CONFIG_NAME}")
+    ORIGINALS["create_serialization_dir"](params, serialization_dir, recover, force)
 
 
 # Fix 4: `warnings.filterwarnings` arguments, each one warning of one module.
@@ -120,5 +166,10 @@ def apply() -> None:
     _load_checkpoint.__doc__ = Checkpointer.load_checkpoint.__doc__
     Checkpointer.load_checkpoint = _load_checkpoint  # type: ignore
     nltk.download = _skip_nltk_download
+    _read_state_dict.__doc__ = nn_util.read_state_dict.__doc__
+    nn_util.read_state_dict = _read_state_dict
+    GradientDescentTrainer._load_model_state = _load_model_state  # type: ignore[method-assign]
+    _create_serialization_dir.__doc__ = training_util.create_serialization_dir.__doc__
+    training_util.create_serialization_dir = _create_serialization_dir
     for unactionable in UNACTIONABLE_WARNINGS:
         warnings.filterwarnings("ignore", **unactionable)

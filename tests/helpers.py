@@ -594,3 +594,109 @@ def doc_blocks(marker: Optional[str] = None, files: Optional[List[str]] = None) 
                                    opening.group(1), code))  # fmt: skip
             index = end + 1
     return [block for block in blocks if marker is None or block.marker == marker]
+
+
+# --- received models: a sender's regenerated listing, and the front doors that load one --------
+
+
+def regenerate_checksums(directory: Path) -> None:
+    """`checksums.sha256` of every regular file under `directory` (links and the listing itself
+    left out), as a sender who changed the directory regenerates it."""
+    import hashlib
+
+    lines = [
+        f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.relative_to(directory).as_posix()}"
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and not path.is_symlink() and path.name != "checksums.sha256"
+    ]
+    (directory / "checksums.sha256").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _predict(model: Path, scratch: Path) -> None:
+    import sys
+
+    from allennlp.commands import main
+
+    inputs = scratch / "sentences.jsonl"
+    inputs.write_text(json.dumps({"sentence": "the council met"}) + "\n", encoding="utf-8")
+    argv = ["allennlp", "predict", str(model), str(inputs), "--predictor", "elmo_c_next_word",
+            "--output-file", str(scratch / "predictions.jsonl"), "--silent",
+            "--include-package", "allennlp_elmo_c"]  # fmt: skip
+    old, sys.argv = sys.argv, argv
+    try:
+        main(prog="allennlp")
+    finally:
+        sys.argv = old
+
+
+def _spacy(model: Path, scratch: Path) -> None:
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo_c", config={"model": str(model), "device": "cpu"})
+    nlp("The council met .")
+
+
+def _auto(kind: str):
+    def load(model: Path, scratch: Path) -> None:
+        import transformers
+
+        getattr(transformers, kind).from_pretrained(str(model))
+
+    return load
+
+
+def _package(model: Path, scratch: Path) -> None:
+    from allennlp_elmo_c.commands.package import package_model
+
+    package_model(str(model), str(scratch / "packaged"))
+
+
+def _describe(model: Path, scratch: Path) -> None:
+    from allennlp_elmo_c.commands.describe import describe_archive
+
+    describe_archive(str(model))
+
+
+def _elmo_c(model: Path, scratch: Path) -> None:
+    from allennlp_elmo_c import ElmoC
+
+    ElmoC(str(model), 1, dropout=0.0)
+
+
+def _from_archive(model: Path, scratch: Path) -> None:
+    from allennlp_elmo_c.archive import PretrainedBiLM
+
+    PretrainedBiLM.from_archive(str(model))
+
+
+def _load_archive(model: Path, scratch: Path) -> None:
+    from allennlp.models import archival
+
+    archival.load_archive(str(model))  # the plugin's patched one, as `allennlp evaluate` calls it
+
+
+# Each loads a received model (a model directory or archive) `model`, writing what it writes
+# (inputs, outputs) under `scratch`. Pick the doors a test needs by name.
+RECEIVED_MODEL_DOORS = {
+    "ElmoC": _elmo_c,
+    "PretrainedBiLM.from_archive": _from_archive,
+    "load_archive": _load_archive,
+    "allennlp predict": _predict,
+    "spaCy": _spacy,
+    "AutoModel": _auto("AutoModel"),
+    "AutoTokenizer": _auto("AutoTokenizer"),
+    "package": _package,
+    "describe": _describe,
+}
+
+
+def outcome(load) -> Optional[Exception]:
+    """What `load()` raised (None if it returned): security tests check what was written or
+    read first, then the refusal, so that a loader that writes outside and then fails for
+    another reason fails them."""
+    try:
+        load()
+    except Exception as error:  # noqa: BLE001
+        return error
+    return None

@@ -30,9 +30,9 @@ def elsewhere(monkeypatch, tmp_path) -> Path:
     return directory
 
 
-def evaluate(monkeypatch, archive: Path, output: Path) -> dict:
+def evaluate(monkeypatch, archive: Path, output: Path, *options: str) -> dict:
     argv = ["allennlp", "evaluate", str(archive), str(LM_DATA / "dev.txt"), "--output-file",
-            str(output), "--include-package", "allennlp_elmo_c"]  # fmt: skip
+            str(output), "--include-package", "allennlp_elmo_c", *options]  # fmt: skip
     monkeypatch.setattr(sys, "argv", argv)
     main(prog="allennlp")
     return json.loads(output.read_text())
@@ -52,7 +52,11 @@ def test_evaluate_moved_archive_with_the_recorded_path(monkeypatch, elmo_c_archi
     archive = moved(elmo_c_archive, tmp_path / "moved")
     metrics = evaluate(monkeypatch, archive, tmp_path / "metrics.json")
     assert -1.0 <= metrics["forward_cosine"] <= 1.0
-    # The training-time candidate list was recorded absolute too: still reported.
+    # The training-time candidate list (recorded absolute too) is never read from an archive, a
+    # received file like any other (docs/security.md); the user's own override gives it back.
+    assert "forward_nn_accuracy" not in metrics
+    words = json.dumps({"model.nearest_neighbour_words": str(LM_DATA / "candidates.txt")})
+    metrics = evaluate(monkeypatch, archive, tmp_path / "metrics-nn.json", "-o", words)
     assert 0.0 <= metrics["forward_nn_accuracy"] <= 1.0
 
 
@@ -67,9 +71,7 @@ def test_evaluate_with_the_environment_variable(monkeypatch, elmo_c_archive, tmp
         metrics = evaluate(monkeypatch, archive, tmp_path / "metrics.json")
     assert -1.0 <= metrics["backward_cosine"] <= 1.0
     assert str(fasttext) in caplog.text
-    # The missing candidate list (training-time only) only drops its metric, with a warning.
-    assert "forward_nn_accuracy" not in metrics
-    assert "nearest_neighbour_words" in caplog.text
+    assert "forward_nn_accuracy" not in metrics  # the training-time candidate list is not read
 
 
 def test_evaluate_with_the_file_beside_the_archive(monkeypatch, elmo_c_archive, tmp_path,

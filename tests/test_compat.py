@@ -132,3 +132,52 @@ def test_the_two_unactionable_warnings_and_nothing_else_are_filtered():
     pkg = "pkg_resources is deprecated as an API. See https://setuptools.pypa.io"
     assert shown(pkg, UserWarning, "rouge.rouge") == 0
     assert shown(pkg, UserWarning, "my.module") == 1
+
+
+class _WritesMarker:
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (exec, (f"open({str(self.path)!r}, 'w').close()",))
+
+
+def test_allennlp_weight_loads_are_weights_only_whatever_the_environment(tmp_path, monkeypatch):
+    """`read_state_dict` (every archive's weights.th) and the trainer's reload of best.th refuse
+    a pickle that runs code even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1, which makes AllenNLP's
+    own calls (no weights_only) run it."""
+    from allennlp.common.checks import ConfigurationError
+    from allennlp.nn import util as nn_util
+    from allennlp.training.gradient_descent_trainer import GradientDescentTrainer
+
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    marker, path = tmp_path / "marker", tmp_path / "weights.th"
+    torch.save({"weight": torch.ones(2), "x": _WritesMarker(marker)}, path)
+    with pytest.raises(ConfigurationError, match="weights.th: refused"):
+        nn_util.read_state_dict(path)
+    trainer = GradientDescentTrainer.__new__(GradientDescentTrainer)
+    trainer._ddp_wrapped_model, trainer.model = None, torch.nn.Linear(2, 1)
+    with pytest.raises(ConfigurationError, match="weights.th: refused"):
+        trainer._load_model_state(str(path))
+    assert not marker.exists()
+    torch.save(trainer.model.state_dict(), tmp_path / "best.th")
+    trainer._load_model_state(str(tmp_path / "best.th"))
+    assert set(nn_util.read_state_dict(tmp_path / "best.th")) == {"weight", "bias"}
+    with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"):
+        compat.ORIGINALS["read_state_dict"](path)
+    assert marker.exists()  # AllenNLP's own function ran the pickle
+
+
+def test_recover_reads_the_run_config_as_plain_json(tmp_path, monkeypatch):
+    from allennlp.common.checks import ConfigurationError
+    from allennlp.training import util as training_util
+
+    monkeypatch.setenv("COMPAT_TEST_VALUE", "from the environment")
+    (tmp_path / "config.json").write_text('{"a": std.extVar("COMPAT_TEST_VALUE")}')
+    params = Params({"a": "from the environment"})
+    with pytest.raises(ConfigurationError, match="not plain JSON"):
+        training_util.create_serialization_dir(params, str(tmp_path), True, False)
+    # AllenNLP's own function evaluates it as jsonnet, the variable included (and so matches).
+    compat.ORIGINALS["create_serialization_dir"](params, str(tmp_path), True, False)
+    (tmp_path / "config.json").write_text('{"a": "from the environment"}')
+    training_util.create_serialization_dir(params, str(tmp_path), True, False)

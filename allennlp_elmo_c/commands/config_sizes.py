@@ -12,6 +12,13 @@ from typing import Any, Dict, List, Optional
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common.received_config import (
+    MAX_CONFIG_BYTES,
+    parse_received_json,
+    read_received_json,
+)
+from allennlp_elmo_c.common.safe_extract import read_member
+
 # AllenNLP's contextual embedders over a trained language_model archive (allennlp-models' lm).
 LM_EMBEDDERS = ("bidirectional_lm_token_embedder", "language_model_token_embedder")
 ELMO_C_EMBEDDER = "elmo_c_token_embedder"
@@ -58,13 +65,13 @@ def stock_elmo_dim(
 def _lm_archive_config(archive_file: str) -> Dict[str, Any]:
     """The config.json of an AllenNLP archive (a model.tar.gz or a serialization directory)."""
     path = Path(archive_file)
+    where = f"{archive_file}: config.json"
     if path.is_dir():
-        return json.loads((path / "config.json").read_text(encoding="utf-8"))
-    with tarfile.open(archive_file) as archive:
-        for member in archive:
-            if member.name in ("config.json", "./config.json"):
-                return json.load(archive.extractfile(member))  # type: ignore[arg-type]
-    raise ValueError("no config.json in it")
+        return read_received_json(path / "config.json", where)
+    data = read_member(archive_file, "config.json", MAX_CONFIG_BYTES)
+    if data is None:
+        raise ValueError("no config.json in it")
+    return parse_received_json(data, where)
 
 
 def contextualizer_dim(contextualizer: Dict[str, Any]) -> Optional[int]:

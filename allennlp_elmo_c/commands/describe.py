@@ -13,8 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-import torch
-
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
@@ -34,10 +32,18 @@ from allennlp_elmo_c.common.fasttext_source import (
     recorded_fasttext_path,
     resolve_fasttext_path,
 )
+from allennlp_elmo_c.common.received_config import (
+    MAX_CONFIG_BYTES,
+    parse_received_json,
+    read_received_json,
+)
+from allennlp_elmo_c.common.safe_extract import open_checked_archive
+from allennlp_elmo_c.common.weights_only import load_weights_only
+from allennlp_elmo_c.nn.in_batch_softmax import DEFAULT_TEMPERATURE
 
 WEIGHTS_NAME = "weights.th"
 METRICS_NAME = "metrics.json"
-LOSS_NAMES = {"cosine": "cosine", "vmf": "vMF", "l2": "L2"}
+LOSS_NAMES = {"cosine": "cosine", "vmf": "vMF", "l2": "L2", "in_batch_softmax": "in-batch softmax"}
 
 
 def describe_archive(archive_file: str) -> Dict[str, Any]:
@@ -84,16 +90,18 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
         return _directory_members(archive_file)
     stored = metrics = None
     try:
-        with tarfile.open(archive_file) as archive, tempfile.TemporaryDirectory() as directory:
+        # Every member checked first (names, types, sizes), as for any received archive.
+        with open_checked_archive(archive_file) as archive, tempfile.TemporaryDirectory() as directory:
             for member in archive:
                 if member.name == METRICS_NAME:
-                    metrics = json.load(archive.extractfile(member))  # type: ignore[arg-type]
+                    data = archive.extractfile(member).read(MAX_CONFIG_BYTES + 1)  # type: ignore[union-attr]
+                    where = f"{archive_file}: {METRICS_NAME}"
+                    metrics = _metrics(parse_received_json(data, where, MAX_CONFIG_BYTES), where)
                 elif member.name == WEIGHTS_NAME:
                     archive.extract(member, directory, filter="data")
-                    state = torch.load(
-                        Path(directory) / WEIGHTS_NAME, map_location="cpu", mmap=True,
-                        weights_only=True,
-                    )  # fmt: skip
+                    state = load_weights_only(
+                        Path(directory) / WEIGHTS_NAME, map_location="cpu", mmap=True
+                    )
                     stored = sum(tensor.numel() for tensor in state.values())
                     del state
     except (tarfile.TarError, EOFError, OSError, ValueError, RuntimeError) as error:
@@ -103,10 +111,18 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
     beside = Path(archive_file).parent / METRICS_NAME
     if metrics is None and beside.is_file():
         try:
-            metrics = json.loads(beside.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            metrics = _metrics(read_received_json(beside, str(beside), MAX_CONFIG_BYTES), str(beside))
+        except ConfigurationError:
             metrics = None
     return stored, metrics
+
+
+def _metrics(value: Any, where: str) -> Dict[str, Any]:
+    """A `metrics.json` read as received JSON (`where` names it): an object, else a
+    `ConfigurationError`."""
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{where} is not a JSON object of metrics; remove or fix it")
+    return value
 
 
 def _directory_members(directory: str) -> Tuple[Optional[int], Optional[Dict[str, Any]]]:
@@ -128,7 +144,11 @@ def _output_head(head: Dict[str, Any]) -> Dict[str, Any]:
     if kind == "continuous":
         loss = head.get("loss", "cosine")
         description["loss"] = loss
-        description["text"] = f"continuous ({LOSS_NAMES.get(loss, loss)} loss, predicts fastText vectors)"
+        name = f"{LOSS_NAMES.get(loss, loss)} loss"
+        if loss == "in_batch_softmax":
+            description["temperature"] = head.get("temperature", DEFAULT_TEMPERATURE)
+            name += f", temperature {description['temperature']}"
+        description["text"] = f"continuous ({name}, predicts fastText vectors)"
     else:
         description["text"] = str(kind)
     return description

@@ -44,6 +44,7 @@ from allennlp_elmo_c.archive import (
     write_checksums,
 )
 from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
+from allennlp_elmo_c.common.contained_files import copy_regular_file
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
@@ -131,7 +132,9 @@ def _copy_files(bilm: PretrainedBiLM, config: Dict[str, Any], staging: Path, cop
         name = Path(path).name
         if name in files.values() or name in ("config.json", WEIGHTS_FILE, MODEL_CARD):
             name = f"{kind}-{name}"
-        link_or_copy(path, staging / name, link=not copy)
+        # A model directory's own files are copied as regular files only (never through a link).
+        copier = copy_regular_file if Path(bilm.archive_file).is_dir() else link_or_copy
+        copier(path, staging / name, link=not copy)
         files[kind] = name
     return files
 
@@ -164,9 +167,10 @@ def _save_weights(bilm: PretrainedBiLM, path: Path) -> None:
 
 def _training_record(config: Dict[str, Any], run_dir: Optional[Path], archive: Path) -> Dict[str, Any]:
     """What the run directory says of the training: corpus (its manifest), time, tokens,
-    validation metrics, hardware."""
+    validation metrics, hardware. Only a training run's own files are read: the data path of an
+    archive or model directory received from elsewhere is recorded as it is, never opened."""
     record: Dict[str, Any] = {"train_data_path": config.get("train_data_path")}
-    manifest = _corpus_manifest(config.get("train_data_path"))
+    manifest = _corpus_manifest(config.get("train_data_path")) if run_dir is not None else None
     if manifest is not None:
         record["corpus"] = manifest
     if run_dir is None and is_model_directory(str(archive)):

@@ -1,9 +1,16 @@
 """The base of this plugin's `allennlp` subcommands."""
 
 import argparse
+import os
+import re
+import sys
 from typing import Any, Dict
 
 from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+
+# Set (to anything but "" or "0"), every plugin command shows a refusal's traceback (`--verbose`).
+DEBUG_ENV = "ELMO_C_DEBUG"
 
 
 class PluginSubcommand(Subcommand):
@@ -12,6 +19,10 @@ class PluginSubcommand(Subcommand):
     (`add_arguments`) and what it does with them (`run`). Register subclasses with
     `@Subcommand.register(name)`. They need no `--include-package` (`requires_plugins = False`):
     `allennlp` finds them through the plugin, `python -m allennlp_elmo_c` imports them.
+
+    A `ConfigurationError` (a refusal: a bad argument, a file that is not what it must be) is
+    printed as one line, `error: <message>`, and the command exits with status 1; with
+    `--verbose` or the environment variable `ELMO_C_DEBUG=1` it is raised with its traceback.
     """
 
     requires_plugins: bool = False
@@ -21,8 +32,22 @@ class PluginSubcommand(Subcommand):
         description = self.description
         subparser = parser.add_parser(self.name, description=description, help=description)
         self.add_arguments(subparser)
-        subparser.set_defaults(func=self.run)
+        subparser.add_argument(
+            "--verbose",
+            action="store_true",
+            help=f"on an error, its traceback rather than one line (as {DEBUG_ENV}=1 does)",
+        )
+        subparser.set_defaults(func=self._run_reporting_errors)
         return subparser
+
+    def _run_reporting_errors(self, args: argparse.Namespace) -> None:
+        try:
+            self.run(args)
+        except ConfigurationError as error:
+            if args.verbose or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+                raise
+            print(f"error: {one_line(str(error))}", file=sys.stderr)
+            sys.exit(1)
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         raise NotImplementedError
@@ -41,3 +66,14 @@ def options(args: argparse.Namespace, *names: str) -> Dict[str, Any]:
     """The parsed values of the options `names` (their argparse names), as keyword arguments of
     the function a subcommand runs."""
     return {name: getattr(args, name) for name in names}
+
+
+def one_line(message: str) -> str:
+    """`message` on one line: its lines joined, with "; " where a line does not end a sentence
+    or a clause."""
+    joined = ""
+    for line in filter(None, (line.strip() for line in message.splitlines())):
+        if joined:
+            joined += " " if re.search(r"[.:;,]$", joined) else "; "
+        joined += line
+    return joined

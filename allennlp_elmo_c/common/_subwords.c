@@ -139,33 +139,114 @@ static int word_subword_ids(PyObject *word, PyObject *word_ids, const Settings *
 }
 
 /*
- * The int `id` from `ints` (a list indexed by id, None where no int was made yet), made and kept
- * there if missing: ids repeat across words (every word ending in "ing" has the id of "ing>"),
- * so most cost a reference, not an object. Ids outside the list get an int of their own.
+ * The table of shared ints: an open-addressing hash table from each id met so far to its int
+ * (linear probing, at most half full), so that it grows with the rows met, not with the rows a
+ * model declares (a `bucket` of 2^28 costs nothing until its rows are used).
  */
-static PyObject *shared_int(PyObject *ints, long long id)
+typedef struct {
+    long long key;
+    PyObject *value; /* NULL: an empty slot */
+} Slot;
+
+typedef struct {
+    PyObject_HEAD
+    Slot *slots;
+    Py_ssize_t capacity, size; /* capacity: 0 or a power of two */
+} IntTable;
+
+static void int_table_dealloc(IntTable *self)
 {
-    if (id < 0 || id >= PyList_GET_SIZE(ints))
-        return PyLong_FromLongLong(id);
-    PyObject *value = PyList_GET_ITEM(ints, id);
-    if (value == Py_None) {
-        value = PyLong_FromLongLong(id);
-        if (value == NULL)
-            return NULL;
-        PyList_SET_ITEM(ints, id, value); /* the list's reference */
-        Py_DECREF(Py_None);
+    for (Py_ssize_t i = 0; i < self->capacity; i++)
+        Py_XDECREF(self->slots[i].value);
+    PyMem_Free(self->slots);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t int_table_length(IntTable *self)
+{
+    return self->size;
+}
+
+/* Fibonacci hashing: the top bits of the key times 2^64 / the golden ratio (capacity > 0). */
+static size_t slot_of(long long key, Py_ssize_t capacity)
+{
+    uint64_t hash = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(hash >> (64 - __builtin_ctzll((unsigned long long)capacity)));
+}
+
+/* Doubles the capacity (at least 1024 slots); -1 with MemoryError if there is no room. */
+static int int_table_grow(IntTable *self)
+{
+    Py_ssize_t capacity = self->capacity ? 2 * self->capacity : 1024;
+    Slot *slots = (size_t)capacity > PY_SSIZE_T_MAX / sizeof(Slot)
+                      ? NULL : PyMem_Calloc((size_t)capacity, sizeof(Slot));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
+    for (Py_ssize_t i = 0; i < self->capacity; i++) {
+        if (self->slots[i].value == NULL)
+            continue;
+        size_t slot = slot_of(self->slots[i].key, capacity);
+        while (slots[slot].value != NULL)
+            slot = (slot + 1) & (size_t)(capacity - 1);
+        slots[slot] = self->slots[i];
+    }
+    PyMem_Free(self->slots);
+    self->slots = slots;
+    self->capacity = capacity;
+    return 0;
+}
+
+static PySequenceMethods int_table_as_sequence = {
+    .sq_length = (lenfunc)int_table_length,
+};
+
+static PyTypeObject IntTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "allennlp_elmo_c.common._subwords.IntTable",
+    .tp_doc = "IntTable()\n--\n\nThe table of shared ints `subword_ids` fills (len: the ids met).",
+    .tp_basicsize = sizeof(IntTable),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)int_table_dealloc,
+    .tp_as_sequence = &int_table_as_sequence,
+};
+
+/*
+ * The int `id` from `ints`, made and kept there if missing: ids repeat across words (every word
+ * ending in "ing" has the id of "ing>"), so most cost a reference, not an object.
+ */
+static PyObject *shared_int(IntTable *ints, long long id)
+{
+    if (2 * (ints->size + 1) > ints->capacity && int_table_grow(ints) < 0)
+        return NULL;
+    size_t mask = (size_t)(ints->capacity - 1), slot = slot_of(id, ints->capacity);
+    while (ints->slots[slot].value != NULL) {
+        if (ints->slots[slot].key == id) {
+            Py_INCREF(ints->slots[slot].value);
+            return ints->slots[slot].value;
+        }
+        slot = (slot + 1) & mask;
+    }
+    PyObject *value = PyLong_FromLongLong(id);
+    if (value == NULL)
+        return NULL;
+    ints->slots[slot].key = id;
+    ints->slots[slot].value = value; /* the table's reference */
+    ints->size++;
     Py_INCREF(value);
     return value;
 }
 
 static PyObject *subword_ids(PyObject *module, PyObject *args)
 {
-    PyObject *words, *word_ids, *ints;
+    PyObject *words, *word_ids;
+    IntTable *ints;
     Settings settings;
     Py_ssize_t limit;
     if (!PyArg_ParseTuple(args, "OO!O!iiiin:subword_ids", &words, &PyDict_Type, &word_ids,
-                          &PyList_Type, &ints,
+                          &IntTableType, &ints,
                           &settings.minn, &settings.maxn, &settings.bucket, &settings.num_words,
                           &limit))
         return NULL;
@@ -195,8 +276,13 @@ static PyObject *subword_ids(PyObject *module, PyObject *args)
         if (tuple == NULL)
             goto error;
         PyList_SET_ITEM(result, w, tuple); /* owned by the list from here on */
+        const long long *word_ids = ids.data;
         for (Py_ssize_t k = 0; k < kept; k++) {
-            PyObject *id = shared_int(ints, ((long long *)ids.data)[k]);
+            /* The table's slots are met at random: fetching one a few ids ahead hides most of
+             * the wait for memory (about 10% of the time of a large table's lookups). */
+            if (k + 4 < kept && ints->capacity > 0)
+                __builtin_prefetch(&ints->slots[slot_of(word_ids[k + 4], ints->capacity)]);
+            PyObject *id = shared_int(ints, word_ids[k]);
             if (id == NULL)
                 goto error;
             PyTuple_SET_ITEM(tuple, k, id);
@@ -224,8 +310,8 @@ static PyMethodDef methods[] = {
      "subword_ids(words, word_ids, ints, minn, maxn, bucket, num_words, limit)\n--\n\n"
      "fastText subword ids of each of `words` (a list of tuples of ints, at most `limit` ids\n"
      "each; `limit` < 0: no limit) and the indices of the words that had more than `limit` (a\n"
-     "list). `word_ids`: the dictionary (str -> id); `ints`: the table of shared ints (a list\n"
-     "of `num_words + bucket` ints or None, filled as ids are met)."},
+     "list). `word_ids`: the dictionary (str -> id); `ints`: the table of shared ints (an\n"
+     "IntTable, filled as ids are met)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -236,5 +322,10 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__subwords(void)
 {
-    return PyModule_Create(&module);
+    if (PyType_Ready(&IntTableType) < 0)
+        return NULL;
+    PyObject *created = PyModule_Create(&module);
+    if (created != NULL && PyModule_AddObjectRef(created, "IntTable", (PyObject *)&IntTableType) < 0)
+        Py_CLEAR(created);
+    return created;
 }

@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 FASTTEXT_MAGIC = 793712314
 FASTTEXT_VERSION = 12
 EOS = "</s>"
+_MIN_ENTRY_BYTES = 10  # a dictionary entry: its word's NUL, an int64 count, an int8 type
 _FINGERPRINT_SPAN = 1 << 20  # bytes of the matrix start and of the file end that are hashed
 # Every fingerprint computed in this process, with the file it came from (for messages naming the
 # file another component read).
@@ -58,6 +59,14 @@ def native_subwords():
             "fastText subword ids: the C extension is not built (%s); using the slower numpy "
             "implementation (build it with `python setup.py build_ext --inplace`)",
             error,
+        )
+        return None
+    if not hasattr(_subwords, "IntTable"):
+        logger.info(
+            "fastText subword ids: the C extension %s was built from another version of "
+            "_subwords.c; using the slower numpy implementation (rebuild it with `python "
+            "setup.py build_ext --inplace`)",
+            _subwords.__file__,
         )
         return None
     logger.debug("fastText subword ids: using the C extension %s", _subwords.__file__)
@@ -169,12 +178,32 @@ class FastTextBin:
         self.minn: int = args["minn"]
         self.maxn: int = args["maxn"]
         self.bucket: int = args["bucket"]
-        size, self.num_words, _num_labels, _num_tokens, prune_size = unpack("<iiiqq")
-        if self.dim <= 0 or size < 0 or self.num_words < 0 or self.bucket < 0:
-            raise ConfigurationError(f"{self.path} has an invalid fastText header")
+        size, self.num_words, num_labels, _num_tokens, prune_size = unpack("<iiiqq")
+        for field, value in (("dim", self.dim), ("bucket", self.bucket), ("size", size),
+                             ("nwords", self.num_words), ("nlabels", num_labels)):  # fmt: skip
+            if value < 0 or (field == "dim" and value == 0):
+                raise ConfigurationError(
+                    f"{self.path}: invalid fastText header: {field} is {value}"
+                )
+        if self.num_words + num_labels != size:
+            raise ConfigurationError(
+                f"{self.path}: invalid fastText header: nwords {self.num_words} + nlabels "
+                f"{num_labels} is not the dictionary's size {size}"
+            )
         if prune_size >= 0:
             raise ConfigurationError(
                 f"{self.path} is a pruned/quantized fastText model (.ftz), which is not supported"
+            )
+        # Before anything grows with them: the counts must fit in the file (each dictionary
+        # entry takes at least 10 bytes, each input matrix row `dim` floats).
+        rows = self.num_words + self.bucket
+        needed = reader.offset + size * _MIN_ENTRY_BYTES + 17 + rows * self.dim * 4
+        if needed > self.path.stat().st_size:
+            raise ConfigurationError(
+                f"{self.path}: the fastText header declares {size} dictionary entries (size) and "
+                f"an input matrix of {self.num_words} + {self.bucket} rows (nwords + bucket) of "
+                f"{self.dim} floats (dim), at least {needed} bytes, but the file has "
+                f"{self.path.stat().st_size}: truncated, or not a fastText model"
             )
         self.words: List[str] = []
         self.word_ids: Dict[str, int] = {}
@@ -182,6 +211,11 @@ class FastTextBin:
             word = reader.cstring()
             unpack("<qb")  # count, entry type (0 = word, 1 = label)
             if index < self.num_words:
+                if word in self.word_ids:  # fastText's dictionary holds each word once
+                    raise ConfigurationError(
+                        f"{self.path}: invalid fastText dictionary: entry {index} repeats the word "
+                        f"{word[:40]!r} of entry {self.word_ids[word]}"
+                    )
                 self.words.append(word)
                 self.word_ids[word] = index
         (quantized,) = unpack("<?")
@@ -212,13 +246,14 @@ class FastTextBin:
         return self._device_matrices[device]
 
     @functools.cached_property
-    def _row_ints(self) -> List[Optional[int]]:
+    def _row_ints(self):
         """
-        The C extension's table of shared int objects, one slot per row (8 bytes each, filled as
-        ids are met): the ids of all words and of every indexer reading this file are the same
-        objects (the millions of ids in an indexer's cache would otherwise be distinct ints).
+        The C extension's table of shared int objects (`_subwords.IntTable`), from each row id
+        met to its int: the ids of all words and of every indexer reading this file are the same
+        objects (the millions of ids in an indexer's cache would otherwise be distinct ints). It
+        grows with the rows met, not with the rows the header declares.
         """
-        return [None] * self.num_rows
+        return native_subwords().IntTable()
 
     def subword_ids(self, word: str, limit: Optional[int] = None) -> List[int]:
         """

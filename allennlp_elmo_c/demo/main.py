@@ -110,8 +110,11 @@ def show(label: str, metrics: dict) -> str:
 def next_word_neighbours(archive_path: Path, contexts: Sequence[str], k: int = 5) -> List[str]:
     """The `k` frequent words nearest to the forward LM's prediction after each context (the
     `elmo_c_next_word` predictor's next words of the context's last word)."""
+    # The run's own candidate list, named here: loading an archive never reads the one it records.
+    words = read_archive_config(str(archive_path))["model"].get("nearest_neighbour_words")
+    extra_args = {"top_k": k, **({"candidates_file": words} if words else {})}
     predictor = Predictor.from_archive(
-        load_archive(str(archive_path)), "elmo_c_next_word", extra_args={"top_k": k}
+        load_archive(str(archive_path)), "elmo_c_next_word", extra_args=extra_args
     )
     lines = []
     for context in contexts:

@@ -29,7 +29,6 @@ model's `forward` takes.
 
 import copy
 import os
-import shutil
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -59,9 +58,10 @@ from allennlp_elmo_c.archive import (
     is_model_directory,
     is_subword_config,
     read_directory_config,
+    verify_checksums,
     write_checksums,
 )
-from allennlp_elmo_c.common.atomic import link_or_copy
+from allennlp_elmo_c.common.contained_files import copy_regular_file, copy_regular_tree, inside_path
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import representations_of
 
@@ -93,6 +93,26 @@ class ElmoCConfig(PretrainedConfig):
         self.num_hidden_layers = num_hidden_layers
         self.elmo_c_format = elmo_c_format
         super().__init__(**kwargs)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, **kwargs):  # type: ignore[override]
+        _check_received_directory(pretrained_model_name_or_path)
+        return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+
+    @classmethod
+    def from_dict(cls, config_dict: Dict[str, Any], **kwargs: Any):  # type: ignore[override]
+        # `AutoConfig.from_pretrained(DIR)`, the way in of `AutoModel` and `AutoTokenizer`, reads
+        # config.json itself and builds the config here, with DIR as `name_or_path`.
+        _check_received_directory(kwargs.get("name_or_path"))
+        return super().from_dict(config_dict, **kwargs)
+
+
+def _check_received_directory(path: Any) -> None:
+    """A local model directory passes every check of `read_directory_config` (its checksums, no
+    link, its config.json) before Hugging Face reads anything else of it: a config that names
+    another tokenizer or code is refused there."""
+    if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+        read_directory_config(str(path))
 
 
 class ElmoCModel(PreTrainedModel):
@@ -131,10 +151,14 @@ class ElmoCModel(PreTrainedModel):
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):  # type: ignore[override]
         directory = str(pretrained_model_name_or_path)
+        if is_model_directory(directory):
+            verify_checksums(Path(directory))  # before transformers reads a file of it
         config = kwargs.pop("config", None)
         if not isinstance(config, ElmoCConfig):
             config = ElmoCConfig.from_pretrained(directory)
         config.name_or_path = directory
+        # The weights come from model.safetensors only: never a pickled pytorch_model.bin.
+        kwargs["use_safetensors"] = True
         model = super().from_pretrained(directory, *model_args, config=config, **kwargs)
         model._layers[0].refresh_boundary_vectors()  # from the input embedder's loaded weights
         return model
@@ -176,15 +200,17 @@ class ElmoCModel(PreTrainedModel):
 
     def save_pretrained(self, save_directory: Union[str, os.PathLike], **kwargs: Any) -> None:
         """Hugging Face's `save_pretrained`, then the rest of a model directory: the fastText
-        `.bin` (hard-linked where it can be), the vocabulary, the card and the checksums."""
+        `.bin` (hard-linked where it can be), the vocabulary, the card and the checksums. Only
+        the model directory's own regular files are copied (a symbolic link is refused)."""
         super().save_pretrained(save_directory, **kwargs)
         target = Path(save_directory)
         source = Path(self.directory)
         if source.resolve() != target.resolve():
             for name in list(self.config.files.values()) + [MODEL_CARD]:
-                if (source / name).is_file():
-                    link_or_copy(source / name, target / name)
-            shutil.copytree(source / VOCABULARY_DIR, target / VOCABULARY_DIR, dirs_exist_ok=True)
+                path = inside_path(source, name, "the file")
+                if path.is_file():
+                    copy_regular_file(path, inside_path(target, name, "the file"))
+            copy_regular_tree(inside_path(source, VOCABULARY_DIR, "the vocabulary"), target / VOCABULARY_DIR)
         write_checksums(target)
 
 

@@ -21,6 +21,7 @@ can be), so `spacy.load` needs nothing else; the factory is registered through t
 `spacy_factories` entry point, so `spacy.load` finds it without importing this package.
 """
 
+import os
 import shutil
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Union
@@ -35,6 +36,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import is_model_directory
 from allennlp_elmo_c.common.atomic import link_or_copy
+from allennlp_elmo_c.common.contained_files import copy_regular_tree
 from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbedder
 
 FACTORY = "elmo_c"
@@ -131,11 +133,17 @@ class ElmoCComponent:
         if source.is_dir():
             if not is_model_directory(str(source)):
                 raise ConfigurationError(f"{self.name}: {source} is not a model directory")
-            shutil.copytree(source, target, copy_function=link_or_copy)
+            copy_regular_tree(source, target)  # its own regular files only: a link is refused
         else:
             link_or_copy(source, target)
 
     def from_disk(self, path: Union[str, Path], exclude: Iterable[str] = ()) -> "ElmoCComponent":
+        for place in (Path(path), Path(path) / MODEL_SUBDIRECTORY):
+            if place.is_symlink():
+                raise ConfigurationError(
+                    f"{self.name}: {place} is a symbolic link (to {os.readlink(place)!r}); a saved "
+                    "pipeline holds its model itself"
+                )
         self.model = str(Path(path) / MODEL_SUBDIRECTORY)
         self._embedder = None
         return self

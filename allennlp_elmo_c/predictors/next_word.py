@@ -27,8 +27,9 @@ class NextWordPredictor(Predictor):
     after the sentence (its end token, if that is a candidate), the previous word of the first
     token the one before it.
 
-    Candidates are the words of `candidates_file` if given, else the archive's
-    `nearest_neighbour_words` if it was trained with them (and the file is there), else the
+    Candidates are the words of `candidates_file` if given, else the model's
+    `nearest_neighbour_words` (a model built from a training config; the list an archive was
+    trained with is never read from it, `allennlp_elmo_c.common.received_config`), else the
     `max_candidates` most frequent words of the target fastText model.
 
     Registered as a `Predictor` with name "elmo_c_next_word"; set its parameters with

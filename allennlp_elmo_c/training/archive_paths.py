@@ -19,18 +19,25 @@ Archives that work from any directory. Applied once, when `allennlp_elmo_c` is i
    leaves it out), so that the task archive loads and predicts after the biLM archive or model
    directory is moved or deleted, with no variable set.
 3. `load_archive` (also where `allennlp.models`, the `evaluate` and `predict` commands and
-   `Predictor` imported it by name): extracts the archive itself and notes it and the
-   extraction directory (`fasttext_source.loading_archive`), so that a fastText `.bin` whose
+   `Predictor` imported it by name): extracts the archive itself, through
+   `common.safe_extract` (which also replaces AllenNLP's own `extracted_archive`, so no
+   archive member is written outside its place), refuses a `vocabulary` that is not a real
+   directory (AllenNLP would extract it as an archive into its cache) or an archive that is a
+   directory holding a symbolic link (`contained_files.refuse_links`), and notes the archive
+   and the extraction directory (`fasttext_source.loading_archive`), so that a fastText `.bin` whose
    recorded path does not exist is found among the archive's bundled files or beside the
-   archive. A model directory (`python -m allennlp_elmo_c package`) is loaded by
-   `archive.load_model_directory`, so `allennlp evaluate` / `predict` take one wherever they
-   take an archive.
+   archive. The archive's config.json is read as plain JSON and checked as a received config
+   before anything is built (`archive.load_archive_directory`; AllenNLP would evaluate it as
+   jsonnet with every environment variable as an external variable). A model directory
+   (`python -m allennlp_elmo_c package`) is loaded by `archive.load_model_directory`, so
+   `allennlp evaluate` / `predict` take one wherever they take an archive.
 """
 
 import inspect
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
@@ -42,17 +49,19 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.common.file_utils import cached_path
 from allennlp.common.params import parse_overrides
 from allennlp.models import archival
-from allennlp.models.archival import extracted_archive
 import allennlp.models
 from allennlp.predictors import predictor as predictor_module
 
 from allennlp_elmo_c.archive import (
+    check_vocabulary_directory,
     checked_fasttext,
     is_model_directory,
+    load_archive_directory,
     load_model_directory,
     read_archive_config,
 )
 from allennlp_elmo_c.common.atomic import link_or_copy
+from allennlp_elmo_c.common.contained_files import refuse_links
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import (
     absolute_config_paths,
@@ -63,6 +72,8 @@ from allennlp_elmo_c.common.fasttext_source import (
     record_fingerprints,
     recorded_fasttext_path,
 )
+from allennlp_elmo_c.common.received_config import read_received_json
+from allennlp_elmo_c.common.safe_extract import extracted_archive
 from allennlp_elmo_c.training.run_info import record_hardware
 
 logger = logging.getLogger(__name__)
@@ -84,8 +95,9 @@ def _train_model(*args, **kwargs):
     keep = None
     existing = os.path.join(arguments["serialization_dir"], archival.CONFIG_NAME)
     if arguments.get("recover") and os.path.isfile(existing):
-        with open(existing, encoding="utf-8") as file:
-            keep = json.load(file)
+        # Plain JSON, as AllenNLP writes it: a received run directory's config is data.
+        where = f"run directory {arguments['serialization_dir']}: {archival.CONFIG_NAME}"
+        keep = read_received_json(existing, where)
     changed = absolute_config_paths(config, keep)
     for key, old, new in changed:
         logger.info("config %s: %s recorded as %s", key, old, new)
@@ -163,10 +175,13 @@ def _archive_model(serialization_dir, *args, **kwargs):
 
 
 def _load_archive(archive_file, *args, **kwargs):
+    arguments = inspect.signature(ORIGINALS["load_archive"]).bind(archive_file, *args, **kwargs)
+    arguments.apply_defaults()
+    options = arguments.arguments
+    # AllenNLP's own reading of an archive's config.json (jsonnet, with every environment variable
+    # as an external variable) is never used: `load_archive_directory` reads it as plain JSON.
+    loaded = {key: options[key] for key in ("overrides", "cuda_device", "weights_file")}
     if is_model_directory(str(archive_file)):
-        arguments = inspect.signature(ORIGINALS["load_archive"]).bind(archive_file, *args, **kwargs)
-        arguments.apply_defaults()
-        options = arguments.arguments
         if options["weights_file"] is not None:
             raise ConfigurationError(f"{archive_file}: a model directory has one set of weights")
         overrides = options["overrides"]
@@ -175,11 +190,16 @@ def _load_archive(archive_file, *args, **kwargs):
         return load_model_directory(str(archive_file), overrides, options["cuda_device"])
     resolved = cached_path(archive_file)
     if os.path.isdir(resolved):
+        # A directory (a run directory, an extracted archive) is read as it is: a link in it
+        # would carry the receiver's own files into the model (its vocabulary, its predictions).
+        refuse_links(resolved, str(archive_file))
+        check_vocabulary_directory(Path(resolved), str(archive_file))
         with loading_archive(archive_file, resolved):
-            return ORIGINALS["load_archive"](archive_file, *args, **kwargs)
+            return load_archive_directory(resolved, str(archive_file), **loaded)
     # Extracted here rather than by AllenNLP, so that the files the archive bundles are known.
     with extracted_archive(resolved) as directory, loading_archive(archive_file, directory):
-        return ORIGINALS["load_archive"](directory, *args, **kwargs)
+        check_vocabulary_directory(Path(directory), str(archive_file))
+        return load_archive_directory(directory, str(archive_file), **loaded)
 
 
 def apply() -> None:
@@ -195,3 +215,7 @@ def apply() -> None:
         module.archive_model = _archive_model  # type: ignore[attr-defined]
     for module in (archival, allennlp.models, evaluate_command, predict_command, predictor_module):
         module.load_archive = _load_archive  # type: ignore[attr-defined]
+    for module in list(sys.modules.values()):  # any other that imported it by name already
+        if vars(module).get("load_archive") is ORIGINALS["load_archive"]:
+            module.load_archive = _load_archive  # type: ignore[attr-defined]
+    archival.extracted_archive = extracted_archive  # what AllenNLP's own load_archive calls

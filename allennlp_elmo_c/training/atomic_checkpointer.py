@@ -1,7 +1,7 @@
 import functools
 import logging
 import os
-from typing import Any, List, Optional, Set, Tuple, Union
+from typing import Any, Callable, List, Optional, Set, Tuple, Union
 
 import torch
 
@@ -11,11 +11,15 @@ from allennlp.training.checkpointer import Checkpointer
 from allennlp.training.trainer import Trainer, TrainerCheckpoint
 
 from allennlp_elmo_c.common.atomic import atomic_path, remove_stale_temporaries
+from allennlp_elmo_c.common.weights_only import load_weights_only
+from allennlp_elmo_c.training.training_state import load_training_state
 
 logger = logging.getLogger(__name__)
 
 # The suffix a checkpoint file that `--recover` could not use is renamed with.
 SET_ASIDE_SUFFIX = ".unusable"
+# The only best-model file AllenNLP's trainer writes (in the run's directory).
+BEST_MODEL_NAME = "best.th"
 # AllenNLP's own constructor, which `apply` wraps (kept for its tests).
 ORIGINAL_INIT = Checkpointer.__init__
 
@@ -48,7 +52,10 @@ class AtomicCheckpointer(Checkpointer):
     training) is used. Each checkpoint skipped is logged as a warning naming its files and what
     is wrong with each, and its files are renamed with the suffix `.unusable` (kept for
     inspection, no longer counted, listed or overwritten). If none loads, a
-    `ConfigurationError` lists every file and its problem, and nothing is renamed.
+    `ConfigurationError` lists every file and its problem, and nothing is renamed. Both files
+    are loaded with `weights_only=True` (the training state by `load_training_state`: a run
+    directory received from elsewhere runs no code), and the best model is read from this run's
+    directory, whatever path the training state names.
 
     Everything else (when to save, which checkpoints to keep) is AllenNLP's `Checkpointer`.
 
@@ -139,9 +146,8 @@ class AtomicCheckpointer(Checkpointer):
             model_path = self._model_state_path(*point)
             training_path = self._training_state_path(*point)
             problems: List[Tuple[str, str]] = []
-            model_state = _load(model_path, weights_only=True, problems=problems)
-            # The training state holds non-tensor objects (numpy scalars, ...): see compat.py.
-            training_state = _load(training_path, weights_only=False, problems=problems)
+            model_state = _load(model_path, _load_weights, problems=problems)
+            training_state = _load(training_path, load_training_state, problems=problems)
             if training_state is not None:
                 found = (
                     training_state.get("epochs_completed"),
@@ -150,6 +156,16 @@ class AtomicCheckpointer(Checkpointer):
                 if found != point:
                     problems.append(
                         (training_path, f"holds the state after {found}, not after {point}")
+                    )
+                best = training_state.get("best_model_filename")
+                if best is not None and os.path.basename(str(best)) != BEST_MODEL_NAME:
+                    problems.append(
+                        (training_path, f"names {best!r} as the best model, not {BEST_MODEL_NAME}")
+                    )
+                elif best is not None:
+                    # AllenNLP stores the path where the run was; the run's own file is read.
+                    training_state["best_model_filename"] = os.path.join(
+                        self._serialization_dir, BEST_MODEL_NAME
                     )
             if not problems:
                 if skipped:
@@ -226,14 +242,23 @@ def apply() -> None:
     Checkpointer.__init__ = __init__  # type: ignore[method-assign]
 
 
-def _load(path: str, weights_only: bool, problems: List[Tuple[str, str]]) -> Optional[Any]:
-    """`torch.load`s `path` onto the CPU (the trainer moves the states to the device); on failure
+def _load_weights(path: str) -> Any:
+    return load_weights_only(path, map_location=nn_util.device_mapping(-1))
+
+
+def _load(
+    path: str, loader: Callable[[str], Any], problems: List[Tuple[str, str]]
+) -> Optional[Any]:
+    """`loader(path)` (onto the CPU: the trainer moves the states to the device); on failure
     records the problem and returns `None`."""
     if not os.path.exists(path):
         problems.append((path, "missing"))
         return None
     try:
-        state = torch.load(path, map_location=nn_util.device_mapping(-1), weights_only=weights_only)
+        state = loader(path)
+    except ConfigurationError as error:  # a refusal, its own message
+        problems.append((path, str(error).removeprefix(f"{path}: ")))
+        return None
     except Exception as error:  # noqa: BLE001  (any failure to load is reported, none is fatal)
         message = (str(error).strip().splitlines() or [""])[0]
         if len(message) > 160:  # torch's messages go on with advice: keep their first sentences

@@ -1,7 +1,9 @@
+import io
 import json
 import shutil
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
@@ -120,3 +122,37 @@ def test_corrupt_and_missing_archives(tmp_path):
     command = [sys.executable, "-m", "allennlp_elmo_c", "describe", str(corrupt)]
     result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode != 0 and str(corrupt) in result.stderr
+
+
+def test_in_batch_softmax_head_names_its_temperature():
+    from allennlp_elmo_c.commands.describe import _output_head
+
+    default = _output_head({"type": "continuous", "loss": "in_batch_softmax"})
+    assert default["temperature"] == 0.05
+    assert default["text"] == (
+        "continuous (in-batch softmax loss, temperature 0.05, predicts fastText vectors)"
+    )
+    assert _output_head({"type": "continuous", "loss": "in_batch_softmax", "temperature": 0.1})[
+        "text"
+    ].startswith("continuous (in-batch softmax loss, temperature 0.1,")
+    assert "temperature" not in _output_head({"type": "continuous", "loss": "vmf"})
+
+
+@pytest.mark.parametrize("text", ['{"epoch": NaN}', '{"epoch": 0, "pad": "' + "x" * 200 + '"}', "[1]"])
+def test_an_archive_metrics_json_is_read_as_received_json(text, tmp_path, monkeypatch):
+    """The archive's metrics.json is refused, naming it, unless it is a small plain JSON object;
+    the one beside the archive is ignored then, as when it is missing."""
+    monkeypatch.setattr("allennlp_elmo_c.commands.describe.MAX_CONFIG_BYTES", 100)
+    legacy = PROJECT_ROOT / "tests/fixtures/legacy_models/bilm/model.tar.gz"
+    archive = tmp_path / "model.tar.gz"
+    shutil.copyfile(legacy, tmp_path / "original.tar.gz")
+    with tarfile.open(legacy) as original, tarfile.open(archive, "w:gz") as copy:
+        for member in original:
+            copy.addfile(member, original.extractfile(member) if member.isfile() else None)
+        member = tarfile.TarInfo("metrics.json")
+        member.size = len(text.encode())
+        copy.addfile(member, io.BytesIO(text.encode()))
+    with pytest.raises(ConfigurationError, match=f"{archive}: metrics.json"):
+        describe_archive(str(archive))
+    (tmp_path / "metrics.json").write_text(text)
+    assert describe_archive(str(tmp_path / "original.tar.gz"))["training"] is None

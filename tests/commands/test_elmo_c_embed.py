@@ -103,7 +103,7 @@ def test_command_errors_name_the_flags(elmo_c_archive, text_file, tmp_path):
     elmo_c_embed.ElmoCEmbed().add_subparser(parser.add_subparsers())
     args = parser.parse_args(
         ["elmo-c-embed", str(elmo_c_archive), str(text_file), str(tmp_path / "o.hdf5")]
-        + ["--fasttext-path", str(tmp_path / "missing.bin")]
+        + ["--fasttext-path", str(tmp_path / "missing.bin"), "--verbose"]
     )
     with pytest.raises(ConfigurationError) as error:
         args.func(args)

@@ -147,13 +147,19 @@ def test_another_bin_by_argument_is_refused(elmo_c_archive, other_fasttext):
 
 
 def test_another_bin_for_the_embed_command_is_refused(elmo_c_archive, other_fasttext, tmp_path,
-                                                      monkeypatch):  # fmt: skip
+                                                      monkeypatch, capsys):  # fmt: skip
     from allennlp.commands import main
 
     text = tmp_path / "input.txt"
     text.write_text("The council met .\n", encoding="utf-8")
-    monkeypatch.setattr("sys.argv", ["allennlp", "elmo-c-embed", str(elmo_c_archive), str(text),
-                                     str(tmp_path / "out.hdf5"), "--fasttext-path", str(other_fasttext)])  # fmt: skip
+    argv = ["allennlp", "elmo-c-embed", str(elmo_c_archive), str(text), str(tmp_path / "out.hdf5"),
+            "--fasttext-path", str(other_fasttext)]  # fmt: skip
+    monkeypatch.setattr("sys.argv", argv)
+    with pytest.raises(SystemExit) as stopped:  # the command's one-line error
+        main()
+    assert stopped.value.code == 1
+    assert "not the one this model was trained with" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", argv + ["--verbose"])  # the exception itself
     with pytest.raises(ConfigurationError, match="not the one this model was trained with"):
         main()
 

@@ -143,8 +143,15 @@ def test_demo_config_trains_on_two_gloo_workers_with_a_sharded_corpus(tmp_path):
 
     # The archive loads and runs; its validation metrics, recomputed in one process over the
     # windows of both ranks' shares of the dev set (each its own stream), equal the ones training
-    # reported: the ranks' metric sums were all-reduced.
-    archive = load_archive(str(run / "model.tar.gz"))
+    # reported: the ranks' metric sums were all-reduced. The run directory is loaded with the
+    # plain reader (an archive may only name the plugin's own components, not this test's probe)
+    # and its candidate list (a training-time setting, dropped when an archive is loaded).
+    config = json.loads((run / "config.json").read_text())
+    config["dataset_reader"]["type"] = "lm_corpus"
+    del config["dataset_reader"]["record_dir"]
+    (run / "config.json").write_text(json.dumps(config))
+    words = config["model"]["nearest_neighbour_words"]
+    archive = load_archive(str(run), overrides={"model.nearest_neighbour_words": words})
     model, reader = archive.model.eval(), archive.dataset_reader
     instances = []
     for rank in range(WORLD_SIZE):

@@ -1,0 +1,500 @@
+"""
+What the config of a model received from elsewhere may say: a received model is data, not a
+program. Every loader of the package reads a received config with `read_received_json` (plain
+JSON, size- and depth-capped: never jsonnet, so no `importstr` of a local file and no
+`std.extVar` of an environment variable can reach it, and no program runs while it is read),
+and checks it with `check_bilm_config` or `check_task_config` before anything is built. A
+refusal is a `ConfigurationError` naming the file, the key path and why.
+
+**A biLM's config** (a model directory's `bilm`, a biLM archive's `config.json`, the biLM record
+a task archive keeps) is checked against an allowlist, `COMPONENTS`: the plugin's own component
+types (and the few AllenNLP ones its biLMs are trained with) in each place of the config, with
+the keys each may have. Its top-level keys are:
+
+- the built sections, `model`, `dataset_reader`, `validation_dataset_reader`: every component
+  must be of an allowed type for its place (a component without `type` is AllenNLP's default for
+  that place, which must be allowed too), with allowed keys only;
+- `vocabulary`: only its `type` is read when a model is loaded (AllenNLP picks the vocabulary
+  class with it; the files come from the model's own `vocabulary/`), and it must be one of
+  `VOCABULARY_TYPES`; its other keys say how training built the vocabulary;
+- `TRAINING_ONLY` sections (data paths, data loaders, trainer, seeds): kept as a record of the
+  training, never read by any loader, and not checked (a corpus at a URL is a legitimate
+  training record);
+- any other top-level key is refused.
+
+Inside the built sections of a biLM, these are refused, whatever component they are in:
+other types; `*_kwargs` keys (arguments passed through to another library) and
+`trust_remote_code` (anywhere in the file); strings that are URLs (`http:`, `s3:`, `hf://`,
+`file:` ...: nothing is fetched) or name an archive (`.tar.gz`, `.zip`, `archive.zip!member`);
+nested archives (`archive_file`, `from_archive` types, AllenNLP's `_pretrained`);
+initializers and regularizers (`initializer` can read weights from any file); and the
+training-only keys that name outside files (`pretrained_file`). The training-only
+`model.nearest_neighbour_words` (a candidate word list, read for a validation metric) is dropped
+by every loader (`drop_training_only`) from an archive or a record, which `allennlp train`
+writes with it; a model directory, which `package` writes without it, is refused if it has one.
+
+**A task archive's config** (any AllenNLP model: `crf_tagger`, `srl`, ...) cannot be held to the
+plugin's components. The generic refusals apply to its built sections: `*_kwargs`,
+`trust_remote_code`, URLs, nested archives (`from_archive` types, `_pretrained`,
+`override_weights_file`, `archive_file` anywhere but on the plugin's `elmo_c_token_embedder` and
+`fasttext_subwords`, whose biLM is itself read as a received biLM), archive names (but those
+two `archive_file`s), and a `pretrained_transformer*` component or `spacy` tokenizer whose model
+name is a local path (Hugging Face and spaCy then load whatever that directory holds). Keys that
+AllenNLP's loader removes before it builds the model (`pretrained_file`, `initializer`) are not
+looked into; it does not remove them inside a list, so there they are refused. The biLM record a task archive keeps goes through the full biLM check
+(`PretrainedBiLM.from_record`).
+
+A user's own configs (`allennlp train`, `-o` overrides on the command line) are not received:
+they stay jsonnet, and overrides are merged after the check.
+"""
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+from allennlp.common.checks import ConfigurationError
+
+# A received config.json larger than this is refused before it is parsed (the paper-size biLM's
+# is ~3 KB; a task archive's a few KB).
+MAX_CONFIG_BYTES = 4 << 20
+# JSON nesting deeper than this is refused (a biLM's config is 6 levels deep).
+MAX_DEPTH = 64
+
+# The sections of an AllenNLP training config that no loader reads (a record of the training).
+TRAINING_ONLY = frozenset({
+    "train_data_path", "validation_data_path", "test_data_path", "datasets_for_vocab_creation",
+    "evaluate_on_test", "data_loader", "validation_data_loader", "test_data_loader", "trainer",
+    "distributed", "random_seed", "numpy_seed", "pytorch_seed", "batch_weight_key", "type",
+})  # fmt: skip
+# The sections a loader builds.
+BUILT = ("model", "dataset_reader", "validation_dataset_reader")
+VOCABULARY_TYPES = frozenset({"from_instances", "from_files", "empty", "extend"})
+# Keys AllenNLP's `Model.load` removes from the model's config before building it
+# (`remove_keys_from_params`): a task archive's are never read.
+REMOVED_ON_LOAD = frozenset({"pretrained_file", "initializer"})
+
+# Where a component is in a biLM's config -> its allowed types -> their allowed keys. A key's
+# value is a plain JSON value unless `SUBCOMPONENTS` names the place of the component(s) it holds.
+COMPONENTS: Dict[str, Dict[str, frozenset]] = {
+    "model": {
+        "elmo_c": frozenset({
+            "text_field_embedder", "contextualizer", "output_head", "target_embedder", "dropout",
+            "target_ids_key", "share_output_head", "nearest_neighbour_words",
+        }),
+    },
+    "dataset_reader": {
+        "lm_corpus": frozenset({
+            "tokenizer", "token_indexers", "max_sequence_length", "start_tokens", "end_tokens",
+            "field_name", "max_instances",
+        }),
+    },
+    "tokenizer": {
+        "whitespace": frozenset(),
+        "just_spaces": frozenset(),
+        "bpe": frozenset({"tokenizer_path", "cache_size"}),
+    },
+    "token_indexer": {
+        "fasttext_subwords": frozenset({
+            "model_path", "max_subwords_per_token", "cache_size", "token_min_padding_length",
+            "layout", "fingerprint",
+        }),
+        "word_hash": frozenset({"token_min_padding_length"}),
+        "single_id": frozenset({
+            "namespace", "lowercase_tokens", "start_tokens", "end_tokens", "feature_name",
+            "default_value", "token_min_padding_length",
+        }),
+        "elmo_characters": frozenset({"namespace", "tokens_to_add", "token_min_padding_length"}),
+    },
+    "text_field_embedder": {
+        "basic": frozenset({"token_embedders"}),
+        "subset": frozenset({"token_embedders"}),
+    },
+    "token_embedder": {
+        "fasttext": frozenset({"model_path", "expected_dim", "fingerprint"}),
+        "elmo_char_cnn": frozenset({"options_file", "weight_file", "requires_grad"}),
+        "random_vectors": frozenset({"embedding_dim", "seed"}),
+        "slim_embedding": frozenset({
+            "embedding_dim", "num_subvectors", "pool_size", "num_embeddings", "vocab_namespace",
+            "seed",
+        }),
+        "embedding": frozenset({
+            "embedding_dim", "num_embeddings", "projection_dim", "padding_index", "trainable",
+            "max_norm", "norm_type", "scale_grad_by_freq", "sparse", "vocab_namespace",
+        }),
+    },
+    "seq2seq_encoder": {
+        "elmo_lstm": frozenset({
+            "input_size", "projection_size", "cell_size", "num_layers", "backend", "cell_clip",
+            "projection_clip", "recurrent_dropout", "residual", "stateful", "return_all_layers",
+            "recurrence_norm",
+        }),
+        "allennlp_elmo_lstm": frozenset({
+            "input_size", "projection_size", "cell_size", "num_layers", "recurrent_dropout",
+            "cell_clip", "projection_clip", "return_all_layers",
+        }),
+    },
+    "output_head": {
+        "continuous": frozenset({"loss", "vmf_lambda_1", "vmf_lambda_2", "temperature"}),
+        "softmax": frozenset({
+            "vocab_namespace", "tie_input_embedding", "freeze_output_embedding",
+            "output_embedding_fasttext", "positions_per_chunk",
+        }),
+        "sampled_softmax": frozenset({
+            "vocab_namespace", "tie_input_embedding", "freeze_output_embedding",
+            "output_embedding_fasttext", "positions_per_chunk", "num_samples",
+        }),
+        "adaptive_softmax": frozenset({
+            "cutoffs", "vocab_namespace", "div_value", "head_bias", "positions_per_chunk",
+        }),
+        "slim_softmax": frozenset({
+            "num_subvectors", "pool_size", "vocab_namespace", "embedding_dim", "bias", "seed",
+            "positions_per_chunk",
+        }),
+    },
+}  # fmt: skip
+# The default type of each place (AllenNLP's `default_implementation`), for a component
+# without `type`; places without one need a `type`.
+DEFAULT_TYPES = {
+    "tokenizer": "spacy",
+    "token_indexer": "single_id",
+    "text_field_embedder": "basic",
+    "token_embedder": "embedding",
+}
+# Keys whose value is a component (`(place, False)`) or a mapping of names to components
+# (`(place, True)`).
+SUBCOMPONENTS: Dict[str, Tuple[str, bool]] = {
+    "text_field_embedder": ("text_field_embedder", False),
+    "target_embedder": ("text_field_embedder", False),
+    "contextualizer": ("seq2seq_encoder", False),
+    "output_head": ("output_head", False),
+    "tokenizer": ("tokenizer", False),
+    "token_indexers": ("token_indexer", True),
+    "token_embedders": ("token_embedder", True),
+}
+# Why a known key is refused in a biLM (any key not allowed is refused; these say more).
+REFUSED_KEYS = {
+    "initializer": "an initializer rewrites or reads weights when the model is built (the "
+    "`pretrained` one from any file)",
+    "regularizer": "a training-only setting",
+    "archive_file": "it names another archive to load (a nested archive)",
+    "pretrained_file": "it reads a file outside the model when the model is built",
+    "_pretrained": "it loads a module from another archive (a nested archive)",
+    "override_weights_file": "it loads weights from a file outside the model",
+}
+# Components of a task archive that may name an archive: the plugin's own, whose biLM is read
+# and checked as a received biLM.
+ARCHIVE_FILE_TYPES = frozenset({"elmo_c_token_embedder", "fasttext_subwords"})
+# The keys of `COMPONENTS` whose value names a file the component reads (fastText `.bin`s, a BPE
+# tokenizer, a char-CNN's ELMo options and weights). In a model directory each names one of the
+# directory's own files (`archive.read_directory_config`); in an archive's config they are paths
+# on the machine that loads it (docs/security.md).
+FILE_KEYS = frozenset({
+    "model_path", "output_embedding_fasttext", "tokenizer_path", "options_file", "weight_file",
+})  # fmt: skip
+
+_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?:https?|s3|gs|gcs|hf|file|ftp|sftp|data|az|abfs|r2):)")
+_ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.bz2|tbz2?|tar\.xz|txz|tar|zip)(?:!|$)", re.IGNORECASE)
+
+
+def read_received_json(path: Union[str, Path], where: str, max_bytes: int = MAX_CONFIG_BYTES) -> Any:
+    """
+    A received JSON file (`where` names it in messages), read as plain JSON: larger than
+    `max_bytes`, not JSON (jsonnet included), or nested deeper than `MAX_DEPTH` is a
+    `ConfigurationError`.
+    """
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(max_bytes + 1)
+    except OSError as error:
+        raise ConfigurationError(f"{where}: unreadable ({error})") from error
+    return parse_received_json(data, where, max_bytes)
+
+
+def parse_received_json(
+    data: Union[bytes, str], where: str, max_bytes: Optional[int] = MAX_CONFIG_BYTES
+) -> Any:
+    """`read_received_json` of JSON text already read (`max_bytes=None`: no size cap)."""
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ConfigurationError(
+            f"{where}: larger than {max_bytes} bytes; a model's config is a few KB, so it is not "
+            "read"
+        )
+    try:
+        value = json.loads(data, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as error:
+        raise ConfigurationError(
+            f"{where} is not plain JSON ({error}); a received model's config is read as JSON "
+            "only, never evaluated as jsonnet (no imports, no external variables)"
+        ) from None
+    _check_depth(value, where)
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _check_depth(value: Any, where: str) -> None:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(node, dict):
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1) for child in node)
+
+
+def is_bilm_config(config: Any) -> bool:
+    """Whether a config's model is an `elmo_c` biLM."""
+    model = config.get("model") if isinstance(config, dict) else None
+    return isinstance(model, dict) and model.get("type") == "elmo_c"
+
+
+def check_received_config(config: Any, where: str) -> None:
+    """`check_bilm_config` for an `elmo_c` model's config, `check_task_config` for any other."""
+    if is_bilm_config(config):
+        check_bilm_config(config, where)
+    else:
+        check_task_config(config, where)
+
+
+def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: bool = False) -> None:
+    """
+    Refuses, with a `ConfigurationError` naming `where` and the key path (under `prefix`, e.g.
+    `bilm.` for a model directory's config.json), a biLM config that is not made only of allowed
+    components with allowed keys (see the module docstring). `in_directory`: the config of a
+    model directory, which never holds `model.nearest_neighbour_words`.
+    """
+    _check_generic(config, where, prefix, frozenset())
+    for key, value in config.items():
+        path = prefix + key
+        if key in BUILT:
+            _check_component(value, "model" if key == "model" else "dataset_reader", where, path)
+        elif key == "vocabulary":
+            _check_vocabulary(value, where, path)
+    if in_directory and config["model"].get("nearest_neighbour_words") is not None:
+        raise _refusal(
+            where, prefix + "model.nearest_neighbour_words",
+            "names a word list outside the model (a training-time setting that `package` never "
+            "writes)",
+        )  # fmt: skip
+
+
+def check_task_config(config: Any, where: str, prefix: str = "") -> None:
+    """
+    Refuses, with a `ConfigurationError` naming `where` and the key path, a received task
+    model's config that asks for code, a fetch or a nested archive (see the module docstring).
+    """
+    _check_generic(config, where, prefix, ARCHIVE_FILE_TYPES)
+
+
+def drop_training_only(config: Dict[str, Any]) -> Dict[str, Any]:
+    """A copy of a checked biLM config without what training alone reads
+    (`model.nearest_neighbour_words`); any other config unchanged."""
+    if not is_bilm_config(config) or "nearest_neighbour_words" not in config["model"]:
+        return config
+    model = {key: value for key, value in config["model"].items() if key != "nearest_neighbour_words"}
+    return {**config, "model": model}
+
+
+def _check_generic(config: Any, where: str, prefix: str, archive_file_types: frozenset) -> None:
+    """The refusals common to every received config: its shape (top-level keys, a model),
+    `trust_remote_code` anywhere, and in the built sections `*_kwargs`, nested archives, URLs,
+    archive names and local model names (`archive_file` allowed on `archive_file_types`)."""
+    if not isinstance(config, dict):
+        raise _refusal(where, prefix.rstrip(".") or "(top level)", "is not a JSON object")
+    for key_path, key, _ in _walk(config, prefix.rstrip(".")):
+        if key == "trust_remote_code":
+            raise _refusal(where, key_path, "a received model may not ask to run code it brings")
+    for key, value in config.items():
+        if key not in BUILT and key != "vocabulary" and key not in TRAINING_ONLY:
+            raise _refusal(where, prefix + key, "is not a key of an AllenNLP model's config")
+    if not isinstance(config.get("model"), (dict, str)):
+        raise _refusal(where, prefix + "model", "is missing")
+    if not isinstance(config.get("vocabulary", {}), dict):
+        raise _refusal(where, prefix + "vocabulary", "is not a JSON object")
+    # What AllenNLP's loader removes from a task model's config before building it.
+    skip = frozenset() if is_bilm_config(config) else REMOVED_ON_LOAD
+    for section in BUILT:
+        if section in config:
+            _check_section(config[section], where, prefix + section,
+                           skip if section == "model" else frozenset(), archive_file_types)  # fmt: skip
+
+
+def _check_section(
+    section: Any, where: str, path: str, skip: frozenset, archive_file_types: frozenset
+) -> None:
+    for key_path, key, item in _walk(section, path, skip):
+        if key in skip:  # reached in a list, where AllenNLP's loader leaves it to be built
+            raise _refusal(where, key_path, f"{REFUSED_KEYS[key]}; AllenNLP's loader removes it only outside lists")
+        if key is not None and key.endswith("_kwargs"):
+            raise _refusal(
+                where, key_path,
+                "a `*_kwargs` key passes arbitrary arguments to another library (e.g. "
+                "trust_remote_code to Hugging Face)",
+            )  # fmt: skip
+        if key in ("_pretrained", "override_weights_file"):
+            raise _refusal(where, key_path, REFUSED_KEYS[key])
+        if isinstance(item, dict):
+            kind = item.get("type")
+            if kind == "from_archive":
+                raise _refusal(where, key_path + ".type", "'from_archive' loads another archive (a nested archive)")
+            if "archive_file" in item and kind not in archive_file_types:
+                raise _refusal(where, key_path + ".archive_file", REFUSED_KEYS["archive_file"])
+            if isinstance(kind, str) and kind.startswith("pretrained_transformer"):
+                _check_model_name(item.get("model_name"), where, key_path + ".model_name")
+            if kind == "spacy" and "language" in item:
+                _check_model_name(item.get("language"), where, key_path + ".language")
+        elif isinstance(item, str):
+            if key == "archive_file" and _is_archive_file_of(section, path, key_path, archive_file_types):
+                continue
+            _check_string(item, where, key_path)
+
+
+def _is_archive_file_of(section: Any, path: str, key_path: str, types: frozenset) -> bool:
+    """Whether `key_path` is the `archive_file` of a component of `section` (at `path`) whose
+    type is one of `types`."""
+    node = section
+    for part in key_path[len(path) + 1:].split(".")[:-1]:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return isinstance(node, dict) and node.get("type") in types
+
+
+def _check_model_name(name: Any, where: str, path: str) -> None:
+    """A Hugging Face or spaCy model name must be a name, not a local directory (whose contents
+    the library would then load)."""
+    if isinstance(name, str) and (
+        os.path.isabs(name) or name.startswith((".", "~")) or "\\" in name or os.path.exists(name)
+    ):
+        raise _refusal(
+            where, path,
+            f"{name!r} is a local path; a received model may only name a published model, not "
+            "load a directory",
+        )  # fmt: skip
+
+
+def _check_component(node: Any, place: str, where: str, path: str) -> None:
+    """A component of a biLM's config: an allowed type for `place`, with allowed keys."""
+    if not isinstance(node, dict):
+        raise _refusal(where, path, f"is not a component (a JSON object with a type), got {node!r}")
+    allowed = COMPONENTS[place]
+    kind = node.get("type", DEFAULT_TYPES.get(place))
+    if kind not in allowed:
+        given = f"type {kind!r}" if "type" in node else f"no type (AllenNLP's default is {kind!r})"
+        raise _refusal(
+            where, path + ".type" if "type" in node else path,
+            f"{given} is not a {place.replace('_', ' ')} a received biLM may build (allowed: "
+            f"{', '.join(sorted(allowed))})",
+        )  # fmt: skip
+    for key, value in node.items():
+        key_path = f"{path}.{key}"
+        if key == "type":
+            continue
+        if key not in allowed[kind]:
+            raise _refusal(where, key_path, REFUSED_KEYS.get(key, f"is not a parameter a received {kind!r} may have"))
+        if key not in SUBCOMPONENTS:
+            for item_path, _, item in _walk(value, key_path):
+                if isinstance(item, dict) and "type" in item:
+                    raise _refusal(where, item_path, "holds a component where a plain value is expected")
+            continue
+        sub_place, many = SUBCOMPONENTS[key]
+        if not many:
+            _check_component(value, sub_place, where, key_path)
+            continue
+        if not isinstance(value, dict):
+            raise _refusal(where, key_path, "is not a mapping of names to components")
+        for name, component in value.items():
+            _check_component(component, sub_place, where, f"{key_path}.{name}")
+
+
+def _check_vocabulary(value: Any, where: str, path: str) -> None:
+    kind = value.get("type", "from_instances")
+    if kind not in VOCABULARY_TYPES:
+        raise _refusal(
+            where, path + ".type",
+            f"{kind!r} is not a vocabulary type a received model may name (allowed: "
+            f"{', '.join(sorted(VOCABULARY_TYPES))})",
+        )  # fmt: skip
+
+
+def _check_string(value: str, where: str, path: str) -> None:
+    if _URL.match(value):
+        raise _refusal(
+            where, path,
+            f"{value!r} is a URL; a received model is loaded from its own files only, nothing "
+            "is fetched",
+        )  # fmt: skip
+    if _ARCHIVE.search(value):
+        raise _refusal(where, path, f"{value!r} names an archive (a nested archive is not loaded)")
+
+
+def named_files(config: Any) -> List[Tuple[str, Dict[str, Any], str]]:
+    """`(dotted key path, the mapping holding the key, key)` of every `FILE_KEYS` key of
+    `config`, at any depth."""
+    found = []
+    for path, _, node in _walk(config, ""):
+        if isinstance(node, dict):
+            found.extend((f"{path}.{key}" if path else key, node, key) for key in node if key in FILE_KEYS)
+    return sorted(found, key=lambda item: item[0])
+
+
+def _walk(
+    node: Any, path: str, skip: frozenset = frozenset(), key: Optional[str] = None
+) -> Iterator[Tuple[str, Optional[str], Any]]:
+    """`(key path, key, value)` of `node` and everything in it, not below keys in `skip` outside
+    lists (as AllenNLP's `remove_keys_from_params`, which does not descend into lists: in a list
+    they are walked like any other key)."""
+    stack: List[Tuple[Any, str, Optional[str], frozenset]] = [(node, path, key, skip)]
+    while stack:
+        item, item_path, item_key, item_skip = stack.pop()
+        yield item_path, item_key, item
+        if isinstance(item, dict):
+            for child_key, child in item.items():
+                if child_key in item_skip:
+                    continue
+                child_path = f"{item_path}.{child_key}" if item_path else str(child_key)
+                stack.append((child, child_path, str(child_key), item_skip))
+        elif isinstance(item, list):
+            for index, child in enumerate(item):
+                stack.append((child, f"{item_path}.{index}", item_key, frozenset()))
+
+
+def _refusal(where: str, path: str, why: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"{where}: {path}: {why}. A received model's config is data, not a program: it is "
+        "refused before anything is built (docs/security.md)"
+    )
+
+
+# Keys of a model directory's config.json (outside `bilm`) that would make Hugging Face load
+# code or other components (`tokenizer_class`: `AutoTokenizer` would read the directory with
+# that tokenizer instead of the plugin's).
+DIRECTORY_REFUSED = frozenset({"auto_map", "custom_pipelines", "tokenizer_class", "processor_class"})
+
+
+def check_directory_config(config: Dict[str, Any], where: str) -> None:
+    """A model directory's config.json outside its `bilm` (which `check_bilm_config` checks, with
+    the prefix `bilm.`): no `trust_remote_code` anywhere, no `auto_map` or `custom_pipelines`
+    (Hugging Face's ways to load code a directory brings), no `tokenizer_class` or
+    `processor_class` (another loader than the plugin's), no `*_kwargs`."""
+    for key_path, key, _ in _walk(config, ""):
+        if key == "trust_remote_code":
+            raise _refusal(where, key_path, "a received model may not ask to run code it brings")
+    for key in config:
+        if key in DIRECTORY_REFUSED or key.endswith("_kwargs"):
+            raise _refusal(
+                where, key,
+                "it would make Hugging Face load code or components the directory names; a model "
+                "directory's config.json has none",
+            )  # fmt: skip

@@ -1,0 +1,297 @@
+"""
+Extracting a tar archive received from someone else (a `model.tar.gz`, a task archive) without
+writing outside the extraction directory or filling the disk.
+
+Every member is checked before any is extracted, and a refusal is a `ConfigurationError` naming
+the archive and the member:
+- names must be relative and stay inside (no absolute name, no `..` component), each once;
+- only regular files and directories are extracted, and hard links to a regular file the archive
+  itself holds before them (what `tarfile` writes for a file added twice); symbolic links,
+  hard links to anything else, devices, FIFOs and other member types are refused;
+- the archive may hold at most `MAX_MEMBERS` members and `MAX_EXTRACTED_BYTES` bytes of files,
+  and, above `RATIO_FLOOR_BYTES`, at most `MAX_COMPRESSION_RATIO` times its own size on disk.
+  Members are checked as their headers are read, so a member declaring too much is refused
+  before its data is decompressed, and the decompressed stream itself stops at that bound (for
+  what `tarfile` reads into memory: long names, pax headers).
+Then the members are extracted with `tarfile`'s `data` filter (Python 3.11.4+), which also
+drops set-uid bits, group/other write permission and ownership.
+
+These bounds are module constants: a trusted archive beyond them is extracted after raising the
+constant, e.g. `allennlp_elmo_c.common.safe_extract.MAX_EXTRACTED_BYTES = 100 << 30`.
+"""
+
+import bz2
+import contextlib
+import gzip
+import io
+import lzma
+import os
+import shutil
+import tarfile
+import tempfile
+import zlib
+from pathlib import Path, PurePosixPath
+from typing import IO, Dict, Iterator, List, Optional, Tuple, Union
+
+from allennlp.common.checks import ConfigurationError
+
+# The most bytes of files an archive may extract (a task archive bundling a 7 GB fastText model
+# is well within).
+MAX_EXTRACTED_BYTES = 32 << 30
+# The most bytes extracted per byte of the archive on disk, checked once more than
+# RATIO_FLOOR_BYTES are extracted (model weights and fastText vectors hardly compress; a file of
+# zeros compresses about 1000 times with gzip).
+MAX_COMPRESSION_RATIO = 50
+RATIO_FLOOR_BYTES = 64 << 20
+# The most members (files, directories, links) of an archive.
+MAX_MEMBERS = 10_000
+# Bytes of tar headers and padding allowed per member beyond its data, in the decompressed stream.
+_HEADER_BYTES = 3 * tarfile.BLOCKSIZE
+
+_COMPRESSIONS = (
+    (b"\x1f\x8b", gzip.GzipFile),
+    (b"BZh", bz2.BZ2File),
+    (b"\xfd7zXZ\x00", lzma.LZMAFile),
+)
+# What a corrupt compressed stream raises, beside OSError.
+_DECOMPRESSION_ERRORS = (zlib.error, lzma.LZMAError, EOFError)
+
+PathOrStr = Union[str, "os.PathLike[str]"]
+
+
+_FIX = (
+    "If the archive is trusted, raise the bounds in allennlp_elmo_c.common.safe_extract "
+    "(MAX_EXTRACTED_BYTES, MAX_COMPRESSION_RATIO, MAX_MEMBERS) before loading it."
+)
+
+
+def _limits_text() -> str:
+    return (
+        f"at most {MAX_EXTRACTED_BYTES} bytes, {MAX_MEMBERS} members, and {MAX_COMPRESSION_RATIO} "
+        f"times the archive's size beyond {RATIO_FLOOR_BYTES} bytes"
+    )
+
+
+def extracted_bytes_limit(archive_size: int) -> int:
+    """The most bytes of files an archive of `archive_size` bytes on disk may extract."""
+    return min(MAX_EXTRACTED_BYTES, max(RATIO_FLOOR_BYTES, MAX_COMPRESSION_RATIO * archive_size))
+
+
+class _BoundedStream(io.RawIOBase):
+    """A decompressed stream that refuses to be read or sought beyond `limit` bytes."""
+
+    def __init__(self, stream: IO[bytes], limit: int, archive_file: str) -> None:
+        super().__init__()
+        self._stream = stream
+        self._limit = limit
+        self._archive_file = archive_file
+
+    def _check(self, end: int) -> None:
+        if end > self._limit:
+            raise ConfigurationError(
+                f"archive {self._archive_file} decompresses to more than {self._limit} bytes "
+                f"({_limits_text()}); refused before extraction. {_FIX}"
+            )
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        position = self._stream.tell()
+        allowed = max(self._limit + 1 - position, 0)
+        data = self._stream.read(allowed if size is None or size < 0 or size > allowed else size)
+        self._check(position + len(data))
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_CUR:
+            offset += self._stream.tell()
+        elif whence == io.SEEK_END:
+            raise io.UnsupportedOperation("a decompressed archive cannot seek from its end")
+        self._check(offset)
+        return self._stream.seek(offset)
+
+    def tell(self) -> int:
+        return self._stream.tell()
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
+def _decompressed(path: Path) -> IO[bytes]:
+    """`path`'s tar stream: decompressed (gzip, bzip2, xz) or the file itself."""
+    with open(path, "rb") as probe:
+        magic = probe.read(6)
+    for prefix, opener in _COMPRESSIONS:
+        if magic.startswith(prefix):
+            return opener(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def _refused(archive_file: str, member: str, why: str, fix: str = "") -> ConfigurationError:
+    return ConfigurationError(
+        f"archive {archive_file}: member {member!r} {why}; nothing was extracted. "
+        + (fix or "Only plain relative names, regular files and directories, and hard links to "
+           "them, are extracted from a received archive.")
+    )
+
+
+def _normalized(name: str) -> str:
+    """A member or link name without `./` and repeated slashes."""
+    parts = PurePosixPath(name).parts
+    return PurePosixPath(*parts).as_posix() if parts else "."
+
+
+def _member_name(member: tarfile.TarInfo, archive_file: str) -> str:
+    """The member's name without a leading `./`, refused if absolute or climbing out."""
+    name = member.name
+    if not name or name.startswith(("/", "\\")) or os.path.isabs(name):
+        raise _refused(archive_file, name, "has an absolute name")
+    if ".." in PurePosixPath(name).parts:
+        raise _refused(archive_file, name, "climbs out of the extraction directory (..)")
+    return _normalized(name)
+
+
+def checked_members(archive: tarfile.TarFile, archive_file: str, archive_size: int) -> List[tarfile.TarInfo]:
+    """
+    Every member of `archive` (opened for reading, not yet iterated), each checked as its header
+    is read (see the module docstring); a `ConfigurationError` naming the first refused member.
+    """
+    return list(_checked_members(archive, archive_file, archive_size))
+
+
+def _checked_members(archive: tarfile.TarFile, archive_file: str, archive_size: int) -> Iterator[tarfile.TarInfo]:
+    """`checked_members`, one member at a time."""
+    limit = extracted_bytes_limit(archive_size)
+    files: Dict[str, tarfile.TarInfo] = {}
+    names = set()
+    members: List[tarfile.TarInfo] = []
+    total = 0
+    for member in archive:  # lazily: the next header is read only once this one is accepted
+        name = _member_name(member, archive_file)
+        if len(members) >= MAX_MEMBERS:
+            raise _refused(archive_file, member.name, f"is beyond the {MAX_MEMBERS} members an "
+                           "archive may hold", _FIX)  # fmt: skip
+        if name in names and name != ".":
+            raise _refused(archive_file, member.name, "appears twice")
+        if member.issym():
+            raise _refused(archive_file, member.name, f"is a symbolic link (to {member.linkname!r})")
+        if member.islnk():
+            if _normalized(member.linkname) not in files:
+                raise _refused(archive_file, member.name, f"is a hard link to {member.linkname!r}, "
+                               "not to a regular file of the archive before it")  # fmt: skip
+        elif member.ischr() or member.isblk():
+            raise _refused(archive_file, member.name, "is a device")
+        elif member.isfifo():
+            raise _refused(archive_file, member.name, "is a FIFO")
+        elif member.isfile():
+            total += member.size
+            files[name] = member
+        elif not member.isdir():
+            raise _refused(archive_file, member.name, f"has an unsupported type ({member.type!r})")
+        if total > limit:
+            raise _refused(archive_file, member.name, f"brings the files to extract to {total} bytes, "
+                           f"over the {limit} bytes allowed for an archive of {archive_size} bytes "
+                           f"({_limits_text()})", _FIX)  # fmt: skip
+        names.add(name)
+        members.append(member)
+        yield member
+
+
+@contextlib.contextmanager
+def open_checked_archive(archive_file: PathOrStr) -> Iterator[tarfile.TarFile]:
+    """
+    `archive_file` opened for reading with every member checked (`checked_members`): its
+    `getmembers()` are the checked members, and reading them (`extractfile`) or extracting them
+    (`extract_archive`) decompresses no more than the bounds allow. A corrupt archive raises
+    `tarfile.ReadError`.
+    """
+    with _bounded_archive(archive_file) as (archive, size):
+        checked_members(archive, str(archive_file), size)
+        yield archive
+
+
+@contextlib.contextmanager
+def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile, int]]:
+    """`archive_file` opened for reading over a bounded decompressed stream, its members not yet
+    read, with its size on disk."""
+    path = Path(archive_file)
+    size = path.stat().st_size
+    stream = _BoundedStream(
+        _decompressed(path), extracted_bytes_limit(size) + (MAX_MEMBERS + 20) * _HEADER_BYTES, str(archive_file)
+    )
+    try:
+        with tarfile.open(fileobj=stream, mode="r:") as archive:  # type: ignore[call-overload]
+            yield archive, size
+    except _DECOMPRESSION_ERRORS as error:
+        raise tarfile.ReadError(f"{archive_file}: corrupt compressed data ({error})") from error
+    finally:
+        stream.close()
+
+
+def read_member(archive_file: PathOrStr, name: str, max_bytes: int) -> Optional[bytes]:
+    """
+    The bytes of the regular file `name` (or `./name`) of `archive_file`, `None` if it has no
+    such member. Members are read in order, each header checked as `open_checked_archive` checks
+    it, up to the first named `name` (an AllenNLP archive's `config.json` comes first, so the rest
+    is not decompressed). A member `name` that is not a regular file, or holds more than
+    `max_bytes` bytes, is a `ConfigurationError` naming the archive and the member. A corrupt
+    archive raises `tarfile.ReadError`.
+    """
+    wanted = _normalized(name)
+    with _bounded_archive(archive_file) as (archive, size):
+        for member in _checked_members(archive, str(archive_file), size):
+            if _normalized(member.name) != wanted:
+                continue
+            if not member.isfile():
+                raise _refused(archive_file, member.name, "is not a regular file",
+                               "Rebuild the archive with it as a plain file.")  # fmt: skip
+            if member.size > max_bytes:
+                raise ConfigurationError(
+                    f"archive {archive_file}: member {member.name!r} holds {member.size} bytes, "
+                    f"larger than the {max_bytes} bytes read from it; refused before reading it"
+                )
+            return archive.extractfile(member).read()  # type: ignore[union-attr]
+    return None
+
+
+def extract_archive(archive_file: PathOrStr, directory: PathOrStr) -> None:
+    """Extracts `archive_file` into `directory` (an existing directory), every member checked
+    first (see the module docstring)."""
+    if not hasattr(tarfile, "data_filter"):  # Python before 3.11.4
+        raise ConfigurationError(
+            f"extracting {archive_file} needs Python's tarfile data filter (Python 3.11.4 or "
+            "newer): upgrade Python"
+        )
+    with open_checked_archive(archive_file) as archive:
+        archive.extractall(directory, filter="data")
+
+
+@contextlib.contextmanager
+def extracted_archive(resolved_archive_file: PathOrStr, cleanup: bool = True) -> Iterator[str]:
+    """
+    AllenNLP's `allennlp.models.archival.extracted_archive` (same arguments), extracting
+    through `extract_archive`: yields a new temporary directory holding the archive's files,
+    removed at the end unless `cleanup` is false (then the caller removes it). If the
+    extraction fails, the directory is removed and nothing is yielded.
+    """
+    directory = tempfile.mkdtemp()
+    try:
+        extract_archive(resolved_archive_file, directory)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    try:
+        yield directory
+    finally:
+        if cleanup:
+            shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,91 @@
+import json
+
+import pytest
+import safetensors.torch
+import torch
+
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import Vocabulary
+from allennlp.models import Model
+
+from allennlp_elmo_c.common.allocation_budget import (
+    BUDGET_FACTOR,
+    BUDGET_SLACK,
+    allocation_budget,
+    largest_sizes,
+    safetensors_bytes,
+    weights_budget,
+)
+from tests import FIXTURES_ROOT, PROJECT_ROOT
+
+
+def test_a_creation_past_the_budget_is_refused_before_it_runs():
+    config = {"model": {"contextualizer": {"cell_size": 1 << 30, "fingerprint": 1 << 60}}}
+    with pytest.raises(ConfigurationError) as error:
+        with allocation_budget(1 << 20, "received", config):
+            torch.nn.Linear(4, 4)
+            torch.empty(1 << 30, 8)  # 32 GiB: refused before it is asked of the allocator
+    message = str(error.value)
+    assert message.startswith("received: building the model would allocate more than 1,048,576 bytes")
+    assert "(largest: model.contextualizer.cell_size = 1073741824)" in message  # not the fingerprint
+    assert "Refused before allocating" in message
+
+
+@pytest.mark.parametrize(
+    "create",
+    [
+        lambda: torch.FloatTensor(1 << 12, 1 << 10),  # the legacy constructor (AllenNLP's Embedding)
+        lambda: torch.zeros(8).new_empty(1 << 22),
+        lambda: torch.randn(1 << 22),
+        lambda: torch.zeros(1 << 11).unsqueeze(0) + torch.zeros(1 << 11).unsqueeze(1),  # counted after
+    ],
+)
+def test_every_way_of_creating_a_tensor_counts(create):
+    with pytest.raises(ConfigurationError):
+        with allocation_budget(1 << 20, "received"):
+            create()
+
+
+def test_views_in_place_operations_and_the_meta_device_cost_nothing():
+    with allocation_budget(1 << 20, "received"):
+        weight = torch.empty(1 << 17)  # 512 KB
+        for _ in range(10):
+            weight.view(-1, 2).t()
+            weight.normal_()
+            weight[: 1 << 10].zero_()
+        with torch.device("meta"):
+            torch.nn.Linear(1 << 20, 1 << 20)
+
+
+def test_the_budget_of_weights_files(tmp_path):
+    state = {"a": torch.zeros(3, 5), "b": torch.zeros(7, dtype=torch.float64), "c": torch.zeros(2, dtype=torch.int8)}
+    safetensors.torch.save_file(state, str(tmp_path / "model.safetensors"))
+    assert safetensors_bytes(tmp_path / "model.safetensors") == 15 * 4 + 7 * 8 + 2
+    assert weights_budget(tmp_path / "model.safetensors") == BUDGET_FACTOR * 118 + BUDGET_SLACK
+    torch.save(state, tmp_path / "weights.th")
+    size = (tmp_path / "weights.th").stat().st_size
+    assert weights_budget(tmp_path / "weights.th") == BUDGET_FACTOR * size + BUDGET_SLACK
+
+
+def test_largest_sizes_reads_the_model_and_readers_only():
+    config = {
+        "model": {"a": [1, 5, {"b": 7}], "seed": 99, "flag": True},
+        "dataset_reader": {"max_sequence_length": 3, "token_indexers": {"t": {"cache_size": 10**6}}},
+        "trainer": {"num_epochs": 1000},
+    }
+    assert largest_sizes(config) == [("model.a.2.b", 7), ("model.a.1", 5), ("dataset_reader.max_sequence_length", 3)]
+
+
+def test_a_legitimate_biLM_builds_well_within_the_budget_of_its_weights(monkeypatch):
+    """The fixture biLM's config, built with the budget of its own weights: building allocates a
+    few times the weights (each parameter, and its initialisation's temporaries)."""
+    import _jsonnet
+
+    monkeypatch.chdir(PROJECT_ROOT)  # the fixture config's paths are relative to it
+    config = json.loads(_jsonnet.evaluate_file(str(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet")))
+    config["model"].pop("nearest_neighbour_words")
+    model = Model.from_params(vocab=Vocabulary(), params=Params(json.loads(json.dumps(config["model"]))))
+    stored = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    with allocation_budget(BUDGET_FACTOR * stored, "received", config):
+        Model.from_params(vocab=Vocabulary(), params=Params(json.loads(json.dumps(config["model"]))))

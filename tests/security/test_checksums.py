@@ -1,0 +1,183 @@
+"""
+`checksums.sha256` holds a model directory together: it lists exactly the directory's files, by
+plain names, every file is checked against it before anything is read, whatever its size, by
+every front door (`AutoTokenizer` included), and a mismatch names the file.
+
+Each test changes a copy of a real packaged biLM at test time (and, where a sender would,
+regenerates or edits the listing), then loads it through the front doors: `ElmoC`,
+`PretrainedBiLM.from_archive`, `load_archive` (`allennlp evaluate` / `predict`), the spaCy
+component, Hugging Face's `AutoModel` and `AutoTokenizer`, `package` and `describe`.
+
+Vulnerable before this change, where the docstrings say so: files left out of the listing were
+never checked, files over 1 GiB were skipped, listed names could be absolute or `../` (the file
+named was read and hashed, wherever it was), and `AutoTokenizer` and `describe` never looked at
+the listing.
+"""
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c import archive as archive_module
+from allennlp_elmo_c.archive import CHECKSUMS_FILE, WEIGHTS_FILE, verify_checksums
+from tests.helpers import RECEIVED_MODEL_DOORS, outcome, regenerate_checksums, without_elmo_c_variables
+
+DOORS = ["ElmoC", "PretrainedBiLM.from_archive", "load_archive", "spaCy", "AutoModel",
+         "AutoTokenizer", "package", "describe"]  # fmt: skip
+
+
+@pytest.fixture
+def received(model_directory, tmp_path, monkeypatch) -> Path:
+    """A copy of the packaged biLM, as received (no ELMO_C_* variable set)."""
+    without_elmo_c_variables(monkeypatch)
+    target = tmp_path / "received"
+    shutil.copytree(model_directory[0], target)
+    return target
+
+
+def listing(directory: Path) -> dict:
+    lines = (directory / CHECKSUMS_FILE).read_text().splitlines()
+    return {line[66:]: line[:64] for line in lines if line}
+
+
+def write_listing(directory: Path, entries: dict) -> None:
+    (directory / CHECKSUMS_FILE).write_text("".join(f"{digest}  {name}\n" for name, digest in entries.items()))
+
+
+def tamper(path: Path) -> None:
+    """Changes the last 8 bytes of `path` in place (a safetensors file still loads)."""
+    data = path.read_bytes()
+    path.write_bytes(data[:-8] + bytes(8 if data[-8:] != bytes(8) else [1] * 8))
+
+
+def refused(door: str, directory: Path, tmp_path: Path, *fragments: str) -> None:
+    error = outcome(lambda: RECEIVED_MODEL_DOORS[door](directory, tmp_path))
+    assert isinstance(error, ConfigurationError), error
+    for fragment in fragments:
+        assert fragment in str(error)
+    assert not (tmp_path / "packaged").exists()
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_a_file_left_out_of_the_listing_is_refused(door, received, tmp_path):
+    """Vulnerable before this change: only listed files were checked, so weights left out of
+    the listing could be anything (here changed) and the model loaded."""
+    entries = listing(received)
+    del entries[WEIGHTS_FILE]
+    write_listing(received, entries)
+    tamper(received / WEIGHTS_FILE)
+    refused(door, received, tmp_path, f"{WEIGHTS_FILE} is not listed in {CHECKSUMS_FILE}")
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_an_extra_file_is_refused(door, received, tmp_path):
+    """Vulnerable before this change: a file the listing does not name was never looked at."""
+    (received / "vocabulary" / "extra_tags.txt").write_text("anything\n")
+    refused(door, received, tmp_path, f"vocabulary/extra_tags.txt is not listed in {CHECKSUMS_FILE}")
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_a_listed_file_that_is_missing_is_refused(door, received, tmp_path):
+    """Vulnerable before this change only through `AutoTokenizer` and `describe` (which never
+    read the listing); the other doors refused it already."""
+    entries = listing(received)
+    entries["tokenizer.json"] = hashlib.sha256(b"{}").hexdigest()
+    write_listing(received, entries)
+    refused(door, received, tmp_path, "tokenizer.json", "missing")
+
+
+@pytest.mark.parametrize("door", DOORS)
+@pytest.mark.parametrize("form", ["absolute", "climbing"])
+def test_a_listed_name_outside_the_directory_is_refused(form, door, received, tmp_path):
+    """Vulnerable before this change: a listed name was joined to the directory and the file
+    it named read and hashed wherever it was (an oracle on the receiver's files: here the
+    listed digest matches, and the model loaded)."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the receiver's own file\n")
+    name = str(outside) if form == "absolute" else "../outside.txt"
+    entries = listing(received)
+    entries[name] = hashlib.sha256(outside.read_bytes()).hexdigest()
+    write_listing(received, entries)
+    refused(door, received, tmp_path, repr(name))
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_a_large_file_is_checked(door, received, tmp_path, monkeypatch):
+    """Vulnerable before this change: files over `CHECKED_ON_LOAD_BYTES` (1 GiB) were skipped
+    on load; here the bound is lowered so that the weights count as large, and changed."""
+    monkeypatch.setattr(archive_module, "CHECKED_ON_LOAD_BYTES", 1, raising=False)
+    tamper(received / WEIGHTS_FILE)
+    refused(door, received, tmp_path, f"{WEIGHTS_FILE} does not match its checksum")
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_a_mismatch_names_the_file(door, received, tmp_path):
+    """Vulnerable before this change only through `AutoTokenizer` and `describe` (which never
+    read the listing): the others named the file."""
+    (received / "vocabulary" / "non_padded_namespaces.txt").write_text("*tags\n*labels\n*words\n")
+    refused(door, received, tmp_path, "vocabulary/non_padded_namespaces.txt does not match its checksum")
+
+
+def test_auto_tokenizer_checks_the_files_it_reads(received, tmp_path):
+    """Vulnerable before this change: `AutoTokenizer` read a changed config.json (here its
+    reader's sentence length) without a word."""
+    config = received / "config.json"
+    config.write_text(config.read_text().replace('"max_sequence_length": 12', '"max_sequence_length": 13'))
+    refused("AutoTokenizer", received, tmp_path, "config.json does not match its checksum")
+
+
+def test_a_file_changed_after_a_load_is_refused_on_the_next(received, tmp_path):
+    """Not vulnerable before this change (every load hashed every listed file): a digest is now
+    kept per process, and must not outlive a change to the file, even one that keeps its size
+    and modification time."""
+    RECEIVED_MODEL_DOORS["ElmoC"](received, tmp_path)
+    weights = received / WEIGHTS_FILE
+    before = weights.stat()
+    tamper(weights)
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert weights.stat().st_size == before.st_size
+    refused("ElmoC", received, tmp_path, f"{WEIGHTS_FILE} does not match its checksum")
+
+
+@pytest.mark.parametrize("line", ["not a checksum line", f"{'0' * 64}  vocabulary//../README.md",
+                                  f"{'0' * 63}  README.md"])  # fmt: skip
+def test_a_malformed_listing_is_refused(line, received):
+    """Not vulnerable before this change in effect (such lines named missing files, or
+    mismatched); refused now for what they are."""
+    with (received / CHECKSUMS_FILE).open("a") as stream:
+        stream.write(line + "\n")
+    with pytest.raises(ConfigurationError, match=CHECKSUMS_FILE):
+        verify_checksums(received)
+
+
+def test_the_lock_file_allennlp_leaves_is_no_extra_file(received, tmp_path):
+    """Reading a vocabulary leaves an empty `vocabulary/.lock` (AllenNLP's reader); a directory
+    loads again with it, listed or not. One with content is a file like any other."""
+    lock = received / "vocabulary" / ".lock"
+    RECEIVED_MODEL_DOORS["ElmoC"](received, tmp_path)
+    assert lock.is_file() and lock.stat().st_size == 0
+    assert ".lock" not in (received / CHECKSUMS_FILE).read_text()
+    RECEIVED_MODEL_DOORS["AutoTokenizer"](received, tmp_path)
+    regenerate_checksums(received)  # a listing that names it (as save_pretrained's did)
+    lock.unlink()
+    RECEIVED_MODEL_DOORS["ElmoC"](received, tmp_path)
+    write_listing(received, {k: v for k, v in listing(received).items() if k != "vocabulary/.lock"})
+    lock.write_text("not empty\n")
+    refused("ElmoC", received, tmp_path, f"vocabulary/.lock is not listed in {CHECKSUMS_FILE}")
+
+
+def test_outputs_list_exactly_their_files(received, tmp_path):
+    """What `package` and `save_pretrained` write verifies as received (no link, exact list)."""
+    from transformers import AutoModel
+
+    RECEIVED_MODEL_DOORS["package"](received, tmp_path)
+    assert verify_checksums(tmp_path / "packaged")
+    AutoModel.from_pretrained(str(received)).save_pretrained(str(tmp_path / "saved"))
+    checked = verify_checksums(tmp_path / "saved")
+    assert sorted(p.relative_to(tmp_path / "saved").as_posix() for p in (tmp_path / "saved").rglob("*")
+                  if p.is_file() and p.name not in (CHECKSUMS_FILE, ".lock")) == checked  # fmt: skip

@@ -1,0 +1,142 @@
+"""
+Every key of a model directory's biLM config that names a file (`received_config.FILE_KEYS`:
+fastText `.bin`s, a BPE tokenizer, a char-CNN's ELMo options and weights) names one of the
+directory's own files, by a plain name resolved against the directory, never the working
+directory.
+
+Vulnerable before this change: an `elmo_char_cnn` embedder (input or target) whose
+`options_file` / `weight_file` named a file elsewhere made the directory read it; a relative name
+was read from the working directory.
+
+The crafted directory is a copy of a real packaged biLM, its `checksums.sha256` regenerated as a
+sender would. The outside files are real ELMo options and weights, so a loader that read them
+would go on; an audit hook records every file Python opens under the outside directory, to show
+the refusal comes before any of them is opened.
+"""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.archive import read_directory_config
+from allennlp_elmo_c.common.received_config import FILE_KEYS, named_files
+from tests.helpers import (
+    RECEIVED_MODEL_DOORS,
+    outcome,
+    regenerate_checksums,
+    without_elmo_c_variables,
+    write_elmo_files,
+)
+
+# What the audit hook records: the files opened under the watched directories.
+WATCHED: List[str] = []
+OPENED: List[str] = []
+
+
+def _record_opens(event: str, args: tuple) -> None:
+    if event != "open" or not WATCHED or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    path = os.path.abspath(os.fsdecode(args[0]))
+    if any(path.startswith(root) for root in WATCHED):
+        OPENED.append(path)
+
+
+sys.addaudithook(_record_opens)
+
+
+@pytest.fixture
+def watch(tmp_path):
+    """`tmp_path/outside`, holding an ELMo options and weights pair (`options.json`,
+    `weights.hdf5`); records (in `OPENED`) the files opened under it during the test."""
+    outside = tmp_path / "outside"
+    write_elmo_files(outside, [[1, 4], [2, 4]], 1, 4, 8)
+    OPENED.clear()
+    WATCHED.append(str(outside.resolve()) + os.sep)
+    yield outside
+    WATCHED.clear()
+
+
+@pytest.fixture
+def received(model_directory, tmp_path, monkeypatch) -> Path:
+    """A copy of the packaged biLM, as received; no ELMO_C_* variable set; AllenNLP's cache and
+    every temporary directory within the test's own directory."""
+    without_elmo_c_variables(monkeypatch)
+    monkeypatch.setattr("allennlp.common.file_utils.CACHE_DIRECTORY", str(tmp_path / "cache"))
+    (tmp_path / "scratch").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
+    target = tmp_path / "received"
+    shutil.copytree(model_directory[0], target)
+    return target
+
+
+def edit_config(directory: Path, edit) -> None:
+    config = json.loads((directory / "config.json").read_text())
+    edit(config)
+    (directory / "config.json").write_text(json.dumps(config))
+    regenerate_checksums(directory)
+
+
+def add_char_cnn(config: dict, place: str, options_file: str, weight_file: str) -> str:
+    """An `elmo_char_cnn` embedder added to the biLM of a directory's `config`, at `place`
+    (`target`, `input`); returns the dotted key of its `options_file`."""
+    embedder = {"type": "elmo_char_cnn", "options_file": options_file, "weight_file": weight_file}
+    model = config["bilm"]["model"]
+    if place == "target":
+        model["target_embedder"] = {"token_embedders": {"tokens": embedder}}
+        return "bilm.model.target_embedder.token_embedders.tokens.options_file"
+    model["text_field_embedder"]["token_embedders"]["chars"] = embedder
+    return "bilm.model.text_field_embedder.token_embedders.chars.options_file"
+
+
+def test_every_file_key_is_an_allowed_key():
+    from allennlp_elmo_c.common.received_config import COMPONENTS
+
+    allowed = set().union(*(keys for types in COMPONENTS.values() for keys in types.values()))
+    assert FILE_KEYS <= allowed
+    config = {"a": {"options_file": "x", "b": [{"model_path": None}]}, "weight_file": "y"}
+    assert [key for key, _, _ in named_files(config)] == ["a.b.0.model_path", "a.options_file", "weight_file"]
+
+
+@pytest.mark.parametrize("door", ["ElmoC", "PretrainedBiLM.from_archive"])
+@pytest.mark.parametrize("place", ["target", "input"])
+@pytest.mark.parametrize("form", ["absolute", "climbing"])
+def test_char_cnn_files_outside_the_directory_are_refused(form, place, door, received, watch, tmp_path):
+    options, weights = str(watch / "options.json"), str(watch / "weights.hdf5")
+    if form == "climbing":
+        options, weights = "../outside/options.json", "../outside/weights.hdf5"
+        assert (received / options).resolve() == (watch / "options.json").resolve()
+    keys = []
+    edit_config(received, lambda config: keys.append(add_char_cnn(config, place, options, weights)))
+    error = outcome(lambda: RECEIVED_MODEL_DOORS[door](received, tmp_path))
+    assert OPENED == []
+    assert isinstance(error, ConfigurationError), error
+    assert keys[0] in str(error) and options in str(error)
+
+
+@pytest.mark.parametrize("door", ["ElmoC", "PretrainedBiLM.from_archive"])
+def test_a_relative_name_is_never_read_from_the_working_directory(door, received, watch, tmp_path, monkeypatch):
+    """`options.json` is in the working directory, not in the model directory: the name means
+    the directory's own (missing) file."""
+    monkeypatch.chdir(watch)
+    edit_config(received, lambda config: add_char_cnn(config, "target", "options.json", "weights.hdf5"))
+    error = outcome(lambda: RECEIVED_MODEL_DOORS[door](received, tmp_path))
+    assert OPENED == []
+    assert isinstance(error, ConfigurationError), error
+    assert str(received.resolve() / "options.json") in str(error)
+
+
+def test_a_relative_name_is_made_a_path_into_the_directory(received, watch, monkeypatch):
+    write_elmo_files(received, [[1, 4], [2, 4]], 1, 4, 8)
+    monkeypatch.chdir(watch)
+    edit_config(received, lambda config: add_char_cnn(config, "target", "options.json", "weights.hdf5"))
+    embedder = read_directory_config(str(received))["bilm"]["model"]["target_embedder"]["token_embedders"]["tokens"]
+    assert embedder["options_file"] == str(received.resolve() / "options.json")
+    assert embedder["weight_file"] == str(received.resolve() / "weights.hdf5")
