@@ -77,6 +77,7 @@ PARSE_ONLY = {
     "quality": "hours of pretraining and task training, and the UNER EWT and SST-5 data",
     "quality-per-minute": "three 60-minute pretraining runs, task training, the UNER EWT data",
     "training-profile": "the pretraining corpus and fastText vectors of quality-per-minute's runs",
+    "where-elmo-c-wins": "the general corpus, five 60-minute pretraining runs, the UNER EWT data",
 }
 PARSE_ONLY_MARKER = re.compile(r"^parse-only: (\S+)$")
 # Programs whose commands cannot be checked here beyond their shell syntax.
