@@ -162,7 +162,11 @@ def _save_weights(bilm: PretrainedBiLM, path: Path) -> None:
     # Contiguous copies: safetensors refuses views and tensors that share memory (tied weights).
     state = {name: tensor.detach().clone().contiguous()
              for name, tensor in bilm.model.state_dict().items()}  # fmt: skip
-    safetensors.torch.save_file(state, str(path), metadata={"format": "pt"})
+    # Written with a plain open(), so with the permissions of the directory's other files:
+    # safetensors' own save_file creates its file with mode 0600, unreadable to a colleague.
+    data = safetensors.torch.save(state, metadata={"format": "pt"})
+    with open(path, "wb") as weights:
+        weights.write(data)
 
 
 def _training_record(config: Dict[str, Any], run_dir: Optional[Path], archive: Path) -> Dict[str, Any]:

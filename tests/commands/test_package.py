@@ -6,6 +6,7 @@ no `ELMO_C_*` variable set; and the fastText fingerprint check that refuses othe
 import io
 import json
 import os
+import stat
 import shutil
 import tarfile
 from pathlib import Path
@@ -110,6 +111,20 @@ def test_package_refuses_to_overwrite(model_directory, tmp_path):
         package_model(str(directory), str(tmp_path / "taken"))
     again = package_model(str(directory), str(tmp_path / "taken"), force=True)
     assert (again / WEIGHTS_FILE).is_file() and not (again / "file").exists()
+
+
+def test_every_packaged_file_has_the_mode_a_plain_open_gives(model_directory, tmp_path):
+    """A colleague on a shared filesystem reads every file: safetensors' save_file wrote the
+    weights with mode 0600 while the others had the umask's 0644."""
+    directory, _ = model_directory
+    umask = os.umask(0o022)
+    try:
+        packaged = package_model(str(directory), str(tmp_path / "shared"))
+    finally:
+        os.umask(umask)
+    modes = {path.relative_to(packaged).as_posix(): stat.S_IMODE(path.stat().st_mode)
+             for path in packaged.rglob("*") if path.is_file()}  # fmt: skip
+    assert WEIGHTS_FILE in modes and set(modes.values()) == {0o644}, modes
 
 
 # --- one fastText check, end to end ------------------------------------------------------------
