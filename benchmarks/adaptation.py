@@ -496,8 +496,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.data_dir = args.data_dir.resolve()
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
     steps, quality_steps = Steps(args.out), Steps(args.quality.resolve())
-    given = list(argv if argv is not None else sys.argv[1:])
-    command = "python benchmarks/adaptation.py " + " ".join(a for a in given if a != "--report-only")
+    command = quality.steps_command("adaptation.py", argv)
 
     def report() -> None:
         write_report(args, render(args, command, steps, quality_steps))

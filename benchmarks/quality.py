@@ -82,6 +82,7 @@ from quality_steps import (  # noqa: E402,F401
     Steps,
     allennlp_train,
     resumable,
+    steps_command,
 )
 from quality_tasks import (  # noqa: E402,F401
     BASELINE,

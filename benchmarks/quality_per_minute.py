@@ -410,10 +410,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         for system, result in pretrained.items() for minutes, record in result["budgets"].items()
     ]  # fmt: skip
     downstream_steps(args, steps, runs, {task: args.seeds for task in args.tasks}, data, vectors)
-    # The command that runs the steps (a --report-only rendering only reads their results).
-    command = "python benchmarks/quality_per_minute.py " + " ".join(
-        a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only"
-    )
+    command = quality.steps_command("quality_per_minute.py", argv)
     replace_section(args.report, BEGIN, END, render(args, pretrained, evals, steps, corpus, command))
     plot(args, pretrained, steps, args.plot)
     print(args.report.read_text(encoding="utf-8"))

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Sequence
 
 PROJECT = Path(__file__).resolve().parent.parent
 TRAINING_CONFIG = PROJECT / "training_config"
@@ -66,6 +66,13 @@ class Steps:
         os.replace(temporary, self.root / f"{name}.json")
         logger.info("step %s done in %.0f s", name, result["step_seconds"])
         return result
+
+
+def steps_command(script: str, argv: Optional[Sequence[str]]) -> str:
+    """The command that runs a step script's steps as it was given (`argv`, else the process's),
+    for its report: without `--report-only`, a rendering that only reads their results."""
+    given = list(argv if argv is not None else sys.argv[1:])
+    return f"python benchmarks/{script} " + " ".join(a for a in given if a != "--report-only")
 
 
 def resumable(serialization_dir: Path) -> bool:

@@ -490,9 +490,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if args.only != "screen" and finalists and all(s in pretrained for s in finalists["systems"]):
         runs = downstream_runs(args, pretrained, finalists["systems"])
         quality_per_minute.downstream_steps(args, steps, runs, downstream_seeds(args), data, vectors)
-    command = "python benchmarks/where_elmo_c_wins.py " + " ".join(
-        a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report-only"
-    )
+    command = quality.steps_command("where_elmo_c_wins.py", argv)
     replace_section(args.report, BEGIN, END, render(args, steps, pretrained, screened, finalists, command))
     plot(args, pretrained, screened, args.plot)
     print(args.report.read_text(encoding="utf-8"))
