@@ -17,17 +17,15 @@ test in `tests/test_compat.py` that fails without it:
    (`allennlp_elmo_c.training.training_state`), and nothing else: a run directory received from
    elsewhere runs no code. Model weights load with `weights_only=True` too, passed explicitly.
 3. No downloads at run time: allennlp-models' NarrativeQA evaluation tool calls `nltk.download`
-   for `punkt` and `wordnet` when it is imported (which `allennlp`'s plugin loading does), and on
-   a machine without network NLTK prints six lines of failed-download errors that no user can act
-   on. `nltk.download` logs the skipped download at DEBUG and returns False (NLTK's own value for
-   a failed download). This takes effect wherever `allennlp_elmo_c` is imported before
-   `allennlp_models` (`python -m allennlp_elmo_c`, the demo, Python code); `allennlp`'s own command
-   line imports `allennlp_models` first.
-4. Two warnings no user can act on are filtered where they arise, by exact message and module
+   for `punkt` and `wordnet` when it is imported (which `allennlp`'s plugin loading does), and
+   imports `rouge`, which prints setuptools' `pkg_resources` deprecation warning.
+   `allennlp_elmo_c_startup.install()` makes that one import skip the downloads and that one
+   warning (the module's docstring says how). Its `.pth` does this at start-up in the `allennlp`
+   command, before allennlp-models is imported; this covers `python -m allennlp_elmo_c` and
+   Python code that imports allennlp-models after the plugin.
+4. A warning no user can act on is filtered where it arises, by exact message and module
    (nothing else is hidden): AllenNLP's trainer calls the deprecated `torch.cuda.amp.autocast(...)`
-   (a FutureWarning from `allennlp.training.gradient_descent_trainer` at every training start),
-   and allennlp-models' `rouge` dependency imports `pkg_resources` (a UserWarning from
-   `rouge.rouge`; only where `allennlp_elmo_c` is imported first, as in 3).
+   (a FutureWarning from `allennlp.training.gradient_descent_trainer` at every training start).
 5. AllenNLP's own loads of model weights pass `weights_only=True` explicitly: `read_state_dict`
    (what `load_archive` reads every archive's `weights.th` with) and the trainer's reload of
    `best.th` at the end of a run. They relied on torch's default, which the environment
@@ -46,7 +44,6 @@ import os
 import warnings
 from typing import List, Optional, Union
 
-import nltk
 import torch
 from torch.optim import Optimizer
 
@@ -62,6 +59,7 @@ from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
     ReduceOnPlateauLearningRateScheduler,
 )
 
+import allennlp_elmo_c_startup
 from allennlp_elmo_c.common.received_config import read_received_json
 from allennlp_elmo_c.common.weights_only import load_weights_only
 from allennlp_elmo_c.training.training_state import load_training_state
@@ -144,17 +142,7 @@ UNACTIONABLE_WARNINGS = (
         "category": FutureWarning,
         "module": r"allennlp\.training\.gradient_descent_trainer",
     },
-    {
-        "message": r"pkg_resources is deprecated as an API",
-        "category": UserWarning,
-        "module": r"rouge\.rouge",
-    },
 )
-
-
-def _skip_nltk_download(info_or_id: Optional[str] = None, *args, **kwargs) -> bool:
-    logger.debug("nltk.download(%r) skipped: nothing is downloaded at run time", info_or_id)
-    return False
 
 
 def apply() -> None:
@@ -165,7 +153,7 @@ def apply() -> None:
     ReduceOnPlateauLearningRateScheduler.__init__ = _reduce_on_plateau_init  # type: ignore
     _load_checkpoint.__doc__ = Checkpointer.load_checkpoint.__doc__
     Checkpointer.load_checkpoint = _load_checkpoint  # type: ignore
-    nltk.download = _skip_nltk_download
+    allennlp_elmo_c_startup.install()
     _read_state_dict.__doc__ = nn_util.read_state_dict.__doc__
     nn_util.read_state_dict = _read_state_dict
     GradientDescentTrainer._load_model_state = _load_model_state  # type: ignore[method-assign]

@@ -1,6 +1,6 @@
 """One test per fix in `allennlp_elmo_c.compat`, each also showing that AllenNLP fails without it."""
 
-import logging
+import sys
 import warnings
 import numpy as np
 import pickle
@@ -105,16 +105,70 @@ def test_allennlp_train_then_recover(tmp_path):
     assert (tmp_path / "model.tar.gz").is_file()
 
 
-def test_nltk_downloads_nothing_and_prints_nothing(capsys, caplog):
-    import nltk
+def test_the_narrativeqa_import_downloads_nothing_and_nltk_download_stays_nltks(tmp_path):
+    """allennlp-models' NarrativeQA tool, imported after the plugin (what `python -m
+    allennlp_elmo_c` and Python code do), neither tries the network nor prints; `nltk.download`
+    is NLTK's own before and after. Without the plugin the same import prints NLTK's errors
+    (or finds punkt installed on this machine)."""
+    import subprocess
+    import sys
 
-    with caplog.at_level(logging.DEBUG, logger="allennlp_elmo_c.compat"):
-        assert nltk.download("punkt") is False
-    assert capsys.readouterr() == ("", "")
-    assert "nltk.download('punkt') skipped" in caplog.text
+    from tests.test_docs import offline_environment
+
+    script = """
+import logging, nltk, sys
+logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(name)s: %(message)s")
+download = nltk.download
+try:
+    nltk.data.find("tokenizers/punkt")
+    print("punkt installed")
+except LookupError:
+    pass
+if sys.argv[1] == "plugin":
+    import allennlp_elmo_c
+import allennlp_models.rc.tools.narrativeqa
+print("nltk.download is NLTK's:", nltk.download is download)
+"""
+    environment = offline_environment(tmp_path / "home")
+
+    def run(mode):
+        return subprocess.run([sys.executable, "-c", script, mode], env=environment,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+
+    quiet, loud = run("plugin"), run("alone")
+    assert quiet.returncode == 0 and loud.returncode == 0, quiet.stderr[-2000:] + loud.stderr[-2000:]
+    assert quiet.stderr == "", quiet.stderr
+    assert "nltk.download is NLTK's: True" in quiet.stdout
+    if "punkt installed" not in quiet.stdout:
+        for name in ("punkt", "wordnet"):
+            assert (f"allennlp_elmo_c.startup: nltk.download('{name}') from "
+                    "allennlp_models.rc.tools.narrativeqa skipped") in quiet.stdout  # fmt: skip
+        assert "[nltk_data] Error loading punkt" in loud.stderr
+    assert not (tmp_path / "home" / "nltk_data").exists()
 
 
-def test_the_two_unactionable_warnings_and_nothing_else_are_filtered():
+def test_the_finder_wraps_only_the_narrativeqa_import():
+    import importlib.machinery
+
+    import allennlp_elmo_c_startup as startup
+
+    finder = startup.QuietNarrativeQAFinder()
+    assert finder.find_spec("allennlp_models.rc.tools.squad", None) is None
+    assert finder.find_spec("nltk", None) is None
+    import allennlp_models.rc.tools as tools
+
+    spec = finder.find_spec(startup.NARRATIVEQA, tools.__path__)
+    assert isinstance(spec.loader, startup._QuietLoader)
+    assert isinstance(spec.loader.loader, importlib.machinery.SourceFileLoader)
+    assert spec.loader.get_filename(startup.NARRATIVEQA).endswith("narrativeqa.py")
+    before = list(sys.meta_path)
+    startup.install()
+    startup.install()
+    assert sum(type(f).__name__ == "QuietNarrativeQAFinder" for f in sys.meta_path) <= 1
+    sys.meta_path[:] = before
+
+
+def test_the_unactionable_warning_and_nothing_else_is_filtered():
     def shown(message, category, module):
         with warnings.catch_warnings(record=True) as caught:
             warnings.resetwarnings()  # compat's filters alone (not the test runner's), then all
@@ -130,8 +184,7 @@ def test_the_two_unactionable_warnings_and_nothing_else_are_filtered():
     assert shown(autocast, FutureWarning, "somewhere.else") == 1
     assert shown("another deprecation", FutureWarning, trainer) == 1
     pkg = "pkg_resources is deprecated as an API. See https://setuptools.pypa.io"
-    assert shown(pkg, UserWarning, "rouge.rouge") == 0
-    assert shown(pkg, UserWarning, "my.module") == 1
+    assert shown(pkg, UserWarning, "rouge.rouge") == 1  # ignored only inside the NarrativeQA import
 
 
 class _WritesMarker:

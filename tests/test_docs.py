@@ -341,6 +341,92 @@ def test_run_blocks_run(scratch):
     assert "forward_cosine" in json.loads((scratch / "metrics.json").read_text())
 
 
+# --- what the documented commands print ------------------------------------------------------------
+
+# No network for a subprocess: every HTTP(S) client it uses (urllib for NLTK, requests for Hugging
+# Face) goes through a proxy on a closed local port.
+NO_NETWORK = {name: "http://127.0.0.1:9" for name in
+              ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")}  # fmt: skip
+
+
+# Lines no documented command may print: NLTK's download errors, Python warnings (`file:line:
+# SomeWarning: ...`), tracebacks.
+FOREIGN = re.compile(r"\[nltk_data\]|^\S+:\d+: \w*Warning: |Warning: |^Traceback ")
+# The first line of a training run: a log line (AllenNLP's format, as the plugin's).
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - (INFO|WARNING) - ")
+
+
+def offline_environment(home: Path) -> Dict[str, str]:
+    """A user's shell (`user_environment`) on a machine without network, with an empty home."""
+    home.mkdir(parents=True, exist_ok=True)
+    return user_environment(HOME=str(home), NLTK_DATA=str(home / "nltk_data"), NO_PROXY="",
+                            no_proxy="", **NO_NETWORK)  # fmt: skip
+
+
+def documented_commands() -> List[Tuple[str, ...]]:
+    """Each command line program and subcommand the docs' shell blocks run: `("allennlp", X)`
+    and `("python", "-m", "allennlp_elmo_c", X)`."""
+    found = set()
+    for block in checked_blocks():
+        if block.language == "python":
+            continue
+        for _, words in shell_commands(block.code):
+            if words[0] == "allennlp" and len(words) > 1:
+                found.add(("allennlp", words[1]))
+            elif Path(words[0]).name == "python" and words[1:3] == ["-m", "allennlp_elmo_c"]:
+                found.add(("python", "-m", "allennlp_elmo_c", words[3]))
+    return sorted(found)
+
+
+def run_all(commands: List[List[str]], environment: Dict[str, str], cwd: Path):
+    """`subprocess.run` of each command, as many at once as there are cores."""
+    import concurrent.futures
+    import os
+
+    def run(command):
+        return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return list(pool.map(run, commands))
+
+
+def test_documented_commands_print_only_their_own_lines_offline(tmp_path):
+    environment = offline_environment(tmp_path / "home")
+    commands = documented_commands()
+    assert {("allennlp", "train"), ("allennlp", "predict"), ("allennlp", "evaluate"),
+            ("python", "-m", "allennlp_elmo_c", "describe")} <= set(commands)  # fmt: skip
+    # What such a machine shows without the fix: allennlp-models' NarrativeQA tool, which every
+    # `allennlp` command imports before any plugin, fails to download NLTK data and says so
+    # (unless NLTK finds punkt installed somewhere).
+    probe = [sys.executable, "-c", "import nltk\ntry:\n nltk.data.find('tokenizers/punkt')\n"
+             " print('punkt installed')\nexcept LookupError:\n pass\n"
+             "import allennlp_models.rc.tools.narrativeqa"]  # fmt: skip
+    # A real command: `allennlp train` imports allennlp-models (`--help` exits before that).
+    train = ["allennlp", "train", str(FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"), "-s",
+             str(tmp_path / "run"), "--include-package", "allennlp_elmo_c", "-o",
+             json.dumps({"trainer.num_epochs": 1})]  # fmt: skip
+    control, trained, *results = run_all(
+        [probe, train] + [[*command, "--help"] for command in commands], environment, PROJECT_ROOT
+    )
+    assert control.returncode == 0, control.stderr[-2000:]
+    assert "punkt installed" in control.stdout or "[nltk_data] Error loading punkt" in control.stderr
+    problems = []
+    for command, result in zip(commands, results):
+        program = "python -m allennlp_elmo_c" if command[0] == "python" else "allennlp"
+        usage = f"usage: {program} {command[-1]}"
+        if result.returncode != 0 or not result.stdout.startswith(usage) or result.stderr:
+            problems.append(f"{shlex.join(command)} --help (exit {result.returncode}): stdout "
+                            f"{result.stdout[:200]!r}, stderr {result.stderr[:1000]!r}")  # fmt: skip
+    assert not problems, "\n".join(problems)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    output = trained.stdout + trained.stderr
+    foreign = [line for line in output.splitlines() if FOREIGN.search(line)]
+    assert not foreign, "\n".join(foreign[:20])
+    assert LOG_LINE.match(trained.stderr or trained.stdout), (trained.stderr or trained.stdout)[:500]
+    assert not (tmp_path / "home" / "nltk_data").exists(), "a command downloaded NLTK data"
+
+
 # --- links ------------------------------------------------------------------------------------------
 
 LINKED_FILES = DOC_FILES + ["benchmarks/RESULTS.md"] + sorted(
