@@ -83,6 +83,8 @@ local data = std.extVar('ELMO_C_DATA_DIR');
     callbacks: [
       { type: 'console_logger', should_log_inputs: false },
       { type: 'rng_state' },
+      // The positions each direction trained on, in metrics.json for the model card (`package`).
+      { type: 'tokens_seen' },
     ],
     checkpointer: { type: 'atomic', keep_most_recent_by_count: 2 },
   },

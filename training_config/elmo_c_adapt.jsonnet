@@ -51,6 +51,8 @@ local warmup = std.max(1, std.floor(steps / 20));
       { type: 'console_logger', should_log_inputs: false },
       { type: 'tensorboard', summary_interval: 50, should_log_learning_rate: true },
       { type: 'rng_state' },
+      // The positions each direction trained on, in metrics.json for the model card (`package`).
+      { type: 'tokens_seen' },
       // The forward and the backward LM each clip their gradient norm at 1.0, as the paper's
       // code trains them (two models): no trainer grad_norm, which would clip the two together.
       { type: 'grad_norm_per_direction', max_norm: 1.0 },

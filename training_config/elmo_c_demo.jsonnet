@@ -84,6 +84,8 @@ local batch_size = 64;
       { type: 'tensorboard', summary_interval: 50, should_log_learning_rate: true },
       // Dropout draws resume exactly after a crash (allennlp train --recover).
       { type: 'rng_state' },
+      // The positions each direction trained on, in metrics.json for the model card (`package`).
+      { type: 'tokens_seen' },
       // The forward and the backward LM each clip their gradient norm at 1.0, as the paper's
       // code trains them (two models): no trainer grad_norm, which would clip the two together.
       { type: 'grad_norm_per_direction', max_norm: 1.0 },

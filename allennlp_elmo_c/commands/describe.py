@@ -220,14 +220,19 @@ def _training(config: Dict[str, Any], metrics: Optional[Dict[str, Any]]) -> Opti
     batches = loader.get("batches_per_epoch")
     window = config.get("dataset_reader", {}).get("max_sequence_length")
     batch_size = loader.get("batch_size")
-    tokens = None
-    if epochs and batches and window and batch_size:
+    tokens, counted = None, None
+    if isinstance(metrics.get("tokens_seen"), int):
+        tokens = metrics["tokens_seen"]
+        counted = "positions each direction predicted, counted by the tokens_seen callback"
+    elif epochs and batches and window and batch_size:
         # As benchmarks/quality.py counts them: windows of max_sequence_length tokens.
         tokens = epochs * int(batches) * int(batch_size) * int(window)
+        counted = "epochs x batches_per_epoch x batch_size x max_sequence_length"
     return {
         "training_duration": metrics.get("training_duration"),
         "epochs": epochs,
         "tokens_seen": tokens,
+        "tokens_counted": counted,
         "best_validation_loss": metrics.get("best_validation_loss"),
     }
 
@@ -260,10 +265,9 @@ def format_description(info: Dict[str, Any]) -> str:
     else:
         run = f"{training['training_duration']} over {training['epochs']} epoch(s) (metrics.json)"
         tokens = (
-            f"{training['tokens_seen']:,} (epochs x batches_per_epoch x batch_size x "
-            "max_sequence_length)"
+            f"{training['tokens_seen']:,} ({training['tokens_counted']})"
             if training["tokens_seen"] is not None
-            else "not recorded (the config sets no data_loader.batches_per_epoch)"
+            else "not recorded (no tokens_seen callback, and no data_loader.batches_per_epoch)"
         )
     snippet = info["config_snippet"]
     lines = [

@@ -182,14 +182,20 @@ def _training_record(config: Dict[str, Any], run_dir: Optional[Path], archive: P
     if run_dir is None:
         return record
     metrics = _read_json(run_dir / "metrics.json") or {}
-    for key in ("training_duration", "training_epochs", "epoch", "best_epoch", "best_validation_loss",
-                "best_validation_cosine", "validation_loss", "validation_cosine"):  # fmt: skip
-        if key in metrics:
-            record[key] = metrics[key]
-    timeline = _read_json(run_dir / "budget-timeline.json")
+    if isinstance(metrics.get("epoch"), int):  # AllenNLP's index of the last epoch, from 0
+        record["epochs"] = metrics["epoch"] + 1
+    if "training_duration" in metrics:
+        record["training_duration"] = metrics["training_duration"]
+    best = {key[len("best_validation_"):]: value for key, value in metrics.items()
+            if key.startswith("best_validation_") and isinstance(value, (int, float))}  # fmt: skip
+    if best and isinstance(metrics.get("best_epoch"), int):
+        record["best_validation"] = dict(best, epoch=metrics["best_epoch"] + 1)
+    if isinstance(metrics.get("tokens_seen"), int):  # the `tokens_seen` callback
+        record["tokens_seen"] = metrics["tokens_seen"]
+    timeline = _read_json(run_dir / "budget-timeline.json")  # `training_time_budgets`
     if timeline and timeline.get("points"):
         seconds, tokens = timeline["points"][-1]
-        record["tokens_seen"] = int(tokens)
+        record.setdefault("tokens_seen", int(tokens))
         record["training_seconds_counted"] = float(seconds)
     hardware = _read_json(run_dir / "hardware.json")
     if hardware:
@@ -252,6 +258,35 @@ def _replace_directory(staging: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _tokens_seen(training: Dict[str, Any]) -> str:
+    if not isinstance(training.get("tokens_seen"), int):
+        return ("not recorded (the run's trainer had neither the `tokens_seen` nor the "
+                "`training_time_budgets` callback)")  # fmt: skip
+    return f"{training['tokens_seen']:,} (the positions each direction was trained to predict)"
+
+
+def _epochs(training: Dict[str, Any]) -> str:
+    if "epochs" in training:
+        return str(training["epochs"])
+    if isinstance(training.get("epoch"), int):  # a directory packaged before `epochs` was recorded
+        return str(training["epoch"] + 1)
+    return "not recorded"
+
+
+def _best_validation(training: Dict[str, Any]) -> str:
+    """The validation metrics of the best epoch, e.g. "epoch 1: forward_cosine 0.6601, ..."."""
+    best = dict(training.get("best_validation") or {})
+    if not best:  # a directory packaged before every metric was recorded
+        best = {key[len("best_validation_"):]: value for key, value in training.items()
+                if key.startswith("best_validation_")}  # fmt: skip
+    if not best:
+        return "not recorded (the run had no validation data)"
+    epoch = best.pop("epoch", None)
+    shown = ", ".join(f"{name} {value:.4g}" for name, value in sorted(best.items())
+                      if isinstance(value, (int, float)) and "memory" not in name)  # fmt: skip
+    return f"epoch {epoch}: {shown}" if epoch is not None else shown
+
+
 def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
     """The directory's README.md."""
     training = config["training"]
@@ -293,15 +328,12 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
     else:
         lines.append(f"Corpus: {training.get('train_data_path')} (no manifest found beside it)")
     lines.append("")
-    facts = [
-        ("tokens seen", f"{training['tokens_seen']:,}" if "tokens_seen" in training else
-         "not recorded (the run had no training_time_budgets callback)"),
-        ("training time", training.get("training_duration", "not recorded")),
-        ("epochs", training.get("training_epochs", training.get("epoch", "not recorded"))),
-        ("best validation cosine", training.get("best_validation_cosine", "not recorded")),
-        ("best validation loss", training.get("best_validation_loss", "not recorded")),
-    ]  # fmt: skip
-    lines += [f"- {name}: {value}" for name, value in facts]
+    lines += [
+        f"- tokens seen: {_tokens_seen(training)}",
+        f"- training time: {training.get('training_duration', 'not recorded')}",
+        f"- epochs: {_epochs(training)}",
+        f"- best validation: {_best_validation(training)}",
+    ]
     hardware = training.get("hardware")
     if hardware:
         for session in hardware:

@@ -188,7 +188,7 @@ def pretrain(data_dir: Path, project_dir: Path, verbose: bool = False) -> Path:
     minutes = training_seconds(metrics["training_duration"]) / 60
     print(
         f"  (training took {minutes:.1f} min, "
-        f"{metrics.get('training_epochs', 0) + 1} epoch(s))"
+        f"{metrics['epoch'] + 1} epoch(s))"
     )
     curve = serialization_dir / "curve.json"
     if curve.is_file():

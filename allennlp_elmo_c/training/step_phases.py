@@ -11,7 +11,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.common.atomic import atomic_open
-from allennlp_elmo_c.training.time_budgets import predicted_tokens
+from allennlp_elmo_c.training.tokens_seen import predicted_tokens
 
 logger = logging.getLogger(__name__)
 

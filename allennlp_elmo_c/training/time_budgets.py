@@ -9,22 +9,12 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import archive_model
-from allennlp.nn.util import get_text_field_mask
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.common.atomic import atomic_open, atomic_path
+from allennlp_elmo_c.training.tokens_seen import predicted_tokens
 
 logger = logging.getLogger(__name__)
-
-
-def predicted_tokens(batch: Dict[str, Any]) -> int:
-    """The positions each direction predicts in a batch of language-model sequences: every
-    sequence's tokens but one (the first text field's mask, less one per non-empty sequence)."""
-    for value in batch.values():
-        if isinstance(value, dict):  # a text field's tensors
-            mask = get_text_field_mask(value)  # (batch, timesteps)
-            return int((mask.sum(1) - 1).clamp(min=0).sum())
-    raise ConfigurationError("training_time_budgets: the batch has no text field to count")
 
 
 @TrainerCallback.register("training_time_budgets")

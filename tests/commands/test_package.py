@@ -27,10 +27,13 @@ from allennlp_elmo_c.commands.describe import describe_archive
 from allennlp_elmo_c.commands.package import package_model
 from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
 from tests.helpers import (
+    DEMO_AT_FIXTURE_SIZE,
+    DEMO_CONFIG,
     FIXTURES_ROOT,
     MODEL_SENTENCES as SENTENCES,
     PROJECT_ROOT,
     embedder_vectors,
+    make_demo_data_dir,
     train_config,
     train_small_fasttext,
     without_elmo_c_variables,
@@ -334,3 +337,27 @@ def test_adaptation_and_evaluate_take_the_directory(model_directory, tmp_path, m
                             cwd=PROJECT_ROOT, capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "metrics.json").read_text())["loss"] > 0
+
+
+def test_the_card_states_the_runs_epochs_tokens_and_best_validation(tmp_path, monkeypatch):
+    """The demo config at fixture size for two epochs, packaged: the card's epochs, tokens seen
+    and best validation metrics are the run's own (metrics.json); the tokens are the corpus's
+    stream (each sentence's words with `<S>` and `</S>`) less one, per epoch, as the paper's
+    windows predict every token but the first once per direction."""
+    data = make_demo_data_dir(tmp_path / "data")
+    monkeypatch.setenv("ELMO_C_DATA_DIR", str(data))
+    overrides = dict(DEMO_AT_FIXTURE_SIZE, **{"trainer.num_epochs": 2})
+    train_config(DEMO_CONFIG, tmp_path / "run", json.dumps(overrides))
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    lines = [line.split() for line in (data / "news" / "train.txt").read_text().splitlines()]
+    stream = sum(len(words) + 2 for words in lines if words)
+    assert metrics["epoch"] == 1 and metrics["tokens_seen"] == 2 * (stream - 1)
+
+    card = (package_model(str(tmp_path / "run"), str(tmp_path / "packaged")) / "README.md").read_text()
+    assert "- epochs: 2\n" in card
+    assert f"- tokens seen: {2 * (stream - 1):,} (" in card
+    best = (f"- best validation: epoch {metrics['best_epoch'] + 1}: "
+            f"backward_cosine {metrics['best_validation_backward_cosine']:.4g}, ")  # fmt: skip
+    assert best in card
+    assert f"forward_cosine {metrics['best_validation_forward_cosine']:.4g}, " in card
+    assert f"loss {metrics['best_validation_loss']:.4g}" in card

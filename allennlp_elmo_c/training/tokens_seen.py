@@ -1,0 +1,67 @@
+"""
+How much text a language-model run has trained on: the positions each direction predicted,
+counted per batch (`predicted_tokens`) and kept in the run's metrics by the `tokens_seen`
+callback, for the model card that `package` writes and for `describe`.
+"""
+
+import logging
+from typing import Any, Dict
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.nn.util import get_text_field_mask
+from allennlp.training.callbacks.callback import TrainerCallback
+
+logger = logging.getLogger(__name__)
+
+
+def predicted_tokens(batch: Dict[str, Any]) -> int:
+    """The positions each direction predicts in a batch of language-model sequences: every
+    sequence's tokens but one (the first text field's mask, less one per non-empty sequence)."""
+    for value in batch.values():
+        if isinstance(value, dict):  # a text field's tensors
+            mask = get_text_field_mask(value)  # (batch, timesteps)
+            return int((mask.sum(1) - 1).clamp(min=0).sum())
+    raise ConfigurationError("the batch has no text field to count tokens in")
+
+
+@TrainerCallback.register("tokens_seen")
+class TokensSeen(TrainerCallback):
+    """
+    Counts the positions each direction of the language model was trained to predict
+    (`predicted_tokens` of every training batch) and puts the count into the run's metrics as
+    `tokens_seen` at the end of every epoch: in `metrics.json` when training ends, and in each
+    `metrics_epoch_<n>.json` from the next epoch on (AllenNLP writes that file before calling
+    callbacks). With several worker processes each counts its own batches and the counts are
+    summed. The count is kept with the training checkpoints, so `allennlp train --recover`
+    counts on from the last checkpoint.
+
+    Registered as a `TrainerCallback` with name "tokens_seen". Every training config of this
+    project has it; `package` reads it into the model card.
+    """
+
+    def __init__(self, serialization_dir: str) -> None:
+        super().__init__(serialization_dir)
+        self.tokens = 0
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"tokens": self.tokens}
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        if state_dict:
+            self.tokens = int(state_dict["tokens"])
+
+    def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch, batch_number,
+                 is_training, is_primary=True, batch_grad_norm=None, **kwargs) -> None:  # fmt: skip
+        if is_training:
+            self.tokens += sum(predicted_tokens(batch) for batch in batch_inputs)
+
+    def on_epoch(self, trainer, metrics, epoch, is_primary=True, **kwargs) -> None:
+        total = self.tokens
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            device = next(trainer.model.parameters()).device
+            count = torch.tensor([self.tokens], dtype=torch.long, device=device)
+            torch.distributed.all_reduce(count)
+            total = int(count.item())
+        metrics["tokens_seen"] = total
