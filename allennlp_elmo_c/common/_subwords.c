@@ -18,6 +18,10 @@
 #include <stdint.h>
 #include <string.h>
 
+/* What fasttext_bin.py checks before it uses this module: a build of another version of this
+ * file (an old `build_ext --inplace` left in place) is not used. */
+#define SUBWORDS_API 2
+
 typedef struct {
     int minn, maxn, bucket, num_words;
 } Settings;
@@ -139,63 +143,73 @@ static int word_subword_ids(PyObject *word, PyObject *word_ids, const Settings *
 }
 
 /*
- * The table of shared ints: an open-addressing hash table from each id met so far to its int
- * (linear probing, at most half full), so that it grows with the rows met, not with the rows a
- * model declares (a `bucket` of 2^28 costs nothing until its rows are used).
+ * The table of shared ints, indexed by row id in pages of PAGE_SLOTS slots that are allocated
+ * when a row of theirs is first met: it grows with the rows met, not with the rows a model
+ * declares (a `bucket` of 2^28 costs its page directory, 8 bytes per PAGE_SLOTS rows, until its
+ * rows are used), and a lookup is two loads, as an index into a list of every row would be.
  */
-typedef struct {
-    long long key;
-    PyObject *value; /* NULL: an empty slot */
-} Slot;
+#define PAGE_BITS 12
+#define PAGE_SLOTS ((Py_ssize_t)1 << PAGE_BITS)
 
 typedef struct {
     PyObject_HEAD
-    Slot *slots;
-    Py_ssize_t capacity, size; /* capacity: 0 or a power of two */
+    PyObject ***pages;    /* num_pages pointers, each NULL until a row of its page is met */
+    Py_ssize_t num_pages; /* ceil(rows / PAGE_SLOTS) */
+    long long rows;       /* ids in [0, rows) are shared; others get an int of their own */
+    Py_ssize_t size;      /* the ints made */
 } IntTable;
+
+static void int_table_clear(IntTable *self)
+{
+    for (Py_ssize_t p = 0; p < self->num_pages; p++) {
+        if (self->pages[p] == NULL)
+            continue;
+        for (Py_ssize_t i = 0; i < PAGE_SLOTS; i++)
+            Py_XDECREF(self->pages[p][i]);
+        PyMem_Free(self->pages[p]);
+    }
+    PyMem_Free(self->pages);
+    self->pages = NULL;
+    self->num_pages = 0;
+    self->rows = 0;
+    self->size = 0;
+}
+
+static int int_table_init(IntTable *self, PyObject *args, PyObject *kwds)
+{
+    static char *keywords[] = {"rows", NULL};
+    long long rows;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "L:IntTable", keywords, &rows))
+        return -1;
+    if (rows < 0) {
+        PyErr_Format(PyExc_ValueError, "IntTable: rows must be >= 0, got %lld", rows);
+        return -1;
+    }
+    int_table_clear(self);
+    unsigned long long pages = ((unsigned long long)rows + PAGE_SLOTS - 1) >> PAGE_BITS;
+    if (pages > (unsigned long long)(PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(PyObject **))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->pages = PyMem_Calloc(pages ? (size_t)pages : 1, sizeof(PyObject **));
+    if (self->pages == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->num_pages = (Py_ssize_t)pages;
+    self->rows = rows;
+    return 0;
+}
 
 static void int_table_dealloc(IntTable *self)
 {
-    for (Py_ssize_t i = 0; i < self->capacity; i++)
-        Py_XDECREF(self->slots[i].value);
-    PyMem_Free(self->slots);
+    int_table_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static Py_ssize_t int_table_length(IntTable *self)
 {
     return self->size;
-}
-
-/* Fibonacci hashing: the top bits of the key times 2^64 / the golden ratio (capacity > 0). */
-static size_t slot_of(long long key, Py_ssize_t capacity)
-{
-    uint64_t hash = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-    return (size_t)(hash >> (64 - __builtin_ctzll((unsigned long long)capacity)));
-}
-
-/* Doubles the capacity (at least 1024 slots); -1 with MemoryError if there is no room. */
-static int int_table_grow(IntTable *self)
-{
-    Py_ssize_t capacity = self->capacity ? 2 * self->capacity : 1024;
-    Slot *slots = (size_t)capacity > PY_SSIZE_T_MAX / sizeof(Slot)
-                      ? NULL : PyMem_Calloc((size_t)capacity, sizeof(Slot));
-    if (slots == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < self->capacity; i++) {
-        if (self->slots[i].value == NULL)
-            continue;
-        size_t slot = slot_of(self->slots[i].key, capacity);
-        while (slots[slot].value != NULL)
-            slot = (slot + 1) & (size_t)(capacity - 1);
-        slots[slot] = self->slots[i];
-    }
-    PyMem_Free(self->slots);
-    self->slots = slots;
-    self->capacity = capacity;
-    return 0;
 }
 
 static PySequenceMethods int_table_as_sequence = {
@@ -205,10 +219,12 @@ static PySequenceMethods int_table_as_sequence = {
 static PyTypeObject IntTableType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "allennlp_elmo_c.common._subwords.IntTable",
-    .tp_doc = "IntTable()\n--\n\nThe table of shared ints `subword_ids` fills (len: the ids met).",
+    .tp_doc = "IntTable(rows)\n--\n\nThe table of shared ints of the ids 0 .. rows - 1 that "
+              "`subword_ids` fills (len: the ints made).",
     .tp_basicsize = sizeof(IntTable),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)int_table_init,
     .tp_dealloc = (destructor)int_table_dealloc,
     .tp_as_sequence = &int_table_as_sequence,
 };
@@ -219,24 +235,36 @@ static PyTypeObject IntTableType = {
  */
 static PyObject *shared_int(IntTable *ints, long long id)
 {
-    if (2 * (ints->size + 1) > ints->capacity && int_table_grow(ints) < 0)
-        return NULL;
-    size_t mask = (size_t)(ints->capacity - 1), slot = slot_of(id, ints->capacity);
-    while (ints->slots[slot].value != NULL) {
-        if (ints->slots[slot].key == id) {
-            Py_INCREF(ints->slots[slot].value);
-            return ints->slots[slot].value;
+    if (id < 0 || id >= ints->rows)
+        return PyLong_FromLongLong(id);
+    PyObject **page = ints->pages[id >> PAGE_BITS];
+    if (page == NULL) {
+        page = PyMem_Calloc((size_t)PAGE_SLOTS, sizeof(PyObject *));
+        if (page == NULL) {
+            PyErr_NoMemory();
+            return NULL;
         }
-        slot = (slot + 1) & mask;
+        ints->pages[id >> PAGE_BITS] = page;
     }
-    PyObject *value = PyLong_FromLongLong(id);
-    if (value == NULL)
-        return NULL;
-    ints->slots[slot].key = id;
-    ints->slots[slot].value = value; /* the table's reference */
-    ints->size++;
-    Py_INCREF(value);
-    return value;
+    PyObject **slot = &page[id & (PAGE_SLOTS - 1)];
+    if (*slot == NULL) {
+        *slot = PyLong_FromLongLong(id); /* the table's reference */
+        if (*slot == NULL)
+            return NULL;
+        ints->size++;
+    }
+    Py_INCREF(*slot);
+    return *slot;
+}
+
+/* Asks the CPU for the slot of `id` (and its int) ahead of its lookup. */
+static void prefetch_int(const IntTable *ints, long long id)
+{
+    if (id < 0 || id >= ints->rows)
+        return;
+    PyObject **page = ints->pages[id >> PAGE_BITS];
+    if (page != NULL)
+        __builtin_prefetch(&page[id & (PAGE_SLOTS - 1)]);
 }
 
 static PyObject *subword_ids(PyObject *module, PyObject *args)
@@ -278,15 +306,20 @@ static PyObject *subword_ids(PyObject *module, PyObject *args)
         PyList_SET_ITEM(result, w, tuple); /* owned by the list from here on */
         const long long *word_ids = ids.data;
         for (Py_ssize_t k = 0; k < kept; k++) {
-            /* The table's slots are met at random: fetching one a few ids ahead hides most of
-             * the wait for memory (about 10% of the time of a large table's lookups). */
-            if (k + 4 < kept && ints->capacity > 0)
-                __builtin_prefetch(&ints->slots[slot_of(word_ids[k + 4], ints->capacity)]);
+            /* The table's slots are met at random: fetching one a few ids ahead hides part of
+             * the wait for memory. */
+            if (k + 4 < kept)
+                prefetch_int(ints, word_ids[k + 4]);
             PyObject *id = shared_int(ints, word_ids[k]);
             if (id == NULL)
                 goto error;
             PyTuple_SET_ITEM(tuple, k, id);
         }
+        /* A tuple of ints can hold no reference cycle: untracked, the garbage collector never
+         * visits it (nor a dict caching only such tuples), as it would do itself after its
+         * first collection; a cache of a million words costs collections nothing. */
+        if (kept > 0)
+            PyObject_GC_UnTrack(tuple);
     }
     PyMem_Free(bytes.data);
     PyMem_Free(ids.data);
@@ -325,7 +358,8 @@ PyMODINIT_FUNC PyInit__subwords(void)
     if (PyType_Ready(&IntTableType) < 0)
         return NULL;
     PyObject *created = PyModule_Create(&module);
-    if (created != NULL && PyModule_AddObjectRef(created, "IntTable", (PyObject *)&IntTableType) < 0)
+    if (created != NULL && (PyModule_AddObjectRef(created, "IntTable", (PyObject *)&IntTableType) < 0
+                            || PyModule_AddIntConstant(created, "API", SUBWORDS_API) < 0))
         Py_CLEAR(created);
     return created;
 }

@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 FASTTEXT_MAGIC = 793712314
 FASTTEXT_VERSION = 12
 EOS = "</s>"
+NATIVE_API = 2  # SUBWORDS_API of the _subwords.c this module calls
 _MIN_ENTRY_BYTES = 10  # a dictionary entry: its word's NUL, an int64 count, an int8 type
 _FINGERPRINT_SPAN = 1 << 20  # bytes of the matrix start and of the file end that are hashed
 # Every fingerprint computed in this process, with the file it came from (for messages naming the
@@ -61,7 +62,7 @@ def native_subwords():
             error,
         )
         return None
-    if not hasattr(_subwords, "IntTable"):
+    if getattr(_subwords, "API", None) != NATIVE_API:
         logger.info(
             "fastText subword ids: the C extension %s was built from another version of "
             "_subwords.c; using the slower numpy implementation (rebuild it with `python "
@@ -251,9 +252,9 @@ class FastTextBin:
         The C extension's table of shared int objects (`_subwords.IntTable`), from each row id
         met to its int: the ids of all words and of every indexer reading this file are the same
         objects (the millions of ids in an indexer's cache would otherwise be distinct ints). It
-        grows with the rows met, not with the rows the header declares.
+        grows with the rows met, in pages, not with the rows the header declares.
         """
-        return native_subwords().IntTable()
+        return native_subwords().IntTable(self.num_rows)
 
     def subword_ids(self, word: str, limit: Optional[int] = None) -> List[int]:
         """

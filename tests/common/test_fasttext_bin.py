@@ -361,3 +361,21 @@ def test_missing_extension_falls_back_to_numpy_and_says_so(monkeypatch, caplog):
     assert model.subword_ids_batch(["schools", "café"]) == [
         reference_subword_ids(model, word) for word in ["schools", "café"]
     ]
+
+
+@pytest.mark.skipif(native_subwords() is None, reason="the C extension is not built")
+def test_the_native_tuples_and_an_indexer_cache_of_them_are_not_tracked_by_the_collector():
+    """Tuples of ints hold no cycle: the C extension untracks them, so that a cache of many
+    words costs the garbage collector nothing (a dict of untracked values stays untracked)."""
+    import gc
+
+    from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
+
+    model = FastTextBin.load(TINY)
+    computed, _ = model.subword_ids_and_cuts(["schools", "unseenword", "café", "</s>"])
+    assert all(ids and not gc.is_tracked(ids) for ids in computed[:3])
+    assert computed[0] == tuple(reference_subword_ids(model, "schools"))
+    indexer = FastTextSubwordsIndexer(str(TINY))
+    indexer.subword_ids_of(["schools", "unseenword", "schools", "new"])
+    assert len(indexer._cache) == 3 and not gc.is_tracked(indexer._cache)
+    assert indexer.subword_ids_of(["new", "schools"]) == [indexer._cache["new"], indexer._cache["schools"]]

@@ -187,7 +187,8 @@ class FastTextSubwordsIndexer(TokenIndexer):
         found = list(map(cache.get, texts))
         if None not in found:
             return found
-        missing = list(dict.fromkeys([t for t, ids in zip(texts, found) if ids is None]))
+        # (A word missing twice is hashed twice: rarer and cheaper than removing repeats.)
+        missing = [text for text, ids in zip(texts, found) if ids is None]
         computed, cut = self._model.subword_ids_and_cuts(missing, limit=self._max_subwords)
         for index in cut:
             self._truncations.record(missing[index])
@@ -196,7 +197,8 @@ class FastTextSubwordsIndexer(TokenIndexer):
             cache.clear()
         if len(new) <= self._cache_size:
             cache.update(new)
-        return [new[t] if ids is None else ids for t, ids in zip(texts, found)]
+        # A cached word's ids as found; each other word's from `new` (found None).
+        return list(map(new.get, texts, found))
 
     def count_vocab_items(self, token: Token, counter: Dict[str, Dict[str, int]]):
         pass  # open vocabulary: nothing to count
@@ -207,7 +209,7 @@ class FastTextSubwordsIndexer(TokenIndexer):
         return {
             "subword_ids": subwords,
             "token_mask": [True] * len(subwords),
-            "subword_counts": [len(ids) for ids in subwords],
+            "subword_counts": list(map(len, subwords)),
             "fasttext_fingerprint": [self._model.fingerprint],
         }
 
