@@ -183,13 +183,70 @@ def score(task: str, train, dev, train_x, dev_x, args) -> Dict[str, object]:
         train_y = [label for _, label in train]
         dev_y = [label for _, label in dev]
     result = probe(train_x, train_y, dev_x, dev_y, args.c, args.max_iter, args.seed,
-                   keep_predictions=task == "ner")  # fmt: skip
+                   keep_predictions=True)  # fmt: skip
+    predicted = result.pop("predictions")
+    if task in TOKEN_TASKS:
+        flat = iter(predicted)
+        guessed = [[next(flat) for _ in tags] for _, tags in dev]
+        result["items"] = item_counts(task, [tags for _, tags in dev], guessed)
+    else:
+        result["items"] = item_counts(task, [label for _, label in dev], predicted)
     if task == "ner":
-        predicted = iter(result.pop("predictions"))
-        guessed = [[next(predicted) for _ in tags] for _, tags in dev]
         result["f1"] = entity_f1([tags for _, tags in dev], guessed)
     result["score"] = result["f1"] if task == "ner" else result["accuracy"]
     return result
+
+
+def item_counts(task: str, gold: Sequence, predicted: Sequence) -> List[List[int]]:
+    """Per development item, what its task's score sums: `[correct, tokens]` per POS sentence,
+    `[true positive, predicted, gold]` entity spans per NER sentence, `[correct, 1]` per
+    sentence or pair of the others. `items_score` of their sum is the probe's score; a bootstrap
+    resamples them (`paired_bootstrap`)."""
+    if task == "ner":
+        counts = []
+        for gold_tags, predicted_tags in zip(gold, predicted):
+            real, guessed = spans(gold_tags), spans(predicted_tags)
+            counts.append([len(real & guessed), len(guessed), len(real)])
+        return counts
+    if task in TOKEN_TASKS:
+        return [[sum(g == p for g, p in zip(gold_tags, predicted_tags)), len(gold_tags)]
+                for gold_tags, predicted_tags in zip(gold, predicted)]  # fmt: skip
+    return [[int(g == p), 1] for g, p in zip(gold, predicted)]
+
+
+def items_score(task: str, sums: numpy.ndarray) -> numpy.ndarray:
+    """The score from summed `item_counts` (`(..., k)`): entity F1 for `ner`, else accuracy."""
+    if task == "ner":
+        true_positive, guessed, real = sums[..., 0], sums[..., 1], sums[..., 2]
+        denominator = numpy.maximum(guessed + real, 1)
+        return 2.0 * true_positive / denominator  # = 2PR / (P + R); 0 without a true positive
+    return sums[..., 0] / numpy.maximum(sums[..., 1], 1)
+
+
+def paired_bootstrap(a: dict, b: dict, tasks: Sequence[str], row_a: str = WITH_BILM,
+                     row_b: str = WITH_BILM, resamples: int = 1000, seed: int = 0) -> Dict[str, float]:  # fmt: skip
+    """
+    The difference `a - b` of the mean probe score over `tasks` between two screen results, and
+    its 95% interval from a paired bootstrap: each resample draws each task's development items
+    with replacement (the same draws for both, which were scored on the same items) and
+    recomputes every task's score from the drawn items' counts. The interval is what the
+    development sets' sampling alone allows; the probes themselves are deterministic.
+    """
+    rng = numpy.random.default_rng(seed)
+    difference = numpy.zeros(resamples)
+    point = 0.0
+    for task in tasks:
+        items_a = numpy.asarray(a["tasks"][task][row_a]["items"], dtype=numpy.float64)
+        items_b = numpy.asarray(b["tasks"][task][row_b]["items"], dtype=numpy.float64)
+        if items_a.shape != items_b.shape:
+            raise ValueError(f"{task}: the two results were scored on different items")
+        n = len(items_a)
+        weights = rng.multinomial(n, numpy.full(n, 1.0 / n), size=resamples)  # (resamples, n)
+        difference += items_score(task, weights @ items_a) - items_score(task, weights @ items_b)
+        point += items_score(task, items_a.sum(0)) - items_score(task, items_b.sum(0))
+    difference /= len(tasks)
+    low, high = numpy.percentile(difference, [2.5, 97.5])
+    return {"difference": float(point / len(tasks)), "low": float(low), "high": float(high)}
 
 
 def screen_archive(

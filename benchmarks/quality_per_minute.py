@@ -206,21 +206,39 @@ def peer_dim(archive: str) -> int:
     return 2 * int(config["model"]["contextualizer"]["projection_size"])
 
 
-def timeline_table(pretrained: Dict[str, dict]) -> List[str]:
-    """Tokens/s of each run per 10 minutes of training time: a slowed run shows."""
+def rates_per_10_minutes(timeline: List[List[float]]) -> List[Optional[float]]:
+    """Tokens/s in each 10 minutes of training time (0-10, ..., 50-60) of a run's
+    `budget-timeline.json` points; None where the run has fewer than two points."""
+    points = [(0.0, 0)] + [tuple(p) for p in timeline]
+    rates: List[Optional[float]] = []
+    for start in range(0, 60, 10):
+        inside = [p for p in points if 60 * start <= p[0] <= 60 * (start + 10)]
+        if len(inside) < 2:
+            rates.append(None)
+            continue
+        (t0, n0), (t1, n1) = inside[0], inside[-1]
+        rates.append((n1 - n0) / max(t1 - t0, 1e-9))
+    return rates
+
+
+def timeline_table(pretrained: Dict[str, dict], tolerance: float = 0.05) -> List[str]:
+    """Tokens/s of each run per 10 minutes of training time, and the rule that keeps the timings
+    honest: a 10 minutes more than `tolerance` below its run's median rate was slowed by other
+    work, and the budgets it falls in must be run again."""
     lines = ["| system | " + " | ".join(f"{m}-{m + 10} min" for m in range(0, 60, 10)) + " |",
              "|---|" + "---|" * 6]  # fmt: skip
+    slowed = []
     for system, result in pretrained.items():
-        points = [(0.0, 0)] + [tuple(p) for p in result["timeline"]]
-        cells = []
-        for start in range(0, 60, 10):
-            inside = [p for p in points if 60 * start <= p[0] <= 60 * (start + 10)]
-            if len(inside) < 2:
-                cells.append("-")
-                continue
-            (t0, n0), (t1, n1) = inside[0], inside[-1]
-            cells.append(f"{(n1 - n0) / max(t1 - t0, 1e-9):,.0f}")
-        lines.append(f"| {SYSTEMS[system][1]} | " + " | ".join(cells) + " |")
+        rates = rates_per_10_minutes(result["timeline"])
+        known = [r for r in rates if r is not None]
+        median = statistics.median(known) if known else None
+        lines.append(f"| {SYSTEMS[system][1]} | "
+                     + " | ".join("-" if r is None else f"{r:,.0f}" for r in rates) + " |")  # fmt: skip
+        slowed += [f"{SYSTEMS[system][1]} {10 * i}-{10 * i + 10} min ({r:,.0f} against a median of "
+                   f"{median:,.0f})" for i, r in enumerate(rates)
+                   if r is not None and r < (1 - tolerance) * median]  # fmt: skip
+    lines += ["", f"Rates more than {100 * tolerance:g}% below their run's median (budgets to run again): "
+              + ("; ".join(slowed) if slowed else "none") + "."]  # fmt: skip
     return lines
 
 

@@ -336,6 +336,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
             lines.append(f"| {LABELS[system][1]} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
                          f"{record['tokens_per_second']:,.0f} | "
                          f"{probe_cells(screened.get(f'{system}-{minutes}min'), probe_screen.WITH_BILM)} |")  # fmt: skip
+    lines += comparison_lines(pretrained, screened)
     if finalists:
         tasks = list(args.downstream_tasks)
         seeds = downstream_seeds(args)
@@ -360,6 +361,39 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         lines += ["", "Tokens/s over training time (per 10 minutes):", ""] + timeline_table(pretrained)
     lines += ["", f"![where ELMo-C wins]({args.plot.name})", END]
     return "\n".join(lines) + "\n"
+
+
+def comparison_lines(pretrained: Dict[str, dict], screened: Dict[str, dict]) -> List[str]:
+    """Every other system against the paper's cosine at each budget: the difference of the mean
+    probe score (all tasks, and per task family) with its 95% paired-bootstrap interval over the
+    development items (`probe_screen.paired_bootstrap`), and what the decision rule reads in it."""
+    from quality_per_minute import SYSTEMS as LABELS
+
+    reference = "elmo_c_cosine"
+    rows = []
+    for system, result in pretrained.items():
+        if system == reference or reference not in pretrained:
+            continue
+        for minutes in result["budgets"]:
+            mine, theirs = screened.get(f"{system}-{minutes}min"), screened.get(f"{reference}-{minutes}min")
+            if not mine or not theirs or any("items" not in mine["tasks"].get(t, {}).get(
+                    probe_screen.WITH_BILM, {}) for t in SCREEN_TASKS):  # fmt: skip
+                continue
+            cells = []
+            for tasks in (SCREEN_TASKS, *FAMILIES.values()):
+                found = probe_screen.paired_bootstrap(mine, theirs, tasks)
+                verdict = ("ahead" if found["low"] > 0 else "behind" if found["high"] < 0
+                           else "within the spread")  # fmt: skip
+                cells.append(f"{100 * found['difference']:+.2f} [{100 * found['low']:+.2f}, "
+                             f"{100 * found['high']:+.2f}] {verdict}")  # fmt: skip
+            rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return ["", f"Against {LABELS[reference][1]} at the same budget: the difference of the mean "
+            "probe score (points), its 95% interval from a paired bootstrap over the development "
+            "items (1,000 resamples), and whether it lies beyond that spread:", "",
+            "| system | minutes | all tasks | " + " | ".join(FAMILIES) + " |",
+            "|---|---|" + "---|" * (1 + len(FAMILIES))] + rows  # fmt: skip
 
 
 def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], path: Path) -> None:

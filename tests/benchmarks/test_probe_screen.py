@@ -79,6 +79,9 @@ def test_every_task_probed_through_a_tiny_bilm(elmo_c_archive, tmp_path):
         for result in probes.values():
             assert 0.0 <= result["score"] <= 1.0
             assert "predictions" not in result
+            # The per-item counts sum to the probe's own score.
+            sums = numpy.asarray(result["items"]).sum(0)
+            assert screen.items_score(task, sums) == pytest.approx(result["score"]), task
     # Trained and scored on the same sentences, the POS probe fits them all.
     assert tasks["pos"][screen.WITH_BILM]["score"] == 1.0
     assert out.is_file()
@@ -122,3 +125,55 @@ def test_stsb_pairs_probed_through_a_tiny_bilm(elmo_c_archive, tmp_path):
     probes = screen.main(argv)["tiny"]["tasks"]["stsb"]
     assert set(probes) == {screen.WITH_BILM, screen.FASTTEXT}
     assert all(0.0 <= result["score"] <= 1.0 for result in probes.values())
+
+
+def screen_result(items_by_task):
+    return {"tasks": {task: {"with": {"items": items}} for task, items in items_by_task.items()}}
+
+
+def test_paired_bootstrap_against_resampling_by_hand():
+    """Two systems scored on the same items: the bootstrap's interval against a plain loop that
+    draws the items with replacement and recomputes each task's score from its definition
+    (entity F1 from span counts, accuracy from correct tokens), with the same draws."""
+    screen = load_screen()
+    rng = numpy.random.default_rng(1)
+    pos = [[int(rng.integers(0, 12)), 12] for _ in range(40)]
+    ner = [[int(tp), int(tp + rng.integers(0, 2)), int(tp + rng.integers(0, 2))]
+           for tp in rng.integers(0, 3, size=30)]  # fmt: skip
+    sst = [[int(c), 1] for c in rng.integers(0, 2, size=50)]
+    a = screen_result({"pos": pos, "ner": ner, "sst5": sst})
+    shifted = [[max(c - 1, 0), n] for c, n in pos]
+    b = screen_result({"pos": shifted, "ner": [[0, g, r] for _, g, r in ner],
+                       "sst5": [[1 - c, 1] for c, _ in sst]})  # fmt: skip
+    tasks = ("pos", "ner", "sst5")
+    found = screen.paired_bootstrap(a, b, tasks, "with", "with", resamples=300, seed=7)
+
+    def f1(rows):
+        tp, guessed, real = (sum(r[i] for r in rows) for i in range(3))
+        return 0.0 if tp == 0 else 2 * (tp / guessed) * (tp / real) / (tp / guessed + tp / real)
+
+    def accuracy(rows):
+        return sum(r[0] for r in rows) / sum(r[1] for r in rows)
+
+    score = {"pos": accuracy, "ner": f1, "sst5": accuracy}
+    draws = numpy.random.default_rng(7)
+    by_hand = numpy.zeros(300)
+    for task in tasks:
+        mine, theirs = a["tasks"][task]["with"]["items"], b["tasks"][task]["with"]["items"]
+        n = len(mine)
+        weights = draws.multinomial(n, numpy.full(n, 1.0 / n), size=300)
+        for r, counts in enumerate(weights):
+            drawn = [i for i, k in enumerate(counts) for _ in range(k)]
+            by_hand[r] += score[task]([mine[i] for i in drawn]) - score[task]([theirs[i] for i in drawn])
+    by_hand /= len(tasks)
+    assert found["low"] == pytest.approx(numpy.percentile(by_hand, 2.5))
+    assert found["high"] == pytest.approx(numpy.percentile(by_hand, 97.5))
+    point = sum(score[t](a["tasks"][t]["with"]["items"]) - score[t](b["tasks"][t]["with"]["items"])
+                for t in tasks) / 3  # fmt: skip
+    assert found["difference"] == pytest.approx(point)
+    assert found["low"] <= found["difference"] <= found["high"]
+    # A system against itself: no difference and no spread.
+    assert screen.paired_bootstrap(a, a, tasks, "with", "with") == {"difference": 0.0, "low": 0.0, "high": 0.0}
+    with pytest.raises(ValueError, match="different items"):
+        screen.paired_bootstrap(a, screen_result({"pos": pos[:5], "ner": ner, "sst5": sst}),
+                                tasks, "with", "with")  # fmt: skip

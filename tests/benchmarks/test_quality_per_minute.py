@@ -1,6 +1,8 @@
 """`benchmarks/quality_per_minute.py` end to end at fixture size: plumbing and report only."""
 import json
 
+import pytest
+
 from tests import FIXTURES_ROOT
 from tests.helpers import load_benchmark
 from tests.benchmarks.test_quality import inputs  # noqa: F401  (the fixture data)
@@ -86,3 +88,20 @@ def quality_per_minute_systems(section: str):
     """The systems listed under the report's commits."""
     part = section.split("Commits each pretraining ran on:", 1)[1].split("Tokens/s over", 1)[0]
     return [line for line in part.splitlines() if line.startswith("- ")]
+
+
+def test_a_slowed_ten_minutes_is_named_in_the_timeline():
+    script = load_benchmark("quality_per_minute")
+    # 6,000 tokens/s, but 5,000 in 10-20 min (17% below the median) and 5,800 in 20-30 (3%).
+    rates = [6000, 5000, 5800, 6000, 6000, 6000]
+    points, tokens = [], 0
+    for index, rate in enumerate(rates):
+        for step in range(1, 11):
+            tokens += rate * 60
+            points.append([600 * index + 60 * step, tokens])
+    assert script.rates_per_10_minutes(points) == pytest.approx(rates)
+    lines = script.timeline_table({"elmo_c_cosine": {"timeline": points}})
+    assert lines[2].endswith("| 6,000 | 5,000 | 5,800 | 6,000 | 6,000 | 6,000 |")
+    assert lines[-1] == ("Rates more than 5% below their run's median (budgets to run again): "
+                         "ELMo-C (continuous, cosine) 10-20 min (5,000 against a median of 6,000).")  # fmt: skip
+    assert script.rates_per_10_minutes(points[:3])[1:] == [None] * 5

@@ -113,6 +113,10 @@ def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
     section = text[text.index(script.BEGIN) : text.index(script.END)]
     assert section.count("| ELMo-C (continuous, in-batch softmax) | 0.000") >= 2  # a screen row per budget
     assert "(n=1)" in section and "Commits each pretraining ran on:" in section
+    # Every other system against the cosine at each budget, with its bootstrap interval.
+    against = [line for line in section.splitlines() if line.startswith("| ELMo-A") and "[" in line]
+    assert len(against) == 2 and all(line.count("[") == 3 for line in against)
+    assert "below their run's median (budgets to run again):" in section
     # --report-only runs nothing and renders the same section.
     script.main(argv + ["--report-only"])
     assert report.read_text() == text
