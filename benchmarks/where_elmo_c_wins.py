@@ -34,7 +34,8 @@ skipped, so the command runs in pieces, and several processes can share OUT):
    Start one process per core (`taskset`), each with its own `--systems`.
 7. `screen-SYSTEM-MINUTES`: every snapshot through `probe_screen` (linear probes on frozen
    features, dev splits), and `screen-fasttext`, the general fastText alone.
-8. `finalists`, once every system's last snapshot is screened: the ELMo-C variant (a system
+8. `finalists`, once every system's last snapshot is screened, by a run that goes on to the
+   downstream runs (not one with `--only`): the ELMo-C variant (a system
    without a vocabulary: `ELMO_C_VARIANTS`) with the best mean probe score over the screen's
    tasks at the last budget, ELMo-A, and the paper's cosine if it is not the best (the
    decision compares against it); `--finalists` names them instead.
@@ -517,9 +518,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if args.finalists:
         finalists = {"systems": args.finalists, "best_variant": args.finalists[0],
                      "budget": last, "named": True}  # fmt: skip
-    elif finalists is None and "elmo_a_whole" in pretrained and variants and all(
+    elif finalists is None and args.only is None and "elmo_a_whole" in pretrained and variants and all(
         f"{s}-{last}min" in screened for s in variants
-    ):
+    ):  # (a run stopping at the screen may cover only some systems: it chooses nothing)
         finalists = steps.run("finalists", lambda: finalists_step(args, screened))
     if args.only != "screen" and finalists and all(s in pretrained for s in finalists["systems"]):
         runs = downstream_runs(args, pretrained, finalists["systems"])

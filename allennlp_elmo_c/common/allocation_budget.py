@@ -116,24 +116,43 @@ def _fresh_bytes(func, result) -> Iterator[int]:
         yield tensor.numel() * tensor.element_size()
 
 
+# The budgets being enforced, the innermost last.
+_ENFORCED: List[_Budget] = []
+
+
+def allow(size: int) -> None:
+    """
+    Raises the limit of the budget being enforced, if any, by `size` bytes: for a tensor whose
+    size the model's own files fix rather than its config, and which its weights do not hold (a
+    frozen output embedding of fastText vectors: the archived vocabulary's words times the
+    fingerprint-checked `.bin`'s dimension, rebuilt whenever the model is built).
+    """
+    if _ENFORCED:
+        _ENFORCED[-1].limit += size
+
+
 @contextlib.contextmanager
 def allocation_budget(limit: int, where: str, config: Optional[Dict[str, Any]] = None) -> Iterator[None]:
     """
-    While inside, tensors created past `limit` bytes in all are refused: a `ConfigurationError`
-    naming `where`, the budget, and the largest sizes `config` declares (the likely culprit).
+    While inside, tensors created past `limit` bytes in all (plus what `allow` adds) are refused:
+    a `ConfigurationError` naming `where`, the budget, and the largest sizes `config` declares
+    (the likely culprit).
     """
     budget = _Budget(limit)
+    _ENFORCED.append(budget)
     try:
         with budget:
             yield
     except _OverBudget as error:
         sizes = ", ".join(f"{key} = {value}" for key, value in largest_sizes(config or {}))
         raise ConfigurationError(
-            f"{where}: building the model would allocate more than {limit:,} bytes ({budget.used:,} "
+            f"{where}: building the model would allocate more than {budget.limit:,} bytes ({budget.used:,} "
             f"so far, then {error.args[0]:,} more), far more than its weights hold; its config "
             f"declares sizes its weights do not have{f' (largest: {sizes})' if sizes else ''}. "
             "Refused before allocating."
         ) from None
+    finally:
+        _ENFORCED.remove(budget)
 
 
 # Integers of a config that are no sizes.

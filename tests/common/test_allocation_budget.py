@@ -89,3 +89,31 @@ def test_a_legitimate_biLM_builds_well_within_the_budget_of_its_weights(monkeypa
     stored = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     with allocation_budget(BUDGET_FACTOR * stored, "received", config):
         Model.from_params(vocab=Vocabulary(), params=Params(json.loads(json.dumps(config["model"]))))
+
+
+def test_a_frozen_fasttext_output_embedding_is_allowed_what_its_vocabulary_and_bin_fix(monkeypatch):
+    """FIXED's frozen output embedding is rebuilt from the vocabulary and the .bin, not stored in
+    the weights: with 20,000 target words it is ten times what the head's weights hold, and it
+    builds within their budget because `allow` adds the rows' bytes; without `allow` it does
+    not."""
+    from allennlp_elmo_c.common import allocation_budget as module
+    from allennlp_elmo_c.modules.output_heads import softmax
+
+    vocab = Vocabulary()
+    vocab.add_tokens_to_namespace([f"word{i}" for i in range(20_000)], "lm_targets")
+
+    def head():
+        return softmax.SoftmaxOutputHead(16, 16, vocab, vocab_namespace="lm_targets",
+                                         output_embedding_fasttext=str(FIXTURES_ROOT / "fasttext" / "tiny.bin"),
+                                         freeze_output_embedding=True)  # fmt: skip
+
+    stored = sum(t.numel() * t.element_size() for t in head().state_dict().values())
+    frozen = head().output_embedding
+    assert frozen.numel() * frozen.element_size() > 4 * stored
+    with allocation_budget(BUDGET_FACTOR * stored, "received"):
+        head()
+    monkeypatch.setattr(softmax, "allow", lambda size: None)
+    with pytest.raises(ConfigurationError, match="would allocate more than"):
+        with allocation_budget(BUDGET_FACTOR * stored, "received"):
+            head()
+    assert module._ENFORCED == []

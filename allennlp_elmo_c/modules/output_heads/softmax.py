@@ -8,6 +8,7 @@ from allennlp.data import Vocabulary
 from allennlp.modules import TextFieldEmbedder
 from allennlp.modules.token_embedders import Embedding
 
+from allennlp_elmo_c.common.allocation_budget import allow
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
@@ -24,6 +25,10 @@ def fasttext_output_embedding(vocab: Vocabulary, namespace: str, path: str) -> t
     """
     fasttext = FastTextBin.load(path)
     size = vocab.get_vocab_size(namespace)
+    # A received model is built within a budget from its weights, which do not hold these rows
+    # when they are frozen: their bytes (and those of the mean's copy below) are fixed by the
+    # archived vocabulary and the .bin's dimension, not by the config.
+    allow(2 * size * fasttext.dim * 4)
     vectors = torch.zeros(size, fasttext.dim)
     # AllenNLP's padded namespaces have padding at id 0 and the OOV token at id 1; other
     # namespaces have neither.
