@@ -129,16 +129,8 @@ def spans(tags: Sequence[str]) -> set:
 
 def entity_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
     """Micro F1 of exact entity spans over sentences (0 when neither side has an entity)."""
-    true_positive = guessed = real = 0
-    for gold_tags, predicted_tags in zip(gold, predicted):
-        gold_spans, predicted_spans = spans(gold_tags), spans(predicted_tags)
-        true_positive += len(gold_spans & predicted_spans)
-        guessed += len(predicted_spans)
-        real += len(gold_spans)
-    if true_positive == 0:
-        return 0.0
-    precision, recall = true_positive / guessed, true_positive / real
-    return 2 * precision * recall / (precision + recall)
+    counts = numpy.asarray(item_counts("ner", gold, predicted), dtype=numpy.float64).reshape(-1, 3)
+    return float(items_score("ner", counts.sum(0)))
 
 
 def features(representations, sentences: List[List[str]], batch_size: int, pooled: bool):
@@ -191,8 +183,8 @@ def score(task: str, train, dev, train_x, dev_x, args) -> Dict[str, object]:
         result["items"] = item_counts(task, [tags for _, tags in dev], guessed)
     else:
         result["items"] = item_counts(task, [label for _, label in dev], predicted)
-    if task == "ner":
-        result["f1"] = entity_f1([tags for _, tags in dev], guessed)
+    if task == "ner":  # entity_f1 of the predictions, from their per-sentence counts
+        result["f1"] = float(items_score(task, numpy.asarray(result["items"], dtype=numpy.float64).sum(0)))
     result["score"] = result["f1"] if task == "ner" else result["accuracy"]
     return result
 

@@ -538,6 +538,19 @@ def user_environment(**extra: str) -> Dict[str, str]:
     return environment
 
 
+# No network for a subprocess: every HTTP(S) client it uses (urllib for NLTK, requests for Hugging
+# Face) goes through a proxy on a closed local port.
+NO_NETWORK = {name: "http://127.0.0.1:9" for name in
+              ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")}  # fmt: skip
+
+
+def offline_environment(home: Path) -> Dict[str, str]:
+    """A user's shell (`user_environment`) on a machine without network, with an empty home."""
+    home.mkdir(parents=True, exist_ok=True)
+    return user_environment(HOME=str(home), NLTK_DATA=str(home / "nltk_data"), NO_PROXY="",
+                            no_proxy="", **NO_NETWORK)  # fmt: skip
+
+
 def load_benchmark(name: str):
     """The script `benchmarks/<name>.py` as a module (the benchmarks folder on `sys.path`, as
     when it runs, for the helpers the scripts import from one another)."""
@@ -610,6 +623,29 @@ def regenerate_checksums(directory: Path) -> None:
         if path.is_file() and not path.is_symlink() and path.name != "checksums.sha256"
     ]
     (directory / "checksums.sha256").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def edit_directory_config(directory: Path, edit) -> None:
+    """`edit` (a function changing a config in place) applied to the model directory's
+    config.json, its listing regenerated (`regenerate_checksums`), as a sender would."""
+    config = json.loads((directory / "config.json").read_text())
+    edit(config)
+    (directory / "config.json").write_text(json.dumps(config))
+    regenerate_checksums(directory)
+
+
+def contained_received_copy(model_directory: Path, tmp_path: Path, monkeypatch) -> Path:
+    """A copy of the packaged biLM `model_directory` at `tmp_path/received`, as received: no
+    ELMO_C_* variable set, AllenNLP's cache and every temporary directory within `tmp_path`."""
+    import tempfile
+
+    without_elmo_c_variables(monkeypatch)
+    monkeypatch.setattr("allennlp.common.file_utils.CACHE_DIRECTORY", str(tmp_path / "cache"))
+    (tmp_path / "scratch").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
+    target = tmp_path / "received"
+    shutil.copytree(model_directory, target)
+    return target
 
 
 def _predict(model: Path, scratch: Path) -> None:

@@ -113,7 +113,7 @@ def test_the_narrativeqa_import_downloads_nothing_and_nltk_download_stays_nltks(
     import subprocess
     import sys
 
-    from tests.test_docs import offline_environment
+    from tests.helpers import offline_environment
 
     script = """
 import logging, nltk, sys

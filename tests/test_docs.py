@@ -37,6 +37,7 @@ from tests.helpers import (
     TINY_ELMO_C_DIM,
     doc_blocks,
     load_benchmark,
+    offline_environment,
     user_environment,
 )
 
@@ -343,24 +344,11 @@ def test_run_blocks_run(scratch):
 
 # --- what the documented commands print ------------------------------------------------------------
 
-# No network for a subprocess: every HTTP(S) client it uses (urllib for NLTK, requests for Hugging
-# Face) goes through a proxy on a closed local port.
-NO_NETWORK = {name: "http://127.0.0.1:9" for name in
-              ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")}  # fmt: skip
-
-
 # Lines no documented command may print: NLTK's download errors, Python warnings (`file:line:
 # SomeWarning: ...`), tracebacks.
 FOREIGN = re.compile(r"\[nltk_data\]|^\S+:\d+: \w*Warning: |Warning: |^Traceback ")
 # The first line of a training run: a log line (AllenNLP's format, as the plugin's).
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - (INFO|WARNING) - ")
-
-
-def offline_environment(home: Path) -> Dict[str, str]:
-    """A user's shell (`user_environment`) on a machine without network, with an empty home."""
-    home.mkdir(parents=True, exist_ok=True)
-    return user_environment(HOME=str(home), NLTK_DATA=str(home / "nltk_data"), NO_PROXY="",
-                            no_proxy="", **NO_NETWORK)  # fmt: skip
 
 
 def documented_commands() -> List[Tuple[str, ...]]:

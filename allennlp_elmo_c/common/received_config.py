@@ -56,6 +56,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common.fasttext_source import lookup_dotted
+
 # A received config.json larger than this is refused before it is parsed (the paper-size biLM's
 # is ~3 KB; a task archive's a few KB).
 MAX_CONFIG_BYTES = 4 << 20
@@ -360,14 +362,8 @@ def _check_section(
 def _is_archive_file_of(section: Any, path: str, key_path: str, types: frozenset) -> bool:
     """Whether `key_path` is the `archive_file` of a component of `section` (at `path`) whose
     type is one of `types`."""
-    node = section
-    for part in key_path[len(path) + 1:].split(".")[:-1]:
-        if isinstance(node, dict):
-            node = node.get(part)
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
+    parent = key_path[len(path) + 1:].rpartition(".")[0]
+    node = lookup_dotted(section, parent) if parent else section
     return isinstance(node, dict) and node.get("type") in types
 
 

@@ -172,9 +172,14 @@ def test_training_only_sections_are_kept_as_a_record():
     ],
 )  # fmt: skip
 def test_each_refusal_names_the_key_and_why(edit, path, why):
-    config = copy.deepcopy(BILM)
+    assert_refusal_names(check_bilm_config, BILM, edit, path, why)
+
+
+def assert_refusal_names(check, base, edit, path, why) -> None:
+    """`check` refuses a copy of `base` that `edit` changed, naming the key `path` and `why`."""
+    config = copy.deepcopy(base)
     edit(config)
-    message = refused(check_bilm_config, config)
+    message = refused(check, config)
     assert message.startswith(f"crafted/config.json: {path}: "), message
     assert why in message
 
@@ -244,11 +249,7 @@ def test_a_task_config_keeps_its_own_components():
     ],
 )  # fmt: skip
 def test_each_refusal_of_a_task_config_names_the_key_and_why(edit, path, why):
-    config = copy.deepcopy(TASK)
-    edit(config)
-    message = refused(check_received_config, config)
-    assert message.startswith(f"crafted/config.json: {path}: "), message
-    assert why in message
+    assert_refusal_names(check_received_config, TASK, edit, path, why)
 
 
 @pytest.mark.parametrize(

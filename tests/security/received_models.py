@@ -214,6 +214,23 @@ def front_doors(model: Path, work: Path, monkeypatch, directory: bool) -> Dict[s
     return doors
 
 
+def task_archive_doors(archive: Path, work: Path, monkeypatch) -> Dict[str, Callable[[], Any]]:
+    """The ways a received task archive (the classifier of `train_task_archive`) is loaded:
+    `allennlp predict` on a sentence, `allennlp evaluate` on the sentiment fixture, and
+    AllenNLP's `load_archive`."""
+    from allennlp.models.archival import load_archive
+
+    work.mkdir(parents=True, exist_ok=True)
+    inputs = work / "inputs.jsonl"
+    inputs.write_text(json.dumps({"sentence": "A small movie ."}) + "\n")
+    return {
+        "allennlp predict": lambda: allennlp(monkeypatch, "predict", str(archive), str(inputs),
+                                             "--predictor", "text_classifier", "--silent"),
+        "allennlp evaluate": lambda: allennlp(monkeypatch, "evaluate", str(archive), str(SENTIMENT)),
+        "load_archive": lambda: load_archive(str(archive)),
+    }  # fmt: skip
+
+
 def spacy_pipeline(model: Path, target: Path) -> Path:
     """A saved spaCy pipeline whose `elmo_c` component holds the (crafted) model directory
     `model`, as a sender would ship it."""

@@ -22,13 +22,13 @@ import pytest
 from allennlp.models.archival import load_archive
 
 from tests.security.received_models import (
-    SENTIMENT,
     allennlp,
     craft_archive,
     craft_directory,
     front_doors,
     listener,
     refusal,
+    task_archive_doors,
     train_task_archive,
 )
 
@@ -93,19 +93,10 @@ def test_a_jsonnet_biLM_archive_leaks_nothing(door, elmo_c_archive, secrets, tmp
 @pytest.mark.parametrize("door", ["allennlp predict", "allennlp evaluate", "load_archive"])
 def test_a_jsonnet_task_archive_leaks_nothing(door, task_archive, secrets, tmp_path, monkeypatch, capsys):
     """The same for any AllenNLP task archive (a classifier here)."""
-    inputs = tmp_path / "inputs.jsonl"
-    inputs.write_text(json.dumps({"sentence": "A small movie ."}) + "\n")
     with listener() as (base, requests):
         text = _jsonnet_leak(_archive_config(task_archive), base, secrets, "input")
         crafted = craft_archive(task_archive, tmp_path / "received" / "model.tar.gz", text=text)
-        doors = {
-            "allennlp predict": lambda: allennlp(monkeypatch, "predict", str(crafted), str(inputs),
-                                                 "--predictor", "text_classifier", "--silent"),
-            "allennlp evaluate": lambda: allennlp(monkeypatch, "evaluate", str(crafted),
-                                                  str(SENTIMENT)),
-            "load_archive": lambda: load_archive(str(crafted)),
-        }  # fmt: skip
-        message = refusal(doors[door], capsys)
+        message = refusal(task_archive_doors(crafted, tmp_path, monkeypatch)[door], capsys)
         assert requests == [], f"fetched {requests}"
     assert "config.json is not plain JSON" in message, message
 

@@ -33,6 +33,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.archive import PretrainedBiLM
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
+    contained_received_copy,
+    edit_directory_config,
     outcome,
     regenerate_checksums,
     without_elmo_c_variables,
@@ -44,15 +46,7 @@ FASTTEXT = "vectors.bin"  # the packaged fixture's fastText file
 
 @pytest.fixture
 def received(model_directory, tmp_path, monkeypatch) -> Path:
-    """A copy of the packaged biLM, as received; no ELMO_C_* variable set; AllenNLP's cache and
-    every temporary directory within the test's own directory."""
-    without_elmo_c_variables(monkeypatch)
-    monkeypatch.setattr("allennlp.common.file_utils.CACHE_DIRECTORY", str(tmp_path / "cache"))
-    (tmp_path / "scratch").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
-    target = tmp_path / "received"
-    shutil.copytree(model_directory[0], target)
-    return target
+    return contained_received_copy(model_directory[0], tmp_path, monkeypatch)
 
 
 @pytest.fixture
@@ -61,13 +55,6 @@ def secret(tmp_path) -> Path:
     path.parent.mkdir(exist_ok=True)
     path.write_text(SECRET + "\n")
     return path
-
-
-def edit_config(directory: Path, edit) -> None:
-    config = json.loads((directory / "config.json").read_text())
-    edit(config)
-    (directory / "config.json").write_text(json.dumps(config))
-    regenerate_checksums(directory)
 
 
 def set_fasttext_names(config: dict, name: str, in_files: bool = True) -> None:
@@ -110,7 +97,7 @@ def test_a_fasttext_name_outside_the_directory_is_refused(form, door, received, 
     if form == "climbing":
         # Resolved against the directory by the loader: the name leaves it.
         assert (received / name).resolve() == elsewhere.resolve()
-    edit_config(received, lambda config: set_fasttext_names(config, name, in_files=form != "outside files"))
+    edit_directory_config(received, lambda config: set_fasttext_names(config, name, in_files=form != "outside files"))
     error = outcome(lambda: RECEIVED_MODEL_DOORS[door](received, tmp_path))
     assert isinstance(error, ConfigurationError), error
     assert name in str(error) or str(elsewhere) in str(error)
@@ -122,7 +109,7 @@ def test_files_names_must_be_plain(name, received, tmp_path):
     """Not exploitable by itself before this change (a `files` name that no value of the biLM's
     config uses was ignored; the fastText test above shows one that is used); refused now, as
     every name a model directory gives must be plain."""
-    edit_config(received, lambda config: config["files"].update(extra=name))
+    edit_directory_config(received, lambda config: config["files"].update(extra=name))
     error = outcome(lambda: RECEIVED_MODEL_DOORS["ElmoC"](received, tmp_path))
     assert isinstance(error, ConfigurationError) and repr(name) in str(error) and "files.extra" in str(error)
 

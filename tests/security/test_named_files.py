@@ -14,11 +14,8 @@ would go on; an audit hook records every file Python opens under the outside dir
 the refusal comes before any of them is opened.
 """
 
-import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import List
 
@@ -30,9 +27,9 @@ from allennlp_elmo_c.archive import read_directory_config
 from allennlp_elmo_c.common.received_config import FILE_KEYS, named_files
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
+    contained_received_copy,
+    edit_directory_config,
     outcome,
-    regenerate_checksums,
-    without_elmo_c_variables,
     write_elmo_files,
 )
 
@@ -66,22 +63,7 @@ def watch(tmp_path):
 
 @pytest.fixture
 def received(model_directory, tmp_path, monkeypatch) -> Path:
-    """A copy of the packaged biLM, as received; no ELMO_C_* variable set; AllenNLP's cache and
-    every temporary directory within the test's own directory."""
-    without_elmo_c_variables(monkeypatch)
-    monkeypatch.setattr("allennlp.common.file_utils.CACHE_DIRECTORY", str(tmp_path / "cache"))
-    (tmp_path / "scratch").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
-    target = tmp_path / "received"
-    shutil.copytree(model_directory[0], target)
-    return target
-
-
-def edit_config(directory: Path, edit) -> None:
-    config = json.loads((directory / "config.json").read_text())
-    edit(config)
-    (directory / "config.json").write_text(json.dumps(config))
-    regenerate_checksums(directory)
+    return contained_received_copy(model_directory[0], tmp_path, monkeypatch)
 
 
 def add_char_cnn(config: dict, place: str, options_file: str, weight_file: str) -> str:
@@ -114,7 +96,7 @@ def test_char_cnn_files_outside_the_directory_are_refused(form, place, door, rec
         options, weights = "../outside/options.json", "../outside/weights.hdf5"
         assert (received / options).resolve() == (watch / "options.json").resolve()
     keys = []
-    edit_config(received, lambda config: keys.append(add_char_cnn(config, place, options, weights)))
+    edit_directory_config(received, lambda config: keys.append(add_char_cnn(config, place, options, weights)))
     error = outcome(lambda: RECEIVED_MODEL_DOORS[door](received, tmp_path))
     assert OPENED == []
     assert isinstance(error, ConfigurationError), error
@@ -126,7 +108,7 @@ def test_a_relative_name_is_never_read_from_the_working_directory(door, received
     """`options.json` is in the working directory, not in the model directory: the name means
     the directory's own (missing) file."""
     monkeypatch.chdir(watch)
-    edit_config(received, lambda config: add_char_cnn(config, "target", "options.json", "weights.hdf5"))
+    edit_directory_config(received, lambda config: add_char_cnn(config, "target", "options.json", "weights.hdf5"))
     error = outcome(lambda: RECEIVED_MODEL_DOORS[door](received, tmp_path))
     assert OPENED == []
     assert isinstance(error, ConfigurationError), error
@@ -136,7 +118,7 @@ def test_a_relative_name_is_never_read_from_the_working_directory(door, received
 def test_a_relative_name_is_made_a_path_into_the_directory(received, watch, monkeypatch):
     write_elmo_files(received, [[1, 4], [2, 4]], 1, 4, 8)
     monkeypatch.chdir(watch)
-    edit_config(received, lambda config: add_char_cnn(config, "target", "options.json", "weights.hdf5"))
+    edit_directory_config(received, lambda config: add_char_cnn(config, "target", "options.json", "weights.hdf5"))
     embedder = read_directory_config(str(received))["bilm"]["model"]["target_embedder"]["token_embedders"]["tokens"]
     assert embedder["options_file"] == str(received.resolve() / "options.json")
     assert embedder["weight_file"] == str(received.resolve() / "weights.hdf5")

@@ -22,7 +22,6 @@ import pytest
 
 from tests import FIXTURES_ROOT
 from tests.security.received_models import (
-    SENTIMENT,
     allennlp,
     bilm_node,
     craft_archive,
@@ -31,6 +30,7 @@ from tests.security.received_models import (
     listener,
     redirect_hf_modules,
     refusal,
+    task_archive_doors,
     train_task_archive,
     write_remote_code,
 )
@@ -110,8 +110,6 @@ def test_remote_code_in_a_task_archive_is_refused(
     """Any AllenNLP task archive: its config cannot be held to the plugin's components, but it
     may not ask for remote code (`*_kwargs`, `trust_remote_code`) or load a local directory as a
     Hugging Face model. Vulnerable before: the marker was written."""
-    from allennlp.models.archival import load_archive
-
     marker = tmp_path / "marker"
     remote = write_remote_code(tmp_path / "remote", marker)
 
@@ -121,16 +119,7 @@ def test_remote_code_in_a_task_archive_is_refused(
         }
 
     crafted = craft_archive(task_archive, tmp_path / "received" / "model.tar.gz", edit)
-    inputs = tmp_path / "inputs.jsonl"
-    inputs.write_text(json.dumps({"sentence": "A small movie ."}) + "\n")
-    doors = {
-        "allennlp predict": lambda: allennlp(monkeypatch, "predict", str(crafted), str(inputs),
-                                             "--predictor", "text_classifier", "--silent"),
-        "allennlp evaluate": lambda: allennlp(monkeypatch, "evaluate", str(crafted),
-                                              str(SENTIMENT)),
-        "load_archive": lambda: load_archive(str(crafted)),
-    }  # fmt: skip
-    message = refusal(doors[door], capsys)
+    message = refusal(task_archive_doors(crafted, tmp_path, monkeypatch)[door], capsys)
     assert not marker.exists(), "the received model's Python ran"
     assert not hf_modules.exists()
     assert "dataset_reader.token_indexers.remote.tokenizer_kwargs.trust_remote_code" in message
