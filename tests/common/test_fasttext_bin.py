@@ -379,3 +379,22 @@ def test_the_native_tuples_and_an_indexer_cache_of_them_are_not_tracked_by_the_c
     indexer.subword_ids_of(["schools", "unseenword", "schools", "new"])
     assert len(indexer._cache) == 3 and not gc.is_tracked(indexer._cache)
     assert indexer.subword_ids_of(["new", "schools"]) == [indexer._cache["new"], indexer._cache["schools"]]
+
+
+@pytest.mark.skipif(native_subwords() is None, reason="the C extension is not built")
+def test_the_native_table_takes_a_row_count_and_shares_only_ids_inside_it():
+    native = native_subwords()
+    with pytest.raises(ValueError, match="rows must be >= 0"):
+        native.IntTable(-1)
+    with pytest.raises(TypeError):
+        native.IntTable()
+    settings = (3, 3, 1 << 20, 1000, -1)  # minn, maxn, bucket, words: every n-gram id >= 1000
+    table = native.IntTable(1000 + (1 << 20))
+    ids, cut = native.subword_ids(["abcdef"], {}, table, *settings)
+    assert cut == [] and len(ids[0]) == 6 and min(ids[0]) >= 1000  # "<ab" ... "ef>"
+    assert len(table) == len(set(ids[0]))
+    again, _ = native.subword_ids(["abcdef"], {}, table, *settings)
+    assert again == ids and all(a is b for a, b in zip(again[0], ids[0]))  # the same int objects
+    empty = native.IntTable(0)  # no row shared: the same ids, ints of their own
+    alone, _ = native.subword_ids(["abcdef"], {}, empty, *settings)
+    assert alone == ids and len(empty) == 0 and not any(a is b for a, b in zip(alone[0], ids[0]))
