@@ -9,7 +9,9 @@ step into data, forward and backward of each part of the model, and the optimize
 
 It reads the `corpus` and `fasttext` steps of `quality_per_minute.py`'s OUT (or `--corpus-dir` /
 `--fasttext-bin`) and writes OUT/profile/SYSTEM/step_phases.json (kept: a system already measured
-is not run again with the same settings) and a section of `--report` between its markers. Only the data loader's chunk
+is not run again with the same settings) and a section of `--report` between the markers of
+`--section` (one per set of vectors: `--section step-phases-general --title ...` for
+`where_elmo_c_wins.py`'s 300-d runs beside the 100-d ones). Only the data loader's chunk
 differs from the pretraining runs (`--chunk-batches` batches read, indexed and shuffled at a time
 instead of 200), so that the measured window holds several chunks; its cost per batch is the same.
 """
@@ -34,7 +36,8 @@ from timing import replace_section  # noqa: E402
 from allennlp_elmo_c.training.step_phases import RESULT_FILE  # noqa: E402
 
 PROJECT = quality.PROJECT
-BEGIN, END = "<!-- step-phases:begin -->", "<!-- step-phases:end -->"
+SECTION = "step-phases"
+TITLE = "Where each system's pretraining time goes"
 # Each measured phase by the part of the model it belongs to (the model's direct submodules by
 # name; every other submodule is part of the output layer).
 PARTS = ("data and trainer", "input embedder", "contextualizer", "output layer",
@@ -134,10 +137,11 @@ def pretraining_rate(args, system: str) -> Optional[float]:
 
 def render(args, results: Dict[str, dict]) -> str:
     command = ("python benchmarks/training_profile.py " + " ".join(args.argv)).strip()
-    lines = [BEGIN, "", "## Where each system's pretraining time goes", "",
+    conditions = f"; {args.conditions}" if args.conditions else ""
+    lines = [f"<!-- {args.section}:begin -->", "", f"## {args.title}", "",
              f"`{command}` ({machine()}, {args.threads} thread, measured at "
-             f"{provenance(args, list(results))}; the quality runs' nice-15 jobs on the same "
-             "cores). A short `allennlp train` of each system with its "
+             f"{provenance(args, list(results))}{conditions}). A short `allennlp train` of each "
+             "system with its "
              "pretraining overrides and the `step_phases` callback "
              f"(`allennlp_elmo_c/training/step_phases.py`): {args.skip} batches of warm-up, "
              f"then the mean share of a step of each part over {args.batches} batches "
@@ -163,7 +167,8 @@ def render(args, results: Dict[str, dict]) -> str:
               "the top layer and to the input: at most 2 ms); `model's own code`: what its `forward` "
               "runs outside submodules, and the backward of that; `after backward`: gradient "
               "clipping, the learning-rate scheduler, the optimizer step; `data and trainer`: "
-              "reading, indexing and batching the corpus, `zero_grad`, callbacks.", "", END]  # fmt: skip
+              "reading, indexing and batching the corpus, `zero_grad`, callbacks.", "",
+              f"<!-- {args.section}:end -->"]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -182,6 +187,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--fasttext-dim", type=int, default=100)
     parser.add_argument("--pretrain-overrides", default="{}")
+    parser.add_argument("--section", default=SECTION, help="the name of the report's markers")
+    parser.add_argument("--title", default=TITLE, help="the section's heading")
+    parser.add_argument("--conditions", default="", help="what else ran on the machine meanwhile "
+                        "(said in the report)")  # fmt: skip
     args = parser.parse_args(argv)
     args.argv = list(argv if argv is not None else sys.argv[1:])
     args.systems = [s for s in args.systems.split(",") if s]
@@ -198,7 +207,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     results: Dict[str, dict] = {}
     for system in args.systems:
         results[system] = profile_system(args, system, corpus, vectors)
-    replace_section(args.report, BEGIN, END, render(args, results))
+    replace_section(args.report, f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->",
+                    render(args, results))
     logger.info("wrote %s", args.report)
 
 

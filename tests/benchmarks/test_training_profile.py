@@ -23,7 +23,9 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
     script.main(argv)
     text = report.read_text()
     assert text.startswith("# Quality\n\nEarlier tables.\n")
-    section = text[text.index(script.BEGIN) : text.index(script.END)]
+    begin, end = f"<!-- {script.SECTION}:begin -->", f"<!-- {script.SECTION}:end -->"
+    section = text[text.index(begin) : text.index(end)]
+    assert f"## {script.TITLE}\n" in section
     for system, (_, label) in script.quality_per_minute.SYSTEMS.items():
         result = json.loads((out / "profile" / system / "step_phases.json").read_text())
         assert result["batches"] == 3
@@ -43,7 +45,7 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
         record = out / "profile" / f"{system}.measured.json"
         record.write_text(json.dumps({"commit": "abc1234", "date": "2026-01-01"}))
     script.main(argv)
-    assert "measured at commit abc1234, 2026-01-01;" in report.read_text()
+    assert "measured at commit abc1234, 2026-01-01)" in report.read_text()
     first, (_, label) = next(iter(script.quality_per_minute.SYSTEMS.items()))
     (out / "profile" / f"{first}.measured.json").write_text(
         json.dumps({"commit": "def5678", "date": "2026-01-02"}))  # fmt: skip
@@ -54,3 +56,12 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
         assert json.loads((out / "profile" / system / "step_phases.json").read_text())["batches"] == 2
     # Measured again: the new measurement's stamp replaces the kept one.
     assert "abc1234" not in report.read_text() and "def5678" not in report.read_text()
+    # A second section, for other vectors, beside the first: its own markers, heading and the
+    # conditions it was measured under; the first stays as it was.
+    first_section = report.read_text()
+    script.main(argv + ["--section", "step-phases-other", "--title", "With other vectors",
+                        "--conditions", "a screen on the other core"])  # fmt: skip
+    text = report.read_text()
+    assert text.startswith(first_section)
+    other = text[text.index("<!-- step-phases-other:begin -->") : text.index("<!-- step-phases-other:end -->")]
+    assert "## With other vectors\n" in other and "; a screen on the other core)" in other
