@@ -345,13 +345,24 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
                   f"minutes: {LABELS[finalists['best_variant']][1]}): "
                   + ", ".join(LABELS[s][1] for s in finalists["systems"]) + ".", "",
                   "### Downstream (test, mean ± std over seeds, each selected on dev)", "",
+                  "| system | minutes | tokens seen | tokens/s | "
+                  + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
+                  "|---|---|---|---|" + "---|" * len(tasks)]  # fmt: skip
+        tags = [(quality.BASELINE_LABEL, "-", quality.BASELINE, None)] + [
+            (LABELS[s][1], f"{m:g}", f"{s}-{m:g}min", pretrained[s]["budgets"][f"{m:g}"])
+            for s in finalists["systems"] for m in args.finalist_minutes]  # fmt: skip
+        for label, minutes, tag, record in tags:
+            cells = [quality.mean_std(scores_of(steps, task, tag, seeds[task])["test"]) for task in tasks]
+            speed = (f"{record['tokens'] / 1e6:.2f}M | {record['tokens_per_second']:,.0f}"
+                     if record else "- | -")  # fmt: skip
+            lines.append(f"| {label} | {minutes} | {speed} | " + " | ".join(cells) + " |")
+        lines += ["", "Development scores (model selection only):", "",
                   "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
                   "|---|---|" + "---|" * len(tasks)]  # fmt: skip
-        tags = [(quality.BASELINE_LABEL, "-", quality.BASELINE)] + [
-            (LABELS[s][1], f"{m:g}", f"{s}-{m:g}min") for s in finalists["systems"] for m in args.finalist_minutes]  # fmt: skip
-        for label, minutes, tag in tags:
-            cells = [quality.mean_std(scores_of(steps, task, tag, seeds[task])["test"]) for task in tasks]
+        for label, minutes, tag, _ in tags:
+            cells = [quality.mean_std(scores_of(steps, task, tag, seeds[task])["dev"]) for task in tasks]
             lines.append(f"| {label} | {minutes} | " + " | ".join(cells) + " |")
+        lines += downstream_comparison_lines(args, steps, finalists["systems"], tasks, seeds)
         lines += ["", "Commits the downstream runs ran on: "
                   + recorded_commits(args.out / "runs" / quality_per_minute.DOWNSTREAM_COMMITS)]  # fmt: skip
     lines += ["", "Commits each pretraining ran on:", ""]
@@ -395,6 +406,49 @@ def comparison_lines(pretrained: Dict[str, dict], screened: Dict[str, dict]) -> 
             "items (1,000 resamples), and whether it lies beyond that spread:", "",
             "| system | minutes | all tasks | " + " | ".join(FAMILIES) + " |",
             "|---|---|" + "---|" * (1 + len(FAMILIES))] + rows  # fmt: skip
+
+
+def downstream_difference(mine: Sequence[float], theirs: Sequence[float]) -> Optional[dict]:
+    """The difference of two systems' mean test scores over their seeds, and its spread: twice
+    the standard error of that difference (Welch's, sqrt(s1^2 / n1 + s2^2 / n2)), about a 95%
+    interval. None without two seeds on each side (no spread to compare against)."""
+    import statistics
+
+    if len(mine) < 2 or len(theirs) < 2:
+        return None
+    difference = statistics.mean(mine) - statistics.mean(theirs)
+    spread = 2 * (statistics.variance(mine) / len(mine) + statistics.variance(theirs) / len(theirs)) ** 0.5
+    verdict = "ahead" if difference > spread else "behind" if difference < -spread else "within the spread"
+    return {"difference": difference, "spread": spread, "verdict": verdict}
+
+
+def downstream_comparison_lines(args, steps, systems: Sequence[str], tasks: Sequence[str],
+                                seeds: Dict[str, int]) -> List[str]:  # fmt: skip
+    """Every finalist against the paper's cosine at each budget, per task: the difference of the
+    mean test scores (points) and twice its standard error (`downstream_difference`)."""
+    from quality_per_minute import SYSTEMS as LABELS, scores_of
+
+    reference = "elmo_c_cosine"
+    if reference not in systems:
+        return []
+    rows = []
+    for system in systems:
+        if system == reference:
+            continue
+        for minutes in args.finalist_minutes:
+            cells = []
+            for task in tasks:
+                found = downstream_difference(
+                    scores_of(steps, task, f"{system}-{minutes:g}min", seeds[task])["test"],
+                    scores_of(steps, task, f"{reference}-{minutes:g}min", seeds[task])["test"])
+                cells.append("-" if found is None else f"{100 * found['difference']:+.2f} "
+                             f"(± {100 * found['spread']:.2f}) {found['verdict']}")  # fmt: skip
+            rows.append(f"| {LABELS[system][1]} | {minutes:g} | " + " | ".join(cells) + " |")
+    return ["", f"Against {LABELS[reference][1]} downstream at the same budget: the difference of "
+            "the mean test scores (points), twice its standard error over the seeds (± sqrt(s1^2 / "
+            "n1 + s2^2 / n2) x 2), and whether it lies beyond that spread:", "",
+            "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
+            "|---|---|" + "---|" * len(tasks)] + rows  # fmt: skip
 
 
 def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], path: Path) -> None:

@@ -1,6 +1,10 @@
 """`benchmarks/where_elmo_c_wins.py` at fixture size: the contamination check, and the whole path
 (every system pretrained to each budget, evaluated and screened) with the tiny fastText."""
 import json
+import math
+import re
+
+import pytest
 
 from tests import FIXTURES_ROOT
 from tests.helpers import load_benchmark
@@ -122,6 +126,26 @@ def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
     against = [line for line in section.splitlines() if line.startswith("| ELMo-A") and "[" in line]
     assert len(against) == 2 and all(line.count("[") == 3 for line in against)
     assert "below their run's median (budgets to run again):" in section
+    # Downstream: tokens per row, dev scores, and the finalists against the cosine (one seed
+    # here: no spread to compare against).
+    assert "Development scores (model selection only):" in section
+    assert "downstream at the same budget" in section
+    against = [line for line in section.splitlines() if re.fullmatch(r"\| ELMo-A [^|]+ \| 0\.000[24] \| - \|", line)]
+    assert len(against) == 2
     # --report-only runs nothing and renders the same section.
     script.main(argv + ["--report-only"])
     assert report.read_text() == text
+
+
+def test_downstream_difference_is_welchs_two_standard_errors():
+    script = load_script()
+    mine, theirs = [0.52, 0.55, 0.58], [0.50, 0.51]
+    # Written out: means 0.55 and 0.505; sample variances 0.0009 and 0.00005.
+    spread = 2 * math.sqrt(0.0009 / 3 + 0.00005 / 2)
+    found = script.downstream_difference(mine, theirs)
+    assert found["difference"] == pytest.approx(0.045)
+    assert found["spread"] == pytest.approx(spread)
+    assert found["verdict"] == "ahead"  # 0.045 > 0.0361
+    assert script.downstream_difference(theirs, mine)["verdict"] == "behind"
+    assert script.downstream_difference([0.5, 0.6], [0.52, 0.57])["verdict"] == "within the spread"
+    assert script.downstream_difference([0.5], [0.4, 0.45]) is None  # one seed: no spread
