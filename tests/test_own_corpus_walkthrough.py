@@ -1,22 +1,39 @@
 """
-Your own text: every shell block marked `<!-- walkthrough -->` (the README's four commands, then
-the adaptation step of docs/your-data.md) runs as it is written, in order, in a fresh directory
-that holds `training_config/` and a few hundred German sentences in `my_texts/` and
-`my_domain_texts/` (the fixture-size substitution: small inputs, not other commands), and makes
-the files the docs say it makes. tests/test_docs.py checks that no other block goes unrun.
+Your own text: every shell block marked `<!-- walkthrough -->` (the README's four commands,
+docs/choosing-a-bilm.md's second biLM and the probe screen of both, then the adaptation step of
+docs/your-data.md) runs as it is written, in order, in a fresh directory that holds
+`training_config/`, `benchmarks/`, a few hundred German sentences in `my_texts/` and
+`my_domain_texts/`, and tagged German sentences in `my_tagged/` (the fixture-size substitution:
+small inputs, not other commands), and makes the files the docs say it makes. tests/test_docs.py checks that no other block goes unrun.
 """
 
 import json
+import random
 import subprocess
+from pathlib import Path
 
 import h5py
 import numpy
 
 from tests import PROJECT_ROOT
-from tests.helpers import doc_blocks, user_environment, write_language_documents
+from tests.helpers import LANGUAGE_PARTS, doc_blocks, user_environment, write_language_documents
 
 MARKER = "walkthrough"
-FILES = ["README.md", "docs/your-data.md"]  # in this order
+FILES = ["README.md", "docs/choosing-a-bilm.md", "docs/your-data.md"]  # in this order (each needs the README's)
+PART_TAGS = ("SUBJECT", "VERB", "OBJECT", "PLACE")
+
+
+def write_tagged(directory: Path, language: str) -> None:
+    """`train.txt` and `dev.txt` of `word###tag` sentences: each word tagged with the part of the
+    sentence it belongs to (a task a linear probe can learn)."""
+    rng = random.Random(language)
+    directory.mkdir()
+    for split, count in (("train", 60), ("dev", 20)):
+        lines = []
+        for _ in range(count):
+            phrases = [(rng.choice(part), tag) for part, tag in zip(LANGUAGE_PARTS[language], PART_TAGS)]
+            lines.append(" ".join(f"{word}###{tag}" for phrase, tag in phrases for word in phrase.split()))
+        (directory / f"{split}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def walkthrough_blocks() -> list:
@@ -26,16 +43,19 @@ def walkthrough_blocks() -> list:
 
 
 def test_the_docs_mark_the_whole_walkthrough():
-    readme, adaptation = walkthrough_blocks()
+    readme, second, adaptation = walkthrough_blocks()
     commands = ["prepare-corpus my_texts/", "train-fasttext", "elmo_c_small.jsonnet", "elmo-c-embed"]
     positions = [readme.index(command) for command in commands]
     assert positions == sorted(positions)
     assert "prepare-corpus my_domain_texts/" in adaptation and "elmo_c_adapt.jsonnet" in adaptation
+    assert "in_batch_softmax" in second and "probe_screen.py" in second
 
 
 def test_the_readme_walkthrough_runs(tmp_path):
-    (tmp_path / "training_config").symlink_to(PROJECT_ROOT / "training_config")
+    for name in ("training_config", "benchmarks"):
+        (tmp_path / name).symlink_to(PROJECT_ROOT / name)
     write_language_documents(tmp_path / "my_texts", "de")
+    write_tagged(tmp_path / "my_tagged", "de")
     write_language_documents(tmp_path / "my_domain_texts", "de", documents=30, seed=1)
     environment = user_environment()
     for block in walkthrough_blocks():
@@ -57,3 +77,14 @@ def test_the_readme_walkthrough_runs(tmp_path):
     adapted = json.loads((tmp_path / "runs" / "mine_domain" / "config.json").read_text())
     assert adapted["model"]["type"] == "elmo_c"  # an ordinary archive, no longer from_archive
     assert (tmp_path / "runs" / "mine_domain" / "model.tar.gz").is_file()
+    # docs/choosing-a-bilm.md: the second biLM differs in its loss only, and the screen scored
+    # both on the tagged dev sentences.
+    second = json.loads((tmp_path / "runs" / "mine_in_batch" / "config.json").read_text())
+    first = json.loads((tmp_path / "runs" / "mine" / "config.json").read_text())
+    assert second["model"]["output_head"]["loss"] == "in_batch_softmax"
+    assert first["model"]["output_head"].get("loss", "cosine") == "cosine"
+    screen = json.loads((tmp_path / "screen.json").read_text())
+    assert set(screen) == {"cosine", "in_batch"}
+    for result in screen.values():
+        probe = result["tasks"]["pos"]["fastText + average of all layers"]
+        assert 0.0 < probe["score"] <= 1.0
