@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality  # noqa: E402
@@ -38,6 +38,12 @@ from allennlp_elmo_c.training.step_phases import RESULT_FILE  # noqa: E402
 PROJECT = quality.PROJECT
 SECTION = "step-phases"
 TITLE = "Where each system's pretraining time goes"
+
+
+def markers(section: str) -> Tuple[str, str]:
+    """The begin and end markers of the report's section named `section`."""
+    return f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
+
 # Each measured phase by the part of the model it belongs to (the model's direct submodules by
 # name; every other submodule is part of the output layer).
 PARTS = ("data and trainer", "input embedder", "contextualizer", "output layer",
@@ -138,7 +144,8 @@ def pretraining_rate(args, system: str) -> Optional[float]:
 def render(args, results: Dict[str, dict]) -> str:
     command = ("python benchmarks/training_profile.py " + " ".join(args.argv)).strip()
     conditions = f"; {args.conditions}" if args.conditions else ""
-    lines = [f"<!-- {args.section}:begin -->", "", f"## {args.title}", "",
+    begin, end = markers(args.section)
+    lines = [begin, "", f"## {args.title}", "",
              f"`{command}` ({machine()}, {args.threads} thread, measured at "
              f"{provenance(args, list(results))}{conditions}). A short `allennlp train` of each "
              "system with its "
@@ -168,7 +175,7 @@ def render(args, results: Dict[str, dict]) -> str:
               "runs outside submodules, and the backward of that; `after backward`: gradient "
               "clipping, the learning-rate scheduler, the optimizer step; `data and trainer`: "
               "reading, indexing and batching the corpus, `zero_grad`, callbacks.", "",
-              f"<!-- {args.section}:end -->"]  # fmt: skip
+              end]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -207,8 +214,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     results: Dict[str, dict] = {}
     for system in args.systems:
         results[system] = profile_system(args, system, corpus, vectors)
-    replace_section(args.report, f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->",
-                    render(args, results))
+    replace_section(args.report, *markers(args.section), render(args, results))
     logger.info("wrote %s", args.report)
 
 

@@ -68,6 +68,7 @@ MIN_CHECKED_WORDS = 6
 SYSTEMS = ("elmo_c_cosine", "elmo_a_whole", "elmo_c_in_batch", "elmo_fixed", "elmo_c_vmf")
 SCREEN_TASKS = ("pos", "ner", "sst5", "sentiment", "stsb")
 ELMO_C_VARIANTS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_c_vmf")
+REFERENCE = "elmo_c_cosine"  # the paper's loss: the decision compares every other system with it
 FAMILIES = {"syntactic": ("pos", "ner"), "semantic": ("sst5", "sentiment", "stsb")}
 BEGIN, END = "<!-- wins:begin -->", "<!-- wins:end -->"
 _WORD = re.compile(r"[^\W_]+")
@@ -271,7 +272,7 @@ def finalists_step(args, screened: Dict[str, dict]) -> dict:
     scores = {system: screen_score(screened[f"{system}-{last}min"], SCREEN_TASKS)
               for system in ELMO_C_VARIANTS if f"{system}-{last}min" in screened}  # fmt: skip
     best = max(scores, key=lambda system: scores[system])
-    systems = [best, "elmo_a_whole"] + (["elmo_c_cosine"] if best != "elmo_c_cosine" else [])
+    systems = [best, "elmo_a_whole"] + ([REFERENCE] if best != REFERENCE else [])
     return {"systems": systems, "best_variant": best, "screen_scores": scores, "budget": last}
 
 
@@ -334,8 +335,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
     lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | {probe_cells(baseline, probe_screen.FASTTEXT)} |")
     for system, result in pretrained.items():
         for minutes, record in result["budgets"].items():
-            lines.append(f"| {LABELS[system][1]} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
-                         f"{record['tokens_per_second']:,.0f} | "
+            lines.append(f"| {LABELS[system][1]} | {minutes} | {speed_cells(record)} | "
                          f"{probe_cells(screened.get(f'{system}-{minutes}min'), probe_screen.WITH_BILM)} |")  # fmt: skip
     lines += comparison_lines(pretrained, screened)
     if finalists:
@@ -351,18 +351,20 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         tags = [(quality.BASELINE_LABEL, "-", quality.BASELINE, None)] + [
             (LABELS[s][1], f"{m:g}", f"{s}-{m:g}min", pretrained[s]["budgets"][f"{m:g}"])
             for s in finalists["systems"] for m in args.finalist_minutes]  # fmt: skip
+        # {tag: {task: {"dev": [...], "test": [...]}}}, each run's step read once
+        scores = {tag: {task: scores_of(steps, task, tag, seeds[task]) for task in tasks}
+                  for _, _, tag, _ in tags}  # fmt: skip
         for label, minutes, tag, record in tags:
-            cells = [quality.mean_std(scores_of(steps, task, tag, seeds[task])["test"]) for task in tasks]
-            speed = (f"{record['tokens'] / 1e6:.2f}M | {record['tokens_per_second']:,.0f}"
-                     if record else "- | -")  # fmt: skip
+            cells = [quality.mean_std(scores[tag][task]["test"]) for task in tasks]
+            speed = speed_cells(record) if record else "- | -"
             lines.append(f"| {label} | {minutes} | {speed} | " + " | ".join(cells) + " |")
         lines += ["", "Development scores (model selection only):", "",
                   "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
                   "|---|---|" + "---|" * len(tasks)]  # fmt: skip
         for label, minutes, tag, _ in tags:
-            cells = [quality.mean_std(scores_of(steps, task, tag, seeds[task])["dev"]) for task in tasks]
+            cells = [quality.mean_std(scores[tag][task]["dev"]) for task in tasks]
             lines.append(f"| {label} | {minutes} | " + " | ".join(cells) + " |")
-        lines += downstream_comparison_lines(args, steps, finalists["systems"], tasks, seeds)
+        lines += downstream_comparison_lines(args, finalists["systems"], tasks, scores)
         lines += ["", "Commits the downstream runs ran on: "
                   + recorded_commits(args.out / "runs" / quality_per_minute.DOWNSTREAM_COMMITS)]  # fmt: skip
     lines += ["", "Commits each pretraining ran on:", ""]
@@ -375,19 +377,23 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
     return "\n".join(lines) + "\n"
 
 
+def speed_cells(record: dict) -> str:
+    """The `tokens seen | tokens/s` cells of a pretraining budget's record."""
+    return f"{record['tokens'] / 1e6:.2f}M | {record['tokens_per_second']:,.0f}"
+
+
 def comparison_lines(pretrained: Dict[str, dict], screened: Dict[str, dict]) -> List[str]:
     """Every other system against the paper's cosine at each budget: the difference of the mean
     probe score (all tasks, and per task family) with its 95% paired-bootstrap interval over the
     development items (`probe_screen.paired_bootstrap`), and what the decision rule reads in it."""
     from quality_per_minute import SYSTEMS as LABELS
 
-    reference = "elmo_c_cosine"
     rows = []
     for system, result in pretrained.items():
-        if system == reference or reference not in pretrained:
+        if system == REFERENCE or REFERENCE not in pretrained:
             continue
         for minutes in result["budgets"]:
-            mine, theirs = screened.get(f"{system}-{minutes}min"), screened.get(f"{reference}-{minutes}min")
+            mine, theirs = screened.get(f"{system}-{minutes}min"), screened.get(f"{REFERENCE}-{minutes}min")
             if not mine or not theirs or any("items" not in mine["tasks"].get(t, {}).get(
                     probe_screen.WITH_BILM, {}) for t in SCREEN_TASKS):  # fmt: skip
                 continue
@@ -401,7 +407,7 @@ def comparison_lines(pretrained: Dict[str, dict], screened: Dict[str, dict]) -> 
             rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
     if not rows:
         return []
-    return ["", f"Against {LABELS[reference][1]} at the same budget: the difference of the mean "
+    return ["", f"Against {LABELS[REFERENCE][1]} at the same budget: the difference of the mean "
             "probe score (points), its 95% interval from a paired bootstrap over the development "
             "items (1,000 resamples), and whether it lies beyond that spread:", "",
             "| system | minutes | all tasks | " + " | ".join(FAMILIES) + " |",
@@ -422,29 +428,28 @@ def downstream_difference(mine: Sequence[float], theirs: Sequence[float]) -> Opt
     return {"difference": difference, "spread": spread, "verdict": verdict}
 
 
-def downstream_comparison_lines(args, steps, systems: Sequence[str], tasks: Sequence[str],
-                                seeds: Dict[str, int]) -> List[str]:  # fmt: skip
+def downstream_comparison_lines(args, systems: Sequence[str], tasks: Sequence[str],
+                                scores: Dict[str, Dict[str, dict]]) -> List[str]:  # fmt: skip
     """Every finalist against the paper's cosine at each budget, per task: the difference of the
-    mean test scores (points) and twice its standard error (`downstream_difference`)."""
-    from quality_per_minute import SYSTEMS as LABELS, scores_of
+    mean test scores (points) and twice its standard error (`downstream_difference`); `scores`
+    holds each run tag's `{task: {"dev": [...], "test": [...]}}`."""
+    from quality_per_minute import SYSTEMS as LABELS
 
-    reference = "elmo_c_cosine"
-    if reference not in systems:
+    if REFERENCE not in systems:
         return []
     rows = []
     for system in systems:
-        if system == reference:
+        if system == REFERENCE:
             continue
         for minutes in args.finalist_minutes:
             cells = []
             for task in tasks:
-                found = downstream_difference(
-                    scores_of(steps, task, f"{system}-{minutes:g}min", seeds[task])["test"],
-                    scores_of(steps, task, f"{reference}-{minutes:g}min", seeds[task])["test"])
+                found = downstream_difference(scores[f"{system}-{minutes:g}min"][task]["test"],
+                                              scores[f"{REFERENCE}-{minutes:g}min"][task]["test"])
                 cells.append("-" if found is None else f"{100 * found['difference']:+.2f} "
                              f"(± {100 * found['spread']:.2f}) {found['verdict']}")  # fmt: skip
             rows.append(f"| {LABELS[system][1]} | {minutes:g} | " + " | ".join(cells) + " |")
-    return ["", f"Against {LABELS[reference][1]} downstream at the same budget: the difference of "
+    return ["", f"Against {LABELS[REFERENCE][1]} downstream at the same budget: the difference of "
             "the mean test scores (points), twice its standard error over the seeds (± sqrt(s1^2 / "
             "n1 + s2^2 / n2) x 2), and whether it lies beyond that spread:", "",
             "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",

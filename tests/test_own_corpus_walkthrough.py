@@ -4,7 +4,8 @@ docs/choosing-a-bilm.md's second biLM and the probe screen of both, then the ada
 docs/your-data.md) runs as it is written, in order, in a fresh directory that holds
 `training_config/`, `benchmarks/`, a few hundred German sentences in `my_texts/` and
 `my_domain_texts/`, and tagged German sentences in `my_tagged/` (the fixture-size substitution:
-small inputs, not other commands), and makes the files the docs say it makes. tests/test_docs.py checks that no other block goes unrun.
+small inputs, not other commands), and makes the files the docs say it makes. tests/test_docs.py
+checks that no other block goes unrun.
 """
 
 import json

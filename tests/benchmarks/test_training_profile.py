@@ -23,7 +23,7 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
     script.main(argv)
     text = report.read_text()
     assert text.startswith("# Quality\n\nEarlier tables.\n")
-    begin, end = f"<!-- {script.SECTION}:begin -->", f"<!-- {script.SECTION}:end -->"
+    begin, end = script.markers(script.SECTION)
     section = text[text.index(begin) : text.index(end)]
     assert f"## {script.TITLE}\n" in section
     for system, (_, label) in script.quality_per_minute.SYSTEMS.items():
@@ -63,5 +63,7 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
                         "--conditions", "a screen on the other core"])  # fmt: skip
     text = report.read_text()
     assert text.startswith(first_section)
-    other = text[text.index("<!-- step-phases-other:begin -->") : text.index("<!-- step-phases-other:end -->")]
+    begin, end = script.markers("step-phases-other")
+    assert (begin, end) == ("<!-- step-phases-other:begin -->", "<!-- step-phases-other:end -->")
+    other = text[text.index(begin) : text.index(end)]
     assert "## With other vectors\n" in other and "; a screen on the other core)" in other
