@@ -18,6 +18,10 @@ the floor, that fastText input alone:
   of its two sentences' averaged features u and v, accuracy (`quality.py`'s tab-separated
   band, sentence 1, sentence 2, score).
 
+With several `--archive`s, each after the first is set against the first: the difference of
+their mean scores over the tasks and its 95% interval from a paired bootstrap over the
+development items (`paired_bootstrap`), printed and kept in the later result's `against`.
+
     python benchmarks/probe_screen.py --archive demo=data/runs/elmo_c_demo/model.tar.gz \
         --task pos=runs/wins/tasks/pos --task ner=runs/wins/tasks/ner \
         --task sst5=../shared/data/sst5 --task sentiment=data/sentiment --out screen.json
@@ -306,6 +310,13 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
         for task, probes in result["tasks"].items():  # type: ignore[attr-defined]
             cells = ", ".join(f"{row}: {100 * p['score']:.2f}" for row, p in probes.items())
             print(f"{name} {task}: {cells}")
+    first, *others = results
+    for name in others:  # each later biLM against the first, on the mean over the tasks
+        found = paired_bootstrap(results[name], results[first], list(data))
+        results[name]["against"] = {"archive": first, **found}
+        print(f"{name} - {first}, mean over {', '.join(data)}: {100 * found['difference']:+.2f} points, "
+              f"95% interval [{100 * found['low']:+.2f}, {100 * found['high']:+.2f}] "
+              "(paired bootstrap over the development items)")
     if args.out is not None:
         args.out.write_text(json.dumps(results, indent=2) + "\n")
     return results

@@ -86,6 +86,8 @@ def test_the_readme_walkthrough_runs(tmp_path):
     assert first["model"]["output_head"].get("loss", "cosine") == "cosine"
     screen = json.loads((tmp_path / "screen.json").read_text())
     assert set(screen) == {"cosine", "in_batch"}
+    against = screen["in_batch"]["against"]  # the second biLM set against the first
+    assert against["archive"] == "cosine" and against["low"] <= against["difference"] <= against["high"]
     for result in screen.values():
         probe = result["tasks"]["pos"]["fastText + average of all layers"]
         assert 0.0 < probe["score"] <= 1.0

@@ -127,8 +127,9 @@ def test_stsb_pairs_probed_through_a_tiny_bilm(elmo_c_archive, tmp_path):
     assert all(0.0 <= result["score"] <= 1.0 for result in probes.values())
 
 
-def screen_result(items_by_task):
-    return {"tasks": {task: {"with": {"items": items}} for task, items in items_by_task.items()}}
+def screen_result(items_by_task, row="with"):
+    return {"tasks": {task: {row: {"items": items, "score": sum(i[0] for i in items) / sum(i[1] for i in items)}}
+                      for task, items in items_by_task.items()}}  # fmt: skip
 
 
 def test_paired_bootstrap_against_resampling_by_hand():
@@ -177,3 +178,29 @@ def test_paired_bootstrap_against_resampling_by_hand():
     with pytest.raises(ValueError, match="different items"):
         screen.paired_bootstrap(a, screen_result({"pos": pos[:5], "ner": ner, "sst5": sst}),
                                 tasks, "with", "with")  # fmt: skip
+
+
+def test_each_later_archive_is_set_against_the_first(monkeypatch, capsys):
+    """Two biLMs: the second's result carries its mean-score difference from the first (the
+    second minus the first, accuracy counted by hand) with an interval around it, and the line
+    that says so is printed; the first carries none."""
+    screen = load_screen()
+    pos_first = [[3, 4], [2, 4], [4, 4]]  # 9 of 12
+    pos_second = [[4, 4], [3, 4], [4, 4]]  # 11 of 12
+    sst_first, sst_second = [[1, 1], [0, 1], [0, 1], [1, 1]], [[1, 1], [0, 1], [1, 1], [1, 1]]
+    results = {
+        "first.tar.gz": screen_result({"pos": pos_first, "sst5": sst_first}, screen.WITH_BILM),
+        "second.tar.gz": screen_result({"pos": pos_second, "sst5": sst_second}, screen.WITH_BILM),
+    }
+    monkeypatch.setattr(screen, "load_data", lambda tasks, limits: {task: ([], []) for task in tasks})
+    monkeypatch.setattr(screen, "screen_archive", lambda path, *rest, **named: results[path])
+    found = screen.main(["--archive", "cosine=first.tar.gz", "--archive", "in_batch=second.tar.gz",
+                         "--task", "pos=p/", "--task", "sst5=s/"])  # fmt: skip
+    by_hand = ((11 / 12 - 9 / 12) + (3 / 4 - 2 / 4)) / 2
+    against = found["in_batch"]["against"]
+    assert against["archive"] == "cosine"
+    assert against["difference"] == pytest.approx(by_hand)
+    assert against["low"] <= by_hand <= against["high"]
+    assert "against" not in found["cosine"]
+    printed = capsys.readouterr().out
+    assert f"in_batch - cosine, mean over pos, sst5: {100 * by_hand:+.2f} points" in printed
