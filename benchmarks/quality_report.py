@@ -46,8 +46,9 @@ def mean_std(values: Sequence[float], scale: float = 100.0) -> str:
     if not values:
         return "-"
     mean = statistics.mean(values) * scale
-    spread = statistics.stdev(values) * scale if len(values) > 1 else 0.0
-    return f"{mean:.2f} ± {spread:.2f} (n={len(values)})"
+    if len(values) == 1:  # one run has no spread to show
+        return f"{mean:.2f} (n=1)"
+    return f"{mean:.2f} ± {statistics.stdev(values) * scale:.2f} (n={len(values)})"
 
 
 def machine() -> str:

@@ -128,6 +128,8 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
 def test_helpers():
     quality = load_quality()
     assert quality.mean_std([0.5, 0.7]) == "60.00 ± 14.14 (n=2)"
+    assert quality.mean_std([0.5]) == "50.00 (n=1)"  # no spread from one run
+    assert quality.mean_std([]) == "-"
 
 
 def test_sentiment_step_builds_the_demo_data(tmp_path):

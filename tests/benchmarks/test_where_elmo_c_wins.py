@@ -132,9 +132,14 @@ def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
     assert "downstream at the same budget" in section
     against = [line for line in section.splitlines() if re.fullmatch(r"\| ELMo-A [^|]+ \| 0\.000[24] \| - \|", line)]
     assert len(against) == 2
+    assert "**Partial:**" not in section
     # --report-only runs nothing and renders the same section.
     script.main(argv + ["--report-only"])
     assert report.read_text() == text
+    # Asked for a second seed that has not run: the report says how many runs are missing.
+    script.main(argv + ["--report-only", "--seeds", "2"])
+    partial = report.read_text()
+    assert "**Partial:** 7 of the 14 downstream runs have finished" in partial  # fastText + 3 x 2 budgets
 
 
 def test_downstream_difference_is_welchs_two_standard_errors():
