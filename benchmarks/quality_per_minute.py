@@ -273,9 +273,7 @@ def render(args, pretrained: Dict[str, dict], evals: Dict[str, dict], steps, cor
             for t in args.tasks for tag in tags}  # fmt: skip
     expected = len(test) * args.seeds
     finished = sum(len(scores) for scores in test.values())
-    if finished < expected:
-        lines[-2:-2] = [f"**Partial:** {finished} of the {expected} downstream runs have finished "
-                        "(n = the seeds in each cell); the missing cells are still running.", ""]  # fmt: skip
+    lines[-2:-2] = quality.partial_note(finished, expected)
     floor = [quality.mean_std(test[t, quality.BASELINE]) for t in args.tasks]
     lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | - | " + " | ".join(floor) + " |")
     for system, result in pretrained.items():

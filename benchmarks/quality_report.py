@@ -6,7 +6,7 @@ deviation over seeds, beside the paper's Table 2.
 import os
 import platform
 import statistics
-from typing import Sequence
+from typing import List, Sequence
 
 from quality_pretraining import SYSTEMS
 from quality_steps import BATCH, WINDOW
@@ -49,6 +49,16 @@ def mean_std(values: Sequence[float], scale: float = 100.0) -> str:
     if len(values) == 1:  # one run has no spread to show
         return f"{mean:.2f} (n=1)"
     return f"{mean:.2f} ± {statistics.stdev(values) * scale:.2f} (n={len(values)})"
+
+
+
+def partial_note(finished: int, expected: int) -> List[str]:
+    """The lines that say, above a table of downstream runs, how many of them have finished:
+    none once every run has."""
+    if finished >= expected:
+        return []
+    return [f"**Partial:** {finished} of the {expected} downstream runs have finished "
+            "(n = the seeds in each cell); the missing cells are still running.", ""]  # fmt: skip
 
 
 def machine() -> str:

@@ -356,9 +356,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
                   for _, _, tag, _ in tags}  # fmt: skip
         finished = sum(len(scores[tag][task]["test"]) for tag in scores for task in tasks)
         expected = len(tags) * sum(seeds[task] for task in tasks)
-        if finished < expected:  # before the table's header
-            lines[-2:-2] = [f"**Partial:** {finished} of the {expected} downstream runs have finished "
-                            "(n = the seeds in each cell); the missing ones are still to run.", ""]  # fmt: skip
+        lines[-2:-2] = quality.partial_note(finished, expected)  # before the table's header
         for label, minutes, tag, record in tags:
             cells = [quality.mean_std(scores[tag][task]["test"]) for task in tasks]
             speed = speed_cells(record) if record else "- | -"

@@ -130,6 +130,10 @@ def test_helpers():
     assert quality.mean_std([0.5, 0.7]) == "60.00 ± 14.14 (n=2)"
     assert quality.mean_std([0.5]) == "50.00 (n=1)"  # no spread from one run
     assert quality.mean_std([]) == "-"
+    assert quality.partial_note(3, 5) == [
+        "**Partial:** 3 of the 5 downstream runs have finished (n = the seeds in each cell); "
+        "the missing cells are still running.", ""]  # fmt: skip
+    assert quality.partial_note(5, 5) == []  # every run finished: nothing to say
 
 
 def test_sentiment_step_builds_the_demo_data(tmp_path):
