@@ -42,8 +42,9 @@ skipped, so the command runs in pieces, and several processes can share OUT):
 9. `task-TASK-SYSTEM-MINUTESmin-seedN` and `task-TASK-fasttext-seedN`: the full downstream runs
    of `quality.py` for the finalists at `--finalist-minutes` and for fastText alone,
    `--ner-seeds` seeds for NER and `--seeds` for the others, selected on dev, test reported.
-10. The report: a section of `--report` between its markers, and the plot `--plot` (one panel
-   per task family: the screen's probe scores against pretraining minutes).
+10. The report: a section of `--report` between its markers, with the decision rule applied to
+   each ELMo-C loss (`decision`), and the plot `--plot` (one panel per task family: the screen's
+   probe scores against pretraining minutes; below it one per downstream task).
 """
 
 import argparse
@@ -71,6 +72,7 @@ ELMO_C_VARIANTS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_c_vmf")
 REFERENCE = "elmo_c_cosine"  # the paper's loss: the decision compares every other system with it
 FAMILIES = {"syntactic": ("pos", "ner"), "semantic": ("sst5", "sentiment", "stsb")}
 BEGIN, END = "<!-- wins:begin -->", "<!-- wins:end -->"
+BECOMES, STAYS, WAITS = "becomes the default", "stays an option", "waits for its downstream seeds"
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -287,10 +289,28 @@ def downstream_runs(args, pretrained: Dict[str, dict], finalists: Sequence[str])
     return runs
 
 
+def downstream_table(args, steps, pretrained: Dict[str, dict], finalists: Optional[dict]) -> Optional[dict]:
+    """The downstream runs finished so far, read once for the report and the plot: the finalists'
+    `systems`, `rows`, one
+    `(label, minutes, tag, pretraining record or None)` per table row (fastText alone first), and
+    `scores`, each tag's `{task: {"dev": [...], "test": [...]}}`. None before the finalists."""
+    from quality_per_minute import SYSTEMS as LABELS, scores_of
+
+    if not finalists or not all(s in pretrained for s in finalists["systems"]):
+        return None
+    seeds = downstream_seeds(args)
+    rows = [(quality.BASELINE_LABEL, "-", quality.BASELINE, None)] + [
+        (LABELS[s][1], f"{m:g}", f"{s}-{m:g}min", pretrained[s]["budgets"][f"{m:g}"])
+        for s in finalists["systems"] for m in args.finalist_minutes]  # fmt: skip
+    scores = {tag: {task: scores_of(steps, task, tag, seeds[task]) for task in args.downstream_tasks}
+              for _, _, tag, _ in rows}  # fmt: skip
+    return {"systems": list(finalists["systems"]), "rows": rows, "scores": scores}
+
+
 def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
-           finalists: Optional[dict], command: str) -> str:  # fmt: skip
-    """The report's Markdown section."""
-    from quality_per_minute import SYSTEMS as LABELS, recorded_commits, scores_of, timeline_table
+           finalists: Optional[dict], downstream: Optional[dict], command: str) -> str:  # fmt: skip
+    """The report's Markdown section; `downstream` is `downstream_table`'s."""
+    from quality_per_minute import SYSTEMS as LABELS, recorded_commits, timeline_table
 
     general = steps.done("general-corpus") or {}
     contamination = steps.done("contamination") or {}
@@ -337,8 +357,10 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         for minutes, record in result["budgets"].items():
             lines.append(f"| {LABELS[system][1]} | {minutes} | {speed_cells(record)} | "
                          f"{probe_cells(screened.get(f'{system}-{minutes}min'), probe_screen.WITH_BILM)} |")  # fmt: skip
-    lines += comparison_lines(pretrained, screened)
-    if finalists:
+    screen_against = screen_comparisons(pretrained, screened)
+    lines += comparison_lines(screen_against)
+    downstream_against: Dict[Tuple[str, str], Dict[str, Optional[dict]]] = {}
+    if finalists and downstream:
         tasks = list(args.downstream_tasks)
         seeds = downstream_seeds(args)
         lines += ["", f"Finalists (best ELMo-C variant by the mean probe score at {finalists['budget']} "
@@ -348,12 +370,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
                   "| system | minutes | tokens seen | tokens/s | "
                   + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
                   "|---|---|---|---|" + "---|" * len(tasks)]  # fmt: skip
-        tags = [(quality.BASELINE_LABEL, "-", quality.BASELINE, None)] + [
-            (LABELS[s][1], f"{m:g}", f"{s}-{m:g}min", pretrained[s]["budgets"][f"{m:g}"])
-            for s in finalists["systems"] for m in args.finalist_minutes]  # fmt: skip
-        # {tag: {task: {"dev": [...], "test": [...]}}}, each run's step read once
-        scores = {tag: {task: scores_of(steps, task, tag, seeds[task]) for task in tasks}
-                  for _, _, tag, _ in tags}  # fmt: skip
+        tags, scores = downstream["rows"], downstream["scores"]
         finished = sum(len(scores[tag][task]["test"]) for tag in scores for task in tasks)
         expected = len(tags) * sum(seeds[task] for task in tasks)
         lines[-2:-2] = quality.partial_note(finished, expected)  # before the table's header
@@ -367,7 +384,10 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         for label, minutes, tag, _ in tags:
             cells = [quality.mean_std(scores[tag][task]["dev"]) for task in tasks]
             lines.append(f"| {label} | {minutes} | " + " | ".join(cells) + " |")
-        lines += downstream_comparison_lines(args, finalists["systems"], tasks, scores)
+        downstream_against = downstream_comparisons(args, finalists["systems"], tasks, scores)
+        lines += downstream_comparison_lines(args, downstream_against, tasks)
+    lines += decision_lines(args, pretrained, screen_against, downstream_against)
+    if finalists and downstream:
         lines += ["", "Commits the downstream runs ran on: "
                   + recorded_commits(args.out / "runs" / quality_per_minute.DOWNSTREAM_COMMITS)]  # fmt: skip
     lines += ["", "Commits each pretraining ran on:", ""]
@@ -385,13 +405,13 @@ def speed_cells(record: dict) -> str:
     return f"{record['tokens'] / 1e6:.2f}M | {record['tokens_per_second']:,.0f}"
 
 
-def comparison_lines(pretrained: Dict[str, dict], screened: Dict[str, dict]) -> List[str]:
-    """Every other system against the paper's cosine at each budget: the difference of the mean
-    probe score (all tasks, and per task family) with its 95% paired-bootstrap interval over the
-    development items (`probe_screen.paired_bootstrap`), and what the decision rule reads in it."""
-    from quality_per_minute import SYSTEMS as LABELS
-
-    rows = []
+def screen_comparisons(pretrained: Dict[str, dict], screened: Dict[str, dict]) -> Dict[Tuple[str, str], Dict[str, dict]]:  # fmt: skip
+    """Every other system against the paper's cosine at each budget where both are screened:
+    `{(system, minutes): {"all tasks" or a family: found}}`, `found` being the difference of the
+    mean probe score over those tasks with its 95% paired-bootstrap interval over the development
+    items (`probe_screen.paired_bootstrap`) and its `verdict`: "ahead" when the interval lies
+    above zero, "behind" below it, "within the spread" otherwise."""
+    compared = {}
     for system, result in pretrained.items():
         if system == REFERENCE or REFERENCE not in pretrained:
             continue
@@ -400,14 +420,24 @@ def comparison_lines(pretrained: Dict[str, dict], screened: Dict[str, dict]) -> 
             if not mine or not theirs or any("items" not in mine["tasks"].get(t, {}).get(
                     probe_screen.WITH_BILM, {}) for t in SCREEN_TASKS):  # fmt: skip
                 continue
-            cells = []
-            for tasks in (SCREEN_TASKS, *FAMILIES.values()):
-                found = probe_screen.paired_bootstrap(mine, theirs, tasks)
-                verdict = ("ahead" if found["low"] > 0 else "behind" if found["high"] < 0
-                           else "within the spread")  # fmt: skip
-                cells.append(f"{100 * found['difference']:+.2f} [{100 * found['low']:+.2f}, "
-                             f"{100 * found['high']:+.2f}] {verdict}")  # fmt: skip
-            rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
+            compared[system, minutes] = {}
+            for name, tasks in (("all tasks", SCREEN_TASKS), *FAMILIES.items()):
+                found = dict(probe_screen.paired_bootstrap(mine, theirs, tasks))
+                found["verdict"] = ("ahead" if found["low"] > 0 else "behind" if found["high"] < 0
+                                    else "within the spread")  # fmt: skip
+                compared[system, minutes][name] = found
+    return compared
+
+
+def comparison_lines(compared: Dict[Tuple[str, str], Dict[str, dict]]) -> List[str]:
+    """`screen_comparisons`'s table."""
+    from quality_per_minute import SYSTEMS as LABELS
+
+    rows = []
+    for (system, minutes), found in compared.items():
+        cells = [f"{100 * f['difference']:+.2f} [{100 * f['low']:+.2f}, {100 * f['high']:+.2f}] "
+                 f"{f['verdict']}" for f in found.values()]  # fmt: skip
+        rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
     if not rows:
         return []
     return ["", f"Against {LABELS[REFERENCE][1]} at the same budget: the difference of the mean "
@@ -415,6 +445,64 @@ def comparison_lines(pretrained: Dict[str, dict], screened: Dict[str, dict]) -> 
             "items (1,000 resamples), and whether it lies beyond that spread:", "",
             "| system | minutes | all tasks | " + " | ".join(FAMILIES) + " |",
             "|---|---|" + "---|" * (1 + len(FAMILIES))] + rows  # fmt: skip
+
+
+def decision(budgets: Sequence[str], screen: Dict[Tuple[str, str], Dict[str, dict]],
+             downstream: Dict[Tuple[str, str], Dict[str, Optional[dict]]], system: str) -> str:
+    """What the decision rule says of one ELMo-C loss against the paper's cosine. It becomes the
+    default only if, at every budget of `budgets`, its mean probe score over the screen's tasks
+    leads the cosine's beyond the bootstrap interval (`screen_comparisons`) *and* downstream it
+    leads beyond twice the standard error on at least one task and falls behind beyond it on none
+    (`downstream_comparisons`; a loss that is not a finalist has no downstream runs). It waits
+    while the screen says yes and downstream cells lack their seeds; it stays an option otherwise."""
+    if not all(screen.get((system, m), {}).get("all tasks", {}).get("verdict") == "ahead" for m in budgets):
+        return STAYS
+    cells = [downstream.get((system, m)) for m in budgets]
+    if not all(cells):
+        return STAYS  # not a finalist
+    found = [f for cell in cells for f in cell.values()]
+    if any(f is not None and f["verdict"] == "behind" for f in found):
+        return STAYS
+    if None in found:
+        return WAITS
+    ahead = all(any(f["verdict"] == "ahead" for f in cell.values()) for cell in cells)
+    return BECOMES if ahead else STAYS
+
+
+def decision_lines(args, pretrained: Dict[str, dict], screen: Dict[Tuple[str, str], Dict[str, dict]],
+                   downstream: Dict[Tuple[str, str], Dict[str, Optional[dict]]]) -> List[str]:  # fmt: skip
+    """The decision rule applied to every ELMo-C loss other than the cosine, what it reads for
+    each, and the default pretraining loss that follows."""
+    from quality_per_minute import SYSTEMS as LABELS
+
+    budgets = [f"{m:g}" for m in args.finalist_minutes]
+    variants = [s for s in ELMO_C_VARIANTS if s != REFERENCE and s in pretrained]
+    if REFERENCE not in pretrained or not variants:
+        return []
+    said, chosen = [], []
+    for system in variants:
+        screened = ", ".join(
+            screen.get((system, m), {}).get("all tasks", {}).get("verdict", "not screened") + f" at {m} min"
+            for m in budgets)  # fmt: skip
+        cells = [f for m in budgets for f in (downstream.get((system, m)) or {}).values()]
+        if cells:
+            verdicts = [f["verdict"] for f in cells if f is not None]
+            missing = cells.count(None)
+            below = (f"downstream ahead in {verdicts.count('ahead')} and behind in "
+                     f"{verdicts.count('behind')} of {len(cells)} task-budget cells"
+                     + (f", {missing} of them without two seeds yet" if missing else ""))  # fmt: skip
+        else:
+            below = "not a finalist: no downstream runs"
+        outcome = decision(budgets, screen, downstream, system)
+        chosen += [system] if outcome == BECOMES else []
+        said.append(f"- {LABELS[system][1]}: the screen {screened}; {below}. It **{outcome}**.")
+    default = chosen[0] if len(chosen) == 1 else REFERENCE
+    return ["", f"Decision. A loss replaces {LABELS[REFERENCE][1]} as the default pretraining loss "
+            f"only if, at {' and '.join(budgets)} minutes, it leads it beyond the spread on the "
+            "screen's mean probe score and, downstream, on at least one task while falling behind "
+            "on none:", "", *said, "",
+            f"The default pretraining loss: {LABELS[default][1]}"
+            + (" (more than one loss qualifies: choose between them by hand)." if len(chosen) > 1 else ".")]  # fmt: skip
 
 
 def downstream_difference(mine: Sequence[float], theirs: Sequence[float]) -> Optional[dict]:
@@ -431,27 +519,32 @@ def downstream_difference(mine: Sequence[float], theirs: Sequence[float]) -> Opt
     return {"difference": difference, "spread": spread, "verdict": verdict}
 
 
-def downstream_comparison_lines(args, systems: Sequence[str], tasks: Sequence[str],
-                                scores: Dict[str, Dict[str, dict]]) -> List[str]:  # fmt: skip
-    """Every finalist against the paper's cosine at each budget, per task: the difference of the
-    mean test scores (points) and twice its standard error (`downstream_difference`); `scores`
-    holds each run tag's `{task: {"dev": [...], "test": [...]}}`."""
+def downstream_comparisons(args, systems: Sequence[str], tasks: Sequence[str],
+                           scores: Dict[str, Dict[str, dict]]) -> Dict[Tuple[str, str], Dict[str, Optional[dict]]]:  # fmt: skip
+    """Every finalist against the paper's cosine at each budget, per task:
+    `{(system, minutes): {task: downstream_difference or None}}`; `scores` holds each run tag's
+    `{task: {"dev": [...], "test": [...]}}`."""
+    if REFERENCE not in systems:
+        return {}
+    return {(system, f"{minutes:g}"): {task: downstream_difference(
+                scores[f"{system}-{minutes:g}min"][task]["test"],
+                scores[f"{REFERENCE}-{minutes:g}min"][task]["test"]) for task in tasks}
+            for system in systems if system != REFERENCE for minutes in args.finalist_minutes}  # fmt: skip
+
+
+def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, Optional[dict]]],
+                                tasks: Sequence[str]) -> List[str]:  # fmt: skip
+    """`downstream_comparisons`'s table: the difference of the mean test scores (points) and twice
+    its standard error."""
     from quality_per_minute import SYSTEMS as LABELS
 
-    if REFERENCE not in systems:
+    if not compared:
         return []
     rows = []
-    for system in systems:
-        if system == REFERENCE:
-            continue
-        for minutes in args.finalist_minutes:
-            cells = []
-            for task in tasks:
-                found = downstream_difference(scores[f"{system}-{minutes:g}min"][task]["test"],
-                                              scores[f"{REFERENCE}-{minutes:g}min"][task]["test"])
-                cells.append("-" if found is None else f"{100 * found['difference']:+.2f} "
-                             f"(± {100 * found['spread']:.2f}) {found['verdict']}")  # fmt: skip
-            rows.append(f"| {LABELS[system][1]} | {minutes:g} | " + " | ".join(cells) + " |")
+    for (system, minutes), found in compared.items():
+        cells = ["-" if f is None else f"{100 * f['difference']:+.2f} (± {100 * f['spread']:.2f}) {f['verdict']}"
+                 for f in found.values()]  # fmt: skip
+        rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
     return ["", f"Against {LABELS[REFERENCE][1]} downstream at the same budget: the difference of "
             "the mean test scores (points), twice its standard error over the seeds (± sqrt(s1^2 / "
             "n1 + s2^2 / n2) x 2), and whether it lies beyond that spread:", "",
@@ -459,8 +552,14 @@ def downstream_comparison_lines(args, systems: Sequence[str], tasks: Sequence[st
             "|---|---|" + "---|" * len(tasks)] + rows  # fmt: skip
 
 
-def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], path: Path) -> None:
-    """One panel per task family: the mean probe score of its tasks against minutes."""
+def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstream: Optional[dict],
+         path: Path) -> None:  # fmt: skip
+    """The screen, one panel per task family: the mean probe score of its tasks against minutes.
+    Below it, once there are finalists, the downstream runs, one panel per task: each finalist's
+    mean test score over its seeds at each budget (bars: their standard deviation), fastText
+    alone as a dashed line (its band: the same)."""
+    import statistics
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -468,25 +567,58 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], path: Pat
 
     from quality_per_minute import SYSTEMS as LABELS
 
-    figure, axes = plt.subplots(1, len(FAMILIES), figsize=(5 * len(FAMILIES), 4))
-    for axis, (family, tasks) in zip(axes, FAMILIES.items()):
+    colors = {system: f"C{i}" for i, system in enumerate(pretrained)}  # one color per system throughout
+    tasks = list(args.downstream_tasks) if downstream else []
+    width = max(len(FAMILIES) * 5, len(tasks) * 3.2)
+    figure = plt.figure(figsize=(width, 8 if tasks else 4), layout="constrained")
+    top, bottom = figure.subfigures(2, 1) if tasks else (figure, None)
+    for axis, (family, family_tasks) in zip(top.subplots(1, len(FAMILIES)), FAMILIES.items()):
         for system, result in pretrained.items():
-            points = [(float(m), screen_score(screened[f"{system}-{m}min"], tasks))
+            points = [(float(m), screen_score(screened[f"{system}-{m}min"], family_tasks))
                       for m in result["budgets"] if f"{system}-{m}min" in screened]  # fmt: skip
             points = [(x, y) for x, y in points if y is not None]
             if points:
                 axis.plot([x for x, _ in points], [100 * y for _, y in points], marker="o",
-                          label=LABELS[system][1])  # fmt: skip
+                          color=colors[system], label=LABELS[system][1])  # fmt: skip
         floor = screened.get(quality.BASELINE)
-        if floor and screen_score(floor, tasks, probe_screen.FASTTEXT) is not None:
-            axis.axhline(100 * screen_score(floor, tasks, probe_screen.FASTTEXT), color="grey",
+        if floor and screen_score(floor, family_tasks, probe_screen.FASTTEXT) is not None:
+            axis.axhline(100 * screen_score(floor, family_tasks, probe_screen.FASTTEXT), color="grey",
                          linestyle="--", label=quality.BASELINE_LABEL)  # fmt: skip
-        axis.set_title(f"{family}: " + ", ".join(tasks))
+        axis.set_title(f"{family}: " + ", ".join(family_tasks))
         axis.set_xlabel("pretraining minutes (one CPU core)")
         axis.set_ylabel("mean probe score (dev, %)")
         axis.legend(fontsize=7)
-    figure.tight_layout()
+    if tasks:
+        top.suptitle("The screen: linear probes on frozen features")
+        bottom.suptitle("Downstream: the finalists and fastText alone")
+        axes = bottom.subplots(1, len(tasks), squeeze=False)[0]
+        for index, (axis, task) in enumerate(zip(axes, tasks)):
+            dodge = 0.02 * (max(args.finalist_minutes) - min(args.finalist_minutes) or 1)  # apart at one x
+            for rank, system in enumerate(downstream["systems"]):
+                shift = (rank - (len(downstream["systems"]) - 1) / 2) * dodge
+                points = [(m + shift, downstream["scores"][f"{system}-{m:g}min"][task]["test"])
+                          for m in args.finalist_minutes]  # fmt: skip
+                points = [(x, values) for x, values in points if values]
+                if points:
+                    axis.errorbar([x for x, _ in points], [100 * statistics.mean(v) for _, v in points],
+                                  yerr=[100 * statistics.stdev(v) if len(v) > 1 else 0 for _, v in points],
+                                  marker="o", capsize=3, color=colors.get(system), label=LABELS[system][1])  # fmt: skip
+            alone = downstream["scores"][quality.BASELINE][task]["test"]
+            if alone:
+                mean, std = statistics.mean(alone), statistics.stdev(alone) if len(alone) > 1 else 0.0
+                axis.axhline(100 * mean, color="grey", linestyle="--", label=quality.BASELINE_LABEL)
+                axis.axhspan(100 * (mean - std), 100 * (mean + std), color="grey", alpha=0.15)
+            family = next((f for f, members in FAMILIES.items() if task in members), "")
+            name, metric = quality.TASKS[task][2].rsplit(" ", 1)
+            axis.set_title(f"{name}\n({family})", fontsize=8)
+            axis.set_xlabel("pretraining minutes")
+            axis.set_xlim(min(args.finalist_minutes) - 10 * dodge, max(args.finalist_minutes) + 10 * dodge)
+            axis.set_ylabel(f"test {metric} (mean ± std over seeds)", fontsize=8)
+            axis.set_xticks(list(args.finalist_minutes))
+            if index == 0:
+                axis.legend(fontsize=6)
     figure.savefig(path, dpi=100)
+    plt.close(figure)
 
 
 def downstream_seeds(args) -> Dict[str, int]:
@@ -588,8 +720,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         runs = downstream_runs(args, pretrained, finalists["systems"])
         quality_per_minute.downstream_steps(args, steps, runs, downstream_seeds(args), data, vectors)
     command = quality.steps_command("where_elmo_c_wins.py", argv)
-    replace_section(args.report, BEGIN, END, render(args, steps, pretrained, screened, finalists, command))
-    plot(args, pretrained, screened, args.plot)
+    downstream = downstream_table(args, steps, pretrained, finalists)
+    section = render(args, steps, pretrained, screened, finalists, downstream, command)
+    replace_section(args.report, BEGIN, END, section)
+    plot(args, pretrained, screened, downstream, args.plot)
     print(args.report.read_text(encoding="utf-8"))
 
 

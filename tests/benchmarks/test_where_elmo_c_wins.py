@@ -1,5 +1,6 @@
 """`benchmarks/where_elmo_c_wins.py` at fixture size: the contamination check, and the whole path
 (every system pretrained to each budget, evaluated and screened) with the tiny fastText."""
+import argparse
 import json
 import math
 import re
@@ -133,6 +134,11 @@ def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
     against = [line for line in section.splitlines() if re.fullmatch(r"\| ELMo-A [^|]+ \| 0\.000[24] \| - \|", line)]
     assert len(against) == 2
     assert "**Partial:**" not in section
+    # The decision rule read for each ELMo-C loss other than the cosine; one seed gives no spread.
+    decided = [line for line in section.splitlines() if line.startswith("- ELMo-C (continuous, ") and " It **" in line]
+    assert len(decided) == 2 and all(line.endswith(("It **stays an option**.", "It **waits for its downstream seeds**."))
+                                     for line in decided)  # fmt: skip
+    assert "The default pretraining loss: ELMo-C (continuous, cosine)." in section
     # --report-only runs nothing and renders the same section.
     script.main(argv + ["--report-only"])
     assert report.read_text() == text
@@ -155,3 +161,56 @@ def test_downstream_difference_is_welchs_two_standard_errors():
     assert script.downstream_difference(theirs, mine)["verdict"] == "behind"
     assert script.downstream_difference([0.5, 0.6], [0.52, 0.57])["verdict"] == "within the spread"
     assert script.downstream_difference([0.5], [0.4, 0.45]) is None  # one seed: no spread
+
+
+def found(verdict):
+    return {"difference": 0.0, "low": 0.0, "high": 0.0, "spread": 0.0, "verdict": verdict}
+
+
+@pytest.mark.parametrize(
+    "screen_verdicts, downstream_verdicts, expected",
+    [
+        # ahead on the screen at both budgets, ahead downstream on a task at each, behind on none
+        (("ahead", "ahead"), (("ahead", "within the spread"), ("within the spread", "ahead")), "becomes"),
+        (("ahead", "within the spread"), (("ahead", "ahead"), ("ahead", "ahead")), "stays"),  # screen
+        (("ahead", "ahead"), (("ahead", "behind"), ("ahead", "ahead")), "stays"),  # behind on a task
+        (("ahead", "ahead"), (("ahead", "within the spread"), ("within the spread",) * 2), "stays"),
+        (("ahead", "ahead"), (("within the spread",) * 2,) * 2, "stays"),
+        (("ahead", "ahead"), (("ahead", None), ("ahead", "ahead")), "waits"),  # a cell without seeds
+        (("ahead", "ahead"), (("behind", None), ("ahead", "ahead")), "stays"),  # behind already
+        (("ahead", "ahead"), None, "stays"),  # not a finalist: no downstream runs
+        (("behind", "behind"), (("ahead", "ahead"), ("ahead", "ahead")), "stays"),
+    ],
+)
+def test_decision_rule(screen_verdicts, downstream_verdicts, expected):
+    script = load_script()
+    budgets = ["10", "60"]
+    screen = {("elmo_c_in_batch", m): {"all tasks": found(v), "syntactic": found("behind")}
+              for m, v in zip(budgets, screen_verdicts)}  # fmt: skip
+    downstream = {} if downstream_verdicts is None else {
+        ("elmo_c_in_batch", m): {task: None if v is None else found(v) for task, v in zip(("ner", "pos"), cells)}
+        for m, cells in zip(budgets, downstream_verdicts)}  # fmt: skip
+    outcome = script.decision(budgets, screen, downstream, "elmo_c_in_batch")
+    assert outcome == {"becomes": script.BECOMES, "stays": script.STAYS, "waits": script.WAITS}[expected]
+
+
+def test_decision_lines_name_the_default():
+    script = load_script()
+    args = argparse.Namespace(finalist_minutes=[10.0, 60.0])
+    pretrained = {system: {} for system in ("elmo_c_cosine", "elmo_a_whole", "elmo_c_in_batch", "elmo_c_vmf")}
+    screen = {(system, m): {"all tasks": found("ahead")} for system in ("elmo_c_in_batch", "elmo_c_vmf")
+              for m in ("10", "60")}  # fmt: skip
+    downstream = {("elmo_c_in_batch", m): {"ner": found("ahead"), "pos": found("within the spread")}
+                  for m in ("10", "60")}  # fmt: skip
+    lines = script.decision_lines(args, pretrained, screen, downstream)
+    assert "- ELMo-C (continuous, in-batch softmax): the screen ahead at 10 min, ahead at 60 min; downstream " \
+           "ahead in 2 and behind in 0 of 4 task-budget cells. It **becomes the default**." in lines
+    assert "- ELMo-C (continuous, vMF): the screen ahead at 10 min, ahead at 60 min; not a finalist: no " \
+           "downstream runs. It **stays an option**." in lines
+    assert lines[-1] == "The default pretraining loss: ELMo-C (continuous, in-batch softmax)."
+    # Two losses that qualify: the cosine stays until one is chosen by hand.
+    downstream.update({("elmo_c_vmf", m): {"ner": found("ahead")} for m in ("10", "60")})
+    lines = script.decision_lines(args, pretrained, screen, downstream)
+    assert lines[-1].startswith("The default pretraining loss: ELMo-C (continuous, cosine) (more than one")
+    # Without the cosine there is nothing to decide against.
+    assert script.decision_lines(args, {"elmo_c_vmf": {}}, screen, downstream) == []
