@@ -291,9 +291,9 @@ def downstream_runs(args, pretrained: Dict[str, dict], finalists: Sequence[str])
 
 def downstream_table(args, steps, pretrained: Dict[str, dict], finalists: Optional[dict]) -> Optional[dict]:
     """The downstream runs finished so far, read once for the report and the plot: the finalists'
-    `systems`, `rows`, one
-    `(label, minutes, tag, pretraining record or None)` per table row (fastText alone first), and
-    `scores`, each tag's `{task: {"dev": [...], "test": [...]}}`. None before the finalists."""
+    `systems`; `rows`, one `(label, minutes, tag, pretraining record or None)` per table row
+    (fastText alone first); and `scores`, each tag's `{task: {"dev": [...], "test": [...]}}`.
+    None before the finalists."""
     from quality_per_minute import SYSTEMS as LABELS, scores_of
 
     if not finalists or not all(s in pretrained for s in finalists["systems"]):
@@ -360,7 +360,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
     screen_against = screen_comparisons(pretrained, screened)
     lines += comparison_lines(screen_against)
     downstream_against: Dict[Tuple[str, str], Dict[str, Optional[dict]]] = {}
-    if finalists and downstream:
+    if downstream:  # (None before the finalists)
         tasks = list(args.downstream_tasks)
         seeds = downstream_seeds(args)
         lines += ["", f"Finalists (best ELMo-C variant by the mean probe score at {finalists['budget']} "
@@ -387,7 +387,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         downstream_against = downstream_comparisons(args, finalists["systems"], tasks, scores)
         lines += downstream_comparison_lines(args, downstream_against, tasks)
     lines += decision_lines(args, pretrained, screen_against, downstream_against)
-    if finalists and downstream:
+    if downstream:
         lines += ["", "Commits the downstream runs ran on: "
                   + recorded_commits(args.out / "runs" / quality_per_minute.DOWNSTREAM_COMMITS)]  # fmt: skip
     lines += ["", "Commits each pretraining ran on:", ""]
@@ -592,8 +592,8 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
         top.suptitle("The screen: linear probes on frozen features")
         bottom.suptitle("Downstream: the finalists and fastText alone")
         axes = bottom.subplots(1, len(tasks), squeeze=False)[0]
+        dodge = 0.02 * (max(args.finalist_minutes) - min(args.finalist_minutes) or 1)  # apart at one x
         for index, (axis, task) in enumerate(zip(axes, tasks)):
-            dodge = 0.02 * (max(args.finalist_minutes) - min(args.finalist_minutes) or 1)  # apart at one x
             for rank, system in enumerate(downstream["systems"]):
                 shift = (rank - (len(downstream["systems"]) - 1) / 2) * dodge
                 points = [(m + shift, downstream["scores"][f"{system}-{m:g}min"][task]["test"])
