@@ -72,7 +72,7 @@ from quality_pretraining import (  # noqa: E402,F401
     pretrain_step,
     trainable_parameters,
 )
-from quality_report import ADAPTATION_SECTION, machine, mean_std, partial_note, render  # noqa: E402,F401
+from quality_report import ADAPTATION_SECTION, machine, mean_and_std, mean_std, partial_note, render  # noqa: E402,F401
 from quality_steps import (  # noqa: E402,F401
     BATCH,
     DOWNSTREAM_CONFIG,

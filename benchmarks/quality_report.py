@@ -6,7 +6,7 @@ deviation over seeds, beside the paper's Table 2.
 import os
 import platform
 import statistics
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 from quality_pretraining import SYSTEMS
 from quality_steps import BATCH, WINDOW
@@ -42,14 +42,19 @@ PAPER = {
 }
 
 
+def mean_and_std(values: Sequence[float], scale: float = 100.0) -> Tuple[float, float]:
+    """The mean of `values` and their sample standard deviation (0 for one value), times `scale`."""
+    mean = statistics.mean(values) * scale
+    return mean, statistics.stdev(values) * scale if len(values) > 1 else 0.0
+
+
 def mean_std(values: Sequence[float], scale: float = 100.0) -> str:
     if not values:
         return "-"
-    mean = statistics.mean(values) * scale
+    mean, std = mean_and_std(values, scale)
     if len(values) == 1:  # one run has no spread to show
         return f"{mean:.2f} (n=1)"
-    return f"{mean:.2f} ± {statistics.stdev(values) * scale:.2f} (n={len(values)})"
-
+    return f"{mean:.2f} ± {std:.2f} (n={len(values)})"
 
 
 def partial_note(finished: int, expected: int) -> List[str]:

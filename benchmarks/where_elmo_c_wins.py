@@ -447,6 +447,12 @@ def comparison_lines(compared: Dict[Tuple[str, str], Dict[str, dict]]) -> List[s
             "|---|---|" + "---|" * (1 + len(FAMILIES))] + rows  # fmt: skip
 
 
+def screen_verdict(screen: Dict[Tuple[str, str], Dict[str, dict]], system: str, minutes: str) -> str:
+    """`system` against the cosine on the screen's mean probe score at `minutes`: "ahead",
+    "behind", "within the spread" (`screen_comparisons`), or "not screened"."""
+    return screen.get((system, minutes), {}).get("all tasks", {}).get("verdict", "not screened")
+
+
 def decision(budgets: Sequence[str], screen: Dict[Tuple[str, str], Dict[str, dict]],
              downstream: Dict[Tuple[str, str], Dict[str, Optional[dict]]], system: str) -> str:
     """What the decision rule says of one ELMo-C loss against the paper's cosine. It becomes the
@@ -455,7 +461,7 @@ def decision(budgets: Sequence[str], screen: Dict[Tuple[str, str], Dict[str, dic
     leads beyond twice the standard error on at least one task and falls behind beyond it on none
     (`downstream_comparisons`; a loss that is not a finalist has no downstream runs). It waits
     while the screen says yes and downstream cells lack their seeds; it stays an option otherwise."""
-    if not all(screen.get((system, m), {}).get("all tasks", {}).get("verdict") == "ahead" for m in budgets):
+    if not all(screen_verdict(screen, system, m) == "ahead" for m in budgets):
         return STAYS
     cells = [downstream.get((system, m)) for m in budgets]
     if not all(cells):
@@ -481,9 +487,7 @@ def decision_lines(args, pretrained: Dict[str, dict], screen: Dict[Tuple[str, st
         return []
     said, chosen = [], []
     for system in variants:
-        screened = ", ".join(
-            screen.get((system, m), {}).get("all tasks", {}).get("verdict", "not screened") + f" at {m} min"
-            for m in budgets)  # fmt: skip
+        screened = ", ".join(f"{screen_verdict(screen, system, m)} at {m} min" for m in budgets)
         cells = [f for m in budgets for f in (downstream.get((system, m)) or {}).values()]
         if cells:
             verdicts = [f["verdict"] for f in cells if f is not None]
@@ -558,8 +562,6 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
     Below it, once there are finalists, the downstream runs, one panel per task: each finalist's
     mean test score over its seeds at each budget (bars: their standard deviation), fastText
     alone as a dashed line (its band: the same)."""
-    import statistics
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -600,14 +602,14 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
                           for m in args.finalist_minutes]  # fmt: skip
                 points = [(x, values) for x, values in points if values]
                 if points:
-                    axis.errorbar([x for x, _ in points], [100 * statistics.mean(v) for _, v in points],
-                                  yerr=[100 * statistics.stdev(v) if len(v) > 1 else 0 for _, v in points],
-                                  marker="o", capsize=3, color=colors.get(system), label=LABELS[system][1])  # fmt: skip
+                    means, stds = zip(*(quality.mean_and_std(values) for _, values in points))
+                    axis.errorbar([x for x, _ in points], means, yerr=stds, marker="o", capsize=3,
+                                  color=colors.get(system), label=LABELS[system][1])  # fmt: skip
             alone = downstream["scores"][quality.BASELINE][task]["test"]
             if alone:
-                mean, std = statistics.mean(alone), statistics.stdev(alone) if len(alone) > 1 else 0.0
-                axis.axhline(100 * mean, color="grey", linestyle="--", label=quality.BASELINE_LABEL)
-                axis.axhspan(100 * (mean - std), 100 * (mean + std), color="grey", alpha=0.15)
+                mean, std = quality.mean_and_std(alone)
+                axis.axhline(mean, color="grey", linestyle="--", label=quality.BASELINE_LABEL)
+                axis.axhspan(mean - std, mean + std, color="grey", alpha=0.15)
             family = next((f for f, members in FAMILIES.items() if task in members), "")
             name, metric = quality.TASKS[task][2].rsplit(" ", 1)
             axis.set_title(f"{name}\n({family})", fontsize=8)

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy
 import pytest
 
 from tests import FIXTURES_ROOT
@@ -130,6 +131,10 @@ def test_helpers():
     assert quality.mean_std([0.5, 0.7]) == "60.00 ± 14.14 (n=2)"
     assert quality.mean_std([0.5]) == "50.00 (n=1)"  # no spread from one run
     assert quality.mean_std([]) == "-"
+    scores = [0.5231, 0.4977, 0.5612, 0.5049]
+    mean, std = quality.mean_and_std(scores)
+    assert mean == pytest.approx(100 * numpy.mean(scores)) and std == pytest.approx(100 * numpy.std(scores, ddof=1))
+    assert quality.mean_and_std([0.5], scale=1.0) == (0.5, 0.0)
     assert quality.partial_note(3, 5) == [
         "**Partial:** 3 of the 5 downstream runs have finished (n = the seeds in each cell); "
         "the missing cells are still running.", ""]  # fmt: skip
