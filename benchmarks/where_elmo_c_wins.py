@@ -70,6 +70,7 @@ SYSTEMS = ("elmo_c_cosine", "elmo_a_whole", "elmo_c_in_batch", "elmo_fixed", "el
 SCREEN_TASKS = ("pos", "ner", "sst5", "sentiment", "stsb")
 ELMO_C_VARIANTS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_c_vmf")
 REFERENCE = "elmo_c_cosine"  # the paper's loss: the decision compares every other system with it
+SOFTMAX = "elmo_a_whole"  # the softmax biLM every ELMo-C finalist is also compared with downstream
 FAMILIES = {"syntactic": ("pos", "ner"), "semantic": ("sst5", "sentiment", "stsb")}
 BEGIN, END = "<!-- wins:begin -->", "<!-- wins:end -->"
 BECOMES, STAYS, WAITS = "becomes the default", "stays an option", "waits for its downstream seeds"
@@ -274,7 +275,7 @@ def finalists_step(args, screened: Dict[str, dict]) -> dict:
     scores = {system: screen_score(screened[f"{system}-{last}min"], SCREEN_TASKS)
               for system in ELMO_C_VARIANTS if f"{system}-{last}min" in screened}  # fmt: skip
     best = max(scores, key=lambda system: scores[system])
-    systems = [best, "elmo_a_whole"] + ([REFERENCE] if best != REFERENCE else [])
+    systems = [best, SOFTMAX] + ([REFERENCE] if best != REFERENCE else [])
     return {"systems": systems, "best_variant": best, "screen_scores": scores, "budget": last}
 
 
@@ -386,6 +387,10 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
             lines.append(f"| {label} | {minutes} | " + " | ".join(cells) + " |")
         downstream_against = downstream_comparisons(args, finalists["systems"], tasks, scores)
         lines += downstream_comparison_lines(args, downstream_against, tasks)
+        # ELMo-C against the softmax biLM, reported whatever it shows (not part of the decision).
+        elmo_c = [s for s in finalists["systems"] if s in ELMO_C_VARIANTS] + [SOFTMAX]
+        lines += downstream_comparison_lines(
+            args, downstream_comparisons(args, elmo_c, tasks, scores, reference=SOFTMAX), tasks, SOFTMAX)
     lines += decision_lines(args, pretrained, screen_against, downstream_against)
     if downstream:
         lines += ["", "Commits the downstream runs ran on: "
@@ -524,22 +529,24 @@ def downstream_difference(mine: Sequence[float], theirs: Sequence[float]) -> Opt
 
 
 def downstream_comparisons(args, systems: Sequence[str], tasks: Sequence[str],
-                           scores: Dict[str, Dict[str, dict]]) -> Dict[Tuple[str, str], Dict[str, Optional[dict]]]:  # fmt: skip
-    """Every finalist against the paper's cosine at each budget, per task:
-    `{(system, minutes): {task: downstream_difference or None}}`; `scores` holds each run tag's
-    `{task: {"dev": [...], "test": [...]}}`."""
-    if REFERENCE not in systems:
+                           scores: Dict[str, Dict[str, dict]],
+                           reference: str = REFERENCE) -> Dict[Tuple[str, str], Dict[str, Optional[dict]]]:  # fmt: skip
+    """Every one of `systems` but `reference` (by default the paper's cosine) against `reference`
+    at each budget, per task: `{(system, minutes): {task: downstream_difference or None}}`;
+    `scores` holds each run tag's `{task: {"dev": [...], "test": [...]}}`. Empty when `reference`
+    is not among `systems`."""
+    if reference not in systems:
         return {}
     return {(system, f"{minutes:g}"): {task: downstream_difference(
                 scores[f"{system}-{minutes:g}min"][task]["test"],
-                scores[f"{REFERENCE}-{minutes:g}min"][task]["test"]) for task in tasks}
-            for system in systems if system != REFERENCE for minutes in args.finalist_minutes}  # fmt: skip
+                scores[f"{reference}-{minutes:g}min"][task]["test"]) for task in tasks}
+            for system in systems if system != reference for minutes in args.finalist_minutes}  # fmt: skip
 
 
 def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, Optional[dict]]],
-                                tasks: Sequence[str]) -> List[str]:  # fmt: skip
-    """`downstream_comparisons`'s table: the difference of the mean test scores (points) and twice
-    its standard error."""
+                                tasks: Sequence[str], reference: str = REFERENCE) -> List[str]:  # fmt: skip
+    """`downstream_comparisons`'s table against `reference`: the difference of the mean test
+    scores (points) and twice its standard error."""
     from quality_per_minute import SYSTEMS as LABELS
 
     if not compared:
@@ -549,7 +556,7 @@ def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, 
         cells = ["-" if f is None else f"{100 * f['difference']:+.2f} (± {100 * f['spread']:.2f}) {f['verdict']}"
                  for f in found.values()]  # fmt: skip
         rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
-    return ["", f"Against {LABELS[REFERENCE][1]} downstream at the same budget: the difference of "
+    return ["", f"Against {LABELS[reference][1]} downstream at the same budget: the difference of "
             "the mean test scores (points), twice its standard error over the seeds (± sqrt(s1^2 / "
             "n1 + s2^2 / n2) x 2), and whether it lies beyond that spread:", "",
             "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
@@ -714,7 +721,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if args.finalists:
         finalists = {"systems": args.finalists, "best_variant": args.finalists[0],
                      "budget": last, "named": True}  # fmt: skip
-    elif finalists is None and args.only is None and "elmo_a_whole" in pretrained and variants and all(
+    elif finalists is None and args.only is None and SOFTMAX in pretrained and variants and all(
         f"{s}-{last}min" in screened for s in variants
     ):  # (a run stopping at the screen may cover only some systems: it chooses nothing)
         finalists = steps.run("finalists", lambda: finalists_step(args, screened))

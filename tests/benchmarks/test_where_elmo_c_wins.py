@@ -134,6 +134,12 @@ def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
     against = [line for line in section.splitlines() if re.fullmatch(r"\| ELMo-A [^|]+ \| 0\.000[24] \| - \|", line)]
     assert len(against) == 2
     assert "**Partial:**" not in section
+    # ELMo-C against ELMo-A downstream, whatever it shows: a row per ELMo-C finalist and budget.
+    assert "Against ELMo-A (adaptive softmax, whole vocabulary) downstream at the same budget" in section
+    table = section[section.index("Against ELMo-A (adaptive softmax, whole vocabulary) downstream"):]
+    table = table[: table.index("\n\n", table.index("|---"))]
+    rows = [line for line in table.splitlines() if line.startswith("| ELMo-C (continuous, ")]
+    assert len(rows) == 2 * sum(system.startswith("elmo_c_") for system in finalists["systems"])
     # The decision rule read for each ELMo-C loss other than the cosine; one seed gives no spread.
     decided = [line for line in section.splitlines() if line.startswith("- ELMo-C (continuous, ") and " It **" in line]
     assert len(decided) == 2 and all(line.endswith(("It **stays an option**.", "It **waits for its downstream seeds**."))
@@ -161,6 +167,31 @@ def test_downstream_difference_is_welchs_two_standard_errors():
     assert script.downstream_difference(theirs, mine)["verdict"] == "behind"
     assert script.downstream_difference([0.5, 0.6], [0.52, 0.57])["verdict"] == "within the spread"
     assert script.downstream_difference([0.5], [0.4, 0.45]) is None  # one seed: no spread
+
+
+def test_downstream_comparisons_against_another_reference():
+    script = load_script()
+    args = argparse.Namespace(finalist_minutes=[10.0])
+    scores = {
+        "elmo_c_cosine-10min": {"ner": {"test": [0.50, 0.52, 0.54]}},
+        "elmo_a_whole-10min": {"ner": {"test": [0.55, 0.56, 0.57]}},
+        "elmo_c_in_batch-10min": {"ner": {"test": [0.60, 0.61, 0.62]}},
+    }
+    systems = ["elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole"]
+    compared = script.downstream_comparisons(args, systems, ["ner"], scores, reference="elmo_a_whole")
+    assert set(compared) == {("elmo_c_in_batch", "10"), ("elmo_c_cosine", "10")}
+    # Written out: the cosine 0.52 - 0.56 with variances 0.0004 and 0.0001 over 3 seeds each;
+    # the in-batch softmax 0.61 - 0.56 with 0.0001 and 0.0001.
+    cosine, in_batch = compared[("elmo_c_cosine", "10")]["ner"], compared[("elmo_c_in_batch", "10")]["ner"]
+    assert cosine["difference"] == pytest.approx(-0.04) and in_batch["difference"] == pytest.approx(0.05)
+    assert cosine["spread"] == pytest.approx(2 * math.sqrt(0.0005 / 3))
+    assert in_batch["spread"] == pytest.approx(2 * math.sqrt(0.0002 / 3))
+    assert (cosine["verdict"], in_batch["verdict"]) == ("behind", "ahead")
+    lines = script.downstream_comparison_lines(args, compared, ["ner"], reference="elmo_a_whole")
+    assert lines[1].startswith("Against ELMo-A (adaptive softmax, whole vocabulary) downstream")
+    assert "| ELMo-C (continuous, cosine) | 10 | -4.00 (± 2.58) behind |" in lines
+    # Without the reference among the systems there is nothing to compare with.
+    assert script.downstream_comparisons(args, systems[:2], ["ner"], scores, reference="elmo_a_whole") == {}
 
 
 def found(verdict):
