@@ -43,7 +43,8 @@ PAPER = {
 
 
 def mean_and_std(values: Sequence[float], scale: float = 100.0) -> Tuple[float, float]:
-    """The mean of `values` and their sample standard deviation (0 for one value), times `scale`."""
+    """The mean of `values` (at least one) and their sample standard deviation (0 for one value),
+    times `scale`."""
     mean = statistics.mean(values) * scale
     return mean, statistics.stdev(values) * scale if len(values) > 1 else 0.0
 

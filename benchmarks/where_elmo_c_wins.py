@@ -42,8 +42,9 @@ skipped, so the command runs in pieces, and several processes can share OUT):
 9. `task-TASK-SYSTEM-MINUTESmin-seedN` and `task-TASK-fasttext-seedN`: the full downstream runs
    of `quality.py` for the finalists at `--finalist-minutes` and for fastText alone,
    `--ner-seeds` seeds for NER and `--seeds` for the others, selected on dev, test reported.
-10. The report: a section of `--report` between its markers, with the decision rule applied to
-   each ELMo-C loss (`decision`), and the plot `--plot` (one panel per task family: the screen's
+10. The report: a section of `--report` between its markers, with every finalist against the
+   cosine downstream, the ELMo-C finalists against ELMo-A (reported, not part of the decision),
+   the decision rule applied to each ELMo-C loss (`decision`), and the plot `--plot` (one panel per task family: the screen's
    probe scores against pretraining minutes; below it one per downstream task).
 """
 
@@ -387,10 +388,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
             lines.append(f"| {label} | {minutes} | " + " | ".join(cells) + " |")
         downstream_against = downstream_comparisons(args, finalists["systems"], tasks, scores)
         lines += downstream_comparison_lines(args, downstream_against, tasks)
-        # ELMo-C against the softmax biLM, reported whatever it shows (not part of the decision).
-        elmo_c = [s for s in finalists["systems"] if s in ELMO_C_VARIANTS] + [SOFTMAX]
-        lines += downstream_comparison_lines(
-            args, downstream_comparisons(args, elmo_c, tasks, scores, reference=SOFTMAX), tasks, SOFTMAX)
+        lines += against_softmax_lines(args, finalists["systems"], tasks, scores)
     lines += decision_lines(args, pretrained, screen_against, downstream_against)
     if downstream:
         lines += ["", "Commits the downstream runs ran on: "
@@ -561,6 +559,17 @@ def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, 
             "n1 + s2^2 / n2) x 2), and whether it lies beyond that spread:", "",
             "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
             "|---|---|" + "---|" * len(tasks)] + rows  # fmt: skip
+
+
+def against_softmax_lines(args, systems: Sequence[str], tasks: Sequence[str],
+                          scores: Dict[str, Dict[str, dict]]) -> List[str]:  # fmt: skip
+    """The ELMo-C finalists against ELMo-A downstream (`downstream_comparison_lines`), reported
+    whatever it shows and not part of the decision; nothing when ELMo-A is not a finalist."""
+    if SOFTMAX not in systems:
+        return []
+    elmo_c = [s for s in systems if s in ELMO_C_VARIANTS]
+    compared = downstream_comparisons(args, elmo_c + [SOFTMAX], tasks, scores, reference=SOFTMAX)
+    return downstream_comparison_lines(args, compared, tasks, reference=SOFTMAX)
 
 
 def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstream: Optional[dict],

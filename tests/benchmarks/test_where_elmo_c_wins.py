@@ -139,7 +139,7 @@ def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
     table = section[section.index("Against ELMo-A (adaptive softmax, whole vocabulary) downstream"):]
     table = table[: table.index("\n\n", table.index("|---"))]
     rows = [line for line in table.splitlines() if line.startswith("| ELMo-C (continuous, ")]
-    assert len(rows) == 2 * sum(system.startswith("elmo_c_") for system in finalists["systems"])
+    assert len(rows) == 2 * sum(system.startswith("elmo_c_") for system in finalists["systems"])  # 2 budgets
     # The decision rule read for each ELMo-C loss other than the cosine; one seed gives no spread.
     decided = [line for line in section.splitlines() if line.startswith("- ELMo-C (continuous, ") and " It **" in line]
     assert len(decided) == 2 and all(line.endswith(("It **stays an option**.", "It **waits for its downstream seeds**."))
@@ -192,6 +192,9 @@ def test_downstream_comparisons_against_another_reference():
     assert "| ELMo-C (continuous, cosine) | 10 | -4.00 (± 2.58) behind |" in lines
     # Without the reference among the systems there is nothing to compare with.
     assert script.downstream_comparisons(args, systems[:2], ["ner"], scores, reference="elmo_a_whole") == {}
+    # The report's table of the ELMo-C finalists against ELMo-A: these rows, none without ELMo-A.
+    assert script.against_softmax_lines(args, systems, ["ner"], scores) == lines
+    assert script.against_softmax_lines(args, systems[:2], ["ner"], scores) == []
 
 
 def found(verdict):
