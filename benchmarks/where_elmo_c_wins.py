@@ -44,8 +44,9 @@ skipped, so the command runs in pieces, and several processes can share OUT):
    `--ner-seeds` seeds for NER and `--seeds` for the others, selected on dev, test reported.
 10. The report: a section of `--report` between its markers, with every finalist against the
    cosine downstream, the ELMo-C finalists against ELMo-A (reported, not part of the decision),
-   the decision rule applied to each ELMo-C loss (`decision`), and the plot `--plot` (one panel per task family: the screen's
-   probe scores against pretraining minutes; below it one per downstream task).
+   the decision rule applied to each ELMo-C loss (`decision`), and the plot `--plot` (one panel
+   per task family: the screen's probe scores against pretraining minutes; below it one per
+   downstream task).
 """
 
 import argparse
@@ -564,11 +565,10 @@ def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, 
 def against_softmax_lines(args, systems: Sequence[str], tasks: Sequence[str],
                           scores: Dict[str, Dict[str, dict]]) -> List[str]:  # fmt: skip
     """The ELMo-C finalists against ELMo-A downstream (`downstream_comparison_lines`), reported
-    whatever it shows and not part of the decision; nothing when ELMo-A is not a finalist."""
-    if SOFTMAX not in systems:
-        return []
-    elmo_c = [s for s in systems if s in ELMO_C_VARIANTS]
-    compared = downstream_comparisons(args, elmo_c + [SOFTMAX], tasks, scores, reference=SOFTMAX)
+    whatever it shows and not part of the decision; nothing when ELMo-A is not a finalist
+    (`downstream_comparisons` is empty then)."""
+    compared = downstream_comparisons(args, [s for s in systems if s in ELMO_C_VARIANTS or s == SOFTMAX],
+                                      tasks, scores, reference=SOFTMAX)  # fmt: skip
     return downstream_comparison_lines(args, compared, tasks, reference=SOFTMAX)
 
 
