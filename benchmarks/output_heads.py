@@ -9,6 +9,10 @@ training steps, where the encoder dilutes the ratios).
     python benchmarks/output_heads.py                                      # CPU, 2 threads
     python benchmarks/output_heads.py --device cuda --batch-size 768 --vocab-sizes 800000 2000000
 
+The in-batch softmax's cost grows with the batch's distinct target vectors instead of V: every
+position here has its own random target, so each batch has as many words as positions, its worst
+case (a batch of real text repeats its frequent words).
+
 Prints, per vocabulary size, each head's median step time, its ratio to `continuous` (> 1:
 slower than ELMo-C's output layer), its trainable parameters and, on CUDA, its peak memory. The
 heads run in turn within each repetition, so load on the machine affects all of them alike.
@@ -33,6 +37,7 @@ def head_configs(num_words: int, samples: int):
     cutoffs = [int(num_words * share) for share in (0.075, 0.125, 0.8)]
     return {
         "continuous (ELMo-C)": ("continuous", {"loss": "cosine"}),
+        "continuous, in-batch softmax": ("continuous", {"loss": "in_batch_softmax"}),
         "full softmax": ("softmax", {}),
         f"sampled softmax ({samples})": ("sampled_softmax", {"num_samples": samples}),
         f"FIXED (sampled, frozen {TARGET_DIM}-d)": (

@@ -1,7 +1,10 @@
 """
 The continuous head with `loss: "in_batch_softmax"`: its loss and its projection's gradients
-against a float64 reference over the real positions of a padded batch with repeated words.
+against a float64 reference over the real positions of a padded batch with repeated words, on the
+CPU and, where there is one, on a GPU.
 """
+
+import copy
 
 import pytest
 import torch
@@ -64,6 +67,47 @@ def test_loss_and_gradients_match_the_float64_reference(temperature):
         assert_float32_as_good_as_the_reference(value, expected32, expected64)
     assert result["count"].item() == sum(LENGTHS)
     assert result["predictions"].shape == (3, max(LENGTHS), TARGET)
+
+
+def run_on(model, hidden, targets, mask, device, dtype):
+    """The head's loss and the gradients of its projection and of the hidden states, run on
+    `device` in `dtype`, returned on the CPU in float64."""
+    model = copy.deepcopy(model).to(device=device, dtype=dtype)
+    x = hidden.to(device=device, dtype=dtype, copy=True).requires_grad_()
+    result = model(x, mask.to(device), target_embeddings=targets.to(device=device, dtype=dtype))
+    result["loss"].backward()
+    got = (result["loss"], model.projection.weight.grad, model.projection.bias.grad, x.grad)
+    return tuple(value.detach().cpu().double() for value in got)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_matches_a_float64_run_on_a_realistic_batch():
+    # 32 windows of up to 20 tokens, ragged (1 to 20 real positions), the demo encoder's 128-d
+    # projection, 300-d targets drawn from a Zipf distribution over 2,000 words (so the frequent
+    # words repeat many times and the rare ones once), padding with other vectors.
+    generator = torch.Generator().manual_seed(4)
+    windows, timesteps, input_dim, target_dim = 32, 20, 128, 300
+    lengths = torch.randint(1, timesteps + 1, (windows,), generator=generator)
+    lengths[0] = timesteps
+    mask = torch.arange(timesteps).unsqueeze(0) < lengths.unsqueeze(1)
+    hidden = torch.randn(windows, timesteps, input_dim, generator=generator)
+    table = torch.randn(2000, target_dim, generator=generator) / target_dim**0.5
+    zipf = 1.0 / torch.arange(1, 2001, dtype=torch.float64)
+    ids = torch.multinomial(zipf, windows * timesteps, replacement=True, generator=generator)
+    targets = table[ids].view(windows, timesteps, target_dim)
+    targets[~mask] = torch.randn(int((~mask).sum()), target_dim, generator=generator)
+    torch.manual_seed(5)
+    model = ContinuousOutputHead(input_dim, target_dim, loss="in_batch_softmax")
+
+    reference64 = run_on(model, hidden, targets, mask, "cpu", torch.float64)
+    cpu32 = run_on(model, hidden, targets, mask, "cpu", torch.float32)
+    cuda32 = run_on(model, hidden, targets, mask, "cuda", torch.float32)
+    for got, expected32, expected64 in zip(cuda32, cpu32, reference64):
+        assert_float32_as_good_as_the_reference(got, expected32, expected64)
+    # The padding's hidden states get no gradient on the GPU either.
+    assert torch.equal(cuda32[3][~mask], torch.zeros_like(cuda32[3][~mask]))
+    real_ids = ids.view(windows, timesteps)[mask]
+    assert len(torch.unique(real_ids)) < len(real_ids) / 2  # the batch does repeat words
 
 
 def test_padding_does_not_change_the_loss_or_gradients():
