@@ -7,7 +7,7 @@ the same for every head, so these are the costs that differ (the paper's Table 4
 training steps, where the encoder dilutes the ratios).
 
     python benchmarks/output_heads.py                                      # CPU, 2 threads
-    python benchmarks/output_heads.py --device cuda --batch-size 768 --vocab-sizes 800000 2000000
+    python benchmarks/output_heads.py --device cuda --batch-size 128 --vocab-sizes 40000 800000
 
 The in-batch softmax's cost grows with the batch's distinct target vectors instead of V: every
 position here has its own random target, so each batch has as many words as positions, its worst
