@@ -189,15 +189,16 @@ def lstm_params(size: str) -> dict:
             "cell_size": cell, "num_layers": layers}  # fmt: skip
 
 
-def elmo_c_model(size: str, rows: int) -> Model:
-    """`elmo_c` as `training_config/elmo_c.jsonnet` builds it, over a synthetic fastText."""
+def elmo_c_model(size: str, rows: int, loss: str = "cosine") -> Model:
+    """`elmo_c` as `training_config/elmo_c.jsonnet` builds it, over a synthetic fastText, with
+    `loss` as its `continuous` head's loss."""
     input_size = ENCODER_SIZES[size][0]
     params = {
         "type": "elmo_c",
         "text_field_embedder": {"token_embedders": {"tokens": {
             "type": "synthetic_fasttext", "embedding_dim": input_size, "rows": rows}}},
         "contextualizer": lstm_params(size),
-        "output_head": {"type": "continuous", "loss": "cosine"},
+        "output_head": {"type": "continuous", "loss": loss},
         "dropout": 0.0,
     }  # fmt: skip
     return Model.from_params(vocab=Vocabulary(), params=Params(params))

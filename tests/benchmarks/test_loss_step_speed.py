@@ -1,0 +1,40 @@
+"""`benchmarks/loss_step_speed.py` at the smoke size (plumbing only, no timing assertions): each
+loss gets a row, built with that loss, and the first is the baseline."""
+import subprocess
+import sys
+
+from tests import PROJECT_ROOT
+
+SCRIPT = PROJECT_ROOT / "benchmarks" / "loss_step_speed.py"
+
+
+def run(*arguments: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(SCRIPT), "--size", "smoke", "--rows", "1000", "--threads", "1",
+               "--batch-size", "3", "--steps", "1", "--warmup", "0", *arguments]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT)
+
+
+def test_every_loss_gets_a_row_against_the_first():
+    result = run()
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("|")[1:-1] for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert [cells[0].strip() for cells in rows[1:]] == ["cosine", "vmf", "in_batch_softmax"]
+    assert rows[1][3].strip().startswith("1.00x")
+    for cells in rows[1:]:
+        assert float(cells[1]) > 0 and float(cells[2].replace(",", "")) > 0
+
+
+def test_the_model_is_built_with_each_loss():
+    sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
+    try:
+        from run_models import elmo_c_model
+    finally:
+        sys.path.remove(str(PROJECT_ROOT / "benchmarks"))
+    for loss in ("cosine", "vmf", "in_batch_softmax"):
+        heads = elmo_c_model("smoke", 1000, loss)._heads
+        assert [heads[f"{d}_lm"].loss_name for d in ("forward", "backward")] == [loss, loss]
+
+
+def test_an_unknown_loss_is_refused_by_name():
+    result = run("--losses", "softmax")
+    assert result.returncode != 0 and "invalid choice: 'softmax'" in result.stderr
