@@ -55,10 +55,11 @@ def main() -> None:
         model = elmo_c_model(args.size, args.rows, loss)
         model._text_field_embedder.token_embedder_tokens._fasttext.table = table
         model.to(device)
-        steps[loss] = model_step(model, adam(model), batch)
+        # Each row is labelled by the loss its model was built with.
+        steps[model._heads["forward_lm"].loss_name] = model_step(model, adam(model), batch)
     times, _ = times_in_turn(steps, args.steps, args.warmup, device)
     tokens = args.batch_size * TIMESTEPS
-    base = args.losses[0]
+    base = next(iter(times))
     print(f"{device_name(device, args.threads)}, {args.size} encoder, batch {args.batch_size} x "
           f"{TIMESTEPS}, median of {args.steps} steps after {args.warmup}")  # fmt: skip
     print(f"| loss | s / step | tokens / s | time vs {base} (range over repeats) |")

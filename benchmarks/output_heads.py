@@ -89,7 +89,8 @@ def main() -> None:
     mask = torch.ones(shape, dtype=torch.bool, device=device)
     mask[: args.batch_size // 4, 15:] = False  # a quarter of the windows are shorter
     targets = torch.randn(*shape, TARGET_DIM, generator=generator).to(device)
-    print(f"{device_name(device, args.threads)}, batch {args.batch_size} x 20, d {args.dim}")
+    print(f"{device_name(device, args.threads)}, batch {args.batch_size} x 20, d {args.dim}, "
+          f"median of {args.steps} steps after {args.warmup}")  # fmt: skip
     print("| V | output layer | trainable params | s / step | vs continuous | peak GiB |")
     print("|---|---|---|---|---|---|")
     for num_words in args.vocab_sizes:
