@@ -52,9 +52,7 @@ def main() -> None:
     steps = {}
     for loss in args.losses:
         torch.manual_seed(0)
-        model = elmo_c_model(args.size, args.rows, loss)
-        model._text_field_embedder.token_embedder_tokens._fasttext.table = table
-        model.to(device)
+        model = elmo_c_model(args.size, args.rows, loss, table).to(device)
         # Each row is labelled by the loss its model was built with.
         steps[model._heads["forward_lm"].loss_name] = model_step(model, adam(model), batch)
     times, _ = times_in_turn(steps, args.steps, args.warmup, device)

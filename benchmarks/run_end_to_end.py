@@ -80,9 +80,7 @@ def _end_to_end_rows(profile: Profile, device, meter: PeakMemory, log, operators
         table = _RandomFastTextMatrix(profile.fasttext_rows, input_size).matrix_on(device)
 
         def elmo_c():
-            model = elmo_c_model(size, profile.fasttext_rows)
-            model._text_field_embedder.token_embedder_tokens._fasttext.table = table
-            model.to(device)
+            model = elmo_c_model(size, profile.fasttext_rows, table=table).to(device)
             batch = elmo_c_batch(words, profile.fasttext_rows, device, generator)
             return model, model_step(model, adam(model), batch), tokens
 

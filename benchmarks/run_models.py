@@ -189,9 +189,12 @@ def lstm_params(size: str) -> dict:
             "cell_size": cell, "num_layers": layers}  # fmt: skip
 
 
-def elmo_c_model(size: str, rows: int, loss: str = "cosine") -> Model:
+def elmo_c_model(size: str, rows: int, loss: str = "cosine",
+                 table: Optional[torch.Tensor] = None) -> Model:  # fmt: skip
     """`elmo_c` as `training_config/elmo_c.jsonnet` builds it, over a synthetic fastText, with
-    `loss` as its `continuous` head's loss."""
+    `loss` as its `continuous` head's loss. `table`, a `(rows, input size)` matrix, is the frozen
+    fastText matrix to use (several models can share one; by default each makes its own on first
+    use)."""
     input_size = ENCODER_SIZES[size][0]
     params = {
         "type": "elmo_c",
@@ -201,7 +204,10 @@ def elmo_c_model(size: str, rows: int, loss: str = "cosine") -> Model:
         "output_head": {"type": "continuous", "loss": loss},
         "dropout": 0.0,
     }  # fmt: skip
-    return Model.from_params(vocab=Vocabulary(), params=Params(params))
+    model = Model.from_params(vocab=Vocabulary(), params=Params(params))
+    if table is not None:
+        model._text_field_embedder.token_embedder_tokens._fasttext.table = table
+    return model
 
 
 def peer_model(size: str, vocab: Vocabulary, samples: int, allennlp_lstm: bool,

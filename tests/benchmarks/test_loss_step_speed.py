@@ -3,7 +3,10 @@ loss gets a row, built with that loss, and the first is the baseline."""
 import subprocess
 import sys
 
+import torch
+
 from tests import PROJECT_ROOT
+from tests.helpers import load_benchmark
 
 SCRIPT = PROJECT_ROOT / "benchmarks" / "loss_step_speed.py"
 
@@ -24,14 +27,13 @@ def test_every_loss_gets_a_row_against_the_first():
         assert float(cells[1]) > 0 and float(cells[2].replace(",", "")) > 0
 
 
-def test_the_model_is_built_with_each_loss():
-    sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-    try:
-        from run_models import elmo_c_model
-    finally:
-        sys.path.remove(str(PROJECT_ROOT / "benchmarks"))
+def test_the_model_is_built_with_each_loss_and_the_table_given():
+    elmo_c_model = load_benchmark("run_models").elmo_c_model
+    table = torch.randn(1000, 16)
     for loss in ("cosine", "vmf", "in_batch_softmax"):
-        heads = elmo_c_model("smoke", 1000, loss)._heads
+        model = elmo_c_model("smoke", 1000, loss, table)
+        assert model._text_field_embedder.token_embedder_tokens._fasttext.table is table
+        heads = model._heads
         assert [heads[f"{d}_lm"].loss_name for d in ("forward", "backward")] == [loss, loss]
 
 
