@@ -553,16 +553,31 @@ def offline_environment(home: Path) -> Dict[str, str]:
 
 def load_benchmark(name: str):
     """The script `benchmarks/<name>.py` as a module (the benchmarks folder on `sys.path`, as
-    when it runs, for the helpers the scripts import from one another)."""
+    when it runs, for the helpers the scripts import from one another).
+
+    It is imported once per test session and kept in `sys.modules` under its name, as the
+    scripts' own `from run_models import ...` keep it: a second copy of a module that registers
+    an AllenNLP class would register its name twice, which AllenNLP refuses."""
     import importlib.util
     import sys
 
-    folder = str(PROJECT_ROOT / "benchmarks")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(name, PROJECT_ROOT / "benchmarks" / f"{name}.py")
+    folder = PROJECT_ROOT / "benchmarks"
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    path = folder / f"{name}.py"
+    loaded = sys.modules.get(name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve():
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    if loaded is None:
+        sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException:
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
+        raise
     return module
 
 

@@ -40,3 +40,12 @@ def test_the_model_is_built_with_each_loss_and_the_table_given():
 def test_an_unknown_loss_is_refused_by_name():
     result = run("--losses", "softmax")
     assert result.returncode != 0 and "invalid choice: 'softmax'" in result.stderr
+
+
+def test_the_shared_models_module_loads_once_beside_the_scripts_that_import_it():
+    # `run_models` registers an AllenNLP token embedder; a second copy of the module (one from
+    # the tests, one from a script's own `from run_models import`) would register it twice.
+    models = load_benchmark("run_models")
+    runner = load_benchmark("run")
+    assert load_benchmark("run_models") is models and load_benchmark("run") is runner
+    assert sys.modules["run_models"] is models
