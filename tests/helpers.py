@@ -552,32 +552,21 @@ def offline_environment(home: Path) -> Dict[str, str]:
 
 
 def load_benchmark(name: str):
-    """The script `benchmarks/<name>.py` as a module (the benchmarks folder on `sys.path`, as
-    when it runs, for the helpers the scripts import from one another).
+    """The script `benchmarks/<name>.py` as a module, imported as when it runs (the benchmarks
+    folder on `sys.path`, for the helpers the scripts import from one another).
 
-    It is imported once per test session and kept in `sys.modules` under its name, as the
-    scripts' own `from run_models import ...` keep it: a second copy of a module that registers
-    an AllenNLP class would register its name twice, which AllenNLP refuses."""
-    import importlib.util
+    The import system keeps one copy per name, shared with the scripts' own `from run_models
+    import ...`: a second copy of a module that registers an AllenNLP class would register its
+    name twice, which AllenNLP refuses."""
+    import importlib
     import sys
 
     folder = PROJECT_ROOT / "benchmarks"
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
-    path = folder / f"{name}.py"
-    loaded = sys.modules.get(name)
-    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve():
-        return loaded
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    if loaded is None:
-        sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except BaseException:
-        if sys.modules.get(name) is module:
-            del sys.modules[name]
-        raise
+    module = importlib.import_module(name)
+    found = Path(getattr(module, "__file__", "") or "").resolve()
+    assert found == (folder / f"{name}.py").resolve(), f"`import {name}` found {found}, not the benchmark"
     return module
 
 
