@@ -10,7 +10,7 @@
 // The same 21-token windows as elmo_c_demo.jsonnet (the `lm_corpus` reader, its field named
 // `source` as `language_model` wants): the systems compared see the same text in the same order.
 // The learning rate is flat (dense_sparse_adam's default 1e-3), so one run can be snapshotted at
-// several training times (benchmarks/quality_per_minute.py).
+// several training times (experiments/quality/per_minute.py).
 //
 //   ELMO_C_DATA_DIR=data allennlp train training_config/allennlp_lm_demo.jsonnet -s runs/lm \
 //       --include-package allennlp_elmo_c

@@ -29,7 +29,7 @@ local batch_size = 768;
     max_sequence_length: 21,
     // Sentence boundaries: the paper's code ends a sentence with fastText's own `</s>` row; here
     // `</S>` gets the mean of its character n-grams like any unknown word. Measured both ways
-    // on the demo (benchmarks/SENTENCE_END.md, 2 seeds): POS dev 92.27 vs 92.23, validation
+    // on the demo (experiments/quality/SENTENCE_END.md, 2 seeds): POS dev 92.27 vs 92.23, validation
     // cosine 0.6543 vs 0.6551 (on different end targets): no difference beyond the spread, so
     // the boundary every earlier archive was trained with stays. All-zero fastText vectors
     // (which the paper's code replaces by <unk>'s) are 82 of 2.4M demo tokens: kept.

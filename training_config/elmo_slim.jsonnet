@@ -10,7 +10,7 @@
 // K and M are our choice (this model is in neither paper): M ~ V / 16 uses each sub-vector ~128
 // times at V = 800K, and K = 8 keeps sub-vectors 64-d. The logits cost O(M * 512 / K + V * K)
 // per position instead of O(V * 512); CPU timings against a full softmax for pools of V / 4 to
-// V / 64: benchmarks/RESULTS.md (benchmarks/slim_softmax.py).
+// V / 64: experiments/speed/RESULTS.md (experiments/speed/slim_softmax.py).
 // Trainable parameters at an 800K-word vocabulary: 83.9M (2 x 4.0M for the heads: 3.2M
 // sub-vectors + 0.8M biases), against 2 x 410.4M for full 512 x 800K softmaxes.
 //
