@@ -26,16 +26,16 @@ $(STAMP): constraints.txt requirements.txt setup.py allennlp_elmo_c_startup.pth 
 	@touch $(STAMP)
 
 lint: install
-	$(VENV)/bin/ruff check allennlp_elmo_c allennlp_elmo_c_startup.py tests benchmarks
+	$(VENV)/bin/ruff check allennlp_elmo_c allennlp_elmo_c_startup.py tests experiments
 
 test: lint
 	$(PY) -m pytest tests
 
 data: install
-	$(PY) -m allennlp_elmo_c build-demo-data --data-dir $(DATA_DIR)
+	$(PY) -m experiments.corpora build-demo-data --data-dir $(DATA_DIR)
 
 demo: install
-	$(PY) -m allennlp_elmo_c.demo --data-dir $(DATA_DIR)
+	$(PY) -m experiments.demo --data-dir $(DATA_DIR)
 
 # Rewrite constraints.txt from the current venv (keeps the header comments).
 constraints: install

@@ -45,7 +45,7 @@ setup(
     ),
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
-    packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*"]),
+    packages=find_packages(exclude=["tests", "tests.*", "experiments", "experiments.*"]),
     py_modules=["allennlp_elmo_c_startup"],
     data_files=[(SITE_PACKAGES, ["allennlp_elmo_c_startup.pth"])],
     python_requires=">=3.11",

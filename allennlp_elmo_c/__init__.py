@@ -24,10 +24,9 @@ archive_paths.apply()
 config_defaults.apply()
 
 # Importing the subpackages registers every component (a `.allennlp_plugins` file imports only
-# this module, not its submodules); `demo.subcommands` registers the demo's data builders only.
+# this module, not its submodules).
 from allennlp_elmo_c import commands, data, models, modules, predictors, training  # noqa: E402,F401
 from allennlp_elmo_c import integrations  # noqa: E402,F401  (Hugging Face Auto* and spaCy's elmo_c)
-from allennlp_elmo_c.demo import subcommands  # noqa: E402,F401
 
 # The Python API, shaped like AllenNLP's ELMo (`Elmo`, `batch_to_ids`, 0.9's `ElmoEmbedder`).
 from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbedder  # noqa: E402

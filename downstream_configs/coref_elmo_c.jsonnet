@@ -2,13 +2,15 @@
 // ELMo coref config, so this is its coref.jsonnet (GloVe 300 + character CNN 100) with ELMo-C
 // (ELMO_C_DIM, 1024 for a paper-size archive) added to the text embedding and every dimension
 // that depends on it derived below.
-// With ELMO_C_BASELINE=fasttext the 300-d fastText vectors take ELMo-C's place (the paper's
+// With ELMO_C_BASELINE=fasttext the fastText vectors take ELMo-C's place (the paper's
 // "fastText only" row).
 //
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
 // e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
 // and an archive of another size stops at construction with a ConfigurationError naming both
-// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// sizes. ELMO_C_FASTTEXT_DIM sizes the fastText-only row in the same way (default 300, as
+// cc.en.300.bin; 100 for `train-fasttext --dim 100`). ELMO_C_BASELINE defaults to none (ELMo-C);
+// the plugin supplies the three defaults. The other
 // variables below have none: an unset one stops with a ConfigurationError naming it
 // (docs/environment-variables.md has every variable).
 //
@@ -19,10 +21,11 @@
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
 local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
+local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
 local feature_size = 20;
 local context_hidden = 200;
-// GloVe 300 + characters 100 + ELMo-C ELMO_C_DIM (or fastText 300).
-local text_dim = 300 + 100 + (if use_elmo_c then elmo_c_dim else 300);
+// GloVe 300 + characters 100 + ELMo-C ELMO_C_DIM (or fastText ELMO_C_FASTTEXT_DIM).
+local text_dim = 300 + 100 + (if use_elmo_c then elmo_c_dim else fasttext_dim);
 // Endpoint span extractor over the BiLSTM (2 x 2 x hidden) + width feature, plus the attentive
 // span extractor over the text embeddings.
 local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
@@ -42,6 +45,7 @@ local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
   train_data_path: std.extVar('COREF_TRAIN_DATA_PATH'),
   validation_data_path: std.extVar('COREF_DEV_DATA_PATH'),
   test_data_path: std.extVar('COREF_TEST_DATA_PATH'),
+  evaluate_on_test: true,
   model: {
     type: 'coref',
     text_field_embedder: {
@@ -64,7 +68,7 @@ local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
           do_layer_norm: false,
           expected_output_dim: elmo_c_dim,
           dropout: 0.5,
-        } else { type: 'fasttext', model_path: fasttext },
+        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
       },
     },
     context_layer: {

@@ -1,13 +1,15 @@
 // CoNLL-2003 NER with the CRF tagger: allennlp-models' ner_elmo.jsonnet (GloVe 50 + character CNN
 // 128 + ELMo 1024 into a 2-layer BiLSTM of 200, scalar-mix L2 0.1) with ELMo replaced by ELMo-C
 // (input_size 50 + 128 + ELMO_C_DIM: 1202 for a paper-size archive, as before). With
-// ELMO_C_BASELINE=fasttext, ELMo is replaced by the 300-d fastText vectors instead (the paper's
+// ELMO_C_BASELINE=fasttext, ELMo is replaced by the fastText vectors instead (the paper's
 // "fastText only" row).
 //
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
 // e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
 // and an archive of another size stops at construction with a ConfigurationError naming both
-// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// sizes. ELMO_C_FASTTEXT_DIM sizes the fastText-only row in the same way (default 300, as
+// cc.en.300.bin; 100 for `train-fasttext --dim 100`). ELMO_C_BASELINE defaults to none (ELMo-C);
+// the plugin supplies the three defaults. The other
 // variables below have none: an unset one stops with a ConfigurationError naming it
 // (docs/environment-variables.md has every variable).
 //
@@ -19,7 +21,8 @@
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
 local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
-local context_dim = if use_elmo_c then elmo_c_dim else 300;
+local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
+local context_dim = if use_elmo_c then elmo_c_dim else fasttext_dim;
 
 {
   dataset_reader: {
@@ -56,7 +59,7 @@ local context_dim = if use_elmo_c then elmo_c_dim else 300;
           do_layer_norm: false,
           expected_output_dim: elmo_c_dim,
           dropout: 0.0,
-        } else { type: 'fasttext', model_path: fasttext },
+        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
         token_characters: {
           type: 'character_encoding',
           // allennlp-models leaves vocab_namespace at its default 'tokens', which only works

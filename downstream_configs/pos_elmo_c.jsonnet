@@ -1,14 +1,16 @@
 // Part-of-speech tagging with the CRF tagger: the same input as ner_elmo_c.jsonnet (a 50-d word
 // embedding + character CNN 128 + ELMo-C), one BiLSTM layer of 200, token accuracy. Data: one
 // sentence per line, `word###tag` tokens (AllenNLP's `sequence_tagging` reader), e.g. the Brown
-// corpus files made by benchmarks/quality.py. With ELMO_C_BASELINE=fasttext the ELMo-C slot holds
+// corpus files made by experiments/quality/table2.py. With ELMO_C_BASELINE=fasttext the ELMo-C slot holds
 // the fastText vectors instead (the no-context baseline). The encoder's input is
 // 50 + 128 + ELMO_C_DIM.
 //
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
 // e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
 // and an archive of another size stops at construction with a ConfigurationError naming both
-// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// sizes. ELMO_C_FASTTEXT_DIM sizes the fastText-only row in the same way (default 300, as
+// cc.en.300.bin; 100 for `train-fasttext --dim 100`). ELMO_C_BASELINE defaults to none (ELMo-C);
+// the plugin supplies the three defaults. The other
 // variables below have none: an unset one stops with a ConfigurationError naming it
 // (docs/environment-variables.md has every variable).
 //
@@ -19,6 +21,7 @@ local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local data = std.extVar('POS_DATA_DIR');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
 local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
+local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
 
 {
   dataset_reader: {
@@ -47,7 +50,7 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
           do_layer_norm: false,
           expected_output_dim: elmo_c_dim,
           dropout: 0.0,
-        } else { type: 'fasttext', model_path: fasttext },
+        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
         token_characters: {
           type: 'character_encoding',
           embedding: { embedding_dim: 16, vocab_namespace: 'token_characters' },
@@ -63,7 +66,7 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
     },
     encoder: {
       type: 'lstm',
-      input_size: 50 + 128 + (if use_elmo_c then elmo_c_dim else 300),
+      input_size: 50 + 128 + (if use_elmo_c then elmo_c_dim else fasttext_dim),
       hidden_size: 200,
       num_layers: 1,
       bidirectional: true,

@@ -1,6 +1,6 @@
 // SNLI with ESIM: allennlp-models' esim_elmo.jsonnet (one ELMo mix, no GloVe) with ELMo replaced
 // by ELMo-C (the encoder's input_size is ELMO_C_DIM: 1024 for a paper-size archive, as before).
-// With ELMO_C_BASELINE=fasttext the 300-d fastText vectors replace it (the paper's "fastText
+// With ELMO_C_BASELINE=fasttext the fastText vectors replace it (the paper's "fastText
 // only" row). ESIM's initializer regexes
 // (.*weight_ih.* etc.) match no ELMo-C parameter, so the pretrained biLM is never re-initialised.
 // The reader uses spaCy's rule-based English tokenizer (no model download) instead of
@@ -9,7 +9,9 @@
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
 // e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
 // and an archive of another size stops at construction with a ConfigurationError naming both
-// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// sizes. ELMO_C_FASTTEXT_DIM sizes the fastText-only row in the same way (default 300, as
+// cc.en.300.bin; 100 for `train-fasttext --dim 100`). ELMO_C_BASELINE defaults to none (ELMo-C);
+// the plugin supplies the three defaults. The other
 // variables below have none: an unset one stops with a ConfigurationError naming it
 // (docs/environment-variables.md has every variable).
 //
@@ -19,6 +21,7 @@
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
 local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
+local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
 
 {
   dataset_reader: {
@@ -42,12 +45,12 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
           do_layer_norm: false,
           expected_output_dim: elmo_c_dim,
           dropout: 0.0,
-        } else { type: 'fasttext', model_path: fasttext },
+        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
       },
     },
     encoder: {
       type: 'lstm',
-      input_size: if use_elmo_c then elmo_c_dim else 300,
+      input_size: if use_elmo_c then elmo_c_dim else fasttext_dim,
       hidden_size: 300,
       num_layers: 1,
       bidirectional: true,

@@ -1,14 +1,16 @@
 // Semantic role labelling (CoNLL-2012 format, the `srl` reader and model): allennlp-models'
 // srl_elmo.jsonnet with ELMo replaced by ELMo-C (ELMO_C_DIM + 100-d verb indicator into the
 // 8-layer alternating LSTM: 1124 for a paper-size archive, as before). With
-// ELMO_C_BASELINE=fasttext the 300-d fastText vectors replace it (the paper's "fastText only"
+// ELMO_C_BASELINE=fasttext the fastText vectors replace it (the paper's "fastText only"
 // row). The SRL metric runs the official perl scorer that ships with allennlp-models (needs
 // `perl`).
 //
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
 // e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
 // and an archive of another size stops at construction with a ConfigurationError naming both
-// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// sizes. ELMO_C_FASTTEXT_DIM sizes the fastText-only row in the same way (default 300, as
+// cc.en.300.bin; 100 for `train-fasttext --dim 100`). ELMO_C_BASELINE defaults to none (ELMo-C);
+// the plugin supplies the three defaults. The other
 // variables below have none: an unset one stops with a ConfigurationError naming it
 // (docs/environment-variables.md has every variable).
 //
@@ -18,6 +20,7 @@
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
 local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
+local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
 
 {
   dataset_reader: {
@@ -39,13 +42,13 @@ local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
           do_layer_norm: false,
           expected_output_dim: elmo_c_dim,
           dropout: 0.1,
-        } else { type: 'fasttext', model_path: fasttext },
+        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
       },
     },
     initializer: { regexes: [['tag_projection_layer.*weight', { type: 'orthogonal' }]] },
     encoder: {
       type: 'alternating_lstm',
-      input_size: (if use_elmo_c then elmo_c_dim else 300) + 100,
+      input_size: (if use_elmo_c then elmo_c_dim else fasttext_dim) + 100,
       hidden_size: 300,
       num_layers: 8,
       recurrent_dropout_probability: 0.1,

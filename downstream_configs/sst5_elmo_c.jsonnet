@@ -4,13 +4,15 @@
 // one ELMo mix concatenated to the GloVe input: here the same through the text field embedder
 // (key 'elmo_c'; BCN refuses a token embedder named 'elmo'), so pre_encode_feedforward gets
 // 300 + ELMO_C_DIM inputs (1324 for a paper-size archive, as before). With
-// ELMO_C_BASELINE=fasttext the 300-d fastText vectors take ELMo-C's place (the paper's "fastText
+// ELMO_C_BASELINE=fasttext the fastText vectors take ELMo-C's place (the paper's "fastText
 // only" row).
 //
 // ELMO_C_DIM is the archive's output size, 2 x its projection_size (default 1024, the paper's;
 // e.g. ELMO_C_DIM=256 for the demo's archive): every layer that reads ELMo-C is sized from it,
 // and an archive of another size stops at construction with a ConfigurationError naming both
-// sizes. ELMO_C_BASELINE defaults to none (ELMo-C); the plugin supplies both defaults. The other
+// sizes. ELMO_C_FASTTEXT_DIM sizes the fastText-only row in the same way (default 300, as
+// cc.en.300.bin; 100 for `train-fasttext --dim 100`). ELMO_C_BASELINE defaults to none (ELMo-C);
+// the plugin supplies the three defaults. The other
 // variables below have none: an unset one stops with a ConfigurationError naming it
 // (docs/environment-variables.md has every variable).
 //
@@ -22,7 +24,8 @@
 local fasttext = std.extVar('ELMO_C_FASTTEXT');
 local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
 local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
-local context_dim = if use_elmo_c then elmo_c_dim else 300;
+local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
+local context_dim = if use_elmo_c then elmo_c_dim else fasttext_dim;
 local reader(subtrees) = {
   type: 'sst_tokens',
   use_subtrees: subtrees,
@@ -59,7 +62,7 @@ local reader(subtrees) = {
           do_layer_norm: false,
           expected_output_dim: elmo_c_dim,
           dropout: 0.0,
-        } else { type: 'fasttext', model_path: fasttext },
+        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
       },
     },
     embedding_dropout: 0.5,

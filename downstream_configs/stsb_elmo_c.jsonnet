@@ -1,9 +1,9 @@
 // STS Benchmark as three similarity bands (dissimilar < 2 <= partial < 4 <= equivalent, of the
 // 0-5 score): the ESIM of snli_elmo_c.jsonnet (ELMo-C, or with ELMO_C_BASELINE=fasttext the
-// 300-d fastText vectors, as its only input; its initializer, which leaves the biLM alone) at
-// hidden size 100 instead of 300: 5.7k training pairs, and one epoch of the 300-d ESIM costs
-// about 4 times as much CPU. The data are what `benchmarks/quality.py --tasks stsb` builds
-// (allennlp_elmo_c/demo/stsb_corpus.py): tab-separated band, sentence 1, sentence 2, score,
+// fastText vectors of ELMO_C_FASTTEXT_DIM, as its only input; its initializer, which leaves the
+// biLM alone) at hidden size 100 instead of 300: 5.7k training pairs, and one epoch of the 300-d ESIM costs
+// about 4 times as much CPU. The data are what `experiments/quality/table2.py --tasks stsb` builds
+// (experiments/corpora/stsb_corpus.py): tab-separated band, sentence 1, sentence 2, score,
 // already tokenized, read by allennlp-models' `quora_paraphrase` reader.
 //
 // ELMO_C_DIM (default 1024) is the archive's output size, as in snli_elmo_c.jsonnet.

@@ -32,7 +32,8 @@ from tests import FIXTURES_ROOT, PROJECT_ROOT
 
 LM_DATA = FIXTURES_ROOT / "data" / "lm"
 SENTENCES = LM_DATA / "sentences.txt"  # the fixture LM corpus
-TINY_FASTTEXT = FIXTURES_ROOT / "fasttext" / "tiny.bin"  # 16-d
+TINY_FASTTEXT = FIXTURES_ROOT / "fasttext" / "tiny.bin"
+TINY_FASTTEXT_DIM = 16  # its vectors' size
 TINY_ELMO_C_DIM = 16  # output size of the fixture biLM (configs/elmo_c.jsonnet): 2 x projection 8
 
 
@@ -208,11 +209,12 @@ def set_downstream_environment(
     monkeypatch, archive: Path, baseline: str, **task_paths: str
 ) -> None:
     """The environment variables a downstream config reads: the task's data/GloVe paths plus
-    the ELMo-C archive, the tiny fastText model, ELMO_C_BASELINE ("none" or "fasttext") and
+    the ELMo-C archive, the tiny fastText model, ELMO_C_BASELINE ("none" or "fasttext"),
     ELMO_C_DIM, the size of the fixture biLM (`TINY_ELMO_C_DIM`; a task path given as
-    ELMO_C_DIM=... replaces it)."""
+    ELMO_C_DIM=... replaces it), and ELMO_C_FASTTEXT_DIM, the tiny fastText model's."""
     environment = {
         "ELMO_C_DIM": str(TINY_ELMO_C_DIM),
+        "ELMO_C_FASTTEXT_DIM": str(TINY_FASTTEXT_DIM),
         **task_paths,
         "ELMO_C_ARCHIVE": str(archive),
         "ELMO_C_FASTTEXT": str(TINY_FASTTEXT),
@@ -549,25 +551,6 @@ def offline_environment(home: Path) -> Dict[str, str]:
     home.mkdir(parents=True, exist_ok=True)
     return user_environment(HOME=str(home), NLTK_DATA=str(home / "nltk_data"), NO_PROXY="",
                             no_proxy="", **NO_NETWORK)  # fmt: skip
-
-
-def load_benchmark(name: str):
-    """The script `benchmarks/<name>.py` as a module, imported as when it runs (the benchmarks
-    folder on `sys.path`, for the helpers the scripts import from one another).
-
-    The import system keeps one copy per name, shared with the scripts' own `from run_models
-    import ...`: a second copy of a module that registers an AllenNLP class would register its
-    name twice, which AllenNLP refuses."""
-    import importlib
-    import sys
-
-    folder = PROJECT_ROOT / "benchmarks"
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-    module = importlib.import_module(name)
-    found = Path(getattr(module, "__file__", "") or "").resolve()
-    assert found == (folder / f"{name}.py").resolve(), f"`import {name}` found {found}, not the benchmark"
-    return module
 
 
 # --- the fenced code blocks of README.md and docs/ -----------------------------------------------

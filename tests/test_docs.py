@@ -15,6 +15,7 @@ Each block carries a marker comment on the line before its fence (see docs/devel
 """
 
 import argparse
+import importlib
 import json
 import re
 import shlex
@@ -36,7 +37,6 @@ from tests.helpers import (
     LM_DATA,
     TINY_ELMO_C_DIM,
     doc_blocks,
-    load_benchmark,
     offline_environment,
     user_environment,
 )
@@ -194,11 +194,12 @@ def check_allennlp(argv: List[str], variables: Dict[str, str], monkeypatch) -> N
         Params.from_file(str(PROJECT_ROOT / args.param_path), args.overrides, ext_vars=variables)
 
 
-def check_script(script: str, argv: List[str], monkeypatch) -> None:
-    """`benchmarks/<name>.py`'s own parser accepts `argv` (parsing stops the script)."""
-    path = PROJECT_ROOT / script
-    assert path.is_file() and path.parent == PROJECT_ROOT / "benchmarks", script
-    module = load_benchmark(path.stem)
+def check_module(module: str, argv: List[str], monkeypatch) -> None:
+    """`python -m experiments.<...>`: the module's own parser accepts `argv` (parsing stops it)."""
+    assert module.split(".")[0] == "experiments", module
+    found = importlib.import_module(module)
+    if not hasattr(found, "main"):  # a package run through its __main__
+        found = importlib.import_module(f"{module}.__main__")
     parse = argparse.ArgumentParser.parse_args
 
     def parse_then_stop(self, args=None, namespace=None):
@@ -206,14 +207,14 @@ def check_script(script: str, argv: List[str], monkeypatch) -> None:
         raise _Parsed()
 
     monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
-    monkeypatch.setattr(sys, "argv", [script, *argv])
+    monkeypatch.setattr(sys, "argv", [module, *argv])
     try:
-        module.main()
+        found.main()
     except _Parsed:
         return
     except SystemExit as exit:
-        raise AssertionError(f"{script} {shlex.join(argv)}: does not parse ({exit})") from None
-    raise AssertionError(f"{script}: main() never parsed its arguments")
+        raise AssertionError(f"{module} {shlex.join(argv)}: does not parse ({exit})") from None
+    raise AssertionError(f"{module}: main() never parsed its arguments")
 
 
 def check_command(variables: Dict[str, str], words: List[str], monkeypatch) -> None:
@@ -230,8 +231,8 @@ def check_command(variables: Dict[str, str], words: List[str], monkeypatch) -> N
         check_allennlp(words[1:], variables, monkeypatch)
     elif Path(program).name == "python" and words[1:3] == ["-m", "allennlp_elmo_c"]:
         check_allennlp(words[3:], variables, monkeypatch)
-    elif Path(program).name == "python" and words[1].endswith(".py"):
-        check_script(words[1], words[2:], monkeypatch)
+    elif Path(program).name == "python" and words[1] == "-m":
+        check_module(words[2], words[3:], monkeypatch)
     elif program == "bash":
         script = PROJECT_ROOT / words[1]
         result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
@@ -283,7 +284,7 @@ def test_a_drifted_command_fails_its_parse_check(monkeypatch):
         check_command(variables, ["allennlp", "train", "training_config/elmo_c.jsonnet", "-s", "r",
                                   "-o", '{"model.no_such.key": 1}'], monkeypatch)  # fmt: skip
     with pytest.raises(AssertionError, match="does not parse"):
-        check_command({}, ["python", "benchmarks/quality.py", "--no-such-option"], monkeypatch)
+        check_command({}, ["python", "-m", "experiments.quality.table2", "--no-such-option"], monkeypatch)
 
 
 # --- run blocks ---------------------------------------------------------------------------------------
@@ -417,8 +418,9 @@ def test_documented_commands_print_only_their_own_lines_offline(tmp_path):
 
 # --- links ------------------------------------------------------------------------------------------
 
-LINKED_FILES = DOC_FILES + ["benchmarks/RESULTS.md"] + sorted(
-    str(path.relative_to(PROJECT_ROOT)) for path in (PROJECT_ROOT / "benchmarks" / "history").glob("*.md")
+# The docs and the experiments' reports.
+LINKED_FILES = DOC_FILES + sorted(
+    str(path.relative_to(PROJECT_ROOT)) for path in (PROJECT_ROOT / "experiments").rglob("*.md")
 )
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -456,7 +458,7 @@ def test_relative_links_resolve():
 
 
 REPOSITORY_PATH = re.compile(
-    r"`((?:allennlp_elmo_c|tests|training_config|downstream_configs|benchmarks|docs)/[\w./-]+)`"
+    r"`((?:allennlp_elmo_c|tests|training_config|downstream_configs|experiments|docs)/[\w./-]+)`"
 )
 
 
@@ -465,7 +467,7 @@ def test_repository_paths_named_in_the_docs_exist():
     config) has not been moved or renamed since."""
     missing = [
         f"{name}: {path}"
-        for name in DOC_FILES + ["benchmarks/RESULTS.md"]
+        for name in LINKED_FILES
         for path in REPOSITORY_PATH.findall((PROJECT_ROOT / name).read_text(encoding="utf-8"))
         if "..." not in path and not (PROJECT_ROOT / path).exists()
     ]

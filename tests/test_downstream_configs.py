@@ -70,7 +70,7 @@ TASK_PATHS = {
 }  # fmt: skip
 
 
-def set_task_environment(monkeypatch, tmp_path, task, archive, elmo_c_dim):
+def set_task_environment(monkeypatch, tmp_path, task, archive, elmo_c_dim, baseline="none"):
     """The task's variables on the fixtures; ELMO_C_DIM unset (the default) when `elmo_c_dim`
     is None."""
     paths = dict(TASK_PATHS[task])
@@ -78,7 +78,7 @@ def set_task_environment(monkeypatch, tmp_path, task, archive, elmo_c_dim):
         (tmp_path / "train.txt").write_text("The###DT council###NN met###VBD .###.\n")
         (tmp_path / "dev.txt").write_text("Storms###NNS closed###VBD schools###NNS\n")
         paths["POS_DATA_DIR"] = str(tmp_path)
-    set_downstream_environment(monkeypatch, archive, "none", **paths)
+    set_downstream_environment(monkeypatch, archive, baseline, **paths)
     if elmo_c_dim is None:
         monkeypatch.delenv("ELMO_C_DIM")
     else:
@@ -120,6 +120,31 @@ def test_archive_of_another_size_is_a_configuration_error(
     message = str(error.value)
     assert "outputs 16-d" in message and "expects 1024-d" in message
     assert "ELMO_C_DIM=16" in message
+
+
+@pytest.mark.parametrize("task", sorted(TASK_PATHS))
+def test_the_fasttext_row_is_sized_from_elmo_c_fasttext_dim(monkeypatch, tmp_path, elmo_c_archive, task):
+    # The fixture fastText model is 16-d: with ELMO_C_FASTTEXT_DIM=16 (set_downstream_environment)
+    # the fastText-only row builds and runs at full size.
+    set_task_environment(monkeypatch, tmp_path, task, elmo_c_archive, None, baseline="fasttext")
+    output = build_and_run_one_batch(task)
+    assert torch.isfinite(output["loss"])
+
+
+@pytest.mark.parametrize("task", sorted(TASK_PATHS))
+def test_a_fasttext_bin_of_another_size_is_a_configuration_error(
+    monkeypatch, tmp_path, elmo_c_archive, task
+):
+    # ELMO_C_FASTTEXT_DIM unset: 300, and the 16-d fixture .bin does not fit. Without the check
+    # the fastText-only row stopped deep in torch (coref: `addmm: mat1 and mat2 shapes cannot be
+    # multiplied`).
+    set_task_environment(monkeypatch, tmp_path, task, elmo_c_archive, None, baseline="fasttext")
+    monkeypatch.delenv("ELMO_C_FASTTEXT_DIM")
+    with pytest.raises(ConfigurationError) as error:
+        build_and_run_one_batch(task)
+    message = str(error.value)
+    assert "has dimension 16, but 300 was expected" in message
+    assert "ELMO_C_FASTTEXT_DIM=16" in message
 
 
 @pytest.mark.parametrize("value, input_size", [(None, 50 + 128 + 1024), ("256", 50 + 128 + 256)])

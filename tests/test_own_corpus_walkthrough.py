@@ -2,7 +2,7 @@
 Your own text: every shell block marked `<!-- walkthrough -->` (the README's four commands,
 docs/choosing-a-bilm.md's second biLM and the probe screen of both, then the adaptation step of
 docs/your-data.md) runs as it is written, in order, in a fresh directory that holds
-`training_config/`, `benchmarks/`, a few hundred German sentences in `my_texts/` and
+`training_config/`, a few hundred German sentences in `my_texts/` and
 `my_domain_texts/`, and tagged German sentences in `my_tagged/` (the fixture-size substitution:
 small inputs, not other commands), and makes the files the docs say it makes. tests/test_docs.py
 checks that no other block goes unrun.
@@ -49,12 +49,11 @@ def test_the_docs_mark_the_whole_walkthrough():
     positions = [readme.index(command) for command in commands]
     assert positions == sorted(positions)
     assert "prepare-corpus my_domain_texts/" in adaptation and "elmo_c_adapt.jsonnet" in adaptation
-    assert "in_batch_softmax" in second and "probe_screen.py" in second
+    assert "in_batch_softmax" in second and "probe-screen" in second
 
 
 def test_the_readme_walkthrough_runs(tmp_path):
-    for name in ("training_config", "benchmarks"):
-        (tmp_path / name).symlink_to(PROJECT_ROOT / name)
+    (tmp_path / "training_config").symlink_to(PROJECT_ROOT / "training_config")
     write_language_documents(tmp_path / "my_texts", "de")
     write_tagged(tmp_path / "my_tagged", "de")
     write_language_documents(tmp_path / "my_domain_texts", "de", documents=30, seed=1)

@@ -5,3 +5,4 @@ from allennlp_elmo_c.commands.prepare_corpus import PrepareCorpus
 from allennlp_elmo_c.commands.describe import Describe
 from allennlp_elmo_c.commands.convert_config import ConvertConfig
 from allennlp_elmo_c.commands.package import Package
+from allennlp_elmo_c.commands.probe_screen import ProbeScreen

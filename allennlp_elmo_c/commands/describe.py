@@ -225,7 +225,7 @@ def _training(config: Dict[str, Any], metrics: Optional[Dict[str, Any]]) -> Opti
         tokens = metrics["tokens_seen"]
         counted = "positions each direction predicted, counted by the tokens_seen callback"
     elif epochs and batches and window and batch_size:
-        # As benchmarks/quality.py counts them: windows of max_sequence_length tokens.
+        # As experiments/quality/table2.py counts them: windows of max_sequence_length tokens.
         tokens = epochs * int(batches) * int(batch_size) * int(window)
         counted = "epochs x batches_per_epoch x batch_size x max_sequence_length"
     return {

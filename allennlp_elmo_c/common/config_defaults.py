@@ -31,9 +31,14 @@ ELMO_C_BASELINE = "ELMO_C_BASELINE"
 """`fasttext` puts the fastText vectors where a downstream config would put ELMo-C (the
 no-context baseline); anything else, e.g. the default `none`, uses ELMo-C."""
 
+ELMO_C_FASTTEXT_DIM = "ELMO_C_FASTTEXT_DIM"
+"""The size of the fastText vectors (`ELMO_C_FASTTEXT`) that a downstream config's fastText-only
+row (`ELMO_C_BASELINE=fasttext`) sizes its layers for and checks the `.bin` against."""
+
 CONFIG_DEFAULTS: Dict[str, str] = {
     ELMO_C_DIM: "1024",  # the paper's biLM: 2 x 512
     ELMO_C_BASELINE: "none",  # ELMo-C, not the fastText-only baseline
+    ELMO_C_FASTTEXT_DIM: "300",  # cc.en.300.bin, the paper's vectors
 }
 
 _DATA = "a file of one tokenized sentence per line (a glob pattern of shards works too)"
@@ -65,7 +70,7 @@ REQUIRED: Dict[str, str] = {
     "SST_TRAIN": "the SST training trees (train.txt)",
     "SST_DEV": "the SST development trees (dev.txt)",
     "SST_TEST": "the SST test trees (test.txt)",
-    "STSB_TRAIN": "the STS-B training pairs (train.tsv of `benchmarks/quality.py --tasks stsb`)",
+    "STSB_TRAIN": "the STS-B training pairs (train.tsv of `experiments/quality/table2.py --tasks stsb`)",
     "STSB_DEV": "the STS-B development pairs (dev.tsv)",
     "STSB_TEST": "the STS-B test pairs (test.tsv)",
     "GLOVE_840B_300D": "glove.840B.300d.txt(.gz), downloaded by you",

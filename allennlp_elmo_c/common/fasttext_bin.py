@@ -37,12 +37,13 @@ _FINGERPRINT_SPAN = 1 << 20  # bytes of the matrix start and of the file end tha
 # Every fingerprint computed in this process, with the file it came from (for messages naming the
 # file another component read).
 _FINGERPRINT_PATHS: Dict[int, str] = {}
-_ARG_NAMES = (
+# The twelve int32 arguments at the start of a `.bin` header, in file order.
+ARG_NAMES = (
     "dim", "ws", "epoch", "min_count", "neg", "word_ngrams", "loss", "model",
     "bucket", "minn", "maxn", "lr_update_rate",
 )  # fmt: skip
 # False forces the numpy implementation of the subword ids even where the C extension is built
-# (the tests and `benchmarks/indexing_speed.py` compare the two).
+# (the tests and `experiments/speed/indexing_speed.py` compare the two).
 USE_NATIVE = True
 
 
@@ -173,7 +174,7 @@ class FastTextBin:
                 f"{self.path}: fastText format version {version} is not supported "
                 f"(expected {FASTTEXT_VERSION}); re-save it with a current fastText"
             )
-        args = dict(zip(_ARG_NAMES, unpack("<12i")))
+        args = dict(zip(ARG_NAMES, unpack("<12i")))
         unpack("<d")  # sampling threshold t
         self.dim: int = args["dim"]
         self.minn: int = args["minn"]
@@ -272,7 +273,7 @@ class FastTextBin:
         `subword_ids` of each of `words`: by the C extension if it is built, else the n-grams of
         all of them hashed at once in numpy (`_batch_ngram_hashes`), 3-5x faster than word by word
         in pure Python (`reference_subword_ids`) for a sentence or more, the C extension faster
-        still (`benchmarks/indexing_speed.py`).
+        still (`experiments/speed/indexing_speed.py`).
         """
         return [list(ids) for ids in self.subword_ids_and_cuts(words, limit)[0]]
 
@@ -429,7 +430,7 @@ def _fnv1a(data: bytes) -> int:
 def reference_subword_ids(model: FastTextBin, word: str, limit: Optional[int] = None) -> List[int]:
     """
     `model.subword_ids(word, limit)` computed word by word in pure Python (the implementation
-    before `_batch_ngram_hashes`): the reference the tests and `benchmarks/indexing_speed.py`
+    before `_batch_ngram_hashes`): the reference the tests and `experiments/speed/indexing_speed.py`
     compare the vectorized one with.
     """
     ids = []

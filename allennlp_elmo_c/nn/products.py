@@ -7,8 +7,8 @@ shapes of the LSTM's per-step products (16 rows against a 16384 x 512 weight at 
 size), well under the machine's AVX-512 rate. oneDNN, which torch ships for its own CPU
 inference (`torch.ops.mkldnn._linear_pointwise`, what inductor's frozen linear layers call),
 picks its kernels by instruction set: on one core of an AVX-512 AMD EPYC it ran the backward's
-products at 120 to 220 GFLOP/s against MKL's 60 to 100 (`benchmarks/product_rates.py`,
-`benchmarks/RESULTS.md`), and the forward's per-step products (`h_t W_hh^T`, `m_t W_hr^T`) in
+products at 120 to 220 GFLOP/s against MKL's 60 to 100 (`experiments/speed/product_rates.py`,
+`experiments/speed/RESULTS.md`), and the forward's per-step products (`h_t W_hh^T`, `m_t W_hr^T`) in
 3.6 ms against 6.2 (batch 16) and 8.3 against 17.6 (batch 64) at the paper's size.
 
 A different summation order rounds differently, and over long clipped sequences the recurrence

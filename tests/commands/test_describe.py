@@ -39,7 +39,7 @@ def test_fields_match_the_fixture_config(elmo_c_archive, at_project_root):
         "resolves": True,
         "text": info["fasttext"]["text"],
     }
-    # As benchmarks/quality.py counts them: the loaded model's parameters that require grad.
+    # As experiments/quality/table2.py counts them: the loaded model's parameters that require grad.
     model = load_archive(str(elmo_c_archive)).model
     assert info["trainable_parameters"] == sum(
         p.numel() for p in model.parameters() if p.requires_grad

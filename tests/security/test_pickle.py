@@ -28,7 +28,7 @@ from allennlp.training.checkpointer import Checkpointer
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 
 CONFIG = FIXTURES_ROOT / "configs" / "tiny_classifier.jsonnet"
-SOURCES = [PROJECT_ROOT / "allennlp_elmo_c", PROJECT_ROOT / "benchmarks"]
+SOURCES = [PROJECT_ROOT / "allennlp_elmo_c", PROJECT_ROOT / "experiments"]
 
 
 class _WritesMarker:

@@ -68,7 +68,7 @@ class FastTextSubwordsIndexer(TokenIndexer):
         layout before 2026-11-22; a batch of 64 x 22 tokens averaging 17.6 subwords was padded to
         143). The `fasttext` embedder reads both and gives identical vectors (so archives
         trained with either load and embed the same); flat batches are ~5x smaller, collate ~4x
-        and embed ~2.6x faster (`benchmarks/RESULTS.md`).
+        and embed ~2.6x faster (`experiments/speed/RESULTS.md`).
     token_min_padding_length : `int`, optional (default = `0`)
         See `TokenIndexer`.
     fingerprint : `int`, optional (default = `None`)

@@ -61,8 +61,9 @@ class FastTextEmbedder(TokenEmbedder):
         self._fasttext = FastTextBin.load(model_path)
         if expected_dim is not None and expected_dim != self._fasttext.dim:
             raise ConfigurationError(
-                f"fastText model {model_path} has dimension {self._fasttext.dim}, "
-                f"but {expected_dim} was expected"
+                f"fastText model {model_path} has dimension {self._fasttext.dim}, but "
+                f"{expected_dim} was expected (a task config's fastText-only row takes its size "
+                f"from ELMO_C_FASTTEXT_DIM: set ELMO_C_FASTTEXT_DIM={self._fasttext.dim})"
             )
 
     def get_output_dim(self) -> int:

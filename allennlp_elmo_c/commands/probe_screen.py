@@ -1,0 +1,355 @@
+"""
+`allennlp probe-screen`: a fast screen of pretrained biLMs, linear probes on frozen features, a
+few minutes per biLM, no randomness but the probes' fixed seed. Each probe is a standardized
+multinomial logistic regression (`linear_probes.probe`) fitted on a task's training split and scored on its
+development split (the test split is never read: the screen chooses, the full downstream runs
+report). The features are those the downstream models of this project read, the biLM's own
+fastText input beside the average of the biLM's layers (ELMo's mix with equal weights), and, as
+the floor, that fastText input alone:
+
+- `pos`: Brown part-of-speech tags, one row per token, accuracy (`word###tag` lines);
+- `ner`: UNER EWT's BIO tags, one row per token, entity F1 (exact spans of the predicted BIO
+  sequence, an `I-` after a different tag starting a span, as CoNLL's scorer reads it);
+- `sst5`: SST-5's five sentence labels, one row per sentence (features averaged over its
+  tokens), accuracy (PTB trees, one per line);
+- `sentiment`: the Rotten Tomatoes snippets, fresh or rotten, as `sst5` (JSON lines with
+  `text` and `label`);
+- `stsb`: STS-B's three similarity bands, one row per sentence pair, `[u; v; |u - v|; u * v]`
+  of its two sentences' averaged features u and v, accuracy (tab-separated band, sentence 1,
+  sentence 2, score).
+
+With several `--archive`s, each after the first is set against the first: the difference of
+their mean scores over the tasks and its 95% interval from a paired bootstrap over the
+development items (`paired_bootstrap`), printed and kept in the later result's `against`.
+
+    python -m allennlp_elmo_c probe-screen --archive cosine=runs/mine/model.tar.gz \
+        --archive in_batch=runs/mine_in_batch/model.tar.gz --task pos=my_tagged/ --out screen.json
+
+Each task directory holds `train` and `dev` files (`.txt`, `.jsonl` for `sentiment`, `.tsv` for
+`stsb`).
+"""
+
+import argparse
+import csv
+import json
+import re
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy
+import torch
+
+from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.commands.linear_probes import (
+    AVERAGE,
+    FASTTEXT,
+    named_paths,
+    probe,
+    read_tagged,
+    token_features,
+)
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+
+WITH_BILM = "fastText + average of all layers"
+
+Tagged = List[Tuple[List[str], List[str]]]
+Labelled = List[Tuple[List[str], str]]
+
+TOKEN_TASKS = ("pos", "ner")
+SENTENCE_TASKS = ("sst5", "sentiment")
+PAIR_TASKS = ("stsb",)
+SPLIT_FILES = {"pos": ".txt", "ner": ".txt", "sst5": ".txt", "sentiment": ".jsonl", "stsb": ".tsv"}
+_LEAF = re.compile(r"\(\d+ ([^()\s]+)\)")
+
+
+def read_conll(path: Path) -> Tagged:
+    """`(words, tags)` per sentence of CoNLL lines (the token first, the tag last, a blank line
+    between sentences)."""
+    sentences: Tagged = []
+    words: List[str] = []
+    tags: List[str] = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            columns = line.split()
+            if columns and not columns[0].startswith("-DOCSTART-"):
+                words.append(columns[0])
+                tags.append(columns[-1])
+            elif words:
+                sentences.append((words, tags))
+                words, tags = [], []
+    if words:
+        sentences.append((words, tags))
+    if not sentences:
+        raise ConfigurationError(f"{path}: no tagged sentences")
+    return sentences
+
+
+def read_trees(path: Path) -> Labelled:
+    """`(leaves, root label)` per PTB tree line (SST-5)."""
+    result: Labelled = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                result.append((_LEAF.findall(line), line.strip()[1:].split(None, 1)[0]))
+    return result
+
+
+def read_jsonl(path: Path) -> Labelled:
+    """`(whitespace tokens of text, label)` per JSON line."""
+    result: Labelled = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                record = json.loads(line)
+                result.append((record["text"].split(), str(record["label"])))
+    return result
+
+
+def read_pairs(path: Path) -> List[Tuple[Tuple[List[str], List[str]], str]]:
+    """`((whitespace tokens of sentence 1, of sentence 2), label)` per line of tab-separated
+    label, sentence 1, sentence 2 (quoted as Python's `csv` writes; further fields unused)."""
+    with open(path, encoding="utf-8", newline="") as lines:
+        rows = csv.reader(lines, delimiter="\t")
+        return [((row[1].split(), row[2].split()), row[0]) for row in rows if row]
+
+
+def read_split(task: str, directory: Path, split: str):
+    path = directory / f"{split}{SPLIT_FILES[task]}"
+    if not path.is_file():
+        raise ConfigurationError(f"--task {task}={directory}: no {path.name} in it")
+    if task in PAIR_TASKS:
+        return read_pairs(path)
+    if task == "pos":
+        return read_tagged(path)
+    if task == "ner":
+        return read_conll(path)
+    return read_trees(path) if task == "sst5" else read_jsonl(path)
+
+
+def spans(tags: Sequence[str]) -> set:
+    """The `(start, end, type)` entity spans of one BIO tag sequence."""
+    found = set()
+    start, kind = None, None
+    for index, tag in enumerate(list(tags) + ["O"]):
+        prefix, _, name = tag.partition("-")
+        continues = prefix == "I" and kind == name
+        if start is not None and not continues:
+            found.add((start, index, kind))
+            start, kind = None, None
+        if prefix in ("B", "I") and not continues:
+            start, kind = index, name
+    return found
+
+
+def entity_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
+    """Micro F1 of exact entity spans over sentences (0 when neither side has an entity)."""
+    counts = numpy.asarray(item_counts("ner", gold, predicted), dtype=numpy.float64).reshape(-1, 3)
+    return float(items_score("ner", counts.sum(0)))
+
+
+def features(representations, sentences: List[List[str]], batch_size: int, pooled: bool):
+    """{FASTTEXT, WITH_BILM} -> `(rows, dim)`: a row per token, or per sentence when `pooled`."""
+    layers = token_features(representations, sentences, batch_size)
+    if FASTTEXT not in layers:
+        raise ConfigurationError("the screen needs a biLM whose input is fastText (a `fasttext` embedder)")
+    found = {FASTTEXT: layers[FASTTEXT],
+             WITH_BILM: numpy.concatenate([layers[FASTTEXT], layers[AVERAGE]], axis=1)}  # fmt: skip
+    if not pooled:
+        return found
+    bounds = numpy.cumsum([0] + [len(s) for s in sentences])
+    return {name: numpy.stack([rows[a:b].mean(axis=0) for a, b in zip(bounds[:-1], bounds[1:])])
+            for name, rows in found.items()}  # fmt: skip
+
+
+def pair_features(representations, pairs: List[Tuple[List[str], List[str]]], batch_size: int):
+    """{FASTTEXT, WITH_BILM} -> `(pairs, 4 x dim)`: `[u; v; |u - v|; u * v]` per pair, u and v
+    its two sentences' features averaged over their tokens."""
+    pooled = features(representations, [s for pair in pairs for s in pair], batch_size, True)
+    found = {}
+    for name, rows in pooled.items():
+        u, v = rows[0::2], rows[1::2]
+        found[name] = numpy.concatenate([u, v, numpy.abs(u - v), u * v], axis=1)
+    return found
+
+
+def task_features(representations, task: str, items: list, batch_size: int):
+    """The probe's rows for `items` (a split as `read_split` returns it)."""
+    if task in PAIR_TASKS:
+        return pair_features(representations, [pair for pair, _ in items], batch_size)
+    sentences = [words for words, _ in items]
+    return features(representations, sentences, batch_size, task in SENTENCE_TASKS)
+
+
+def score(task: str, train, dev, train_x, dev_x, args) -> Dict[str, object]:
+    """One probe: accuracy, or entity F1 for `ner`."""
+    if task in TOKEN_TASKS:
+        train_y = [t for _, tags in train for t in tags]
+        dev_y = [t for _, tags in dev for t in tags]
+    else:
+        train_y = [label for _, label in train]
+        dev_y = [label for _, label in dev]
+    result = probe(train_x, train_y, dev_x, dev_y, args.c, args.max_iter, args.seed,
+                   keep_predictions=True)  # fmt: skip
+    predicted = result.pop("predictions")
+    if task in TOKEN_TASKS:
+        flat = iter(predicted)
+        guessed = [[next(flat) for _ in tags] for _, tags in dev]
+        result["items"] = item_counts(task, [tags for _, tags in dev], guessed)
+    else:
+        result["items"] = item_counts(task, [label for _, label in dev], predicted)
+    if task == "ner":  # entity_f1 of the predictions, from their per-sentence counts
+        result["f1"] = float(items_score(task, numpy.asarray(result["items"], dtype=numpy.float64).sum(0)))
+    result["score"] = result["f1"] if task == "ner" else result["accuracy"]
+    return result
+
+
+def item_counts(task: str, gold: Sequence, predicted: Sequence) -> List[List[int]]:
+    """Per development item, what its task's score sums: `[correct, tokens]` per POS sentence,
+    `[true positive, predicted, gold]` entity spans per NER sentence, `[correct, 1]` per
+    sentence or pair of the others. `items_score` of their sum is the probe's score; a bootstrap
+    resamples them (`paired_bootstrap`)."""
+    if task == "ner":
+        counts = []
+        for gold_tags, predicted_tags in zip(gold, predicted):
+            real, guessed = spans(gold_tags), spans(predicted_tags)
+            counts.append([len(real & guessed), len(guessed), len(real)])
+        return counts
+    if task in TOKEN_TASKS:
+        return [[sum(g == p for g, p in zip(gold_tags, predicted_tags)), len(gold_tags)]
+                for gold_tags, predicted_tags in zip(gold, predicted)]  # fmt: skip
+    return [[int(g == p), 1] for g, p in zip(gold, predicted)]
+
+
+def items_score(task: str, sums: numpy.ndarray) -> numpy.ndarray:
+    """The score from summed `item_counts` (`(..., k)`): entity F1 for `ner`, else accuracy."""
+    if task == "ner":
+        true_positive, guessed, real = sums[..., 0], sums[..., 1], sums[..., 2]
+        denominator = numpy.maximum(guessed + real, 1)
+        return 2.0 * true_positive / denominator  # = 2PR / (P + R); 0 without a true positive
+    return sums[..., 0] / numpy.maximum(sums[..., 1], 1)
+
+
+def paired_bootstrap(a: dict, b: dict, tasks: Sequence[str], row_a: str = WITH_BILM,
+                     row_b: str = WITH_BILM, resamples: int = 1000, seed: int = 0) -> Dict[str, float]:  # fmt: skip
+    """
+    The difference `a - b` of the mean probe score over `tasks` between two screen results, and
+    its 95% interval from a paired bootstrap: each resample draws each task's development items
+    with replacement (the same draws for both, which were scored on the same items) and
+    recomputes every task's score from the drawn items' counts. The interval is what the
+    development sets' sampling alone allows; the probes themselves are deterministic.
+    """
+    rng = numpy.random.default_rng(seed)
+    difference = numpy.zeros(resamples)
+    point = 0.0
+    for task in tasks:
+        items_a = numpy.asarray(a["tasks"][task][row_a]["items"], dtype=numpy.float64)
+        items_b = numpy.asarray(b["tasks"][task][row_b]["items"], dtype=numpy.float64)
+        if items_a.shape != items_b.shape:
+            raise ValueError(f"{task}: the two results were scored on different items")
+        n = len(items_a)
+        weights = rng.multinomial(n, numpy.full(n, 1.0 / n), size=resamples)  # (resamples, n)
+        difference += items_score(task, weights @ items_a) - items_score(task, weights @ items_b)
+        point += items_score(task, items_a.sum(0)) - items_score(task, items_b.sum(0))
+    difference /= len(tasks)
+    low, high = numpy.percentile(difference, [2.5, 97.5])
+    return {"difference": float(point / len(tasks)), "low": float(low), "high": float(high)}
+
+
+def screen_archive(
+    archive: str,
+    data: Dict[str, Tuple[list, list]],
+    args: argparse.Namespace,
+    fasttext_path: Optional[str] = None,
+    with_fasttext: bool = True,
+) -> Dict[str, object]:
+    """Probe results of one biLM on every task of `data` (`{task: (train, dev)}`): per task,
+    `{WITH_BILM: probe, FASTTEXT: probe}` (the fastText probe only `with_fasttext`)."""
+    from allennlp_elmo_c.modules.subword_representations import load_representations
+
+    started = time.perf_counter()
+    torch.set_num_threads(args.threads)
+    representations = load_representations(
+        archive, num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
+    ).eval()
+    result: Dict[str, object] = {"archive": archive, "tasks": {}}
+    for task, (train, dev) in data.items():
+        train_x = task_features(representations, task, train, args.batch_size)
+        dev_x = task_features(representations, task, dev, args.batch_size)
+        names = [WITH_BILM] + ([FASTTEXT] if with_fasttext else [])
+        result["tasks"][task] = {  # type: ignore[index]
+            name: score(task, train, dev, train_x[name], dev_x[name], args) for name in names
+        }
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def load_data(tasks: Dict[str, str], max_train: Dict[str, int]) -> Dict[str, Tuple[list, list]]:
+    """`{task: (train, dev)}` from each task's directory, the training split cut to
+    `max_train[task]` items (sentences) where given."""
+    data = {}
+    for task, directory in tasks.items():
+        if task not in SPLIT_FILES:
+            raise ConfigurationError(f"unknown screen task {task!r}: any of {', '.join(SPLIT_FILES)}")
+        train = read_split(task, Path(directory), "train")[: max_train.get(task)]
+        data[task] = (train, read_split(task, Path(directory), "dev"))
+    return data
+
+
+def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--c", type=float, default=1.0, help="probes' inverse L2 strength")
+    parser.add_argument("--max-iter", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    parser.add_argument("--probe-pos-sentences", type=int, default=1000,
+                        help="the POS probe's training sentences (the first ones)")  # fmt: skip
+
+
+def add_screen_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--archive", action="append", required=True, metavar="NAME=PATH",
+                        help="a pretrained biLM (model.tar.gz or model directory; repeatable: "
+                        "each later one is set against the first)")  # fmt: skip
+    parser.add_argument("--task", action="append", required=True, metavar="TASK=DIR",
+                        help=f"a task's data directory; TASK is one of {', '.join(SPLIT_FILES)}")
+    parser.add_argument("--fasttext", default=None, help="the .bin for every archive")
+    parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    add_probe_arguments(parser)
+
+
+def screen(args: argparse.Namespace) -> Dict[str, object]:
+    """Probes every `--archive` on every `--task`, prints a line per biLM and task and each later
+    biLM against the first, and returns (and writes to `--out`) the results."""
+    data = load_data(named_paths(args.task, "--task"), {"pos": args.probe_pos_sentences})
+    results = {name: screen_archive(path, data, args, args.fasttext, with_fasttext=i == 0)
+               for i, (name, path) in enumerate(named_paths(args.archive, "--archive").items())}  # fmt: skip
+    for name, result in results.items():
+        for task, probes in result["tasks"].items():  # type: ignore[attr-defined]
+            cells = ", ".join(f"{row}: {100 * p['score']:.2f}" for row, p in probes.items())
+            print(f"{name} {task}: {cells}")
+    first, *others = results
+    for name in others:  # each later biLM against the first, on the mean over the tasks
+        found = paired_bootstrap(results[name], results[first], list(data))
+        results[name]["against"] = {"archive": first, **found}
+        print(f"{name} - {first}, mean over {', '.join(data)}: {100 * found['difference']:+.2f} points, "
+              f"95% interval [{100 * found['low']:+.2f}, {100 * found['high']:+.2f}] "
+              "(paired bootstrap over the development items)")
+    if args.out is not None:
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+@Subcommand.register("probe-screen")
+class ProbeScreen(PluginSubcommand):
+    description = (
+        "Compare pretrained biLMs with linear probes on labelled dev data (POS, NER, SST-5, "
+        "sentiment, STS-B): minutes per biLM."
+    )
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        add_screen_arguments(subparser)
+
+    def run(self, args: argparse.Namespace) -> None:
+        screen(args)
