@@ -58,7 +58,10 @@ PARSE_ONLY = {
     "demo config on fixtures)",
     "gpu-tf32": "a GPU and the paper-size data",
     "distributed": "several GPUs or machines, the paper-size model (tests/reliability/"
-    "test_distributed.py trains the demo config on 2 gloo processes)",
+    "test_distributed.py trains the demo config on 2 gloo processes, test_several_nodes.py the "
+    "paper config at fixture size as 2 nodes on one host)",
+    "recover-nodes": "two machines with 4 GPUs each (tests/reliability/test_several_nodes.py "
+    "recovers 2 nodes on one host after one was killed)",
     "recover": "resumes a paper-size run (tests/reliability/test_checkpoints.py resumes fixture "
     "runs)",
     "task-config": "task data CI does not have; tests/test_downstream_configs.py and "

@@ -1,11 +1,14 @@
 import functools
 import logging
 import os
+import time
 from typing import Any, Callable, List, Optional, Set, Tuple, Union
 
 import torch
+import torch.distributed as dist
 
 from allennlp.common.checks import ConfigurationError
+from allennlp.common.util import is_distributed
 from allennlp.nn import util as nn_util
 from allennlp.training.checkpointer import Checkpointer
 from allennlp.training.trainer import Trainer, TrainerCheckpoint
@@ -57,6 +60,17 @@ class AtomicCheckpointer(Checkpointer):
     directory received from elsewhere runs no code), and the best model is read from this run's
     directory, whatever path the training state names.
 
+    Distributed training (AllenNLP's `distributed` setting, on one machine or several): the
+    first process of each machine writes that machine's `-s` directory, so every machine holds
+    the checkpoints and keeps `keep_most_recent_by_count` of them (AllenNLP's `Checkpointer`
+    prunes on global rank 0 only: the other machines would keep every checkpoint). A time-based
+    save (`save_every_num_seconds`, which AllenNLP refuses in distributed training) happens
+    after the same batch on every process: rank 0's clock decides, and its decision reaches the
+    others in one small all-reduce per batch. `--recover` checks that every process resumes
+    from the same point in training and otherwise raises a `ConfigurationError` that names each
+    directory's checkpoint: processes that resumed from different checkpoints would train
+    different weights without any error.
+
     Everything else (when to save, which checkpoints to keep) is AllenNLP's `Checkpointer`.
 
     Registered as a `Checkpointer` with name "atomic", and, once `allennlp_elmo_c` is imported
@@ -71,7 +85,8 @@ class AtomicCheckpointer(Checkpointer):
     save_completed_epochs : `bool`, optional (default = `True`)
         Save at the end of each epoch.
     save_every_num_seconds : `float`, optional (default = `None`)
-        Save at least this often (not in distributed training).
+        Save at least this often (in distributed training: by rank 0's clock, on every process
+        after the same batch).
     save_every_num_batches : `int`, optional (default = `None`)
         Save at least every this many batches.
     keep_most_recent_by_count : `int`, optional (default = `2`)
@@ -104,14 +119,46 @@ class AtomicCheckpointer(Checkpointer):
         super().__init__(
             serialization_dir,
             save_completed_epochs=save_completed_epochs,
-            save_every_num_seconds=save_every_num_seconds,
+            save_every_num_seconds=None,  # `maybe_save_checkpoint` below: also when distributed
             save_every_num_batches=save_every_num_batches,
             keep_most_recent_by_count=keep_most_recent_by_count,
             keep_most_recent_by_age=keep_most_recent_by_age,
         )
+        self._every_num_seconds = save_every_num_seconds
         if self._is_primary:
             for path in remove_stale_temporaries(self._serialization_dir):
                 logger.info("atomic checkpointer: removed %s, left by an interrupted write", path)
+
+    @property
+    def _is_primary(self) -> bool:
+        """Whether this process writes, prunes and tidies this directory: the first process of
+        its machine in AllenNLP's distributed training (the trainer gives the state to save to
+        local rank 0 of every machine), rank 0 in other distributed setups, else the only one."""
+        per_node = os.environ.get("ALLENNLP_PROCS_PER_NODE")  # set by `allennlp train`'s workers
+        if not is_distributed() or per_node is None:
+            return self._rank == 0
+        return self._rank % int(per_node) == 0
+
+    def maybe_save_checkpoint(
+        self, trainer: Trainer, num_epochs_completed: int, num_batches_in_epoch_completed: int
+    ) -> bool:
+        """
+        AllenNLP's decision (the end of an epoch, `save_every_num_batches`), then
+        `save_every_num_seconds` by rank 0's clock, agreed on by every process.
+        """
+        if super().maybe_save_checkpoint(
+            trainer, num_epochs_completed, num_batches_in_epoch_completed
+        ):
+            return True
+        if self._every_num_seconds is None:
+            return False
+        due = time.time() - self._last_save_time >= self._every_num_seconds
+        if is_distributed():
+            # Every process calls this after every batch; all save after the same one.
+            due = bool(nn_util.dist_reduce(int(due and self._rank == 0), dist.ReduceOp.MAX))
+        if due:
+            self.save_checkpoint(trainer)
+        return due
 
     def save_checkpoint(self, trainer: Trainer) -> None:
         state = trainer.get_checkpoint_state()
@@ -136,8 +183,53 @@ class AtomicCheckpointer(Checkpointer):
     def load_checkpoint(self) -> Optional[TrainerCheckpoint]:
         """
         Loads the newest checkpoint whose model state and training state both load (see the
-        class description); `None` if there are no checkpoint files at all.
+        class description); `None` if there are no checkpoint files at all. In distributed
+        training every process must call it (the trainer does, at the start of `train`): it
+        raises a `ConfigurationError` on every process unless all resume from the same point.
         """
+        try:
+            state, failure = self._load_newest(), None
+        except ConfigurationError as error:
+            state, failure = None, error
+        if is_distributed():
+            self._check_every_process_resumes_together(state, failure)
+        if failure is not None:
+            raise failure
+        return state
+
+    def _check_every_process_resumes_together(
+        self, state: Optional[TrainerCheckpoint], failure: Optional[ConfigurationError]
+    ) -> None:
+        if state is None:
+            point = None
+        else:
+            trainer_state = state.trainer_state
+            point = (trainer_state["epochs_completed"], trainer_state["batches_in_epoch_completed"])
+        mine = {"point": point, "failed": failure is not None, "directory": self._serialization_dir}
+        everyone: List[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(everyone, mine)
+        if failure is not None:
+            return  # this process's own error says why
+        failed = [rank for rank, theirs in enumerate(everyone) if theirs["failed"]]
+        if failed:
+            raise ConfigurationError(
+                f"Could not recover training: rank(s) {failed} found no checkpoint that loads "
+                "(their log says why)."
+            )
+        if len({theirs["point"] for theirs in everyone}) > 1:
+            listing = "\n".join(
+                f"  rank {rank}: {_describe(theirs['point'])} in {theirs['directory']}"
+                for rank, theirs in enumerate(everyone)
+            )
+            raise ConfigurationError(
+                "Could not recover training: the processes would resume from different points "
+                f"in training, and so train different weights:\n{listing}\nGive every machine's "
+                "-s directory the same newest checkpoint (copy the model_state_e*_b*.th and "
+                "training_state_e*_b*.th files of one machine's newest checkpoint to the others, "
+                "or move the newer ones away), then rerun every machine with --recover."
+            )
+
+    def _load_newest(self) -> Optional[TrainerCheckpoint]:
         points = self._find_all_checkpoint_points()
         if not points:
             return None
@@ -240,6 +332,12 @@ def apply() -> None:
             )
 
     Checkpointer.__init__ = __init__  # type: ignore[method-assign]
+
+
+def _describe(point: Optional[Tuple[int, int]]) -> str:
+    if point is None:
+        return "no checkpoint (a fresh start)"
+    return f"the checkpoint after epoch {point[0]}, batch {point[1]}"
 
 
 def _load_weights(path: str) -> Any:
