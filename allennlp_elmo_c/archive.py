@@ -44,6 +44,7 @@ from allennlp_elmo_c.common.allocation_budget import allocation_budget, weights_
 from allennlp_elmo_c.common.contained_files import inside_path, refuse_links
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import (
+    BUNDLE_DIR,
     check_fingerprint,
     fasttext_nodes,
     recorded_fasttext_path,
@@ -73,6 +74,19 @@ WEIGHTS_FILE = "model.safetensors"
 VOCABULARY_DIR = "vocabulary"
 CHECKSUMS_FILE = "checksums.sha256"
 MODEL_CARD = "README.md"
+
+# What an AllenNLP model archive is made of (`archive_model`, with a task archive's bundled
+# fastText models): the only members extracted from a received one.
+ARCHIVE_FILES = frozenset({CONFIG_NAME, META_NAME, "weights.th"})
+ARCHIVE_DIRECTORIES = frozenset({VOCABULARY_DIR, BUNDLE_DIR})
+
+
+def is_model_archive_member(name: str) -> bool:
+    """Whether the member `name` (without `./`) of a model archive is one a loader reads: its
+    config, weights and meta files, and the files directly in `vocabulary/` and `fasttext/`."""
+    parts = name.split("/")
+    return name in ARCHIVE_FILES or (parts[0] in ARCHIVE_DIRECTORIES and len(parts) <= 2)
+
 
 if TYPE_CHECKING:  # a layer above this one
     from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
@@ -466,7 +480,7 @@ class PretrainedBiLM:
         if not Path(archive_file).is_file():
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
         try:
-            with extracted_archive(archive_file) as directory:
+            with extracted_archive(archive_file, wanted=is_model_archive_member) as directory:
                 check_vocabulary_directory(Path(directory), archive_file)
                 config = _read_config(Path(directory) / CONFIG_NAME, archive_file)
                 config, overrides = cls._prepared(config, archive_file, fasttext_path, tokenizer_path)

@@ -91,8 +91,8 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
     stored = metrics = None
     try:
         # Every member checked first (names, types, sizes), as for any received archive.
-        with open_checked_archive(archive_file) as archive, tempfile.TemporaryDirectory() as directory:
-            for member in archive:
+        with open_checked_archive(archive_file) as (archive, members), tempfile.TemporaryDirectory() as directory:
+            for member in members:
                 if member.name == METRICS_NAME:
                     data = archive.extractfile(member).read(MAX_CONFIG_BYTES + 1)  # type: ignore[union-attr]
                     where = f"{archive_file}: {METRICS_NAME}"
