@@ -42,6 +42,7 @@ from allennlp.models.archival import (
 )
 
 from allennlp_elmo_c.common.allocation_budget import allocation_budget, budget_of
+from allennlp_elmo_c.common.hub_models import check_hub_models
 from allennlp_elmo_c.common.model_directory import (  # noqa: F401 (the directory's format, used from here)
     CHECKSUMS_FILE,
     DIRECTORY_FORMAT,
@@ -481,7 +482,8 @@ def load_archive_directory(
     (`drop_training_only`), then `overrides` (the user's, e.g. `-o` of `allennlp predict`) merged.
     The model is built within a memory budget derived from what its weights hold, less what its
     vocabulary will take (`common.allocation_budget`, `common.received_vocabulary`); a biLM's is
-    first built in a dry run and compared with the weights, as `build_bilm` does.
+    first built in a dry run and compared with the weights, as `build_bilm` does; the Hugging
+    Face models a task model names must be in the cache or reachable (`common.hub_models`).
     `source` names the archive in messages.
     """
     root = Path(directory)
@@ -509,6 +511,8 @@ def load_archive_directory(
             except RuntimeError as error:
                 raise _weights_mismatch(error, weights.name, source) from error
         del planned, vocab
+    else:
+        check_hub_models(params.as_dict(quiet=True), source)  # fails fast where they cannot be fetched
     dataset_reader, validation_dataset_reader = _load_dataset_readers(params.duplicate(), str(root))
     try:
         with allocation_budget(budget, source, config):

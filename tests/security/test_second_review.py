@@ -305,3 +305,39 @@ def test_checksum_names_as_sha256sum_reads_them(form, received, tmp_path):
     listing.write_text("".join(line + (" " if line.endswith("README.md") else "") + "\n" for line in lines))
     load_refused("ElmoC", model, tmp_path, "'README.md ', listed in checksums.sha256, is missing",
                  "the directory has README.md")  # fmt: skip
+
+
+def test_an_offline_hugging_face_download_fails_fast(tmp_path, monkeypatch):
+    """Vulnerable before this change: a task archive naming a Hugging Face model, with
+    `HF_HUB_OFFLINE` unset and no network, took 69 s and ended in a 220-line traceback. The
+    model's absence from the cache and the Hub's silence are found first: one line."""
+    import time
+
+    import huggingface_hub.constants
+
+    from allennlp_elmo_c.archive import load_archive_directory
+    from tests import FIXTURES_ROOT
+    from tests.helpers import NO_NETWORK
+
+    import allennlp_models.tagging  # noqa: F401  (the legacy task archive's crf_tagger)
+    import tarfile
+
+    directory = tmp_path / "task"
+    with tarfile.open(FIXTURES_ROOT / "legacy_models" / "task" / "model.tar.gz") as archive:
+        archive.extractall(directory, filter="data")
+    config = json.loads((directory / "config.json").read_text())
+    config["dataset_reader"]["token_indexers"]["bert"] = {"type": "pretrained_transformer",
+                                                         "model_name": "bert-base-uncased"}  # fmt: skip
+    (directory / "config.json").write_text(json.dumps(config))
+    for name, value in NO_NETWORK.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    for offline, expected in ((False, "cannot be reached"), (True, "HF_HUB_OFFLINE=1 forbids")):
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", offline)
+        start = time.monotonic()
+        with pytest.raises(ConfigurationError) as refusal:
+            load_archive_directory(str(directory), "received-task.tar.gz")
+        assert time.monotonic() - start < 10
+        message = str(refusal.value)
+        assert expected in message and "bert-base-uncased" in message and "\n" not in message, message
+        assert "dataset_reader.token_indexers.bert.model_name" in message
