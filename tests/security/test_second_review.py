@@ -26,16 +26,18 @@ from tests.helpers import RECEIVED_MODEL_DOORS, outcome, without_elmo_c_variable
 from tests.security.received_models import craft_directory
 
 MiB = 1 << 20
-# No operation may create a tensor this large while a crafted model is loaded.
+# No more than this may be created, in all tensors, while a crafted model is refused.
 TRIPWIRE_BYTES = 64 * MiB
 
 
 class Tripwire(TorchDispatchMode):
-    """Records the largest tensor any operation created (by its output, after it ran)."""
+    """Records the largest tensor any operation created (by its output, after it ran), and the
+    bytes of all of them."""
 
     def __init__(self) -> None:
         super().__init__()
         self.largest = 0
+        self.total = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
@@ -44,16 +46,20 @@ class Tripwire(TorchDispatchMode):
         for tensor in result if isinstance(result, (tuple, list)) else [result]:
             if isinstance(tensor, torch.Tensor) and not tensor.is_meta:
                 self.largest = max(self.largest, tensor.numel() * tensor.element_size())
+                self.total += tensor.numel() * tensor.element_size()
         return result
 
 
 def load_refused(door: str, model: Path, tmp_path: Path, *fragments: str) -> None:
-    """`door` refuses `model` with a one-line `ConfigurationError` holding `fragments`, and no
-    operation made a tensor near the tripwire."""
+    """`door` refuses `model` with a one-line `ConfigurationError` holding `fragments`, having
+    made less than `TRIPWIRE_BYTES` of tensors in all."""
+    before = set(tmp_path.rglob("*"))
     tripwire = Tripwire()
     with tripwire:
         error = outcome(lambda: RECEIVED_MODEL_DOORS[door](model, tmp_path))
-    assert tripwire.largest < TRIPWIRE_BYTES, f"{tripwire.largest:,} bytes made"
+    created = {path for path in set(tmp_path.rglob("*")) - before if path.name != ".lock"}
+    assert not created, f"created {sorted(created)[:5]}"  # nor in the scratch (temporary) folder
+    assert tripwire.total < TRIPWIRE_BYTES, f"{tripwire.total:,} bytes made"
     assert isinstance(error, ConfigurationError), error
     message = str(error)
     assert "\n" not in message and len(message) < 1200, message
@@ -64,8 +70,13 @@ def load_refused(door: str, model: Path, tmp_path: Path, *fragments: str) -> Non
 @pytest.fixture
 def received(model_directory, tmp_path, monkeypatch):
     """A function crafting a copy of the packaged biLM: its config edited, then `weights` (a
-    function of the weights' path) run, the listing regenerated as a sender would."""
+    function of the weights' path) run, the listing regenerated as a sender would. Temporary
+    files go to `tmp_path/scratch`."""
+    import tempfile
+
     without_elmo_c_variables(monkeypatch)
+    (tmp_path / "scratch").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
 
     def craft(edit=lambda bilm: None, weights=None) -> Path:
         target = craft_directory(model_directory[0], tmp_path / "received", lambda config: edit(config["bilm"]))
