@@ -6,22 +6,23 @@ front doors) starts from a `PretrainedBiLM`, read from either form of a trained 
 - its AllenNLP archive, `model.tar.gz`;
 - a model directory (`python -m allennlp_elmo_c package`), the unit of sharing: `config.json`
   (`model_type: "elmo_c"`, the biLM's AllenNLP config under `bilm`, its files by name),
-  `model.safetensors`, `vocabulary/`, the fastText `.bin`, `checksums.sha256` and a model card.
-  Its files are found in the directory itself, wherever it is copied.
+  `model.safetensors`, `vocabulary/`, the fastText `.bin`, `checksums.sha256` and a model card
+  (`common.model_directory`). Its files are found in the directory itself, wherever it is copied.
 
-Every model read here may have been received from elsewhere: its config is read as plain JSON
-and checked (`common.received_config`) before anything is built, and the model is built within
-a memory budget derived from its weights (`common.allocation_budget`).
+Every model read here may have been received from elsewhere. Its files are read and checked in
+one pass into a `ReceivedBiLM` (`common.received_model`: the config as plain JSON, checked; files
+resolved inside; the fastText `.bin` and its fingerprint; the weights' tensors and what they
+hold), and `build_bilm` builds from it: first a dry run on the `meta` device, its state dict
+compared with the weights, then the model within the budget its weights allow
+(`common.allocation_budget`), then its weights.
 """
 
-import copy
 import json
 import logging
-import tarfile
 import tempfile
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 import torch
 
@@ -40,39 +41,44 @@ from allennlp.models.archival import (
     get_weights_path,
 )
 
-from allennlp_elmo_c.common.allocation_budget import allocation_budget, weights_budget
-from allennlp_elmo_c.common.contained_files import inside_path, refuse_links
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.common.fasttext_source import (
-    check_fingerprint,
-    fasttext_nodes,
-    recorded_fasttext_path,
-    recorded_fasttext_paths,
-    recorded_fingerprint,
-    resolve_fasttext_path,
+from allennlp_elmo_c.common.allocation_budget import allocation_budget, budget_of
+from allennlp_elmo_c.common.hub_models import check_hub_models
+from allennlp_elmo_c.common.model_directory import (  # noqa: F401 (the directory's format, used from here)
+    CHECKSUMS_FILE,
+    DIRECTORY_FORMAT,
+    MODEL_CARD,
+    MODEL_TYPE,
+    VOCABULARY_DIR,
+    WEIGHTS_FILE,
+    verify_checksums,
+    write_checksums,
 )
-from allennlp_elmo_c.common.file_digests import file_sha256
 from allennlp_elmo_c.common.received_config import (
-    MAX_CONFIG_BYTES,
     check_bilm_config,
-    check_directory_config,
     check_received_config,
     drop_training_only,
-    named_files,
+    is_bilm_config,
     parse_received_json,
     read_received_json,
 )
-from allennlp_elmo_c.common.safe_extract import extracted_archive, read_member
+from allennlp_elmo_c.common.received_model import (  # noqa: F401 (used from here)
+    ReceivedBiLM,
+    check_vocabulary_directory,
+    checked_bilm,
+    checked_fasttext_of,
+    is_model_archive_member,
+    is_subword_config,
+    prepared,
+    read_bilm_config,
+    read_directory,
+    received_bilm,
+    unreadable_archive,
+)
+from allennlp_elmo_c.common.received_vocabulary import read_vocabulary, vocabulary_bytes
+from allennlp_elmo_c.common.received_weights import held_total, weights_table
+from allennlp_elmo_c.common.weights_only import load_weights_only
 
 logger = logging.getLogger(__name__)
-
-# A model directory's files.
-MODEL_TYPE = "elmo_c"  # its config.json's `model_type` (Hugging Face's `AutoConfig` key too)
-DIRECTORY_FORMAT = 1
-WEIGHTS_FILE = "model.safetensors"
-VOCABULARY_DIR = "vocabulary"
-CHECKSUMS_FILE = "checksums.sha256"
-MODEL_CARD = "README.md"
 
 if TYPE_CHECKING:  # a layer above this one
     from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
@@ -91,90 +97,20 @@ def is_model_directory(path: str) -> bool:
 
 def read_directory_config(directory: str) -> Dict[str, Any]:
     """
-    A model directory's config.json, with the file names of its biLM config (the fastText
-    `.bin`, a BPE tokenizer) made absolute paths into the directory, so the directory works
-    wherever it is.
+    A model directory's config.json, checked (`common.received_model.read_directory`: its
+    listing and files, its config), with the file names of its biLM config (the fastText `.bin`,
+    a BPE tokenizer) made absolute paths into the directory, so the directory works wherever it
+    is.
     """
-    verify_checksums(Path(directory))
-    where = f"model directory {directory}: {CONFIG_NAME}"
-    config = read_received_json(Path(directory) / CONFIG_NAME, where)
-    if not isinstance(config, dict) or config.get("model_type") != MODEL_TYPE:
-        raise ConfigurationError(f"{directory} is not an ELMo-C model directory (no model_type "
-                                 f"{MODEL_TYPE!r} in its {CONFIG_NAME})")  # fmt: skip
-    if config.get("elmo_c_format", 0) > DIRECTORY_FORMAT:
-        raise ConfigurationError(
-            f"model directory {directory} has format {config['elmo_c_format']}; this version of "
-            f"allennlp-elmo-c reads up to {DIRECTORY_FORMAT}: upgrade allennlp-elmo-c"
-        )
-    check_directory_config(config, where)
-    bilm = config.get("bilm")
-    _check_config(bilm, directory, where, prefix="bilm.", in_directory=True)
-    files = config.get("files", {})
-    if not isinstance(files, dict):
-        raise ConfigurationError(f"model directory {directory}: `files` in {CONFIG_NAME} is not a mapping")
-    for kind, name in files.items():
-        inside_path(directory, name, f"`files.{kind}` of {CONFIG_NAME}")
-        _replace_values(bilm, name, str(Path(directory).resolve() / name))
-    _check_named_files(Path(directory), config, bilm)
-    return config
-
-
-def _check_named_files(root: Path, config: Dict[str, Any], bilm: Dict[str, Any]) -> None:
-    """The files a model directory's config names (`fasttext.file`, and every file-naming key of
-    its biLM, `received_config.FILE_KEYS`: fastText, tokenizer, char-CNN options and weights) are
-    its own: inside it by a plain name, through no link (`inside_path`). Each biLM value is made
-    the path into the directory (a relative name is never read from the working directory). The
-    vocabulary must be a real directory."""
-    fasttext = config.get("fasttext")
-    if isinstance(fasttext, dict) and "file" in fasttext:
-        inside_path(root, fasttext["file"], f"`fasttext.file` of {CONFIG_NAME}")
-    inside = root.resolve()
-    for key, node, name in named_files(bilm):
-        value = node[name]
-        if value is None:
-            continue
-        if isinstance(value, str) and Path(value).is_absolute() and Path(value).is_relative_to(inside):
-            value = Path(value).relative_to(inside).as_posix()  # a `files` name, made a path above
-        node[name] = str(inside_path(inside, value, f"`bilm.{key}` of {CONFIG_NAME}"))
-    check_vocabulary_directory(root, str(root))
-
-
-def check_vocabulary_directory(root: Path, source: str) -> None:
-    """A received model's `vocabulary` must be a real directory (AllenNLP would extract a file
-    there as an archive, into its cache)."""
-    vocabulary = inside_path(root, VOCABULARY_DIR, "vocabulary")
-    if not vocabulary.is_dir():
-        raise ConfigurationError(
-            f"{source}: `{VOCABULARY_DIR}` must be a real directory (of the vocabulary's .txt "
-            "files); an archive or other file there is not read"
-        )
-
-
-def _replace_values(node: Any, old: str, new: str) -> None:
-    """Replaces, in place, every string value `old` of a nested config by `new`."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
-    for key, value in list(items):
-        if value == old:
-            node[key] = new
-        else:
-            _replace_values(value, old, new)
+    return read_directory(directory)[0]
 
 
 def read_archive_config(archive_file: str) -> Dict[str, Any]:
     """
-    The biLM's AllenNLP config, from an archive (its config.json, read without loading any
-    weights: AllenNLP writes it first, so reading stops there, `safe_extract.read_member`) or a
-    model directory (`read_directory_config`'s `bilm`).
+    The biLM's AllenNLP config, checked, from an archive (its config.json, read without loading
+    any weights) or a model directory (`read_directory_config`'s `bilm`).
     """
-    if Path(archive_file).is_dir():
-        return read_directory_config(archive_file)["bilm"]
-    try:
-        data = read_member(archive_file, CONFIG_NAME, MAX_CONFIG_BYTES)
-    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
-        raise unreadable_archive(archive_file, error) from error
-    config = None if data is None else parse_received_json(data, f"{archive_file}: {CONFIG_NAME}")
-    _check_config(config, archive_file)
-    return config  # type: ignore[return-value]
+    return read_bilm_config(archive_file)[0]
 
 
 # elmo_lstm's defaults for the sizes a config may leave out
@@ -199,19 +135,95 @@ def input_embedder_config(config: Dict[str, Any]) -> Tuple[Optional[str], Dict[s
     return next(iter(embedders.items()), (None, {}))
 
 
-def is_subword_config(config: Dict[str, Any]) -> bool:
-    """True for the config of a biLM pretrained on BPE subwords (its reader has a `bpe`
-    tokenizer)."""
-    tokenizer = config.get("dataset_reader", {}).get("tokenizer") or {}
-    return tokenizer.get("type") == "bpe"
+def checked_fasttext(
+    config: Dict[str, Any], source: str, fasttext_path: Optional[str] = None
+) -> Tuple[str, Optional[int]]:
+    """
+    The fastText `.bin` of the biLM of `config` (read from `source` by `read_archive_config`)
+    and the fingerprint it was checked against (`common.received_model.checked_fasttext_of`).
+    """
+    parts = check_bilm_config(config, f"{source}: {CONFIG_NAME}")
+    return checked_fasttext_of(parts, source, fasttext_path, Path(source).is_dir())
 
 
-def with_fingerprint(config: Dict[str, Any], fingerprint: int) -> Dict[str, Any]:
-    """A copy of `config` whose fastText components all record `fingerprint`."""
-    config = copy.deepcopy(config)
-    for _, node in fasttext_nodes(config):
-        node["fingerprint"] = fingerprint
-    return config
+def build_bilm(spec: ReceivedBiLM, overrides: Dict[str, Any], cuda_device: int = -1) -> Archive:
+    """
+    The biLM a `ReceivedBiLM` describes, as AllenNLP's `load_archive` gives an archive: its
+    config (with `overrides`) built, its weights loaded strictly, its readers.
+
+    First a dry run (`allocation_budget(dry=True)`): the model is built on the `meta` device,
+    counting what building it allocates, and the weights' tensors (their names and shapes, as
+    `meta` tensors) are loaded into it, so that a config and weights that disagree, or weights
+    holding a tensor the model does not use, are refused before anything is allocated. Then the
+    model is built within the budget of what its weights hold, less what its vocabulary took
+    (`common.received_vocabulary`). Weights saved by `ElmoCModel.save_pretrained` (under
+    `bilm.`, without the output heads) load too, the model then having no output heads.
+    """
+    params = Params(with_overrides(drop_training_only(spec.config), overrides))
+    budget = spec.budget
+    vocab, vocabulary_cost = read_vocabulary(spec.vocabulary_directory, spec.where, budget)
+    limit = budget - vocabulary_cost
+    model_params = params.duplicate().pop("model")
+    sizes = spec.parts.sizes
+    with allocation_budget(limit, spec.where, sizes=sizes, dry=True):
+        planned = Model.from_params(vocab=vocab, params=model_params.duplicate())
+        state = {name: torch.empty(t.shape, dtype=t.dtype, device="meta") for name, t in spec.weights.items()}
+        _load_weights(planned, state, spec, assign=True)  # (a tensor some component made real stays)
+    del planned
+    with allocation_budget(limit, spec.where, sizes=sizes):
+        model = Model.from_params(vocab=vocab, params=model_params)
+    _load_weights(model, _read_weights(spec), spec)
+    if cuda_device >= 0:
+        model.cuda(cuda_device)
+    reader, validation_reader = _load_dataset_readers(params.duplicate(), str(spec.root))
+    meta = None
+    if not spec.is_directory and (spec.root / META_NAME).is_file():
+        meta = Meta.from_path(str(spec.root / META_NAME))
+        _check_version_compatibility(spec.source, meta)
+    return Archive(model, params, reader, validation_reader, meta)
+
+
+def _read_weights(spec: ReceivedBiLM) -> Dict[str, torch.Tensor]:
+    """The weights' tensors (whose header `received_weights` checked)."""
+    if spec.weights_file.suffix != ".safetensors":
+        return load_weights_only(spec.weights_file, map_location="cpu")
+    import safetensors.torch
+
+    try:
+        return safetensors.torch.load_file(str(spec.weights_file))
+    except (OSError, ValueError, RuntimeError) as error:  # safetensors' errors for bad files
+        raise ConfigurationError(f"{spec.where}: unreadable {spec.weights_file.name} ({error})") from error
+
+
+def _load_weights(model: Model, state: Dict[str, torch.Tensor], spec: ReceivedBiLM, assign: bool = False) -> None:
+    """`model.load_state_dict(state, strict=True, assign=assign)`, a mismatch refused naming the
+    weights; a model directory's weights may be `ElmoCModel`'s (under `bilm.`, without output
+    heads)."""
+    if spec.is_directory:
+        if state and all(name.startswith("bilm.") for name in state):  # as ElmoCModel saves them
+            state = {name[len("bilm."):]: tensor for name, tensor in state.items()}
+        if not any(name.startswith("_heads.") for name in state):
+            # Saved without its output heads (by ElmoCModel, which runs only the layers): the
+            # representations are complete; what needs the heads (next-word prediction) says so.
+            model.delete_softmax()  # type: ignore[operator]
+    try:
+        if assign:
+            _assign_state(model, state)
+        else:
+            model.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        raise _weights_mismatch(error, spec.weights_file.name, spec.where) from error
+
+
+def _assign_state(model: Model, state: Dict[str, torch.Tensor]) -> None:
+    """AllenNLP's `Module.load_state_dict(state, strict=True)`, but assigning the tensors of
+    `state` (a dry run's `meta` tensors) rather than copying them: a tensor some component
+    made real (a char-CNN's from its `.hdf5`) cannot be copied from `meta`."""
+    from allennlp.nn.module import _check_incompatible_keys
+
+    missing, unexpected = torch.nn.Module.load_state_dict(model, state, strict=False, assign=True)
+    missing, unexpected = model._post_load_state_dict(missing, unexpected)
+    _check_incompatible_keys(model, missing, unexpected, True)
 
 
 def load_model_directory(
@@ -219,163 +231,11 @@ def load_model_directory(
 ) -> Archive:
     """
     A model directory as AllenNLP's `load_archive` gives an archive (the `allennlp` commands
-    load one this way: `allennlp_elmo_c.training.archive_paths`): the model built from the
-    directory's biLM config (with `overrides`), its `model.safetensors` loaded strictly, and the
-    readers. Every file of the directory is checked against `checksums.sha256` first
-    (`read_directory_config`).
-    Weights saved by `ElmoCModel.save_pretrained` (under `bilm.`, without the output heads) load
-    too, the model then having no output heads.
+    load one this way: `allennlp_elmo_c.training.archive_paths`): `build_bilm` of its
+    `ReceivedBiLM`, with `overrides` (the user's, e.g. `-o` of `allennlp predict`).
     """
-    import safetensors.torch
-
-    root = Path(directory)
-    config = read_directory_config(directory)["bilm"]
-    params = Params(with_overrides(config, overrides or {}))
-    vocab = Vocabulary.from_files(str(root / VOCABULARY_DIR))
-    try:
-        budget = weights_budget(root / WEIGHTS_FILE)
-    except (OSError, ValueError, RuntimeError) as error:  # safetensors' errors for bad files
-        raise ConfigurationError(f"model directory {directory}: unreadable {WEIGHTS_FILE} ({error})")
-    # Sizes the config declares are held to what the weights' header says before they are allocated.
-    with allocation_budget(budget, f"model directory {directory}", config):
-        model = Model.from_params(vocab=vocab, params=params.duplicate().pop("model"))
-    try:
-        state = safetensors.torch.load_file(str(root / WEIGHTS_FILE))
-    except (OSError, ValueError, RuntimeError) as error:  # safetensors' errors for bad files
-        raise ConfigurationError(f"model directory {directory}: unreadable {WEIGHTS_FILE} ({error})")
-    if state and all(name.startswith("bilm.") for name in state):  # as ElmoCModel saves them
-        state = {name[len("bilm."):]: tensor for name, tensor in state.items()}
-    if not any(name.startswith("_heads.") for name in state):
-        # Saved without its output heads (by ElmoCModel, which runs only the layers): the
-        # representations are complete; what needs the heads (next-word prediction) says so.
-        model.delete_softmax()  # type: ignore[operator]
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as error:
-        raise _weights_mismatch(error, WEIGHTS_FILE, f"model directory {directory}") from error
-    if cuda_device >= 0:
-        model.cuda(cuda_device)
-    reader = DatasetReader.from_params(params.duplicate().pop("dataset_reader"))
-    validation_reader = DatasetReader.from_params(
-        params.duplicate().get("validation_dataset_reader", params.get("dataset_reader").duplicate())
-    )
-    return Archive(model, params, reader, validation_reader, None)
-
-
-def write_checksums(directory: Path) -> None:
-    """`checksums.sha256` for every file of `directory` (sorted, `sha256sum`'s format); a
-    directory holding a symbolic link (or other non-regular file) is refused, naming it."""
-    lines: List[str] = []
-    for name in refuse_links(directory):
-        if name == CHECKSUMS_FILE or _is_vocabulary_lock(directory, name):
-            continue
-        if "\n" in name or "\\" in name:
-            raise ConfigurationError(f"{directory}: the file name {name!r} cannot be listed in {CHECKSUMS_FILE}")
-        lines.append(f"{file_sha256(directory / name)}  {name}")
-    (directory / CHECKSUMS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-# The lock file AllenNLP's `Vocabulary.from_files` creates (empty) in a vocabulary it reads.
-VOCABULARY_LOCK = f"{VOCABULARY_DIR}/.lock"
-_EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-
-def _is_vocabulary_lock(root: Path, name: str) -> bool:
-    """`vocabulary/.lock`, empty: what reading the vocabulary leaves, not part of the model."""
-    return name == VOCABULARY_LOCK and (root / name).stat().st_size == 0
-
-
-def verify_checksums(root: Path) -> List[str]:
-    """
-    Checks a model directory against its `checksums.sha256` (`sha256sum`'s format): the listing
-    names exactly the directory's files (plain relative names, each once; the empty
-    `vocabulary/.lock` AllenNLP's reader leaves may be absent from either), the directory holds
-    no symbolic link, and every file matches its SHA-256, whatever its size (a file is hashed
-    once per process while unchanged: `common.file_digests`). A `ConfigurationError` names the
-    first file that fails. Returns the files checked.
-    """
-    present = set(refuse_links(root, f"model directory {root}"))
-    if CHECKSUMS_FILE not in present:
-        raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} is missing; package the model again")
-    present.discard(CHECKSUMS_FILE)
-    listed: Dict[str, str] = {}
-    for number, line in enumerate((root / CHECKSUMS_FILE).read_text(encoding="utf-8").splitlines(), 1):
-        expected, separator, name = line[:64], line[64:66], line[66:]
-        if not line.strip():
-            continue
-        if separator not in ("  ", " *") or len(expected) != 64 or not all(c in "0123456789abcdefABCDEF" for c in expected):
-            raise ConfigurationError(
-                f"model directory {root}: line {number} of {CHECKSUMS_FILE} is not '<sha256>  <name>'"
-            )
-        inside_path(root, name, f"the file listed on line {number} of {CHECKSUMS_FILE}")
-        if name in listed:
-            raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} lists {name} twice")
-        listed[name] = expected.lower()
-    if VOCABULARY_LOCK in present and VOCABULARY_LOCK not in listed and _is_vocabulary_lock(root, VOCABULARY_LOCK):
-        present.discard(VOCABULARY_LOCK)
-    if VOCABULARY_LOCK in listed and VOCABULARY_LOCK not in present and listed[VOCABULARY_LOCK] == _EMPTY_SHA256:
-        del listed[VOCABULARY_LOCK]
-    for name in sorted(listed):
-        if name not in present:
-            raise ConfigurationError(
-                f"model directory {root}: {name}, listed in {CHECKSUMS_FILE}, is missing (or not "
-                "a regular file)"
-            )
-    unlisted = sorted(present - set(listed))
-    if unlisted:
-        raise ConfigurationError(
-            f"model directory {root}: {unlisted[0]} is not listed in {CHECKSUMS_FILE} (a model "
-            "directory holds only the files it lists); remove it, or package the model again"
-        )
-    for name in sorted(listed):
-        if file_sha256(root / name) != listed[name]:
-            raise ConfigurationError(
-                f"model directory {root}: {name} does not match its checksum in {CHECKSUMS_FILE} "
-                "(changed or corrupt); package the model again"
-            )
-    return sorted(listed)
-
-
-def checked_fasttext(
-    config: Dict[str, Any], source: str, fasttext_path: Optional[str] = None
-) -> Tuple[str, Optional[int]]:
-    """
-    The fastText `.bin` of the biLM of `config` (read from `source`), and the fingerprint it was
-    checked against: `fasttext_path` if given, else found as `fasttext_source` says (a model
-    directory's own file, for a directory). A `.bin` that is not the model the biLM was trained
-    with is a `ConfigurationError` naming both. An archive trained before fingerprints were
-    recorded is checked against the file it recorded, if that still exists (its fingerprint is
-    then returned, to be kept: `record()` carries it into task models, `package` into model
-    directories); else a warning says the check could not be made, and the fingerprint is None.
-    """
-    recorded = recorded_fasttext_path(config, source)
-    if recorded is None:
-        raise ConfigurationError(f"{source}: the biLM reads no fastText file")
-    if fasttext_path is None and Path(source).is_dir():
-        fasttext_path = recorded  # a model directory's own .bin, whatever the environment says
-    expected = recorded_fingerprint(config, source)
-    resolved = resolve_fasttext_path(recorded, source, fasttext_path, expected)
-    if expected is None and Path(recorded).is_file():
-        expected = FastTextBin.load(recorded).fingerprint
-    if expected is None:
-        logger.warning(
-            "%s was trained before fastText fingerprints were recorded and its .bin %s is not at "
-            "its recorded path: that %s is the same model cannot be checked",
-            source, recorded, resolved,
-        )  # fmt: skip
-    else:
-        check_fingerprint(resolved, expected, f"{recorded}, recorded in {source}")
-    return resolved, expected
-
-
-def fasttext_overrides(config: Dict[str, Any], new_path: str, archive_file: str) -> Dict[str, str]:
-    """
-    Overrides that point every fastText path of an archived config (input and target
-    embedders, indexers, a fastText-initialised output layer) at `new_path`.
-    """
-    if recorded_fasttext_path(config, archive_file) is None:
-        raise ConfigurationError(f"{archive_file}: the biLM reads no fastText file (fasttext_path)")
-    return {path: new_path for path in recorded_fasttext_paths(config)}
+    with received_bilm(directory) as spec:
+        return build_bilm(spec, overrides or {}, cuda_device)
 
 
 class PretrainedBiLM:
@@ -461,18 +321,11 @@ class PretrainedBiLM:
         tokenizer_path : `str`, optional
             For a biLM over BPE subwords: its tokenizer JSON at another path than recorded.
         """
-        if Path(archive_file).is_dir():
-            return cls._from_directory(str(archive_file), fasttext_path, tokenizer_path)
-        if not Path(archive_file).is_file():
-            raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
         try:
-            with extracted_archive(archive_file) as directory:
-                check_vocabulary_directory(Path(directory), archive_file)
-                config = _read_config(Path(directory) / CONFIG_NAME, archive_file)
-                config, overrides = cls._prepared(config, archive_file, fasttext_path, tokenizer_path)
-                archive = load_archive_directory(directory, archive_file, overrides)
-        except (tarfile.TarError, EOFError, OSError) as error:
-            raise unreadable_archive(archive_file, error) from error
+            with received_bilm(str(archive_file), fasttext_path, tokenizer_path) as spec:
+                archive = build_bilm(spec, spec.overrides)
+        except OSError as error:
+            raise unreadable_archive(str(archive_file), error) from error
         except ConfigurationError as error:
             if "return_all_layers" in str(error):
                 raise ConfigurationError(
@@ -480,18 +333,7 @@ class PretrainedBiLM:
                     "elmo_lstm)"
                 ) from error
             raise
-        return cls._built(archive.model, archive.dataset_reader, config, archive_file)
-
-    @classmethod
-    def _from_directory(
-        cls, directory: str, fasttext_path: Optional[str], tokenizer_path: Optional[str]
-    ) -> "PretrainedBiLM":
-        """A model directory's biLM: its own fastText `.bin` unless `fasttext_path` is given
-        (the environment's `ELMO_C_FASTTEXT` is not looked at)."""
-        config = read_directory_config(directory)["bilm"]
-        config, overrides = cls._prepared(config, directory, fasttext_path, tokenizer_path)
-        archive = load_model_directory(directory, overrides)
-        return cls._built(archive.model, archive.dataset_reader, config, directory)
+        return cls._built(archive.model, archive.dataset_reader, spec.config, str(archive_file))
 
     @classmethod
     def _built(
@@ -550,8 +392,8 @@ class PretrainedBiLM:
         if not isinstance(data, dict) or not isinstance(data.get("vocabulary"), dict):
             raise ConfigurationError(f"{where}: not a record of a biLM's config and vocabulary")
         config = data.get("config")
-        _check_config(config, archive_file, where)
-        config, overrides = cls._prepared(config, archive_file, fasttext_path, tokenizer_path)
+        parts = checked_bilm(config, archive_file, where)
+        config, _, overrides, _ = prepared(config, parts, archive_file, fasttext_path, tokenizer_path)
         with tempfile.TemporaryDirectory() as directory:
             for name, text in data["vocabulary"].items():
                 if not _is_record_file_name(name) or not isinstance(text, str):
@@ -560,7 +402,7 @@ class PretrainedBiLM:
                         "a record's vocabulary files are plain '<namespace>.txt' names"
                     )
                 (Path(directory) / name).write_text(text, encoding="utf-8")
-            vocab = Vocabulary.from_files(directory)
+            vocab, _ = read_vocabulary(Path(directory), where)
         params = Params(with_overrides(config, overrides))
         model = Model.from_params(vocab=vocab, params=params.pop("model"))
         # What a state dict restores goes to meta (a non-persistent buffer, which none restores,
@@ -589,41 +431,6 @@ class PretrainedBiLM:
         self.model._apply(
             lambda tensor: torch.empty_like(tensor, device=device) if tensor.is_meta else tensor
         )
-
-    @staticmethod
-    def _prepared(
-        config: Dict[str, Any],
-        source: str,
-        fasttext_path: Optional[str],
-        tokenizer_path: Optional[str],
-    ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-        """
-        The config to record (with the fingerprint of the biLM's fastText model) and the
-        load-time overrides: all layers returned, the training-only candidate list dropped, every
-        fastText path pointed at the `.bin` found (which must be the one the biLM was trained
-        with), a BPE tokenizer at `tokenizer_path`.
-        """
-        subword = is_subword_config(config)
-        if subword and fasttext_path is not None:
-            raise ConfigurationError(f"{source} is a BPE subword biLM: it reads no fastText")
-        if not subword and tokenizer_path is not None:
-            raise ConfigurationError(f"{source} is not a BPE subword biLM: no tokenizer_path")
-        overrides: Dict[str, Any] = {
-            "model.contextualizer.return_all_layers": True,
-            # Only used in validation, and the file may not exist where the archive is used.
-            "model.nearest_neighbour_words": None,
-        }
-        recorded = None if subword else recorded_fasttext_path(config, source)
-        if recorded is not None:
-            resolved, expected = checked_fasttext(config, source, fasttext_path)
-            if expected is not None:
-                config = with_fingerprint(config, expected)
-            overrides.update(fasttext_overrides(config, resolved, source))
-        elif fasttext_path is not None:
-            raise ConfigurationError(f"{source}: the biLM reads no fastText file (fasttext_path)")
-        if tokenizer_path is not None:
-            overrides["dataset_reader.tokenizer.tokenizer_path"] = tokenizer_path
-        return config, overrides
 
     @property
     def vocab(self) -> Vocabulary:
@@ -659,29 +466,6 @@ def _is_record_file_name(name: Any) -> bool:
     )
 
 
-def _read_config(path: Path, archive_file: str) -> Dict[str, Any]:
-    config = read_received_json(path, f"{archive_file}: {CONFIG_NAME}")
-    _check_config(config, archive_file)
-    return config
-
-
-def _check_config(
-    config: Any,
-    archive_file: str,
-    where: Optional[str] = None,
-    prefix: str = "",
-    in_directory: bool = False,
-) -> None:
-    """An `elmo_c` biLM's config, checked as a received one (`check_bilm_config`; `where` names
-    the file in messages, `prefix` the key of the config in it)."""
-    if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
-        raise ConfigurationError(f"ELMo-C archive {archive_file} has no model in its config.json")
-    model_type = config["model"].get("type")
-    if model_type != "elmo_c":
-        raise ConfigurationError(f"{archive_file} holds a {model_type} model, not an elmo_c model")
-    check_bilm_config(config, where or f"{archive_file}: {CONFIG_NAME}", prefix, in_directory)
-
-
 def load_archive_directory(
     directory: str,
     source: str,
@@ -696,8 +480,11 @@ def load_archive_directory(
     (`common.received_config`: the biLM allowlist for an `elmo_c` model, the generic refusals for
     any other) before anything is built; its training-only settings dropped
     (`drop_training_only`), then `overrides` (the user's, e.g. `-o` of `allennlp predict`) merged.
-    The model is built within a memory budget derived from the size of its weights
-    (`common.allocation_budget`). `source` names the archive in messages.
+    The model is built within a memory budget derived from what its weights hold, less what its
+    vocabulary will take (`common.allocation_budget`, `common.received_vocabulary`); a biLM's is
+    first built in a dry run and compared with the weights, as `build_bilm` does; the Hugging
+    Face models a task model names must be in the cache or reachable (`common.hub_models`).
+    `source` names the archive in messages.
     """
     root = Path(directory)
     where = f"{source}: {CONFIG_NAME}"
@@ -707,10 +494,25 @@ def load_archive_directory(
         overrides = parse_overrides(overrides)
     params = Params(with_overrides(drop_training_only(config), overrides or {}))
     weights = Path(weights_file or get_weights_path(str(root)))
-    try:
-        budget = weights_budget(weights)
-    except (OSError, ValueError, RuntimeError) as error:
-        raise ConfigurationError(f"{source}: unreadable weights {weights} ({error})") from error
+    table = weights_table(weights, f"{source}: {weights.name}")
+    budget = budget_of(held_total(table)) - vocabulary_bytes(root / VOCABULARY_DIR, source)
+    if budget < 0:
+        raise ConfigurationError(
+            f"{source}: reading its vocabulary would take more memory than its weights allow; "
+            "refused before reading it"
+        )
+    if is_bilm_config(config):  # names and shapes compared before anything is allocated
+        vocab = Vocabulary.from_files(str(root / VOCABULARY_DIR))
+        with allocation_budget(budget, source, config, dry=True):
+            planned = Model.from_params(vocab=vocab, params=params.duplicate().pop("model"))
+            state = {name: torch.empty(t.shape, dtype=t.dtype, device="meta") for name, t in table.items()}
+            try:
+                _assign_state(planned, state)
+            except RuntimeError as error:
+                raise _weights_mismatch(error, weights.name, source) from error
+        del planned, vocab
+    else:
+        check_hub_models(params.as_dict(quiet=True), source)  # fails fast where they cannot be fetched
     dataset_reader, validation_dataset_reader = _load_dataset_readers(params.duplicate(), str(root))
     try:
         with allocation_budget(budget, source, config):
@@ -737,11 +539,4 @@ def _weights_mismatch(error: RuntimeError, weights_name: str, source: str) -> Co
     return ConfigurationError(
         f"{source}: {weights_name} does not match the model its config.json describes ({detail}); "
         "the weights and the config must come from the same saved model: package or save it again"
-    )
-
-
-def unreadable_archive(archive_file: str, error: Exception) -> ConfigurationError:
-    """The error for an archive that cannot be read (truncated, not a tar.gz, ...)."""
-    return ConfigurationError(
-        f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
     )

@@ -37,6 +37,7 @@ from allennlp_elmo_c.common.received_config import (
     parse_received_json,
     read_received_json,
 )
+from allennlp_elmo_c.common.received_weights import safetensors_header
 from allennlp_elmo_c.common.safe_extract import open_checked_archive
 from allennlp_elmo_c.common.weights_only import load_weights_only
 from allennlp_elmo_c.nn.in_batch_softmax import DEFAULT_TEMPERATURE
@@ -91,8 +92,8 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
     stored = metrics = None
     try:
         # Every member checked first (names, types, sizes), as for any received archive.
-        with open_checked_archive(archive_file) as archive, tempfile.TemporaryDirectory() as directory:
-            for member in archive:
+        with open_checked_archive(archive_file) as (archive, members), tempfile.TemporaryDirectory() as directory:
+            for member in members:
                 if member.name == METRICS_NAME:
                     data = archive.extractfile(member).read(MAX_CONFIG_BYTES + 1)  # type: ignore[union-attr]
                     where = f"{archive_file}: {METRICS_NAME}"
@@ -128,14 +129,10 @@ def _metrics(value: Any, where: str) -> Dict[str, Any]:
 def _directory_members(directory: str) -> Tuple[Optional[int], Optional[Dict[str, Any]]]:
     """`_read_members` of a model directory: its safetensors' sizes (from the header) and the
     training record `package` wrote."""
-    import safetensors
-
-    try:
-        with safetensors.safe_open(str(Path(directory) / WEIGHTS_FILE), framework="pt") as weights:
-            stored = sum(math.prod(weights.get_slice(name).get_shape()) for name in weights.keys())
-    except (OSError, ValueError, RuntimeError) as error:
-        raise ConfigurationError(f"model directory {directory}: unreadable {WEIGHTS_FILE} ({error})")
-    return stored, read_directory_config(directory).get("training") or None
+    training = read_directory_config(directory).get("training") or None
+    where = f"model directory {directory}: {WEIGHTS_FILE}"
+    header = safetensors_header(Path(directory) / WEIGHTS_FILE, where)  # bounded before it is parsed
+    return sum(math.prod(shape) for _, shape, _, _ in header.values()), training
 
 
 def _output_head(head: Dict[str, Any]) -> Dict[str, Any]:

@@ -1,59 +1,49 @@
 """
-A received model is built within a memory budget derived from its weights, so that a config
-declaring huge sizes (a 2 KB `config.json` with `cell_size: 1e9`) is refused before the memory is
-allocated, not after.
+A received model is built within a memory budget derived from what its weights really hold, so
+that a config declaring huge sizes (a 2 KB `config.json` with `cell_size: 1e9`) is refused before
+the memory is allocated, not after.
 
 The sizes a config declares cannot all be compared with the weights before building: some
 components compute their tensors' values while they are built (a fastText-initialised output
-layer, the hashed pools of the slim layers), so they cannot be built on the `meta` device, and
-AllenNLP's `Embedding` allocates with a legacy constructor that ignores a default device. Instead,
-`allocation_budget` watches every tensor operation while the model is built (a
-`TorchDispatchMode`): an operation that creates a tensor of a given size (`torch.empty`, `zeros`,
-`randn`, `new_empty`, ... and every `nn.Parameter` made from them) is refused *before* it runs if
-it would take the bytes created so far past the budget; the tensors other operations return are
-counted after them. The budget is `BUDGET_FACTOR` times the bytes of the weights (the tensor sizes
-of `model.safetensors`' header, read without loading a tensor; the size of `weights.th`) plus
-`BUDGET_SLACK`: building a model creates each parameter once plus its initialisation's temporaries
-(about 5 times the weights for an `elmo_lstm` with orthogonal initialisation).
+layer, the hashed pools of the slim layers), and AllenNLP's `Embedding` allocates with a legacy
+constructor that ignores a default device. Instead, `allocation_budget` watches every tensor
+operation while the model is built (a `TorchDispatchMode`), and every operation's output is
+counted *before* it runs: from its `size` argument (`torch.empty`, `zeros`, `randn`,
+`new_empty`, ... and every `nn.Parameter` made from them), or, for an operation without one
+(`repeat`, `arange`, `cat`, `clone` of an `expand`ed view ...), by running it first on `meta`
+tensors of the same shapes, which computes the output's shape without allocating. An operation
+that would take the bytes created so far past the budget is refused before it runs. (An
+operation whose output's size depends on its inputs' values, such as `nonzero`, is counted after
+it: its output is no larger than its inputs, which were counted.)
+
+`dry_run` builds a model the same way with every tensor on the `meta` device, counting what the
+real build would allocate: it gives the model's state dict (names, shapes, dtypes) before any of
+its memory exists, so that a loader compares it with the weights first (`archive`).
+
+The budget is `BUDGET_FACTOR` times the bytes the weights hold (`received_weights`: only their
+non-zero pages, so a sparse or all-zero tensor, or a header's claims, buy nothing; and a loader
+counts only the tensors the model uses) plus `BUDGET_SLACK`: building a model creates each
+parameter once plus its initialisation's temporaries (about 5 times the weights for an
+`elmo_lstm` with orthogonal initialisation).
 """
 
 import contextlib
 import math
-from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
 
 from allennlp.common.checks import ConfigurationError
 
 BUDGET_FACTOR = 8
 BUDGET_SLACK = 64 << 20
 
-_DTYPE_BYTES = {
-    "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
-    "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1,
-}  # fmt: skip
 
-
-def safetensors_bytes(path: Path) -> int:
-    """The bytes of the tensors a `.safetensors` file holds, from its header (no tensor read)."""
-    import safetensors
-
-    with safetensors.safe_open(str(path), framework="pt") as weights:
-        total = 0
-        for name in weights.keys():
-            tensor = weights.get_slice(name)
-            total += math.prod(tensor.get_shape()) * _DTYPE_BYTES.get(tensor.get_dtype(), 8)
-    return total
-
-
-def weights_budget(path: Path) -> int:
-    """The budget for building the model whose weights are `path` (`model.safetensors`, from its
-    header; any other file, from its size)."""
-    path = Path(path)
-    stored = safetensors_bytes(path) if path.suffix == ".safetensors" else path.stat().st_size
-    return BUDGET_FACTOR * stored + BUDGET_SLACK
+def budget_of(held: int) -> int:
+    """The budget for building a model whose (used) weights hold `held` bytes."""
+    return BUDGET_FACTOR * held + BUDGET_SLACK
 
 
 class _OverBudget(MemoryError):
@@ -62,10 +52,14 @@ class _OverBudget(MemoryError):
 
 
 class _Budget(TorchDispatchMode):
-    def __init__(self, limit: int) -> None:
+    """Counts (and bounds) the bytes of the tensors operations create; with `dry`, every tensor
+    is created on the `meta` device instead, and counted as if it were not."""
+
+    def __init__(self, limit: int, dry: bool = False) -> None:
         super().__init__()
         self.limit = limit
         self.used = 0
+        self.dry = dry
 
     def _add(self, size: int) -> None:
         if self.used + size > self.limit:
@@ -74,42 +68,91 @@ class _Budget(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        requested = _requested_bytes(func, args, kwargs)
-        if requested is not None:
-            self._add(requested)
+        if self.dry and not _aliases_a_real_tensor(func, args):
+            args, kwargs = _on_meta(func, args, kwargs)
+        predicted = _predicted_bytes(func, args, kwargs, count_meta=self.dry)
+        if predicted is not None:
+            self._add(predicted)
         result = func(*args, **kwargs)
-        if requested is None:
-            self._add(sum(_fresh_bytes(func, result)))
+        if predicted is None:
+            self._add(sum(_fresh_bytes(func, result, count_meta=self.dry)))
         return result
 
 
-def _requested_bytes(func, args, kwargs) -> Optional[int]:
-    """The bytes a tensor-creating operation (one with a `size`) will allocate; None for others
-    and for the `meta` device."""
+def _aliases_a_real_tensor(func, args) -> bool:
+    """Whether `func` returns a view of (or changes in place) a tensor that is not on the `meta`
+    device: a dry run leaves it as it is (it allocates nothing), so that a tensor made outside the
+    build (a memory-mapped fastText matrix, cached for later builds) stays real."""
+    returns = func._schema.returns
+    if not returns or any(r.alias_info is None for r in returns):
+        return False
+    first = next((value for value in args if isinstance(value, torch.Tensor)), None)
+    return first is not None and not first.is_meta
+
+
+def _on_meta(func, args, kwargs) -> Tuple[Any, Dict[str, Any]]:
+    """`func`'s arguments with every tensor on the `meta` device (a factory's `device` too)."""
+    args = tree_map(_meta, args)
+    kwargs = {key: None if key == "generator" else _meta(value) for key, value in kwargs.items()}
+    if "device" in (argument.name for argument in func._schema.arguments):
+        kwargs["device"] = torch.device("meta")
+        kwargs.pop("pin_memory", None)
+    return args, kwargs
+
+
+def _meta(value: Any) -> Any:
+    return value.to("meta") if isinstance(value, torch.Tensor) and not value.is_meta else value
+
+
+def _predicted_bytes(func, args, kwargs, count_meta: bool = False) -> Optional[int]:
+    """The bytes `func(*args, **kwargs)` will create, before it runs: from a `size` argument, or
+    from a run on `meta` tensors; 0 for views and in-place operations, and for outputs on the
+    `meta` device unless `count_meta`; None where it cannot be told before (an output whose size
+    depends on values)."""
     schema = func._schema
+    returns = schema.returns
+    if returns and all(r.alias_info is not None for r in returns):
+        return 0  # a view or an in-place operation
     names = [argument.name for argument in schema.arguments]
-    if "size" not in names:
-        return None
     bound = dict(zip(names, args), **kwargs)
     size = bound.get("size")
-    if not isinstance(size, (list, tuple)) or not all(isinstance(n, int) for n in size):
-        return None
-    source = bound.get("self")
-    device = bound.get("device") or (source.device if isinstance(source, torch.Tensor) else None)
-    if device is not None and torch.device(device).type == "meta":
+    if isinstance(size, (list, tuple)) and all(isinstance(n, int) for n in size):
+        source = bound.get("self")
+        device = bound.get("device") or (source.device if isinstance(source, torch.Tensor) else None)
+        if not count_meta and device is not None and torch.device(device).type == "meta":
+            return 0
+        dtype = bound.get("dtype") or (
+            source.dtype if isinstance(source, torch.Tensor) else torch.get_default_dtype()
+        )
+        return math.prod(size) * dtype.itemsize
+    tensors = [value for value in _leaves(args, kwargs) if isinstance(value, torch.Tensor)]
+    if not count_meta and tensors and all(t.is_meta for t in tensors):
         return 0
-    dtype = bound.get("dtype") or (
-        source.dtype if isinstance(source, torch.Tensor) else torch.get_default_dtype()
-    )
-    return math.prod(size) * dtype.itemsize
+    device = bound.get("device")
+    if not count_meta and device is not None and torch.device(device).type == "meta":
+        return 0
+    try:
+        meta_args, meta_kwargs = _on_meta(func, args, kwargs)
+        result = func(*meta_args, **meta_kwargs)
+    except Exception:  # noqa: BLE001 (no meta kernel, or a size that depends on values)
+        return None
+    return sum(_fresh_bytes(func, result, count_meta=True))
 
 
-def _fresh_bytes(func, result) -> Iterator[int]:
+def _leaves(args, kwargs) -> Iterator[Any]:
+    for value in list(args) + list(kwargs.values()):
+        if isinstance(value, (list, tuple)):
+            yield from value
+        else:
+            yield value
+
+
+def _fresh_bytes(func, result, count_meta: bool = False) -> Iterator[int]:
     """The bytes of the tensors an operation returned that are new (not a view or an input)."""
     results = result if isinstance(result, (tuple, list)) else [result]
     returns = func._schema.returns
     for index, tensor in enumerate(results):
-        if not isinstance(tensor, torch.Tensor) or tensor.is_meta:
+        if not isinstance(tensor, torch.Tensor) or (tensor.is_meta and not count_meta):
             continue
         if index < len(returns) and returns[index].alias_info is not None:
             continue
@@ -132,23 +175,32 @@ def allow(size: int) -> None:
 
 
 @contextlib.contextmanager
-def allocation_budget(limit: int, where: str, config: Optional[Dict[str, Any]] = None) -> Iterator[None]:
+def allocation_budget(
+    limit: int,
+    where: str,
+    config: Optional[Dict[str, Any]] = None,
+    dry: bool = False,
+    sizes: Optional[List[Tuple[str, int]]] = None,
+) -> Iterator["_Budget"]:
     """
     While inside, tensors created past `limit` bytes in all (plus what `allow` adds) are refused:
-    a `ConfigurationError` naming `where`, the budget, and the largest sizes `config` declares
-    (the likely culprit).
+    a `ConfigurationError` naming `where`, the budget, and the largest sizes of the config (from
+    `sizes`, what a checked config declares, else found in `config`): the likely culprit. With
+    `dry`, nothing is allocated: every tensor is made on the `meta` device and counted as if it
+    were not (`dry_run`). Yields the budget (its `used` bytes).
     """
-    budget = _Budget(limit)
+    budget = _Budget(limit, dry)
     _ENFORCED.append(budget)
     try:
         with budget:
-            yield
+            yield budget
     except _OverBudget as error:
-        sizes = ", ".join(f"{key} = {value}" for key, value in largest_sizes(config or {}))
+        found = sorted(sizes, key=lambda item: -item[1])[:3] if sizes is not None else largest_sizes(config or {})
+        sizes_text = ", ".join(f"{key} = {value}" for key, value in found)
         raise ConfigurationError(
             f"{where}: building the model would allocate more than {budget.limit:,} bytes ({budget.used:,} "
             f"so far, then {error.args[0]:,} more), far more than its weights hold; its config "
-            f"declares sizes its weights do not have{f' (largest: {sizes})' if sizes else ''}. "
+            f"declares sizes its weights do not have{f' (largest: {sizes_text})' if sizes_text else ''}. "
             "Refused before allocating."
         ) from None
     finally:

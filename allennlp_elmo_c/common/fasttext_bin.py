@@ -140,6 +140,13 @@ class FastTextBin:
             digest.update(stream.read())
         return int.from_bytes(digest.digest(), "little") >> 12
 
+    @property
+    def stored_matrix_bytes(self) -> int:
+        """The bytes of the input matrix the file really stores: its declared size, at most the
+        file's blocks on disk (a hole in a sparse file stores nothing)."""
+        stored = os.stat(self.path).st_blocks * 512
+        return min(self.num_rows * self.dim * 4, stored)
+
     @staticmethod
     def path_of(fingerprint: int) -> Optional[str]:
         """The file of a fingerprint computed in this process (`None` if none was)."""
@@ -197,8 +204,14 @@ class FastTextBin:
                 f"{self.path} is a pruned/quantized fastText model (.ftz), which is not supported"
             )
         # Before anything grows with them: the counts must fit in the file (each dictionary
-        # entry takes at least 10 bytes, each input matrix row `dim` floats).
+        # entry takes at least 10 bytes, each input matrix row `dim` floats), and there must be
+        # rows, which then bound `dim` too.
         rows = self.num_words + self.bucket
+        if rows == 0:
+            raise ConfigurationError(
+                f"{self.path}: the fastText header declares no words and no buckets (nwords 0, "
+                "bucket 0): a model without vectors, refused"
+            )
         needed = reader.offset + size * _MIN_ENTRY_BYTES + 17 + rows * self.dim * 4
         if needed > self.path.stat().st_size:
             raise ConfigurationError(

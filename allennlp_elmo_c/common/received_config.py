@@ -44,15 +44,27 @@ AllenNLP's loader removes before it builds the model (`pretrained_file`, `initia
 looked into; it does not remove them inside a list, so there they are refused. The biLM record a task archive keeps goes through the full biLM check
 (`PretrainedBiLM.from_record`).
 
+**Numbers.** A received config's numbers are plain: a float must be finite (`1e400` is refused,
+not read as infinity) and an integer must fit in 64 bits; in a biLM's config every size a
+component takes (`SIZE_KEYS`: `cell_size`, `embedding_dim`, `num_embeddings`, ...) must be a
+non-negative integer of at most `MAX_SIZE` (`num_layers` at most `MAX_LAYERS`), or null where the
+component takes none. The memory these sizes make is then held to the weights' budget
+(`common.allocation_budget`).
+
+`check_bilm_config` returns what its walk of the components found (`BiLMConfigParts`: the
+fastText components, the keys naming files, the sizes), so that no loader walks the config again
+to find them.
+
 A user's own configs (`allennlp train`, `-o` overrides on the command line) are not received:
 they stay jsonnet, and overrides are merged after the check.
 """
 
 import json
+import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
 
@@ -63,6 +75,18 @@ from allennlp_elmo_c.common.fasttext_source import lookup_dotted
 MAX_CONFIG_BYTES = 4 << 20
 # JSON nesting deeper than this is refused (a biLM's config is 6 levels deep).
 MAX_DEPTH = 64
+
+# The largest size a biLM's config may give (one dimension of a tensor, a count of rows), and
+# the most layers of a contextualizer.
+MAX_SIZE = (1 << 31) - 1
+MAX_LAYERS = 64
+# The keys of `COMPONENTS` that are sizes: integers (null where the component takes none).
+SIZE_KEYS = frozenset({
+    "input_size", "projection_size", "cell_size", "num_layers", "embedding_dim", "num_embeddings",
+    "projection_dim", "padding_index", "num_subvectors", "pool_size", "expected_dim",
+    "max_subwords_per_token", "cache_size", "token_min_padding_length", "max_sequence_length",
+    "max_instances", "positions_per_chunk", "num_samples", "cutoffs",
+})  # fmt: skip
 
 # The sections of an AllenNLP training config that no loader reads (a record of the training).
 TRAINING_ONLY = frozenset({
@@ -224,7 +248,7 @@ def parse_received_json(
             "read"
         )
     try:
-        value = json.loads(data, parse_constant=_refuse_constant)
+        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int64)
     except RecursionError:
         raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:
@@ -238,6 +262,20 @@ def parse_received_json(
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large for a float (not a finite number)")
+    return value
+
+
+def _int64(text: str) -> int:
+    if len(text.lstrip("-")) > 19 or not -(1 << 63) <= int(text) < 1 << 63:
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} digits)"
+        raise ValueError(f"the integer {shown} does not fit in 64 bits")
+    return int(text)
 
 
 def _check_depth(value: Any, where: str) -> None:
@@ -266,18 +304,39 @@ def check_received_config(config: Any, where: str) -> None:
         check_task_config(config, where)
 
 
-def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: bool = False) -> None:
+class BiLMConfigParts(NamedTuple):
+    """What `check_bilm_config`'s walk of a biLM's components found, by dotted key path (from the
+    config's top, without the prefix of messages)."""
+
+    # `fasttext` embedders and `fasttext_subwords` indexers: `(path, node)`.
+    fasttext_components: List[Tuple[str, Dict[str, Any]]]
+    # Every key naming a fastText `.bin` (`FASTTEXT_KEYS`): `(path, node, key)`.
+    fasttext_keys: List[Tuple[str, Dict[str, Any], str]]
+    # Every key naming a file (`FILE_KEYS`): `(path, node, key)`.
+    files: List[Tuple[str, Dict[str, Any], str]]
+    # Every size (`SIZE_KEYS`, each integer of `cutoffs`): `(path, value)`.
+    sizes: List[Tuple[str, int]]
+
+
+# The keys that name a fastText `.bin` (`fasttext_source.FASTTEXT_KEYS`).
+_FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
+_FASTTEXT_TYPES = ("fasttext", "fasttext_subwords")
+
+
+def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: bool = False) -> BiLMConfigParts:
     """
     Refuses, with a `ConfigurationError` naming `where` and the key path (under `prefix`, e.g.
     `bilm.` for a model directory's config.json), a biLM config that is not made only of allowed
-    components with allowed keys (see the module docstring). `in_directory`: the config of a
-    model directory, which never holds `model.nearest_neighbour_words`.
+    components with allowed keys and plain sizes (see the module docstring). `in_directory`: the
+    config of a model directory, which never holds `model.nearest_neighbour_words`. Returns the
+    parts its walk found.
     """
     _check_generic(config, where, prefix, frozenset())
+    parts = BiLMConfigParts([], [], [], [])
     for key, value in config.items():
         path = prefix + key
         if key in BUILT:
-            _check_component(value, "model" if key == "model" else "dataset_reader", where, path)
+            _check_component(value, "model" if key == "model" else "dataset_reader", where, path, parts, len(prefix))
         elif key == "vocabulary":
             _check_vocabulary(value, where, path)
     if in_directory and config["model"].get("nearest_neighbour_words") is not None:
@@ -286,6 +345,7 @@ def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: b
             "names a word list outside the model (a training-time setting that `package` never "
             "writes)",
         )  # fmt: skip
+    return parts
 
 
 def check_task_config(config: Any, where: str, prefix: str = "") -> None:
@@ -380,8 +440,10 @@ def _check_model_name(name: Any, where: str, path: str) -> None:
         )  # fmt: skip
 
 
-def _check_component(node: Any, place: str, where: str, path: str) -> None:
-    """A component of a biLM's config: an allowed type for `place`, with allowed keys."""
+def _check_component(node: Any, place: str, where: str, path: str, parts: BiLMConfigParts, cut: int) -> None:
+    """A component of a biLM's config: an allowed type for `place`, with allowed keys and plain
+    sizes; what it holds is added to `parts` (paths without their first `cut` characters, the
+    prefix of messages)."""
     if not isinstance(node, dict):
         raise _refusal(where, path, f"is not a component (a JSON object with a type), got {node!r}")
     allowed = COMPONENTS[place]
@@ -393,25 +455,50 @@ def _check_component(node: Any, place: str, where: str, path: str) -> None:
             f"{given} is not a {place.replace('_', ' ')} a received biLM may build (allowed: "
             f"{', '.join(sorted(allowed))})",
         )  # fmt: skip
+    if kind in _FASTTEXT_TYPES and "model_path" in node:
+        parts.fasttext_components.append((path[cut:], node))
     for key, value in node.items():
         key_path = f"{path}.{key}"
         if key == "type":
             continue
         if key not in allowed[kind]:
             raise _refusal(where, key_path, REFUSED_KEYS.get(key, f"is not a parameter a received {kind!r} may have"))
+        if key in FILE_KEYS:
+            parts.files.append((key_path[cut:], node, key))
+            if key in _FASTTEXT_KEYS and isinstance(value, str):
+                parts.fasttext_keys.append((key_path[cut:], node, key))
         if key not in SUBCOMPONENTS:
             for item_path, _, item in _walk(value, key_path):
                 if isinstance(item, dict) and "type" in item:
                     raise _refusal(where, item_path, "holds a component where a plain value is expected")
+            if key in SIZE_KEYS:
+                parts.sizes.extend((key_path[cut:] + suffix, size) for suffix, size in _sizes(value, key, where, key_path))
             continue
         sub_place, many = SUBCOMPONENTS[key]
         if not many:
-            _check_component(value, sub_place, where, key_path)
+            _check_component(value, sub_place, where, key_path, parts, cut)
             continue
         if not isinstance(value, dict):
             raise _refusal(where, key_path, "is not a mapping of names to components")
         for name, component in value.items():
-            _check_component(component, sub_place, where, f"{key_path}.{name}")
+            _check_component(component, sub_place, where, f"{key_path}.{name}", parts, cut)
+
+
+def _sizes(value: Any, key: str, where: str, path: str) -> Iterator[Tuple[str, int]]:
+    """`(suffix of the key path, size)` of a size key's value (a list for `cutoffs`), each a
+    non-negative integer within `MAX_SIZE` (`MAX_LAYERS` for `num_layers`); null is no size."""
+    if value is None:
+        return
+    items = list(enumerate(value)) if key == "cutoffs" and isinstance(value, list) else [(None, value)]
+    limit = MAX_LAYERS if key == "num_layers" else MAX_SIZE
+    for index, item in items:
+        suffix = "" if index is None else f".{index}"
+        if isinstance(item, bool) or not isinstance(item, int):
+            shown = repr(item) if len(repr(item)) <= 40 else f"{repr(item)[:40]}..."
+            raise _refusal(where, path + suffix, f"{shown} is not a size (a non-negative integer)")
+        if not 0 <= item <= limit:
+            raise _refusal(where, path + suffix, f"{item} is not a size between 0 and {limit}")
+        yield suffix, item
 
 
 def _check_vocabulary(value: Any, where: str, path: str) -> None:

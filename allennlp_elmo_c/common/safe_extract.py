@@ -11,10 +11,17 @@ the archive and the member:
 - the archive may hold at most `MAX_MEMBERS` members and `MAX_EXTRACTED_BYTES` bytes of files,
   and, above `RATIO_FLOOR_BYTES`, at most `MAX_COMPRESSION_RATIO` times its own size on disk.
   Members are checked as their headers are read, so a member declaring too much is refused
-  before its data is decompressed, and the decompressed stream itself stops at that bound (for
-  what `tarfile` reads into memory: long names, pax headers).
-Then the members are extracted with `tarfile`'s `data` filter (Python 3.11.4+), which also
-drops set-uid bits, group/other write permission and ownership.
+  before its data is decompressed, and the decompressed stream itself stops at that bound;
+- what `tarfile` reads into memory before a member is known is bounded before it is read: an
+  extended header (a pax header, a GNU long name or link) holds at most `MAX_HEADER_BYTES`, and
+  a name at most `MAX_NAME_BYTES`;
+- what extraction creates is counted: the directories a member's name implies count as members,
+  and an extracted name is at most `MAX_DEPTH` components deep.
+An extraction may take only some members (`wanted`: a model archive's loaders take the files a
+model archive is made of); the others are checked as above but never written. Then the members
+are extracted with `tarfile`'s `data` filter (Python 3.11.4+), which also drops set-uid bits,
+group/other write permission and ownership. Names are quoted in messages cut to
+`SHOWN_NAME_CHARACTERS`.
 
 These bounds are module constants: a trusted archive beyond them is extracted after raising the
 constant, e.g. `allennlp_elmo_c.common.safe_extract.MAX_EXTRACTED_BYTES = 100 << 30`.
@@ -31,7 +38,7 @@ import tarfile
 import tempfile
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import IO, Dict, Iterator, List, Optional, Tuple, Union
+from typing import IO, Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
 
@@ -45,6 +52,14 @@ MAX_COMPRESSION_RATIO = 50
 RATIO_FLOOR_BYTES = 64 << 20
 # The most members (files, directories, links) of an archive.
 MAX_MEMBERS = 10_000
+# The most bytes of one extended header (pax, GNU long name or link), read into memory by tarfile.
+MAX_HEADER_BYTES = 64 << 10
+# The longest member name (bytes of UTF-8; a path on Linux is at most 4096).
+MAX_NAME_BYTES = 4096
+# The most components of an extracted member's name (a model archive's are 1 or 2 deep).
+MAX_DEPTH = 32
+# The most characters of a name quoted in a message.
+SHOWN_NAME_CHARACTERS = 120
 # Bytes of tar headers and padding allowed per member beyond its data, in the decompressed stream.
 _HEADER_BYTES = 3 * tarfile.BLOCKSIZE
 
@@ -67,9 +82,42 @@ _FIX = (
 
 def _limits_text() -> str:
     return (
-        f"at most {MAX_EXTRACTED_BYTES} bytes, {MAX_MEMBERS} members, and {MAX_COMPRESSION_RATIO} "
-        f"times the archive's size beyond {RATIO_FLOOR_BYTES} bytes"
+        f"at most {MAX_EXTRACTED_BYTES} bytes, {MAX_MEMBERS} members and directories, and "
+        f"{MAX_COMPRESSION_RATIO} times the archive's size beyond {RATIO_FLOOR_BYTES} bytes"
     )
+
+
+def shown_name(name: str) -> str:
+    """`name` quoted for a message, cut to `SHOWN_NAME_CHARACTERS` (its length said)."""
+    if len(name) <= SHOWN_NAME_CHARACTERS:
+        return repr(name)
+    return f"{name[:SHOWN_NAME_CHARACTERS]!r}... ({len(name)} characters)"
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A `TarInfo` that refuses an extended header (pax, GNU long name or link) larger than
+    `MAX_HEADER_BYTES` before `tarfile` reads it into memory (a 60 MB pax name otherwise costs
+    several copies of itself), and a name longer than `MAX_NAME_BYTES`."""
+
+    def _proc_member(self, tarfile_):  # tarfile's hook, called once the 512-byte header is read
+        extended = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                    tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)  # fmt: skip
+        if self.type in extended and self.size > MAX_HEADER_BYTES:
+            raise _HeaderTooLarge(self.size)
+        member = super()._proc_member(tarfile_)
+        for value in (member.name, member.linkname):
+            if len(value.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+                raise _NameTooLong(value)
+        return member
+
+
+class _HeaderTooLarge(Exception):
+    """An extended header over `MAX_HEADER_BYTES` (turned into a `ConfigurationError` naming the
+    archive; not a `tarfile` error, which `tarfile` would take for the end of the archive)."""
+
+
+class _NameTooLong(Exception):
+    """A member name over `MAX_NAME_BYTES`."""
 
 
 def extracted_bytes_limit(archive_size: int) -> int:
@@ -139,7 +187,7 @@ def _decompressed(path: Path) -> IO[bytes]:
 
 def _refused(archive_file: str, member: str, why: str, fix: str = "") -> ConfigurationError:
     return ConfigurationError(
-        f"archive {archive_file}: member {member!r} {why}; nothing was extracted. "
+        f"archive {archive_file}: member {shown_name(member)} {why}; nothing was extracted. "
         + (fix or "Only plain relative names, regular files and directories, and hard links to "
            "them, are extracted from a received archive.")
     )
@@ -161,33 +209,41 @@ def _member_name(member: tarfile.TarInfo, archive_file: str) -> str:
     return _normalized(name)
 
 
-def checked_members(archive: tarfile.TarFile, archive_file: str, archive_size: int) -> List[tarfile.TarInfo]:
+def checked_members(
+    archive: tarfile.TarFile, archive_file: str, archive_size: int, wanted: Optional[Callable[[str], bool]] = None
+) -> List[tarfile.TarInfo]:
     """
-    Every member of `archive` (opened for reading, not yet iterated), each checked as its header
-    is read (see the module docstring); a `ConfigurationError` naming the first refused member.
+    The members of `archive` (opened for reading, not yet iterated) to extract: every member is
+    checked as its header is read (see the module docstring), those `wanted` (by their names
+    without `./`; all by default) are returned. A `ConfigurationError` names the first refused
+    member.
     """
-    return list(_checked_members(archive, archive_file, archive_size))
+    return [member for member, take in _checked_members(archive, archive_file, archive_size, wanted) if take]
 
 
-def _checked_members(archive: tarfile.TarFile, archive_file: str, archive_size: int) -> Iterator[tarfile.TarInfo]:
-    """`checked_members`, one member at a time."""
+def _checked_members(
+    archive: tarfile.TarFile, archive_file: str, archive_size: int, wanted: Optional[Callable[[str], bool]] = None
+) -> Iterator[Tuple[tarfile.TarInfo, bool]]:
+    """`checked_members`, one member at a time, with whether it is to be extracted."""
     limit = extracted_bytes_limit(archive_size)
     files: Dict[str, tarfile.TarInfo] = {}
-    names = set()
-    members: List[tarfile.TarInfo] = []
+    names: Set[str] = set()
+    created: Set[str] = set()  # what extracting the wanted members creates, directories included
+    count = 0
     total = 0
-    for member in archive:  # lazily: the next header is read only once this one is accepted
+    for member in archive:  # lazily: the next header is read once this one is accepted
         name = _member_name(member, archive_file)
-        if len(members) >= MAX_MEMBERS:
+        count += 1
+        if count > MAX_MEMBERS:
             raise _refused(archive_file, member.name, f"is beyond the {MAX_MEMBERS} members an "
                            "archive may hold", _FIX)  # fmt: skip
         if name in names and name != ".":
             raise _refused(archive_file, member.name, "appears twice")
         if member.issym():
-            raise _refused(archive_file, member.name, f"is a symbolic link (to {member.linkname!r})")
+            raise _refused(archive_file, member.name, f"is a symbolic link (to {shown_name(member.linkname)})")
         if member.islnk():
             if _normalized(member.linkname) not in files:
-                raise _refused(archive_file, member.name, f"is a hard link to {member.linkname!r}, "
+                raise _refused(archive_file, member.name, f"is a hard link to {shown_name(member.linkname)}, "
                                "not to a regular file of the archive before it")  # fmt: skip
         elif member.ischr() or member.isblk():
             raise _refused(archive_file, member.name, "is a device")
@@ -203,21 +259,30 @@ def _checked_members(archive: tarfile.TarFile, archive_file: str, archive_size: 
                            f"over the {limit} bytes allowed for an archive of {archive_size} bytes "
                            f"({_limits_text()})", _FIX)  # fmt: skip
         names.add(name)
-        members.append(member)
-        yield member
+        take = wanted is None or name == "." or wanted(name)
+        if take and name != ".":
+            parts = PurePosixPath(name).parts
+            if len(parts) > MAX_DEPTH:
+                raise _refused(archive_file, member.name, f"is {len(parts)} directories deep, beyond the "
+                               f"{MAX_DEPTH} an extracted name may be")  # fmt: skip
+            created.update(PurePosixPath(*parts[:end]).as_posix() for end in range(1, len(parts) + 1))
+            if len(created) > MAX_MEMBERS:
+                raise _refused(archive_file, member.name, f"brings the files and directories extracting "
+                               f"the archive creates beyond {MAX_MEMBERS}", _FIX)  # fmt: skip
+        yield member, take
 
 
 @contextlib.contextmanager
-def open_checked_archive(archive_file: PathOrStr) -> Iterator[tarfile.TarFile]:
+def open_checked_archive(
+    archive_file: PathOrStr, wanted: Optional[Callable[[str], bool]] = None
+) -> Iterator[Tuple[tarfile.TarFile, List[tarfile.TarInfo]]]:
     """
-    `archive_file` opened for reading with every member checked (`checked_members`): its
-    `getmembers()` are the checked members, and reading them (`extractfile`) or extracting them
-    (`extract_archive`) decompresses no more than the bounds allow. A corrupt archive raises
-    `tarfile.ReadError`.
+    `archive_file` opened for reading with every member checked, and the members `wanted`
+    (`checked_members`): reading them (`extractfile`) or extracting them (`extract_archive`)
+    decompresses no more than the bounds allow. A corrupt archive raises `tarfile.ReadError`.
     """
     with _bounded_archive(archive_file) as (archive, size):
-        checked_members(archive, str(archive_file), size)
-        yield archive
+        yield archive, checked_members(archive, str(archive_file), size, wanted)
 
 
 @contextlib.contextmanager
@@ -230,10 +295,18 @@ def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile,
         _decompressed(path), extracted_bytes_limit(size) + (MAX_MEMBERS + 20) * _HEADER_BYTES, str(archive_file)
     )
     try:
-        with tarfile.open(fileobj=stream, mode="r:") as archive:  # type: ignore[call-overload]
+        with tarfile.open(fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo) as archive:  # type: ignore[call-overload]
             yield archive, size
     except _DECOMPRESSION_ERRORS as error:
         raise tarfile.ReadError(f"{archive_file}: corrupt compressed data ({error})") from error
+    except _HeaderTooLarge as error:
+        raise ConfigurationError(
+            f"archive {archive_file}: a member's extended header (pax or GNU long name) holds "
+            f"{error.args[0]} bytes, more than the {MAX_HEADER_BYTES} allowed; refused before it "
+            "was read, nothing was extracted. A model archive's names are short: rebuild the archive."
+        ) from None
+    except _NameTooLong as error:
+        raise _refused(str(archive_file), error.args[0], f"has a name longer than {MAX_NAME_BYTES} bytes") from None
     finally:
         stream.close()
 
@@ -249,7 +322,7 @@ def read_member(archive_file: PathOrStr, name: str, max_bytes: int) -> Optional[
     """
     wanted = _normalized(name)
     with _bounded_archive(archive_file) as (archive, size):
-        for member in _checked_members(archive, str(archive_file), size):
+        for member, _ in _checked_members(archive, str(archive_file), size):
             if _normalized(member.name) != wanted:
                 continue
             if not member.isfile():
@@ -257,36 +330,40 @@ def read_member(archive_file: PathOrStr, name: str, max_bytes: int) -> Optional[
                                "Rebuild the archive with it as a plain file.")  # fmt: skip
             if member.size > max_bytes:
                 raise ConfigurationError(
-                    f"archive {archive_file}: member {member.name!r} holds {member.size} bytes, "
+                    f"archive {archive_file}: member {shown_name(member.name)} holds {member.size} bytes, "
                     f"larger than the {max_bytes} bytes read from it; refused before reading it"
                 )
             return archive.extractfile(member).read()  # type: ignore[union-attr]
     return None
 
 
-def extract_archive(archive_file: PathOrStr, directory: PathOrStr) -> None:
-    """Extracts `archive_file` into `directory` (an existing directory), every member checked
-    first (see the module docstring)."""
+def extract_archive(
+    archive_file: PathOrStr, directory: PathOrStr, wanted: Optional[Callable[[str], bool]] = None
+) -> None:
+    """Extracts the members `wanted` (all by default) of `archive_file` into `directory` (an
+    existing directory), every member checked first (see the module docstring)."""
     if not hasattr(tarfile, "data_filter"):  # Python before 3.11.4
         raise ConfigurationError(
             f"extracting {archive_file} needs Python's tarfile data filter (Python 3.11.4 or "
             "newer): upgrade Python"
         )
-    with open_checked_archive(archive_file) as archive:
-        archive.extractall(directory, filter="data")
+    with open_checked_archive(archive_file, wanted) as (archive, members):
+        archive.extractall(directory, members=members, filter="data")
 
 
 @contextlib.contextmanager
-def extracted_archive(resolved_archive_file: PathOrStr, cleanup: bool = True) -> Iterator[str]:
+def extracted_archive(
+    resolved_archive_file: PathOrStr, cleanup: bool = True, wanted: Optional[Callable[[str], bool]] = None
+) -> Iterator[str]:
     """
     AllenNLP's `allennlp.models.archival.extracted_archive` (same arguments), extracting
-    through `extract_archive`: yields a new temporary directory holding the archive's files,
-    removed at the end unless `cleanup` is false (then the caller removes it). If the
-    extraction fails, the directory is removed and nothing is yielded.
+    through `extract_archive` (only the members `wanted`, if given): yields a new temporary
+    directory holding the archive's files, removed at the end unless `cleanup` is false (then the
+    caller removes it). If the extraction fails, the directory is removed and nothing is yielded.
     """
     directory = tempfile.mkdtemp()
     try:
-        extract_archive(resolved_archive_file, directory)
+        extract_archive(resolved_archive_file, directory, wanted)
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise

@@ -45,7 +45,7 @@ from transformers.modeling_outputs import BaseModelOutput
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import DatasetReader, Vocabulary
+from allennlp.data import DatasetReader
 from allennlp.nn.util import remove_sentence_boundaries
 
 from allennlp_elmo_c.archive import (
@@ -62,6 +62,7 @@ from allennlp_elmo_c.archive import (
     write_checksums,
 )
 from allennlp_elmo_c.common.contained_files import copy_regular_file, copy_regular_tree, inside_path
+from allennlp_elmo_c.common.received_vocabulary import read_vocabulary
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import representations_of
 
@@ -240,7 +241,7 @@ class ElmoCTokenizer:
         reader = DatasetReader.from_params(Params(copy.deepcopy(config["dataset_reader"])))
         self._tokenizer = reader.tokenizer  # type: ignore[attr-defined]
         self._indexer = reader.token_indexers[input_embedder_config(config)[0]]  # type: ignore[attr-defined]
-        self._vocab = Vocabulary.from_files(str(Path(self.directory) / VOCABULARY_DIR))
+        self._vocab, _ = read_vocabulary(Path(self.directory) / VOCABULARY_DIR, f"model directory {directory}")
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args: Any, **kwargs: Any) -> "ElmoCTokenizer":

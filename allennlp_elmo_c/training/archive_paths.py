@@ -55,6 +55,7 @@ from allennlp.predictors import predictor as predictor_module
 from allennlp_elmo_c.archive import (
     check_vocabulary_directory,
     checked_fasttext,
+    is_model_archive_member,
     is_model_directory,
     load_archive_directory,
     load_model_directory,
@@ -197,7 +198,7 @@ def _load_archive(archive_file, *args, **kwargs):
         with loading_archive(archive_file, resolved):
             return load_archive_directory(resolved, str(archive_file), **loaded)
     # Extracted here rather than by AllenNLP, so that the files the archive bundles are known.
-    with extracted_archive(resolved) as directory, loading_archive(archive_file, directory):
+    with extracted_archive(resolved, wanted=is_model_archive_member) as directory, loading_archive(archive_file, directory):
         check_vocabulary_directory(Path(directory), str(archive_file))
         return load_archive_directory(directory, str(archive_file), **loaded)
 

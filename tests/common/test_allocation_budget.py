@@ -13,10 +13,10 @@ from allennlp_elmo_c.common.allocation_budget import (
     BUDGET_FACTOR,
     BUDGET_SLACK,
     allocation_budget,
+    budget_of,
     largest_sizes,
-    safetensors_bytes,
-    weights_budget,
 )
+from allennlp_elmo_c.common.received_weights import held_total, weights_table
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 
 
@@ -58,14 +58,24 @@ def test_views_in_place_operations_and_the_meta_device_cost_nothing():
             torch.nn.Linear(1 << 20, 1 << 20)
 
 
-def test_the_budget_of_weights_files(tmp_path):
-    state = {"a": torch.zeros(3, 5), "b": torch.zeros(7, dtype=torch.float64), "c": torch.zeros(2, dtype=torch.int8)}
-    safetensors.torch.save_file(state, str(tmp_path / "model.safetensors"))
-    assert safetensors_bytes(tmp_path / "model.safetensors") == 15 * 4 + 7 * 8 + 2
-    assert weights_budget(tmp_path / "model.safetensors") == BUDGET_FACTOR * 118 + BUDGET_SLACK
-    torch.save(state, tmp_path / "weights.th")
-    size = (tmp_path / "weights.th").stat().st_size
-    assert weights_budget(tmp_path / "weights.th") == BUDGET_FACTOR * size + BUDGET_SLACK
+@pytest.mark.parametrize("name", ["model.safetensors", "weights.th"])
+def test_the_budget_counts_what_the_weights_hold(name, tmp_path):
+    """Only non-zero pages count: an all-zero tensor (or a sparse one, which reads as zeros)
+    buys nothing."""
+    state = {"a": torch.randn(3, 5), "b": torch.randn(7, dtype=torch.float64),
+             "c": torch.zeros(2, dtype=torch.int8), "zeros": torch.zeros(1 << 16)}  # fmt: skip
+    path = tmp_path / name
+    if name.endswith(".safetensors"):
+        safetensors.torch.save_file(state, str(path))
+    else:
+        torch.save(state, path)
+    table = weights_table(path, name)
+    assert {key: (tuple(t.shape), t.bytes) for key, t in table.items()} == {
+        "a": ((3, 5), 60), "b": ((7,), 56), "c": ((2,), 2), "zeros": ((1 << 16,), 1 << 18)
+    }
+    assert table["zeros"].held == 0 and table["c"].held == 0
+    assert held_total(table) == 60 + 56
+    assert budget_of(held_total(table)) == BUDGET_FACTOR * 116 + BUDGET_SLACK
 
 
 def test_largest_sizes_reads_the_model_and_readers_only():
@@ -93,14 +103,14 @@ def test_a_legitimate_biLM_builds_well_within_the_budget_of_its_weights(monkeypa
 
 def test_a_frozen_fasttext_output_embedding_is_allowed_what_its_vocabulary_and_bin_fix(monkeypatch):
     """FIXED's frozen output embedding is rebuilt from the vocabulary and the .bin, not stored in
-    the weights: with 20,000 target words it is ten times what the head's weights hold, and it
-    builds within their budget because `allow` adds the rows' bytes; without `allow` it does
-    not."""
+    the weights: with 10,000 target words (as many as the .bin stores rows) it is sixteen times
+    what the head's weights hold, and it builds within their budget because `allow` adds the
+    rows' bytes; without `allow` it does not."""
     from allennlp_elmo_c.common import allocation_budget as module
     from allennlp_elmo_c.modules.output_heads import softmax
 
     vocab = Vocabulary()
-    vocab.add_tokens_to_namespace([f"word{i}" for i in range(20_000)], "lm_targets")
+    vocab.add_tokens_to_namespace([f"word{i}" for i in range(10_000)], "lm_targets")
 
     def head():
         return softmax.SoftmaxOutputHead(16, 16, vocab, vocab_namespace="lm_targets",

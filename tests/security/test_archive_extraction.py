@@ -166,7 +166,7 @@ def test_a_crafted_member_is_refused_before_anything_is_extracted(
     error = outcome(lambda: RECEIVED_MODEL_DOORS[door](archive, tmp_path))
     attack.assert_nothing_written()
     assert isinstance(error, ConfigurationError), error
-    assert WHY[kind] in str(error) and attack.member in str(error) and str(archive) in str(error)
+    assert WHY[kind] in str(error) and attack.member[:100] in str(error) and str(archive) in str(error)
     assert list(scratch.iterdir()) == []  # nothing left extracted
 
 
@@ -254,3 +254,106 @@ def test_a_plain_archive_still_loads_and_leaves_nothing(elmo_c_archive, tmp_path
     for door in ("load_archive", "ElmoC", "PretrainedBiLM.from_archive", "describe"):
         RECEIVED_MODEL_DOORS[door](elmo_c_archive, tmp_path)
     assert list(scratch.iterdir()) == []
+
+
+# --- what extraction creates, and what tarfile reads before a member is known ------------------
+
+
+def directory_bomb(source: Path, target: Path, members: int, depth: int) -> Path:
+    """`source` with `members` empty files added, each `depth` directories deep (a few hundred
+    bytes each, compressed)."""
+    extra = [regular("/".join(["d"] * depth + [f"{index}.txt"]), b"") for index in range(members)]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(target, "w:gz", format=tarfile.PAX_FORMAT) as archive:
+        for info, data in original_members(source) + extra:
+            archive.addfile(info, io.BytesIO(data) if data is not None else None)
+    return target
+
+
+@pytest.mark.parametrize("depth", [900, 1500])
+def test_a_directory_bomb_creates_nothing(depth, elmo_c_archive, tmp_path, scratch):
+    """Vulnerable before this change: 100 members each 900 directories deep (a 23 KB archive)
+    made one load create about 88,000 directories, then the model loaded; at depth 1,500 the
+    load ended in a `RecursionError` after 31 s. Only the members a model archive is made of are
+    extracted now (the archive loads), and an extraction of every member refuses the depth."""
+    from allennlp_elmo_c.archive import is_model_archive_member
+    from allennlp_elmo_c.common.safe_extract import MAX_DEPTH, extract_archive
+
+    archive = directory_bomb(elmo_c_archive, tmp_path / "received" / "model.tar.gz", 100, depth)
+    assert archive.stat().st_size < 64 << 10
+    RECEIVED_MODEL_DOORS["ElmoC"](archive, tmp_path)
+    RECEIVED_MODEL_DOORS["load_archive"](archive, tmp_path)
+    assert list(scratch.iterdir()) == []
+    extracted = tmp_path / "extracted"
+    extracted.mkdir()
+    extract_archive(archive, extracted, wanted=is_model_archive_member)
+    assert {p.relative_to(extracted).parts[0] for p in extracted.rglob("*")} == {
+        "config.json", "weights.th", "vocabulary", "meta.json"
+    }
+    assert sum(p.is_dir() for p in extracted.rglob("*")) == 1  # vocabulary/
+    everything = tmp_path / "everything"
+    everything.mkdir()
+    with pytest.raises(ConfigurationError, match=f"is {depth + 1} directories deep, beyond the {MAX_DEPTH}"):
+        extract_archive(archive, everything)
+    assert list(everything.iterdir()) == []
+
+
+def test_the_directories_a_name_implies_count_as_members(elmo_c_archive, tmp_path, scratch, monkeypatch):
+    """Each directory an extracted member's name creates counts toward `MAX_MEMBERS`."""
+    import allennlp_elmo_c.common.safe_extract as safe_extract
+
+    monkeypatch.setattr(safe_extract, "MAX_MEMBERS", 30)
+    archive = directory_bomb(elmo_c_archive, tmp_path / "model.tar.gz", 1, 30)
+    with pytest.raises(ConfigurationError, match="files and directories .* beyond 30"):
+        safe_extract.extract_archive(archive, scratch)
+    assert list(scratch.iterdir()) == []
+
+
+def pax_name_archive(source: Path, target: Path, name_bytes: int) -> Path:
+    """`source` with, after its members, a pax header whose `path` record is `name_bytes` long,
+    written without holding it in memory (it compresses about 1000 times)."""
+    body = name_bytes + len(" path=\n")  # a record is "<its own length> path=<name>\n"
+    length = body + len(str(body + len(str(body))))
+    pax = tarfile.TarInfo("././@PaxHeader")
+    pax.type, pax.size = tarfile.XHDTYPE, length
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(target, "wb") as out:
+        out.write(tar_bytes(original_members(source)) + pax.tobuf(format=tarfile.USTAR_FORMAT))
+        out.write(f"{length} path=".encode())
+        chunk = b"n" * (1 << 20)
+        for _ in range(name_bytes >> 20):
+            out.write(chunk)
+        out.write(b"n" * (name_bytes & ((1 << 20) - 1)) + b"\n" + bytes(-length % tarfile.BLOCKSIZE))
+        out.write(regular("x", b"")[0].tobuf(format=tarfile.USTAR_FORMAT) + bytes(2 * tarfile.BLOCKSIZE))
+    return target
+
+
+@pytest.mark.parametrize("door", ["ElmoC", "load_archive", "describe"])
+def test_a_huge_pax_name_is_refused_before_it_is_read(door, elmo_c_archive, tmp_path, scratch):
+    """Vulnerable before this change: a 60 MB pax member name was read (+0.45 GiB) and then
+    refused with the whole name in the message. Refused now from the header's declared size,
+    before tarfile reads it; the message says how large it was, and names no name."""
+    import tracemalloc
+
+    archive = pax_name_archive(elmo_c_archive, tmp_path / "received" / "model.tar.gz", 60 << 20)
+    assert archive.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        error = outcome(lambda: RECEIVED_MODEL_DOORS[door](archive, tmp_path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(error, ConfigurationError), error
+    message = str(error)
+    assert "extended header" in message and "holds 629145" in message and len(message) < 600, message
+    assert peak < 16 << 20, f"{peak / 2**20:.0f} MiB"
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_long_name_is_cut_in_the_message(elmo_c_archive, tmp_path, scratch):
+    """A name within the caps but long (4,000 characters, climbing out) is quoted cut."""
+    name = "../" + "a" * 4000
+    archive = crafted(elmo_c_archive, tmp_path / "model.tar.gz", [regular(name, b"")])
+    with pytest.raises(ConfigurationError, match=r"\.\.\. \(4003 characters\)") as refusal:
+        PretrainedBiLM.from_archive(str(archive))
+    assert len(str(refusal.value)) < 600

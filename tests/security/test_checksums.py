@@ -23,8 +23,8 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c import archive as archive_module
 from allennlp_elmo_c.archive import CHECKSUMS_FILE, WEIGHTS_FILE, verify_checksums
+from allennlp_elmo_c.common import file_digests
 from tests.helpers import RECEIVED_MODEL_DOORS, outcome, regenerate_checksums, without_elmo_c_variables
 
 DOORS = ["ElmoC", "PretrainedBiLM.from_archive", "load_archive", "spaCy", "AutoModel",
@@ -108,10 +108,14 @@ def test_a_listed_name_outside_the_directory_is_refused(form, door, received, tm
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_large_file_is_checked(door, received, tmp_path, monkeypatch):
-    """Vulnerable before this change: files over `CHECKED_ON_LOAD_BYTES` (1 GiB) were skipped
-    on load; here the bound is lowered so that the weights count as large, and changed."""
-    monkeypatch.setattr(archive_module, "CHECKED_ON_LOAD_BYTES", 1, raising=False)
-    tamper(received / WEIGHTS_FILE)
+    """Vulnerable before this change: files over 1 GiB were skipped on load. A large file is now
+    hashed in chunks of `file_digests._CHUNK` bytes (4 MiB): here a chunk is 1 KiB, so that the
+    weights (~21 KB) are hashed as a large file is, and their last chunk is changed."""
+    monkeypatch.setattr(file_digests, "_CHUNK", 1024)
+    weights = received / WEIGHTS_FILE
+    assert weights.stat().st_size > 8 * file_digests._CHUNK
+    assert WEIGHTS_FILE in verify_checksums(received)  # every chunk hashed: the listing's digest
+    tamper(weights)
     refused(door, received, tmp_path, f"{WEIGHTS_FILE} does not match its checksum")
 
 

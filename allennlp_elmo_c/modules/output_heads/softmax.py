@@ -27,9 +27,12 @@ def fasttext_output_embedding(vocab: Vocabulary, namespace: str, path: str) -> t
     size = vocab.get_vocab_size(namespace)
     # A received model is built within a budget from its weights, which do not hold these rows
     # when they are frozen: their bytes (and those of the mean's copy below) are fixed by the
-    # archived vocabulary and the .bin's dimension, not by the config.
-    allow(2 * size * fasttext.dim * 4)
+    # archived vocabulary and the .bin's dimension, not by the config, and allowed as far as the
+    # .bin stores its rows (a header declaring a huge `dim` over no stored rows buys nothing).
+    allow(2 * min(size * fasttext.dim * 4, fasttext.stored_matrix_bytes))
     vectors = torch.zeros(size, fasttext.dim)
+    if vectors.is_meta:  # a dry run (`allocation_budget`): the shape is what counts
+        return vectors
     # AllenNLP's padded namespaces have padding at id 0 and the OOV token at id 1; other
     # namespaces have neither.
     padded = vocab.is_padded(namespace)

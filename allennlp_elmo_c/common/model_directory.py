@@ -1,0 +1,161 @@
+"""
+A model directory's files (`python -m allennlp_elmo_c package`): what it holds, and its listing,
+`checksums.sha256`, written and checked here.
+
+A model directory holds exactly what `package` (and `ElmoCModel.save_pretrained`) writes:
+
+    config.json         model_type "elmo_c", the biLM's config, `files` naming the files below
+    model.safetensors   the weights
+    vocabulary/*.txt    the AllenNLP vocabulary (and the empty `.lock` AllenNLP's reader leaves)
+    <files>             each file `config.json`'s `files` names (the fastText .bin, a tokenizer)
+    checksums.sha256    every other file's SHA-256
+    README.md           the model card
+
+A received directory holding anything else (a `tokenizer_config.json`, a second weights file, a
+subdirectory) is refused by every loader (`check_directory_files`), whatever its listing says.
+"""
+
+import os
+import re
+from pathlib import Path, PurePosixPath
+from typing import Dict, Iterable, List, Set, Tuple, Union
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.common.contained_files import inside_path, refuse_links
+from allennlp_elmo_c.common.file_digests import file_sha256
+
+MODEL_TYPE = "elmo_c"  # its config.json's `model_type` (Hugging Face's `AutoConfig` key too)
+DIRECTORY_FORMAT = 1
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+VOCABULARY_DIR = "vocabulary"
+CHECKSUMS_FILE = "checksums.sha256"
+MODEL_CARD = "README.md"
+# The lock file AllenNLP's `Vocabulary.from_files` creates (empty) in a vocabulary it reads.
+VOCABULARY_LOCK = f"{VOCABULARY_DIR}/.lock"
+# The files of every model directory (beside the vocabulary and the files `files` names).
+FIXED_FILES = (CONFIG_FILE, WEIGHTS_FILE, CHECKSUMS_FILE, MODEL_CARD)
+_EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+_HEX = re.compile(r"[0-9a-fA-F]{64}")
+
+PathOrStr = Union[str, "os.PathLike[str]"]
+
+
+def write_checksums(directory: Path) -> None:
+    """`checksums.sha256` for every file of `directory` (sorted, `sha256sum`'s format); a
+    directory holding a symbolic link (or other non-regular file) is refused, naming it."""
+    lines: List[str] = []
+    for name in refuse_links(directory):
+        if name == CHECKSUMS_FILE or is_vocabulary_lock(directory, name):
+            continue
+        if "\n" in name or "\\" in name:
+            raise ConfigurationError(f"{directory}: the file name {name!r} cannot be listed in {CHECKSUMS_FILE}")
+        lines.append(f"{file_sha256(directory / name)}  {name}")
+    (directory / CHECKSUMS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def is_vocabulary_lock(root: Path, name: str) -> bool:
+    """`vocabulary/.lock`, empty: what reading the vocabulary leaves, not part of the model."""
+    return name == VOCABULARY_LOCK and (root / name).stat().st_size == 0
+
+
+def _shown(name: str) -> str:
+    """`name` for a message: as it is, or quoted where a space at either end or a character that
+    does not print would hide what it is; cut to 120 characters."""
+    if len(name) > 120:
+        return f"{name[:120]!r}... ({len(name)} characters)"
+    return name if name.isprintable() and name == name.strip() else repr(name)
+
+
+def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
+    """
+    A model directory's `checksums.sha256` (`sha256sum`'s format, as `sha256sum --check` reads
+    it: a name may start with `./`) and its files: `({name: expected digest}, files present)`.
+    The listing must name exactly the directory's files (plain relative names, each once, not
+    itself; the empty `vocabulary/.lock` AllenNLP's reader leaves may be absent from either),
+    and the directory holds no symbolic link; a `ConfigurationError` names the first that fails.
+    """
+    present = set(refuse_links(root, f"model directory {root}"))
+    if CHECKSUMS_FILE not in present:
+        raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} is missing; package the model again")
+    present.discard(CHECKSUMS_FILE)
+    listed: Dict[str, str] = {}
+    for number, line in enumerate((root / CHECKSUMS_FILE).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        expected, separator, name = line[:64], line[64:66], line[66:]
+        if separator not in ("  ", " *") or not _HEX.fullmatch(expected):
+            raise ConfigurationError(
+                f"model directory {root}: line {number} of {CHECKSUMS_FILE} is not '<sha256>  <name>'"
+            )
+        while name.startswith("./"):  # what `find . -type f -exec sha256sum {} +` writes
+            name = name[2:]
+        inside_path(root, name, f"the file listed on line {number} of {CHECKSUMS_FILE}")
+        if name == CHECKSUMS_FILE:
+            raise ConfigurationError(
+                f"model directory {root}: line {number} of {CHECKSUMS_FILE} lists {CHECKSUMS_FILE} "
+                "itself, whose digest it cannot hold; remove that line"
+            )
+        if name in listed:
+            raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} lists {_shown(name)} twice")
+        listed[name] = expected.lower()
+    if VOCABULARY_LOCK in present and VOCABULARY_LOCK not in listed and is_vocabulary_lock(root, VOCABULARY_LOCK):
+        present.discard(VOCABULARY_LOCK)
+    if VOCABULARY_LOCK in listed and VOCABULARY_LOCK not in present and listed[VOCABULARY_LOCK] == _EMPTY_SHA256:
+        del listed[VOCABULARY_LOCK]
+    for name in sorted(listed):
+        if name not in present:
+            similar = [file for file in present if file.strip() == name.strip()]
+            hint = f" (the directory has {_shown(similar[0])}: the names differ in spaces)" if similar else ""
+            raise ConfigurationError(
+                f"model directory {root}: {_shown(name)}, listed in {CHECKSUMS_FILE}, is missing (or "
+                f"not a regular file){hint}"
+            )
+    unlisted = sorted(present - set(listed))
+    if unlisted:
+        raise ConfigurationError(
+            f"model directory {root}: {_shown(unlisted[0])} is not listed in {CHECKSUMS_FILE} (a "
+            "model directory holds only the files it lists); remove it, or package the model again"
+        )
+    return listed, present
+
+
+def check_digests(root: Path, listed: Dict[str, str], names: Iterable[str]) -> None:
+    """Every file of `names` matches its digest in `listed` (`common.file_digests`: hashed once
+    per process while unchanged); a `ConfigurationError` names the first that does not."""
+    for name in names:
+        if file_sha256(root / name) != listed[name]:
+            raise ConfigurationError(
+                f"model directory {root}: {_shown(name)} does not match its checksum in {CHECKSUMS_FILE} "
+                "(changed or corrupt); package the model again"
+            )
+
+
+def check_directory_files(root: Path, present: Iterable[str], named: Iterable[str]) -> None:
+    """
+    The files of a model directory are what `package` writes (see the module docstring): the
+    fixed files, `vocabulary/*.txt` (and its `.lock`), and those its config.json `named` (in
+    `files`, or by a key of its biLM that names a file); anything else is a
+    `ConfigurationError` naming it.
+    """
+    named = set(named)
+    for name in sorted(present):
+        parts = PurePosixPath(name).parts
+        if name in FIXED_FILES or name == VOCABULARY_LOCK or name in named:
+            continue
+        if len(parts) == 2 and parts[0] == VOCABULARY_DIR and parts[1].endswith(".txt") and not parts[1].startswith("."):
+            continue
+        raise ConfigurationError(
+            f"model directory {root}: {_shown(name)} is not a file a model directory holds (`package` "
+            f"writes {', '.join(FIXED_FILES)}, {VOCABULARY_DIR}/*.txt and the files its config.json "
+            "names); a received directory holding others is refused: remove it, or package the "
+            "model again"
+        )
+
+
+def verify_checksums(root: Path) -> List[str]:
+    """`read_listing` and `check_digests` of every file listed; returns the files checked."""
+    listed, _ = read_listing(root)
+    check_digests(root, listed, sorted(listed))
+    return sorted(listed)

@@ -1,0 +1,363 @@
+"""
+One pass from a received biLM's files to a checked description of it, `ReceivedBiLM`, from which
+`archive` builds the model: nothing of it is read again, and no check is made twice.
+
+For a model directory (`common.model_directory`): its listing, exactly its files and only what
+`package` writes, config.json's digest then its content (plain JSON, checked:
+`received_config.check_bilm_config`, whose one walk of the components also gives the fastText
+components, the keys naming files and the sizes), the files it names resolved inside it, the
+other digests. For an archive: the members a model archive is made of, extracted
+(`safe_extract`), and its config.json, checked the same way. Then, for both: the fastText `.bin`
+found and its fingerprint checked (`fasttext_source`), the load-time overrides, and the weights'
+tensors (`received_weights`: names, shapes, the bytes each really holds), from which the budget
+comes (`allocation_budget`).
+"""
+
+import contextlib
+import copy
+import logging
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.common.allocation_budget import budget_of
+from allennlp_elmo_c.common.contained_files import inside_path
+from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.common.fasttext_source import check_fingerprint, resolve_fasttext_path
+from allennlp_elmo_c.common.model_directory import (
+    CONFIG_FILE,
+    DIRECTORY_FORMAT,
+    MODEL_TYPE,
+    VOCABULARY_DIR,
+    WEIGHTS_FILE,
+    check_digests,
+    check_directory_files,
+    read_listing,
+)
+from allennlp_elmo_c.common.received_config import (
+    MAX_CONFIG_BYTES,
+    BiLMConfigParts,
+    check_bilm_config,
+    check_directory_config,
+    parse_received_json,
+    read_received_json,
+)
+from allennlp_elmo_c.common.received_weights import Tensor, held_total, weights_table
+from allennlp_elmo_c.common.safe_extract import extracted_archive, read_member
+
+logger = logging.getLogger(__name__)
+
+# AllenNLP's names for an archive's files.
+ARCHIVE_WEIGHTS = "weights.th"
+ARCHIVE_META = "meta.json"
+BUNDLE_DIR = "fasttext"
+ARCHIVE_FILES = frozenset({CONFIG_FILE, ARCHIVE_META, ARCHIVE_WEIGHTS})
+ARCHIVE_DIRECTORIES = frozenset({VOCABULARY_DIR, BUNDLE_DIR})
+
+
+def is_model_archive_member(name: str) -> bool:
+    """Whether the member `name` (without `./`) of a model archive is one a loader reads: its
+    config, weights and meta files, and the files directly in `vocabulary/` and `fasttext/`."""
+    parts = name.split("/")
+    return name in ARCHIVE_FILES or (parts[0] in ARCHIVE_DIRECTORIES and len(parts) <= 2)
+
+
+@dataclass
+class ReceivedBiLM:
+    """
+    A received biLM, checked: build it with `archive.build_bilm`.
+
+    # Parameters
+
+    source : `str`
+        What it was read from (the user's path), for messages.
+    root : `Path`
+        The directory of its files: the model directory, or the archive's extraction directory
+        (which exists only inside `received_bilm`).
+    is_directory : `bool`
+        A model directory (else an archive).
+    config : `Dict[str, Any]`
+        The biLM's AllenNLP config as trained (a directory's files by their paths inside it;
+        the fastText fingerprint recorded, where it was checked).
+    parts : `BiLMConfigParts`
+        What checking the config found (fastText components, file keys, sizes).
+    overrides : `Dict[str, Any]`
+        The load-time overrides: all layers returned, no candidate word list, every fastText path
+        the `.bin` found, a BPE tokenizer's path.
+    fasttext_path : `str`, optional
+        The fastText `.bin` found (its fingerprint checked), if the biLM reads one.
+    weights_file : `Path`
+    weights : `Dict[str, Tensor]`
+        The weights' tensors, with the bytes each holds.
+    directory_config : `Dict[str, Any]`, optional
+        A model directory's whole config.json.
+    """
+
+    source: str
+    root: Path
+    is_directory: bool
+    config: Dict[str, Any]
+    parts: BiLMConfigParts
+    overrides: Dict[str, Any]
+    fasttext_path: Optional[str]
+    weights_file: Path
+    weights: Dict[str, Tensor]
+    directory_config: Optional[Dict[str, Any]] = None
+
+    @property
+    def where(self) -> str:
+        return f"model directory {self.source}" if self.is_directory else str(self.source)
+
+    @property
+    def budget(self) -> int:
+        """The most bytes building it may take: from what its weights hold."""
+        return budget_of(held_total(self.weights))
+
+    @property
+    def vocabulary_directory(self) -> Path:
+        return self.root / VOCABULARY_DIR
+
+
+def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
+    """
+    A model directory's config.json, checked (see the module docstring), with the file names of
+    its biLM config made paths into the directory; and what checking its biLM found.
+    """
+    root = Path(directory)
+    listed, present = read_listing(root)
+    if CONFIG_FILE not in listed:
+        raise ConfigurationError(f"model directory {directory}: {CONFIG_FILE} is missing; package the model again")
+    check_digests(root, listed, [CONFIG_FILE])
+    where = f"model directory {directory}: {CONFIG_FILE}"
+    config = read_received_json(root / CONFIG_FILE, where)
+    if not isinstance(config, dict) or config.get("model_type") != MODEL_TYPE:
+        raise ConfigurationError(f"{directory} is not an ELMo-C model directory (no model_type "
+                                 f"{MODEL_TYPE!r} in its {CONFIG_FILE})")  # fmt: skip
+    if not isinstance(config.get("elmo_c_format", 0), int) or config.get("elmo_c_format", 0) > DIRECTORY_FORMAT:
+        raise ConfigurationError(
+            f"model directory {directory} has format {config['elmo_c_format']!r}; this version of "
+            f"allennlp-elmo-c reads up to {DIRECTORY_FORMAT}: upgrade allennlp-elmo-c"
+        )
+    check_directory_config(config, where)
+    files = config.get("files", {})
+    if not isinstance(files, dict):
+        raise ConfigurationError(f"model directory {directory}: `files` in {CONFIG_FILE} is not a mapping")
+    check_vocabulary_directory(root, str(root))
+    bilm = config.get("bilm")
+    parts = checked_bilm(bilm, directory, where, prefix="bilm.", in_directory=True)
+    inside = root.resolve()
+    named = []
+    for kind, name in files.items():
+        inside_path(root, name, f"`files.{kind}` of {CONFIG_FILE}")
+        named.append(name)
+    fasttext = config.get("fasttext")
+    if isinstance(fasttext, dict) and "file" in fasttext:
+        inside_path(root, fasttext["file"], f"`fasttext.file` of {CONFIG_FILE}")
+    for key, node, name in parts.files:  # each a file of the directory, by a plain name
+        value = node[name]
+        if value is None:
+            continue
+        if isinstance(value, str) and Path(value).is_absolute() and Path(value).is_relative_to(inside):
+            value = Path(value).relative_to(inside).as_posix()
+        node[name] = str(inside_path(inside, value, f"`bilm.{key}` of {CONFIG_FILE}"))
+        named.append(value)
+    check_directory_files(root, present, named)
+    check_digests(root, listed, sorted(set(listed) - {CONFIG_FILE}))
+    return config, parts
+
+
+def check_vocabulary_directory(root: Path, source: str) -> None:
+    """A received model's `vocabulary` must be a real directory (AllenNLP would extract a file
+    there as an archive, into its cache)."""
+    vocabulary = inside_path(root, VOCABULARY_DIR, "vocabulary")
+    if not vocabulary.is_dir():
+        raise ConfigurationError(
+            f"{source}: `{VOCABULARY_DIR}` must be a real directory (of the vocabulary's .txt "
+            "files); an archive or other file there is not read"
+        )
+
+
+def checked_bilm(
+    config: Any, source: str, where: Optional[str] = None, prefix: str = "", in_directory: bool = False
+) -> BiLMConfigParts:
+    """An `elmo_c` biLM's config, checked as a received one (`check_bilm_config`; `where` names
+    the file in messages, `prefix` the key of the config in it); what the check found."""
+    if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
+        raise ConfigurationError(f"ELMo-C archive {source} has no model in its config.json")
+    model_type = config["model"].get("type")
+    if model_type != "elmo_c":
+        raise ConfigurationError(f"{source} holds a {model_type} model, not an elmo_c model")
+    return check_bilm_config(config, where or f"{source}: {CONFIG_FILE}", prefix, in_directory)
+
+
+def read_archive_member_config(archive_file: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
+    """An archive's config.json, read without extracting it (`safe_extract.read_member`: AllenNLP
+    writes it first, so reading stops there), and checked."""
+    try:
+        data = read_member(archive_file, CONFIG_FILE, MAX_CONFIG_BYTES)
+    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
+        raise unreadable_archive(archive_file, error) from error
+    config = None if data is None else parse_received_json(data, f"{archive_file}: {CONFIG_FILE}")
+    return config, checked_bilm(config, archive_file)  # type: ignore[return-value]
+
+
+def read_bilm_config(path: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
+    """The biLM's AllenNLP config of a model directory or an archive, checked, without its
+    weights read."""
+    if Path(path).is_dir():
+        config, parts = read_directory(path)
+        return config["bilm"], parts
+    return read_archive_member_config(path)
+
+
+def unreadable_archive(archive_file: str, error: Exception) -> ConfigurationError:
+    """The error for an archive that cannot be read (truncated, not a tar.gz, ...)."""
+    return ConfigurationError(f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})")
+
+
+def is_subword_config(config: Dict[str, Any]) -> bool:
+    """True for the config of a biLM pretrained on BPE subwords (its reader has a `bpe`
+    tokenizer)."""
+    tokenizer = config.get("dataset_reader", {}).get("tokenizer") or {}
+    return tokenizer.get("type") == "bpe"
+
+
+def recorded_fasttext(parts: BiLMConfigParts, source: str) -> Optional[str]:
+    """The one fastText path a checked config records; `None` if it reads no fastText."""
+    paths = {node[key] for _, node, key in parts.fasttext_keys}
+    if len(paths) > 1:
+        raise ConfigurationError(
+            f"{source} refers to several fastText files ({sorted(paths)}): fasttext_path cannot say "
+            "which to replace"
+        )
+    return next(iter(paths), None)
+
+
+def recorded_fingerprint_of(parts: BiLMConfigParts, source: str) -> Optional[int]:
+    """The fastText fingerprint a checked config records; `None` for one trained before."""
+    values = {node["fingerprint"] for _, node in parts.fasttext_components if "fingerprint" in node}
+    if len(values) > 1:
+        raise ConfigurationError(f"{source} records several fastText fingerprints {sorted(values)}")
+    return next(iter(values), None)
+
+
+def checked_fasttext_of(
+    parts: BiLMConfigParts, source: str, fasttext_path: Optional[str] = None, is_directory: bool = False
+) -> Tuple[str, Optional[int]]:
+    """
+    The fastText `.bin` of a checked config (read from `source`), and the fingerprint it was
+    checked against: `fasttext_path` if given, else found as `fasttext_source` says (a model
+    directory's own file, for a directory). A `.bin` that is not the model the biLM was trained
+    with is a `ConfigurationError` naming both. An archive trained before fingerprints were
+    recorded is checked against the file it recorded, if that still exists (its fingerprint is
+    then returned, to be kept); else a warning says the check could not be made, and the
+    fingerprint is None.
+    """
+    recorded = recorded_fasttext(parts, source)
+    if recorded is None:
+        raise ConfigurationError(f"{source}: the biLM reads no fastText file")
+    if fasttext_path is None and is_directory:
+        fasttext_path = recorded  # a model directory's own .bin, whatever the environment says
+    expected = recorded_fingerprint_of(parts, source)
+    resolved = resolve_fasttext_path(recorded, source, fasttext_path, expected)
+    if expected is None and Path(recorded).is_file():
+        expected = FastTextBin.load(recorded).fingerprint
+    if expected is None:
+        logger.warning(
+            "%s was trained before fastText fingerprints were recorded and its .bin %s is not at "
+            "its recorded path: that %s is the same model cannot be checked",
+            source, recorded, resolved,
+        )  # fmt: skip
+    else:
+        check_fingerprint(resolved, expected, f"{recorded}, recorded in {source}")
+    return resolved, expected
+
+
+def prepared(
+    config: Dict[str, Any],
+    parts: BiLMConfigParts,
+    source: str,
+    fasttext_path: Optional[str],
+    tokenizer_path: Optional[str],
+    is_directory: bool = False,
+) -> Tuple[Dict[str, Any], BiLMConfigParts, Dict[str, Any], Optional[str]]:
+    """
+    The config to record (with the fingerprint of the biLM's fastText model) and its parts, the load-time
+    overrides (all layers returned, the training-only candidate list dropped, every fastText path
+    pointed at the `.bin` found, which must be the one the biLM was trained with; a BPE tokenizer
+    at `tokenizer_path`), and the `.bin` found.
+    """
+    subword = is_subword_config(config)
+    if subword and fasttext_path is not None:
+        raise ConfigurationError(f"{source} is a BPE subword biLM: it reads no fastText")
+    if not subword and tokenizer_path is not None:
+        raise ConfigurationError(f"{source} is not a BPE subword biLM: no tokenizer_path")
+    overrides: Dict[str, Any] = {
+        "model.contextualizer.return_all_layers": True,
+        # Only used in validation, and the file may not exist where the archive is used.
+        "model.nearest_neighbour_words": None,
+    }
+    resolved = None
+    if not subword and recorded_fasttext(parts, source) is not None:
+        resolved, expected = checked_fasttext_of(parts, source, fasttext_path, is_directory)
+        if expected is not None and any(node.get("fingerprint") != expected for _, node in parts.fasttext_components):
+            config = copy.deepcopy(config)
+            parts = check_bilm_config(config, source)  # the copy's nodes
+            for _, node in parts.fasttext_components:
+                node["fingerprint"] = expected
+        overrides.update({path: resolved for path, _, _ in parts.fasttext_keys})
+    elif fasttext_path is not None:
+        raise ConfigurationError(f"{source}: the biLM reads no fastText file (fasttext_path)")
+    if tokenizer_path is not None:
+        overrides["dataset_reader.tokenizer.tokenizer_path"] = tokenizer_path
+    return config, parts, overrides, resolved
+
+
+@contextlib.contextmanager
+def received_bilm(
+    path: str, fasttext_path: Optional[str] = None, tokenizer_path: Optional[str] = None
+) -> Iterator[ReceivedBiLM]:
+    """
+    The `ReceivedBiLM` of a model directory or a biLM archive (`model.tar.gz`, extracted for as
+    long as the context lasts), read and checked in one pass (see the module docstring).
+    """
+    if Path(path).is_dir():
+        directory_config, parts = read_directory(path)
+        yield _described(path, Path(path), True, directory_config["bilm"], parts, fasttext_path,
+                         tokenizer_path, Path(path) / WEIGHTS_FILE, directory_config)  # fmt: skip
+        return
+    if not Path(path).is_file():
+        raise ConfigurationError(f"ELMo-C archive {path} does not exist")
+    try:
+        with extracted_archive(path, wanted=is_model_archive_member) as extracted:
+            root = Path(extracted)
+            check_vocabulary_directory(root, path)
+            config = read_received_json(root / CONFIG_FILE, f"{path}: {CONFIG_FILE}")
+            parts = checked_bilm(config, path)
+            yield _described(path, root, False, config, parts, fasttext_path, tokenizer_path,
+                             root / ARCHIVE_WEIGHTS)  # fmt: skip
+    except (tarfile.TarError, EOFError) as error:
+        raise unreadable_archive(path, error) from error
+
+
+def _described(
+    source: str,
+    root: Path,
+    is_directory: bool,
+    config: Dict[str, Any],
+    parts: BiLMConfigParts,
+    fasttext_path: Optional[str],
+    tokenizer_path: Optional[str],
+    weights_file: Path,
+    directory_config: Optional[Dict[str, Any]] = None,
+) -> ReceivedBiLM:
+    where = f"model directory {source}: {weights_file.name}" if is_directory else f"{source}: {weights_file.name}"
+    if not weights_file.is_file():
+        raise ConfigurationError(f"{where} is missing")
+    config, parts, overrides, resolved = prepared(config, parts, source, fasttext_path, tokenizer_path, is_directory)
+    weights = weights_table(weights_file, where)
+    return ReceivedBiLM(source, root, is_directory, config, parts, overrides, resolved, weights_file, weights,
+                        directory_config)  # fmt: skip

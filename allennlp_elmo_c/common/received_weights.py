@@ -1,0 +1,181 @@
+"""
+The tensors of a received model's weights, known before any is loaded, and what of them the
+receiver can trust: their names, dtypes and shapes, and the bytes each really holds.
+
+- `model.safetensors`: its header's length (the file's first 8 bytes) is read and bounded
+  (`MAX_SAFETENSORS_HEADER_BYTES`) before the header is parsed (as plain JSON), and every entry
+  must be a known dtype and a shape whose bytes fill exactly its span of the file. `safetensors`
+  then loads only a file whose header was checked here.
+- `weights.th` (an AllenNLP archive's): loaded with `torch.load(weights_only=True, mmap=True)`,
+  its tensors mapped from the file, not read.
+
+The bytes a tensor *holds* are those of its 4 KiB pages that are not all zeros: a hole in a
+sparse file reads as zeros, so neither a sparse tensor nor an all-zero one holds anything, and
+what a header claims holds nothing until the file has it. `allocation_budget` derives a model's
+budget from these bytes.
+"""
+
+import json
+import math
+import struct
+from pathlib import Path
+from typing import Dict, Iterable, NamedTuple, Optional, Tuple, Union
+
+import numpy as np
+import torch
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.common.received_config import parse_received_json
+
+# The largest safetensors header read (the paper-size biLM's is ~10 KB).
+MAX_SAFETENSORS_HEADER_BYTES = 1 << 20
+# A page: the unit of a file's content that counts as held (one non-zero byte makes it held).
+PAGE_BYTES = 4096
+_CHUNK_PAGES = 1024
+
+SAFETENSORS_DTYPES = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+    "BOOL": torch.bool,
+}  # fmt: skip
+
+PathOrStr = Union[str, Path]
+
+
+class Tensor(NamedTuple):
+    """One tensor of a weights file: its dtype and shape, and the bytes of the file it holds (its
+    non-zero pages, at most its size)."""
+
+    dtype: torch.dtype
+    shape: Tuple[int, ...]
+    held: int
+
+    @property
+    def bytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+def safetensors_header(path: PathOrStr, where: str) -> Dict[str, Tuple[torch.dtype, Tuple[int, ...], int, int]]:
+    """
+    `{name: (dtype, shape, begin, end)}` of a `.safetensors` file (`begin`, `end`: the tensor's
+    bytes in the file), its header bounded before it is parsed and checked against the file's
+    size; a `ConfigurationError` naming `where` otherwise.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    with open(path, "rb") as stream:
+        prefix = stream.read(8)
+        if len(prefix) < 8:
+            raise ConfigurationError(f"{where}: not a safetensors file (shorter than its header's length)")
+        (length,) = struct.unpack("<Q", prefix)
+        if length > MAX_SAFETENSORS_HEADER_BYTES or length > size - 8:
+            raise ConfigurationError(
+                f"{where}: its safetensors header declares {length} bytes, more than the "
+                f"{min(MAX_SAFETENSORS_HEADER_BYTES, size - 8)} read (a model's header is a few KB); "
+                "refused before parsing it"
+            )
+        text = stream.read(length)
+    header = parse_received_json(text, f"{where} (its header)", MAX_SAFETENSORS_HEADER_BYTES)
+    if not isinstance(header, dict):
+        raise ConfigurationError(f"{where}: its safetensors header is not a JSON object")
+    data_start = 8 + length
+    tensors = {}
+    spans = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        shown = name if len(name) <= 80 else f"{name[:80]}..."
+        try:
+            dtype = SAFETENSORS_DTYPES[entry["dtype"]]
+            shape = tuple(entry["shape"])
+            begin, end = entry["data_offsets"]
+            valid = all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (*shape, begin, end))
+        except (KeyError, TypeError, ValueError):
+            valid = False
+        if not valid or end - begin != math.prod(shape) * dtype.itemsize or data_start + end > size:
+            raise ConfigurationError(
+                f"{where}: the safetensors entry {shown!r} is not a tensor of a known dtype whose "
+                "shape fills its bytes in the file"
+            )
+        tensors[name] = (dtype, shape, data_start + begin, data_start + end)
+        spans.append((begin, end))
+    spans.sort()
+    if any(end > next_begin for (_, end), (next_begin, _) in zip(spans, spans[1:])):
+        raise ConfigurationError(f"{where}: safetensors entries overlap")
+    return tensors
+
+
+def held_bytes(path: PathOrStr, begin: int, end: int) -> int:
+    """The bytes of `path[begin:end]` in pages (`PAGE_BYTES`, from `begin`) that are not all
+    zeros."""
+    held = 0
+    with open(path, "rb") as stream:
+        stream.seek(begin)
+        position = begin
+        while position < end:
+            data = stream.read(min(end - position, PAGE_BYTES * _CHUNK_PAGES))
+            if not data:
+                break
+            held += _held_in(np.frombuffer(data, dtype=np.uint8))
+            position += len(data)
+    return held
+
+
+def _held_in(data: np.ndarray) -> int:
+    """The bytes of `data` (uint8) in its non-zero pages."""
+    whole = len(data) // PAGE_BYTES * PAGE_BYTES
+    pages = data[:whole].reshape(-1, PAGE_BYTES)
+    held = int(pages.any(axis=1).sum()) * PAGE_BYTES
+    if whole < len(data) and data[whole:].any():
+        held += len(data) - whole
+    return held
+
+
+def tensor_held_bytes(tensor: torch.Tensor) -> int:
+    """`held_bytes` of a (CPU, memory-mapped) tensor's own bytes."""
+    if tensor.numel() == 0:
+        return 0
+    data = tensor.detach().contiguous().view(-1).view(torch.uint8).numpy()
+    return sum(_held_in(data[start : start + PAGE_BYTES * _CHUNK_PAGES])
+               for start in range(0, len(data), PAGE_BYTES * _CHUNK_PAGES))  # fmt: skip
+
+
+def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
+    """The tensors of a weights file (`.safetensors`, or a torch file such as `weights.th`), by
+    name, with the bytes each holds; nothing is loaded into memory but a page at a time."""
+    path = Path(path)
+    try:
+        if path.suffix == ".safetensors":
+            return {
+                name: Tensor(dtype, shape, held_bytes(path, begin, end))
+                for name, (dtype, shape, begin, end) in safetensors_header(path, where).items()
+            }
+        from allennlp_elmo_c.common.weights_only import load_weights_only
+
+        try:
+            state = load_weights_only(path, map_location="cpu", mmap=True)
+        except RuntimeError as error:  # a file in torch's legacy format cannot be memory-mapped
+            if "mmap" not in str(error):
+                raise
+            state = load_weights_only(path, map_location="cpu")
+    except (OSError, ValueError, RuntimeError, EOFError, struct.error) as error:
+        raise ConfigurationError(f"{where}: unreadable weights ({error})") from error
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise ConfigurationError(f"{where}: not a state dict of tensors")
+    return {
+        name: Tensor(tensor.dtype, tuple(tensor.shape), tensor_held_bytes(tensor)) for name, tensor in state.items()
+    }
+
+
+def held_total(table: Dict[str, Tensor], names: Optional[Iterable[str]] = None) -> int:
+    """The bytes held by the tensors of `table` (only those `names`, if given; each counted at
+    most for its size)."""
+    chosen = table.values() if names is None else (table[name] for name in names if name in table)
+    return sum(min(tensor.held, tensor.bytes) for tensor in chosen)
+
+
+def describe_table(table: Dict[str, Tensor]) -> str:
+    """The tensor count and sizes of a table, for messages."""
+    return json.dumps({"tensors": len(table), "bytes": sum(t.bytes for t in table.values()),
+                       "held": held_total(table)})  # fmt: skip
