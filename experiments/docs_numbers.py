@@ -4,6 +4,9 @@ so that a number has one source:
 
 - `experiments/quality/where_elmo_c_wins.json`: the downstream runs of the biLMs pretrained with
   general fastText targets (`python -m experiments.quality.where_elmo_c_wins ... --summary`);
+- `experiments/quality/where_elmo_c_wins_screen.json`: the same section's probe screen (each
+  snapshot's linear probes, and each system against the cosine), extracted once from QUALITY.md's
+  tables, which stay the record (a test checks that the two agree);
 - `experiments/demo/result.json`: what the last `make demo` printed (a copy of its
   `data/runs/result.json`).
 
@@ -31,6 +34,7 @@ DOCUMENTS = ["README.md"] + sorted(
     str(path.relative_to(PROJECT)) for path in (PROJECT / "docs").glob("*.md")
 )
 WINS = PROJECT / "experiments" / "quality" / "where_elmo_c_wins.json"
+SCREEN = PROJECT / "experiments" / "quality" / "where_elmo_c_wins_screen.json"
 DEMO = PROJECT / "experiments" / "demo" / "result.json"
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 
