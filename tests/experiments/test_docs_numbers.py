@@ -54,6 +54,26 @@ def test_the_verdicts_are_twice_the_standard_error_written_out():
     assert docs_numbers.verdict(mine, dict(theirs, std=0.3)) == "within"
 
 
+def test_a_changed_number_in_the_screen_data_is_a_disagreement(tmp_path, monkeypatch):
+    data = json.loads(docs_numbers.SCREEN.read_text())
+    entry = next(e for e in data["against_reference"] if e["system"] == "elmo_c_vmf")
+    entry["all tasks"]["verdict"] = "behind"
+    changed = tmp_path / "screen.json"
+    changed.write_text(json.dumps(data))
+    monkeypatch.setattr(docs_numbers, "SCREEN", changed)
+    found = docs_numbers.disagreements(["docs/choosing-a-bilm.md"])
+    assert {"docs/choosing-a-bilm.md: screen-table", "docs/choosing-a-bilm.md: screen-beyond-interval",
+            "docs/choosing-a-bilm.md: losses-table"} <= set(found)  # fmt: skip
+
+
+def test_every_block_is_used_by_a_document():
+    used = set()
+    for document in docs_numbers.DOCUMENTS:
+        text = (docs_numbers.PROJECT / document).read_text(encoding="utf-8")
+        used |= {found.group(1) for found in docs_numbers.BLOCK.finditer(text)}
+    assert set(docs_numbers.BLOCKS) - used == set()
+
+
 def test_unknown_block_names_are_refused():
     with pytest.raises(KeyError, match="unknown numbers block 'no-such'"):
         docs_numbers.rendered("<!-- numbers: no-such -->1<!-- /numbers -->")
