@@ -4,6 +4,9 @@ so that a number has one source:
 
 - `experiments/quality/where_elmo_c_wins.json`: the downstream runs of the biLMs pretrained with
   general fastText targets (`python -m experiments.quality.where_elmo_c_wins ... --summary`);
+- `experiments/quality/where_elmo_c_wins_screen.json`: the same section's probe screen (each
+  snapshot's linear probes, and each system against the cosine), extracted once from QUALITY.md's
+  tables, which stay the record (a test checks that the two agree);
 - `experiments/demo/result.json`: what the last `make demo` printed (a copy of its
   `data/runs/result.json`).
 
@@ -31,13 +34,20 @@ DOCUMENTS = ["README.md"] + sorted(
     str(path.relative_to(PROJECT)) for path in (PROJECT / "docs").glob("*.md")
 )
 WINS = PROJECT / "experiments" / "quality" / "where_elmo_c_wins.json"
+SCREEN = PROJECT / "experiments" / "quality" / "where_elmo_c_wins_screen.json"
 DEMO = PROJECT / "experiments" / "demo" / "result.json"
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 
 TASK_NAMES = {"ner": "NER, UNER EWT (F1)", "pos": "POS, Brown held-out genres",
               "sst5": "SST-5", "sentiment": "Rotten Tomatoes", "stsb": "STS-B, three bands"}  # fmt: skip
+SHORT_TASK_NAMES = {"ner": "NER", "pos": "POS", "sst5": "SST-5", "sentiment": "Rotten Tomatoes",
+                    "stsb": "STS-B"}  # fmt: skip
+# The rows of the verdict tables: mine - theirs.
+PAIR_NAMES = {"fasttext": "fastText only", "elmo_c_cosine": "cosine",
+              "elmo_c_in_batch": "in-batch softmax", "elmo_a_whole": "ELMo-A"}  # fmt: skip
 SYSTEM_NAMES = {"fasttext": "fastText only", "elmo_c_cosine": "ELMo-C, cosine",
-                "elmo_c_in_batch": "ELMo-C, in-batch softmax", "elmo_a_whole": "ELMo-A"}  # fmt: skip
+                "elmo_c_in_batch": "ELMo-C, in-batch softmax", "elmo_a_whole": "ELMo-A",
+                "elmo_c_vmf": "ELMo-C, vMF", "elmo_fixed": "FIXED"}  # fmt: skip
 # The README's results table: fastText alone, then each biLM at this budget (minutes).
 TABLE_MINUTES = 60.0
 TABLE_SYSTEMS = ("fasttext", "elmo_c_cosine", "elmo_c_in_batch", "elmo_a_whole")
@@ -52,8 +62,15 @@ def cell(row: dict, task: str) -> dict:
 
 
 def row_of(data: dict, system: str, minutes: Optional[float]) -> dict:
+    """`system`'s row at `minutes` of pretraining; fastText alone's (no pretraining) at any."""
+    minutes = None if system == "fasttext" else minutes
     (row,) = [r for r in data["rows"] if r["system"] == system and r["minutes"] == minutes]
     return row
+
+
+def rows_of(data: dict, system: str) -> List[dict]:
+    """`system`'s rows, shortest pretraining first."""
+    return sorted((r for r in data["rows"] if r["system"] == system), key=lambda r: r["minutes"])
 
 
 def difference(mine: dict, theirs: dict) -> Tuple[float, float]:
@@ -68,14 +85,14 @@ def verdict(mine: dict, theirs: dict) -> str:
     return "ahead" if found > spread else "behind" if found < -spread else "within"
 
 
-def cells_against(data: dict, system: str, other: str) -> List[str]:
-    """`system`'s verdict against `other` in every task-budget cell both were run in."""
+def cells_against(data: dict, system: str, other: str,
+                  tasks: Optional[Sequence[str]] = None) -> List[str]:  # fmt: skip
+    """`system`'s verdict against `other` in every task-budget cell both were run in (of `tasks`,
+    or every task)."""
     found = []
-    for row in data["rows"]:
-        if row["system"] != system:
-            continue
+    for row in rows_of(data, system):
         theirs = row_of(data, other, row["minutes"])
-        found += [verdict(cell(row, task), cell(theirs, task)) for task in data["tasks"]]
+        found += [verdict(cell(row, task), cell(theirs, task)) for task in tasks or data["tasks"]]
     return found
 
 
@@ -83,8 +100,68 @@ def count(verdicts: Sequence[str], which: str) -> str:
     return f"{sum(v == which for v in verdicts)} of {len(verdicts)}"
 
 
+def counted(which: str, other: str, systems: Sequence[str],
+            tasks: Optional[Sequence[str]] = None) -> Callable[[], str]:  # fmt: skip
+    """A block: in how many task-budget cells (of `tasks`, or all) the `systems` are `which` of
+    `other`, e.g. "3 of 10"."""
+
+    def render() -> str:
+        data = load(WINS)
+        return count([v for system in systems for v in cells_against(data, system, other, tasks)],
+                     which)  # fmt: skip
+
+    return render
+
+
+def joined(words: Sequence[str]) -> str:
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def cells_where(which: str, system: str, other: str) -> Callable[[], str]:
+    """A block: the task-budget cells in which `system` is `which` of `other`, e.g. "NER and
+    STS-B after 10 minutes, POS after 60", or "none"."""
+
+    def render() -> str:
+        data = load(WINS)
+        found = []
+        for row in rows_of(data, system):
+            theirs = row_of(data, other, row["minutes"])
+            tasks = [SHORT_TASK_NAMES[task] for task in data["tasks"]
+                     if verdict(cell(row, task), cell(theirs, task)) == which]  # fmt: skip
+            if tasks:
+                found.append(f"{joined(tasks)} after {row['minutes']:.0f}"
+                             + (" minutes" if not found else ""))  # fmt: skip
+        return ", ".join(found) or "none"
+
+    return render
+
+
 def mean_std(found: dict) -> str:
     return f"{found['mean']:.2f} ± {found['std']:.2f}"
+
+
+def verdict_table(pairs: Sequence[Tuple[str, str]]) -> Callable[[], str]:
+    """A block: for each pair (mine, theirs) and budget, the difference of the test means per task
+    and its verdict (ahead or behind: beyond twice the standard error of the difference)."""
+
+    def render() -> str:
+        data = load(WINS)
+        lines = ["| mine - theirs, test, points | minutes | "
+                 + " | ".join(SHORT_TASK_NAMES[t] for t in data["tasks"]) + " |",
+                 "|---|---|" + "---|" * len(data["tasks"])]  # fmt: skip
+        for system, other in pairs:
+            for row in rows_of(data, system):
+                theirs = row_of(data, other, row["minutes"])
+                cells = []
+                for task in data["tasks"]:
+                    found, _ = difference(cell(row, task), cell(theirs, task))
+                    which = verdict(cell(row, task), cell(theirs, task))
+                    cells.append(f"{found:+.2f} " + (which if which == "within" else f"**{which}**"))
+                lines.append(f"| {PAIR_NAMES[system]} - {PAIR_NAMES[other]} | "
+                             f"{row['minutes']:.0f} | " + " | ".join(cells) + " |")  # fmt: skip
+        return "\n".join(lines)
+
+    return render
 
 
 def quality_table() -> str:
@@ -108,23 +185,108 @@ def quality_table() -> str:
     return "\n".join(lines)
 
 
-def in_batch_ahead_of_cosine() -> str:
-    return count(cells_against(load(WINS), "elmo_c_in_batch", "elmo_c_cosine"), "ahead")
+def speed_against(system: str, other: str) -> Callable[[], str]:
+    """A block: `system`'s pretraining tokens/s over `TABLE_MINUTES` as a multiple of `other`'s."""
+
+    def render() -> str:
+        data = load(WINS)
+        mine = row_of(data, system, TABLE_MINUTES)["tokens_per_second"]
+        theirs = row_of(data, other, TABLE_MINUTES)["tokens_per_second"]
+        return f"{mine / theirs:.1f}x"
+
+    return render
 
 
-def in_batch_behind_elmo_a() -> str:
-    return count(cells_against(load(WINS), "elmo_c_in_batch", "elmo_a_whole"), "behind")
+# The probe screen (where_elmo_c_wins_screen.json): every snapshot against the cosine.
+SCREEN_SYSTEMS = ("elmo_c_in_batch", "elmo_c_vmf", "elmo_a_whole", "elmo_fixed")
+LOSSES = {"cosine": "elmo_c_cosine", "in_batch_softmax": "elmo_c_in_batch", "vmf": "elmo_c_vmf",
+          "l2": None}  # fmt: skip
 
 
-def cosine_behind_elmo_a() -> str:
-    return count(cells_against(load(WINS), "elmo_c_cosine", "elmo_a_whole"), "behind")
+def against_reference(data: dict, system: str) -> List[dict]:
+    """`system`'s screen comparisons with the cosine, shortest pretraining first."""
+    return sorted((e for e in data["against_reference"] if e["system"] == system),
+                  key=lambda e: e["minutes"])  # fmt: skip
 
 
-def in_batch_speed_against_elmo_a() -> str:
-    data = load(WINS)
-    mine = row_of(data, "elmo_c_in_batch", TABLE_MINUTES)["tokens_per_second"]
-    theirs = row_of(data, "elmo_a_whole", TABLE_MINUTES)["tokens_per_second"]
-    return f"{mine / theirs:.1f}x"
+def interval(found: dict) -> str:
+    text = f"{found['difference']:+.2f} [{found['low']:+.2f}, {found['high']:+.2f}]"
+    return text if found["verdict"] == "within" else f"{text} **{found['verdict']}**"
+
+
+def screen_table() -> str:
+    """Each system's mean probe score (dev) against the cosine's at each budget, with its 95%
+    paired-bootstrap interval; a task family's comparison where it lies beyond its interval."""
+    data = load(SCREEN)
+    budgets = [e["minutes"] for e in against_reference(data, SCREEN_SYSTEMS[0])]
+    lines = ["| against ELMo-C, cosine: mean probe score, points | "
+             + " | ".join(f"{minutes:.0f} min" for minutes in budgets) + " |",
+             "|---|" + "---|" * len(budgets)]  # fmt: skip
+    for system in SCREEN_SYSTEMS:
+        cells = []
+        for entry in against_reference(data, system):
+            cells.append("; ".join([interval(entry["all tasks"])] + [
+                f"{family}: {interval(entry[family])}" for family in data["families"]
+                if entry[family]["verdict"] != "within"]))  # fmt: skip
+        lines.append(f"| {SYSTEM_NAMES[system]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def screen_beyond_interval() -> str:
+    """In how many system-budget cells the mean probe score differs from the cosine's beyond its
+    interval."""
+    verdicts = [e["all tasks"]["verdict"] for e in load(SCREEN)["against_reference"]]
+    return f"{sum(v != 'within' for v in verdicts)} of {len(verdicts)}"
+
+
+def speed_of(data: dict, system: str) -> int:
+    return row_of(data, system, TABLE_MINUTES)["tokens_per_second"]
+
+
+def pretraining_speed() -> str:
+    """Each system's pretraining tokens/s over `TABLE_MINUTES` on one core, fastest first, and as
+    a multiple of ELMo-A's."""
+    data = load(SCREEN)
+    systems = sorted(("elmo_c_cosine",) + SCREEN_SYSTEMS, key=lambda s: -speed_of(data, s))
+    elmo_a = speed_of(data, "elmo_a_whole")
+    lines = [f"| system | tokens/s over {TABLE_MINUTES:.0f} minutes, one core | against ELMo-A |",
+             "|---|---|---|"]  # fmt: skip
+    for system in systems:
+        lines.append(f"| {SYSTEM_NAMES[system]} | {speed_of(data, system):,} | "
+                     f"{speed_of(data, system) / elmo_a:.1f}x |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def losses_table() -> str:
+    """Each loss of the continuous head against the cosine: on the screen at each budget (and any
+    task family beyond its interval), downstream (the finalists), and its pretraining speed."""
+    screen, wins = load(SCREEN), load(WINS)
+    budgets = " / ".join(f"{e['minutes']:.0f}" for e in against_reference(screen, SCREEN_SYSTEMS[0]))
+    lines = [f"| loss | screen against the cosine, mean probe score at {budgets} minutes | "
+             "downstream against the cosine, test | "
+             f"tokens/s over {TABLE_MINUTES:.0f} minutes, one core |",
+             "|---|---|---|---|"]  # fmt: skip
+    for loss, system in LOSSES.items():
+        if system is None:
+            lines.append(f"| `{loss}` | not run | not run | not run |")
+            continue
+        speed = f"{speed_of(screen, system):,}"
+        if system == screen["reference"]:
+            lines.append(f"| `{loss}` | the reference | the reference | {speed} |")
+            continue
+        entries = against_reference(screen, system)
+        found = " / ".join(e["all tasks"]["verdict"] for e in entries)
+        found += "".join(f"; {family} probes {e[family]['verdict']} at {e['minutes']:.0f}"
+                         for e in entries for family in screen["families"]
+                         if e[family]["verdict"] != "within")  # fmt: skip
+        if any(row["system"] == system for row in wins["rows"]):
+            verdicts = cells_against(wins, system, screen["reference"])
+            downstream = (f"ahead in {count(verdicts, 'ahead')} task-budget cells, "
+                          f"behind in {sum(v == 'behind' for v in verdicts)}")  # fmt: skip
+        else:
+            downstream = "not run (not a finalist)"
+        lines.append(f"| `{loss}` | {found} | {downstream} | {speed} |")
+    return "\n".join(lines)
 
 
 def demo_result() -> str:
@@ -146,12 +308,29 @@ def demo_machine() -> str:
     return f"{machine['date'][:10]}, {machine['cpu']}, {machine['cpu_cores']} cores"
 
 
+BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")
+SENTIMENT = ("sst5", "sentiment")
 BLOCKS: Dict[str, Callable[[], str]] = {
     "quality-table": quality_table,
-    "in-batch-ahead-of-cosine": in_batch_ahead_of_cosine,
-    "in-batch-behind-elmo-a": in_batch_behind_elmo_a,
-    "cosine-behind-elmo-a": cosine_behind_elmo_a,
-    "in-batch-speed-against-elmo-a": in_batch_speed_against_elmo_a,
+    "verdicts-bilms": verdict_table([("elmo_c_in_batch", "elmo_c_cosine"),
+                                     ("elmo_c_in_batch", "elmo_a_whole"),
+                                     ("elmo_c_cosine", "elmo_a_whole")]),  # fmt: skip
+    "verdicts-fasttext": verdict_table([(system, "fasttext") for system in BILMS]),
+    "in-batch-ahead-of-cosine": counted("ahead", "elmo_c_cosine", ["elmo_c_in_batch"]),
+    "in-batch-behind-cosine": counted("behind", "elmo_c_cosine", ["elmo_c_in_batch"]),
+    "in-batch-ahead-of-elmo-a": counted("ahead", "elmo_a_whole", ["elmo_c_in_batch"]),
+    "in-batch-behind-elmo-a": counted("behind", "elmo_a_whole", ["elmo_c_in_batch"]),
+    "cosine-behind-elmo-a": counted("behind", "elmo_a_whole", ["elmo_c_cosine"]),
+    "cosine-ahead-of-elmo-a": counted("ahead", "elmo_a_whole", ["elmo_c_cosine"]),
+    "cosine-behind-elmo-a-where": cells_where("behind", "elmo_c_cosine", "elmo_a_whole"),
+    "bilms-ahead-of-fasttext-on-sentiment": counted("ahead", "fasttext", BILMS, SENTIMENT),
+    "bilms-behind-fasttext-on-sentiment": counted("behind", "fasttext", BILMS, SENTIMENT),
+    "in-batch-speed-against-elmo-a": speed_against("elmo_c_in_batch", "elmo_a_whole"),
+    "cosine-speed-against-elmo-a": speed_against("elmo_c_cosine", "elmo_a_whole"),
+    "screen-table": screen_table,
+    "screen-beyond-interval": screen_beyond_interval,
+    "pretraining-speed": pretraining_speed,
+    "losses-table": losses_table,
     "demo-result": demo_result,
     "demo-machine": demo_machine,
 }

@@ -1,6 +1,9 @@
 """`experiments/docs_numbers.py`: every numbers block of README.md and docs/ is what its data
-renders, and a change to the data or to a block is caught."""
+renders, and a change to the data or to a block is caught; the data files extracted from
+QUALITY.md's tables agree with them, so that the report stays the record and the JSON its data."""
 import json
+import re
+from typing import Dict, List
 
 import pytest
 
@@ -51,6 +54,26 @@ def test_the_verdicts_are_twice_the_standard_error_written_out():
     assert docs_numbers.verdict(mine, dict(theirs, std=0.3)) == "within"
 
 
+def test_a_changed_number_in_the_screen_data_is_a_disagreement(tmp_path, monkeypatch):
+    data = json.loads(docs_numbers.SCREEN.read_text())
+    entry = next(e for e in data["against_reference"] if e["system"] == "elmo_c_vmf")
+    entry["all tasks"]["verdict"] = "behind"
+    changed = tmp_path / "screen.json"
+    changed.write_text(json.dumps(data))
+    monkeypatch.setattr(docs_numbers, "SCREEN", changed)
+    found = docs_numbers.disagreements(["docs/choosing-a-bilm.md"])
+    assert {"docs/choosing-a-bilm.md: screen-table", "docs/choosing-a-bilm.md: screen-beyond-interval",
+            "docs/choosing-a-bilm.md: losses-table"} <= set(found)  # fmt: skip
+
+
+def test_every_block_is_used_by_a_document():
+    used = set()
+    for document in docs_numbers.DOCUMENTS:
+        text = (docs_numbers.PROJECT / document).read_text(encoding="utf-8")
+        used |= {found.group(1) for found in docs_numbers.BLOCK.finditer(text)}
+    assert set(docs_numbers.BLOCKS) - used == set()
+
+
 def test_unknown_block_names_are_refused():
     with pytest.raises(KeyError, match="unknown numbers block 'no-such'"):
         docs_numbers.rendered("<!-- numbers: no-such -->1<!-- /numbers -->")
@@ -72,3 +95,123 @@ def test_no_result_is_typed_by_hand(document):
     assert typed_results("a 4.2x speed-up, 95.93 ± 0.03 <!-- numbers: x -->1.4x<!-- /numbers -->") == ["4.2x", "±"]
     text = (docs_numbers.PROJECT / document).read_text(encoding="utf-8")
     assert typed_results(text) == [], f"{document}: render these from data or link the report"
+
+
+# --- the data and QUALITY.md's section "Where ELMo-C wins", whose tables it was extracted from ------
+
+QUALITY = docs_numbers.PROJECT / "experiments" / "quality" / "QUALITY.md"
+LABELS = {"fastText only (no context)": "fasttext", "ELMo-C (continuous, cosine)": "elmo_c_cosine",
+          "ELMo-C (continuous, in-batch softmax)": "elmo_c_in_batch",
+          "ELMo-C (continuous, vMF)": "elmo_c_vmf",
+          "ELMo-A (adaptive softmax, whole vocabulary)": "elmo_a_whole",
+          "FIXED (sampled softmax, frozen fastText outputs)": "elmo_fixed"}  # fmt: skip
+COLUMNS = {"NER (UNER EWT)": "ner", "POS (Brown, held-out genres)": "pos",
+           "SST-5 (fine-grained)": "sst5", "Sentiment (demo, RT)": "sentiment",
+           "STS-B (3 similarity bands)": "stsb", "mean": "mean"}  # fmt: skip
+SCORE = re.compile(r"^(\d+\.\d+) ± (\d+\.\d+) \(n=(\d+)\)$")
+DOWNSTREAM = re.compile(r"^([+-]\d+\.\d+) \(± (\d+\.\d+)\) (ahead|behind|within the spread)$")
+INTERVAL = re.compile(r"^([+-]\d+\.\d+) \[([+-]\d+\.\d+), ([+-]\d+\.\d+)\] (ahead|behind|within the spread)$")
+
+
+def wins_section() -> str:
+    text = QUALITY.read_text(encoding="utf-8")
+    return text[text.index("<!-- wins:begin -->") : text.index("<!-- wins:end -->")]
+
+
+def table_after(text: str, caption: str) -> List[Dict[str, str]]:
+    """The rows of the first table after `caption`, each {column: cell}."""
+    lines = text[text.index(caption) :].splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    table = []
+    for line in lines[first:]:
+        if not line.startswith("|"):
+            break
+        table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return [dict(zip(table[0], row)) for row in table[2:]]
+
+
+def task(column: str) -> str:
+    return COLUMNS[re.sub(r" (F1|acc\.)$", "", column)]
+
+
+def minutes(cell: str):
+    return None if cell == "-" else float(cell)
+
+
+def verdict(word: str) -> str:
+    return "within" if word == "within the spread" else word
+
+
+def test_the_downstream_data_is_the_reports_tables():
+    data = docs_numbers.load(docs_numbers.WINS)
+    section = wins_section()
+    test = table_after(section, "### Downstream (test")
+    dev = table_after(section[section.index("### Downstream (test") :], "Development scores")
+    assert len(test) == len(dev) == len(data["rows"])
+    for row, scores, development in zip(data["rows"], test, dev):
+        assert (LABELS[scores["system"]], minutes(scores["minutes"])) == (row["system"], row["minutes"])
+        assert (LABELS[development["system"]], minutes(development["minutes"])) == (row["system"], row["minutes"])  # fmt: skip
+        if row["minutes"] is not None:
+            assert float(scores["tokens seen"].rstrip("M")) == round(row["tokens_seen"] / 1e6, 2)
+            assert int(scores["tokens/s"].replace(",", "")) == row["tokens_per_second"]
+        for split, table_row in (("test", scores), ("dev", development)):
+            for column, cell in table_row.items():
+                if column in ("system", "minutes", "tokens seen", "tokens/s"):
+                    continue
+                mean, std, n = SCORE.match(cell).groups()
+                assert row[split][task(column)] == {"mean": float(mean), "std": float(std), "n": int(n)}
+
+
+@pytest.mark.parametrize("other,caption", [
+    ("elmo_c_cosine", "Against ELMo-C (continuous, cosine) downstream"),
+    ("elmo_a_whole", "Against ELMo-A (adaptive softmax, whole vocabulary) downstream"),
+])  # fmt: skip
+def test_the_rendered_verdicts_are_the_reports(other, caption):
+    """The verdicts rendered from the rounded means and deviations are the report's, from the seeds'
+    scores; the differences agree to the rounding."""
+    data = docs_numbers.load(docs_numbers.WINS)
+    compared = 0
+    for table_row in table_after(wins_section(), caption):
+        mine = docs_numbers.row_of(data, LABELS[table_row["system"]], minutes(table_row["minutes"]))
+        theirs = docs_numbers.row_of(data, other, mine["minutes"])
+        for column, cell in table_row.items():
+            if column in ("system", "minutes"):
+                continue
+            found, spread = docs_numbers.difference(docs_numbers.cell(mine, task(column)),
+                                                    docs_numbers.cell(theirs, task(column)))  # fmt: skip
+            reported, reported_spread, word = DOWNSTREAM.match(cell).groups()
+            assert found == pytest.approx(float(reported), abs=0.0101), (table_row["system"], column)
+            assert spread == pytest.approx(float(reported_spread), abs=0.03), (table_row["system"], column)
+            assert docs_numbers.verdict(docs_numbers.cell(mine, task(column)),
+                                        docs_numbers.cell(theirs, task(column))) == verdict(word)  # fmt: skip
+            compared += 1
+    assert compared == 20
+
+
+def test_the_screen_data_is_the_reports_tables():
+    data = docs_numbers.load(docs_numbers.SCREEN)
+    section = wins_section()
+    screen = table_after(section, "### The screen")
+    assert len(screen) == len(data["rows"])
+    for row, table_row in zip(data["rows"], screen):
+        assert (LABELS[table_row["system"]], minutes(table_row["minutes"])) == (row["system"], row["minutes"])  # fmt: skip
+        if row["minutes"] is not None:
+            assert float(table_row["tokens seen"].rstrip("M")) == round(row["tokens_seen"] / 1e6, 2)
+            assert int(table_row["tokens/s"].replace(",", "")) == row["tokens_per_second"]
+        assert row["dev"] == {task(c): float(v) for c, v in table_row.items() if c in COLUMNS}
+    against = table_after(section, "Against ELMo-C (continuous, cosine) at the same budget")
+    assert len(against) == len(data["against_reference"])
+    for entry, table_row in zip(data["against_reference"], against):
+        assert (LABELS[table_row["system"]], float(table_row["minutes"])) == (entry["system"], entry["minutes"])  # fmt: skip
+        for family in ("all tasks", *data["families"]):
+            difference, low, high, word = INTERVAL.match(table_row[family]).groups()
+            assert entry[family] == {"difference": float(difference), "low": float(low),
+                                     "high": float(high), "verdict": verdict(word)}  # fmt: skip
+
+
+def test_the_two_data_files_agree_on_the_pretraining_runs():
+    wins, screen = docs_numbers.load(docs_numbers.WINS), docs_numbers.load(docs_numbers.SCREEN)
+    assert set(wins["tasks"]) == set(screen["tasks"])
+    for row in wins["rows"]:
+        (same,) = [r for r in screen["rows"] if (r["system"], r["minutes"]) == (row["system"], row["minutes"])]
+        assert (same["tokens_seen"], same["tokens_per_second"]) == (row["tokens_seen"], row["tokens_per_second"])
