@@ -173,11 +173,7 @@ def quality_table() -> str:
     lines = ["| task | " + " | ".join(SYSTEM_NAMES[s] for s in TABLE_SYSTEMS) + " |",
              "|---|" + "---|" * len(TABLE_SYSTEMS)]  # fmt: skip
     for task in data["tasks"]:
-        best = max(cell(row, task)["mean"] for row in rows)
-        cells = []
-        for row in rows:
-            text = mean_std(cell(row, task))
-            cells.append(f"**{text}**" if cell(row, task)["mean"] == best else text)
+        cells = [mean_std(cell(row, task)) for row in rows]
         lines.append(f"| {TASK_NAMES[task]} | " + " | ".join(cells) + " |")
     speeds = ["-" if row["tokens_per_second"] is None else f"{row['tokens_per_second']:,}"
               for row in rows]  # fmt: skip
@@ -336,15 +332,22 @@ BLOCKS: Dict[str, Callable[[], str]] = {
 }
 
 
-def rendered(text: str) -> str:
+def rendered(text: str, missing: Optional[List[str]] = None) -> str:
     """`text` with every block rendered from the data; a block over several lines keeps its
-    content on lines of its own."""
+    content on lines of its own. With a `missing` list, a block whose data file does not exist is
+    left as it is and named there; without one, that is an error."""
 
     def render(found: re.Match) -> str:
         name, old = found.group(1), found.group(2)
         if name not in BLOCKS:
             raise KeyError(f"unknown numbers block {name!r}: one of {', '.join(BLOCKS)}")
-        new = BLOCKS[name]()
+        try:
+            new = BLOCKS[name]()
+        except FileNotFoundError as error:
+            if missing is None:
+                raise
+            missing.append(f"{name} ({error.filename} is missing)")
+            return found.group(0)
         if "\n" in old or "\n" in new:
             new = f"\n{new}\n"
         return f"<!-- numbers: {name} -->{new}<!-- /numbers -->"
@@ -376,13 +379,16 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             sys.exit("rendered from data, these differ (run python -m experiments.docs_numbers):\n"
                      + "\n".join(found))  # fmt: skip
         return
+    missing: List[str] = []
     for name in DOCUMENTS:
         path = PROJECT / name
         text = path.read_text(encoding="utf-8")
-        new = rendered(text)
+        new = rendered(text, missing)
         if new != text:
             path.write_text(new, encoding="utf-8")
             print(f"rendered {name}")
+    if missing:
+        sys.exit("not rendered, their data missing:\n" + "\n".join(sorted(set(missing))))
 
 
 if __name__ == "__main__":
