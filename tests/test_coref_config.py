@@ -31,7 +31,8 @@ def test_coref_config_trains_one_epoch(elmo_c_archive, monkeypatch, tmp_path, ba
 @pytest.mark.parametrize("baseline, text_dim", [("none", 1424), ("fasttext", 700)])
 def test_full_size_dimensions(monkeypatch, elmo_c_archive, baseline, text_dim):
     set_environment(monkeypatch, elmo_c_archive, baseline)
-    monkeypatch.delenv("ELMO_C_DIM")  # the plugin's default: 1024, the paper's size
+    monkeypatch.delenv("ELMO_C_DIM")  # the plugin's defaults: 1024, the paper's size ...
+    monkeypatch.delenv("ELMO_C_FASTTEXT_DIM")  # ... and 300, cc.en.300.bin's
     model = Params.from_file(str(PROJECT_ROOT / "downstream_configs" / "coref_elmo_c.jsonnet"))[
         "model"
     ]
