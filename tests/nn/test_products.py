@@ -131,3 +131,63 @@ def test_fused_cpu_backward_runs_its_products_through_onednn(monkeypatch, loops)
     output.sum().backward()
     assert len(calls) == 2 * 7 + 4
     assert calls.count((24, 16)) == 7 and calls.count((16, 4 * 24)) == 7
+
+
+@pytest.mark.parametrize("onednn", ["1", "0"], ids=["onednn", "torch_mm"])
+@pytest.mark.parametrize("transposed", [False, True], ids=["rows", "transposed"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_bfloat16_operands_give_float32_results(monkeypatch, onednn, transposed, shape):
+    """`Products(float32 tensor, torch.bfloat16)`: every method multiplies the operands rounded
+    to bfloat16, accumulates in float32 and returns float32: within one bfloat16 rounding of the
+    result (2^-8 of its size; on CPU the product is rounded to bfloat16 once) and float32
+    rounding of the float64 product of the rounded operands, and not the float32 product."""
+    monkeypatch.setenv("ELMO_C_ONEDNN", onednn)
+    inputs, weight = operands(*shape, transposed)
+    rounded = inputs.bfloat16().double() @ weight.bfloat16().double().t()
+    magnitude = inputs.double().abs() @ weight.double().abs().t()
+    bias = torch.randn(shape[2])
+    with torch.no_grad():
+        products = Products(inputs, torch.bfloat16)
+        prepared = products.weight(weight)
+        assert prepared.dtype == torch.bfloat16 and prepared.is_contiguous()
+        results = {
+            "linear": products.linear(inputs, prepared),
+            "linear_out": products.linear(inputs, prepared, out=torch.empty(shape[0], shape[2])),
+            "accumulate": torch.ones(shape[0], shape[2]),
+            "affine": products.affine(bias, inputs, prepared, out=torch.empty(shape[0], shape[2])),
+        }
+        products.accumulate(results["accumulate"], inputs, prepared)
+    expected = {"linear": rounded, "linear_out": rounded, "accumulate": rounded + 1,
+                "affine": rounded + bias.double()}  # fmt: skip
+    for name, ours in results.items():
+        assert ours.dtype == torch.float32 and ours.shape == (shape[0], shape[2]), name
+        error = (ours.double() - expected[name]).abs()
+        assert (error <= 2.0**-8 * rounded.abs() + 1e-5 * magnitude).all(), name
+    exact = inputs.double() @ weight.double().t()
+    assert (results["linear"].double() - exact).abs().max() > 1e-4 * magnitude.max()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+def test_bfloat16_products_on_a_gpu_return_unrounded_float32():
+    """On a GPU cuBLAS writes float32 results of the bfloat16 operands (`out_dtype`): within
+    float32 accumulation error of the float64 product of the rounded operands, with no bfloat16
+    rounding of the result."""
+    assert products_module._cublas_results_work(torch.bfloat16)
+    inputs, weight = (t.cuda() for t in operands(320, 100, 1024, transposed=True))
+    rounded = inputs.bfloat16().double() @ weight.bfloat16().double().t()
+    magnitude = inputs.double().abs() @ weight.double().abs().t()
+    bias = torch.randn(1024, device="cuda")
+    products = Products(inputs, torch.bfloat16)
+    prepared = products.weight(weight)
+    total = torch.ones(320, 1024, device="cuda")
+    products.accumulate(total, inputs, prepared)
+    results = {
+        "linear": (products.linear(inputs, prepared), rounded),
+        "linear_out": (products.linear(inputs, prepared, out=torch.empty_like(total)), rounded),
+        "accumulate": (total, rounded + 1),
+        "affine": (products.affine(bias, inputs, prepared, out=torch.empty_like(total)),
+                   rounded + bias.double()),
+    }  # fmt: skip
+    for name, (ours, expected) in results.items():
+        assert ours.dtype == torch.float32, name
+        assert ((ours.double() - expected).abs() <= 1e-5 * magnitude).all(), name
