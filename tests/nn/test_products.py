@@ -167,6 +167,46 @@ def test_bfloat16_operands_give_float32_results(monkeypatch, onednn, transposed,
     assert (results["linear"].double() - exact).abs().max() > 1e-4 * magnitude.max()
 
 
+def test_bfloat16_products_of_the_fused_layer(monkeypatch):
+    """Under bfloat16 autocast every product of the fused layer's CPU passes multiplies
+    bfloat16 operands: the per-step ones (2 a step, forward and backward) and the input product
+    through oneDNN where it works, the weight gradients (whose inputs are transposed views)
+    through `torch.mm`; no product sees a float32 operand. Without autocast, none sees a
+    bfloat16 one."""
+    if not products_module._onednn_bfloat16_works():
+        pytest.skip("torch's oneDNN bfloat16 linear does not work here")
+    monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
+    calls = []
+    onednn_linear, mm = products_module._onednn_linear, torch.mm
+
+    def onednn_counting(inputs, weight):
+        calls.append(("onednn", inputs.dtype, weight.dtype))
+        return onednn_linear(inputs, weight)
+
+    def mm_counting(inputs, other, *args, **kwargs):
+        calls.append(("mm", inputs.dtype, other.dtype))
+        return mm(inputs, other, *args, **kwargs)
+
+    monkeypatch.setattr(products_module, "_onednn_linear", onednn_counting)
+    monkeypatch.setattr(products_module.torch, "mm", mm_counting)
+    torch.manual_seed(0)
+    layer = ProjectedLstmLayer(12, 24, 16, 1.0, 0.6, recurrent_dropout=0.3).train()
+    inputs = torch.randn(3, 7, 12, requires_grad=True)
+    mask = torch.arange(7).unsqueeze(0) < torch.tensor([[7], [4], [2]])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        output, _ = layer(inputs, mask, None, backend="fused")
+    assert calls == [("onednn", torch.bfloat16, torch.bfloat16)] * (1 + 2 * 7)
+    calls.clear()
+    output.sum().backward()
+    assert calls.count(("onednn", torch.bfloat16, torch.bfloat16)) == 2 * 7 + 1  # + dL/dx
+    assert calls.count(("mm", torch.bfloat16, torch.bfloat16)) == 3  # W_ih, W_hh, W_hr
+    assert len(calls) == 2 * 7 + 4
+    assert all(p.grad.dtype == torch.float32 for p in layer.parameters())
+    calls.clear()
+    layer(inputs, mask, None, backend="fused")[0].sum().backward()
+    assert calls and all(dtypes == [torch.float32, torch.float32] for _, *dtypes in calls)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
 def test_bfloat16_products_on_a_gpu_return_unrounded_float32():
     """On a GPU cuBLAS writes float32 results of the bfloat16 operands (`out_dtype`): within
