@@ -31,9 +31,15 @@ ELMO_C_BASELINE = "ELMO_C_BASELINE"
 """`fasttext` puts the fastText vectors where a downstream config would put ELMo-C (the
 no-context baseline); anything else, e.g. the default `none`, uses ELMo-C."""
 
+ELMO_C_PRECISION = "ELMO_C_PRECISION"
+"""The precision the pretraining configs train the biLM in (the `elmo_c` model's `precision`):
+`float32`, or `bfloat16` (mixed precision: bfloat16 matrix products under autocast, on CPU or
+GPU)."""
+
 CONFIG_DEFAULTS: Dict[str, str] = {
     ELMO_C_DIM: "1024",  # the paper's biLM: 2 x 512
     ELMO_C_BASELINE: "none",  # ELMo-C, not the fastText-only baseline
+    ELMO_C_PRECISION: "float32",
 }
 
 _DATA = "a file of one tokenized sentence per line (a glob pattern of shards works too)"
