@@ -159,13 +159,19 @@ class TestElmoC(ModelTestCase):
 
     def test_bfloat16_precision_trains_saves_and_loads(self):
         """`allennlp train` with the setting (on CPU, where AllenNLP's use_amp refuses), the
-        archive records it, and the loaded biLM embeds in float32."""
+        archive records it (`describe`, the model card), and the loaded biLM embeds in
+        float32."""
         from allennlp_elmo_c import ElmoC, batch_to_ids
+        from allennlp_elmo_c.commands.describe import describe_archive
+        from allennlp_elmo_c.commands.package import package_model
 
         overrides = json.dumps({"model.precision": "bfloat16", "trainer.num_epochs": 1})
         model, loaded = self.ensure_model_can_train_save_and_load(CONFIG, overrides=overrides)
         assert model.precision == loaded.precision == "bfloat16"
         archive = str(self.TEST_DIR / "save_and_load_test" / "model.tar.gz")
+        assert describe_archive(archive)["training_precision"] == "bfloat16"
+        card = (package_model(archive, str(self.TEST_DIR / "packaged")) / "README.md").read_text()
+        assert "- precision: bfloat16 mixed precision (" in card
         elmo = ElmoC(archive, 1, dropout=0.0).eval()
         vectors = elmo(batch_to_ids([["the", "council", "met"]], elmo))["elmo_representations"][0]
         assert vectors.dtype == torch.float32 and torch.isfinite(vectors).all()
