@@ -63,6 +63,9 @@ local batch_size = 768;
     output_head: { type: 'continuous', loss: 'cosine' },
     // As the paper's code: no dropout on the input and output layers.
     dropout: 0.0,
+    // 'float32', or 'bfloat16': mixed precision on CPU or GPU (bf16 matrix products, float32
+    // cell state, weights and optimizer; docs/pretraining.md, "Mixed precision").
+    precision: std.extVar('ELMO_C_PRECISION'),
   },
   data_loader: {
     batch_size: batch_size,

@@ -77,6 +77,8 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
         "trainable_parameters": parameters,
         "parameters_counted_from": counted_from,
         "training": _training(config, metrics),
+        # The `elmo_c` model's `precision` (absent from configs before it existed: float32).
+        "training_precision": model.get("precision", "float32"),
         "elmo_c_dim": output_dim,
         "config_snippet": downstream_snippet(config, archive_file),
     }
@@ -254,6 +256,14 @@ def downstream_snippet(config: Dict[str, Any], archive_file: str) -> Dict[str, A
     return {"token_indexers": {"elmo": indexer}, "token_embedders": {"elmo": embedder}}
 
 
+def precision_text(precision: str) -> str:
+    """The `elmo_c` model's `precision`, in words (`describe`, the model card)."""
+    if precision == "bfloat16":
+        return ("bfloat16 mixed precision (bfloat16 matrix products, float32 weights and cell "
+                "state); it embeds in float32 like any biLM")  # fmt: skip
+    return precision
+
+
 def format_description(info: Dict[str, Any]) -> str:
     training = info["training"]
     if training is None:
@@ -281,6 +291,7 @@ def format_description(info: Dict[str, Any]) -> str:
         f"{info['parameters_counted_from']})",
         f"  training time:        {run}",
         f"  tokens seen:          {tokens}",
+        f"  trained in:           {precision_text(info['training_precision'])}",
         "",
         "Paste into a downstream config (the environment, and the reader / text_field_embedder):",
         f"ELMO_C_DIM={info['elmo_c_dim']}",

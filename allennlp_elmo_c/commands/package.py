@@ -47,6 +47,7 @@ from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
 from allennlp_elmo_c.common.contained_files import copy_regular_file
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
+from allennlp_elmo_c.commands.describe import precision_text
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 
 logger = logging.getLogger(__name__)
@@ -333,6 +334,7 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
         f"- training time: {training.get('training_duration', 'not recorded')}",
         f"- epochs: {_epochs(training)}",
         f"- best validation: {_best_validation(training)}",
+        f"- precision: {precision_text(bilm_config['model'].get('precision', 'float32'))}",
     ]
     hardware = training.get("hardware")
     if hardware:

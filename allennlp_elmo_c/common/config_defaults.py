@@ -35,10 +35,16 @@ ELMO_C_FASTTEXT_DIM = "ELMO_C_FASTTEXT_DIM"
 """The size of the fastText vectors (`ELMO_C_FASTTEXT`) that a downstream config's fastText-only
 row (`ELMO_C_BASELINE=fasttext`) sizes its layers for and checks the `.bin` against."""
 
+ELMO_C_PRECISION = "ELMO_C_PRECISION"
+"""The precision the pretraining configs train the biLM in (the `elmo_c` model's `precision`):
+`float32`, or `bfloat16` (mixed precision: bfloat16 matrix products under autocast, on CPU or
+GPU)."""
+
 CONFIG_DEFAULTS: Dict[str, str] = {
     ELMO_C_DIM: "1024",  # the paper's biLM: 2 x 512
     ELMO_C_BASELINE: "none",  # ELMo-C, not the fastText-only baseline
     ELMO_C_FASTTEXT_DIM: "300",  # cc.en.300.bin, the paper's vectors
+    ELMO_C_PRECISION: "float32",
 }
 
 _DATA = "a file of one tokenized sentence per line (a glob pattern of shards works too)"

@@ -107,7 +107,7 @@ COMPONENTS: Dict[str, Dict[str, frozenset]] = {
     "model": {
         "elmo_c": frozenset({
             "text_field_embedder", "contextualizer", "output_head", "target_embedder", "dropout",
-            "target_ids_key", "share_output_head", "nearest_neighbour_words",
+            "target_ids_key", "share_output_head", "nearest_neighbour_words", "precision",
         }),
     },
     "dataset_reader": {

@@ -1,3 +1,4 @@
+import contextlib
 import logging
 import math
 from pathlib import Path
@@ -15,14 +16,17 @@ from allennlp.nn import InitializerApplicator
 from allennlp.common.util import is_distributed
 from allennlp.nn.util import get_text_field_mask
 
+from allennlp_elmo_c.common.config_defaults import ELMO_C_PRECISION
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
+from allennlp_elmo_c.nn.products import bfloat16_unsupported
 
 logger = logging.getLogger(__name__)
 
 
 DIRECTIONS = ("forward", "backward")
+PRECISIONS = ("float32", "bfloat16")
 
 
 class _HeadInputs(NamedTuple):
@@ -32,6 +36,15 @@ class _HeadInputs(NamedTuple):
     mask: torch.BoolTensor
     target_vectors: torch.Tensor
     target_ids: Optional[torch.LongTensor]
+
+
+def _float32(value: Any) -> Any:
+    """`value` with bfloat16 tensors (alone or in a list) as float32."""
+    if isinstance(value, list):
+        return [_float32(item) for item in value]
+    if isinstance(value, torch.Tensor) and value.dtype == torch.bfloat16:
+        return value.float()
+    return value
 
 
 @Model.register("elmo_c")
@@ -79,6 +92,16 @@ class ElmoCLanguageModel(Model):
         `*_nn_accuracy`: how often the candidate closest (cosine) to the prediction is the target
         word, over targets that are among the candidates. Needs a target token embedder with an
         `embed_strings` method (the `fasttext` embedder has one).
+    precision : `str`, optional (default = `"float32"`)
+        The precision `forward` runs in (training and validation, also `evaluate` and the
+        next-word predictor): `"float32"`, or `"bfloat16"`, mixed precision on CPU or GPU:
+        `forward` runs under `torch.autocast(<the inputs' device>, dtype=torch.bfloat16)`, so the
+        encoder's matrix products multiply bfloat16 operands with float32 accumulation, its
+        cell state and recurrence stay float32 (`allennlp_elmo_c.nn.lstmp`), the heads' losses
+        stay float32, and the parameters, gradients and optimizer state are float32 as always.
+        Training on a device without fast bfloat16 products (a GPU before Ampere, a CPU without
+        AVX-512) is refused at its first batch; evaluation there runs in float32. `encode`, which every embedding front door calls, runs in
+        float32 whatever the model was trained in. The configs read it from `ELMO_C_PRECISION`.
     initializer : `InitializerApplicator`, optional
     """
 
@@ -93,10 +116,17 @@ class ElmoCLanguageModel(Model):
         target_ids_key: Optional[str] = None,
         share_output_head: bool = False,
         nearest_neighbour_words: Optional[str] = None,
+        precision: str = "float32",
         initializer: InitializerApplicator = InitializerApplicator(),
         **kwargs,
     ) -> None:
         super().__init__(vocab, **kwargs)
+        if precision not in PRECISIONS:
+            raise ConfigurationError(
+                f"elmo_c: precision must be one of {PRECISIONS}, got {precision!r}: set "
+                f"{ELMO_C_PRECISION} (or model.precision) to float32 or bfloat16"
+            )
+        self.precision = precision
         self._text_field_embedder = text_field_embedder
         self._contextualizer = contextualizer
         self._target_embedder = target_embedder
@@ -234,6 +264,31 @@ class ElmoCLanguageModel(Model):
                 "give an existing file or remove nearest_neighbour_words from the config"
             )
         tokens, target_ids = self._take_target_ids(tokens)
+        with self._autocast(get_text_field_mask(tokens).device):
+            output = self._forward(tokens, target_ids)
+        # Under autocast the heads' predictions (and the input layer) come out in bfloat16: the
+        # outputs are float32 whatever the precision (AllenNLP hands them on as numpy arrays).
+        return {key: _float32(value) for key, value in output.items()}
+
+    def _autocast(self, device: torch.device) -> Any:
+        """The context `forward` runs in: bfloat16 autocast on `device` for `precision`
+        "bfloat16", else none. On a device without fast bfloat16 products training is refused,
+        and evaluation runs in float32."""
+        if self.precision == "float32":
+            return contextlib.nullcontext()
+        reason = bfloat16_unsupported(device)
+        if reason is not None and not self.training:
+            return contextlib.nullcontext()
+        if reason is not None:
+            raise ConfigurationError(
+                f"elmo_c: precision 'bfloat16' needs fast bfloat16 matrix products, and {reason}; "
+                f"set {ELMO_C_PRECISION}=float32 (or model.precision) for this device"
+            )
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+
+    def _forward(
+        self, tokens: TextFieldTensors, target_ids: Optional[torch.LongTensor]
+    ) -> Dict[str, torch.Tensor]:
         output = self._encode_tokens(tokens)
         if self._heads is None:
             return output
@@ -368,6 +423,16 @@ class ElmoCLanguageModel(Model):
 
     @torch.no_grad()
     def _update_vector_metrics(
+        self,
+        direction: str,
+        predictions: torch.Tensor,
+        targets: torch.Tensor,
+        mask: torch.BoolTensor,
+    ) -> None:
+        with torch.autocast(predictions.device.type, enabled=False):  # cosines of 1 - 1e-5 below
+            self._update_vector_metrics_float32(direction, predictions, targets, mask)
+
+    def _update_vector_metrics_float32(
         self,
         direction: str,
         predictions: torch.Tensor,

@@ -35,6 +35,11 @@ replayed from captured CUDA graphs (`cuda_graphs`). The float32 matrix products 
 on CPU run through oneDNN (`allennlp_elmo_c.nn.products`): equal to the reference's up to
 float32 rounding, as judged against float64. On CPU the buffers come from a pool
 (`allennlp_elmo_c.nn.buffer_pool`) rather than fresh pages every step.
+
+Under bfloat16 autocast the same passes run in mixed precision (`lstm_with_projection`, "Precision"):
+the products take bfloat16 operands (each weight cast once per pass; h_t also written to a
+bfloat16 copy for W_hh's products, dL/d(gates) likewise for W_hh's and the products over every
+step) and return float32, into the same float32 buffers the pointwise kernels read and write.
 """
 
 import contextlib
@@ -124,6 +129,14 @@ class Buffers(NamedTuple):
     rstds: Optional[torch.Tensor]
     cell_keep: torch.Tensor  # (timesteps, batch, cell) bool: true where no clip ran
     projection_keep: torch.Tensor  # (timesteps, batch, projection) bool
+    # (timesteps + 1, batch, projection): `hiddens` in the products' dtype, when that is not
+    # float32 (the operand of W_hh's products, forward and for its gradient).
+    low_hiddens: Optional[torch.Tensor]
+
+    @property
+    def recurrent(self) -> torch.Tensor:
+        """h_0 .. h_T as the products with W_hh read them."""
+        return self.hiddens if self.low_hiddens is None else self.low_hiddens
 
     def step(self, t: int, rows: Optional[int] = None) -> Step:
         """Step t's first `rows` rows (all by default), as the step kernels take them."""
@@ -145,16 +158,20 @@ def _forward_steps(
     w_hr: torch.Tensor,
     cell: Cell,
     steps: int,
+    product_dtype: Optional[torch.dtype] = None,
 ) -> Buffers:
     """
     The recurrence over `steps` steps, each step's pointwise work in two of `kernels`' functions
-    (see `pointwise_kernels`). `gates` `(timesteps, batch, 4 * cell)` holds W_ih x + b and
-    becomes the buffers' `gates`. Every step runs on all rows, as the reference loop does: a row
-    past its length computes values nobody reads (its state is taken at its length, its outputs
-    are zeroed, its gradients are zero), and each step's products keep one shape.
+    (see `pointwise_kernels`), its two matrix products on `product_dtype` operands (by default
+    `gates.dtype`; the results in `gates.dtype`). `gates` `(timesteps, batch, 4 * cell)` holds
+    W_ih x + b and becomes the buffers' `gates`. Every step runs on all rows, as the reference
+    loop does: a row past its length computes values nobody reads (its state is taken at its
+    length, its outputs are zeroed, its gradients are zero), and each step's products keep one
+    shape.
     """
     timesteps, batch, _ = gates.shape
     cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
+    product_dtype = gates.dtype if product_dtype is None else product_dtype
     normalise = cell.norm_weight is not None
     buffers = Buffers(
         gates,
@@ -166,17 +183,23 @@ def _forward_steps(
         _empty_after(gates, steps, (timesteps, batch, 1)) if normalise else None,
         POOL.empty((timesteps, batch, cell_size), gates, torch.bool).fill_(True),
         POOL.empty((timesteps, batch, projection_size), gates, torch.bool).fill_(True),
-    )
-    buffers.cells[0], buffers.hiddens[0] = c0, h0
+        None if product_dtype == gates.dtype else _empty_after(
+            gates, steps + 1, (timesteps + 1, batch, projection_size), product_dtype
+        ),
+    )  # fmt: skip
+    buffers.cells[0], buffers.hiddens[0], buffers.recurrent[0] = c0, h0, h0  # (1 and 2: float32)
     memory = POOL.empty((batch, cell_size), gates)  # o * tanh(c_t), the input of W_hr
-    products = Products(gates)  # oneDNN on CPU (float32, outside grad mode), else torch.mm
+    # oneDNN on CPU (float32 or bfloat16, outside grad mode), else torch.mm; weights cast once.
+    products = Products(gates, product_dtype)
     w_hh, w_hr = products.weight(w_hh), products.weight(w_hr)
     for t in range(steps):
         step = buffers.step(t)
-        products.accumulate(step.gates, buffers.hiddens[t], w_hh)  # += h_{t-1} @ W_hh^T
+        products.accumulate(step.gates, buffers.recurrent[t], w_hh)  # += h_{t-1} @ W_hh^T
         kernels.cell_forward(step, cell, memory)
         products.linear(memory, w_hr, out=step.projected)
         kernels.projection_forward(step, cell)
+        if buffers.low_hiddens is not None:
+            buffers.low_hiddens[t + 1].copy_(step.hiddens)
     return buffers
 
 
@@ -192,20 +215,24 @@ def _backward_steps(
     cell: Cell,
     batch_sizes: Optional[List[int]],
     steps: int,
+    product_dtype: Optional[torch.dtype] = None,
 ) -> Tuple[torch.Tensor, ...]:
     """
     Backpropagation through the `steps` steps, each step's pointwise work in three of `kernels`'
-    functions. `grad_outputs` `(timesteps, batch, projection)` (rows may lie apart); `dh_carry`
+    functions, its two matrix products on `product_dtype` operands (by default the buffers'
+    dtype). `grad_outputs` `(timesteps, batch, projection)` (rows may lie apart); `dh_carry`
     and `dc_carry` `(batch, *)` start as the gradients of the final states and are updated in
     place. With `running` `(timesteps, batch, 1)`, every step works on all rows and keeps the
     results of the running ones (shapes that do not change from batch to batch: what a captured
     CUDA graph needs); with `batch_sizes` instead (`lstmp_torch` only), step t works on the
     rows still running (`[:batch_sizes[t]]`). Rows of a product are independent, so both give
     the running rows the same values. Returns dL/d(gates), dL/dn_t (the state before its
-    dropout) and dL/dp_t (zeros where nothing ran) and the carries.
+    dropout) and dL/dp_t (zeros where nothing ran), the carries, and dL/d(gates) in
+    `product_dtype` (the operand of the products over every step: the same tensor in float32).
     """
     timesteps, batch, four_cells = buffers.gates.shape
     projection_size = w_hr.size(0)
+    product_dtype = buffers.gates.dtype if product_dtype is None else product_dtype
     # Zero where the loop writes nothing: the steps after `steps`, and, unless every row of each
     # step is written, the rows past their length.
     written = steps if batch_sizes is None else 0
@@ -213,9 +240,12 @@ def _backward_steps(
         _empty_after(buffers.gates, written, (timesteps, batch, size))
         for size in (four_cells, projection_size, projection_size)
     )
+    low_grad_gates = grad_gates if product_dtype == grad_gates.dtype else _empty_after(
+        buffers.gates, written, (timesteps, batch, four_cells), product_dtype
+    )  # fmt: skip
     dm = POOL.empty((batch, four_cells // 4), buffers.gates)
     dr = POOL.empty((batch, projection_size), buffers.gates)
-    products = Products(buffers.gates)
+    products = Products(buffers.gates, product_dtype)
     w_hr_t, w_hh_t = products.weight(w_hr.t()), products.weight(w_hh.t())
     for t in range(steps - 1, -1, -1):
         n = batch if batch_sizes is None else batch_sizes[t]
@@ -231,9 +261,12 @@ def _backward_steps(
         kernels.projection_backward(step, grads, rows_cell)
         products.linear(grads.grad_projected, w_hr_t, out=grads.dm)
         kernels.gate_backward(step, grads, rows_cell)
-        products.linear(grads.grad_gates, w_hh_t, out=grads.dr)
+        step_grad_gates = low_grad_gates[t, :n]
+        if low_grad_gates is not grad_gates:
+            step_grad_gates.copy_(grads.grad_gates)
+        products.linear(step_grad_gates, w_hh_t, out=grads.dr)
         kernels.carry_backward(grads)
-    return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry
+    return grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry, low_grad_gates
 
 
 class _LstmpFunction(torch.autograd.Function):
@@ -254,6 +287,7 @@ class _LstmpFunction(torch.autograd.Function):
         cell_clip: Optional[float],
         projection_clip: Optional[float],
         dropout: Optional[torch.Tensor],
+        product_dtype: torch.dtype,
     ):
         # inputs: (batch, timesteps, in), rows sorted by length, descending; batch_sizes[t] rows
         # are still running at step t. Buffers are time-major so that step t's rows are one
@@ -262,24 +296,27 @@ class _LstmpFunction(torch.autograd.Function):
         steps = sum(1 for n in batch_sizes if n > 0)
         # (timesteps, batch, 4 * cell): W_ih x + b, overwritten step by step by the activations.
         gates = POOL.empty((timesteps, batch, w_ih.size(0)), inputs)
-        torch.addmm(bias, inputs.transpose(0, 1).reshape(-1, inputs.size(2)), w_ih.t(),
-                    out=gates.view(timesteps * batch, -1))  # fmt: skip
+        Products(inputs, product_dtype).affine(
+            bias, inputs.transpose(0, 1).reshape(-1, inputs.size(2)), w_ih,
+            out=gates.view(timesteps * batch, -1),
+        )  # fmt: skip
         settings = (norm_eps, cell_clip, projection_clip)
         kernels = pointwise_kernels(inputs)
 
         def loop(gates, h0, c0, w_hh, w_hr, norm_weight, norm_bias, dropout):
             cell = Cell(norm_weight, norm_bias, *settings, dropout)
-            return _forward_steps(kernels, gates, h0, c0, w_hh, w_hr, cell, steps)
+            return _forward_steps(kernels, gates, h0, c0, w_hh, w_hr, cell, steps, product_dtype)
 
         tensors = (gates, h0, c0, w_hh, w_hr, norm_weight, norm_bias, dropout)
         if cuda_graphs.enabled(inputs.device):
-            key = ("lstmp forward", kernels.__name__, steps, *settings)
+            key = ("lstmp forward", kernels.__name__, steps, *settings, product_dtype)
             static = cuda_graphs.replay(key, loop, tensors)
             buffers = Buffers(*(None if t is None else t.clone() for t in static))
         else:
             buffers = loop(*tensors)
         ctx.save_for_backward(inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, *buffers)
         ctx.batch_sizes, ctx.steps, ctx.settings = batch_sizes, steps, settings
+        ctx.product_dtype = product_dtype
         # Each row's final state: the step at its length (the initial state for length 0).
         rows = torch.arange(batch, device=inputs.device)
         running = torch.tensor(batch_sizes, device=inputs.device).unsqueeze(1) > rows  # (T, B)
@@ -293,7 +330,8 @@ class _LstmpFunction(torch.autograd.Function):
     def backward(ctx, grad_outputs, grad_hidden, grad_cell):  # type: ignore[override]
         inputs, w_ih, w_hh, w_hr, norm_weight, norm_bias, dropout, *saved = ctx.saved_tensors
         buffers = Buffers(*saved)
-        gates, _, hiddens, tanh_cells, projected, means, rstds, _, _ = buffers
+        gates, _, _, tanh_cells, projected, means, rstds, _, _, _ = buffers
+        product_dtype = ctx.product_dtype
         batch, timesteps, input_size = inputs.shape
         cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
         dh_carry = inputs.new_zeros(batch, projection_size)
@@ -319,21 +357,23 @@ class _LstmpFunction(torch.autograd.Function):
             cell = Cell(norm_weight, norm_bias, *ctx.settings, dropout)
             carries = (grad_outputs, dh_carry, dc_carry, running)
             return _backward_steps(kernels, *carries, Buffers(*buffers), w_hh, w_hr, cell,
-                                   batch_sizes, ctx.steps)  # fmt: skip
+                                   batch_sizes, ctx.steps, product_dtype)  # fmt: skip
 
         tensors = (grad_outputs, dh_carry, dc_carry, running, w_hh, w_hr, norm_weight, norm_bias,
                    dropout, *buffers)  # fmt: skip
         if graphs:
-            key = ("lstmp backward", kernels.__name__, ctx.steps, *ctx.settings)
-            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = cuda_graphs.replay(
-                key, loop, tensors
-            )
+            key = ("lstmp backward", kernels.__name__, ctx.steps, *ctx.settings, product_dtype)
+            results = cuda_graphs.replay(key, loop, tensors)
+            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry, low_grad_gates = results
             dh_carry, dc_carry = dh_carry.clone(), dc_carry.clone()
         else:
-            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry = loop(*tensors)
-        # The products over every timestep: a @ b as products.linear(a, b.t()).
-        products = Products(inputs)
-        flat_gates = grad_gates.view(timesteps * batch, -1)
+            results = loop(*tensors)
+            grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry, low_grad_gates = results
+        # The products over every timestep, on `product_dtype` operands (dL/d(gates) as the
+        # loop left it in that dtype; the others cast once here): a @ b as
+        # products.linear(a, b.t()).
+        products = Products(inputs, product_dtype)
+        flat_gates = low_grad_gates.view(timesteps * batch, -1)
         time_major_inputs = inputs.transpose(0, 1).reshape(timesteps * batch, input_size)
         grad_inputs = products.linear(flat_gates, w_ih.t())
         grad_inputs = grad_inputs.view(timesteps, batch, input_size).transpose(0, 1)
@@ -344,14 +384,14 @@ class _LstmpFunction(torch.autograd.Function):
         grad_w_ih = products.linear(
             flat_gates.t(), time_major_inputs.t(), out=POOL.empty(w_ih.shape, w_ih)
         )
-        grad_bias = flat_gates.sum(0)
+        grad_bias = grad_gates.view(timesteps * batch, -1).sum(0)
         # h_{t-1} as fed back (dropped already).
-        recurrent = hiddens[:timesteps].reshape(timesteps * batch, -1)
+        recurrent = buffers.recurrent[:timesteps].reshape(timesteps * batch, -1)
         grad_w_hh = products.linear(
             flat_gates.t(), recurrent.t(), out=POOL.empty(w_hh.shape, w_hh)
         )
         # m_t = o_t * tanh(c_t) for every (step, row) that ran; zeros elsewhere meet zero grads.
-        memory = POOL.empty(tanh_cells.shape, tanh_cells)
+        memory = POOL.empty(tanh_cells.shape, tanh_cells, products.dtype)
         torch.mul(gates[..., 3 * cell_size :], tanh_cells, out=memory)
         grad_w_hr = products.linear(
             grad_projected.view(timesteps * batch, -1).t(),
@@ -365,7 +405,7 @@ class _LstmpFunction(torch.autograd.Function):
             grad_norm_bias = grad_hiddens.sum((0, 1))
         return (
             grad_inputs, None, dh_carry, dc_carry, grad_w_ih, grad_w_hh, grad_bias, grad_w_hr,
-            grad_norm_weight, grad_norm_bias, None, None, None, None,
+            grad_norm_weight, grad_norm_bias, None, None, None, None, None,
         )  # fmt: skip
 
 
@@ -410,26 +450,57 @@ def lstm_with_projection(
 
     outputs `(batch, timesteps, projection_size)` (zeros past each length), and the hidden and
     cell states after each sequence's last step.
+
+    # Precision
+
+    Without autocast everything runs in the inputs' dtype. Under bfloat16 autocast (CPU or
+    GPU) the layer is mixed precision: the three matrix products (input, recurrent,
+    projection), forward and backward, weight gradients included, multiply bfloat16 operands
+    with float32 accumulation (`allennlp_elmo_c.nn.products`; each weight is cast once per
+    pass), and everything else runs in float32 as without autocast: the cell state, the gate
+    nonlinearities, clips, LayerNorm, the state carried from step to step (of which the
+    recurrent product reads a bfloat16 copy), the outputs, final states and every gradient
+    returned (float32, for float32 parameters). Under float16 autocast the whole layer runs in
+    float32 (no loss scaling here; on a GPU its products then follow torch's float32 precision
+    setting, TF32 when allowed).
     """
     if (norm_weight is None) != (norm_bias is None):
         raise ValueError("lstm_with_projection: give both norm_weight and norm_bias, or neither")
     device_type = inputs.device.type
     if device_type in ("cpu", "cuda") and torch.is_autocast_enabled(device_type):
-        # The hand-written backward mixes saved activations with the weights; under autocast
-        # (bf16/fp16) the recurrence runs in float32 instead, as autocast does for its
-        # precision-sensitive ops (the cell state accumulates over every timestep). On a GPU its
-        # matrix products then follow torch's float32 precision setting (TF32 when allowed).
+        bfloat16 = torch.get_autocast_dtype(device_type) == torch.bfloat16
         tensors = (hidden, cell, w_ih, w_hh, bias, w_hr, norm_weight, norm_bias, dropout)
+        # Autocast off inside: the hand-written passes choose each operation's precision.
         with torch.autocast(device_type, enabled=False):
-            return lstm_with_projection(
-                inputs.float(),
-                lengths,
-                *(None if t is None else t.float() for t in tensors[:8]),
-                norm_eps=norm_eps,
-                cell_clip=cell_clip,
-                projection_clip=projection_clip,
-                dropout=None if dropout is None else dropout.float(),
-            )
+            return _lstm_with_projection(
+                inputs.float(), lengths, *(None if t is None else t.float() for t in tensors),
+                norm_eps, cell_clip, projection_clip,
+                torch.bfloat16 if bfloat16 else torch.float32,
+            )  # fmt: skip
+    return _lstm_with_projection(
+        inputs, lengths, hidden, cell, w_ih, w_hh, bias, w_hr, norm_weight, norm_bias, dropout,
+        norm_eps, cell_clip, projection_clip, inputs.dtype,
+    )  # fmt: skip
+
+
+def _lstm_with_projection(
+    inputs: torch.Tensor,
+    lengths: torch.Tensor,
+    hidden: torch.Tensor,
+    cell: torch.Tensor,
+    w_ih: torch.Tensor,
+    w_hh: torch.Tensor,
+    bias: torch.Tensor,
+    w_hr: torch.Tensor,
+    norm_weight: Optional[torch.Tensor],
+    norm_bias: Optional[torch.Tensor],
+    dropout: Optional[torch.Tensor],
+    norm_eps: float,
+    cell_clip: Optional[float],
+    projection_clip: Optional[float],
+    product_dtype: torch.dtype,
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    # `lstm_with_projection` with the matrix products' operand dtype decided.
     order = torch.argsort(lengths, descending=True, stable=True)
     unsort = torch.argsort(order)
 
@@ -449,6 +520,6 @@ def lstm_with_projection(
         outputs, h_n, c_n = _LstmpFunction.apply(
             rows(inputs), batch_sizes, rows(hidden), rows(cell), w_ih, w_hh, bias, w_hr,
             norm_weight, norm_bias, norm_eps, cell_clip, projection_clip,
-            None if dropout is None else dropout.index_select(0, order),
+            None if dropout is None else dropout.index_select(0, order), product_dtype,
         )  # fmt: skip
     return unsorted(outputs), unsorted(h_n), unsorted(c_n)

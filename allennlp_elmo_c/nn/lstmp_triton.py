@@ -18,9 +18,10 @@ backward, per step t (every row, results kept for the rows still running):
     `carry_backward`      over (row, projection): the hidden carry dL/d(gates) W_hh.
 
 The math is exactly `lstmp_torch`'s, the same five functions as torch ops (values agree to float32
-rounding; tests/nn/test_lstmp_triton.py). The kernels run on float32 only (the recurrence runs in
-float32 under autocast too, see `lstm_with_projection`); `lstmp.pointwise_kernels` falls back to
-`lstmp_torch` for any other dtype and on CPU. LayerNorm statistics are those of
+rounding; tests/nn/test_lstmp_triton.py). The kernels run on float32 only (under bfloat16
+autocast only the matrix products between them take bfloat16 operands, the pointwise work stays
+float32, see `lstm_with_projection`); `lstmp.pointwise_kernels` falls back to `lstmp_torch` for
+any other dtype and on CPU. LayerNorm statistics are those of
 `torch.native_layer_norm` (biased variance, rstd = 1 / sqrt(var + eps)), accumulated in float32.
 Each launch has a grid fixed by the shapes and no host synchronisation: capturable in a CUDA
 graph. The rows of a LayerNorm or its backward live in one program (`projection_size` up to a

@@ -28,6 +28,16 @@ up to two shapes per distinct row count.
 derivative), when torch has the op and it passes a check against float64 products on first
 use; `ELMO_C_ONEDNN=0` switches it off. Otherwise it runs `torch.mm`, MKL on CPU, cuBLAS on a
 GPU.
+
+Mixed precision. `Products(tensor, torch.bfloat16)` multiplies bfloat16 operands (the encoder
+under bf16 autocast) with float32 accumulation, and its results are float32 like `tensor`:
+`weight` casts a weight once for all the products that use it, `linear` and `accumulate` cast
+their other operand. On a GPU cuBLAS writes float32 results directly (`torch.mm`'s `out_dtype`).
+On CPU torch has no such product (`out_dtype` is CUDA-only; MKL's `cblas_gemm_bf16bf16f32`
+runs AVX2 code on AMD processors, no faster than float32): oneDNN's bfloat16 linear (AVX512-BF16
+or AMX) accumulates in float32 and rounds its result to bfloat16 once, which is then added or
+copied into the float32 buffer. That rounding is one more relative error of 2^-9 per entry, the
+size of the error the operands' own rounding to bfloat16 already brings.
 """
 import functools
 import logging
@@ -52,27 +62,46 @@ class Products:
     # Parameters
 
     like : `torch.Tensor`
-        A tensor with the device and dtype of the operands.
+        A tensor with the device and dtype of the results.
+    dtype : `torch.dtype`, optional (default = `like.dtype`)
+        The operands' dtype: `like.dtype`, or `torch.bfloat16` for float32 results of bfloat16
+        operands (see the module docstring).
     """
 
-    def __init__(self, like: torch.Tensor) -> None:
+    def __init__(self, like: torch.Tensor, dtype: Optional[torch.dtype] = None) -> None:
+        self.dtype = like.dtype if dtype is None else dtype
+        self.result_dtype = like.dtype
+        # Operands cast to `dtype` (otherwise taken as they come).
+        self.mixed = self.dtype != like.dtype
         self.onednn = (
             like.device.type == "cpu"
             and like.dtype == torch.float32
+            and self.dtype in (torch.float32, torch.bfloat16)
             and not torch.is_grad_enabled()
             and os.environ.get("ELMO_C_ONEDNN", "1") != "0"
-            and _onednn_works()
+            and (_onednn_works() if self.dtype == torch.float32 else _onednn_bfloat16_works())
         )
+        # Whether cuBLAS writes the results of reduced-precision operands in the results' dtype.
+        self.cublas_results = self.mixed and like.is_cuda and _cublas_results_work(self.dtype)
 
     def weight(self, weight: torch.Tensor) -> torch.Tensor:
         """
-        `weight` `(out, in)` in the layout `linear` reads fastest, for a weight used in many
-        products: oneDNN streams rows, so a transposed view is copied once here (into a pooled
-        buffer: at the paper's size W_hh is 32 MB).
+        `weight` `(out, in)` in the layout and dtype `linear` reads fastest, for a weight used in
+        many products: oneDNN streams rows, so a transposed view is copied once here (into a
+        pooled buffer: at the paper's size W_hh is 32 MB), as is a weight of another dtype than
+        the operands' (cast once, not at every product).
         """
+        if self.mixed and weight.dtype != self.dtype:
+            # Cast in the weight's own layout first, then transposed if it is a transposed view:
+            # torch's copy that casts and transposes at once ran 3x slower than the two.
+            return POOL.empty(weight.shape, weight, self.dtype).copy_(weight.to(self.dtype))
         if not self.onednn or weight.is_contiguous():
             return weight
         return POOL.empty(weight.shape, weight).copy_(weight)
+
+    def _operand(self, tensor: torch.Tensor) -> torch.Tensor:
+        # In the operands' dtype (a cast keeps a transposed view's strides).
+        return tensor.to(self.dtype) if self.mixed else tensor
 
     def linear(
         self, inputs: torch.Tensor, weight: torch.Tensor, out: Optional[torch.Tensor] = None
@@ -92,57 +121,138 @@ class Products:
         # Returns
 
         `torch.Tensor`
-            `(rows, out)`, contiguous: `inputs @ weight.T`.
+            `(rows, out)`, contiguous: `inputs @ weight.T`, in `like`'s dtype.
         """
-        if self.onednn and inputs.size(1) > 0:  # (oneDNN has no empty inner dimension)
+        inputs, weight = self._operand(inputs), self._operand(weight)
+        # (oneDNN has no empty inner dimension. Its linear copies strided inputs into rows
+        # first: for the bfloat16 weight gradients, whose inputs are transposed views, that copy
+        # took longer than the product, while `torch.mm` reads them in place.)
+        if self.onednn and inputs.size(1) > 0 and (not self.mixed or inputs.stride(1) == 1):
             if out is None:
-                return _onednn_linear(inputs, weight)
+                return _onednn_linear(inputs, weight).to(self.result_dtype)
             # oneDNN returns a new tensor: in blocks of rows small enough that the allocator
             # serves them from memory it keeps (glibc maps 32 MB and more afresh every time).
-            rows = max(1, _BLOCK_BYTES // (4 * max(1, weight.size(0))))
+            rows = max(1, _BLOCK_BYTES // (inputs.element_size() * max(1, weight.size(0))))
             for start in range(0, inputs.size(0), rows):
                 block = _onednn_linear(inputs[start : start + rows], weight)
                 out[start : start + rows].copy_(block)
             return out
-        return torch.mm(inputs, weight.t(), out=out)
+        if not self.mixed:
+            return torch.mm(inputs, weight.t(), out=out)
+        if self.cublas_results:
+            if out is None:
+                return torch.mm(inputs, weight.t(), out_dtype=self.result_dtype)
+            return torch.mm(inputs, weight.t(), out_dtype=self.result_dtype, out=out)
+        product = torch.mm(inputs, weight.t())
+        return product.to(self.result_dtype) if out is None else out.copy_(product)
 
     def accumulate(self, total: torch.Tensor, inputs: torch.Tensor, weight: torch.Tensor) -> None:
         """`total += inputs @ weight.T`, in place (`total` `(rows, out)`)."""
+        inputs, weight = self._operand(inputs), self._operand(weight)
         if self.onednn and inputs.size(1) > 0:
             total.add_(_onednn_linear(inputs, weight))
-        else:
+        elif not self.mixed:
             total.addmm_(inputs, weight.t())
+        elif self.cublas_results:
+            torch.addmm(total, inputs, weight.t(), out_dtype=self.result_dtype, out=total)
+        else:
+            total.add_(torch.mm(inputs, weight.t()))
+
+    def affine(
+        self, bias: torch.Tensor, inputs: torch.Tensor, weight: torch.Tensor, out: torch.Tensor
+    ) -> torch.Tensor:
+        """`out` `(rows, out)` = `bias + inputs @ weight.T` (`bias` `(out,)`): `torch.addmm`,
+        where the operands have the results' dtype."""
+        if not self.mixed:
+            return torch.addmm(bias, inputs, weight.t(), out=out)
+        self.linear(inputs, weight, out=out)
+        return out.add_(bias)
 
 
 def _onednn_linear(inputs: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return torch.ops.mkldnn._linear_pointwise(inputs, weight, None, "none", [], "")
 
 
+# How far a product of the check's operands may be from their float64 product: float32 rounding
+# over 300 terms of size ~1 gives absolute errors around 1e-5 (bfloat16 arithmetic would be
+# ~0.1); a bfloat16 product accumulated in float32 is rounded once, a relative error of at most
+# 2^-9 (accumulated in bfloat16 it would be off by far more in the entries that cancel).
+_CHECK_TOLERANCE = {torch.float32: 1e-3, torch.bfloat16: 2.0**-7}
+
+
 @functools.lru_cache(maxsize=None)
 def _onednn_works() -> bool:
     """Whether torch's oneDNN linear runs here and multiplies in float32 (checked once, on
     transposed operands, against float64 products)."""
+    return _onednn_multiplies(torch.float32)
+
+
+@functools.lru_cache(maxsize=None)
+def _onednn_bfloat16_works() -> bool:
+    """Whether torch's oneDNN linear runs here on bfloat16 operands and accumulates in float32
+    (checked once, as `_onednn_works`)."""
+    return _onednn_multiplies(torch.bfloat16)
+
+
+def _onednn_multiplies(dtype: torch.dtype) -> bool:
+    # oneDNN's linear on `dtype` operands (transposed) against the float64 products of the same
+    # operands, within `_CHECK_TOLERANCE`.
     if not torch.backends.mkldnn.is_available():
-        logger.info("backward products: torch has no oneDNN; the LSTM's backward uses torch.mm")
+        logger.info("products: torch has no oneDNN; the LSTM's products use torch.mm")
         return False
     generator = torch.Generator().manual_seed(0)
-    inputs = torch.randn(300, 37, generator=generator).t()  # (37, 300), transposed strides
-    weight = torch.randn(300, 129, generator=generator).t()  # (129, 300)
+    inputs = torch.randn(300, 37, generator=generator).t().to(dtype)  # (37, 300), transposed
+    weight = torch.randn(300, 129, generator=generator).t().to(dtype)  # (129, 300)
     try:
         with torch.no_grad():
             product = _onednn_linear(inputs, weight)
     except (RuntimeError, AttributeError) as error:
-        logger.info("backward products: oneDNN's linear is unavailable (%s); using torch.mm", error)
+        logger.info("products: oneDNN's %s linear is unavailable (%s); using torch.mm", dtype, error)
         return False
     exact = inputs.double() @ weight.double().t()
-    # float32 rounding over 300 terms of size ~1: errors around 1e-5; bfloat16 would be ~0.1.
+    scale = 1.0 if dtype == torch.float32 else exact.abs() + 1  # absolute, or relative
     error = (
-        (product.double() - exact).abs().max().item() if product.shape == exact.shape else None
+        ((product.double() - exact).abs() / scale).max().item()
+        if product.shape == exact.shape
+        else None
     )
-    if error is None or not error < 1e-3:
+    if error is None or not error < _CHECK_TOLERANCE[dtype]:
         logger.warning(
-            "backward products: oneDNN's linear is %s from float64 products; using torch.mm",
-            error,
+            "products: oneDNN's %s linear is %s from float64 products; using torch.mm", dtype, error
         )
         return False
     return True
+
+
+@functools.lru_cache(maxsize=None)
+def _cublas_results_work(dtype: torch.dtype) -> bool:
+    """Whether this torch's `mm` and `addmm` take `out_dtype` (float32 results of `dtype`
+    operands) on a GPU (torch 2.8 and later). Only asked, never read back: no host
+    synchronisation, so the first call may come inside a CUDA graph capture; the values are
+    tested (tests/nn/test_products.py)."""
+    operands = torch.ones(1, 1, dtype=dtype, device="cuda")
+    total = torch.ones(1, 1, device="cuda")
+    try:
+        torch.addmm(total, operands, operands, out_dtype=torch.float32, out=total)
+        torch.mm(operands, operands, out_dtype=torch.float32, out=total)
+    except (RuntimeError, TypeError) as error:
+        logger.info("products: no float32 results of %s products on this GPU (%s)", dtype, error)
+        return False
+    return True
+
+def bfloat16_unsupported(device: torch.device) -> Optional[str]:
+    """
+    Why `device` has no fast bfloat16 matrix products (None where it has them): on a GPU,
+    bfloat16 tensor cores (Ampere and later); on CPU, oneDNN's bfloat16 kernels (AVX-512, at
+    full speed with AVX512-BF16 or AMX). Elsewhere torch would still multiply bfloat16, but in
+    slow fallback kernels.
+    """
+    if device.type == "cuda":
+        if torch.cuda.is_bf16_supported(including_emulation=False):
+            return None
+        return f"{torch.cuda.get_device_name(device)} has no bfloat16 tensor cores"
+    if device.type == "cpu":
+        if torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            return None
+        return "torch's oneDNN has no bfloat16 kernels for this CPU (they need AVX-512)"
+    return f"the mixed-precision encoder runs on CPU and CUDA devices, not {device.type}"

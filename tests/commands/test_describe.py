@@ -59,6 +59,7 @@ def test_text_output_and_paste_lines(elmo_c_archive, at_project_root):
     assert "  representation size:  16 (2 x projection_size 8)" in lines
     assert "  layers:               3 (input projection + 2 LSTM layers, forward || backward)" in lines
     assert "  cell size:            12" in lines
+    assert "  trained in:           float32" in lines  # (the fixture sets no precision)
     assert "continuous (cosine loss" in text
     assert f"resolves now to {RECORDED_FASTTEXT} (the recorded path)" in text
     assert f"{info['trainable_parameters']:,}" in text
@@ -156,3 +157,22 @@ def test_an_archive_metrics_json_is_read_as_received_json(text, tmp_path, monkey
         describe_archive(str(archive))
     (tmp_path / "metrics.json").write_text(text)
     assert describe_archive(str(tmp_path / "original.tar.gz"))["training"] is None
+
+
+def test_the_training_precision_is_read_from_the_config(elmo_c_archive, at_project_root, monkeypatch):
+    """`model.precision` as trained (an archive of a run with `ELMO_C_PRECISION=bfloat16`
+    records "bfloat16"; configs from before the setting say nothing: float32)."""
+    from allennlp_elmo_c.commands import describe
+
+    assert describe_archive(str(elmo_c_archive))["training_precision"] == "float32"
+    read = describe.read_archive_config
+
+    def bfloat16_config(archive_file):
+        config = read(archive_file)
+        config["model"]["precision"] = "bfloat16"
+        return config
+
+    monkeypatch.setattr(describe, "read_archive_config", bfloat16_config)
+    info = describe_archive(str(elmo_c_archive))
+    assert info["training_precision"] == "bfloat16"
+    assert "  trained in:           bfloat16 mixed precision (" in format_description(info)

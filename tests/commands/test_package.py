@@ -55,6 +55,7 @@ def test_the_directory_holds_everything(model_directory):
     assert "vectors.bin" in verify_checksums(directory)
     card = (directory / "README.md").read_text()
     assert "training time" in card and "fingerprint" in card and "hardware" in card
+    assert "- precision: float32\n" in card  # the fixture biLM's (no precision set: float32)
 
 
 def test_python_api_from_the_directory(model_directory, monkeypatch):

@@ -12,6 +12,7 @@ from allennlp.data import DatasetReader, TokenIndexer, Tokenizer
 from allennlp.models import Model
 from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder, TokenEmbedder
 
+from allennlp_elmo_c.common.config_defaults import CONFIG_DEFAULTS
 from allennlp_elmo_c.common.received_config import (
     COMPONENTS,
     DEFAULT_TYPES,
@@ -60,14 +61,15 @@ BILM = {
 
 
 def _configs(pattern: str):
-    """The repository's configs matching `pattern`, evaluated with placeholder variables."""
+    """The repository's configs matching `pattern`, evaluated with placeholder variables (and
+    the defaults the plugin gives every config, whichever file reads them)."""
     for path in sorted(PROJECT_ROOT.glob(pattern)):
         source = path.read_text()
         names = set(re.findall(r"extVar\(['\"]([A-Za-z_0-9]+)['\"]\)", source))
         for library in re.findall(r"import ['\"]([^'\"]+)['\"]", source):
             names |= set(re.findall(r"extVar\(['\"]([A-Za-z_0-9]+)['\"]\)", (path.parent / library).read_text()))
         names |= {"ELMO_C_FASTTEXT", "ELMO_C_TRAIN_DATA", "ELMO_C_VALIDATION_DATA", "ELMO_C_ARCHIVE", "ELMO_C_DIM"}
-        variables = {name: "16" if name == "ELMO_C_DIM" else "1" for name in names}
+        variables = {**dict.fromkeys(names, "1"), **CONFIG_DEFAULTS, "ELMO_C_DIM": "16"}
         yield path.name, json.loads(_jsonnet.evaluate_file(str(path), ext_vars=variables))
 
 

@@ -123,6 +123,91 @@ class TestElmoC(ModelTestCase):
         assert embedder._fasttext.path == moved.resolve()
 
 
+    def test_bfloat16_precision_runs_forward_under_autocast_and_encode_in_float32(self):
+        """`precision: "bfloat16"`: `forward` (training and evaluation) runs under CPU
+        bfloat16 autocast, so the encoder's products are bfloat16 (the loss moves by a
+        bfloat16-sized amount from the float32 model's with the same weights); the loss,
+        parameters and gradients stay float32; `encode` (the front doors) runs in float32."""
+        overrides = {"model.precision": "bfloat16", "model.contextualizer.return_all_layers": True}
+        params = Params.from_file(CONFIG, json.dumps(overrides))
+        model = Model.from_params(vocab=self.vocab, params=params["model"])
+        model.load_state_dict(self.model.state_dict())
+        seen = []
+
+        def record(module, args):
+            seen.append(torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu")
+                        else torch.float32)  # fmt: skip
+
+        for lm in (model, self.model):
+            lm._contextualizer.register_forward_pre_hook(record)
+            lm.eval()
+        tensors = self.dataset.as_tensor_dict()
+        mixed, full = model(**tensors)["loss"], self.model(**tensors)["loss"]
+        assert seen == [torch.bfloat16, torch.float32]
+        assert mixed.dtype == torch.float32
+        assert 1e-5 < abs(mixed.item() - full.item()) / abs(full.item()) < 0.05
+        model.train()
+        model(**tensors)["loss"].backward()
+        assert seen[-1] == torch.bfloat16
+        assert all(p.dtype == p.grad.dtype == torch.float32
+                   for p in model.parameters() if p.requires_grad)  # fmt: skip
+        from allennlp.nn.util import get_text_field_mask
+
+        embeddings = model.text_field_embedder(tensors["tokens"])
+        layers = model.encode(embeddings, get_text_field_mask(tensors["tokens"]))
+        assert seen[-1] == torch.float32 and all(layer.dtype == torch.float32 for layer in layers)
+
+    def test_bfloat16_precision_trains_saves_and_loads(self):
+        """`allennlp train` with the setting (on CPU, where AllenNLP's use_amp refuses), the
+        archive records it (`describe`, the model card), and the loaded biLM embeds in
+        float32."""
+        from allennlp_elmo_c import ElmoC, batch_to_ids
+        from allennlp_elmo_c.commands.describe import describe_archive
+        from allennlp_elmo_c.commands.package import package_model
+
+        overrides = json.dumps({"model.precision": "bfloat16", "trainer.num_epochs": 1})
+        model, loaded = self.ensure_model_can_train_save_and_load(CONFIG, overrides=overrides)
+        assert model.precision == loaded.precision == "bfloat16"
+        archive = str(self.TEST_DIR / "save_and_load_test" / "model.tar.gz")
+        assert describe_archive(archive)["training_precision"] == "bfloat16"
+        card = (package_model(archive, str(self.TEST_DIR / "packaged")) / "README.md").read_text()
+        assert "- precision: bfloat16 mixed precision (" in card
+        elmo = ElmoC(archive, 1, dropout=0.0).eval()
+        vectors = elmo(batch_to_ids([["the", "council", "met"]], elmo))["elmo_representations"][0]
+        assert vectors.dtype == torch.float32 and torch.isfinite(vectors).all()
+
+
+def test_precision_is_checked():
+    from allennlp.common.checks import ConfigurationError
+    from allennlp.data import Vocabulary
+
+    params = Params.from_file(str(CONFIG), json.dumps({"model.precision": "float16"}))
+    with pytest.raises(ConfigurationError, match="precision must be one of .* ELMO_C_PRECISION"):
+        Model.from_params(vocab=Vocabulary(), params=params["model"])
+
+
+def test_bfloat16_on_a_device_without_it_refuses_training_and_evaluates_in_float32(monkeypatch):
+    from allennlp.common.checks import ConfigurationError
+    from allennlp.data import Vocabulary
+
+    from allennlp_elmo_c.models import elmo_c
+    from tests.helpers import fasttext_ids
+
+    params = Params.from_file(str(CONFIG), json.dumps({"model.precision": "bfloat16"}))
+    model = Model.from_params(vocab=Vocabulary(), params=params["model"])
+    monkeypatch.setattr(elmo_c, "bfloat16_unsupported", lambda device: "this CPU lacks it")
+    tokens = {"tokens": fasttext_ids([["<S>", "the", "council", "met", "</S>"]])}
+    model.train()
+    with pytest.raises(ConfigurationError, match="this CPU lacks it; set ELMO_C_PRECISION=float32"):
+        model(tokens)
+    model.eval()
+    seen = []
+    model._contextualizer.register_forward_pre_hook(
+        lambda module, args: seen.append(torch.is_autocast_enabled("cpu"))
+    )
+    assert torch.isfinite(model(tokens)["loss"]) and seen == [False]
+
+
 def test_target_ids_key_must_name_a_single_id_indexer():
     from allennlp.common.checks import ConfigurationError
     from allennlp.data import Batch, Vocabulary

@@ -106,3 +106,53 @@ def test_norm_weight_and_bias_come_together():
             inputs, lengths, hidden, cell, *weights, norm_weight=torch.ones(PROJECTION)
         )
 
+
+
+def float32_args(lengths):
+    """`random_args` in float32 with a LayerNorm, clips and a dropout mask: the paper's cell."""
+    inputs, lengths, hidden, cell, *weights = random_args(lengths, torch.float32)
+    generator = torch.Generator().manual_seed(3)
+    norm = [(1 + 0.3 * torch.randn(PROJECTION, generator=generator)).requires_grad_(),
+            (0.3 * torch.randn(PROJECTION, generator=generator)).requires_grad_()]  # fmt: skip
+    dropout = (torch.rand(BATCH, PROJECTION, generator=generator) > 0.3).float() / 0.7
+    return (inputs, hidden, cell, *weights, *norm), lengths, dropout
+
+
+def values_and_gradients(leaves, lengths, dropout, autocast=None):
+    """Outputs, final states and the gradients of every leaf, under `autocast` (a dtype) or
+    none."""
+    inputs, hidden, cell, *weights, norm_weight, norm_bias = leaves
+    with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+        results = lstm_with_projection(
+            inputs, lengths, hidden, cell, *weights, norm_weight=norm_weight, norm_bias=norm_bias,
+            cell_clip=1.5, projection_clip=1.0, dropout=dropout,
+        )  # fmt: skip
+    loss = sum((result * (index + 1)).sum() for index, result in enumerate(results))
+    return list(results) + list(torch.autograd.grad(loss, leaves))
+
+
+def test_bfloat16_autocast_keeps_float32_results_and_gradients():
+    """Mixed precision: float32 outputs, states and gradients (for float32 leaves, which keep
+    their dtype), off the float32 results by bfloat16 rounding: more than float32's, a few
+    percent at most."""
+    leaves, lengths, dropout = float32_args([6, 3, 0, 5])
+    float32 = values_and_gradients(leaves, lengths, dropout)
+    mixed = values_and_gradients(leaves, lengths, dropout, torch.bfloat16)
+    assert all(leaf.dtype == torch.float32 for leaf in leaves)
+    for ours, theirs in zip(mixed, float32):
+        assert ours.dtype == torch.float32 and ours.shape == theirs.shape
+        assert (ours - theirs).norm() <= 0.05 * theirs.norm()
+    assert any((ours - theirs).norm() > 1e-4 * theirs.norm() for ours, theirs in zip(mixed, float32))
+
+
+def test_float16_autocast_and_earlier_bfloat16_calls_leave_float32_unchanged():
+    """Under float16 autocast the layer runs in float32: the same bits as without autocast; and
+    a float32 call after a bfloat16 one (pooled buffers, cast weights) gives the same bits as
+    before it."""
+    leaves, lengths, dropout = float32_args([6, 3, 0, 5])
+    before = values_and_gradients(leaves, lengths, dropout)
+    values_and_gradients(leaves, lengths, dropout, torch.bfloat16)
+    after = values_and_gradients(leaves, lengths, dropout)
+    half = values_and_gradients(leaves, lengths, dropout, torch.float16)
+    for ours, theirs, halves in zip(after, before, half):
+        assert torch.equal(ours, theirs) and torch.equal(halves, theirs)

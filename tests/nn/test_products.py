@@ -131,3 +131,103 @@ def test_fused_cpu_backward_runs_its_products_through_onednn(monkeypatch, loops)
     output.sum().backward()
     assert len(calls) == 2 * 7 + 4
     assert calls.count((24, 16)) == 7 and calls.count((16, 4 * 24)) == 7
+
+
+@pytest.mark.parametrize("onednn", ["1", "0"], ids=["onednn", "torch_mm"])
+@pytest.mark.parametrize("transposed", [False, True], ids=["rows", "transposed"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_bfloat16_operands_give_float32_results(monkeypatch, onednn, transposed, shape):
+    """`Products(float32 tensor, torch.bfloat16)`: every method multiplies the operands rounded
+    to bfloat16, accumulates in float32 and returns float32: within one bfloat16 rounding of the
+    result (2^-8 of its size; on CPU the product is rounded to bfloat16 once) and float32
+    rounding of the float64 product of the rounded operands, and not the float32 product."""
+    monkeypatch.setenv("ELMO_C_ONEDNN", onednn)
+    inputs, weight = operands(*shape, transposed)
+    rounded = inputs.bfloat16().double() @ weight.bfloat16().double().t()
+    magnitude = inputs.double().abs() @ weight.double().abs().t()
+    bias = torch.randn(shape[2])
+    with torch.no_grad():
+        products = Products(inputs, torch.bfloat16)
+        prepared = products.weight(weight)
+        assert prepared.dtype == torch.bfloat16 and prepared.is_contiguous()
+        results = {
+            "linear": products.linear(inputs, prepared),
+            "linear_out": products.linear(inputs, prepared, out=torch.empty(shape[0], shape[2])),
+            "accumulate": torch.ones(shape[0], shape[2]),
+            "affine": products.affine(bias, inputs, prepared, out=torch.empty(shape[0], shape[2])),
+        }
+        products.accumulate(results["accumulate"], inputs, prepared)
+    expected = {"linear": rounded, "linear_out": rounded, "accumulate": rounded + 1,
+                "affine": rounded + bias.double()}  # fmt: skip
+    for name, ours in results.items():
+        assert ours.dtype == torch.float32 and ours.shape == (shape[0], shape[2]), name
+        error = (ours.double() - expected[name]).abs()
+        assert (error <= 2.0**-8 * rounded.abs() + 1e-5 * magnitude).all(), name
+    exact = inputs.double() @ weight.double().t()
+    assert (results["linear"].double() - exact).abs().max() > 1e-4 * magnitude.max()
+
+
+def test_bfloat16_products_of_the_fused_layer(monkeypatch):
+    """Under bfloat16 autocast every product of the fused layer's CPU passes multiplies
+    bfloat16 operands: the per-step ones (2 a step, forward and backward) and the input product
+    through oneDNN where it works, the weight gradients (whose inputs are transposed views)
+    through `torch.mm`; no product sees a float32 operand. Without autocast, none sees a
+    bfloat16 one."""
+    if not products_module._onednn_bfloat16_works():
+        pytest.skip("torch's oneDNN bfloat16 linear does not work here")
+    monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
+    calls = []
+    onednn_linear, mm = products_module._onednn_linear, torch.mm
+
+    def onednn_counting(inputs, weight):
+        calls.append(("onednn", inputs.dtype, weight.dtype))
+        return onednn_linear(inputs, weight)
+
+    def mm_counting(inputs, other, *args, **kwargs):
+        calls.append(("mm", inputs.dtype, other.dtype))
+        return mm(inputs, other, *args, **kwargs)
+
+    monkeypatch.setattr(products_module, "_onednn_linear", onednn_counting)
+    monkeypatch.setattr(products_module.torch, "mm", mm_counting)
+    torch.manual_seed(0)
+    layer = ProjectedLstmLayer(12, 24, 16, 1.0, 0.6, recurrent_dropout=0.3).train()
+    inputs = torch.randn(3, 7, 12, requires_grad=True)
+    mask = torch.arange(7).unsqueeze(0) < torch.tensor([[7], [4], [2]])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        output, _ = layer(inputs, mask, None, backend="fused")
+    assert calls == [("onednn", torch.bfloat16, torch.bfloat16)] * (1 + 2 * 7)
+    calls.clear()
+    output.sum().backward()
+    assert calls.count(("onednn", torch.bfloat16, torch.bfloat16)) == 2 * 7 + 1  # + dL/dx
+    assert calls.count(("mm", torch.bfloat16, torch.bfloat16)) == 3  # W_ih, W_hh, W_hr
+    assert len(calls) == 2 * 7 + 4
+    assert all(p.grad.dtype == torch.float32 for p in layer.parameters())
+    calls.clear()
+    layer(inputs, mask, None, backend="fused")[0].sum().backward()
+    assert calls and all(dtypes == [torch.float32, torch.float32] for _, *dtypes in calls)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+def test_bfloat16_products_on_a_gpu_return_unrounded_float32():
+    """On a GPU cuBLAS writes float32 results of the bfloat16 operands (`out_dtype`): within
+    float32 accumulation error of the float64 product of the rounded operands, with no bfloat16
+    rounding of the result."""
+    assert products_module._cublas_results_work(torch.bfloat16)
+    inputs, weight = (t.cuda() for t in operands(320, 100, 1024, transposed=True))
+    rounded = inputs.bfloat16().double() @ weight.bfloat16().double().t()
+    magnitude = inputs.double().abs() @ weight.double().abs().t()
+    bias = torch.randn(1024, device="cuda")
+    products = Products(inputs, torch.bfloat16)
+    prepared = products.weight(weight)
+    total = torch.ones(320, 1024, device="cuda")
+    products.accumulate(total, inputs, prepared)
+    results = {
+        "linear": (products.linear(inputs, prepared), rounded),
+        "linear_out": (products.linear(inputs, prepared, out=torch.empty_like(total)), rounded),
+        "accumulate": (total, rounded + 1),
+        "affine": (products.affine(bias, inputs, prepared, out=torch.empty_like(total)),
+                   rounded + bias.double()),
+    }  # fmt: skip
+    for name, (ours, expected) in results.items():
+        assert ours.dtype == torch.float32, name
+        assert ((ours.double() - expected).abs() <= 1e-5 * magnitude).all(), name
