@@ -44,7 +44,7 @@ import torch
 
 from experiments.speed.run_data_pipeline import data_pipeline
 from experiments.speed.run_encoders import encoders
-from experiments.speed.run_end_to_end import end_to_end
+from experiments.speed.run_end_to_end import PRECISIONS, end_to_end
 from experiments.speed.run_models import ENCODER_SIZES, PROJECT, profile_for
 from experiments.speed.run_output_layers import output_layers
 from experiments.speed.run_report import markdown, plot, summary, write_markdown
@@ -84,6 +84,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
                              "70%% of the GPU's memory)")  # fmt: skip
     parser.add_argument("--e2e-sizes", nargs="+", choices=sorted(ENCODER_SIZES), default=None,
                         help="end_to_end: only these LSTM sizes (default: the profile's)")
+    parser.add_argument("--e2e-precisions", nargs="+", choices=PRECISIONS, default=["float32"],
+                        help="end_to_end: ELMo-C in each of these (tf32: on a GPU; the peer runs "
+                        "in float32)")  # fmt: skip
     parser.add_argument("--e2e-steps", type=int, default=None,
                         help="end_to_end: timed steps per row (default: the profile's)")
     parser.add_argument("--profile-ops", type=int, default=6,
@@ -156,7 +159,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     results["complete"] = False
     if "end_to_end" in args.sections:
         sections["end_to_end"] = end_to_end(profile, device, meter, log, args.profile_ops,
-                                            args.threads or ())  # fmt: skip
+                                            args.threads or (), args.e2e_precisions)  # fmt: skip
         finished("end_to_end")
     if "output_layers" in args.sections:
         sections["output_layers"] = output_layers(profile, device, meter, budget, log)

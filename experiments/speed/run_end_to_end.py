@@ -53,23 +53,35 @@ def top_operators(step: Callable[[], None], device, count: int) -> List[dict]:
 
 
 
+PRECISIONS = ("float32", "tf32", "bfloat16")
+ELMO_C = "ELMo-C"
+
+
+def elmo_c_row(precision: str) -> str:
+    """The row name of ELMo-C in `precision`: float32 is the base row, "ELMo-C"."""
+    return ELMO_C if precision == "float32" else f"{ELMO_C} ({precision})"
+
+
 def end_to_end(profile: Profile, device, meter: PeakMemory, log, operators: int = 0,
-               threads: Sequence[int] = ()) -> List[dict]:  # fmt: skip
+               threads: Sequence[int] = (), precisions: Sequence[str] = ("float32",)) -> List[dict]:  # fmt: skip
     """Every row of `profile.end_to_end`, at each of `threads` CPU threads (the current number
-    when empty), rows tagged with it."""
+    when empty), rows tagged with it; ELMo-C in each of `precisions` ("float32", "tf32": float32
+    with TF32 products on a GPU, "bfloat16": `model.precision: bfloat16`), the peer in float32
+    (under CPU bfloat16 autocast its character encoder's LayerNorm raises, in AllenNLP's
+    `tiny_value_of_dtype`)."""
     results = []
     log(f"building a {profile.peer_vocab:,}-word vocabulary for the peer's softmax")
     vocab = word_vocabulary(profile.peer_vocab, "tokens")
     for count in threads or [torch.get_num_threads()]:
         if device.type == "cpu":
             torch.set_num_threads(count)
-        for row in _end_to_end_rows(profile, device, meter, log, operators, vocab):
+        for row in _end_to_end_rows(profile, device, meter, log, operators, vocab, precisions):
             results.append(dict(row, threads=count if device.type == "cpu" else None))
     return results
 
 
 def _end_to_end_rows(profile: Profile, device, meter: PeakMemory, log, operators: int,
-                     vocab: Vocabulary) -> List[dict]:  # fmt: skip
+                     vocab: Vocabulary, precisions: Sequence[str]) -> List[dict]:  # fmt: skip
     results = []
     generator = torch.Generator().manual_seed(0)
     for size, batch_size, steps, warmup in profile.end_to_end:
@@ -79,10 +91,14 @@ def _end_to_end_rows(profile: Profile, device, meter: PeakMemory, log, operators
         # The frozen table is made before the memory mark: it is reported apart.
         table = _RandomFastTextMatrix(profile.fasttext_rows, input_size).matrix_on(device)
 
-        def elmo_c():
-            model = elmo_c_model(size, profile.fasttext_rows, table=table).to(device)
-            batch = elmo_c_batch(words, profile.fasttext_rows, device, generator)
-            return model, model_step(model, adam(model), batch), tokens
+        def elmo_c(precision: str):
+            def build():
+                model = elmo_c_model(size, profile.fasttext_rows, table=table,
+                                     precision="bfloat16" if precision == "bfloat16" else "float32").to(device)  # fmt: skip
+                batch = elmo_c_batch(words, profile.fasttext_rows, device, generator)
+                return model, model_step(model, adam(model), batch, tf32=precision == "tf32"), tokens
+
+            return build
 
         def peer(allennlp_lstm):
             def build():
@@ -93,7 +109,7 @@ def _end_to_end_rows(profile: Profile, device, meter: PeakMemory, log, operators
 
             return build
 
-        builders = {"ELMo-C": elmo_c}
+        builders = {elmo_c_row(precision): elmo_c(precision) for precision in ("float32", *precisions)}
         if not profile.allennlp_peer_only or size not in profile.allennlp_lstm_sizes:
             builders["peer: char CNN + elmo_lstm + sampled"] = peer(False)
         if size in profile.allennlp_lstm_sizes:
@@ -105,25 +121,33 @@ def _end_to_end_rows(profile: Profile, device, meter: PeakMemory, log, operators
         log(f"end_to_end {size}: timing {len(rows)} rows in turn, {steps} steps after {warmup}")
         times, _ = times_in_turn({n: r.step for n, r in rows.items()}, steps, warmup, device)
         seconds = {name: statistics.median(values) for name, values in times.items()}
-        base = rows["ELMo-C"]
+        base = rows[ELMO_C]
         for name, row in rows.items():
             speed = row.tokens / seconds[name]
+            elmo_c_precision = next((p for p in PRECISIONS if name == elmo_c_row(p)), None)
             results.append({
                 "size": size, "lstm": dict(zip(("input", "projection", "cell", "layers"),
                                                ENCODER_SIZES[size])),
-                "model": name, "batch": batch_size, "timesteps": TIMESTEPS,
+                "model": name, "precision": elmo_c_precision or "float32",
+                "batch": batch_size, "timesteps": TIMESTEPS,
                 "tokens_per_s": speed, "seconds_per_step": seconds[name],
                 "peak_memory_gib": row.peak_bytes / 2**30,
                 "trainable_parameters": row.parameters,
-                "softmax_words": None if name == "ELMo-C" else profile.peer_vocab,
-                "frozen_fasttext_gib": table.numel() * 4 / 2**30 if name == "ELMo-C" else 0.0,
-                "fasttext_input_dim": input_size if name == "ELMo-C" else None,
+                "softmax_words": None if elmo_c_precision else profile.peer_vocab,
+                "frozen_fasttext_gib": table.numel() * 4 / 2**30 if elmo_c_precision else 0.0,
+                "fasttext_input_dim": input_size if elmo_c_precision else None,
             })  # fmt: skip
-            results[-1]["elmo_c_speedup"] = (base.tokens / seconds["ELMo-C"]) / speed
+            results[-1]["elmo_c_speedup"] = (base.tokens / seconds[ELMO_C]) / speed
             # Each repeat's ratio: this row's step against the ELMo-C step timed just before it.
-            repeats = [theirs / ours for ours, theirs in zip(times["ELMo-C"], times[name])]
+            repeats = [theirs / ours for ours, theirs in zip(times[ELMO_C], times[name])]
             results[-1]["elmo_c_speedup_range"] = [min(repeats), max(repeats)]
             results[-1]["repeats"] = len(repeats)
+            for precision in precisions:  # each other ELMo-C precision against this row
+                if precision != "float32":
+                    theirs = times[elmo_c_row(precision)]
+                    ratios = [mine / other for mine, other in zip(times[name], theirs)]
+                    results[-1][f"{precision}_speedup"] = seconds[name] / statistics.median(theirs)
+                    results[-1][f"{precision}_speedup_range"] = [min(ratios), max(ratios)]
             results[-1]["elmo_c_memory_ratio"] = base.peak_bytes / max(row.peak_bytes, 1)
             if operators:
                 results[-1]["top_operators"] = top_operators(row.step, device, operators)

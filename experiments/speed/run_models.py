@@ -190,11 +190,11 @@ def lstm_params(size: str) -> dict:
 
 
 def elmo_c_model(size: str, rows: int, loss: str = "cosine",
-                 table: Optional[torch.Tensor] = None) -> Model:  # fmt: skip
+                 table: Optional[torch.Tensor] = None, precision: str = "float32") -> Model:  # fmt: skip
     """`elmo_c` as `training_config/elmo_c.jsonnet` builds it, over a synthetic fastText, with
-    `loss` as its `continuous` head's loss. `table`, a `(rows, input size)` matrix, is the frozen
-    fastText matrix to use (several models can share one; by default each makes its own on first
-    use)."""
+    `loss` as its `continuous` head's loss and `precision` as its `model.precision` ("float32" or
+    "bfloat16"). `table`, a `(rows, input size)` matrix, is the frozen fastText matrix to use
+    (several models can share one; by default each makes its own on first use)."""
     input_size = ENCODER_SIZES[size][0]
     params = {
         "type": "elmo_c",
@@ -203,6 +203,7 @@ def elmo_c_model(size: str, rows: int, loss: str = "cosine",
         "contextualizer": lstm_params(size),
         "output_head": {"type": "continuous", "loss": loss},
         "dropout": 0.0,
+        "precision": precision,
     }  # fmt: skip
     model = Model.from_params(vocab=Vocabulary(), params=Params(params))
     if table is not None:
@@ -260,13 +261,20 @@ def dense_sparse_adam(model: torch.nn.Module):
     return DenseSparseAdam(named, lr=1e-3)
 
 
-def model_step(model: torch.nn.Module, optimizer, batch) -> Callable[[], None]:
+def model_step(model: torch.nn.Module, optimizer, batch, tf32: bool = False) -> Callable[[], None]:
+    """One training step of `model` on `batch`; with `tf32`, its float32 matrix products on a GPU
+    may use TF32 (the setting is restored after each step)."""
     model.train()
 
     def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
-        model(**batch)["loss"].backward()
-        optimizer.step()
+        before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
+        try:
+            optimizer.zero_grad(set_to_none=True)
+            model(**batch)["loss"].backward()
+            optimizer.step()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
     return step
 

@@ -15,12 +15,15 @@ def fmt_int(value) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def speedup(row: dict) -> str:
-    """The median ratio, and the range of the repeats' ratios where there were several."""
-    low, high = row.get("elmo_c_speedup_range") or (None, None)
-    spread = f" ({low:.2f}-{high:.2f}, {row['repeats']} repeats)" if low is not None and row[
-        "model"] != "ELMo-C" else ""  # fmt: skip
-    return f"{row['elmo_c_speedup']:.2f}x{spread}"
+def speedup(row: dict, which: str = "elmo_c_") -> str:
+    """The median ratio of an ELMo-C row's step to this row's (`which`: "elmo_c_" for float32
+    ELMo-C, "bfloat16_" for bfloat16), and the range of the repeats' ratios where there were
+    several; "-" where that row did not run."""
+    if f"{which}speedup" not in row:
+        return "-"
+    low, high = row.get(f"{which}speedup_range") or (None, None)
+    spread = f" ({low:.2f}-{high:.2f}, {row['repeats']} repeats)" if low is not None and low != high else ""
+    return f"{row[f'{which}speedup']:.2f}x{spread}"
 
 
 def fmt_words(value: int) -> str:
@@ -49,16 +52,18 @@ def markdown(results: dict) -> str:
                   "CNN. Peak memory: above the memory before the row was built (weights, "
                   "gradients, optimizer state, activations; on CPU the resident set, sampled).",
                   "ELMo-C / this: the ratio of the median steps, and the range of the repeats' "
-                  "ratios (each repeat times every row once, in turn).",
-                  "", "| LSTM | model | threads | batch | tok/s | ELMo-C / this | peak memory GiB | "
-                  "ELMo-C memory / this | trainable params |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+                  "ratios (each repeat times every row once, in turn); ELMo-C (bfloat16) / this, "
+                  "the same for ELMo-C with `model.precision: bfloat16`, where it ran.",
+                  "", "| LSTM | model | threads | batch | tok/s | ELMo-C / this | ELMo-C (bfloat16) / this | "
+                  "peak memory GiB | ELMo-C memory / this | trainable params |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for r in sections["end_to_end"]:
             lstm = r["lstm"]
             note = (f" (+ {r['frozen_fasttext_gib']:.2f} GiB frozen fastText table)"
-                    if r["model"] == "ELMo-C" else f" ({fmt_words(r['softmax_words'])} words)")
+                    if r.get("fasttext_input_dim") else f" ({fmt_words(r['softmax_words'])} words)")
             lines.append(f"| {r['size']} ({lstm['cell']}/{lstm['projection']}) | {r['model']}"
                          f"{note} | {r.get('threads') or '-'} | {r['batch']} | {r['tokens_per_s']:,.0f} | "
-                         f"{speedup(r)} | {r['peak_memory_gib']:.2f} | "
+                         f"{speedup(r)} | {speedup(r, 'bfloat16_')} | {r['peak_memory_gib']:.2f} | "
                          f"{r['elmo_c_memory_ratio']:.2f}x | {r['trainable_parameters']:,} |")  # fmt: skip
         lines.append("")
         profiled = [r for r in sections["end_to_end"] if r.get("top_operators")]
