@@ -300,8 +300,10 @@ def demo_result() -> str:
 
 
 def demo_machine() -> str:
-    machine = load(DEMO)["machine"]
-    return f"{machine['date'][:10]}, {machine['cpu']}, {machine['cpu_cores']} cores"
+    result = load(DEMO)
+    machine = result["machine"]
+    return (f"{machine['date'][:10]}, {machine['cpu']}, {machine['cpu_cores']} cores, ELMo-C "
+            f"pretrained in {result['precision']}")
 
 
 BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")

@@ -26,7 +26,7 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import fasttext
 import torch
@@ -46,6 +46,7 @@ from allennlp_elmo_c.archive import read_archive_config, representation_dim
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.common.duration import training_seconds
 from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
+from allennlp_elmo_c.nn.products import bfloat16_unsupported
 from experiments.corpora.brown_corpus import brown_source
 from experiments.corpora.brown_pos import build_brown_pos
 from experiments.common.timing import machine_description
@@ -160,11 +161,28 @@ def train_quietly(
     print(f"  done in {(time.time() - start) / 60:.1f} min", flush=True)
 
 
-def pretrain(data_dir: Path, project_dir: Path, verbose: bool = False) -> Path:
+def pretraining_precision() -> Tuple[str, str]:
+    """`("bfloat16", why)` where this CPU multiplies bfloat16 fast (the encoder then runs in mixed
+    precision, docs/pretraining.md), else `("float32", why not)`."""
+    reason = bfloat16_unsupported(torch.device("cpu"))
+    if reason is None:
+        return "bfloat16", "this CPU has fast bfloat16 matrix products"
+    return "float32", reason
+
+
+def pretrain(data_dir: Path, project_dir: Path, verbose: bool = False) -> Tuple[Path, str]:
+    """The demo biLM's archive, pretrained here unless a first run did, and its precision."""
     serialization_dir = data_dir / "runs" / "elmo_c_demo"
-    params = config(project_dir, CONFIG, {"ELMO_C_DATA_DIR": str(data_dir)})
     archive = serialization_dir / "model.tar.gz"
     cached = archive.is_file()
+    if cached:
+        precision = read_archive_config(archive)["model"].get("precision", "float32")
+        why = "as the first run pretrained it"
+    else:
+        precision, why = pretraining_precision()
+    print(f"  precision: {precision} ({why})", flush=True)
+    params = config(project_dir, CONFIG,
+                    {"ELMO_C_DATA_DIR": str(data_dir), "ELMO_C_PRECISION": precision})  # fmt: skip
     if cached:
         print(f"  already pretrained: {archive} (delete {serialization_dir} to pretrain again)")
     else:
@@ -199,7 +217,7 @@ def pretrain(data_dir: Path, project_dir: Path, verbose: bool = False) -> Path:
     with quiet(data_dir / "runs" / "elmo_c_demo.log", verbose):
         lines = next_word_neighbours(archive, CONTEXTS)
     print("\n".join(lines), flush=True)
-    return archive
+    return archive, precision
 
 
 def downstream(
@@ -253,10 +271,12 @@ def results_table(accuracies: Dict[str, float]) -> List[str]:
     return lines
 
 
-def write_result(path: Path, accuracies: Dict[str, float], minutes: float) -> None:
+def write_result(path: Path, accuracies: Dict[str, float], minutes: float, precision: str) -> None:
     """What the demo printed last, as data (the README renders its result block from a copy,
-    `experiments/demo/result.json`): the test accuracies, the minutes this run took and where."""
+    `experiments/demo/result.json`): the test accuracies, the minutes this run took, the
+    precision ELMo-C was pretrained in and where."""
     result = {"minutes": round(minutes, 1), "test_accuracy": accuracies, "baseline": BASELINE_NAME,
+              "precision": precision,
               "machine": machine_description(torch.device("cpu"), torch.get_num_threads())}  # fmt: skip
     path.write_text(json.dumps(result, indent=1) + "\n")
 
@@ -300,13 +320,13 @@ def main(argv: Sequence[str] = None) -> None:
     print("\n".join(nearest_neighbours(vectors, NEIGHBOUR_QUERIES)), flush=True)
     write_candidates(vectors, vectors.parent / "frequent_words.txt")
     print(f"== 4/5 ELMo-C pretraining ({CONFIG})", flush=True)
-    archive = pretrain(data_dir, project_dir, args.verbose)
+    archive, precision = pretrain(data_dir, project_dir, args.verbose)
     print(f"== 5/5 downstream: part-of-speech tagging ({POS_CONFIG})", flush=True)
     accuracies = downstream(data_dir, project_dir, archive, vectors, pos_sentences, args.verbose)
     minutes = (time.time() - started) / 60
     print(f"== result (demo took {minutes:.1f} min)")
     print("\n".join(results_table(accuracies)), flush=True)
-    write_result(runs / "result.json", accuracies, minutes)
+    write_result(runs / "result.json", accuracies, minutes, precision)
 
 
 if __name__ == "__main__":

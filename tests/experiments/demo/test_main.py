@@ -72,3 +72,21 @@ def test_the_demo_prints_its_steps_and_results_and_logs_the_rest_to_files(
     for run in ("elmo_c_demo", "pos_elmo_c", "pos_fasttext_only"):
         log = (data / "runs" / run / "out.log").read_text()
         assert "Epoch" in log and "tensor(" not in log
+    # bfloat16 where this CPU supports it, said in the output and recorded in the archive and
+    # in the result the README renders.
+    precision, why = demo.pretraining_precision()
+    assert f"  precision: {precision} ({why})" in printed.out
+    config_json = json.loads((data / "runs" / "elmo_c_demo" / "config.json").read_text())
+    assert config_json["model"]["precision"] == precision
+    result = json.loads((data / "runs" / "result.json").read_text())
+    assert result["precision"] == precision and result["baseline"] == "fastText only"
+    assert set(result["test_accuracy"]) == {"fastText + ELMo-C", "fastText only"}
+
+
+def test_the_demo_falls_back_to_float32_where_bfloat16_is_slow(monkeypatch):
+    from experiments.demo import main as demo
+
+    monkeypatch.setattr(demo, "bfloat16_unsupported", lambda device: "no AVX-512 here")
+    assert demo.pretraining_precision() == ("float32", "no AVX-512 here")
+    monkeypatch.setattr(demo, "bfloat16_unsupported", lambda device: None)
+    assert demo.pretraining_precision()[0] == "bfloat16"
