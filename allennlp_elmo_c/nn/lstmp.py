@@ -189,9 +189,10 @@ def _forward_steps(
     )  # fmt: skip
     buffers.cells[0], buffers.hiddens[0], buffers.recurrent[0] = c0, h0, h0  # (1 and 2: float32)
     memory = POOL.empty((batch, cell_size), gates)  # o * tanh(c_t), the input of W_hr
-    # oneDNN on CPU (float32 or bfloat16, outside grad mode), else torch.mm; weights cast once.
+    # oneDNN on CPU (float32 or bfloat16, outside grad mode), else torch.mm; weights cast (and
+    # for bfloat16 oneDNN, reordered) once for all steps.
     products = Products(gates, product_dtype)
-    w_hh, w_hr = products.weight(w_hh), products.weight(w_hr)
+    w_hh, w_hr = products.weight(w_hh, batch), products.weight(w_hr, batch)
     for t in range(steps):
         step = buffers.step(t)
         products.accumulate(step.gates, buffers.recurrent[t], w_hh)  # += h_{t-1} @ W_hh^T

@@ -107,17 +107,19 @@ def distance_to_float64(ours: Run, exact: Run) -> Tuple[float, float]:
     return distances[0], distances[1]
 
 
-def assert_as_exact_as_the_bfloat16_reference(ours, reference, float32) -> None:
+def assert_as_exact_as_the_bfloat16_reference(ours, reference, float32, ours_bfloat16=True):
     """
     The bound for a mixed-precision path: its distances to the float64 run (values, gradients;
     `distance_to_float64`) are at most `BOUND` times those of the `reference` backend under the
     same bfloat16 autocast. `float32` (the fused float32 run's distances) shows that the
     comparison means something: the problem is well conditioned (float32 within 1e-5), and the
-    path really multiplied in bfloat16 (100 times float32's distance or more).
+    path really multiplied in bfloat16 (100 times float32's distance or more; not asked of a
+    path that is not ours, `ours_bfloat16` False).
     """
     for kind, mine, theirs, single in zip(("values", "gradients"), ours, reference, float32):
         assert single < 1e-5, f"{kind}: float32 is {single:.1e} off: ill-conditioned inputs"
-        assert mine > 100 * single, f"{kind}: {mine:.1e}, float32-sized: no bfloat16 products"
+        if ours_bfloat16:
+            assert mine > 100 * single, f"{kind}: {mine:.1e}, float32-sized: no bf16 products"
         assert mine <= BOUND * theirs, f"{kind}: {mine:.2e} > {BOUND} x reference {theirs:.2e}"
 
 
@@ -145,7 +147,10 @@ def test_bfloat16_encoder_is_as_exact_as_the_bfloat16_reference(monkeypatch, dev
     monkeypatch.undo()
     reference = encoder("reference", recurrence_norm, torch.float32, device)
     bfloat16_reference = distance_to_float64(run(reference, torch.float32, True), exact)
-    assert_as_exact_as_the_bfloat16_reference(mixed, bfloat16_reference, float32)
+    # (On a GPU the fused backend runs "outside" in cuDNN, whose precision under autocast is
+    # torch's choice: held to the bound, not asked to be bfloat16.)
+    cudnn = device == "cuda" and recurrence_norm == "outside"
+    assert_as_exact_as_the_bfloat16_reference(mixed, bfloat16_reference, float32, not cudnn)
     if recurrence_norm == "inside" and device == "cpu":  # (cuDNN runs "outside" on a GPU)
         shares = torch.tensor(clipped)
         assert ((0.05 < shares) & (shares < 0.6)).all(), shares
