@@ -224,6 +224,83 @@ def set_downstream_environment(
         monkeypatch.setenv(name, value)
 
 
+# --- a task config trained at fixture size: what the training did to the model -----------------
+
+
+@TrainerCallback.register("learning_record")
+class LearningRecord(TrainerCallback):
+    """
+    Test-only: what a training run did to its model, written to `learning_record.json` in the
+    serialization directory at the end: the model's parameters (`parameters`), those that require
+    a gradient (`trainable`), those whose gradient was non-zero at some batch (`got_gradient`),
+    those whose values changed by the end (`changed`), each training batch's loss by epoch
+    (`losses`, with dropout), and the mean loss over the training data in evaluation mode before
+    the first step (`loss_before`) and after each epoch (`epoch_losses`: the model as the epoch
+    left it; AllenNLP puts the best epoch's weights back before `on_end`).
+    """
+
+    def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
+        self.losses: Dict[int, List[float]] = {}
+        self.got_gradient: set = set()
+        self.initial = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+        self.batches = list(trainer.data_loader)
+        self.loss_before = self._training_data_loss(trainer.model)
+        self.epoch_losses: List[float] = []
+
+    def _training_data_loss(self, model) -> float:
+        training = model.training
+        model.eval()
+        with torch.no_grad():
+            losses = [float(model(**batch)["loss"]) for batch in self.batches]
+        model.get_metrics(reset=True)
+        model.train(training)
+        return float(np.mean(losses))
+
+    def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch, batch_number,
+                 is_training, is_primary=True, batch_grad_norm=None, **kwargs) -> None:  # fmt: skip
+        if not is_training:
+            return
+        self.losses.setdefault(epoch, []).extend(float(o["loss"]) for o in batch_outputs)
+        for name, parameter in trainer.model.named_parameters():
+            if parameter.grad is not None and bool(parameter.grad.ne(0).any()):
+                self.got_gradient.add(name)
+
+    def on_epoch(self, trainer, metrics, epoch, is_primary=True, **kwargs) -> None:
+        if epoch >= 0:  # (-1: called before training, by a recovered run)
+            self.epoch_losses.append(self._training_data_loss(trainer.model))
+
+    def on_end(self, trainer, metrics=None, epoch=None, is_primary=True, **kwargs) -> None:
+        parameters = dict(trainer.model.named_parameters())
+        record = {
+            "parameters": sorted(parameters),
+            "trainable": sorted(n for n, p in parameters.items() if p.requires_grad),
+            "got_gradient": sorted(self.got_gradient),
+            "changed": sorted(n for n, p in parameters.items()
+                              if not torch.equal(p.detach().cpu(), self.initial[n].cpu())),  # fmt: skip
+            "losses": [self.losses[e] for e in sorted(self.losses)],
+            "loss_before": self.loss_before,
+            "epoch_losses": self.epoch_losses,
+        }
+        path = os.path.join(self.serialization_dir, "learning_record.json")
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(record, stream)
+
+
+def train_recorded(config: Path, serialization_dir: Path, overrides: Optional[dict] = None):
+    """`train_config` with the `learning_record` callback after the config's own callbacks (the
+    configuration as the environment's variables and `overrides` make it); returns (metrics.json,
+    learning_record.json)."""
+    from allennlp.common import Params
+
+    overrides = dict(overrides or {})
+    params = Params.from_file(str(config), json.dumps(overrides)).as_dict()
+    callbacks = params["trainer"].get("callbacks", [])
+    overrides["trainer.callbacks"] = callbacks + [{"type": "learning_record"}]
+    metrics = train_config(config, serialization_dir, json.dumps(overrides))
+    record = json.loads((serialization_dir / "learning_record.json").read_text())
+    return metrics, record
+
+
 # --- the demo config on fixture data (reliability tests) -----------------------------------------
 
 DEMO_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c_demo.jsonnet"
@@ -723,3 +800,4 @@ def outcome(load) -> Optional[Exception]:
     except Exception as error:  # noqa: BLE001
         return error
     return None
+

@@ -61,8 +61,8 @@ PARSE_ONLY = {
     "test_distributed.py trains the demo config on 2 gloo processes)",
     "recover": "resumes a paper-size run (tests/reliability/test_checkpoints.py resumes fixture "
     "runs)",
-    "task-config": "task data CI does not have; tests/test_downstream_configs.py and "
-    "tests/test_*_config.py train every task config at fixture size",
+    "task-config": "task data CI does not have; tests/test_downstream_configs.py trains every "
+    "task config at fixture size",
     "convert-config-train": "CoNLL-2003 and the stock config's GloVe download; "
     "tests/commands/test_convert_config.py trains converted configs at fixture size",
     "fasttext-download": "a 7 GB download",
