@@ -12,6 +12,7 @@ import random
 import re
 import shutil
 import signal
+import subprocess
 import tarfile
 import zipfile
 from pathlib import Path
@@ -801,3 +802,82 @@ def outcome(load) -> Optional[Exception]:
         return error
     return None
 
+
+# --- `python -m allennlp_elmo_c ...` in this process ---------------------------------------------
+
+PLUGIN_COMMAND = "python -m allennlp_elmo_c"
+_SUBPROCESS_RUN = subprocess.run  # the real one, whatever a test patches in later
+
+
+def run_plugin_command(command: List[str], cwd=None, env=None, stdout=None, stderr=None,
+                       capture_output: bool = False, check: bool = False, text: bool = False,
+                       **kwargs):  # fmt: skip
+    """
+    `subprocess.run` for the quality pipelines' tests (`plugin_commands_in_process`): a
+    `[sys.executable, "-m", "allennlp_elmo_c", ...]` command runs in this process instead
+    (AllenNLP's `main` with the plugin loaded, as `python -m allennlp_elmo_c` runs it), in `cwd`,
+    with exactly the environment `env`, its output (stdout and stderr together) written where
+    the caller sends its stdout; its exit status as a subprocess's (0, or 1 with the traceback in
+    its output). This saves a fresh interpreter's import of torch and AllenNLP (seconds) per
+    command. Any other command runs as a subprocess. What a run changes in the process is put
+    back: the environment, the working directory, `sys.argv`, the root logger's handlers and
+    level, tqdm's logger, `sys.excepthook`.
+    """
+    import logging
+    import sys
+    import traceback
+
+    if list(command[:3]) != [sys.executable, "-m", "allennlp_elmo_c"]:
+        return _SUBPROCESS_RUN(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr,
+                               capture_output=capture_output, check=check, text=text, **kwargs)  # fmt: skip
+    from allennlp.commands import main
+    from allennlp.common.tqdm import logger as tqdm_logger
+
+    root = logging.getLogger()
+    saved = (dict(os.environ), os.getcwd(), sys.argv, root.handlers[:], root.level,
+             tqdm_logger.handlers[:], sys.excepthook)  # fmt: skip
+    capture = capture_output or stdout == subprocess.PIPE
+    stream = io.StringIO() if capture or stdout in (None, subprocess.DEVNULL) else stdout
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.argv = [PLUGIN_COMMAND, *command[3:]]
+        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
+            try:
+                main(prog=PLUGIN_COMMAND)
+                code = 0
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+            except Exception:  # noqa: BLE001  (a subprocess would exit 1 with the traceback)
+                traceback.print_exc(file=stream)
+                code = 1
+    finally:
+        environment, directory, sys.argv, handlers, level, tqdm_handlers, sys.excepthook = saved
+        os.environ.clear()
+        os.environ.update(environment)
+        os.chdir(directory)
+        for handler in set(root.handlers) - set(handlers):
+            handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        tqdm_logger.handlers[:] = tqdm_handlers
+    output = None
+    if capture:
+        output = stream.getvalue() if text else stream.getvalue().encode()
+    result = subprocess.CompletedProcess(command, code, output, output[:0] if capture else None)
+    if check and code:
+        raise subprocess.CalledProcessError(code, command, output)
+    return result
+
+
+@contextlib.contextmanager
+def plugin_commands_in_process():
+    """`run_plugin_command` in place of `subprocess.run` while the context lasts."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(subprocess, "run", run_plugin_command)
+        yield

@@ -33,3 +33,28 @@ def test_an_exception_in_a_thread_fails_the_test(pytester):
     passed = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     passed.assert_outcomes(passed=1)
     assert "PytestUnhandledThreadExceptionWarning" in passed.stdout.str()
+
+
+def test_a_plugin_command_run_in_process_exits_as_its_subprocess_would(tmp_path):
+    """`tests.helpers.run_plugin_command` (the quality pipelines' tests run their
+    `python -m allennlp_elmo_c` commands with it): a failing command's status is 1 and its
+    traceback goes where its output goes; `--help` exits 0 with the usage; the environment and
+    the working directory are put back."""
+    import os
+    import sys
+
+    from tests.helpers import run_plugin_command
+
+    plugin = [sys.executable, "-m", "allennlp_elmo_c"]
+    directory, environment = os.getcwd(), dict(os.environ)
+    log = tmp_path / "run.log"
+    with open(log, "w") as stream:
+        failed = run_plugin_command(
+            [*plugin, "train", str(tmp_path / "missing.jsonnet"), "-s", str(tmp_path / "run")],
+            cwd=tmp_path, env=dict(os.environ, ELMO_C_TEST_ONLY="1"), stdout=stream,
+            stderr=stream,
+        )  # fmt: skip
+    assert failed.returncode == 1 and "missing.jsonnet" in log.read_text()
+    assert os.getcwd() == directory and dict(os.environ) == environment
+    usage = run_plugin_command([*plugin, "describe", "--help"], capture_output=True, text=True)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: python -m allennlp_elmo_c describe")
