@@ -813,15 +813,16 @@ def run_plugin_command(command: List[str], cwd=None, env=None, stdout=None, stde
                        capture_output: bool = False, check: bool = False, text: bool = False,
                        **kwargs):  # fmt: skip
     """
-    `subprocess.run` for the quality pipelines' tests (`plugin_commands_in_process`): a
-    `[sys.executable, "-m", "allennlp_elmo_c", ...]` command runs in this process instead
-    (AllenNLP's `main` with the plugin loaded, as `python -m allennlp_elmo_c` runs it), in `cwd`,
-    with exactly the environment `env`, its output (stdout and stderr together) written where
-    the caller sends its stdout; its exit status as a subprocess's (0, or 1 with the traceback in
-    its output). This saves a fresh interpreter's import of torch and AllenNLP (seconds) per
-    command. Any other command runs as a subprocess. What a run changes in the process is put
-    back: the environment, the working directory, `sys.argv`, the root logger's handlers and
-    level, tqdm's logger, `sys.excepthook`.
+    `subprocess.run` for tests of `python -m allennlp_elmo_c` commands (directly, or through
+    `plugin_commands_in_process` for code that calls `subprocess.run`): a `[sys.executable, "-m",
+    "allennlp_elmo_c", ...]` command runs in this process instead (AllenNLP's `main` with the
+    plugin loaded, as `python -m allennlp_elmo_c` runs it), in `cwd`, with exactly the environment
+    `env`, its output written where the caller sends its stdout (stdout and stderr apart when
+    captured); its exit status as a subprocess's (0, or 1 with the traceback on its stderr). This
+    saves a fresh interpreter's import of torch and AllenNLP (seconds) per command. Any other
+    command runs as a subprocess. What a run changes in the process is put back: the
+    environment, the working directory, `sys.argv`, the root logger's handlers and level, tqdm's
+    logger, `sys.excepthook`.
     """
     import logging
     import sys
@@ -838,6 +839,7 @@ def run_plugin_command(command: List[str], cwd=None, env=None, stdout=None, stde
              tqdm_logger.handlers[:], sys.excepthook)  # fmt: skip
     capture = capture_output or stdout == subprocess.PIPE
     stream = io.StringIO() if capture or stdout in (None, subprocess.DEVNULL) else stdout
+    errors = io.StringIO() if capture else stream  # captured: stdout and stderr apart
     try:
         if env is not None:
             os.environ.clear()
@@ -845,14 +847,14 @@ def run_plugin_command(command: List[str], cwd=None, env=None, stdout=None, stde
         if cwd is not None:
             os.chdir(cwd)
         sys.argv = [PLUGIN_COMMAND, *command[3:]]
-        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
+        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(errors):
             try:
                 main(prog=PLUGIN_COMMAND)
                 code = 0
             except SystemExit as exit:
                 code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
             except Exception:  # noqa: BLE001  (a subprocess would exit 1 with the traceback)
-                traceback.print_exc(file=stream)
+                traceback.print_exc(file=errors)
                 code = 1
     finally:
         environment, directory, sys.argv, handlers, level, tqdm_handlers, sys.excepthook = saved
@@ -864,12 +866,14 @@ def run_plugin_command(command: List[str], cwd=None, env=None, stdout=None, stde
         root.handlers[:] = handlers
         root.setLevel(level)
         tqdm_logger.handlers[:] = tqdm_handlers
-    output = None
+    output = error_output = None
     if capture:
-        output = stream.getvalue() if text else stream.getvalue().encode()
-    result = subprocess.CompletedProcess(command, code, output, output[:0] if capture else None)
+        output, error_output = stream.getvalue(), errors.getvalue()
+        if not text:
+            output, error_output = output.encode(), error_output.encode()
+    result = subprocess.CompletedProcess(command, code, output, error_output)
     if check and code:
-        raise subprocess.CalledProcessError(code, command, output)
+        raise subprocess.CalledProcessError(code, command, output, error_output)
     return result
 
 
