@@ -261,7 +261,7 @@ class LearningRecord(TrainerCallback):
                  is_training, is_primary=True, batch_grad_norm=None, **kwargs) -> None:  # fmt: skip
         if not is_training:
             return
-        self.losses.setdefault(epoch, []).extend(float(o["loss"]) for o in batch_outputs)
+        self.losses.setdefault(epoch, []).extend(float(o["loss"].detach()) for o in batch_outputs)
         for name, parameter in trainer.model.named_parameters():
             if parameter.grad is not None and bool(parameter.grad.ne(0).any()):
                 self.got_gradient.add(name)

@@ -1,11 +1,15 @@
+import os
+import shutil
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import pytest
+from filelock import FileLock
 
 from tests.experiments.quality.pipeline_fixtures import (
     ALL_SYSTEMS,
     EARLIER,
+    inputs_in,
     per_minute_argv,
     write_inputs,
 )
@@ -28,12 +32,31 @@ def inputs(tmp_path):
     return write_inputs(tmp_path)
 
 
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """A directory `name` that `make` fills once for the whole session: under pytest-xdist, the
+    first worker to ask makes it in the session's base directory (shared by the workers) while
+    the others wait for it, and all use it; without xdist, an ordinary temporary directory."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        directory = tmp_path_factory.mktemp(name)
+        make(directory)
+        return directory
+    root = tmp_path_factory.getbasetemp().parent  # the session's, above each worker's own
+    directory, done = root / name, root / f"{name}.done"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(directory, ignore_errors=True)  # a worker's attempt that failed
+            directory.mkdir()
+            make(directory)
+            done.touch()
+    return directory
+
+
 @pytest.fixture(scope="session")
 def shared_inputs(tmp_path_factory):
-    """The same data in one directory for the session: the shared run of pretrained systems
-    reads it, and so must a test that goes on from that run (its cached steps name these
-    paths)."""
-    return write_inputs(tmp_path_factory.mktemp("quality_inputs"))
+    """The same data in one directory for the session (`made_once`): the shared run of
+    pretrained systems reads it, and so must a test that goes on from that run (its cached steps
+    name these paths)."""
+    return inputs_in(made_once(tmp_path_factory, "quality_inputs", write_inputs))
 
 
 class PretrainedSystems(NamedTuple):
@@ -50,16 +73,16 @@ def pretrained_systems(tmp_path_factory, shared_inputs) -> PretrainedSystems:
     system of per_minute.py pretrained to the two budgets (`--only pretrain`), then the script's
     own run (its three default systems evaluated, POS downstream for each snapshot and for
     fastText alone, the report); its `python -m allennlp_elmo_c` commands in process (`in_process`).
-    Tests using it go to one xdist worker (`xdist_group("pretrained_systems")`), which runs it
-    once.
+    Made once for the session, whichever xdist worker first needs it (`made_once`).
     """
     from experiments.quality import per_minute
 
-    root = tmp_path_factory.mktemp("pretrained_systems")
-    out = root / "out"
-    argv = per_minute_argv(root, out, shared_inputs)
-    (root / "QUALITY.md").write_text(EARLIER)
-    with plugin_commands_in_process():
-        per_minute.main(argv + ["--systems", ",".join(ALL_SYSTEMS), "--only", "pretrain"])
-        per_minute.main(argv)
-    return PretrainedSystems(root, out, argv)
+    def run(root: Path) -> None:
+        (root / "QUALITY.md").write_text(EARLIER)
+        argv = per_minute_argv(root, root / "out", shared_inputs)
+        with plugin_commands_in_process():
+            per_minute.main(argv + ["--systems", ",".join(ALL_SYSTEMS), "--only", "pretrain"])
+            per_minute.main(argv)
+
+    root = made_once(tmp_path_factory, "pretrained_systems", run)
+    return PretrainedSystems(root, root / "out", per_minute_argv(root, root / "out", shared_inputs))

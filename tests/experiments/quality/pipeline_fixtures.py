@@ -38,6 +38,11 @@ class Inputs(NamedTuple):
     sentiment: Path  # the demo's sentiment data
 
 
+def inputs_in(root: Path) -> Inputs:
+    """The paths of the inputs `write_inputs` writes under `root`."""
+    return Inputs(root / "corpus", root / "shared", root / "brown.tgz", root / "sentiment")
+
+
 def write_inputs(root: Path) -> Inputs:
     """The pipelines' inputs at fixture size, under `root`."""
     corpus = root / "corpus"
@@ -60,7 +65,8 @@ def write_inputs(root: Path) -> Inputs:
     # Whole sentences only: the fixture's four trees are labelled 0, 1, 3, 4; a neutral one too.
     with open(root / "shared" / "sst5" / "train.txt", "a") as train:
         train.write("(2 (2 It) (2 (2 opens) (2 (2 on) (2 Friday))) (2 .))\n")
-    return Inputs(corpus, root / "shared", tarball(root / "brown.tgz", brown), sentiment)
+    tarball(root / "brown.tgz", brown)
+    return inputs_in(root)
 
 
 # Every system at fixture size (`--pretrain-overrides`).

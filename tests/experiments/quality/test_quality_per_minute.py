@@ -11,7 +11,6 @@ def load_script():
     return per_minute
 
 
-@pytest.mark.xdist_group("pretrained_systems")
 def test_every_system_pretrains_to_each_budget_evaluates_and_tags(
     tmp_path, pretrained_systems, in_process
 ):

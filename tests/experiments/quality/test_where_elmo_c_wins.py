@@ -63,7 +63,6 @@ def test_contamination_leaves_out_each_line_holding_a_test_sentence(tmp_path):
     assert check["per_task"]["sentiment"]["examples"] == ["we all had a very good time there"]
 
 
-@pytest.mark.xdist_group("pretrained_systems")
 def test_whole_path_at_fixture_size(tmp_path, shared_inputs, pretrained_systems, in_process):
     """On a copy of the shared run: its pretraining (per_minute.py's `pretrain_step`, which this
     script runs too, with the same overrides) is found done, and of the downstream runs those
