@@ -1,13 +1,17 @@
 # make install  - create .venv (Python 3.11) with the pinned environment; fast no-op when up to date
 # make demo     - the main job on the bundled default data (see README)
 # make lint     - install if needed, then run the linter (ruff, configured in ruff.toml)
-# make test     - install if needed, lint, then run the test suite
+# make test     - install if needed, lint, then run the test suite (on TEST_WORKERS cores)
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DATA_DIR ?= data
+# pytest-xdist workers for `make test`. --dist loadscope: each test module runs whole on one
+# worker, so a module-scoped fixture (a reference training run) is made once; modules are handed
+# out in collection order, the longest first (tests/conftest.py: LONGEST_FIRST).
+TEST_WORKERS ?= 2
 PIP := $(PY) -m pip --disable-pip-version-check
 
 .PHONY: install lint test demo data constraints clean-venv
@@ -29,7 +33,7 @@ lint: install
 	$(VENV)/bin/ruff check allennlp_elmo_c allennlp_elmo_c_startup.py tests experiments
 
 test: lint
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 data: install
 	$(PY) -m experiments.corpora build-demo-data --data-dir $(DATA_DIR)

@@ -12,6 +12,7 @@ import random
 import re
 import shutil
 import signal
+import subprocess
 import tarfile
 import zipfile
 from pathlib import Path
@@ -222,6 +223,83 @@ def set_downstream_environment(
     }
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
+
+
+# --- a task config trained at fixture size: what the training did to the model -----------------
+
+
+@TrainerCallback.register("learning_record")
+class LearningRecord(TrainerCallback):
+    """
+    Test-only: what a training run did to its model, written to `learning_record.json` in the
+    serialization directory at the end: the model's parameters (`parameters`), those that require
+    a gradient (`trainable`), those whose gradient was non-zero at some batch (`got_gradient`),
+    those whose values changed by the end (`changed`), each training batch's loss by epoch
+    (`losses`, with dropout), and the mean loss over the training data in evaluation mode before
+    the first step (`loss_before`) and after each epoch (`epoch_losses`: the model as the epoch
+    left it; AllenNLP puts the best epoch's weights back before `on_end`).
+    """
+
+    def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
+        self.losses: Dict[int, List[float]] = {}
+        self.got_gradient: set = set()
+        self.initial = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+        self.batches = list(trainer.data_loader)
+        self.loss_before = self._training_data_loss(trainer.model)
+        self.epoch_losses: List[float] = []
+
+    def _training_data_loss(self, model) -> float:
+        training = model.training
+        model.eval()
+        with torch.no_grad():
+            losses = [float(model(**batch)["loss"]) for batch in self.batches]
+        model.get_metrics(reset=True)
+        model.train(training)
+        return float(np.mean(losses))
+
+    def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch, batch_number,
+                 is_training, is_primary=True, batch_grad_norm=None, **kwargs) -> None:  # fmt: skip
+        if not is_training:
+            return
+        self.losses.setdefault(epoch, []).extend(float(o["loss"].detach()) for o in batch_outputs)
+        for name, parameter in trainer.model.named_parameters():
+            if parameter.grad is not None and bool(parameter.grad.ne(0).any()):
+                self.got_gradient.add(name)
+
+    def on_epoch(self, trainer, metrics, epoch, is_primary=True, **kwargs) -> None:
+        if epoch >= 0:  # (-1: called before training, by a recovered run)
+            self.epoch_losses.append(self._training_data_loss(trainer.model))
+
+    def on_end(self, trainer, metrics=None, epoch=None, is_primary=True, **kwargs) -> None:
+        parameters = dict(trainer.model.named_parameters())
+        record = {
+            "parameters": sorted(parameters),
+            "trainable": sorted(n for n, p in parameters.items() if p.requires_grad),
+            "got_gradient": sorted(self.got_gradient),
+            "changed": sorted(n for n, p in parameters.items()
+                              if not torch.equal(p.detach().cpu(), self.initial[n].cpu())),  # fmt: skip
+            "losses": [self.losses[e] for e in sorted(self.losses)],
+            "loss_before": self.loss_before,
+            "epoch_losses": self.epoch_losses,
+        }
+        path = os.path.join(self.serialization_dir, "learning_record.json")
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(record, stream)
+
+
+def train_recorded(config: Path, serialization_dir: Path, overrides: Optional[dict] = None):
+    """`train_config` with the `learning_record` callback after the config's own callbacks (the
+    configuration as the environment's variables and `overrides` make it); returns (metrics.json,
+    learning_record.json)."""
+    from allennlp.common import Params
+
+    overrides = dict(overrides or {})
+    params = Params.from_file(str(config), json.dumps(overrides)).as_dict()
+    callbacks = params["trainer"].get("callbacks", [])
+    overrides["trainer.callbacks"] = callbacks + [{"type": "learning_record"}]
+    metrics = train_config(config, serialization_dir, json.dumps(overrides))
+    record = json.loads((serialization_dir / "learning_record.json").read_text())
+    return metrics, record
 
 
 # --- the demo config on fixture data (reliability tests) -----------------------------------------
@@ -723,3 +801,87 @@ def outcome(load) -> Optional[Exception]:
     except Exception as error:  # noqa: BLE001
         return error
     return None
+
+
+# --- `python -m allennlp_elmo_c ...` in this process ---------------------------------------------
+
+PLUGIN_COMMAND = "python -m allennlp_elmo_c"
+_SUBPROCESS_RUN = subprocess.run  # the real one, whatever a test patches in later
+
+
+def run_plugin_command(command: List[str], cwd=None, env=None, stdout=None, stderr=None,
+                       capture_output: bool = False, check: bool = False, text: bool = False,
+                       **kwargs):  # fmt: skip
+    """
+    `subprocess.run` for tests of `python -m allennlp_elmo_c` commands (directly, or through
+    `plugin_commands_in_process` for code that calls `subprocess.run`): a `[sys.executable, "-m",
+    "allennlp_elmo_c", ...]` command runs in this process instead (AllenNLP's `main` with the
+    plugin loaded, as `python -m allennlp_elmo_c` runs it), in `cwd`, with exactly the environment
+    `env`, its output written where the caller sends its stdout (stdout and stderr apart when
+    captured); its exit status as a subprocess's (0, or 1 with the traceback on its stderr). This
+    saves a fresh interpreter's import of torch and AllenNLP (seconds) per command. Any other
+    command runs as a subprocess. What a run changes in the process is put back: the
+    environment, the working directory, `sys.argv`, the root logger's handlers and level, tqdm's
+    logger, `sys.excepthook`.
+    """
+    import logging
+    import sys
+    import traceback
+
+    if list(command[:3]) != [sys.executable, "-m", "allennlp_elmo_c"]:
+        return _SUBPROCESS_RUN(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr,
+                               capture_output=capture_output, check=check, text=text, **kwargs)  # fmt: skip
+    from allennlp.commands import main
+    from allennlp.common.tqdm import logger as tqdm_logger
+
+    root = logging.getLogger()
+    saved = (dict(os.environ), os.getcwd(), sys.argv, root.handlers[:], root.level,
+             tqdm_logger.handlers[:], sys.excepthook)  # fmt: skip
+    capture = capture_output or stdout == subprocess.PIPE
+    stream = io.StringIO() if capture or stdout in (None, subprocess.DEVNULL) else stdout
+    errors = io.StringIO() if capture else stream  # captured: stdout and stderr apart
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.argv = [PLUGIN_COMMAND, *command[3:]]
+        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(errors):
+            try:
+                main(prog=PLUGIN_COMMAND)
+                code = 0
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+            except Exception:  # noqa: BLE001  (a subprocess would exit 1 with the traceback)
+                traceback.print_exc(file=errors)
+                code = 1
+    finally:
+        environment, directory, sys.argv, handlers, level, tqdm_handlers, sys.excepthook = saved
+        os.environ.clear()
+        os.environ.update(environment)
+        os.chdir(directory)
+        for handler in set(root.handlers) - set(handlers):
+            handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        tqdm_logger.handlers[:] = tqdm_handlers
+    output = error_output = None
+    if capture:
+        output, error_output = stream.getvalue(), errors.getvalue()
+        if not text:
+            output, error_output = output.encode(), error_output.encode()
+    result = subprocess.CompletedProcess(command, code, output, error_output)
+    if check and code:
+        raise subprocess.CalledProcessError(code, command, output, error_output)
+    return result
+
+
+@contextlib.contextmanager
+def plugin_commands_in_process():
+    """`run_plugin_command` in place of `subprocess.run` while the context lasts."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(subprocess, "run", run_plugin_command)
+        yield

@@ -1,8 +1,7 @@
-"""Every config in downstream_configs/ trains for one epoch on tiny fixtures (the task configs in
-their own test modules), and every task config takes the biLM's size from ELMO_C_DIM."""
+"""Every config in downstream_configs/ learns on tiny fixtures, with the biLM and with fastText
+alone (`test_task_config_learns`), and every task config takes the biLM's size from ELMO_C_DIM."""
 
 import itertools
-import json
 import shutil
 
 import pytest
@@ -20,7 +19,7 @@ from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.models import Model
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.helpers import TINY_ELMO_C_DIM, set_downstream_environment, train_config
+from tests.helpers import TINY_ELMO_C_DIM, set_downstream_environment, train_recorded
 
 TINY = FIXTURES_ROOT / "fasttext" / "tiny.bin"
 
@@ -36,17 +35,6 @@ def demo_data_dir(tmp_path):
             FIXTURES_ROOT / "data" / "sentiment.jsonl", tmp_path / "sentiment" / f"{split}.jsonl"
         )
     return tmp_path
-
-
-@pytest.mark.parametrize("baseline, input_dim", [("none", 16 + 16), ("fasttext", 16)])
-def test_demo_sentiment(monkeypatch, tmp_path, demo_data_dir, elmo_c_archive, baseline, input_dim):
-    set_downstream_environment(
-        monkeypatch, elmo_c_archive, baseline, ELMO_C_DATA_DIR=str(demo_data_dir)
-    )
-    overrides = {"trainer.num_epochs": 1, "model.pre_encode_feedforward.input_dim": input_dim}
-    config = PROJECT_ROOT / "downstream_configs" / "demo_sentiment_elmo_c.jsonnet"
-    metrics = train_config(config, tmp_path / "run", overrides=json.dumps(overrides))
-    assert 0.0 <= metrics["test_accuracy"] <= 1.0
 
 
 DATA = FIXTURES_ROOT / "data"
@@ -68,6 +56,91 @@ TASK_PATHS = {
               "COREF_DEV_DATA_PATH": str(DATA / "coref.gold_conll"),
               "COREF_TEST_DATA_PATH": str(DATA / "coref.gold_conll"), "GLOVE_6B_300D": GLOVE_300D},
 }  # fmt: skip
+
+
+# --- every task config learns at fixture size -----------------------------------------------------
+
+EPOCHS = 4
+# The demo's sentiment model (a BCN with a maxout output layer) moves off chance more slowly.
+EPOCHS_OF = {"demo_sentiment": 12}
+CONFIGS = FIXTURES_ROOT / "configs"
+# Each trained config (the task configs at fixture size: tests/fixtures/configs/*_tiny.jsonnet
+# import them and shrink their layers; STS-B and the demo's sentiment at their own size), its
+# validation metric, and the overrides for each baseline (its variables: TASK_PATHS).
+TRAINED = {
+    "coref": (CONFIGS / "coref_elmo_c_tiny.jsonnet", "coref_f1", {}),
+    # (Batches of 2: the fixture's 8 reviews would make one batch of the config's 32, one step an
+    # epoch.)
+    "demo_sentiment": (PROJECT_ROOT / "downstream_configs" / "demo_sentiment_elmo_c.jsonnet",
+                       "accuracy", {"none": {"model.pre_encode_feedforward.input_dim": 16 + 16,
+                                             "data_loader.batch_size": 2},
+                                    "fasttext": {"model.pre_encode_feedforward.input_dim": 16,
+                                                 "data_loader.batch_size": 2}}),
+    "ner": (CONFIGS / "ner_elmo_c_tiny.jsonnet", "f1-measure-overall", {}),
+    "pos": (PROJECT_ROOT / "downstream_configs" / "pos_elmo_c.jsonnet", "accuracy", {}),
+    "snli": (CONFIGS / "snli_elmo_c_tiny.jsonnet", "accuracy", {}),
+    "srl": (CONFIGS / "srl_elmo_c_tiny.jsonnet", "f1-measure-overall", {}),
+    "sst5": (CONFIGS / "sst5_elmo_c_tiny.jsonnet", "accuracy", {}),
+    # The baseline's input is the fastText .bin, 300-d in the config and 16-d in the fixture.
+    "stsb": (PROJECT_ROOT / "downstream_configs" / "stsb_elmo_c.jsonnet", "accuracy",
+             {"none": {"model.encoder.input_size": TINY_ELMO_C_DIM},
+              "fasttext": {"model.encoder.input_size": TINY_ELMO_C_DIM}}),
+}  # fmt: skip
+
+
+def is_bilm(name: str) -> bool:
+    """A parameter of the pretrained biLM inside a task model (not its scalar mixes)."""
+    return "_elmo_c." in name and "scalar_mix" not in name
+
+
+@pytest.mark.parametrize("baseline", ["none", "fasttext"])
+@pytest.mark.parametrize("task", sorted(TRAINED))
+def test_task_config_learns(task, baseline, monkeypatch, tmp_path, demo_data_dir, elmo_c_archive):
+    """
+    The task config trains `EPOCHS` epochs (`EPOCHS_OF`) on its fixture (the same file as its
+    validation and test data), with the biLM ("none": no baseline) and with fastText alone, and
+    what a broken config would not do happens (`tests.helpers.LearningRecord` records it):
+    - the loss on the training data (in evaluation mode: no dropout) is lower after the last
+      epoch than after the first (not than before training: at their learning rates, the ESIM
+      configs are still about as far from the untrained model's loss as their first epoch's
+      dropout noise took them);
+    - every trainable parameter gets a non-zero gradient; nothing else gets one or changes;
+    - with the biLM: its parameters are in the model, frozen, and its scalar mixes learn; with
+      fastText alone, no biLM is in the model;
+    - the validation data are evaluated each epoch, and the test data at the end where the config
+      names them.
+    """
+    if task == "srl" and shutil.which("perl") is None:
+        pytest.skip("the SRL scorer needs perl")
+    config, metric, overrides = TRAINED[task]
+    if task == "demo_sentiment":
+        set_downstream_environment(monkeypatch, elmo_c_archive, baseline,
+                                   ELMO_C_DATA_DIR=str(demo_data_dir))  # fmt: skip
+    else:
+        set_task_environment(monkeypatch, tmp_path, task, elmo_c_archive, TINY_ELMO_C_DIM, baseline)
+    epochs = EPOCHS_OF.get(task, EPOCHS)
+    overrides = {**overrides.get(baseline, {}), "trainer.num_epochs": epochs}
+    # Every epoch runs (no early stop), and the best epoch's metrics are reported.
+    overrides["trainer.patience"] = None
+    metrics, record = train_recorded(config, tmp_path / "run", overrides)
+
+    assert len(record["losses"]) == len(record["epoch_losses"]) == epochs
+    assert record["epoch_losses"][-1] < record["epoch_losses"][0], record["epoch_losses"]
+    trainable, got_gradient = set(record["trainable"]), set(record["got_gradient"])
+    assert trainable and trainable - got_gradient == set(), "trainable, no gradient"
+    assert got_gradient - trainable == set(), "a gradient reached a frozen parameter"
+    assert set(record["changed"]) <= trainable, "a frozen parameter changed"
+    bilm = [name for name in record["parameters"] if is_bilm(name)]
+    if baseline == "none":
+        assert bilm and not trainable & set(bilm), "the biLM is not in the model, or not frozen"
+        assert any("scalar_mix" in name for name in got_gradient)
+    else:
+        assert bilm == [], "fastText alone, but the biLM is in the model"
+    assert metrics["epoch"] == epochs - 1 and 0.0 <= metrics[f"best_validation_{metric}"] <= 1.0
+    # A config with test data evaluates on it (`evaluate_on_test`); no other does.
+    has_test_data = bool(Params.from_file(str(config)).get("test_data_path", None))
+    assert (f"test_{metric}" in metrics) == has_test_data
+    assert 0.0 <= metrics.get(f"test_{metric}", 0.0) <= 1.0
 
 
 def set_task_environment(monkeypatch, tmp_path, task, archive, elmo_c_dim, baseline="none"):

@@ -4,7 +4,6 @@ tiny ELMo-C archive (16-d representations); every family is then trained one epo
 
 import json
 import math
-import subprocess
 import sys
 import tarfile
 
@@ -24,7 +23,7 @@ from allennlp_elmo_c.commands.convert_config import (
     load_stock_config,
 )
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.helpers import TINY_ELMO_C_DIM, train_config
+from tests.helpers import TINY_ELMO_C_DIM, run_plugin_command, train_config
 
 STOCK = FIXTURES_ROOT / "configs" / "stock"
 DATA = FIXTURES_ROOT / "data"
@@ -362,7 +361,7 @@ def test_command_line(elmo_c_archive, tmp_path):
     variables = [f"--ext-var={name}={EXT_VARS[name]}" for name in ("SNLI_TRAIN", "SNLI_DEV")]
     command = [sys.executable, "-m", "allennlp_elmo_c", "convert-config",
                str(STOCK / "esim_elmo.jsonnet"), str(elmo_c_archive), str(output), *variables]  # fmt: skip
-    result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    result = run_plugin_command(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "model.encoder.input_size: 1024 -> 16" in result.stdout
     assert "model.text_field_embedder.token_embedders.elmo: {type: elmo_token_embedder, ...} -> " \
@@ -380,12 +379,12 @@ def test_command_line_language_model_embedder(elmo_c_archive, tmp_path):
     command = [sys.executable, "-m", "allennlp_elmo_c", "convert-config",
                str(STOCK / "constituency_parser_transformer_elmo.jsonnet"), str(elmo_c_archive), str(output),
                *variables]  # fmt: skip
-    result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    result = run_plugin_command(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "model.encoder.input_size: 1074 -> 66" in result.stdout
     assert "dropped archive_file (" in result.stdout and "bos_eos_tokens (" in result.stdout
     assert "remove_bos_eos (" in result.stdout and "assumed 1024" in result.stdout
-    result = subprocess.run([*command, "--stock-dim", "1024"], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    result = run_plugin_command([*command, "--stock-dim", "1024"], cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "model.encoder.input_size: 1074 -> 66" in result.stdout and "assumed" not in result.stdout
 

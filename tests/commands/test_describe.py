@@ -37,7 +37,8 @@ def test_fields_match_the_fixture_config(elmo_c_archive, at_project_root):
         "recorded": RECORDED_FASTTEXT,
         "resolved": RECORDED_FASTTEXT,
         "resolves": True,
-        "text": info["fasttext"]["text"],
+        "text": f"{RECORDED_FASTTEXT} (recorded); resolves now to {RECORDED_FASTTEXT} "
+        "(the recorded path)",
     }
     # As experiments/quality/table2.py counts them: the loaded model's parameters that require grad.
     model = load_archive(str(elmo_c_archive)).model

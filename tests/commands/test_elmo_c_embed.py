@@ -1,5 +1,4 @@
 import json
-import subprocess
 import sys
 
 import h5py
@@ -13,7 +12,7 @@ from allennlp_elmo_c.commands import elmo_c_embed
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from tests import PROJECT_ROOT
-from tests.helpers import fasttext_ids
+from tests.helpers import fasttext_ids, run_plugin_command
 
 LINES = ["The council met on Friday .", "", "Storms closed schools", "Café 😀 日本語 naïve"]
 
@@ -90,7 +89,7 @@ def test_bad_arguments(elmo_c_archive, text_file, tmp_path):
 def test_command_line(elmo_c_archive, text_file, tmp_path):
     command = [sys.executable, "-m", "allennlp_elmo_c", "elmo-c-embed", str(elmo_c_archive)]
     command += [str(text_file), str(tmp_path / "cli.hdf5"), "--top", "--batch-size", "2"]
-    result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    result = run_plugin_command(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     with h5py.File(tmp_path / "cli.hdf5", "r") as hdf5:
         assert hdf5["2"].shape == (3, 16)

@@ -1,5 +1,4 @@
 import json
-import subprocess
 import sys
 
 import pytest
@@ -10,6 +9,7 @@ from allennlp.data import Vocabulary
 
 from allennlp_elmo_c.commands.train_bpe import train_bpe
 from tests import PROJECT_ROOT
+from tests.helpers import run_plugin_command
 
 SMALL = dict(vocab_size=100, min_frequency=1, show_progress=False)
 
@@ -129,7 +129,7 @@ def test_limit_alphabet_maps_rare_characters_to_unknown(varied_corpus, tmp_path)
 def test_cli_registered_with_allennlp(varied_corpus, tmp_path):
     command = [sys.executable, "-m", "allennlp_elmo_c", "train-bpe", str(varied_corpus)]
     command += [str(tmp_path / "cli"), "--vocab-size", "60", "--min-frequency", "2", "--quiet"]
-    result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    result = run_plugin_command(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert Tokenizer.from_file(str(tmp_path / "cli" / "tokenizer.json")).get_vocab_size() == 60
     assert (

@@ -1,4 +1,3 @@
-import subprocess
 import sys
 
 import fasttext
@@ -9,6 +8,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from tests import PROJECT_ROOT
+from tests.helpers import run_plugin_command
 
 SMALL = dict(dim=16, bucket=20_000, epoch=2, min_count=1, threads=2, verbose=0)
 
@@ -83,7 +83,7 @@ def test_cli_registered_with_allennlp(varied_corpus, tmp_path):
     command = [sys.executable, "-m", "allennlp_elmo_c", "train-fasttext", str(varied_corpus)]
     command += [str(tmp_path / "cli.bin"), "--dim", "8", "--bucket", "20000", "--min-count", "1"]
     command += ["--epoch", "1", "--quiet"]
-    result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    result = run_plugin_command(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert fasttext.load_model(str(tmp_path / "cli.bin")).get_dimension() == 8
 

@@ -37,13 +37,6 @@ class TestCrfTaggerWithElmoC(ModelTestCase):
         assert any("scalar_parameters" in name for name in trainable)
 
 
-@pytest.mark.parametrize("baseline", ["none", "fasttext"])
-def test_ner_config_trains_one_epoch(elmo_c_archive, monkeypatch, tmp_path, baseline):
-    set_ner_environment(monkeypatch, elmo_c_archive, baseline)
-    metrics = train_config(CONFIG, tmp_path / "run")
-    assert "best_validation_f1-measure-overall" in metrics
-
-
 def test_task_archive_predicts_after_the_bilm_archive_is_deleted(elmo_c_archive, monkeypatch, tmp_path):
     import shutil
 

@@ -1,4 +1,6 @@
+import sys
 import threading
+import time
 
 import pytest
 import torch
@@ -48,26 +50,53 @@ def test_gpu_tensors_are_not_pooled():
     assert pool.idle_bytes() == 0
 
 
+TAKES = 200  # per worker
+
+
 def test_taking_buffers_from_threads_hands_each_out_once():
+    """Four threads take and give back buffers at once: no buffer is handed to a thread while
+    another one holds it. Each worker holds its buffer across a sleep (the others run then), and
+    the interpreter switches threads every microsecond (inside `empty` too). The workers only
+    record what they see; the checks run here, in the test's own thread (an assertion failing
+    inside a worker would end only that thread)."""
     pool = BufferPool()
     like = torch.zeros(1)
-    taken, lock = [], threading.Lock()
+    holders, lock = {}, threading.Lock()  # data_ptr -> the worker holding that buffer
+    clashes, taken, errors = [], [], []
+    start = threading.Barrier(4)
 
-    def work():
-        for _ in range(50):
-            buffer = pool.empty((1000,), like)
-            with lock:
-                addresses = [b.data_ptr() for b in taken]
-                assert buffer.data_ptr() not in addresses
-                taken.append(buffer)
-            with lock:
-                taken.remove(buffer)
+    def work(worker):
+        try:
+            start.wait()
+            for _ in range(TAKES):
+                buffer = pool.empty((1000,), like)
+                with lock:
+                    if buffer.data_ptr() in holders:
+                        clashes.append((worker, holders[buffer.data_ptr()]))
+                    holders[buffer.data_ptr()] = worker
+                    taken.append(worker)
+                time.sleep(0.0002)  # held while the other workers take theirs
+                with lock:
+                    if holders.get(buffer.data_ptr()) == worker:
+                        del holders[buffer.data_ptr()]
+                del buffer  # free again only now: the pool may hand it to another worker
+        except BaseException as error:  # noqa: BLE001  (re-raised below, in the test's thread)
+            errors.append(error)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    threads = [threading.Thread(target=work, args=(index,)) for index in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    if errors:
+        raise errors[0]
+    assert clashes == [], f"a buffer was handed to a worker while another held it: {clashes[:5]}"
+    assert sorted(taken) == sorted(list(range(4)) * TAKES)  # every worker took all its buffers
 
 
 def _layer():

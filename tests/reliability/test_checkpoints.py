@@ -1,10 +1,16 @@
 """
-Checkpoints that survive the crash that interrupts them. `allennlp train` on the demo config
-(tiny sizes, a checkpoint every 2 batches, as `test_crash_resume.py`) is interrupted while it
-writes a file: the disk fills up in the middle of a checkpoint, a SIGKILL lands in the middle of
-`torch.save` or of writing `model.tar.gz`; or the newest checkpoint is truncated afterwards. In
-each case nothing that looks finished is left half-written, `allennlp train --recover` resumes
-from the last intact state, and the run ends with exactly the weights of an uninterrupted run.
+Crash and resume, and checkpoints that survive the crash that interrupts them. `allennlp train`
+on the demo config (tiny sizes, a checkpoint every 2 batches) is killed with SIGKILL in the middle
+of an epoch, and `allennlp train --recover` resumes from the last mid-epoch checkpoint and
+finishes with the result of an uninterrupted run with the same seed: the weights bit for bit and
+the metrics exactly (the `rng_state` callback restores the dropout generator; AllenNLP replays the
+data order). The kill is a real SIGKILL (no cleanup, no atexit), sent by the training process to
+itself from a test-only callback at a fixed batch, so the test is deterministic. Then the run is
+interrupted while it writes a file: the disk fills up in the middle of a checkpoint, a SIGKILL
+lands in the middle of `torch.save` or of writing `model.tar.gz`; or the newest checkpoint is
+truncated afterwards. In each case nothing that looks finished is left half-written, `--recover`
+resumes from the last intact state, and the run ends with exactly the weights of an uninterrupted
+run. (test_crash_resume.py shows that without `rng_state` a resumed run differs.)
 
 The faults are injected in the training process by a test-only callback (`write_faults`) named
 in the config, driven by `$ELMO_C_TEST_WRITE_FAULT` ("<enospc|sigkill>:<part of the file name>").
@@ -12,6 +18,7 @@ in the config, driven by `$ELMO_C_TEST_WRITE_FAULT` ("<enospc|sigkill>:<part of 
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -114,6 +121,22 @@ def reference(data, tmp_path_factory):
     return run
 
 
+@pytest.fixture(scope="module")
+def killed_at_batch_5(data, tmp_path_factory):
+    """A run SIGKILLed at batch 5 of epoch 0 (the dotted spelling), after the checkpoint at batch
+    4; read only: a test recovers a copy (`copy_of`)."""
+    run = tmp_path_factory.mktemp("killed") / "run"
+    crashed = train(data, run, kill_at=5)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    assert "is not an atomic checkpointer" not in crashed.stderr
+    return run
+
+
+def copy_of(run, target):
+    shutil.copytree(run, target)
+    return target
+
+
 def temporaries(run):
     return sorted(path.name for path in run.iterdir() if path.name.endswith(".tmp"))
 
@@ -153,12 +176,33 @@ def test_disk_full_during_a_checkpoint(data, reference, tmp_path):
     recover_and_compare(data, run, reference, "model_state_e0_b2.th")
 
 
+def test_sigkill_mid_epoch_then_recover_equals_an_uninterrupted_run(
+    data, reference, killed_at_batch_5, tmp_path
+):
+    run = copy_of(killed_at_batch_5, tmp_path / "run")
+    # Killed inside epoch 0 after the checkpoint at batch 4: nothing of the epoch's end exists.
+    assert (run / "model_state_e0_b4.th").is_file()
+    assert not (run / "metrics_epoch_0.json").exists()
+    assert not (run / "model.tar.gz").exists()
+    recover_and_compare(data, run, reference, "model_state_e0_b4.th")  # the weights, bit for bit
+    assert "rng_state: random generator states restored" in (run / "out.log").read_text()
+    expected = json.loads((reference / "metrics.json").read_text())
+    actual = json.loads((run / "metrics.json").read_text())
+    assert actual["epoch"] == expected["epoch"] == 1
+    for name, value in expected.items():
+        if "loss" in name or "cosine" in name or "accuracy" in name:
+            assert actual[name] == value, name  # tolerance: none (same floats)
+
+
 @pytest.mark.parametrize("spelling", sorted(EVERY_2_BATCHES))
-def test_truncated_newest_checkpoint(data, reference, tmp_path, spelling):
+def test_truncated_newest_checkpoint(data, reference, killed_at_batch_5, tmp_path, spelling):
     run = tmp_path / "run"
-    crashed = train(data, run, kill_at=5, spelling=spelling)
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
-    assert "is not an atomic checkpointer" not in crashed.stderr
+    if spelling == "dotted":
+        copy_of(killed_at_batch_5, run)
+    else:
+        crashed = train(data, run, kill_at=5, spelling=spelling)
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+        assert "is not an atomic checkpointer" not in crashed.stderr
     for name in ("model_state_e0_b4.th", "training_state_e0_b4.th"):
         os.truncate(run / name, 100)  # as a kill in the middle of a plain torch.save leaves it
     log = recover_and_compare(data, run, reference, "model_state_e0_b2.th", spelling)

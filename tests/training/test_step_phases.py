@@ -17,7 +17,45 @@ from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.training.step_phases import RESULT_FILE, StepPhases
 
+from allennlp_elmo_c.training import step_phases
+
 FORWARD_SLEEP, BACKWARD_SLEEP, OPTIMIZER_SLEEP = 0.03, 0.05, 0.02
+STEP = FORWARD_SLEEP + BACKWARD_SLEEP + OPTIMIZER_SLEEP  # all the time a toy step takes
+_sleep = time.sleep  # the toy's sleeps; the `clock` fixture's fake clock replaces it
+
+
+class FakeClock:
+    """A clock that moves only when the toy sleeps: `step_phases` reads it, so every phase is
+    exactly the sleeps that happened in it, whatever else the machine is doing."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(params=["fake", "real"])
+def clock(request, monkeypatch):
+    """"fake": `step_phases` and the toy share a `FakeClock` (exact phases); "real": real sleeps
+    on the real clock, where only lower bounds hold (a busy machine adds time anywhere)."""
+    if request.param == "fake":
+        fake = FakeClock()
+        monkeypatch.setattr(step_phases, "time", fake)  # the module's `time.perf_counter()`
+        monkeypatch.setattr(f"{__name__}._sleep", fake.sleep)
+    return request.param
+
+
+def assert_seconds(found: float, expected: float, clock: str, name: str = "") -> None:
+    """`found` is `expected` seconds (fake clock), or at least that (real clock: no upper
+    bound, the machine may be busy)."""
+    if clock == "fake":
+        assert found == pytest.approx(expected, abs=1e-9), name
+    else:
+        assert found >= expected, name
 
 
 class _SlowBackward(torch.autograd.Function):
@@ -27,7 +65,7 @@ class _SlowBackward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        time.sleep(BACKWARD_SLEEP)
+        _sleep(BACKWARD_SLEEP)
         return grad
 
 
@@ -39,7 +77,7 @@ class _Slow(torch.nn.Module):
         self.linear = torch.nn.Linear(4, 4)
 
     def forward(self, x):
-        time.sleep(FORWARD_SLEEP)
+        _sleep(FORWARD_SLEEP)
         return _SlowBackward.apply(self.linear(x))
 
 
@@ -59,7 +97,7 @@ class _Toy(Model):
 
 class _SlowSGD(torch.optim.SGD):
     def step(self, closure=None):
-        time.sleep(OPTIMIZER_SLEEP)
+        _sleep(OPTIMIZER_SLEEP)
         return super().step(closure)
 
 
@@ -95,25 +133,30 @@ class _ExtraForward(TrainerCallback):
                 trainer.model(**batch_inputs[0])
 
 
-def test_each_phase_gets_the_time_spent_in_it(tmp_path):
+def test_each_phase_gets_the_time_spent_in_it(tmp_path, clock):
     """Known sleeps in a submodule's forward, its backward and the optimizer step land in their
-    phases (a module of a ModuleDict is a part of its own), and the phases add up to the
-    steps."""
+    phases (a module of a ModuleDict is a part of its own), nothing else takes time, and the
+    phases add up to the step: on the fake clock exactly, on the real one at least."""
     _train(tmp_path, StepPhases(str(tmp_path), skip=2, batches=5))
     result = json.loads((tmp_path / RESULT_FILE).read_text())
     phases = result["mean_seconds"]
     assert result["batches"] == 5
-    assert FORWARD_SLEEP <= phases["forward slow"] < FORWARD_SLEEP + 0.02
-    assert BACKWARD_SLEEP <= phases["backward slow"] < BACKWARD_SLEEP + 0.02
-    assert OPTIMIZER_SLEEP <= phases["after backward"] < OPTIMIZER_SLEEP + 0.02
+    assert_seconds(phases["forward slow"], FORWARD_SLEEP, clock, "forward slow")
+    assert_seconds(phases["backward slow"], BACKWARD_SLEEP, clock, "backward slow")
+    assert_seconds(phases["after backward"], OPTIMIZER_SLEEP, clock, "after backward")
     # The dropout of 0 passes the slow module's output on: its backward is still the slow one's.
     assert "backward keep" not in phases
-    for name in ("forward embed", "forward heads.forward_lm", "backward heads.forward_lm",
-                 "backward embed", "forward keep",
-                 "data and trainer", "between forward and backward"):  # fmt: skip
-        assert 0 <= phases[name] < 0.01, name
+    assert set(phases) == {
+        "forward slow", "backward slow", "after backward", "forward embed", "forward keep",
+        "forward heads.forward_lm", "backward heads.forward_lm", "backward embed",
+        "data and trainer", "between forward and backward", "forward, model's own code",
+        "backward, before the submodules",
+    }  # fmt: skip
+    for name in set(phases) - {"forward slow", "backward slow", "after backward"}:
+        assert_seconds(phases[name], 0.0, clock, name)
     assert sum(phases.values()) == pytest.approx(result["mean_step_seconds"], rel=1e-6)
-    assert FORWARD_SLEEP + BACKWARD_SLEEP + OPTIMIZER_SLEEP <= result["median_step_seconds"]
+    assert_seconds(result["mean_step_seconds"], STEP, clock, "mean step")
+    assert_seconds(result["median_step_seconds"], STEP, clock, "median step")
     assert result["tokens_per_step"] > 0
 
 
@@ -124,16 +167,21 @@ def test_it_measures_once_and_then_leaves_the_model_alone(tmp_path):
     assert not _hooked(model) and callback._watched == {}
 
 
-def test_a_step_with_another_forward_is_left_out(tmp_path):
+def test_a_step_with_another_forward_is_left_out(tmp_path, clock):
     """A callback's extra forward in a step would be timed as data or optimizer: such steps are
-    counted as unmeasured, the others keep their phases."""
+    counted as unmeasured, the others keep their phases (the extra forward's sleep is in none of
+    them)."""
     callback = StepPhases(str(tmp_path), skip=1, batches=100)
     _train(tmp_path, callback, others=[_ExtraForward(str(tmp_path))])
     result = json.loads((tmp_path / RESULT_FILE).read_text())
     # Batches 2-8 but 5 (an epoch's first) are candidates; 2, 4, 6 and 8 had two forwards.
     assert result["unmeasured"] == 4 and result["batches"] == 2
-    assert BACKWARD_SLEEP <= result["mean_seconds"]["backward slow"] < BACKWARD_SLEEP + 0.02
-    assert OPTIMIZER_SLEEP <= result["mean_seconds"]["after backward"] < OPTIMIZER_SLEEP + 0.02
+    phases = result["mean_seconds"]
+    assert_seconds(phases["forward slow"], FORWARD_SLEEP, clock, "forward slow")
+    assert_seconds(phases["backward slow"], BACKWARD_SLEEP, clock, "backward slow")
+    assert_seconds(phases["after backward"], OPTIMIZER_SLEEP, clock, "after backward")
+    assert_seconds(phases["data and trainer"], 0.0, clock, "data and trainer")
+    assert_seconds(result["mean_step_seconds"], STEP, clock, "mean step")
 
 
 def test_nothing_is_written_for_a_short_or_failed_run_and_no_hook_stays(tmp_path):

