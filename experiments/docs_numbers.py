@@ -8,7 +8,11 @@ so that a number has one source:
   snapshot's linear probes, and each system against the cosine), extracted once from QUALITY.md's
   tables, which stay the record (a test checks that the two agree);
 - `experiments/demo/result.json`: what the last `make demo` printed (a copy of its
-  `data/runs/result.json`).
+  `data/runs/result.json`);
+- `experiments/speed/precision/*_end_to_end.json`: whole training steps in float32 and bfloat16
+  against the peer (`python -m experiments.speed.run ... --e2e-precisions ... --out`);
+- `experiments/quality/precision.json`: float32 against bfloat16 pretraining and downstream
+  (`python -m experiments.quality.precision ... --summary`).
 
 A rendered number sits between markers, over several lines or inside a sentence:
 
@@ -25,6 +29,7 @@ import argparse
 import json
 import math
 import re
+import statistics
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -36,6 +41,10 @@ DOCUMENTS = ["README.md"] + sorted(
 WINS = PROJECT / "experiments" / "quality" / "where_elmo_c_wins.json"
 SCREEN = PROJECT / "experiments" / "quality" / "where_elmo_c_wins_screen.json"
 DEMO = PROJECT / "experiments" / "demo" / "result.json"
+# Whole steps by precision, one file per machine: the GPU's first, then one CPU core's.
+PRECISION_SPEED = [PROJECT / "experiments" / "speed" / "precision" / name
+                   for name in ("h200_end_to_end.json", "cpu_core_end_to_end.json")]  # fmt: skip
+PRECISION_QUALITY = PROJECT / "experiments" / "quality" / "precision.json"
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 
 TASK_NAMES = {"ner": "NER, UNER EWT (F1)", "pos": "POS, Brown held-out genres",
@@ -306,6 +315,63 @@ def demo_machine() -> str:
             f"pretrained in {result['precision']}")
 
 
+def precision_speed_table() -> str:
+    """Whole paper-size training steps of ELMo-C in bfloat16 against its own float32 (and TF32 on
+    a GPU) and against the float32 peer, from one run per machine: the ratio of the median steps
+    and its range over the repeats."""
+    lines = ["| machine | batch | ELMo-C float32 tok/s | ELMo-C bfloat16 tok/s | bfloat16 / float32 "
+             "| bfloat16 / TF32 | bfloat16 / float32 peer |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for path in PRECISION_SPEED:
+        data = load(path)
+        machine = data["machine"]
+        where = machine["gpu"] if machine.get("gpu") else f"{machine['cpu']}, one core"
+        rows = [r for r in data["sections"]["end_to_end"] if r["size"] == "paper"]
+        for batch in sorted({r["batch"] for r in rows}):
+            found = {}
+            for row in (r for r in rows if r["batch"] == batch):
+                kind = "peer" if row["model"].startswith("peer") else row.get("precision", "float32")
+                found[kind] = row
+
+            def ratio(kind: str) -> str:
+                row = found.get(kind)
+                if row is None or row.get("bfloat16_speedup") is None:
+                    return "-"
+                low, high = row["bfloat16_speedup_range"]
+                return f"{row['bfloat16_speedup']:.2f}x ({low:.2f}-{high:.2f})"
+
+            lines.append(f"| {where} | {batch} | {found['float32']['tokens_per_s']:,.0f} | "
+                         f"{found['bfloat16']['tokens_per_s']:,.0f} | {ratio('float32')} | "
+                         f"{ratio('tf32')} | {ratio('peer')} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def seeds(values: Sequence[float], scale: float) -> dict:
+    values = [scale * v for v in values]
+    return {"mean": statistics.mean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values)}  # fmt: skip
+
+
+def precision_quality_table() -> str:
+    """bfloat16 pretraining against float32 (experiments/quality/precision.py): the last
+    validation of each pretraining seed and the downstream test scores of every task run, mean ±
+    std, and the difference with its verdict (beyond twice its standard error, or within)."""
+    data = load(PRECISION_QUALITY)
+    lines = ["| measure | float32 | bfloat16 | bfloat16 - float32 |", "|---|---|---|---|"]
+    measures = [(f"validation {key.replace('_', ' ')}", 1.0, 4,
+                 {p: [run["curve"][-1][key] for run in runs] for p, runs in data["pretraining"].items()})
+                for key in ("loss", "forward_cosine", "backward_cosine")]  # fmt: skip
+    for task, by_precision in data["downstream"].items():
+        measures.append((f"{SHORT_TASK_NAMES.get(task, task)} test", 100.0, 2,
+                         {p: found["test"] for p, found in by_precision.items()}))  # fmt: skip
+    for label, scale, digits, values in measures:
+        mine, theirs = seeds(values["bfloat16"], scale), seeds(values["float32"], scale)
+        found, spread = difference(mine, theirs)
+        lines.append(f"| {label} | {theirs['mean']:.{digits}f} ± {theirs['std']:.{digits}f} (n={theirs['n']}) "
+                     f"| {mine['mean']:.{digits}f} ± {mine['std']:.{digits}f} (n={mine['n']}) "
+                     f"| {found:+.{digits}f} (spread {spread:.{digits}f}): {verdict(mine, theirs)} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")
 SENTIMENT = ("sst5", "sentiment")
 BLOCKS: Dict[str, Callable[[], str]] = {
@@ -331,6 +397,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "losses-table": losses_table,
     "demo-result": demo_result,
     "demo-machine": demo_machine,
+    "precision-speed": precision_speed_table,
+    "precision-quality": precision_quality_table,
 }
 
 
