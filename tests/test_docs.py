@@ -51,7 +51,7 @@ RUN_ELSEWHERE = {
 }
 PARSE_ONLY = {
     "install": "installs about 6 GB from PyPI into .venv; `make test` (CI) runs the install itself",
-    "two-commands": "`make demo` downloads its data and trains for about 13 minutes; `make test` "
+    "two-commands": "`make demo` downloads its data and trains for about 20 minutes; `make test` "
     "is the whole suite, this test among it",
     "paper-pretraining": "the 1B Word Benchmark, cc.en.300.bin (7 GB) and days on a GPU",
     "demo-pretraining": "the demo data, built from downloads (the reliability tests train the "
