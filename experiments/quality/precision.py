@@ -87,6 +87,7 @@ def summary(args, pretrained: Dict[str, List[dict]], scores: Dict[str, Dict[str,
     and final validation metrics, and per task the test and dev scores of every run."""
     return {
         "command": command, "machine": quality.machine(), "tokens": args.tokens,
+        "tasks": args.tasks, "task_seeds": args.seeds,
         "pretraining": {precision: [{key: run[key] for key in ("tokens", "training_seconds", "tokens_per_second", "curve")}
                                     for run in runs] for precision, runs in pretrained.items()},  # fmt: skip
         "downstream": scores,
@@ -109,31 +110,34 @@ def render(args, data: dict) -> str:
         for key in CURVE:
             for precision in PRECISIONS:
                 values = [run["curve"][point][key] for run in pretraining.get(precision, [])]
-                cells.append(quality.mean_std(values, scale=1.0).replace(" (n=", " (n=") if values else "-")
+                cells.append(quality.mean_std(values, scale=1.0, digits=4))
         tokens = pretraining[PRECISIONS[0]][0]["curve"][point]["tokens"]
-        lines.append(f"| {tokens / 1e6:.2f}M | " + " | ".join(cells) + " |")
+        shown = f"{tokens / 1e6:.2f}M" if tokens >= 100_000 else f"{tokens:,}"
+        lines.append(f"| {shown} | " + " | ".join(cells) + " |")
     lines += ["", "At the end, bfloat16 against float32 (the difference of the means, twice its "
               "standard error over the seeds):", "",
               "| measure | float32 | bfloat16 | bfloat16 - float32 |", "|---|---|---|---|"]  # fmt: skip
 
-    def row(label: str, by_precision: Dict[str, List[float]], scale: float) -> str:
-        cells = [quality.mean_std(by_precision.get(p, []), scale=scale) for p in PRECISIONS]
+    def row(label: str, by_precision: Dict[str, List[float]], scale: float, digits: int = 2) -> str:
+        cells = [quality.mean_std(by_precision.get(p, []), scale=scale, digits=digits) for p in PRECISIONS]
         found = spread([v * scale for v in by_precision.get("bfloat16", [])],
                        [v * scale for v in by_precision.get("float32", [])])  # fmt: skip
-        against = "-" if found is None else (f"{found['difference']:+.4f} (± {found['twice_se']:.4f}) "
+        against = "-" if found is None else (f"{found['difference']:+.{digits}f} (± {found['twice_se']:.{digits}f}) "
                                              f"{found['verdict']}")  # fmt: skip
         return f"| {label} | " + " | ".join(cells) + f" | {against} |"
 
     for key in CURVE:
         values = {p: [run["curve"][-1][key] for run in runs] for p, runs in pretraining.items()}
-        lines.append(row(f"validation {key.replace('_', ' ')}", values, 1.0))
+        lines.append(row(f"validation {key.replace('_', ' ')}", values, 1.0, digits=4))
     for task, by_precision in data["downstream"].items():
         label = quality.TASKS[task][2]
         lines.append(row(f"{label}, test", {p: s["test"] for p, s in by_precision.items()}, 100.0))
         lines.append(row(f"{label}, dev", {p: s["dev"] for p, s in by_precision.items()}, 100.0))
     speed = {p: [run["tokens_per_second"] for run in runs] for p, runs in pretraining.items()}
-    lines.append(row("pretraining tokens/s (one thread, cores shared by two runs)", speed, 1.0))
-    lines += ["", "Downstream cells pool the task seeds of both pretraining seeds.", END]
+    lines.append(row("pretraining tokens/s (one thread, cores shared by two runs)", speed, 1.0, digits=0))
+    tasks = ", ".join(quality.TASKS[task][2] for task in data["tasks"])
+    lines += ["", f"Downstream: {tasks}, {data['task_seeds']} task seeds per biLM; each cell pools "
+              "the task seeds of both pretraining seeds.", END]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -49,13 +49,13 @@ def mean_and_std(values: Sequence[float], scale: float = 100.0) -> Tuple[float, 
     return mean, statistics.stdev(values) * scale if len(values) > 1 else 0.0
 
 
-def mean_std(values: Sequence[float], scale: float = 100.0) -> str:
+def mean_std(values: Sequence[float], scale: float = 100.0, digits: int = 2) -> str:
     if not values:
         return "-"
     mean, std = mean_and_std(values, scale)
     if len(values) == 1:  # one run has no spread to show
-        return f"{mean:.2f} (n=1)"
-    return f"{mean:.2f} ± {std:.2f} (n={len(values)})"
+        return f"{mean:.{digits}f} (n=1)"
+    return f"{mean:.{digits}f} ± {std:.{digits}f} (n={len(values)})"
 
 
 def partial_note(finished: int, expected: int) -> List[str]:
