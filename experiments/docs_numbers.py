@@ -9,7 +9,7 @@ so that a number has one source:
   tables, which stay the record (a test checks that the two agree);
 - `experiments/demo/result.json`: what the last `make demo` printed (a copy of its
   `data/runs/result.json`);
-- `experiments/speed/precision/*_end_to_end.json`: whole training steps in float32 and bfloat16
+- `experiments/speed/precision/*_end_to_end*.json`: whole training steps in float32 and bfloat16
   against the peer (`python -m experiments.speed.run ... --e2e-precisions ... --out`);
 - `experiments/quality/precision.json`: float32 against bfloat16 pretraining and downstream
   (`python -m experiments.quality.precision ... --summary`).
@@ -41,9 +41,11 @@ DOCUMENTS = ["README.md"] + sorted(
 WINS = PROJECT / "experiments" / "quality" / "where_elmo_c_wins.json"
 SCREEN = PROJECT / "experiments" / "quality" / "where_elmo_c_wins_screen.json"
 DEMO = PROJECT / "experiments" / "demo" / "result.json"
-# Whole steps by precision, one file per machine: the GPU's first, then one CPU core's.
+# Whole steps by precision, one run each: the GPU's, then one CPU core's at batch 16 and at 64
+# (one process each: batch 64's peer does not fit in 24 GB beside batch 16's models).
 PRECISION_SPEED = [PROJECT / "experiments" / "speed" / "precision" / name
-                   for name in ("h200_end_to_end.json", "cpu_core_end_to_end.json")]  # fmt: skip
+                   for name in ("h200_end_to_end.json", "cpu_core_end_to_end_b16.json",
+                                "cpu_core_end_to_end_b64.json")]  # fmt: skip
 PRECISION_QUALITY = PROJECT / "experiments" / "quality" / "precision.json"
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 

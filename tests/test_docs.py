@@ -57,6 +57,8 @@ PARSE_ONLY = {
     "demo-pretraining": "the demo data, built from downloads (the reliability tests train the "
     "demo config on fixtures)",
     "gpu-tf32": "a GPU and the paper-size data",
+    "precision-quality": "four demo-size pretraining runs and eight NER runs: hours on 2 cores "
+    "(tests/experiments/quality/test_precision.py runs it at fixture size)",
     "distributed": "several GPUs or machines, the paper-size model (tests/reliability/"
     "test_distributed.py trains the demo config on 2 gloo processes, test_several_nodes.py the "
     "paper config at fixture size as 2 nodes on one host)",
