@@ -24,13 +24,13 @@ Steps under OUT/steps:
 import argparse
 import json
 import logging
-import statistics
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from experiments.common.timing import replace_section
 from experiments.quality import table2 as quality
 from experiments.quality.pretraining import pretrain_overrides
+from experiments.quality.report import downstream_difference
 
 BEGIN, END = "<!-- precision:begin -->", "<!-- precision:end -->"
 PRECISIONS = ("float32", "bfloat16")
@@ -69,16 +69,6 @@ def pretrain_step(args, precision: str, seed: int, corpus: dict, vectors: dict) 
     return {"archive": str((run / "model.tar.gz").resolve()), "tokens": batches * quality.BATCH * quality.WINDOW,
             "training_seconds": seconds, "tokens_per_second": batches * quality.BATCH * quality.WINDOW / seconds,
             "curve": curve}  # fmt: skip
-
-
-def spread(mine: Sequence[float], theirs: Sequence[float]) -> Optional[dict]:
-    """The difference of two means and twice its standard error, 2 sqrt(s1^2/n1 + s2^2/n2)."""
-    if len(mine) < 2 or len(theirs) < 2:
-        return None
-    difference = statistics.mean(mine) - statistics.mean(theirs)
-    error = 2 * (statistics.variance(mine) / len(mine) + statistics.variance(theirs) / len(theirs)) ** 0.5
-    verdict = "ahead" if difference > error else "behind" if difference < -error else "within the spread"
-    return {"difference": difference, "twice_se": error, "verdict": verdict}
 
 
 def summary(args, pretrained: Dict[str, List[dict]], scores: Dict[str, Dict[str, Dict[str, List[float]]]],
@@ -120,9 +110,9 @@ def render(args, data: dict) -> str:
 
     def row(label: str, by_precision: Dict[str, List[float]], scale: float, digits: int = 2) -> str:
         cells = [quality.mean_std(by_precision.get(p, []), scale=scale, digits=digits) for p in PRECISIONS]
-        found = spread([v * scale for v in by_precision.get("bfloat16", [])],
+        found = downstream_difference([v * scale for v in by_precision.get("bfloat16", [])],
                        [v * scale for v in by_precision.get("float32", [])])  # fmt: skip
-        against = "-" if found is None else (f"{found['difference']:+.{digits}f} (± {found['twice_se']:.{digits}f}) "
+        against = "-" if found is None else (f"{found['difference']:+.{digits}f} (± {found['spread']:.{digits}f}) "
                                              f"{found['verdict']}")  # fmt: skip
         return f"| {label} | " + " | ".join(cells) + f" | {against} |"
 

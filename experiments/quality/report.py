@@ -6,7 +6,7 @@ deviation over seeds, beside the paper's Table 2.
 import os
 import platform
 import statistics
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from experiments.quality.pretraining import SYSTEMS
 from experiments.quality.steps import BATCH, WINDOW
@@ -127,3 +127,15 @@ def render(args, results: dict) -> str:
     lines += ["", "Step timings (seconds): " + ", ".join(
         f"{name} {seconds_:.0f}" for name, seconds_ in results["timings"].items())]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def downstream_difference(mine: Sequence[float], theirs: Sequence[float]) -> Optional[dict]:
+    """The difference of two systems' mean scores over their seeds, and its spread: twice
+    the standard error of that difference (Welch's, sqrt(s1^2 / n1 + s2^2 / n2)), about a 95%
+    interval. None without two seeds on each side (no spread to compare against)."""
+    if len(mine) < 2 or len(theirs) < 2:
+        return None
+    difference = statistics.mean(mine) - statistics.mean(theirs)
+    spread = 2 * (statistics.variance(mine) / len(mine) + statistics.variance(theirs) / len(theirs)) ** 0.5
+    verdict = "ahead" if difference > spread else "behind" if difference < -spread else "within the spread"
+    return {"difference": difference, "spread": spread, "verdict": verdict}

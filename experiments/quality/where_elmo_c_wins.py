@@ -62,6 +62,7 @@ from allennlp_elmo_c.commands import probe_screen
 from experiments.quality import table2 as quality
 from experiments.quality import per_minute as quality_per_minute
 from experiments.common.timing import replace_section
+from experiments.quality.report import downstream_difference
 
 logger = logging.getLogger("where_elmo_c_wins")
 
@@ -538,20 +539,6 @@ def decision_lines(args, pretrained: Dict[str, dict], screen: Dict[Tuple[str, st
             "on none:", "", *said, "",
             f"The default pretraining loss: {LABELS[default][1]}"
             + (" (more than one loss qualifies: choose between them by hand)." if len(chosen) > 1 else ".")]  # fmt: skip
-
-
-def downstream_difference(mine: Sequence[float], theirs: Sequence[float]) -> Optional[dict]:
-    """The difference of two systems' mean test scores over their seeds, and its spread: twice
-    the standard error of that difference (Welch's, sqrt(s1^2 / n1 + s2^2 / n2)), about a 95%
-    interval. None without two seeds on each side (no spread to compare against)."""
-    import statistics
-
-    if len(mine) < 2 or len(theirs) < 2:
-        return None
-    difference = statistics.mean(mine) - statistics.mean(theirs)
-    spread = 2 * (statistics.variance(mine) / len(mine) + statistics.variance(theirs) / len(theirs)) ** 0.5
-    verdict = "ahead" if difference > spread else "behind" if difference < -spread else "within the spread"
-    return {"difference": difference, "spread": spread, "verdict": verdict}
 
 
 def downstream_comparisons(args, systems: Sequence[str], tasks: Sequence[str],

@@ -1,7 +1,7 @@
 """`experiments/quality/precision.py`: float32 against bfloat16 pretraining, end to end at fixture
-size (plumbing, the curve, the report and its JSON), and its verdict's arithmetic written out."""
+size (plumbing, the curve, the report and its JSON). Its verdicts are `report.downstream_difference`,
+written out in test_where_elmo_c_wins.py."""
 import json
-import math
 
 import pytest
 import torch
@@ -11,18 +11,6 @@ from experiments import docs_numbers
 from experiments.quality import precision
 from tests import FIXTURES_ROOT
 from tests.experiments.quality.pipeline_fixtures import TINY_SYSTEMS
-
-
-def test_spread_is_twice_the_standard_error_of_the_difference():
-    # Means 3 and 1; sample variances (n - 1 in the denominator) 2 and 4, two runs each:
-    # 2 sqrt(2/2 + 4/2) = 3.46 > 2, within.
-    found = precision.spread([2.0, 4.0], [1 - 2**0.5, 1 + 2**0.5])
-    assert found["difference"] == pytest.approx(2.0)
-    assert found["twice_se"] == pytest.approx(2 * math.sqrt(2 / 2 + 4 / 2))
-    assert found["verdict"] == "within the spread"
-    assert precision.spread([10.0, 10.2], [1.0, 1.2])["verdict"] == "ahead"
-    assert precision.spread([1.0, 1.2], [10.0, 10.2])["verdict"] == "behind"
-    assert precision.spread([1.0], [1.0, 2.0]) is None  # one run has no spread
 
 
 def test_both_precisions_pretrain_on_the_same_tokens_and_report(tmp_path, inputs, in_process,
