@@ -20,6 +20,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import h5py
 import numpy as np
+import pytest
 import torch
 from scipy.special import logsumexp
 
@@ -29,7 +30,15 @@ from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 from allennlp.modules.token_embedders import Embedding
 from allennlp.training.callbacks.callback import TrainerCallback
 
+from allennlp_elmo_c.nn.products import bfloat16_unsupported
 from tests import FIXTURES_ROOT, PROJECT_ROOT
+
+# Training in bfloat16 is refused where the CPU has no fast bfloat16 products (no AVX-512: AMD
+# Zen 1-3, Intel client CPUs); tests that train or time in it skip there with the refusal's reason.
+NO_FAST_BFLOAT16 = bfloat16_unsupported(torch.device("cpu"))
+needs_fast_bfloat16 = pytest.mark.skipif(
+    NO_FAST_BFLOAT16 is not None, reason=f"bfloat16 training is refused here: {NO_FAST_BFLOAT16}"
+)
 
 LM_DATA = FIXTURES_ROOT / "data" / "lm"
 SENTENCES = LM_DATA / "sentences.txt"  # the fixture LM corpus

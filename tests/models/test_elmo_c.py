@@ -10,7 +10,7 @@ from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
 from tests import FIXTURES_ROOT
-from tests.helpers import overfit
+from tests.helpers import needs_fast_bfloat16, overfit
 
 CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
 DATA = FIXTURES_ROOT / "data" / "lm" / "sentences.txt"
@@ -123,6 +123,7 @@ class TestElmoC(ModelTestCase):
         assert embedder._fasttext.path == moved.resolve()
 
 
+    @needs_fast_bfloat16
     def test_bfloat16_precision_runs_forward_under_autocast_and_encode_in_float32(self):
         """`precision: "bfloat16"`: `forward` (training and evaluation) runs under CPU
         bfloat16 autocast, so the encoder's products are bfloat16 (the loss moves by a
@@ -157,6 +158,7 @@ class TestElmoC(ModelTestCase):
         layers = model.encode(embeddings, get_text_field_mask(tensors["tokens"]))
         assert seen[-1] == torch.float32 and all(layer.dtype == torch.float32 for layer in layers)
 
+    @needs_fast_bfloat16
     def test_bfloat16_precision_trains_saves_and_loads(self):
         """`allennlp train` with the setting (on CPU, where AllenNLP's use_amp refuses), the
         archive records it (`describe`, the model card), and the loaded biLM embeds in

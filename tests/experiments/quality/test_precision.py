@@ -3,21 +3,16 @@ size (plumbing, the curve, the report and its JSON). Its verdicts are `report.do
 written out in test_where_elmo_c_wins.py."""
 import json
 
-import pytest
-import torch
-
-from allennlp_elmo_c.nn.products import bfloat16_unsupported
 from experiments import docs_numbers
 from experiments.quality import precision
 from tests import FIXTURES_ROOT
 from tests.experiments.quality.pipeline_fixtures import TINY_SYSTEMS
+from tests.helpers import needs_fast_bfloat16
 
 
+@needs_fast_bfloat16
 def test_both_precisions_pretrain_on_the_same_tokens_and_report(tmp_path, inputs, in_process,
                                                                 monkeypatch):
-    reason = bfloat16_unsupported(torch.device("cpu"))
-    if reason is not None:
-        pytest.skip(f"bfloat16 pretraining is refused here: {reason}")
     corpus, shared, brown, _ = inputs
     out, report, summary = tmp_path / "out", tmp_path / "QUALITY.md", tmp_path / "precision.json"
     report.write_text("# Quality\n\nEarlier tables.\n")

@@ -3,8 +3,10 @@ the float32 peer, at smoke size (plumbing only, no timing assertions)."""
 import json
 
 from experiments.speed import run
+from tests.helpers import needs_fast_bfloat16
 
 
+@needs_fast_bfloat16
 def test_each_precision_gets_a_row_and_every_row_its_ratio_to_each(tmp_path):
     out, report = tmp_path / "results.json", tmp_path / "RESULTS.md"
     run.main(["--smoke", "--device", "cpu", "--sections", "end_to_end", "--threads", "1",
