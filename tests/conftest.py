@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,19 @@ LONGEST_FIRST = (
     "tests/reliability/test_distributed.py",
     "tests/experiments/speed/test_startup_time.py",
 )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _corpus_counts_in_a_temporary_cache(tmp_path_factory):
+    """Corpus counts (`allennlp_elmo_c.data.corpus_size`) are cached under $XDG_CACHE_HOME: the
+    suite's go to a temporary directory, in its processes and their children, not to ~/.cache."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg_cache"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own reordering (by fixture), kept in each module

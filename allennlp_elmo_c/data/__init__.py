@@ -1,3 +1,4 @@
 from allennlp_elmo_c.data.dataset_readers import LmCorpusReader
 from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
 from allennlp_elmo_c.data.tokenizers import BpeTokenizer
+from allennlp_elmo_c.data.data_loaders import LmStreamDataLoader

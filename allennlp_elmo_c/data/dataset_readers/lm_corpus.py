@@ -209,6 +209,11 @@ class LmCorpusReader(DatasetReader):
         if len(pending) > 1 or (pending and not made_one):
             yield pending
 
+    def count_instances(self, file_path) -> int:
+        """The instances `read(file_path)` makes in this process (all its lines as one stream),
+        counted by tokenizing the corpus without building instances: one pass over the text."""
+        return sum(1 for _ in self._windows(self._read_sentences(file_path)))
+
     def text_to_instance(self, sentence: Union[str, List[str]]) -> Instance:  # type: ignore
         """
         One instance from one sentence, as a string (tokenized like the corpus; NUL characters
@@ -222,6 +227,11 @@ class LmCorpusReader(DatasetReader):
         return Instance(
             {self._field_name: TextField(self._start_tokens + tokens + self._end_tokens)}
         )
+
+    @property
+    def max_sequence_length(self) -> Optional[int]:
+        """The tokens of one window (`None`: one instance a sentence)."""
+        return self._max_sequence_length
 
     @property
     def tokenizer(self) -> Tokenizer:

@@ -1,0 +1,177 @@
+"""
+How big a language-modelling corpus is, before it is read: its sentences and tokens, and what the
+`lm_corpus` reader and a data loader make of them (windows, batches, updates). This sizes the
+learning-rate schedule (`rnmt_plus` with run fractions), the progress bar of a streamed corpus
+(`lm_stream`'s length) and the `plan` command.
+
+The counts come from `prepare-corpus`'s `manifest.json` when the files are its outputs and have
+not changed since it was written; otherwise each file is read once, as the `lm_corpus` reader
+reads it (`decode_line`, then whitespace tokens: `WhitespaceTokenizer`'s split), and its count is
+cached under `$XDG_CACHE_HOME/allennlp_elmo_c/corpus_counts/` (`~/.cache` when unset), keyed by the
+file's absolute path, size and modification time. A cache that cannot be written is skipped.
+"""
+
+import hashlib
+import json
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Optional
+
+from allennlp_elmo_c.common.text import decode_line
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+# A manifest or cached count larger than this is not one of ours: it is ignored.
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+COUNT_VERSION = 1
+
+
+class CorpusSize(NamedTuple):
+    """The sentences (lines with at least one token) and tokens (without boundary tokens) of a
+    corpus's files, and where the numbers come from ("manifest", "cache" or "counted")."""
+
+    files: int
+    sentences: int
+    tokens: int
+    source: str
+
+
+def corpus_size(paths: List[str]) -> CorpusSize:
+    """
+    The size of the corpus made of `paths` (the files of one `lm_corpus` data path, e.g. from
+    `lm_corpus.corpus_files`): each file's counts from its directory's manifest, the cache, or
+    one read of the file.
+    """
+    sentences = tokens = 0
+    sources = set()
+    for path in paths:
+        counts, source = _file_counts(Path(path))
+        sentences += counts["sentences"]
+        tokens += counts["tokens"]
+        sources.add(source)
+    source = sources.pop() if len(sources) == 1 else "+".join(sorted(sources))
+    return CorpusSize(len(paths), sentences, tokens, source)
+
+
+def stream_windows(tokens: int, window: Optional[int]) -> int:
+    """
+    The instances `lm_corpus` makes of one stream of `tokens` tokens (boundary tokens included)
+    with `max_sequence_length` = `window`: consecutive windows share one token, so after the first
+    each adds `window - 1` tokens, and a last shorter window is kept (`ceil((tokens - 1) /
+    (window - 1))`, at least one for a stream with a token).
+    """
+    if tokens <= 0:
+        return 0
+    if window is None:
+        raise ValueError("stream_windows needs a window length; without one each sentence is one")
+    return max(1, math.ceil((tokens - 1) / (window - 1)))
+
+
+def corpus_windows(
+    size: CorpusSize, window: Optional[int], boundary_tokens: int, streams: int = 1
+) -> int:
+    """
+    The instances `lm_corpus` makes of a corpus read as `streams` streams (one per training
+    process and data-loader worker: each reads every `streams`-th line and cuts its own windows).
+    Exact for one stream; for several, each stream is taken to hold an equal share of the tokens:
+    the streams' windows add up to `(tokens - streams) / (window - 1)` plus less than one for each
+    stream (its last, shorter window) however the lines fall, so the error is below one window
+    per stream. Without a `window` every sentence is one
+    instance.
+    """
+    if window is None:
+        return size.sentences
+    total = size.tokens + boundary_tokens * size.sentences
+    streams = max(1, min(streams, size.sentences)) if size.sentences else 1
+    if streams == 1:
+        return stream_windows(total, window)
+    return streams * stream_windows(round(total / streams), window)
+
+
+def batches(instances: int, batch_size: int, drop_last: bool = False) -> int:
+    """Batches of `batch_size` made of `instances` (a shorter last one unless `drop_last`)."""
+    return instances // batch_size if drop_last else math.ceil(instances / batch_size)
+
+
+def _file_counts(path: Path) -> "tuple[Dict[str, int], str]":
+    stat = path.stat()
+    counts = _from_manifest(path, stat)
+    if counts is not None:
+        return counts, "manifest"
+    record = _cache_file(path, stat)
+    counts = _read_record(record) if record is not None else None
+    if counts is not None and counts.get("key") == _key(path, stat):
+        return {"sentences": counts["sentences"], "tokens": counts["tokens"]}, "cache"
+    counts = count_file(path)
+    if record is not None:
+        _write_record(record, {"key": _key(path, stat), **counts})
+    return counts, "counted"
+
+
+def count_file(path: Path) -> Dict[str, int]:
+    """One read of a corpus file: its lines with at least one whitespace token, and its tokens,
+    as the `lm_corpus` reader with its default tokenizer sees them."""
+    sentences = tokens = 0
+    logger.info("Counting the sentences and tokens of %s (once; the count is cached)", path)
+    with open(path, "rb") as corpus:
+        for number, raw_line in enumerate(corpus):
+            words = len(decode_line(raw_line, first=number == 0)[0].split())
+            if words:
+                sentences += 1
+                tokens += words
+    return {"sentences": sentences, "tokens": tokens}
+
+
+def _from_manifest(path: Path, stat: os.stat_result) -> Optional[Dict[str, int]]:
+    """The file's counts from a `prepare-corpus` manifest beside it, if the manifest names it and
+    was written after the file last changed."""
+    manifest = path.parent / MANIFEST
+    try:
+        if manifest.stat().st_mtime_ns < stat.st_mtime_ns:
+            return None
+    except OSError:
+        return None
+    content = _read_record(manifest)
+    try:
+        counts = content["stats"]["files"][path.name]  # type: ignore[index]
+        sentences, tokens = int(counts["sentences"]), int(counts["tokens"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if sentences < 0 or tokens < sentences:
+        return None
+    return {"sentences": sentences, "tokens": tokens}
+
+
+def _key(path: Path, stat: os.stat_result) -> List:
+    return [COUNT_VERSION, str(path.resolve()), stat.st_size, stat.st_mtime_ns]
+
+
+def _cache_file(path: Path, stat: os.stat_result) -> Optional[Path]:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not base:
+        return None
+    name = hashlib.sha256(json.dumps(_key(path, stat)).encode("utf-8")).hexdigest()[:32]
+    return Path(base) / "allennlp_elmo_c" / "corpus_counts" / f"{name}.json"
+
+
+def _read_record(path: Path) -> Optional[dict]:
+    try:
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            return None
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return content if isinstance(content, dict) else None
+
+
+def _write_record(path: Path, content: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(content), encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:
+        logger.info("corpus counts not cached (%s)", error)

@@ -1,0 +1,1 @@
+from allennlp_elmo_c.data.data_loaders.lm_stream import LmStreamDataLoader

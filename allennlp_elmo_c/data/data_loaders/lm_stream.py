@@ -1,0 +1,196 @@
+import logging
+import random
+from itertools import islice
+from typing import Any, Iterable, Iterator, List, Optional
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data.data_loaders.data_loader import DataLoader, TensorDict
+from allennlp.data.data_loaders.multiprocess_data_loader import MultiProcessDataLoader
+from allennlp.data.instance import Instance
+from allennlp.data.tokenizers import WhitespaceTokenizer
+from allennlp.nn import util as nn_util
+
+from allennlp_elmo_c.data import corpus_size
+from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader, corpus_files
+
+logger = logging.getLogger(__name__)
+
+
+@DataLoader.register("lm_stream")
+class LmStreamDataLoader(MultiProcessDataLoader):
+    """
+    AllenNLP's `multiprocess` data loader for a corpus too large to hold in memory: at most
+    `max_instances_in_memory` instances are held at a time, whatever the corpus's size, and it
+    still knows its length, so the progress bar has a total and an ETA, and a learning-rate
+    schedule can be sized from the run (AllenNLP hands `num_steps_per_epoch` to the scheduler).
+
+    - **Length.** With the `lm_corpus` reader and its default (whitespace) tokenizer, the number
+      of batches an epoch makes comes from the corpus's size (`corpus_size`: `prepare-corpus`'s
+      manifest, or one cached count of each file), the window length, the batch size, the number
+      of data-loader workers and of training processes. It is exact for one process without
+      workers; with several streams (workers x processes, each cutting its own windows) within one
+      batch per stream. With another reader or tokenizer the length is unknown, as for AllenNLP's
+      loader (`TypeError`).
+    - **Shuffling** (`shuffle: true`): the stream is cut into chunks of `max_instances_in_memory`
+      instances, and each chunk is shuffled and then batched. The order is drawn from `seed`, the
+      epoch, the chunk, the process and the worker alone, so an epoch's order is the same every
+      time it is trained, in a resumed run too. Instances are indexed after the shuffle, batch by
+      batch, so only the batches trained are indexed.
+    - **Resuming.** With the `skip_trained_batches` callback in the trainer, `allennlp train
+      --recover` does not re-read what was trained: epochs already done make no batches, and in
+      the interrupted epoch the chunks already trained are read but neither indexed nor
+      tensorized, so the trainer's skipping of the batches it has done costs little. This needs
+      at most one data-loader worker (with several, batches arrive in no fixed order).
+
+    Registered as a `DataLoader` with name "lm_stream".
+
+    # Parameters
+
+    reader, data_path, batch_size, drop_last, batches_per_epoch, num_workers, start_method,
+    cuda_device, quiet, collate_fn
+        As for AllenNLP's `multiprocess` loader.
+    max_instances_in_memory : `int`, optional (default = `batch_size * 200`)
+        The instances held at a time (a multiple of `batch_size`, so that every chunk but the last
+        makes full batches).
+    shuffle : `bool`, optional (default = `False`)
+        Shuffle within each chunk of `max_instances_in_memory` instances.
+    seed : `int`, optional (default = `None`)
+        The seed of the shuffles; `None` draws one from Python's `random`, which AllenNLP seeds
+        from the config's `random_seed` before it builds the loader.
+    """
+
+    def __init__(
+        self,
+        reader,
+        data_path,
+        *,
+        batch_size: int,
+        drop_last: bool = False,
+        shuffle: bool = False,
+        batches_per_epoch: Optional[int] = None,
+        num_workers: int = 0,
+        max_instances_in_memory: Optional[int] = None,
+        seed: Optional[int] = None,
+        start_method: str = "fork",
+        cuda_device=None,
+        quiet: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if batch_size is None or batch_size < 1:
+            raise ConfigurationError(f"lm_stream: batch_size must be >= 1, got {batch_size}")
+        if max_instances_in_memory is None:
+            max_instances_in_memory = batch_size * 200
+        if max_instances_in_memory < batch_size or max_instances_in_memory % batch_size:
+            raise ConfigurationError(
+                f"lm_stream: max_instances_in_memory ({max_instances_in_memory}) must be a "
+                f"multiple of batch_size ({batch_size}), so that each chunk makes full batches"
+            )
+        super().__init__(
+            reader, data_path, batch_size=batch_size, drop_last=drop_last, shuffle=False,
+            batches_per_epoch=batches_per_epoch, num_workers=num_workers,
+            max_instances_in_memory=max_instances_in_memory, start_method=start_method,
+            cuda_device=cuda_device, quiet=quiet, **kwargs,
+        )  # fmt: skip
+        self.shuffle_chunks = shuffle
+        self.seed = random.randrange(2**32) if seed is None else int(seed)
+        self._epoch = -1
+        self._skip_epochs = 0
+        self._skip_batches = 0
+        self._length: Optional[int] = None
+
+    def __len__(self) -> int:
+        if self.batches_per_epoch is not None:
+            return self.batches_per_epoch
+        if self._length is None:
+            self._length = self._batches_per_epoch()
+        return self._length
+
+    def _batches_per_epoch(self) -> int:
+        reader = self.reader
+        if not isinstance(reader, LmCorpusReader):
+            raise TypeError("lm_stream: the length is known for the lm_corpus reader only")
+        distributed = reader.get_distributed_info()
+        ranks = 1 if distributed is None else distributed.world_size
+        streams = max(1, self.num_workers)
+        if type(reader.tokenizer) is WhitespaceTokenizer:
+            size = corpus_size.corpus_size(corpus_files(self.data_path))
+            windows = corpus_size.corpus_windows(
+                size, reader.max_sequence_length, len(reader.boundary_tokens), ranks * streams
+            )
+            per_stream = windows / (ranks * streams)
+            counted = f"{size.sentences} sentences, {size.tokens} tokens ({size.source})"
+        else:  # another tokenizer: this process's windows, counted by tokenizing the corpus once
+            logger.info("lm_stream: counting the windows of %s with its %s", self.data_path,
+                        type(reader.tokenizer).__name__)  # fmt: skip
+            windows = reader.count_instances(self.data_path)
+            per_stream = windows / streams
+            counted = f"{windows} windows in this process (counted)"
+        length = streams * corpus_size.batches(round(per_stream), self.batch_size, self.drop_last)
+        logger.info("lm_stream: %s: %s: %d batches an epoch per process", self.data_path, counted,
+                    length)  # fmt: skip
+        return length
+
+    def resume(self, epochs_completed: int, batches_completed: int) -> None:
+        """Called before the first epoch of a resumed run (the `skip_trained_batches` callback):
+        the epochs already trained make no batches, and the first `batches_completed` batches of
+        the next are empty placeholders that the trainer skips."""
+        if self.num_workers > 1:
+            logger.warning(
+                "lm_stream: %d data-loader workers deliver batches in no fixed order, so the "
+                "trained batches are re-read on resume (use at most one worker to skip them)",
+                self.num_workers,
+            )
+            return
+        self._skip_epochs, self._skip_batches = epochs_completed, batches_completed
+        logger.info(
+            "lm_stream: resuming after %d epoch(s) and %d batch(es): those are not re-read",
+            epochs_completed, batches_completed,
+        )  # fmt: skip
+
+    def __iter__(self) -> Iterator[TensorDict]:
+        self._epoch += 1
+        if self._epoch < self._skip_epochs:
+            return iter(())
+        return super().__iter__()
+
+    def _instances_to_batches(
+        self, instance_iterator: Iterable[Instance], move_to_device
+    ) -> Iterator[TensorDict]:
+        skip = self._skip_batches if self._epoch == self._skip_epochs else 0
+        if skip:
+            self._skip_batches = 0
+        worker = self.reader.get_worker_info()
+        rank = self.reader.get_distributed_info()
+        stream = f"{self.seed}:{0 if rank is None else rank.global_rank}:" \
+                 f"{0 if worker is None else worker.id}:{self._epoch}"  # fmt: skip
+        chunks = _chunks(instance_iterator, self.max_instances_in_memory)
+        for number, chunk in enumerate(chunks):
+            per_chunk = corpus_size.batches(len(chunk), self.batch_size, self.drop_last)
+            if skip >= per_chunk:
+                skip -= per_chunk
+                yield from ({} for _ in range(per_chunk))
+                continue
+            if self.shuffle_chunks:
+                random.Random(f"{stream}:{number}").shuffle(chunk)
+            for start in range(0, per_chunk * self.batch_size, self.batch_size):
+                if skip:
+                    skip -= 1
+                    yield {}
+                    continue
+                batch = [self._index_instance(i) for i in chunk[start : start + self.batch_size]]
+                yield self._tensorize(batch, move_to_device)
+
+    def _tensorize(self, batch: List[Instance], move_to_device) -> TensorDict:
+        tensors = self.collate_fn(batch)
+        if move_to_device and self.cuda_device is not None:
+            tensors = nn_util.move_to_device(tensors, self.cuda_device)
+        return tensors
+
+
+def _chunks(iterator: Iterable[Instance], size: int) -> Iterator[List[Instance]]:
+    iterator = iter(iterator)
+    while True:
+        chunk = list(islice(iterator, size))
+        if not chunk:
+            return
+        yield chunk
