@@ -87,6 +87,15 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         (the paper: 0.4 x 400M / total batch). Needs `batch_size_per_worker`.
     decay_end_examples : `float`, optional (default = `None`)
         `e` likewise (the paper: 2.0 x 400M / total batch).
+    decay_start_fraction : `float`, optional (default = `None`)
+        `s` as a fraction of the run: `s = decay_start_fraction x num_epochs x
+        num_steps_per_epoch`, the run's length in updates, which AllenNLP's trainer hands over
+        when its data loader knows its length (`lm_stream` counts the corpus). The schedule then
+        follows the corpus and the number of epochs. A warm-up longer than `s` is cut to `s`.
+    decay_end_fraction : `float`, optional (default = `None`)
+        `e` likewise (may be above 1: the paper's decay ends at twice its run's length).
+        `decay_start` / `decay_end` or the `_examples` keys, where given (an override), win
+        over the fractions.
     batch_scale : `float`, optional (default = `None`)
         `n`: the peak multiplier (RNMT+'s number of replicas). Give this, `batch_size` or
         `batch_size_per_worker`.
@@ -104,6 +113,11 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         A floor for the learning rate, applied at every step.
     last_epoch : `int`, optional (default = `-1`)
         The number of the last update made, as for every AllenNLP scheduler; -1 for a new run.
+    num_epochs : `int`, optional (default = `None`)
+        Given by AllenNLP's trainer (not in a config): the run's epochs.
+    num_steps_per_epoch : `int`, optional (default = `None`)
+        Given by AllenNLP's trainer (not in a config): the updates of an epoch, when the data
+        loader knows its length.
 
     # Example
 
@@ -141,10 +155,14 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         batch_size_per_worker: int = None,
         decay_start_examples: float = None,
         decay_end_examples: float = None,
+        decay_start_fraction: float = None,
+        decay_end_fraction: float = None,
         reference_batch_size: int = 128,
         final_factor: float = 0.5,
         min_lr: float = 0.0,
         last_epoch: int = -1,
+        num_epochs: int = None,
+        num_steps_per_epoch: int = None,
     ) -> None:
         workers = world_size()
         given = {"batch_scale": batch_scale, "batch_size": batch_size,
@@ -160,8 +178,19 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
                     f"rnmt_plus needs batch_size_per_worker >= 1, got {batch_size_per_worker}"
                 )
             batch_size = batch_size_per_worker * workers
-        decay_start = self._steps("decay_start", decay_start, decay_start_examples, batch_size)
-        decay_end = self._steps("decay_end", decay_end, decay_end_examples, batch_size)
+        if decay_start is not None or decay_start_examples is not None:
+            decay_start_fraction = None
+        if decay_end is not None or decay_end_examples is not None:
+            decay_end_fraction = None
+        run = _run_updates(num_epochs, num_steps_per_epoch, decay_start_fraction, decay_end_fraction)
+        decay_start = self._steps("decay_start", decay_start, decay_start_examples, batch_size,
+                                  decay_start_fraction, run)  # fmt: skip
+        decay_end = self._steps("decay_end", decay_end, decay_end_examples, batch_size,
+                                decay_end_fraction, run)  # fmt: skip
+        if run is not None and warmup_steps > decay_start:
+            logger.warning("rnmt_plus: the run has %d updates, so the warm-up of %d is cut to the "
+                           "decay's start, %d", run, warmup_steps, decay_start)  # fmt: skip
+            warmup_steps = decay_start
         if not 0 <= warmup_steps <= decay_start < decay_end:
             raise ConfigurationError(
                 "rnmt_plus needs 0 <= warmup_steps <= decay_start < decay_end, got "
@@ -211,16 +240,27 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
 
     @staticmethod
     def _steps(
-        name: str, steps: Optional[int], examples: Optional[float], batch_size: Optional[int]
+        name: str,
+        steps: Optional[int],
+        examples: Optional[float],
+        batch_size: Optional[int],
+        fraction: Optional[float] = None,
+        run: Optional[int] = None,
     ) -> int:
-        # An update number given as such, or as examples over the total batch.
-        if (steps is None) == (examples is None):
+        # An update number given as such, as examples over the total batch, or as a fraction of
+        # the run's updates (the constructor drops a fraction where one of the others is given).
+        if sum(value is not None for value in (steps, examples, fraction)) != 1:
             raise ConfigurationError(
-                f"rnmt_plus needs exactly one of '{name}' and '{name}_examples', got "
-                f"{name}={steps}, {name}_examples={examples}"
+                f"rnmt_plus needs exactly one of '{name}', '{name}_examples' and "
+                f"'{name}_fraction', got {name}={steps}, {name}_examples={examples}, "
+                f"{name}_fraction={fraction}"
             )
         if steps is not None:
             return int(steps)
+        if examples is None:
+            if not (0 <= fraction < math.inf):
+                raise ConfigurationError(f"rnmt_plus needs {name}_fraction >= 0, got {fraction}")
+            return int(fraction * run)
         if batch_size is None:
             raise ConfigurationError(
                 f"rnmt_plus: '{name}_examples' needs the total batch: give 'batch_size' or "
@@ -273,3 +313,22 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
     def _apply(self) -> None:
         for param_group, learning_rate in zip(self.optimizer.param_groups, self.get_values()):
             param_group[self.param_group_field] = learning_rate
+
+
+def _run_updates(
+    num_epochs: Optional[int],
+    num_steps_per_epoch: Optional[int],
+    start_fraction: Optional[float],
+    end_fraction: Optional[float],
+) -> Optional[int]:
+    """The run's length in updates, where a fraction of it is asked for (else None)."""
+    if start_fraction is None and end_fraction is None:
+        return None
+    if not num_epochs or not num_steps_per_epoch:
+        raise ConfigurationError(
+            "rnmt_plus: decay_start_fraction / decay_end_fraction need the run's length, which "
+            "AllenNLP knows only when the data loader knows its length: use the 'lm_stream' "
+            "data loader (it counts the corpus), give data_loader.batches_per_epoch, or give "
+            "decay_start / decay_end in updates"
+        )
+    return int(num_epochs) * int(num_steps_per_epoch)

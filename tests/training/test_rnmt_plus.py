@@ -22,8 +22,10 @@ def make_optimizer(*learning_rates: float) -> torch.optim.Optimizer:
 def make_scheduler(optimizer=None, **config) -> RnmtPlusLearningRateScheduler:
     params = {"type": "rnmt_plus", "warmup_steps": P, "decay_start": S, "decay_end": E}
     params.update(config)
+    # What AllenNLP's trainer hands over (not config keys).
+    extras = {key: params.pop(key) for key in ("num_epochs", "num_steps_per_epoch") if key in params}
     return LearningRateScheduler.from_params(
-        optimizer=optimizer or make_optimizer(BASE), params=Params(params)
+        optimizer=optimizer or make_optimizer(BASE), params=Params(params), **extras
     )
 
 
@@ -204,8 +206,12 @@ def test_every_param_group_receives_its_scaled_lr_and_sgd_uses_it():
         ({"batch_size": 32, "min_lr": -1e-5}, "min_lr >= 0"),
         ({"batch_size_per_worker": 0}, "batch_size_per_worker >= 1"),
         ({"batch_size": 32, "batch_size_per_worker": 32}, "exactly one of"),
-        ({"batch_size": 32, "decay_start_examples": 1e6}, "exactly one of 'decay_start' and"),
-        ({"batch_size": 32, "decay_end": None}, "exactly one of 'decay_end' and"),
+        ({"batch_size": 32, "decay_start_examples": 1e6}, "exactly one of 'decay_start', "),
+        ({"batch_size": 32, "decay_end": None}, "exactly one of 'decay_end', "),
+        ({"batch_size": 32, "decay_start": None, "decay_start_fraction": 0.4},
+         "need the run's length.*'lm_stream'"),
+        ({"batch_size": 32, "decay_start": None, "decay_start_fraction": -0.1, "num_epochs": 1,
+          "num_steps_per_epoch": 10}, "decay_start_fraction >= 0"),
         ({"batch_scale": 2.0, "decay_start": None, "decay_start_examples": 1e6},
          "needs the total batch"),  # fmt: skip
     ],
@@ -293,3 +299,29 @@ def test_trainer_recover_continues_the_schedule(tmp_path):
     assert uninterrupted[13] == pytest.approx(BASE * 0.5)  # update 14 = decay_end
     assert train(tmp_path / "b", 2) == uninterrupted[:12]
     assert train(tmp_path / "b", 3) == uninterrupted[12:]  # resumed from the epoch-2 checkpoint
+
+
+def test_fractions_of_the_run_follow_the_epochs_and_the_updates_an_epoch():
+    fractions = {"decay_start": None, "decay_end": None, "decay_start_fraction": 0.4,
+                 "decay_end_fraction": 2.0, "batch_size": 256}  # fmt: skip
+    one = make_scheduler(**fractions, num_epochs=1, num_steps_per_epoch=5_000)
+    three = make_scheduler(**fractions, num_epochs=3, num_steps_per_epoch=5_000)
+    assert (one.warmup_steps, one.decay_start, one.decay_end) == (P, 2_000, 10_000)
+    assert (three.decay_start, three.decay_end) == (6_000, 30_000)
+
+
+def test_an_update_number_given_wins_over_a_fraction():
+    """A config's fraction and a user's override of `decay_start` / `decay_end` (in updates or
+    examples): the override is the schedule."""
+    scheduler = make_scheduler(decay_start=700, decay_end=None, decay_start_fraction=0.4,
+                               decay_end_fraction=1.0, decay_end_examples=64_000, batch_size=32,
+                               num_epochs=1, num_steps_per_epoch=100)  # fmt: skip
+    assert (scheduler.decay_start, scheduler.decay_end) == (700, 2_000)
+
+
+def test_a_warm_up_longer_than_the_decay_start_is_cut_to_it(caplog):
+    scheduler = make_scheduler(decay_start=None, decay_end=None, decay_start_fraction=0.4,
+                               decay_end_fraction=1.0, warmup_steps=10_000, batch_size=256,
+                               num_epochs=1, num_steps_per_epoch=1_000)  # fmt: skip
+    assert (scheduler.warmup_steps, scheduler.decay_start, scheduler.decay_end) == (400, 400, 1_000)
+    assert "the warm-up of 10000 is cut to the decay's start, 400" in caplog.text
