@@ -4,7 +4,8 @@ on the demo config (tiny sizes, a checkpoint every 2 batches) is killed with SIG
 of an epoch, and `allennlp train --recover` resumes from the last mid-epoch checkpoint and
 finishes with the result of an uninterrupted run with the same seed: the weights bit for bit and
 the metrics exactly (the `rng_state` callback restores the dropout generator; AllenNLP replays the
-data order). The kill is a real SIGKILL (no cleanup, no atexit), sent by the training process to
+data order, without re-reading the batches trained: `lm_stream` and `skip_trained_batches`).
+The kill is a real SIGKILL (no cleanup, no atexit), sent by the training process to
 itself from a test-only callback at a fixed batch, so the test is deterministic. Then the run is
 interrupted while it writes a file: the disk fills up in the middle of a checkpoint, a SIGKILL
 lands in the middle of `torch.save` or of writing `model.tar.gz`; or the newest checkpoint is
@@ -101,6 +102,7 @@ def train(data_dir, run, recover=False, fault=None, kill_at=None, spelling="dott
             {"type": "rng_state"},
             {"type": "sigkill_at_batch"},
             {"type": "write_faults"},
+            {"type": "skip_trained_batches"},
         ],
     }
     return run_training(DEMO_CONFIG, run, overrides, {"ELMO_C_DATA_DIR": str(data_dir)},
@@ -184,8 +186,10 @@ def test_sigkill_mid_epoch_then_recover_equals_an_uninterrupted_run(
     assert (run / "model_state_e0_b4.th").is_file()
     assert not (run / "metrics_epoch_0.json").exists()
     assert not (run / "model.tar.gz").exists()
-    recover_and_compare(data, run, reference, "model_state_e0_b4.th")  # the weights, bit for bit
+    log = recover_and_compare(data, run, reference, "model_state_e0_b4.th")  # bit for bit
     assert "rng_state: random generator states restored" in (run / "out.log").read_text()
+    # The 4 batches trained were not read again (lm_stream, skip_trained_batches).
+    assert "lm_stream: resuming after 0 epoch(s) and 4 batch(es): those are not re-read" in log
     expected = json.loads((reference / "metrics.json").read_text())
     actual = json.loads((run / "metrics.json").read_text())
     assert actual["epoch"] == expected["epoch"] == 1

@@ -1,0 +1,63 @@
+import json
+import os
+import resource
+import time
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from allennlp.training.callbacks.callback import TrainerCallback
+
+from allennlp_elmo_c.common.atomic import atomic_open
+
+TIMINGS = "update_timings.json"
+
+
+@TrainerCallback.register("update_timings")
+class UpdateTimings(TrainerCallback):
+    """
+    Records when each training update of the run ends (seconds on the process's monotonic clock
+    since the callback was built, i.e. since the trainer was; `start_wall` is that moment's
+    `time.time()`) and, at the end of the run, the
+    process's peak resident memory and the GPU's peak allocated memory, into
+    `update_timings.json` in the serialization directory. The `plan` command trains a few
+    updates with it to measure a machine; any run may use it to see where its time went.
+
+    Registered as a `TrainerCallback` with name "update_timings".
+    """
+
+    def __init__(self, serialization_dir: str) -> None:
+        super().__init__(serialization_dir)
+        self._start = time.perf_counter()
+        self._start_wall = time.time()
+        self._ends: List[float] = []
+        self._validation_ends: List[float] = []
+
+    def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch: int,
+                 batch_number: int, is_training: bool, is_primary: bool = True,
+                 batch_grad_norm: Optional[float] = None, **kwargs) -> None:  # fmt: skip
+        (self._ends if is_training else self._validation_ends).append(self._now())
+
+    def on_end(self, trainer, metrics: Dict[str, Any] = None, epoch: int = None,
+               is_primary: bool = True, **kwargs) -> None:  # fmt: skip
+        if not is_primary:
+            return
+        record = {
+            "update_ends": self._ends,
+            "validation_batch_ends": self._validation_ends,
+            "start_wall": self._start_wall,
+            "end": self._now(),
+            "peak_rss_bytes": _peak_rss_bytes(),
+            "peak_gpu_bytes": torch.cuda.max_memory_allocated() if torch.cuda.is_initialized() else 0,
+        }
+        with atomic_open(os.path.join(self.serialization_dir, TIMINGS)) as out:
+            json.dump(record, out)
+
+    def _now(self) -> float:
+        return time.perf_counter() - self._start
+
+
+def _peak_rss_bytes() -> int:
+    """The process's peak resident set (Linux reports kilobytes, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if os.uname().sysname == "Darwin" else peak * 1024
