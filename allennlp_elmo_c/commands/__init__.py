@@ -6,3 +6,4 @@ from allennlp_elmo_c.commands.describe import Describe
 from allennlp_elmo_c.commands.convert_config import ConvertConfig
 from allennlp_elmo_c.commands.package import Package
 from allennlp_elmo_c.commands.probe_screen import ProbeScreen
+from allennlp_elmo_c.commands.plan import Plan

@@ -43,6 +43,7 @@ from allennlp.predictors import Predictor
 from allennlp.training.util import evaluate
 
 from allennlp_elmo_c.archive import read_archive_config, representation_dim
+from allennlp_elmo_c.commands.plan import plan_params
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.common.duration import training_seconds
 from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
@@ -191,8 +192,14 @@ def pretrain(data_dir: Path, project_dir: Path, verbose: bool = False) -> Tuple[
             untrained = Model.from_params(vocab=Vocabulary(), params=params.duplicate()["model"])
             before = validation_metrics(params.duplicate(), untrained)
         print(show("before pretraining", before), flush=True)
-        batches = params["trainer"].get("learning_rate_scheduler", {}).get("decay_end")
-        train_quietly(params, serialization_dir, "pretraining", verbose, batches, "cosine")
+        with quiet(data_dir / "runs" / "elmo_c_demo_plan.log", verbose):
+            estimate = plan_params(params.duplicate(), params["train_data_path"], updates=10)
+        print(f"  plan: {estimate['updates']:,} updates, about "
+              f"{estimate['estimated_seconds'] / 60:.1f} min here, peak "
+              f"{estimate['peak_memory_bytes'] / 2**30:.1f} GiB RAM "
+              "(python -m allennlp_elmo_c plan)", flush=True)  # fmt: skip
+        train_quietly(params, serialization_dir, "pretraining", verbose, estimate["updates"],
+                      "cosine")  # fmt: skip
         (serialization_dir / "demo_before.json").write_text(json.dumps(before))
     before = json.loads((serialization_dir / "demo_before.json").read_text())
     metrics = json.loads((serialization_dir / "metrics.json").read_text())

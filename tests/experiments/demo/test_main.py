@@ -62,6 +62,7 @@ def test_the_demo_prints_its_steps_and_results_and_logs_the_rest_to_files(
     for header in ("== 1/5", "== 2/5", "== 3/5", "== 4/5", "== 5/5", "== result"):
         assert header in printed.out
     assert "after pretraining" in printed.out and "| fastText only |" in printed.out
+    assert "  plan: 8 updates, about " in printed.out  # before the pretraining
     assert "| fastText + ELMo-C |" in printed.out
     assert "tensor(" not in terminal and "Progress:" not in terminal and " INFO " not in terminal
     assert len(printed.out.splitlines()) < 45, printed.out
