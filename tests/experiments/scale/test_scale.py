@@ -1,0 +1,39 @@
+"""`experiments/scale`: the memory table and the plan's accuracy at fixture size (plumbing, the
+tables and their JSON; no timing or memory assertions)."""
+import json
+
+from experiments.scale import memory, plan_accuracy
+from tests.helpers import LM_DATA, SENTENCES, TINY_FASTTEXT
+
+SIXTEEN = {"model.text_field_embedder.token_embedders.tokens.expected_dim": 16,
+           "model.contextualizer.input_size": 16}  # fmt: skip
+COMMON = ["--fasttext", str(TINY_FASTTEXT), "--validation", str(LM_DATA / "dev.txt"),
+          "--updates", "2", "--overrides", json.dumps(SIXTEEN)]  # fmt: skip
+
+
+def test_memory_rows_for_each_loader_and_size(tmp_path):
+    report = tmp_path / "SCALE.md"
+    report.write_text(f"# Scale\n\n{memory.BEGIN}\nold\n{memory.END}\n\nkept\n")
+    out = tmp_path / "memory.json"
+    memory.main(["--source", str(SENTENCES), "--tokens", "300", "600", "--in-memory-tokens", "300",
+                 "--work-dir", str(tmp_path / "work"), "--out", str(out), "--report", str(report),
+                 *COMMON])  # fmt: skip
+    rows = json.loads(out.read_text())["rows"]
+    assert [(row["loader"], row["tokens"] >= size) for row, size in zip(rows, (300, 600, 300))] == [
+        ("lm_stream", True), ("lm_stream", True), ("in memory", True)]
+    assert all(row["peak_memory_bytes"] > 0 and row["seconds_per_update"] > 0 for row in rows)
+    text = report.read_text()
+    assert "old" not in text and text.endswith("kept\n") and "| in memory | " in text
+    assert "repeated to size" in text
+
+
+def test_plan_accuracy_compares_the_plan_with_the_run_it_plans(tmp_path):
+    report, out = tmp_path / "SCALE.md", tmp_path / "accuracy.json"
+    plan_accuracy.main(["--corpus", str(SENTENCES), "--work-dir", str(tmp_path / "work"),
+                        "--out", str(out), "--report", str(report), "--conditions", "tests",
+                        *COMMON])  # fmt: skip
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["updates"] == row["updates_trained"] == 1  # 15 windows in one batch of 64
+    assert row["seconds"] > 0 and row["estimated_seconds"] > 0
+    assert row["peak_memory_bytes"] > 0 and row["estimated_peak_memory_bytes"] > 0
+    assert "| sentences.txt | 251 | 1 / 1 |" in report.read_text()
