@@ -41,7 +41,8 @@
           decay_end_fraction: 1.0,
           batch_scale: 1.0,
         },
-        checkpointer: { type: 'atomic', keep_most_recent_by_count: 2 },
+        // A checkpoint every 30 minutes and at the epoch's end: --recover loses at most that.
+        checkpointer: { type: 'atomic', save_every_num_seconds: 1800, keep_most_recent_by_count: 2 },
       },
     },
 }

@@ -93,6 +93,8 @@ def plan_params(
             "\"float32\"}')"
         )
         measured_precision = "float32"
+    if work_dir is not None:
+        Path(work_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="elmo_c_plan_", dir=work_dir) as scratch:
         params["train_data_path"] = corpus
         run = _short_run(params, updates, measured_precision, environment, Path(scratch))

@@ -20,14 +20,16 @@ class UpdateTimings(TrainerCallback):
     since the callback was built, i.e. since the trainer was; `start_wall` is that moment's
     `time.time()`) and, at the end of the run, the
     process's peak resident memory and the GPU's peak allocated memory, into
-    `update_timings.json` in the serialization directory. The `plan` command trains a few
-    updates with it to measure a machine; any run may use it to see where its time went.
+    `update_timings.json` in the serialization directory, also every `write_every` updates (so
+    that a killed run keeps it). The `plan` command trains a few updates with it to measure a
+    machine; any run may use it to see where its time went. A resumed run starts a new record.
 
     Registered as a `TrainerCallback` with name "update_timings".
     """
 
-    def __init__(self, serialization_dir: str) -> None:
+    def __init__(self, serialization_dir: str, write_every: int = 50) -> None:
         super().__init__(serialization_dir)
+        self.write_every = write_every
         self._start = time.perf_counter()
         self._start_wall = time.time()
         self._ends: List[float] = []
@@ -37,11 +39,15 @@ class UpdateTimings(TrainerCallback):
                  batch_number: int, is_training: bool, is_primary: bool = True,
                  batch_grad_norm: Optional[float] = None, **kwargs) -> None:  # fmt: skip
         (self._ends if is_training else self._validation_ends).append(self._now())
+        if is_primary and is_training and len(self._ends) % self.write_every == 0:
+            self._write()  # a run that is killed keeps its record up to here
 
     def on_end(self, trainer, metrics: Dict[str, Any] = None, epoch: int = None,
                is_primary: bool = True, **kwargs) -> None:  # fmt: skip
-        if not is_primary:
-            return
+        if is_primary:
+            self._write()
+
+    def _write(self) -> None:
         record = {
             "update_ends": self._ends,
             "validation_batch_ends": self._validation_ends,

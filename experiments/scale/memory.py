@@ -82,6 +82,7 @@ def render(record: Dict[str, Any]) -> str:
         f"{record['machine']}, {record['date']}; `elmo_c_small.jsonnet`, {record['updates']} timed "
         f"updates after 2, one thread; corpora: {record['source']} repeated to size.",
         "",
+        *([record["note"], ""] if record.get("note") else []),
         "| loader | corpus tokens | updates an epoch | peak RSS | vs the smallest | first update | "
         "s / update |",
         "|---|---|---|---|---|---|---|",

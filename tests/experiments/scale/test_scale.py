@@ -2,7 +2,7 @@
 tables and their JSON; no timing or memory assertions)."""
 import json
 
-from experiments.scale import memory, plan_accuracy
+from experiments.scale import at_size, memory, plan_accuracy
 from tests.helpers import LM_DATA, SENTENCES, TINY_FASTTEXT
 
 SIXTEEN = {"model.text_field_embedder.token_embedders.tokens.expected_dim": 16,
@@ -37,3 +37,20 @@ def test_plan_accuracy_compares_the_plan_with_the_run_it_plans(tmp_path):
     assert row["seconds"] > 0 and row["estimated_seconds"] > 0
     assert row["peak_memory_bytes"] > 0 and row["estimated_peak_memory_bytes"] > 0
     assert "| sentences.txt | 251 | 1 / 1 |" in report.read_text()
+
+
+def test_at_size_prepares_plans_trains_kills_and_resumes(tmp_path):
+    report, out = tmp_path / "SCALE.md", tmp_path / "at_size.json"
+    at_size.main(["--source", str(SENTENCES), "--fasttext", str(TINY_FASTTEXT), "--copies", "3",
+                  "--validation", str(LM_DATA / "dev.txt"),
+                  "--updates", "4", "--plan-updates", "2", "--checkpoint-every", "2",
+                  "--overrides", json.dumps({**SIXTEEN, "data_loader.batch_size": 2}),
+                  "--work-dir", str(tmp_path / "work"), "--out", str(out), "--report", str(report),
+                  "--conditions", "tests"])  # fmt: skip
+    record = json.loads(out.read_text())
+    # 3 copies of the fixture corpus, each sentence led by its copy's token, none removed.
+    assert record["prepare_corpus"]["train_tokens"] == 3 * (251 + 25)
+    assert record["first"]["updates"] >= 4 and record["resumed"]["updates"] >= 4
+    assert record["checkpoint"].startswith("model_state_e0_b")
+    assert record["plan"]["updates"] > 8 and record["replayed_first_update_seconds"] > 0
+    assert "| --recover without skip_trained_batches" in report.read_text()
