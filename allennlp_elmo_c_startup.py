@@ -1,7 +1,18 @@
 """
-The one thing allennlp-elmo-c does as Python starts: keep allennlp-models' NarrativeQA tool from
-downloading NLTK data, and from printing that download's failure, when AllenNLP's `allennlp`
-command imports it.
+What allennlp-elmo-c does as Python starts, before anything imports torch: let OpenMP's threads
+wait passively (`wait_passively`), and keep allennlp-models' NarrativeQA tool from downloading
+NLTK data, and from printing that download's failure, when AllenNLP's `allennlp` command imports
+it.
+
+torch's CPU operators run on OpenMP (GNU OpenMP, `libgomp`, in torch's Linux wheels), whose
+threads spin at the end of each parallel region before they sleep, and a training step has
+hundreds of small regions. When another process shares the cores, a spinning thread holds a
+core that the thread it waits for needs: two threads then take several times as long per step
+as one (`experiments/speed/shared_cores.py` measures it). With
+`OMP_WAIT_POLICY=PASSIVE` they sleep at once. OpenMP reads the variable when its library loads,
+that is when torch is imported, and never again; so `wait_passively` sets it (unless it is set:
+a user's own value wins) only while no OpenMP runtime is loaded in the process, and otherwise
+does nothing.
 
 `allennlp <command>` imports every module of allennlp-models before it loads any plugin
 (`--include-package` comes after). One of them, `allennlp_models.rc.tools.narrativeqa`, calls
@@ -18,13 +29,15 @@ own; the NarrativeQA tool itself still works once its data is installed
 `allennlp_elmo_c_startup.pth`, installed into site-packages with the package, is read at every
 interpreter start: when the program is the `allennlp` command, and only then, it imports this
 module and calls `install` (other programs pay one comparison). Importing `allennlp_elmo_c` calls
-`install` too (for `python -m allennlp_elmo_c` and for Python code that imports allennlp-models
+`wait_passively` before it imports torch (for `python -m allennlp_elmo_c`, and for Python code that
+imports the plugin before torch), and `install` (for Python code that imports allennlp-models
 after the plugin). This module imports only the standard library.
 """
 
 import importlib.abc
 import importlib.machinery
 import logging
+import os
 import sys
 import warnings
 from typing import Any, Optional, Sequence
@@ -38,7 +51,31 @@ PKG_RESOURCES_WARNING = {
     "module": r"rouge\.rouge",
 }
 
+# What the OpenMP runtimes' shared libraries are called: GNU's (torch's Linux wheels), LLVM's
+# (torch's macOS wheels) and Intel's.
+OPENMP_LIBRARIES = ("libgomp", "libomp", "libiomp")
+WAIT_POLICY = "OMP_WAIT_POLICY"
+
 logger = logging.getLogger("allennlp_elmo_c.startup")
+
+
+def openmp_loaded() -> bool:
+    """Whether an OpenMP runtime is loaded in this process: torch is imported, or a library of
+    `OPENMP_LIBRARIES` is mapped (Linux's `/proc/self/maps`; elsewhere torch alone tells)."""
+    if "torch" in sys.modules:
+        return True
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            return any(name in line for line in maps for name in OPENMP_LIBRARIES)
+    except OSError:
+        return False
+
+
+def wait_passively() -> None:
+    """Sets `OMP_WAIT_POLICY=PASSIVE` unless the variable is set, while no OpenMP runtime is
+    loaded (the runtime reads it as it loads); once one is loaded, does nothing."""
+    if WAIT_POLICY not in os.environ and not openmp_loaded():
+        os.environ[WAIT_POLICY] = "PASSIVE"
 
 
 def skipped_download(info_or_id: Any = None, *args: Any, **kwargs: Any) -> bool:
@@ -91,8 +128,10 @@ class QuietNarrativeQAFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Puts `QuietNarrativeQAFinder` first on `sys.meta_path`, once; nothing to do when the
-    module is already imported."""
+    """What the `allennlp` command does at start: `wait_passively`, then puts
+    `QuietNarrativeQAFinder` first on `sys.meta_path`, once (nothing to do when NARRATIVEQA is
+    already imported)."""
+    wait_passively()
     if NARRATIVEQA in sys.modules:
         return
     if any(type(finder).__name__ == QuietNarrativeQAFinder.__name__ for finder in sys.meta_path):

@@ -13,6 +13,10 @@ component with AllenNLP, so both `--include-package allennlp_elmo_c` and a `.all
 file naming `allennlp_elmo_c` work.
 """
 
+import allennlp_elmo_c_startup
+
+allennlp_elmo_c_startup.wait_passively()  # first: the imports below load torch and its OpenMP
+
 from allennlp_elmo_c import compat
 from allennlp_elmo_c.common import config_defaults
 from allennlp_elmo_c.training import archive_paths, atomic_checkpointer, atomic_outputs

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
-import torch
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
@@ -52,6 +51,7 @@ from allennlp_elmo_c.commands.linear_probes import (
     token_features,
 )
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.common.threads import set_torch_threads
 
 WITH_BILM = "fastText + average of all layers"
 
@@ -270,7 +270,7 @@ def screen_archive(
     from allennlp_elmo_c.modules.subword_representations import load_representations
 
     started = time.perf_counter()
-    torch.set_num_threads(args.threads)
+    set_torch_threads(args.threads, "probe-screen: threads")
     representations = load_representations(
         archive, num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
     ).eval()

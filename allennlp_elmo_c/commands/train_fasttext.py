@@ -21,6 +21,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand, options
 from allennlp_elmo_c.common.build_cache import corpus_recipe, is_built, write_manifest
+from allennlp_elmo_c.common.threads import thread_count
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ def train_fasttext(
         )
     if not (lr > 0 and math.isfinite(lr)):
         raise ConfigurationError(f"train-fasttext: lr must be a positive number, got {lr}")
-    threads = threads or os.cpu_count() or 1
+    threads = thread_count(threads, "train-fasttext: threads")
     recipe: Dict[str, Any] = {
         **corpus_entries,
         "model": "skipgram",
@@ -179,7 +180,8 @@ class TrainFastText(PluginSubcommand):
         subparser.add_argument("--epoch", type=int, default=5)
         subparser.add_argument("--min-count", type=int, default=5)
         subparser.add_argument("--lr", type=float, default=0.05)
-        subparser.add_argument("--threads", type=int, default=None, help="default: all cores")
+        subparser.add_argument("--threads", type=int, default=None,
+                               help="default: one per CPU this process may use")
         self.add_build_options(subparser)
 
     def run(self, args: argparse.Namespace) -> None:

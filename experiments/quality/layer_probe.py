@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy
-import torch
 
 from allennlp_elmo_c.commands.linear_probes import (
     Tagged,
@@ -49,6 +48,7 @@ from allennlp_elmo_c.commands.linear_probes import (
     token_features,
 )
 from allennlp_elmo_c.modules.subword_representations import load_representations
+from allennlp_elmo_c.common.threads import set_torch_threads
 
 MAJORITY = "majority tag of the word"
 
@@ -174,7 +174,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
     args = parse_args(argv)
     started = time.perf_counter()
-    torch.set_num_threads(args.threads)
+    args.threads = set_torch_threads(args.threads)
     archives = named_paths(args.archive, "--archive")
     fasttexts = fasttext_paths(args.fasttext, list(archives))
     train = read_tagged(args.data_dir / "train.txt", args.max_train_sentences)

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
-import torch
 
 from allennlp.commands.train import train_model
 from allennlp.common.plugins import import_plugins
@@ -43,6 +42,7 @@ from allennlp.common.plugins import import_plugins
 from allennlp_elmo_c.archive import read_archive_config, representation_dim
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.common.threads import set_torch_threads
 from experiments.corpora.brown_corpus import brown_source
 from experiments.corpora.brown_pos import build_brown_pos
 from experiments.demo.main import (
@@ -155,7 +155,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--task-overrides", default="{}", help="JSON, for every tagger")
     args = parser.parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    torch.set_num_threads(args.threads)
+    args.threads = set_torch_threads(args.threads)
     import_plugins()
     data_dir, out = args.data_dir.resolve(), args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

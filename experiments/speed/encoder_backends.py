@@ -49,11 +49,13 @@ import allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer as layer_mo
 from allennlp_elmo_c.modules.output_heads.continuous import ContinuousOutputHead
 from allennlp_elmo_c.nn.products import Products
 from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import ElmoLstmEncoder
+from allennlp_elmo_c.common.threads import set_torch_threads
 from experiments.common.timing import device_name, time_in_turn
 
 SIZES = {
     # name: (input size, projection, cell, layers)
     "demo": (100, 128, 256, 2),  # training_config/elmo_c_demo.jsonnet
+    "small": (128, 128, 256, 2),  # the demo's cell with 128-d inputs
     "paper": (300, 512, 4096, 2),
 }
 
@@ -251,7 +253,7 @@ def main():
                         "encoder's matrix products alone)")  # fmt: skip
     parser.add_argument("--json", help="append the results to this JSON-lines file")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args.threads = set_torch_threads(args.threads)
     device = torch.device(args.device)
     if args.precision == "tf32":
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True

@@ -25,6 +25,7 @@ import torch
 from allennlp.data import Vocabulary
 
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
+from allennlp_elmo_c.common.threads import set_torch_threads
 from experiments.common.timing import device_name, time_in_turn, trainable_parameters
 
 NAMESPACE = "lm_targets"
@@ -81,7 +82,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args.threads = set_torch_threads(args.threads)
     device = torch.device(args.device)
     generator = torch.Generator().manual_seed(0)
     shape = (args.batch_size, 20)
