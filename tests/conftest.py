@@ -29,6 +29,7 @@ torch.set_num_threads(1)
 # at the end.
 LONGEST_FIRST = (
     "tests/reliability/test_checkpoints.py",
+    "tests/experiments/scale/test_scale.py",
     "tests/reliability/test_task_checkpoints.py",
     "tests/test_docs.py",
     "tests/nn/test_lstmp_cpu.py",
@@ -42,6 +43,8 @@ LONGEST_FIRST = (
     "tests/experiments/speed/test_embed_memory.py",
     "tests/reliability/test_distributed.py",
     "tests/experiments/speed/test_startup_time.py",
+    "tests/experiments/speed/test_shared_cores.py",
+    "tests/commands/test_plan.py",
 )
 
 
