@@ -12,7 +12,9 @@ so that a number has one source:
 - `experiments/speed/precision/*_end_to_end*.json`: whole training steps in float32 and bfloat16
   against the peer (`python -m experiments.speed.run ... --e2e-precisions ... --out`);
 - `experiments/quality/precision.json`: float32 against bfloat16 pretraining and downstream
-  (`python -m experiments.quality.precision ... --summary`).
+  (`python -m experiments.quality.precision ... --summary`);
+- `experiments/speed/cpus/avx2_epyc.json`: step and update times on a CPU without AVX-512,
+  copied from the measurements its `source` names.
 
 A rendered number sits between markers, over several lines or inside a sentence:
 
@@ -47,6 +49,7 @@ PRECISION_SPEED = [PROJECT / "experiments" / "speed" / "precision" / name
                    for name in ("h200_end_to_end.json", "cpu_core_end_to_end_b16.json",
                                 "cpu_core_end_to_end_b64.json")]  # fmt: skip
 PRECISION_QUALITY = PROJECT / "experiments" / "quality" / "precision.json"
+AVX2_CPU = PROJECT / "experiments" / "speed" / "cpus" / "avx2_epyc.json"
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 
 TASK_NAMES = {"ner": "NER, UNER EWT (F1)", "pos": "POS, Brown held-out genres",
@@ -374,6 +377,24 @@ def precision_quality_table() -> str:
     return "\n".join(lines)
 
 
+def seconds(low: float, high: float) -> str:
+    """A time as measured (`str` keeps the digits the data has), or its range."""
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def avx2_cpu_table() -> str:
+    """Update and step times on a CPU without AVX-512 (experiments/speed/cpus/avx2_epyc.json):
+    one row a measurement, its threads and its seconds (a range where it was repeated under
+    changing load)."""
+    data = load(AVX2_CPU)
+    machine = data["machine"]
+    lines = [f"| on an {machine['cpu']}, {machine['vector_units']}, {machine['cores']} cores, "
+             f"{machine['date']} | threads | seconds |", "|---|---|---|"]  # fmt: skip
+    for row in data["rows"]:
+        lines.append(f"| {row['what']} | {row['threads']} | {seconds(*row['seconds'])} |")
+    return "\n".join(lines)
+
+
 BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")
 SENTIMENT = ("sst5", "sentiment")
 BLOCKS: Dict[str, Callable[[], str]] = {
@@ -401,6 +422,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "demo-machine": demo_machine,
     "precision-speed": precision_speed_table,
     "precision-quality": precision_quality_table,
+    "avx2-cpu": avx2_cpu_table,
 }
 
 

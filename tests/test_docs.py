@@ -54,6 +54,8 @@ PARSE_ONLY = {
     "two-commands": "`make demo` downloads its data and trains for about 20 minutes; `make test` "
     "is the whole suite, this test among it",
     "paper-pretraining": "the 1B Word Benchmark, cc.en.300.bin (7 GB) and days on a GPU",
+    "plan-paper": "the 1B Word Benchmark, cc.en.300.bin (7 GB) and a GPU (the README's own-text "
+    "commands, run by tests/test_own_corpus_walkthrough.py, plan at fixture size)",
     "demo-pretraining": "the demo data, built from downloads (the reliability tests train the "
     "demo config on fixtures)",
     "gpu-tf32": "a GPU and the paper-size data",

@@ -1,6 +1,7 @@
 """
-Your own text: every shell block marked `<!-- walkthrough -->` (the README's four commands,
-docs/choosing-a-bilm.md's second biLM and the probe screen of both, then the adaptation step of
+Your own text: every shell block marked `<!-- walkthrough -->` (the README's five commands, which
+plan and train the in-batch softmax loss, docs/choosing-a-bilm.md's second biLM, with the cosine,
+and the probe screen of both, then the adaptation step of
 docs/your-data.md) runs as it is written, in order, in a fresh directory that holds
 `training_config/`, a few hundred German sentences in `my_texts/` and
 `my_domain_texts/`, and tagged German sentences in `my_tagged/` (the fixture-size substitution:
@@ -10,11 +11,14 @@ checks that no other block goes unrun.
 
 import json
 import random
+import re
 import subprocess
 from pathlib import Path
 
 import h5py
 import numpy
+
+from allennlp.common import Params
 
 from tests import PROJECT_ROOT
 from tests.helpers import LANGUAGE_PARTS, doc_blocks, user_environment, write_language_documents
@@ -45,11 +49,16 @@ def walkthrough_blocks() -> list:
 
 def test_the_docs_mark_the_whole_walkthrough():
     readme, second, adaptation = walkthrough_blocks()
-    commands = ["prepare-corpus my_texts/", "train-fasttext", "elmo_c_small.jsonnet", "elmo-c-embed"]
+    commands = ["prepare-corpus my_texts/", "train-fasttext", "plan corpus/train.txt",
+                "allennlp train training_config/elmo_c_small.jsonnet", "elmo-c-embed"]  # fmt: skip
     positions = [readme.index(command) for command in commands]
     assert positions == sorted(positions)
+    # The plan and the training run get the same overrides: the guide's loss for one's own data,
+    # validated at the training batch size.
+    recommended = '-o \'{"model.output_head.loss": "in_batch_softmax", "validation_data_loader.batch_size": 64}\''
+    assert readme.count(recommended) == 2
     assert "prepare-corpus my_domain_texts/" in adaptation and "elmo_c_adapt.jsonnet" in adaptation
-    assert "in_batch_softmax" in second and "probe-screen" in second
+    assert '"model.output_head.loss": "cosine"' in second and "probe-screen" in second
 
 
 def test_the_readme_walkthrough_runs(tmp_path):
@@ -58,10 +67,14 @@ def test_the_readme_walkthrough_runs(tmp_path):
     write_tagged(tmp_path / "my_tagged", "de")
     write_language_documents(tmp_path / "my_domain_texts", "de", documents=30, seed=1)
     environment = user_environment()
+    printed = []
     for block in walkthrough_blocks():
         result = subprocess.run(["bash", "-e", "-c", block], cwd=tmp_path, env=environment,
                                 capture_output=True, text=True, timeout=600)  # fmt: skip
         assert result.returncode == 0, f"{block}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        printed.append(result.stdout)
+    # The README's plan, printed before the training run.
+    assert "plan for corpus/train.txt" in printed[0] and " updates" in printed[0], printed[0][-3000:]
 
     validation = (tmp_path / "corpus" / "validation.txt").read_text(encoding="utf-8").splitlines()
     assert validation and (tmp_path / "corpus" / "train.txt").stat().st_size > 0
@@ -77,16 +90,40 @@ def test_the_readme_walkthrough_runs(tmp_path):
     adapted = json.loads((tmp_path / "runs" / "mine_domain" / "config.json").read_text())
     assert adapted["model"]["type"] == "elmo_c"  # an ordinary archive, no longer from_archive
     assert (tmp_path / "runs" / "mine_domain" / "model.tar.gz").is_file()
+    # The README's biLM: the in-batch softmax, validated at its training batch.
+    first = json.loads((tmp_path / "runs" / "mine" / "config.json").read_text())
+    assert first["model"]["output_head"]["loss"] == "in_batch_softmax"
+    assert first["validation_data_loader"]["batch_size"] == first["data_loader"]["batch_size"] == 64
     # docs/choosing-a-bilm.md: the second biLM differs in its loss only, and the screen scored
     # both on the tagged dev sentences.
-    second = json.loads((tmp_path / "runs" / "mine_in_batch" / "config.json").read_text())
-    first = json.loads((tmp_path / "runs" / "mine" / "config.json").read_text())
-    assert second["model"]["output_head"]["loss"] == "in_batch_softmax"
-    assert first["model"]["output_head"].get("loss", "cosine") == "cosine"
+    second = json.loads((tmp_path / "runs" / "mine_cosine" / "config.json").read_text())
+    assert second["model"]["output_head"]["loss"] == "cosine"
     screen = json.loads((tmp_path / "screen.json").read_text())
     assert set(screen) == {"cosine", "in_batch"}
-    against = screen["in_batch"]["against"]  # the second biLM set against the first
-    assert against["archive"] == "cosine" and against["low"] <= against["difference"] <= against["high"]
+    against = screen["cosine"]["against"]  # the second biLM set against the first
+    assert against["archive"] == "in_batch" and against["low"] <= against["difference"] <= against["high"]
     for result in screen.values():
         probe = result["tasks"]["pos"]["fastText + average of all layers"]
         assert 0.0 < probe["score"] <= 1.0
+
+
+SMALL_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c_small.jsonnet"
+UNUSED = {"ELMO_C_TRAIN_DATA": "x.txt", "ELMO_C_VALIDATION_DATA": "x.txt", "ELMO_C_FASTTEXT": "x.bin"}
+
+
+def test_the_documented_300d_overrides_set_every_input_size_of_the_small_config():
+    """The overrides the README and docs/your-data.md give for 300-d vectors (`cc.<lang>.300.bin`)
+    name keys `elmo_c_small.jsonnet` has, and are every place it holds the vectors' 100 dims."""
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    your_data = (PROJECT_ROOT / "docs" / "your-data.md").read_text(encoding="utf-8")
+    found = [json.loads("{" + fragment + "}") for fragment in
+             re.findall(r"`(\"model\.text_field_embedder[^`]*: 300)`", readme)]  # fmt: skip
+    found += [json.loads(fragment) for fragment in re.findall(r"-o '(\{[^']*: 300\})'", your_data)]
+    assert len(found) == 2, found
+    plain = Params.from_file(str(SMALL_CONFIG), ext_vars=UNUSED).as_flat_dict()
+    dims = {key for key, value in plain.items() if value == 100}
+    for overrides in found:
+        assert set(overrides) <= set(plain), overrides
+        assert {key for key, value in overrides.items() if value == 300} == dims
+        changed = Params.from_file(str(SMALL_CONFIG), json.dumps(overrides), ext_vars=UNUSED)
+        assert all(changed.as_flat_dict()[key] == 300 for key in dims)

@@ -53,7 +53,6 @@ REQUIRED: Dict[str, str] = {
     "ELMO_C_VALIDATION_DATA": f"the held-out text: {_DATA}",
     "ELMO_C_FASTTEXT": "a fastText .bin with subwords (`train-fasttext`, or fastText's "
     "cc.*.300.bin)",
-    "ELMO_C_STEPS": "the run's optimizer updates: words of the training text / (20 x 64) per epoch",
     "ELMO_C_SOURCE_ARCHIVE": "the ELMo-C archive (model.tar.gz) to continue pretraining",
     "ELMO_C_ADAPT_STEPS": "the run's optimizer updates: words of the new text / (20 x 128) per "
     "epoch",

@@ -27,8 +27,9 @@ class TrainingTimeBudgets(TrainerCallback):
     Training time is the time between the ends of consecutive training batches of an epoch
     (forward, backward, optimizer step, data loading): validation and the checkpoints written at
     an epoch's end are left out, and so is everything before the first batch after the start.
-    That matters on a resume: `allennlp train --recover` first re-reads the batches of every
-    epoch already trained (without training or calling any callback), which can take minutes.
+    That matters on a resume: `allennlp train --recover` first iterates over the batches already
+    trained (without training or calling any callback), which re-reads them and can take minutes,
+    unless the data loader can skip them (`lm_stream` with the `skip_trained_batches` callback).
     The first batch of each epoch and after the start only starts the clock: its own time is
     left out while its tokens are counted, so with epochs of N batches tokens/s reads about 1/N
     high (0.5% at 200), alike for every model trained so. The count is kept with the training

@@ -54,7 +54,6 @@ def test_prepare_fasttext_pretrain_embed(tmp_path, monkeypatch, language):
         "ELMO_C_TRAIN_DATA": str(corpus / "train.txt"),
         "ELMO_C_VALIDATION_DATA": str(corpus / "validation.txt"),
         "ELMO_C_FASTTEXT": str(vectors),
-        "ELMO_C_STEPS": "6",
     }.items():
         monkeypatch.setenv(name, value)
     overrides = json.dumps({"model.contextualizer.cell_size": 32,

@@ -66,6 +66,16 @@ def test_a_changed_number_in_the_screen_data_is_a_disagreement(tmp_path, monkeyp
             "docs/choosing-a-bilm.md: losses-table"} <= set(found)  # fmt: skip
 
 
+def test_a_changed_cpu_time_in_the_data_is_a_disagreement(tmp_path, monkeypatch):
+    data = json.loads(docs_numbers.AVX2_CPU.read_text())
+    assert data["source"] and data["machine"]["vector_units"]  # where the numbers come from
+    data["rows"][0]["seconds"][1] += 0.1
+    changed = tmp_path / "cpu.json"
+    changed.write_text(json.dumps(data))
+    monkeypatch.setattr(docs_numbers, "AVX2_CPU", changed)
+    assert docs_numbers.disagreements(["docs/pretraining.md"]) == ["docs/pretraining.md: avx2-cpu"]
+
+
 def test_every_block_is_used_by_a_document():
     used = set()
     for document in docs_numbers.DOCUMENTS:

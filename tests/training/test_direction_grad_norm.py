@@ -132,7 +132,6 @@ def test_every_pretraining_config_clips_each_direction_on_its_own(name, monkeypa
                      "ELMO_C_DATA_DIR", "ELMO_C_SOURCE_ARCHIVE", "ELMO_C_BPE",
                      "ELMO_C_ELMO_OPTIONS", "ELMO_C_ELMO_WEIGHTS", "ELMO_C_VOCABULARY"):  # fmt: skip
         monkeypatch.setenv(variable, str(tmp_path / "x"))
-    monkeypatch.setenv("ELMO_C_STEPS", "100")
     monkeypatch.setenv("ELMO_C_ADAPT_STEPS", "100")
     trainer = Params.from_file(str(PROJECT_ROOT / "training_config" / name)).as_dict()["trainer"]
     types = [callback["type"] for callback in trainer.get("callbacks", [])]
