@@ -19,6 +19,7 @@ from typing import List, Union
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.atomic import atomic_path
+from allennlp_elmo_c.common.shown_text import printable, quoted
 
 PathOrStr = Union[str, "os.PathLike[str]"]
 
@@ -70,14 +71,14 @@ def refuse_links(root: PathOrStr, source: str = "") -> List[str]:
             mode = path.lstat().st_mode
             if stat.S_ISLNK(mode):
                 raise ConfigurationError(
-                    f"{source}: {relative} is a symbolic link (to {os.readlink(path)!r}); a "
-                    "received directory must hold its own files, not links: replace the link "
-                    "by the file"
+                    f"{source}: {printable(relative)} is a symbolic link (to "
+                    f"{quoted(os.readlink(path))}); a received directory must hold its own files, "
+                    "not links: replace the link by the file"
                 )
             if stat.S_ISREG(mode):
                 files.append(relative)
             elif not stat.S_ISDIR(mode):
-                raise ConfigurationError(f"{source}: {relative} is not a regular file or directory")
+                raise ConfigurationError(f"{source}: {printable(relative)} is not a regular file or directory")
     return sorted(files)
 
 
