@@ -37,10 +37,9 @@ from allennlp_elmo_c.common.received_config import (
     parse_received_json,
     read_received_json,
 )
-from allennlp_elmo_c.common.received_weights import safetensors_header
+from allennlp_elmo_c.common.received_weights import safetensors_header, weights_table
 from allennlp_elmo_c.common.safe_extract import open_checked_archive
 from allennlp_elmo_c.common.shown_text import printable
-from allennlp_elmo_c.common.weights_only import load_weights_only
 from allennlp_elmo_c.nn.in_batch_softmax import DEFAULT_TEMPERATURE
 
 WEIGHTS_NAME = "weights.th"
@@ -103,11 +102,9 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
                     metrics = _metrics(parse_received_json(data, where, MAX_CONFIG_BYTES), where)
                 elif member.name == WEIGHTS_NAME:
                     archive.extract(member, directory, filter="data")
-                    state = load_weights_only(
-                        Path(directory) / WEIGHTS_NAME, map_location="cpu", mmap=True
-                    )
-                    stored = _stored_values(state, f"{archive_file}: {WEIGHTS_NAME}")
-                    del state
+                    # A state dict of tensors, memory-mapped, else one line naming the file.
+                    table = weights_table(Path(directory) / WEIGHTS_NAME, f"{archive_file}: {WEIGHTS_NAME}")
+                    stored = sum(math.prod(tensor.shape) for tensor in table.values())
     except (tarfile.TarError, EOFError, OSError, ValueError, RuntimeError) as error:
         raise unreadable_archive(archive_file, error) from error
     if stored is None:
@@ -119,17 +116,6 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
         except ConfigurationError:
             metrics = None
     return stored, metrics
-
-
-def _stored_values(state: Any, where: str) -> int:
-    """The number of values of a loaded `weights.th`: a state dict of tensors, else a
-    `ConfigurationError`."""
-    import torch
-
-    if not isinstance(state, dict) or not all(isinstance(value, torch.Tensor) for value in state.values()):
-        raise ConfigurationError(f"{where}: not a state dict of tensors (a {type(state).__name__}); "
-                                 "it is not a biLM's weights")  # fmt: skip
-    return sum(tensor.numel() for tensor in state.values())
 
 
 def _metrics(value: Any, where: str) -> Dict[str, Any]:

@@ -275,7 +275,8 @@ def _checked_members(
         elif not member.isdir():
             raise _refused(archive_file, member.name, f"has an unsupported type ({member.type!r})")
         if total > limit:
-            raise _refused(archive_file, member.name, f"brings the files to extract to {total} bytes, "
+            counted = "(a hard link, counted as the copy tarfile may make) " if member.islnk() else ""
+            raise _refused(archive_file, member.name, f"{counted}brings the files to extract to {total} bytes, "
                            f"over the {limit} bytes allowed for an archive of {archive_size} bytes "
                            f"({_limits_text()})", _FIX)  # fmt: skip
         names.add(name)
