@@ -7,7 +7,6 @@ the budget before it is allocated, and every refusal is one `ConfigurationError`
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import h5py
@@ -131,18 +130,26 @@ def test_prepare_corpus_skips_links_and_counts_them(tmp_path):
     assert skipped == {name: "symbolic link (not followed)" for name in ("linked.txt", "dangling.txt", "linked.jsonl")}
 
 
-def test_prepare_corpus_counts_a_deeply_nested_json_line(tmp_path):
+def test_prepare_corpus_counts_a_deeply_nested_json_line_without_parsing_it(tmp_path, monkeypatch):
+    """A line nested deeper than `MAX_DEPTH` is counted as invalid before Python's parser sees
+    it (which recurses once per level: a process with a raised recursion limit would overflow
+    its stack)."""
+    from allennlp_elmo_c.common.received_json import MAX_DEPTH
+
     received = tmp_path / "received"
     received.mkdir()
     lines = ["[" * 100_000 + "]" * 100_000, json.dumps({"text": "The council met on Friday ."}),
              json.dumps({"text": "Storms closed the schools ."})]  # fmt: skip
     (received / "a.jsonl").write_text("\n".join(lines) + "\n")
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(200_000)  # a process that raised it: the line is still not parsed
-    try:
-        output = prepare_corpus([received], tmp_path / "corpus", validation_fraction=0.5, show_progress=False)
-    finally:
-        sys.setrecursionlimit(limit)
+    parse = json.loads
+
+    def shallow_only(text, *args, **kwargs):
+        assert not str(text).startswith("[" * (MAX_DEPTH + 1)), "a line nested too deep reached the parser"
+        return parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", shallow_only)
+    output = prepare_corpus([received], tmp_path / "corpus", validation_fraction=0.5, show_progress=False)
+    monkeypatch.undo()
     manifest = json.loads((output / "manifest.json").read_text())
     assert manifest["stats"]["problems"][str(received / "a.jsonl")] == {"invalid_json_lines": 1}, manifest["stats"]
 
