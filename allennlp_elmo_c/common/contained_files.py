@@ -32,24 +32,24 @@ def inside_path(root: PathOrStr, name: object, what: str) -> Path:
     """
     root = Path(root)
     if not isinstance(name, str) or not name or "\x00" in name or "\\" in name:
-        raise ConfigurationError(f"{root}: {what} {name!r} is not a file name inside the directory")
+        raise ConfigurationError(f"{root}: {what} {quoted(name)} is not a file name inside the directory")
     pure = PurePosixPath(name)
     if pure.is_absolute() or os.path.isabs(name):
         raise ConfigurationError(
-            f"{root}: {what} {name!r} is an absolute path; a directory's files are named relative "
+            f"{root}: {what} {quoted(name)} is an absolute path; a directory's files are named relative "
             "to it"
         )
     if ".." in pure.parts or not pure.parts or pure.parts == (".",):
         raise ConfigurationError(
-            f"{root}: {what} {name!r} is not inside the directory (a name without '..')"
+            f"{root}: {what} {quoted(name)} is not inside the directory (a name without '..')"
         )
     path = root
     for part in pure.parts:
         path = path / part
         if path.is_symlink():
             raise ConfigurationError(
-                f"{root}: {what} {name!r} goes through the symbolic link {path} (to "
-                f"{os.readlink(path)!r}); a received directory holds its own files, not links"
+                f"{root}: {what} {quoted(name)} goes through the symbolic link {path} (to "
+                f"{quoted(os.readlink(path))}); a received directory holds its own files, not links"
             )
     return path
 
