@@ -68,13 +68,14 @@ def rewritten_archive(source: Path, target: Path, replace: Dict[str, bytes], ext
     return target
 
 
-def chained_long_names(count: int) -> bytes:
-    """`count` GNU long-name headers, each naming the next header's member, then a file."""
+def chained_long_names(count: int, pax: bool = False) -> bytes:
+    """`count` GNU long-name headers (or pax headers), each naming the next header's member,
+    then a file."""
     blocks = []
     for _ in range(count):
-        name = b"vocabulary/chained.txt\0"
-        info = tarfile.TarInfo("././@LongLink")
-        info.type, info.size = tarfile.GNUTYPE_LONGNAME, len(name)
+        name = b"31 path=vocabulary/chained.txt\n" if pax else b"vocabulary/chained.txt\0"
+        info = tarfile.TarInfo("././@PaxHeader" if pax else "././@LongLink")
+        info.type, info.size = (tarfile.XHDTYPE if pax else tarfile.GNUTYPE_LONGNAME), len(name)
         blocks.append(info.tobuf(format=tarfile.GNU_FORMAT)[: tarfile.BLOCKSIZE])
         blocks.append(name + bytes(tarfile.BLOCKSIZE - len(name)))
     info = tarfile.TarInfo("vocabulary/chained.txt")
@@ -242,8 +243,9 @@ def rewritten_archive_plain(target: Path, links: int) -> Path:
     return target
 
 
-def test_two_extended_headers_before_a_member_are_read(tmp_path):
-    """A long name and a long link name (what GNU tar writes for a long hard link) are read."""
+def test_two_extended_headers_before_a_member_are_read_and_a_chain_is_refused(tmp_path):
+    """A long name and a long link name (what GNU tar writes for a long hard link) are read; a
+    chain of thousands of GNU long-name or pax headers is one line, not a `RecursionError`."""
     target = tmp_path / "long.tar"
     long_name = "vocabulary/" + "n" * 150 + ".txt"
     with tarfile.open(target, "w", format=tarfile.GNU_FORMAT) as archive:
@@ -251,6 +253,9 @@ def test_two_extended_headers_before_a_member_are_read(tmp_path):
         archive.addfile(info, io.BytesIO(data))
         archive.addfile(_entry("vocabulary/" + "m" * 150, tarfile.LNKTYPE, long_name)[0])
     assert safe_extract.read_member(target, long_name, 10) == b"x"
-    with pytest.raises(ConfigurationError, match="extended headers"):
-        target.write_bytes(chained_long_names(5) + bytes(1024))
-        safe_extract.read_member(target, "vocabulary/chained.txt", 10)
+    for pax in (False, True):
+        target.write_bytes(chained_long_names(2, pax) + bytes(1024))
+        assert safe_extract.read_member(target, "vocabulary/chained.txt", 10) == b"x"
+        target.write_bytes(chained_long_names(3000, pax) + bytes(1024))
+        with pytest.raises(ConfigurationError, match="extended headers"):
+            safe_extract.read_member(target, "vocabulary/chained.txt", 10)

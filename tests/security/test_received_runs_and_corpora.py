@@ -186,7 +186,8 @@ def test_an_hdf5_dataset_stored_in_another_file_is_refused(tmp_path):
     secret.write_bytes(np.arange(261 * 4, dtype=np.float32).tobytes())
     with h5py.File(weights, "a") as file:
         del file["char_embed"]
-        file.create_dataset("char_embed", shape=(261, 4), dtype=np.float32, external=[(str(secret), 0, h5py.h5f.UNLIMITED)])
+        file.create_dataset("char_embed", shape=(261, 4), dtype=np.float32,
+                            external=[(str(secret), 0, h5py.h5f.UNLIMITED)])  # fmt: skip
     with pytest.raises(ConfigurationError) as refused:
         ElmoCharCnnEmbedder(options, weights)
     assert "char_embed" in one_line(refused.value) and "other files" in str(refused.value)

@@ -18,9 +18,9 @@ class BpeTokenizer(Tokenizer):
     Splits whitespace-tokenized text into BPE subwords with a tokenizer JSON written by
     `allennlp train-bpe` (the `tokenizers` library's format): each word becomes its first subword
     followed by its continuation subwords (`##`-prefixed with `train-bpe`), so a language model
-    over the result is a language model over subwords. Any padding the file sets is dropped. Special tokens of the tokenizer (`<S>`,
+    over the result is a language model over subwords. Special tokens of the tokenizer (`<S>`,
     `</S>`, `@@UNKNOWN@@`) are never split; characters never seen in training become
-    `@@UNKNOWN@@`.
+    `@@UNKNOWN@@`. Any padding the file sets is dropped (words are encoded one at a time).
 
     Every word is split on its own (and cached), so the subwords of a sentence are exactly the
     concatenation of its words' subwords: the `bpe_first_subword` indexer relies on that to find
