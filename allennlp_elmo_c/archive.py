@@ -33,10 +33,7 @@ from allennlp.data import DatasetReader, TokenIndexer, Tokenizer, Vocabulary
 from allennlp.models import Model
 from allennlp.models.archival import (
     CONFIG_NAME,
-    META_NAME,
     Archive,
-    Meta,
-    _check_version_compatibility,
     _load_dataset_readers,
     get_weights_path,
 )
@@ -74,6 +71,7 @@ from allennlp_elmo_c.common.received_model import (  # noqa: F401 (used from her
     received_bilm,
     unreadable_archive,
 )
+from allennlp_elmo_c.common.received_meta import read_meta
 from allennlp_elmo_c.common.received_vocabulary import read_vocabulary, vocabulary_bytes
 from allennlp_elmo_c.common.received_weights import held_total, weights_table
 from allennlp_elmo_c.common.weights_only import load_weights_only
@@ -176,10 +174,7 @@ def build_bilm(spec: ReceivedBiLM, overrides: Dict[str, Any], cuda_device: int =
     if cuda_device >= 0:
         model.cuda(cuda_device)
     reader, validation_reader = _load_dataset_readers(params.duplicate(), str(spec.root))
-    meta = None
-    if not spec.is_directory and (spec.root / META_NAME).is_file():
-        meta = Meta.from_path(str(spec.root / META_NAME))
-        _check_version_compatibility(spec.source, meta)
+    meta = None if spec.is_directory else read_meta(spec.root, spec.source)
     return Archive(model, params, reader, validation_reader, meta)
 
 
@@ -523,10 +518,7 @@ def load_archive_directory(
         if "state dict" not in str(error).replace("_", " "):
             raise
         raise _weights_mismatch(error, weights.name, source) from error
-    meta = Meta.from_path(str(root / META_NAME)) if (root / META_NAME).is_file() else None
-    if meta is not None:
-        _check_version_compatibility(source, meta)
-    return Archive(model, params, dataset_reader, validation_dataset_reader, meta)
+    return Archive(model, params, dataset_reader, validation_dataset_reader, read_meta(root, source))
 
 
 def _weights_mismatch(error: RuntimeError, weights_name: str, source: str) -> ConfigurationError:

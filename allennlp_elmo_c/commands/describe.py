@@ -37,9 +37,9 @@ from allennlp_elmo_c.common.received_config import (
     parse_received_json,
     read_received_json,
 )
-from allennlp_elmo_c.common.received_weights import safetensors_header
+from allennlp_elmo_c.common.received_weights import safetensors_header, weights_table
 from allennlp_elmo_c.common.safe_extract import open_checked_archive
-from allennlp_elmo_c.common.weights_only import load_weights_only
+from allennlp_elmo_c.common.shown_text import printable
 from allennlp_elmo_c.nn.in_batch_softmax import DEFAULT_TEMPERATURE
 
 WEIGHTS_NAME = "weights.th"
@@ -102,11 +102,9 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
                     metrics = _metrics(parse_received_json(data, where, MAX_CONFIG_BYTES), where)
                 elif member.name == WEIGHTS_NAME:
                     archive.extract(member, directory, filter="data")
-                    state = load_weights_only(
-                        Path(directory) / WEIGHTS_NAME, map_location="cpu", mmap=True
-                    )
-                    stored = sum(tensor.numel() for tensor in state.values())
-                    del state
+                    # A state dict of tensors, memory-mapped, else one line naming the file.
+                    table = weights_table(Path(directory) / WEIGHTS_NAME, f"{archive_file}: {WEIGHTS_NAME}")
+                    stored = sum(math.prod(tensor.shape) for tensor in table.values())
     except (tarfile.TarError, EOFError, OSError, ValueError, RuntimeError) as error:
         raise unreadable_archive(archive_file, error) from error
     if stored is None:
@@ -214,18 +212,22 @@ def _trainable_parameters(
 def _training(config: Dict[str, Any], metrics: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     if metrics is None:
         return None
-    epochs = int(metrics["epoch"]) + 1 if "epoch" in metrics else None
-    loader = config.get("data_loader", {})
+    # AllenNLP's index of the last epoch, from 0 (anything else: not counted).
+    epoch = metrics.get("epoch")
+    epochs = epoch + 1 if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 else None
+    loader = config.get("data_loader")
+    loader = loader if isinstance(loader, dict) else {}  # a training record: not checked
     batches = loader.get("batches_per_epoch")
     window = config.get("dataset_reader", {}).get("max_sequence_length")
     batch_size = loader.get("batch_size")
+    sizes = (batches, window, batch_size)
     tokens, counted = None, None
     if isinstance(metrics.get("tokens_seen"), int):
         tokens = metrics["tokens_seen"]
         counted = "positions each direction predicted, counted by the tokens_seen callback"
-    elif epochs and batches and window and batch_size:
+    elif epochs and all(isinstance(size, int) and size > 0 for size in sizes):
         # As experiments/quality/table2.py counts them: windows of max_sequence_length tokens.
-        tokens = epochs * int(batches) * int(batch_size) * int(window)
+        tokens = epochs * batches * batch_size * window
         counted = "epochs x batches_per_epoch x batch_size x max_sequence_length"
     return {
         "training_duration": metrics.get("training_duration"),
@@ -265,12 +267,15 @@ def precision_text(precision: str) -> str:
 
 
 def format_description(info: Dict[str, Any]) -> str:
+    """`describe`'s text: every value read from the received files printed with its control
+    characters escaped and cut (`common.shown_text.printable`); the snippet lines as JSON."""
+    shown = printable
     training = info["training"]
     if training is None:
         run = "no metrics.json in or beside the archive"
         tokens = "unknown (no metrics.json)"
     else:
-        run = f"{training['training_duration']} over {training['epochs']} epoch(s) (metrics.json)"
+        run = f"{shown(training['training_duration'])} over {training['epochs']} epoch(s) (metrics.json)"
         tokens = (
             f"{training['tokens_seen']:,} ({training['tokens_counted']})"
             if training["tokens_seen"] is not None
@@ -278,23 +283,25 @@ def format_description(info: Dict[str, Any]) -> str:
         )
     snippet = info["config_snippet"]
     lines = [
-        f"ELMo-C biLM archive {info['archive']}",
-        f"  model:                {info['model_type']}, output head {info['output_head']['text']}",
-        f"  input embedder:       {info['input_embedder']}"
+        f"ELMo-C biLM archive {shown(info['archive'], 1000)}",
+        f"  model:                {shown(info['model_type'])}, output head "
+        f"{shown(info['output_head']['text'])}",
+        f"  input embedder:       {shown(info['input_embedder'])}"
         + (" (BPE subwords)" if info["subword_bilm"] else ""),
         f"  representation size:  {info['output_dim']} (2 x projection_size {info['projection_size']})",
         f"  layers:               {info['num_layers']} (input projection + {info['lstm_layers']} "
         "LSTM layers, forward || backward)",
         f"  cell size:            {info['cell_size']}",
-        f"  fastText model:       {info['fasttext']['text']}",
+        f"  fastText model:       {shown(info['fasttext']['text'], 1000)}",
         f"  trainable parameters: {info['trainable_parameters']:,} (counted from "
-        f"{info['parameters_counted_from']})",
+        f"{shown(info['parameters_counted_from'], 1000)})",
         f"  training time:        {run}",
         f"  tokens seen:          {tokens}",
-        f"  trained in:           {precision_text(info['training_precision'])}",
+        f"  trained in:           {shown(precision_text(info['training_precision']))}",
         "",
         "Paste into a downstream config (the environment, and the reader / text_field_embedder):",
         f"ELMO_C_DIM={info['elmo_c_dim']}",
+        # json.dumps escapes every control character (ensure_ascii: every non-ASCII one too).
         f"token_indexers: {json.dumps(snippet['token_indexers'])}",
         f"token_embedders: {json.dumps(snippet['token_embedders'])}",
     ]

@@ -47,6 +47,8 @@ from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
 from allennlp_elmo_c.common.contained_files import copy_regular_file
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
+from allennlp_elmo_c.common.received_json import read_received_json
+from allennlp_elmo_c.common.shown_text import printable
 from allennlp_elmo_c.commands.describe import precision_text
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 
@@ -172,56 +174,126 @@ def _save_weights(bilm: PretrainedBiLM, path: Path) -> None:
 
 def _training_record(config: Dict[str, Any], run_dir: Optional[Path], archive: Path) -> Dict[str, Any]:
     """What the run directory says of the training: corpus (its manifest), time, tokens,
-    validation metrics, hardware. Only a training run's own files are read: the data path of an
-    archive or model directory received from elsewhere is recorded as it is, never opened."""
+    validation metrics, hardware. Only a training run's own files are read, each a regular file
+    (a symbolic link is refused, never followed) of the shape the run writes: the data path of
+    an archive or model directory received from elsewhere is recorded as it is, never opened,
+    and a model directory's training record is checked to that shape too."""
     record: Dict[str, Any] = {"train_data_path": config.get("train_data_path")}
     manifest = _corpus_manifest(config.get("train_data_path")) if run_dir is not None else None
     if manifest is not None:
         record["corpus"] = manifest
     if run_dir is None and is_model_directory(str(archive)):
-        return dict(read_directory_config(str(archive)).get("training", {}), **record)
+        received = read_directory_config(str(archive)).get("training", {})
+        return _checked_record(dict(received, **record), f"model directory {archive}: config.json training")
     if run_dir is None:
         return record
-    metrics = _read_json(run_dir / "metrics.json") or {}
-    if isinstance(metrics.get("epoch"), int):  # AllenNLP's index of the last epoch, from 0
+    metrics = _run_file(run_dir / "metrics.json", dict) or {}
+    if _is_count(metrics.get("epoch")):  # AllenNLP's index of the last epoch, from 0
         record["epochs"] = metrics["epoch"] + 1
-    if "training_duration" in metrics:
+    if isinstance(metrics.get("training_duration"), str):
         record["training_duration"] = metrics["training_duration"]
     best = {key[len("best_validation_"):]: value for key, value in metrics.items()
-            if key.startswith("best_validation_") and isinstance(value, (int, float))}  # fmt: skip
-    if best and isinstance(metrics.get("best_epoch"), int):
+            if key.startswith("best_validation_") and _is_number(value)}  # fmt: skip
+    if best and _is_count(metrics.get("best_epoch")):
         record["best_validation"] = dict(best, epoch=metrics["best_epoch"] + 1)
-    if isinstance(metrics.get("tokens_seen"), int):  # the `tokens_seen` callback
+    if _is_count(metrics.get("tokens_seen")):  # the `tokens_seen` callback
         record["tokens_seen"] = metrics["tokens_seen"]
-    timeline = _read_json(run_dir / "budget-timeline.json")  # `training_time_budgets`
-    if timeline and timeline.get("points"):
-        seconds, tokens = timeline["points"][-1]
+    timeline = _run_file(run_dir / "budget-timeline.json", dict)  # `training_time_budgets`
+    points = timeline.get("points") if timeline else None
+    if isinstance(points, list) and points and _is_point(points[-1]):
+        seconds, tokens = points[-1]
         record.setdefault("tokens_seen", int(tokens))
         record["training_seconds_counted"] = float(seconds)
-    hardware = _read_json(run_dir / "hardware.json")
+    hardware = _run_file(run_dir / "hardware.json", list)
     if hardware:
         record["hardware"] = hardware
-    return record
+    return _checked_record(record, f"training run {run_dir}")
 
 
 def _corpus_manifest(train_data_path: Any) -> Optional[Dict[str, Any]]:
     """The corpus's `manifest.json` (from `prepare-corpus` and the demo's builders), if any."""
     if not isinstance(train_data_path, str):
         return None
-    manifest = _read_json(Path(train_data_path).parent / "manifest.json")
+    manifest = _run_file(Path(train_data_path).parent / "manifest.json", dict)
     if not manifest:
         return None
-    sources = manifest.get("recipe", {}).get("sources")
-    if sources is None and "source" in manifest.get("recipe", {}):
-        sources = [{"name": manifest["recipe"]["source"]}]
+    recipe = manifest.get("recipe") if isinstance(manifest.get("recipe"), dict) else {}
+    sources = recipe.get("sources")
+    if sources is None and isinstance(recipe.get("source"), str):
+        sources = [{"name": recipe["source"]}]
     return {"sources": sources or [], "stats": manifest.get("stats", {})}
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+# A run's record files are a few KB.
+MAX_RECORD_BYTES = 1 << 20
+# What a run's hardware record and a corpus manifest's source may hold: short scalars and lists
+# of them.
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _run_file(path: Path, kind: type) -> Any:
+    """A JSON record of a training run (`kind`: a `dict` or a `list` at its top), `None` if
+    absent; a link, anything but a regular file, or another JSON shape is a
+    `ConfigurationError` (nothing of another file is carried into the model directory)."""
+    if not os.path.lexists(path):
         return None
+    where = f"package: {path}"
+    value = read_received_json(path, where, MAX_RECORD_BYTES, follow_links=False)
+    if not isinstance(value, kind):
+        raise ConfigurationError(
+            f"{where} holds a JSON {type(value).__name__}, not the {kind.__name__} a training run "
+            "writes; remove or fix it"
+        )
+    return value
+
+
+def _checked_record(record: Dict[str, Any], where: str) -> Dict[str, Any]:
+    """`record` (a training record, for config.json and the model card), if of the shape
+    `_training_record` makes: else a `ConfigurationError`."""
+    problem = _record_problem(record)
+    if problem:
+        raise ConfigurationError(f"package: {where}: {printable(problem)}; remove or fix it")
+    return record
+
+
+def _record_problem(record: Any) -> Optional[str]:
+    if not isinstance(record, dict):
+        return "is not a JSON object"
+    hardware = record.get("hardware", [])
+    if not isinstance(hardware, list) or not all(_is_flat(session) for session in hardware):
+        return "hardware is not a list of objects of plain values (as hardware.json holds)"
+    corpus = record.get("corpus", {})
+    sources = corpus.get("sources", []) if isinstance(corpus, dict) else None
+    if not isinstance(sources, list) or not all(_is_flat(source) for source in sources):
+        return "corpus.sources is not a list of objects of plain values (as manifest.json holds)"
+    if not isinstance(corpus.get("stats", {}), dict):
+        return "corpus.stats is not an object"
+    for key in ("epochs", "tokens_seen"):
+        if key in record and not _is_count(record[key]):
+            return f"{key} is not a count"
+    if not isinstance(record.get("best_validation", {}), dict):
+        return "best_validation is not an object"
+    return None
+
+
+def _is_flat(value: Any) -> bool:
+    """Whether `value` is an object of scalars and lists of scalars."""
+    return isinstance(value, dict) and all(
+        isinstance(item, _SCALARS) or (isinstance(item, list) and all(isinstance(x, _SCALARS) for x in item))
+        for item in value.values()
+    )
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_point(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(_is_number(item) for item in value)
 
 
 def _directory_config(

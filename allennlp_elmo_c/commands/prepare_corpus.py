@@ -62,6 +62,7 @@ from tqdm import tqdm
 
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand, options
 from allennlp_elmo_c.common.atomic import atomic_path, remove_stale_temporaries
+from allennlp_elmo_c.common.received_json import MAX_DEPTH, json_depth
 from allennlp_elmo_c.common.build_cache import MANIFEST, is_built, write_manifest
 from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 from allennlp_elmo_c.common.text import decode_line
@@ -280,8 +281,9 @@ def prepare_corpus(
 
 
 def _identity(path: Path) -> Dict[str, Any]:
-    stat = path.stat()
-    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    """An input's path, size and time; of a skipped link, the link's own (never followed)."""
+    stat = path.lstat()
+    return {"path": str(path.parent.resolve() / path.name), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
 def _document_hash(seed: int, source: str, key: str) -> int:
@@ -326,6 +328,8 @@ def _find_inputs(
                 elif not name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
                     skipped.append({"path": str(path), "reason": "not .txt, .txt.gz, .jsonl or "
                                     ".jsonl.gz"})
+                elif path.is_symlink():  # a link in a received directory may point anywhere
+                    skipped.append({"path": str(path), "reason": "symbolic link (not followed)"})
                 elif not path.is_file():
                     skipped.append({"path": str(path), "reason": "not a regular file"})
                 else:
@@ -489,8 +493,10 @@ def _json_documents(
         if not line.strip():
             continue
         try:
+            if line.count("[") + line.count("{") > MAX_DEPTH and json_depth(line) > MAX_DEPTH:
+                raise ValueError("nested too deep")  # before Python's parser recurses into it
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             file.count("invalid_json_lines")
             continue
         text = record.get(text_field) if isinstance(record, dict) else None

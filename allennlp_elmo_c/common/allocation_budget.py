@@ -163,6 +163,20 @@ def _fresh_bytes(func, result, count_meta: bool = False) -> Iterator[int]:
 _ENFORCED: List[_Budget] = []
 
 
+def spend(size: int, what: str) -> None:
+    """
+    Counts `size` bytes that are about to be allocated outside torch (`what`: an HDF5 dataset
+    read into numpy, say) against the budget being enforced, if any: past its limit, the build
+    is refused before they are allocated (the `ConfigurationError` names `what`).
+    """
+    if _ENFORCED:
+        budget = _ENFORCED[-1]
+        if budget.used + size > budget.limit:
+            raise _OverBudget(size, what)
+        budget.used += size
+
+
+
 def allow(size: int) -> None:
     """
     Raises the limit of the budget being enforced, if any, by `size` bytes: for a tensor whose
@@ -197,6 +211,12 @@ def allocation_budget(
     except _OverBudget as error:
         found = sorted(sizes, key=lambda item: -item[1])[:3] if sizes is not None else largest_sizes(config or {})
         sizes_text = ", ".join(f"{key} = {value}" for key, value in found)
+        if len(error.args) > 1:  # counted by `spend`
+            raise ConfigurationError(
+                f"{where}: building the model would allocate more than {budget.limit:,} bytes "
+                f"({budget.used:,} so far, then {error.args[0]:,} more for {error.args[1]}), far more "
+                "than its weights hold. Refused before allocating."
+            ) from None
         raise ConfigurationError(
             f"{where}: building the model would allocate more than {budget.limit:,} bytes ({budget.used:,} "
             f"so far, then {error.args[0]:,} more), far more than its weights hold; its config "

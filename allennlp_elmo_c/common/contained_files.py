@@ -19,6 +19,7 @@ from typing import List, Union
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.atomic import atomic_path
+from allennlp_elmo_c.common.shown_text import printable, quoted
 
 PathOrStr = Union[str, "os.PathLike[str]"]
 
@@ -31,24 +32,24 @@ def inside_path(root: PathOrStr, name: object, what: str) -> Path:
     """
     root = Path(root)
     if not isinstance(name, str) or not name or "\x00" in name or "\\" in name:
-        raise ConfigurationError(f"{root}: {what} {name!r} is not a file name inside the directory")
+        raise ConfigurationError(f"{root}: {what} {quoted(name)} is not a file name inside the directory")
     pure = PurePosixPath(name)
     if pure.is_absolute() or os.path.isabs(name):
         raise ConfigurationError(
-            f"{root}: {what} {name!r} is an absolute path; a directory's files are named relative "
+            f"{root}: {what} {quoted(name)} is an absolute path; a directory's files are named relative "
             "to it"
         )
     if ".." in pure.parts or not pure.parts or pure.parts == (".",):
         raise ConfigurationError(
-            f"{root}: {what} {name!r} is not inside the directory (a name without '..')"
+            f"{root}: {what} {quoted(name)} is not inside the directory (a name without '..')"
         )
     path = root
     for part in pure.parts:
         path = path / part
         if path.is_symlink():
             raise ConfigurationError(
-                f"{root}: {what} {name!r} goes through the symbolic link {path} (to "
-                f"{os.readlink(path)!r}); a received directory holds its own files, not links"
+                f"{root}: {what} {quoted(name)} goes through the symbolic link {path} (to "
+                f"{quoted(os.readlink(path))}); a received directory holds its own files, not links"
             )
     return path
 
@@ -70,14 +71,14 @@ def refuse_links(root: PathOrStr, source: str = "") -> List[str]:
             mode = path.lstat().st_mode
             if stat.S_ISLNK(mode):
                 raise ConfigurationError(
-                    f"{source}: {relative} is a symbolic link (to {os.readlink(path)!r}); a "
-                    "received directory must hold its own files, not links: replace the link "
-                    "by the file"
+                    f"{source}: {printable(relative)} is a symbolic link (to "
+                    f"{quoted(os.readlink(path))}); a received directory must hold its own files, "
+                    "not links: replace the link by the file"
                 )
             if stat.S_ISREG(mode):
                 files.append(relative)
             elif not stat.S_ISDIR(mode):
-                raise ConfigurationError(f"{source}: {relative} is not a regular file or directory")
+                raise ConfigurationError(f"{source}: {printable(relative)} is not a regular file or directory")
     return sorted(files)
 
 

@@ -59,22 +59,21 @@ A user's own configs (`allennlp train`, `-o` overrides on the command line) are 
 they stay jsonnet, and overrides are merged after the check.
 """
 
-import json
-import math
 import os
 import re
-from pathlib import Path
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.fasttext_source import lookup_dotted
+from allennlp_elmo_c.common.shown_text import printable
+from allennlp_elmo_c.common.received_json import (  # noqa: F401 (its importers read them here)
+    MAX_CONFIG_BYTES,
+    MAX_DEPTH,
+    parse_received_json,
+    read_received_json,
+)
 
-# A received config.json larger than this is refused before it is parsed (the paper-size biLM's
-# is ~3 KB; a task archive's a few KB).
-MAX_CONFIG_BYTES = 4 << 20
-# JSON nesting deeper than this is refused (a biLM's config is 6 levels deep).
-MAX_DEPTH = 64
 
 # The largest size a biLM's config may give (one dimension of a tensor, a count of rows), and
 # the most layers of a contextualizer.
@@ -222,72 +221,6 @@ FILE_KEYS = frozenset({
 
 _URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?:https?|s3|gs|gcs|hf|file|ftp|sftp|data|az|abfs|r2):)")
 _ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.bz2|tbz2?|tar\.xz|txz|tar|zip)(?:!|$)", re.IGNORECASE)
-
-
-def read_received_json(path: Union[str, Path], where: str, max_bytes: int = MAX_CONFIG_BYTES) -> Any:
-    """
-    A received JSON file (`where` names it in messages), read as plain JSON: larger than
-    `max_bytes`, not JSON (jsonnet included), or nested deeper than `MAX_DEPTH` is a
-    `ConfigurationError`.
-    """
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read(max_bytes + 1)
-    except OSError as error:
-        raise ConfigurationError(f"{where}: unreadable ({error})") from error
-    return parse_received_json(data, where, max_bytes)
-
-
-def parse_received_json(
-    data: Union[bytes, str], where: str, max_bytes: Optional[int] = MAX_CONFIG_BYTES
-) -> Any:
-    """`read_received_json` of JSON text already read (`max_bytes=None`: no size cap)."""
-    if max_bytes is not None and len(data) > max_bytes:
-        raise ConfigurationError(
-            f"{where}: larger than {max_bytes} bytes; a model's config is a few KB, so it is not "
-            "read"
-        )
-    try:
-        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int64)
-    except RecursionError:
-        raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
-    except ValueError as error:
-        raise ConfigurationError(
-            f"{where} is not plain JSON ({error}); a received model's config is read as JSON "
-            "only, never evaluated as jsonnet (no imports, no external variables)"
-        ) from None
-    _check_depth(value, where)
-    return value
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is too large for a float (not a finite number)")
-    return value
-
-
-def _int64(text: str) -> int:
-    if len(text.lstrip("-")) > 19 or not -(1 << 63) <= int(text) < 1 << 63:
-        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} digits)"
-        raise ValueError(f"the integer {shown} does not fit in 64 bits")
-    return int(text)
-
-
-def _check_depth(value: Any, where: str) -> None:
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels")
-        if isinstance(node, dict):
-            stack.extend((child, depth + 1) for child in node.values())
-        elif isinstance(node, list):
-            stack.extend((child, depth + 1) for child in node)
 
 
 def is_bilm_config(config: Any) -> bool:
@@ -555,7 +488,7 @@ def _walk(
 
 def _refusal(where: str, path: str, why: str) -> ConfigurationError:
     return ConfigurationError(
-        f"{where}: {path}: {why}. A received model's config is data, not a program: it is "
+        f"{where}: {printable(path)}: {printable(why, 400)}. A received model's config is data, not a program: it is "
         "refused before anything is built (docs/security.md)"
     )
 

@@ -47,6 +47,7 @@ from allennlp_elmo_c.common.received_config import (
 )
 from allennlp_elmo_c.common.received_weights import Tensor, held_total, weights_table
 from allennlp_elmo_c.common.safe_extract import extracted_archive, read_member
+from allennlp_elmo_c.common.shown_text import printable
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
     inside = root.resolve()
     named = []
     for kind, name in files.items():
-        inside_path(root, name, f"`files.{kind}` of {CONFIG_FILE}")
+        inside_path(root, name, f"`files.{printable(kind)}` of {CONFIG_FILE}")
         named.append(name)
     fasttext = config.get("fasttext")
     if isinstance(fasttext, dict) and "file" in fasttext:

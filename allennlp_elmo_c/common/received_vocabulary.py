@@ -10,6 +10,8 @@ and returns the memory reading them will take, which a loader holds to its budge
 `read_vocabulary` reads them.
 """
 
+import codecs
+import stat
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -18,6 +20,8 @@ from allennlp.common.util import namespace_match
 from allennlp.data import Vocabulary
 from allennlp.data.vocabulary import DEFAULT_OOV_TOKEN, NAMESPACE_PADDING_FILE
 
+from allennlp_elmo_c.common.shown_text import printable, quoted
+
 # What one vocabulary line costs once read (its string, its entries in two dictionaries).
 ENTRY_BYTES = 256
 # The most bytes of `non_padded_namespaces.txt` read.
@@ -25,11 +29,34 @@ _MAX_PATTERNS_BYTES = 1 << 16
 _CHUNK = 1 << 20
 
 
-def _namespace_files(directory: Path) -> List[Path]:
-    """The namespace files AllenNLP reads: every file not hidden but the padding file."""
-    return sorted(
+def _namespace_files(directory: Path, where: str = "") -> List[Path]:
+    """The namespace files AllenNLP reads: every entry not hidden but the padding file, each a
+    regular file; an entry AllenNLP would open that is a directory, a link or anything but a
+    regular file (its `.lock` included, which AllenNLP opens for writing) is a
+    `ConfigurationError` (`where` names the model)."""
+    for name in (".lock", NAMESPACE_PADDING_FILE):
+        _check_regular(directory / name, where, missing_ok=True)
+    paths = sorted(
         path for path in directory.iterdir() if not path.name.startswith(".") and path.name != NAMESPACE_PADDING_FILE
     )
+    for path in paths:
+        _check_regular(path, where)
+    return paths
+
+
+def _check_regular(path: Path, where: str, missing_ok: bool = False) -> None:
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise
+    if not stat.S_ISREG(mode):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) else "not a file"
+        raise ConfigurationError(
+            f"{where}: vocabulary/{printable(path.name)} is {kind}, not a vocabulary file; a "
+            "vocabulary directory holds the regular .txt files AllenNLP wrote"
+        )
 
 
 def vocabulary_bytes(directory: Path, where: str) -> int:
@@ -38,6 +65,7 @@ def vocabulary_bytes(directory: Path, where: str) -> int:
     line), each file streamed once; a padded namespace not starting with `@@UNKNOWN@@` is a
     `ConfigurationError` naming the file (`where` names the model).
     """
+    namespace_files = _namespace_files(directory, where)
     patterns_file = directory / NAMESPACE_PADDING_FILE
     patterns: List[str] = []
     if patterns_file.is_file():
@@ -47,28 +75,30 @@ def vocabulary_bytes(directory: Path, where: str) -> int:
             raise ConfigurationError(f"{where}: {NAMESPACE_PADDING_FILE} is larger than {_MAX_PATTERNS_BYTES} bytes")
         patterns = [line for line in data.decode("utf-8", "replace").splitlines() if line]
     total = 0
-    for path in _namespace_files(directory):
+    for path in namespace_files:
         namespace = path.name.replace(".txt", "")
         padded = not any(namespace_match(pattern, namespace) for pattern in patterns)
-        lines, size, first = _count_lines(path)
+        lines, size, first = _count_lines(path, where)
         if padded and lines and first != DEFAULT_OOV_TOKEN:
-            shown = first if len(first) <= 40 else f"{first[:40]}..."
             raise ConfigurationError(
-                f"{where}: the vocabulary namespace {path.name} is padded but its first line is "
-                f"{shown!r}, not {DEFAULT_OOV_TOKEN}: not a vocabulary AllenNLP wrote"
+                f"{where}: the vocabulary namespace {printable(path.name)} is padded but its first "
+                f"line is {quoted(first, 40)}, not {DEFAULT_OOV_TOKEN}: not a vocabulary AllenNLP wrote"
             )
         total += size + lines * ENTRY_BYTES
     return total
 
 
-def _count_lines(path: Path) -> "tuple[int, int, str]":
-    """`(lines, bytes, first line)` of a file, streamed."""
+def _count_lines(path: Path, where: str) -> "tuple[int, int, str]":
+    """`(lines, bytes, first line)` of a file, streamed; a file that is not UTF-8 (which
+    AllenNLP would fail to read with a `UnicodeDecodeError`) is a `ConfigurationError`."""
     lines = size = 0
     first: Optional[bytes] = None
     head = b""
     last = b"\n"
+    decoder = codecs.getincrementaldecoder("utf-8")()
     with open(path, "rb") as stream:
         for chunk in iter(lambda: stream.read(_CHUNK), b""):
+            _check_utf8(decoder, chunk, path, where, size)
             if first is None:
                 head += chunk
                 if b"\n" in head or len(head) > 4096:
@@ -76,11 +106,22 @@ def _count_lines(path: Path) -> "tuple[int, int, str]":
             lines += chunk.count(b"\n")
             size += len(chunk)
             last = chunk[-1:]
+    _check_utf8(decoder, b"", path, where, size, final=True)
     if first is None:
         first = head
     if size and last != b"\n":
         lines += 1
     return lines, size, first.decode("utf-8", "replace")
+
+
+def _check_utf8(decoder, chunk: bytes, path: Path, where: str, offset: int, final: bool = False) -> None:
+    try:
+        decoder.decode(chunk, final=final)
+    except UnicodeDecodeError as error:
+        raise ConfigurationError(
+            f"{where}: the vocabulary file {printable(path.name)} is not UTF-8 (near byte "
+            f"{offset + error.start}); a vocabulary AllenNLP wrote is UTF-8 text"
+        ) from None
 
 
 def read_vocabulary(directory: Path, where: str, budget: Optional[int] = None) -> "tuple[Vocabulary, int]":
@@ -91,7 +132,7 @@ def read_vocabulary(directory: Path, where: str, budget: Optional[int] = None) -
     """
     cost = vocabulary_bytes(directory, where)
     if budget is not None and cost > budget:
-        sizes: Dict[str, int] = {path.name: path.stat().st_size for path in _namespace_files(directory)}
+        sizes: Dict[str, int] = {path.name: path.stat().st_size for path in _namespace_files(directory, where)}
         largest = max(sizes, key=sizes.get) if sizes else "?"
         raise ConfigurationError(
             f"{where}: reading its vocabulary would take about {cost:,} bytes, more than the "

@@ -26,7 +26,8 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.received_config import parse_received_json
+from allennlp_elmo_c.common.received_json import parse_received_json
+from allennlp_elmo_c.common.shown_text import printable
 
 # The largest safetensors header read (the paper-size biLM's is ~10 KB).
 MAX_SAFETENSORS_HEADER_BYTES = 1 << 20
@@ -159,8 +160,12 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
             if "mmap" not in str(error):
                 raise
             state = load_weights_only(path, map_location="cpu")
-    except (OSError, ValueError, RuntimeError, EOFError, struct.error) as error:
-        raise ConfigurationError(f"{where}: unreadable weights ({error})") from error
+    except ConfigurationError:
+        raise
+    except Exception as error:  # noqa: BLE001 (an unpickler fed other bytes raises any error)
+        raise ConfigurationError(
+            f"{where}: unreadable weights ({type(error).__name__}: {printable(error, 300)})"
+        ) from None
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
         raise ConfigurationError(f"{where}: not a state dict of tensors")
     return {

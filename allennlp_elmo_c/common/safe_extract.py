@@ -7,14 +7,17 @@ the archive and the member:
 - names must be relative and stay inside (no absolute name, no `..` component), each once;
 - only regular files and directories are extracted, and hard links to a regular file the archive
   itself holds before them (what `tarfile` writes for a file added twice); symbolic links,
-  hard links to anything else, devices, FIFOs and other member types are refused;
+  hard links to anything else, devices, FIFOs and other member types are refused. A hard link
+  counts as the bytes of the file it links to (`tarfile` extracts it as a full copy when that
+  file is not extracted), against the bounds below;
 - the archive may hold at most `MAX_MEMBERS` members and `MAX_EXTRACTED_BYTES` bytes of files,
   and, above `RATIO_FLOOR_BYTES`, at most `MAX_COMPRESSION_RATIO` times its own size on disk.
   Members are checked as their headers are read, so a member declaring too much is refused
   before its data is decompressed, and the decompressed stream itself stops at that bound;
 - what `tarfile` reads into memory before a member is known is bounded before it is read: an
-  extended header (a pax header, a GNU long name or link) holds at most `MAX_HEADER_BYTES`, and
-  a name at most `MAX_NAME_BYTES`;
+  extended header (a pax header, a GNU long name or link) holds at most `MAX_HEADER_BYTES`, at
+  most `MAX_CHAINED_HEADERS` of them come before one member (`tarfile` reads a chain of them
+  recursively), and a name is at most `MAX_NAME_BYTES`;
 - what extraction creates is counted: the directories a member's name implies count as members,
   and an extracted name is at most `MAX_DEPTH` components deep.
 An extraction may take only some members (`wanted`: a model archive's loaders take the files a
@@ -42,6 +45,8 @@ from typing import IO, Callable, Dict, Iterator, List, Optional, Set, Tuple, Uni
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common.shown_text import quoted
+
 # The most bytes of files an archive may extract (a task archive bundling a 7 GB fastText model
 # is well within).
 MAX_EXTRACTED_BYTES = 32 << 30
@@ -54,6 +59,9 @@ RATIO_FLOOR_BYTES = 64 << 20
 MAX_MEMBERS = 10_000
 # The most bytes of one extended header (pax, GNU long name or link), read into memory by tarfile.
 MAX_HEADER_BYTES = 64 << 10
+# The most extended headers (pax, GNU long name or link) before one member (tar writes two at
+# most: a long name and a long link name, or one pax header).
+MAX_CHAINED_HEADERS = 4
 # The longest member name (bytes of UTF-8; a path on Linux is at most 4096).
 MAX_NAME_BYTES = 4096
 # The most components of an extracted member's name (a model archive's are 1 or 2 deep).
@@ -88,10 +96,9 @@ def _limits_text() -> str:
 
 
 def shown_name(name: str) -> str:
-    """`name` quoted for a message, cut to `SHOWN_NAME_CHARACTERS` (its length said)."""
-    if len(name) <= SHOWN_NAME_CHARACTERS:
-        return repr(name)
-    return f"{name[:SHOWN_NAME_CHARACTERS]!r}... ({len(name)} characters)"
+    """`name` quoted for a message, its control characters escaped, cut to
+    `SHOWN_NAME_CHARACTERS` (its length said)."""
+    return quoted(name, SHOWN_NAME_CHARACTERS)
 
 
 class _BoundedTarInfo(tarfile.TarInfo):
@@ -104,7 +111,15 @@ class _BoundedTarInfo(tarfile.TarInfo):
                     tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)  # fmt: skip
         if self.type in extended and self.size > MAX_HEADER_BYTES:
             raise _HeaderTooLarge(self.size)
-        member = super()._proc_member(tarfile_)
+        chained = getattr(tarfile_, "_elmo_c_chained_headers", 0)
+        if self.type in extended:
+            if chained >= MAX_CHAINED_HEADERS:
+                raise _HeadersChained(chained + 1)
+            tarfile_._elmo_c_chained_headers = chained + 1  # the next header is read within this call
+        try:
+            member = super()._proc_member(tarfile_)
+        finally:
+            tarfile_._elmo_c_chained_headers = chained
         for value in (member.name, member.linkname):
             if len(value.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
                 raise _NameTooLong(value)
@@ -114,6 +129,10 @@ class _BoundedTarInfo(tarfile.TarInfo):
 class _HeaderTooLarge(Exception):
     """An extended header over `MAX_HEADER_BYTES` (turned into a `ConfigurationError` naming the
     archive; not a `tarfile` error, which `tarfile` would take for the end of the archive)."""
+
+
+class _HeadersChained(Exception):
+    """More than `MAX_CHAINED_HEADERS` extended headers before one member."""
 
 
 class _NameTooLong(Exception):
@@ -245,6 +264,7 @@ def _checked_members(
             if _normalized(member.linkname) not in files:
                 raise _refused(archive_file, member.name, f"is a hard link to {shown_name(member.linkname)}, "
                                "not to a regular file of the archive before it")  # fmt: skip
+            total += files[_normalized(member.linkname)].size  # extracted as a copy if need be
         elif member.ischr() or member.isblk():
             raise _refused(archive_file, member.name, "is a device")
         elif member.isfifo():
@@ -255,7 +275,8 @@ def _checked_members(
         elif not member.isdir():
             raise _refused(archive_file, member.name, f"has an unsupported type ({member.type!r})")
         if total > limit:
-            raise _refused(archive_file, member.name, f"brings the files to extract to {total} bytes, "
+            counted = "(a hard link, counted as the copy tarfile may make) " if member.islnk() else ""
+            raise _refused(archive_file, member.name, f"{counted}brings the files to extract to {total} bytes, "
                            f"over the {limit} bytes allowed for an archive of {archive_size} bytes "
                            f"({_limits_text()})", _FIX)  # fmt: skip
         names.add(name)
@@ -304,6 +325,12 @@ def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile,
             f"archive {archive_file}: a member's extended header (pax or GNU long name) holds "
             f"{error.args[0]} bytes, more than the {MAX_HEADER_BYTES} allowed; refused before it "
             "was read, nothing was extracted. A model archive's names are short: rebuild the archive."
+        ) from None
+    except _HeadersChained as error:
+        raise ConfigurationError(
+            f"archive {archive_file}: {error.args[0]} extended headers (pax or GNU long name) "
+            f"come before one member, more than the {MAX_CHAINED_HEADERS} allowed; refused, nothing "
+            "was extracted. Rebuild the archive with an ordinary tar."
         ) from None
     except _NameTooLong as error:
         raise _refused(str(archive_file), error.args[0], f"has a name longer than {MAX_NAME_BYTES} bytes") from None

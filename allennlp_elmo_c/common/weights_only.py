@@ -14,6 +14,8 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common.shown_text import printable
+
 _GLOBAL_IN_MESSAGE = re.compile(
     r"GLOBAL (\S+)|unrecognized function (.+?)(?: which|$)|but got (<class [^>]*>|\S+)", re.M
 )
@@ -32,7 +34,8 @@ def load_weights_only(
 
     A pickle naming any other Python global raises a `ConfigurationError` naming the file and
     the global, saying the file should hold `holds`, followed by `advice`; nothing in the
-    pickle is called. A damaged file raises torch's own error.
+    pickle is called. A file that is no pickle at all (damaged, or of another kind) raises a
+    `ConfigurationError` too; other damage raises torch's own error.
     """
     present = set(map(id, torch.serialization.get_safe_globals()))
     # Only the ones not already allowed: leaving the context removes what it added.
@@ -43,7 +46,10 @@ def load_weights_only(
     except pickle.UnpicklingError as error:
         found = _GLOBAL_IN_MESSAGE.search(str(error))
         if found is None:
-            raise  # no Python object named: a damaged file, reported as torch reports it
+            raise ConfigurationError(
+                f"{path}: not a torch file of {holds} ({printable(error, 160)}); "
+                f"{advice or 'replace it with the file as it was saved'}"
+            ) from None
         named = next(group for group in found.groups() if group)
         raise ConfigurationError(
             f"{path}: refused: it holds the Python global {named}, where only {holds} belong "

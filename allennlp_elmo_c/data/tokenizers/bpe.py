@@ -20,7 +20,7 @@ class BpeTokenizer(Tokenizer):
     followed by its continuation subwords (`##`-prefixed with `train-bpe`), so a language model
     over the result is a language model over subwords. Special tokens of the tokenizer (`<S>`,
     `</S>`, `@@UNKNOWN@@`) are never split; characters never seen in training become
-    `@@UNKNOWN@@`.
+    `@@UNKNOWN@@`. Any padding the file sets is dropped (words are encoded one at a time).
 
     Every word is split on its own (and cached), so the subwords of a sentence are exactly the
     concatenation of its words' subwords: the `bpe_first_subword` indexer relies on that to find
@@ -50,6 +50,9 @@ class BpeTokenizer(Tokenizer):
             raise ConfigurationError(
                 f"bpe: {tokenizer_path} is not a `tokenizers` JSON file ({error})"
             ) from error
+        # Words are encoded one at a time and never padded: a file's padding (a fixed length of
+        # its choosing, allocated for every word) is dropped.
+        self._tokenizer.no_padding()
         self.tokenizer_path = str(path)
         self._cache_size = cache_size
         self._cache: Dict[str, Tuple[Tuple[str, int, int], ...]] = {}

@@ -1,4 +1,3 @@
-import json
 from typing import List, Optional
 
 import h5py
@@ -9,6 +8,9 @@ from allennlp.common.file_utils import cached_path
 from allennlp.data.token_indexers.elmo_indexer import ELMoCharacterMapper
 from allennlp.modules.elmo import _ElmoCharacterEncoder
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
+
+from allennlp_elmo_c.common.allocation_budget import spend
+from allennlp_elmo_c.common.received_json import read_received_json
 
 
 _ACTIVATIONS = {"relu": torch.nn.functional.relu, "tanh": torch.tanh}
@@ -111,8 +113,7 @@ class ElmoCharCnnEmbedder(TokenEmbedder):
 def _check_files(options_file: str, weight_file: str) -> None:
     """ConfigurationErrors naming the file for a missing or unreadable options/weights pair."""
     try:
-        with open(cached_path(options_file), encoding="utf-8") as stream:
-            options = json.load(stream)
+        options = read_received_json(cached_path(options_file), f"elmo_char_cnn: ELMo options {options_file}")
         char_cnn = options["char_cnn"]
         num_filters = len(char_cnn["filters"])
         num_highway = int(char_cnn["n_highway"])
@@ -143,6 +144,8 @@ def _check_files(options_file: str, weight_file: str) -> None:
     try:
         with h5py.File(cached_path(weight_file), "r") as weights:
             missing = [name for name in names if name not in weights]
+            if not missing:
+                spend(_checked_datasets(weights, names, weight_file), f"the datasets of {weight_file}")
     except OSError as error:
         raise ConfigurationError(
             f"elmo_char_cnn: cannot read ELMo weights {weight_file} (an HDF5 file): {error}"
@@ -151,3 +154,29 @@ def _check_files(options_file: str, weight_file: str) -> None:
         raise ConfigurationError(
             f"elmo_char_cnn: ELMo weights {weight_file} lack {missing} required by {options_file}"
         )
+
+
+def _checked_datasets(weights: h5py.File, names: List[str], weight_file: str) -> int:
+    """The bytes the datasets `names` of an ELMo weights file take once read (as declared), each
+    checked to be a plain dataset of this file: a link (soft, or to another file), a virtual
+    dataset or one with external storage (which would read other files of the receiver, or a
+    FIFO that never ends) is a `ConfigurationError`."""
+    total = 0
+    for name in names:
+        parts = name.split("/")
+        for depth in range(1, len(parts) + 1):
+            link = weights.get("/".join(parts[:depth]), getlink=True)
+            if not isinstance(link, h5py.HardLink):
+                raise ConfigurationError(
+                    f"elmo_char_cnn: ELMo weights {weight_file}: {'/'.join(parts[:depth])} is a "
+                    f"{type(link).__name__}, not data of the file itself; it is not followed"
+                )
+        dataset = weights[name]
+        if not isinstance(dataset, h5py.Dataset) or dataset.is_virtual or dataset.external:
+            kind = "not a dataset" if not isinstance(dataset, h5py.Dataset) else "stored in other files"
+            raise ConfigurationError(
+                f"elmo_char_cnn: ELMo weights {weight_file}: {name} is {kind}; only data held in "
+                "the .hdf5 itself is read"
+            )
+        total += dataset.size * dataset.dtype.itemsize
+    return total

@@ -1,0 +1,111 @@
+"""
+Reading JSON received from elsewhere (a model's `config.json`, `meta.json`, `metrics.json`,
+an ELMo `options.json`, a safetensors header, a line of a `.jsonl` corpus, a training run's
+records): plain JSON only, its size capped before it is read and its nesting depth before it is
+parsed, so that neither a large file nor a deeply nested one (which Python's parser would take
+down with a `RecursionError`, or worse with a raised recursion limit) costs more than the cap. A
+refusal is one `ConfigurationError` line naming the file.
+"""
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy
+
+from allennlp.common.checks import ConfigurationError
+
+# A received JSON file larger than this is refused before it is parsed (the paper-size biLM's
+# config is ~3 KB; a task archive's a few KB).
+MAX_CONFIG_BYTES = 4 << 20
+# JSON nesting deeper than this is refused (a biLM's config is 6 levels deep).
+MAX_DEPTH = 64
+
+# A JSON string (a `"` up to the next `"` not escaped), whose brackets do not nest.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def read_received_json(
+    path: Union[str, Path], where: str, max_bytes: int = MAX_CONFIG_BYTES, follow_links: bool = True
+) -> Any:
+    """
+    A received JSON file (`where` names it in messages), read as plain JSON: larger than
+    `max_bytes`, not JSON (jsonnet included), or nested deeper than `MAX_DEPTH` is a
+    `ConfigurationError`. With `follow_links` false, a symbolic link or anything but a regular
+    file is refused too, unopened.
+    """
+    try:
+        flags = os.O_RDONLY | (0 if follow_links else os.O_NOFOLLOW | os.O_NONBLOCK)
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        if not follow_links and os.path.islink(path):
+            raise ConfigurationError(f"{where}: a symbolic link, not a file; it is not followed") from None
+        raise ConfigurationError(f"{where}: unreadable ({error.strerror})") from None
+    with os.fdopen(descriptor, "rb") as stream:
+        if not follow_links and not _is_regular(stream):
+            raise ConfigurationError(f"{where}: not a regular file; it is not read")
+        try:
+            data = stream.read(max_bytes + 1)
+        except OSError as error:
+            raise ConfigurationError(f"{where}: unreadable ({error.strerror})") from None
+    return parse_received_json(data, where, max_bytes)
+
+
+def _is_regular(stream) -> bool:
+    import stat
+
+    return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+
+
+def parse_received_json(
+    data: Union[bytes, str], where: str, max_bytes: Optional[int] = MAX_CONFIG_BYTES
+) -> Any:
+    """`read_received_json` of JSON text already read (`max_bytes=None`: no size cap)."""
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ConfigurationError(
+            f"{where}: larger than {max_bytes} bytes; a model's config is a few KB, so it is not "
+            "read"
+        )
+    if json_depth(data) > MAX_DEPTH:
+        raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels; it is not parsed")
+    try:
+        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int64)
+    except RecursionError:
+        raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as error:  # UnicodeDecodeError included
+        raise ConfigurationError(
+            f"{where} is not plain JSON ({str(error)[:200]}); a received file is read as JSON "
+            "only, never evaluated as jsonnet (no imports, no external variables)"
+        ) from None
+
+
+def json_depth(data: Union[bytes, str]) -> int:
+    """How deep the arrays and objects of the JSON text `data` nest, counted without parsing it
+    (brackets inside strings are not counted; an unterminated string's are)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    brackets = numpy.frombuffer(_STRING.sub(b'""', raw), dtype=numpy.uint8)
+    steps = numpy.zeros(len(brackets), dtype=numpy.int32)
+    steps[(brackets == ord("[")) | (brackets == ord("{"))] = 1
+    steps[(brackets == ord("]")) | (brackets == ord("}"))] = -1
+    return int(numpy.cumsum(steps).max(initial=0))
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large for a float (not a finite number)")
+    return value
+
+
+def _int64(text: str) -> int:
+    if len(text.lstrip("-")) > 19 or not -(1 << 63) <= int(text) < 1 << 63:
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} digits)"
+        raise ValueError(f"the integer {shown} does not fit in 64 bits")
+    return int(text)

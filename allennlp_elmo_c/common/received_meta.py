@@ -1,0 +1,40 @@
+"""
+An archive's `meta.json` (the AllenNLP version it was saved with), read as received JSON: a
+regular file of at most `MAX_META_BYTES`, an object whose `version` is a short version string,
+else a `ConfigurationError`; then AllenNLP's version check (a warning for another major version).
+"""
+
+import re
+from pathlib import Path
+from typing import Optional
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import Meta, _check_version_compatibility
+
+from allennlp_elmo_c.common.received_json import read_received_json
+from allennlp_elmo_c.common.shown_text import quoted
+
+META_NAME = "meta.json"
+# AllenNLP's meta.json is `{"version": "2.10.1"}`.
+MAX_META_BYTES = 4096
+_VERSION = re.compile(r"^\d{1,9}\.\d{1,9}\.[0-9A-Za-z.+\-]{1,40}$")
+
+
+def read_meta(root: Path, source: str) -> Optional[Meta]:
+    """The `meta.json` of the extracted archive `root` (`source` names the archive in messages),
+    checked and compared with this AllenNLP's version; `None` if there is none."""
+    path = Path(root) / META_NAME
+    if not path.exists() and not path.is_symlink():
+        return None
+    where = f"{source}: {META_NAME}"
+    data = read_received_json(path, where, MAX_META_BYTES, follow_links=False)
+    version = data.get("version") if isinstance(data, dict) else None
+    if not isinstance(version, str) or not _VERSION.match(version):
+        raise ConfigurationError(
+            f"{where}: not AllenNLP's record of its version (an object with a version such as "
+            f"'2.10.1'; got {quoted(version if isinstance(data, dict) else type(data).__name__, 60)}); "
+            "remove it, or save the archive again"
+        )
+    meta = Meta(version=version)
+    _check_version_compatibility(source, meta)
+    return meta

@@ -1,0 +1,28 @@
+"""
+A value read from a received file, as the package quotes it in a message or prints it
+(`describe`, every refusal): control characters (terminal escape sequences, carriage returns,
+newlines, bidirectional overrides) shown as escapes rather than sent, and cut to a length, so a
+sender can neither shape the receiver's terminal nor turn one line into megabytes.
+"""
+
+from typing import Any
+
+# The most characters of one received value quoted in a message or printed.
+SHOWN_CHARACTERS = 200
+
+
+def printable(value: Any, limit: int = SHOWN_CHARACTERS) -> str:
+    """`str(value)` with every non-printable character (a control, format or separator
+    character other than the space) as its Python escape (`\\x1b`, `\\n`, `\\u202e`), cut to
+    `limit` characters of the original, its length then said."""
+    text = str(value)
+    cut = text[:limit]
+    shown = "".join(character if character.isprintable() else repr(character)[1:-1] for character in cut)
+    if len(text) > limit:
+        shown += f"... ({len(text)} characters)"
+    return shown
+
+
+def quoted(value: Any, limit: int = SHOWN_CHARACTERS) -> str:
+    """`value` in quotes, as `printable` shows it (for a name or key inside a message)."""
+    return f"'{printable(value, limit)}'"
