@@ -74,7 +74,6 @@ def worker(rank: int, store: str, out: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD_SIZE)
     try:
         block = paper_schedule_block()
-        total = block["scheduler"]["batch_size_per_worker"] * WORLD_SIZE
         records = []
         handler = logging.Handler()
         handler.emit = lambda record: records.append(record.getMessage())  # type: ignore
