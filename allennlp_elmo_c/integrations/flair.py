@@ -16,16 +16,17 @@ every mode, run in inference mode.
 
 The vectors are `ElmoCEmbedder`'s (the code path of `elmo-c-embed`), on Flair's tokens; the biLM
 is read by the same loader as every other front door (`PretrainedBiLM.from_archive`: the model
-directory's checksums, the received config's checks). A saved tagger does not hold the biLM: it
-records the biLM's path and its weights' fingerprint (`to_params`), and `SequenceTagger.load`
-reads the biLM from that path again, refusing a missing one, or one with other weights, with a
-one-line `ConfigurationError`. (The tagger file itself is Flair's: `torch.load` of a pickle,
+directory's checksums, the received config's checks). A saved tagger does not hold the biLM:
+it records the biLM's absolute path and its weights' fingerprint (`to_params`), and
+`SequenceTagger.load` reads the biLM from that path again, refusing a missing one, or one with
+other weights, with a one-line `ConfigurationError`. (The tagger file itself is Flair's: `torch.load` of a pickle,
 to be loaded only from a trusted source.) This module is the only one of the package that
 imports Flair; import it before `SequenceTagger.load`, so that Flair finds the class.
 """
 
 import hashlib
 import logging.config
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -76,7 +77,7 @@ class ElmoCEmbeddings(TokenEmbeddings):
     # Parameters
 
     model : `str`
-        The trained biLM: its model directory or `model.tar.gz`.
+        The trained biLM: its model directory or `model.tar.gz` (kept as an absolute path).
     embedding_mode : `str`, optional (default = `"all"`)
         `"all"`, `"top"`, `"average"` or `"mix"`.
     fine_tune : `bool`, optional (default = `False`)
@@ -113,7 +114,7 @@ class ElmoCEmbeddings(TokenEmbeddings):
             )
         if batch_size < 1:
             raise ConfigurationError(f"ElmoCEmbeddings: batch_size must be >= 1, got {batch_size}")
-        self.model = str(model)
+        self.model = os.path.abspath(model)  # a saved tagger finds it from any directory
         self.embedding_mode = embedding_mode
         self.fine_tune = fine_tune
         self.batch_size = batch_size

@@ -228,4 +228,5 @@ def test_the_docs_flair_block_runs(bilm, tmp_path, monkeypatch):
     exec(block.code.replace("max_epochs=10", "max_epochs=1"), namespace)
     tagger = namespace["tagger"]
     assert isinstance(tagger.embeddings.list_embedding_0, ElmoCEmbeddings)
+    assert tagger.embeddings.list_embedding_0.model == str(bilm)  # absolute: found from anywhere
     assert tagged(tagger, "The bank met .")
