@@ -118,6 +118,22 @@ def test_only_a_fine_tuned_mix_trains(bilm):
         ElmoCEmbeddings(str(bilm), "last")
 
 
+def test_a_fine_tuned_mix_is_computed_again_on_every_embed(bilm):
+    sentence = Sentence(list(WORDS))
+    frozen = ElmoCEmbeddings(str(bilm), "mix")
+    frozen.embed(sentence)
+    kept = sentence[0].get_embedding([frozen.name])
+    frozen.embed(sentence)  # static: the stored vectors are kept
+    assert sentence[0].get_embedding([frozen.name]) is kept
+    tuned = ElmoCEmbeddings(str(bilm), "mix", fine_tune=True)
+    tuned.embed(sentence)
+    first = sentence[0].get_embedding([tuned.name]).detach().clone()
+    with torch.no_grad():
+        tuned.scalar_mix.gamma.fill_(3.0)
+    tuned.embed(sentence)  # a trained mix's vectors are never taken from the tokens
+    torch.testing.assert_close(sentence[0].get_embedding([tuned.name]).detach(), 3.0 * first)
+
+
 def test_a_stacked_tagger_trains_saves_loads_and_tags_the_same(bilm, tmp_path):
     data = corpus()
     embeddings = ElmoCEmbeddings(str(bilm), embedding_mode="mix", fine_tune=True)
