@@ -22,6 +22,9 @@ $(STAMP): constraints.txt requirements.txt setup.py allennlp_elmo_c_startup.pth 
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -c constraints.txt -r requirements.txt
 	$(PIP) install --no-deps -c constraints.txt allennlp==2.10.1 allennlp-models==2.10.1
+	@# Flair (integrations/flair.py), pinned in constraints.txt, without its metadata's requirements.
+	$(PIP) install --no-deps -c constraints.txt flair deprecated segtok lxml bioc gdown beautifulsoup4 \
+		soupsieve transformer-smaller-training-vocab
 	$(PIP) install --no-deps --no-build-isolation -e .
 	@# setup.py's data_files put the .pth into site-packages in a wheel install; setuptools'
 	@# editable install leaves data files out (its editable_wheel asks the distribution for

@@ -774,6 +774,13 @@ def _elmo_c(model: Path, scratch: Path) -> None:
     ElmoC(str(model), 1, dropout=0.0)
 
 
+def _flair(model: Path, scratch: Path) -> None:
+    from allennlp_elmo_c.integrations.flair import ElmoCEmbeddings  # first: see _import_flair
+    from flair.data import Sentence
+
+    ElmoCEmbeddings(str(model)).embed(Sentence(["The", "council", "met"]))
+
+
 def _from_archive(model: Path, scratch: Path) -> None:
     from allennlp_elmo_c.archive import PretrainedBiLM
 
@@ -794,6 +801,7 @@ RECEIVED_MODEL_DOORS = {
     "load_archive": _load_archive,
     "allennlp predict": _predict,
     "spaCy": _spacy,
+    "Flair": _flair,
     "AutoModel": _auto("AutoModel"),
     "AutoTokenizer": _auto("AutoTokenizer"),
     "package": _package,

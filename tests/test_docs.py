@@ -10,7 +10,7 @@ Each block carries a marker comment on the line before its fence (see docs/devel
 - `<!-- run -->`: run here, as written, in a scratch directory that holds a tiny trained biLM at
   `runs/elmo_c/` and small inputs under the names the docs use (`test_run_blocks_run`);
 - `<!-- walkthrough -->`, `<!-- python-quick-start -->`, `<!-- package -->`,
-  `<!-- front-doors -->`: run by the test module named in `RUN_ELSEWHERE`;
+  `<!-- front-doors -->`, `<!-- flair -->`: run by the test module named in `RUN_ELSEWHERE`;
 - `<!-- parse-only: NAME -->`: NAME is a key of `PARSE_ONLY` (`test_parse_only_block_parses`).
 """
 
@@ -48,6 +48,7 @@ RUN_ELSEWHERE = {
     "python-quick-start": "tests/test_python_api.py",
     "package": "tests/test_python_api.py",
     "front-doors": "tests/test_python_api.py",
+    "flair": "tests/integrations/test_flair.py",
 }
 PARSE_ONLY = {
     "install": "installs about 6 GB from PyPI into .venv; `make test` (CI) runs the install itself",

@@ -187,6 +187,12 @@ def front_doors(model: Path, work: Path, monkeypatch, directory: bool) -> Dict[s
         nlp.add_pipe("elmo_c", config={"model": str(model)})
         return nlp("The council met")
 
+    def flair_embeddings():
+        from allennlp_elmo_c.integrations.flair import ElmoCEmbeddings  # first: see _import_flair
+        from flair.data import Sentence
+
+        return ElmoCEmbeddings(str(model)).embed(Sentence(["The", "council", "met"]))
+
     doors: Dict[str, Callable[[], Any]] = {
         "PretrainedBiLM.from_archive": lambda: PretrainedBiLM.from_archive(str(model)),
         "ElmoC": lambda: allennlp_elmo_c.ElmoC(str(model), 1),
@@ -202,6 +208,7 @@ def front_doors(model: Path, work: Path, monkeypatch, directory: bool) -> Dict[s
             monkeypatch, "evaluate", str(model), str(LM_DEV), "--output-file", str(work / "metrics.json")
         ),
         "spaCy component": spacy_component,
+        "Flair": flair_embeddings,
         "package": lambda: package_model(str(model), str(work / "packaged")),
         "describe": lambda: describe_archive(str(model)),
     }  # fmt: skip

@@ -6,7 +6,8 @@ every front door (`AutoTokenizer` included), and a mismatch names the file.
 Each test changes a copy of a real packaged biLM at test time (and, where a sender would,
 regenerates or edits the listing), then loads it through the front doors: `ElmoC`,
 `PretrainedBiLM.from_archive`, `load_archive` (`allennlp evaluate` / `predict`), the spaCy
-component, Hugging Face's `AutoModel` and `AutoTokenizer`, `package` and `describe`.
+component, Flair's `ElmoCEmbeddings`, Hugging Face's `AutoModel` and `AutoTokenizer`, `package`
+and `describe`.
 
 Vulnerable before this change, where the docstrings say so: files left out of the listing were
 never checked, files over 1 GiB were skipped, listed names could be absolute or `../` (the file
@@ -27,7 +28,7 @@ from allennlp_elmo_c.archive import CHECKSUMS_FILE, WEIGHTS_FILE, verify_checksu
 from allennlp_elmo_c.common import file_digests
 from tests.helpers import RECEIVED_MODEL_DOORS, outcome, regenerate_checksums, without_elmo_c_variables
 
-DOORS = ["ElmoC", "PretrainedBiLM.from_archive", "load_archive", "spaCy", "AutoModel",
+DOORS = ["ElmoC", "PretrainedBiLM.from_archive", "load_archive", "spaCy", "Flair", "AutoModel",
          "AutoTokenizer", "package", "describe"]  # fmt: skip
 
 

@@ -42,8 +42,8 @@ def hf_modules(tmp_path, monkeypatch) -> Path:
 
 DIRECTORY_DOORS = [
     "PretrainedBiLM.from_archive", "ElmoC", "ElmoCEmbedder", "elmo-c-embed", "allennlp predict",
-    "allennlp evaluate", "spaCy component", "spacy.load", "AutoModel", "AutoTokenizer", "package",
-    "describe",
+    "allennlp evaluate", "spaCy component", "spacy.load", "Flair", "AutoModel", "AutoTokenizer",
+    "package", "describe",
 ]  # fmt: skip
 ARCHIVE_DOORS = [door for door in DIRECTORY_DOORS if door not in ("spacy.load", "AutoModel", "AutoTokenizer")]
 

@@ -1,0 +1,225 @@
+"""
+Flair's front door: `ElmoCEmbeddings`, a `flair.embeddings.TokenEmbeddings` over a trained
+ELMo-C biLM (its model directory or `model.tar.gz`), to stack with other embeddings in Flair's
+`StackedEmbeddings` and `SequenceTagger`.
+
+    from flair.embeddings import StackedEmbeddings
+    from allennlp_elmo_c.integrations.flair import ElmoCEmbeddings
+    embeddings = StackedEmbeddings([word_embeddings, ElmoCEmbeddings("my-elmo-c")])
+
+The layers as Flair's `ELMoEmbeddings` gave them (`embedding_mode`): `"all"` (every layer,
+concatenated: the input projection first), `"top"` (the top LSTM layer), `"average"` (the mean
+of the layers), or `"mix"`: AllenNLP's `ScalarMix` of the layers (softmax-weighted, times gamma),
+which starts as their average. With `fine_tune=True` the mix's weights and gamma are parameters
+the tagger's optimizer trains (they are saved in the tagger); the biLM itself stays frozen in
+every mode, run in inference mode.
+
+The vectors are `ElmoCEmbedder`'s (the code path of `elmo-c-embed`), on Flair's tokens; the biLM
+is read by the same loader as every other front door (`PretrainedBiLM.from_archive`: the model
+directory's checksums, the received config's checks). A saved tagger does not hold the biLM:
+it records the biLM's absolute path and its weights' fingerprint (`to_params`), and
+`SequenceTagger.load` reads the biLM from that path again, refusing a missing one, or one with
+other weights, with a one-line `ConfigurationError`. (The tagger file itself is Flair's: `torch.load` of a pickle,
+to be loaded only from a trusted source.) This module is the only one of the package that
+imports Flair; import it before `SequenceTagger.load`, so that Flair finds the class.
+"""
+
+import hashlib
+import logging.config
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.scalar_mix import ScalarMix
+
+from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbedder
+
+
+def _import_flair() -> None:
+    """
+    Imports Flair, leaving the process's logging handlers open: Flair's import configures its
+    logger with `logging.config.dictConfig`, which closes every handler there is, among them the
+    `out.log` handler an AllenNLP training run leaves on the root logger (a later line reopens
+    that file, and raises if the run's directory is gone). Flair's own logger is set up as Flair
+    asks.
+    """
+    clear = logging.config._clearExistingHandlers  # type: ignore[attr-defined]
+    logging.config._clearExistingHandlers = lambda: None  # type: ignore[attr-defined]
+    try:
+        import flair  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            f"allennlp_elmo_c.integrations.flair needs Flair ({error}): install it with `make "
+            "install` (flair==0.15.1, pinned in constraints.txt)"
+        ) from error
+    finally:
+        logging.config._clearExistingHandlers = clear  # type: ignore[attr-defined]
+
+
+_import_flair()
+
+import flair
+from flair.data import Sentence
+from flair.embeddings import TokenEmbeddings
+from flair.embeddings.base import register_embeddings
+
+EMBEDDING_MODES = ("all", "top", "average", "mix")
+
+
+@register_embeddings
+class ElmoCEmbeddings(TokenEmbeddings):
+    """
+    Every token's ELMo-C vector, as a Flair token embedding (see the module docstring).
+
+    # Parameters
+
+    model : `str`
+        The trained biLM: its model directory or `model.tar.gz` (kept as an absolute path).
+    embedding_mode : `str`, optional (default = `"all"`)
+        `"all"`, `"top"`, `"average"` or `"mix"`.
+    fine_tune : `bool`, optional (default = `False`)
+        With `"mix"`: the tagger trains the mix's weights and gamma (otherwise they stay at their
+        start, the average of the layers). The other modes have nothing to train.
+    batch_size : `int`, optional (default = `32`)
+        Sentences per forward pass of the biLM.
+    name : `str`, optional
+        The embedding's name in Flair (a token's vector is stored under it); by default
+        `elmo-c-MODE-` and the model's file or directory name.
+    fingerprint : `str`, optional
+        The fingerprint of the biLM's weights that the model must have (what `to_params`
+        records, so that a saved tagger refuses another biLM at the recorded path).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        embedding_mode: str = "all",
+        fine_tune: bool = False,
+        batch_size: int = 32,
+        name: Optional[str] = None,
+        fingerprint: Optional[str] = None,
+    ) -> None:
+        if embedding_mode not in EMBEDDING_MODES:
+            raise ConfigurationError(
+                f"ElmoCEmbeddings: embedding_mode must be one of {EMBEDDING_MODES}, got "
+                f"{embedding_mode!r}"
+            )
+        if fine_tune and embedding_mode != "mix":
+            raise ConfigurationError(
+                f"ElmoCEmbeddings: fine_tune trains the scalar mix, which embedding_mode "
+                f"{embedding_mode!r} has not; use embedding_mode='mix' (the biLM stays frozen)"
+            )
+        if batch_size < 1:
+            raise ConfigurationError(f"ElmoCEmbeddings: batch_size must be >= 1, got {batch_size}")
+        self.model = os.path.abspath(model)  # a saved tagger finds it from any directory
+        self.embedding_mode = embedding_mode
+        self.fine_tune = fine_tune
+        self.batch_size = batch_size
+        self.name = name or f"elmo-c-{embedding_mode}-{Path(self.model).name}"
+        self.static_embeddings = not fine_tune
+        super().__init__()
+        representations = self._load(fingerprint).representations
+        self._num_layers = representations.num_layers
+        self._dim = representations.get_output_dim()
+        if embedding_mode == "mix":
+            self.scalar_mix = ScalarMix(self._num_layers, trainable=fine_tune)
+        self.to(flair.device)
+
+    def _load(self, fingerprint: Optional[str]) -> ElmoCEmbedder:
+        """Reads the biLM, on `flair.device`, and records its fingerprint; with `fingerprint`,
+        refuses a biLM whose weights have another. The biLM is kept outside the module's
+        parameters: a saved tagger records where it is, not its weights."""
+        if not Path(self.model).exists():
+            raise ConfigurationError(
+                f"ElmoCEmbeddings: the ELMo-C biLM {self.model} does not exist (a saved tagger "
+                "reads it from the path it was trained with): put the model directory or archive "
+                "back there"
+            )
+        device = flair.device
+        cuda_device = (device.index or 0) if device.type == "cuda" else -1
+        embedder = ElmoCEmbedder(self.model, cuda_device=cuda_device)
+        found = weights_fingerprint(embedder)
+        if fingerprint is not None and found != fingerprint:
+            raise ConfigurationError(
+                f"ElmoCEmbeddings: {self.model} is not the biLM this embedding was built with (its "
+                f"weights' fingerprint is {found}, the recorded one {fingerprint}); put that biLM "
+                "back at this path"
+            )
+        self.__dict__["_embedder"] = embedder
+        self.fingerprint = found
+        return embedder
+
+    @property
+    def embedder(self) -> ElmoCEmbedder:
+        """The `ElmoCEmbedder` of `model`."""
+        return self.__dict__["_embedder"]
+
+    @property
+    def embedding_length(self) -> int:
+        return self._dim * (self._num_layers if self.embedding_mode == "all" else 1)
+
+    def _everything_embedded(self, data_points) -> bool:
+        # A trained mix changes with every step: its vectors are never taken from the tokens.
+        return not self.fine_tune and super()._everything_embedded(data_points)
+
+    def _add_embeddings_internal(self, sentences: List[Sentence]) -> List[Sentence]:
+        words = [[token.text for token in sentence] for sentence in sentences]
+        batches = self.embedder.embed_sentences(words, self.batch_size)
+        for sentence, layers in zip(sentences, batches):
+            vectors = self.vectors(torch.from_numpy(layers).to(flair.device))
+            for token, vector in zip(sentence, vectors):
+                token.set_embedding(self.name, vector)
+        return sentences
+
+    def vectors(self, layers: torch.Tensor) -> torch.Tensor:
+        """One sentence's token vectors, `(tokens, embedding_length)`, from its biLM layers
+        `(num_layers, tokens, dim)` (`ElmoCEmbedder.embed_sentence`'s)."""
+        if self.embedding_mode == "all":
+            return layers.permute(1, 0, 2).reshape(layers.size(1), -1)
+        if self.embedding_mode == "top":
+            return layers[-1]
+        if self.embedding_mode == "average":
+            return layers.mean(0)
+        return self.scalar_mix(list(layers))
+
+    def __str__(self) -> str:
+        return f"ElmoCEmbeddings({self.model!r}, embedding_mode={self.embedding_mode!r})"
+
+    # -- saving: the path and fingerprint, not the biLM -------------------------------------------
+
+    def to_params(self) -> Dict[str, Any]:
+        return {
+            "model": self.model,
+            "embedding_mode": self.embedding_mode,
+            "fine_tune": self.fine_tune,
+            "batch_size": self.batch_size,
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+        }
+
+    @classmethod
+    def from_params(cls, params: Dict[str, Any]) -> "ElmoCEmbeddings":
+        return cls(**params)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_embedder", None)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._load(self.fingerprint)
+
+
+def weights_fingerprint(embedder: ElmoCEmbedder) -> str:
+    """SHA-256 (hex) of the biLM's trained tensors (their names, dtypes, shapes and values), the
+    same for its model directory and its archive."""
+    digest = hashlib.sha256()
+    for key, tensor in sorted(embedder.representations.state_dict().items()):
+        data = tensor.detach().cpu().contiguous().reshape(-1)
+        digest.update(f"{key} {data.dtype} {tuple(tensor.shape)}\n".encode())
+        digest.update(data.view(torch.uint8).numpy())
+    return digest.hexdigest()
