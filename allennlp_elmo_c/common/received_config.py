@@ -290,6 +290,55 @@ def _check_depth(value: Any, where: str) -> None:
             stack.extend((child, depth + 1) for child in node)
 
 
+# The package whose registered components make a config an ELMo-C one (`is_elmo_c_config`).
+PLUGIN_PACKAGE = "allennlp_elmo_c"
+# The base class of each built section's own component, by the name AllenNLP's `Registrable`
+# keeps it under (`BUILT`).
+_SECTION_BASES = {"model": "Model", "dataset_reader": "DatasetReader", "validation_dataset_reader": "DatasetReader"}
+
+
+def _plugin_registrations() -> Tuple[Dict[str, frozenset], frozenset]:
+    """(name -> the base classes this plugin registers it under, the names anything else
+    registers), from AllenNLP's `Registrable` registry as it is now."""
+    from allennlp.common.registrable import Registrable
+
+    mine: Dict[str, set] = {}
+    others = set()
+    for base, names in Registrable._registry.items():
+        for name, (subclass, _) in names.items():
+            if subclass.__module__.split(".")[0] == PLUGIN_PACKAGE:
+                mine.setdefault(name, set()).add(base.__name__)
+            else:
+                others.add(name)
+    return {name: frozenset(bases) for name, bases in mine.items()}, frozenset(others)
+
+
+def is_elmo_c_config(config: Any) -> bool:
+    """
+    Whether a model's config builds a component of this plugin: a `type` in one of its built
+    sections (`BUILT`; the training-only sections build nothing when a model is loaded) that a
+    class of `allennlp_elmo_c` is registered under in AllenNLP's `Registrable` registry. A name
+    that something else registers too (AllenNLP's `from_archive` model beside this plugin's
+    `from_archive` reader) counts only as a section's own type, whose base class is known.
+    Every received-model check of the plugin (`received_config`, `allocation_budget`,
+    `hub_models`) is for these configs, and AllenNLP loads and trains any other one as it
+    would without the plugin. A config that is not a JSON object is not an ELMo-C one.
+    """
+    if not isinstance(config, dict):
+        return False
+    mine, others = _plugin_registrations()
+    for section in BUILT:
+        node = config.get(section)
+        own = node.get("type") if isinstance(node, dict) else None
+        if isinstance(own, str) and _SECTION_BASES[section] in mine.get(own, ()):
+            return True
+        for _, _, item in _walk(node, section):
+            kind = item.get("type") if isinstance(item, dict) else None
+            if isinstance(kind, str) and kind in mine and kind not in others:
+                return True
+    return False
+
+
 def is_bilm_config(config: Any) -> bool:
     """Whether a config's model is an `elmo_c` biLM."""
     model = config.get("model") if isinstance(config, dict) else None
