@@ -33,8 +33,9 @@ training-only keys that name outside files (`pretrained_file`). The training-onl
 by every loader (`drop_training_only`) from an archive or a record, which `allennlp train`
 writes with it; a model directory, which `package` writes without it, is refused if it has one.
 
-**A task archive's config** (any AllenNLP model: `crf_tagger`, `srl`, ...) cannot be held to the
-plugin's components. The generic refusals apply to its built sections: `*_kwargs`,
+**A task archive's config** (any AllenNLP model with an ELMo-C component, `is_elmo_c_config`:
+`crf_tagger`, `srl`, ... over `elmo_c_token_embedder`) cannot be held to the plugin's components.
+(An archive with no ELMo-C component is AllenNLP's to load, unchecked.) The generic refusals apply to its built sections: `*_kwargs`,
 `trust_remote_code`, URLs, nested archives (`from_archive` types, `_pretrained`,
 `override_weights_file`, `archive_file` anywhere but on the plugin's `elmo_c_token_embedder` and
 `fasttext_subwords`, whose biLM is itself read as a received biLM), archive names (but those

@@ -31,14 +31,16 @@ a member that would be written outside the extraction directory is refused for e
 Where the patched function is looked up: `allennlp.models.archival.load_archive` (what
 `Model.from_archive`, the `from_archive` model and AllenNLP's other late imports read when they
 run) and the AllenNLP modules that imported it by name when they were imported
-(`LOOKED_UP_IN`: `allennlp.models`, the `evaluate` and `predict` commands, `Predictor`). No
-other module is touched: one that imported AllenNLP's function by name keeps it, and loads every
-archive as AllenNLP does.
+(`LOOKED_UP_IN`: `allennlp.models`, the `evaluate` and `predict` commands, `Predictor`; and
+`LOOKED_UP_IN_IF_IMPORTED`, three more of AllenNLP's, where they were imported before the
+plugin). No module is looked for in `sys.modules` beyond these: any other that imported
+AllenNLP's function by name keeps it, and loads every archive as AllenNLP does.
 """
 
 import inspect
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -71,6 +73,14 @@ ORIGINALS = {
 # The AllenNLP modules that import `load_archive` by name when they are imported (the others
 # import it from `allennlp.models.archival` when they run).
 LOOKED_UP_IN = (archival, allennlp.models, evaluate_command, predict_command, predictor_module)
+# AllenNLP modules that import it by name too but need optional packages (checklist) or are for
+# tests and interpretation: replaced if they were imported before the plugin (imported later,
+# they read the patched function from `allennlp.models.archival`).
+LOOKED_UP_IN_IF_IMPORTED = (
+    "allennlp.commands._checklist_internal",
+    "allennlp.common.testing.model_test_case",
+    "allennlp.interpret.influence_interpreters.influence_interpreter",
+)
 _SIGNATURE = inspect.signature(archival.load_archive)
 
 
@@ -126,4 +136,8 @@ def apply() -> None:
     _load_archive.__doc__ = ORIGINALS["load_archive"].__doc__
     for module in LOOKED_UP_IN:
         module.load_archive = _load_archive  # type: ignore[attr-defined]
+    for name in LOOKED_UP_IN_IF_IMPORTED:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "load_archive", None) is ORIGINALS["load_archive"]:
+            module.load_archive = _load_archive  # type: ignore[attr-defined]
     archival.extracted_archive = extracted_archive

@@ -4,6 +4,7 @@ where the patched function is looked up."""
 
 import json
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -75,11 +76,18 @@ def test_allennlps_own_load_archive_evaluates_the_config(tmp_path, monkeypatch):
         patch.ORIGINALS["load_archive"](str(run_directory(tmp_path, config)))
 
 
-def test_the_patched_function_is_where_allennlp_looks_it_up_and_nowhere_else():
+def test_the_patched_function_is_where_allennlp_looks_it_up_and_nowhere_else(monkeypatch):
+    """`apply` replaces AllenNLP's lookups and leaves a module of someone else's that imported
+    AllenNLP's function by name before the plugin as it is."""
+    original = patch.ORIGINALS["load_archive"]
+    theirs = types.ModuleType("someone_elses_module")
+    theirs.load_archive = original
+    monkeypatch.setitem(sys.modules, theirs.__name__, theirs)
+    for module in patch.LOOKED_UP_IN:  # as before the plugin was imported
+        monkeypatch.setattr(module, "load_archive", original)
+    patch.apply()
     for module in patch.LOOKED_UP_IN:
         assert module.load_archive is patch._load_archive, module.__name__
     assert evaluate_command.load_archive is patch._load_archive
-    others = [name for name, module in sys.modules.items() if module is not None
-              and module not in patch.LOOKED_UP_IN and vars(module).get("load_archive") is patch._load_archive]  # fmt: skip
-    assert others == []
+    assert theirs.load_archive is original
     assert archival.extracted_archive is not patch.ORIGINALS["extracted_archive"]
