@@ -6,7 +6,7 @@ sets OpenMP's wait policy, before anything imports torch (`allennlp_elmo_c_start
 
 from allennlp.commands import main
 
-import allennlp_elmo_c  # noqa: F401  (applies the compatibility fixes, registers components)
+import allennlp_elmo_c  # noqa: F401  (applies its patches, registers components)
 
 if __name__ == "__main__":
     main(prog="python -m allennlp_elmo_c")

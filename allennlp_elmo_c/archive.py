@@ -226,7 +226,7 @@ def load_model_directory(
 ) -> Archive:
     """
     A model directory as AllenNLP's `load_archive` gives an archive (the `allennlp` commands
-    load one this way: `allennlp_elmo_c.training.archive_paths`): `build_bilm` of its
+    load one this way: `allennlp_elmo_c.patches.load_archive`): `build_bilm` of its
     `ReceivedBiLM`, with `overrides` (the user's, e.g. `-o` of `allennlp predict`).
     """
     with received_bilm(directory) as spec:

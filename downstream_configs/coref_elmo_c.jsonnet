@@ -112,6 +112,7 @@ local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
   trainer: {
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
+    checkpointer: { type: 'atomic' },
     // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
     callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
     num_epochs: 150,

@@ -69,6 +69,7 @@ local hidden = 64;
   trainer: {
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
+    checkpointer: { type: 'atomic' },
     // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
     callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
     num_epochs: 6,

@@ -92,7 +92,7 @@ local context_dim = if use_elmo_c then elmo_c_dim else fasttext_dim;
     // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
     callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
     optimizer: { type: 'adam', lr: 0.001 },
-    checkpointer: { keep_most_recent_by_count: 3 },
+    checkpointer: { type: 'atomic', keep_most_recent_by_count: 3 },
     validation_metric: '+f1-measure-overall',
     num_epochs: 75,
     grad_norm: 5.0,

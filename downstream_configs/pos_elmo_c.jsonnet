@@ -82,7 +82,7 @@ local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
     callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
     optimizer: { type: 'adam', lr: 0.001 },
     // Two kept: --recover falls back to the older one if the newest is damaged.
-    checkpointer: { keep_most_recent_by_count: 2 },
+    checkpointer: { type: 'atomic', keep_most_recent_by_count: 2 },
     validation_metric: '+accuracy',
     num_epochs: 30,
     grad_norm: 5.0,

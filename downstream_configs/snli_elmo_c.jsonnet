@@ -90,7 +90,7 @@ local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
     // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
     callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
     optimizer: { type: 'adam', lr: 0.0004 },
-    checkpointer: { keep_most_recent_by_count: 2 },
+    checkpointer: { type: 'atomic', keep_most_recent_by_count: 2 },
     validation_metric: '+accuracy',
     num_epochs: 75,
     grad_norm: 10.0,

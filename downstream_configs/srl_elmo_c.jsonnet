@@ -67,7 +67,7 @@ local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
     grad_clipping: 1.0,
     patience: 200,
     validation_metric: '+f1-measure-overall',
-    checkpointer: { keep_most_recent_by_count: 10 },
+    checkpointer: { type: 'atomic', keep_most_recent_by_count: 10 },
     optimizer: { type: 'adadelta', rho: 0.95 },
   },
 }

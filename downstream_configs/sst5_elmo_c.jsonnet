@@ -94,6 +94,7 @@ local reader(subtrees) = {
   trainer: {
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
+    checkpointer: { type: 'atomic' },
     // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
     callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
     num_epochs: 40,

@@ -39,6 +39,7 @@ LONGEST_FIRST = (
     "tests/experiments/quality/test_where_elmo_c_wins.py",
     "tests/experiments/quality/test_quality_per_minute.py",
     "tests/test_downstream_configs.py",
+    "tests/patches/test_guest.py",
     "tests/commands/test_describe.py",
     "tests/experiments/speed/test_embed_memory.py",
     "tests/reliability/test_distributed.py",

@@ -1,6 +1,6 @@
 """
 The package's layers, from the bottom up: `nn`, `common`; `archive`; `data`, `training`;
-`modules`; `models`, `commands`, `predictors` (and `compat`, AllenNLP's patches);
+`modules`; `models`, `commands`, `predictors` (and `patches`, AllenNLP's patches);
 `integrations`. A module imports only from its own layer or the layers below it, so there is no
 circle; imports for type annotations alone (under `if TYPE_CHECKING:`) are exempt. The package's
 `__init__` and `__main__` sit on top. `experiments/` (the repository's own demo, corpus builders
@@ -20,7 +20,7 @@ LAYERS = {
     "archive": 2,
     "data": 3, "training": 3,
     "modules": 4,
-    "models": 5, "commands": 5, "predictors": 5, "compat": 5,
+    "models": 5, "commands": 5, "predictors": 5, "patches": 5,
     "integrations": 6,
 }  # fmt: skip
 TOP, EXPERIMENTS = 10, 11

@@ -160,7 +160,21 @@ class _Converter:
             self._convert_bcn()
         self._convert_indexers()
         self._resize()
+        self._use_atomic_checkpointer()
         return Conversion(self.config, self.changes, self.notes)
+
+    def _use_atomic_checkpointer(self) -> None:
+        """The trainer's checkpointer, if it is AllenNLP's default (no type, or "default"),
+        becomes the plugin's `atomic` one, with the same settings."""
+        trainer = self.config.get("trainer")
+        if not isinstance(trainer, dict):
+            return
+        checkpointer = trainer.get("checkpointer", {})
+        if not isinstance(checkpointer, dict) or checkpointer.get("type", "default") != "default":
+            return
+        trainer["checkpointer"] = {**checkpointer, "type": "atomic"}
+        self.changes.append(Change("trainer.checkpointer.type", checkpointer.get("type"), "atomic",
+                                   "checkpoints that survive a crash, for --recover"))  # fmt: skip
 
     def _elmo_containers(self) -> List[str]:
         """Paths of the dicts of token embedders that hold an elmo_token_embedder."""

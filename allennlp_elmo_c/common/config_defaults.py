@@ -1,27 +1,14 @@
 """
 The environment variables our configs read with `std.extVar` (every one is listed, with who reads
-it, in docs/environment-variables.md).
-
-Defaults. Jsonnet has no default for an unset external variable (`std.extVar` of one is an
-error), and AllenNLP passes the environment as the external variables; importing this package
-makes AllenNLP's `Params.from_file` (every `allennlp` command, `--include-package allennlp_elmo_c`
-or `.allennlp_plugins`) see `CONFIG_DEFAULTS` wherever the environment does not set the variable.
-The environment itself is not changed, and an explicit `ext_vars` or environment value always
-wins.
-
-Variables that cannot have a default (a data path, an archive): a config that reads one that is
-not set stops with a `ConfigurationError` naming every unset variable it reads and what to set it
-to (`REQUIRED`), instead of jsonnet's bare "undefined external variable".
+it, in docs/environment-variables.md): the defaults of those that have one (`CONFIG_DEFAULTS`)
+and what each one without a default must name (`REQUIRED`), for the `ConfigurationError` that
+names every unset one. `allennlp_elmo_c.patches.config_defaults` makes AllenNLP's config parsing
+use both.
 """
 
-import logging
-import re
-from typing import Callable, Dict, List
+from typing import Dict, List
 
-from allennlp.common import params
 from allennlp.common.checks import ConfigurationError
-
-logger = logging.getLogger(__name__)
 
 ELMO_C_DIM = "ELMO_C_DIM"
 """The output size of the ELMo-C biLM (2 x projection size) that the downstream configs size
@@ -86,11 +73,6 @@ REQUIRED: Dict[str, str] = {
 }
 """What each variable without a default must name, for the error when it is unset."""
 
-# What jsonnet says about an unset std.extVar (a RuntimeError of _jsonnet).
-_UNDEFINED = re.compile(r"undefined external variable: (\S+)")
-_MAX_UNSET = 100
-
-
 class UnsetVariableError(ConfigurationError, RuntimeError):
     """A config reads `std.extVar`s that are not set. A `ConfigurationError`, and still the
     `RuntimeError` jsonnet raised before (its message keeps jsonnet's words), so code that
@@ -111,55 +93,3 @@ def unset_variable_message(config: str, names: List[str]) -> str:
     # jsonnet's own words last, the name alone after them, for code that reads them.
     lines.append(f"jsonnet: undefined external variable: {names[0]}")
     return "\n".join(lines)
-
-
-def _naming_unset_variables(evaluate: Callable[..., str], name: Callable[..., str]) -> Callable:
-    """`evaluate` (jsonnet's evaluate_file or evaluate_snippet) raising `UnsetVariableError`
-    that names every unset variable the config reads, in place of jsonnet's error for the first."""
-
-    def evaluate_naming_unset(*args, **kwargs) -> str:
-        try:
-            return evaluate(*args, **kwargs)
-        except RuntimeError as error:
-            found = _UNDEFINED.search(str(error))
-            if found is None or isinstance(error, UnsetVariableError):
-                raise
-            first_error = error
-        # Find the others: evaluate again with each unset one given a placeholder.
-        ext_vars = dict(kwargs.get("ext_vars") or {})
-        unset = [found.group(1)]
-        while len(unset) < _MAX_UNSET:
-            try:
-                evaluate(*args, **{**kwargs, "ext_vars": {**ext_vars, **dict.fromkeys(unset, "0")}})
-                break
-            except RuntimeError as error:
-                found = _UNDEFINED.search(str(error))
-                if found is None or found.group(1) in unset:
-                    break
-                unset.append(found.group(1))
-        raise UnsetVariableError(unset_variable_message(name(*args), unset)) from first_error
-
-    evaluate_naming_unset._elmo_c_unset = True  # type: ignore[attr-defined]
-    return evaluate_naming_unset
-
-
-def apply() -> None:
-    """Makes AllenNLP's config parsing see `CONFIG_DEFAULTS` for unset variables, and name every
-    unset variable without a default in a `ConfigurationError` (once)."""
-    original = params._environment_variables
-    if not getattr(original, "_elmo_c_defaults", False):
-
-        def environment_with_defaults() -> Dict[str, str]:
-            return {**CONFIG_DEFAULTS, **original()}
-
-        environment_with_defaults._elmo_c_defaults = True  # type: ignore[attr-defined]
-        environment_with_defaults.__doc__ = original.__doc__
-        params._environment_variables = environment_with_defaults
-    if not getattr(params.evaluate_file, "_elmo_c_unset", False):
-        params.evaluate_file = _naming_unset_variables(
-            params.evaluate_file, lambda filename, *_: str(filename)
-        )
-    if not getattr(params.evaluate_snippet, "_elmo_c_unset", False):
-        params.evaluate_snippet = _naming_unset_variables(
-            params.evaluate_snippet, lambda *_: "the overrides (-o)"
-        )

@@ -218,7 +218,7 @@ _LOADING_ARCHIVE: contextvars.ContextVar[Tuple[Optional[str], Optional[str]]] = 
     "elmo_c_loading_archive", default=(None, None)
 )
 # Where a task archive keeps the fastText models it reads: `fasttext/<fingerprint>.bin`
-# (`allennlp_elmo_c.training.archive_paths` adds them when it archives a task model).
+# (`allennlp_elmo_c.patches.archive_paths` adds them when it archives a task model).
 BUNDLE_DIR = "fasttext"
 
 

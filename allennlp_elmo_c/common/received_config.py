@@ -33,8 +33,9 @@ training-only keys that name outside files (`pretrained_file`). The training-onl
 by every loader (`drop_training_only`) from an archive or a record, which `allennlp train`
 writes with it; a model directory, which `package` writes without it, is refused if it has one.
 
-**A task archive's config** (any AllenNLP model: `crf_tagger`, `srl`, ...) cannot be held to the
-plugin's components. The generic refusals apply to its built sections: `*_kwargs`,
+**A task archive's config** (any AllenNLP model with an ELMo-C component, `is_elmo_c_config`:
+`crf_tagger`, `srl`, ... over `elmo_c_token_embedder`) cannot be held to the plugin's components.
+(An archive with no ELMo-C component is AllenNLP's to load, unchecked.) The generic refusals apply to its built sections: `*_kwargs`,
 `trust_remote_code`, URLs, nested archives (`from_archive` types, `_pretrained`,
 `override_weights_file`, `archive_file` anywhere but on the plugin's `elmo_c_token_embedder` and
 `fasttext_subwords`, whose biLM is itself read as a received biLM), archive names (but those
@@ -221,6 +222,55 @@ FILE_KEYS = frozenset({
 
 _URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?:https?|s3|gs|gcs|hf|file|ftp|sftp|data|az|abfs|r2):)")
 _ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.bz2|tbz2?|tar\.xz|txz|tar|zip)(?:!|$)", re.IGNORECASE)
+
+
+# The package whose registered components make a config an ELMo-C one (`is_elmo_c_config`).
+PLUGIN_PACKAGE = "allennlp_elmo_c"
+# The base class of each built section's own component, by the name AllenNLP's `Registrable`
+# keeps it under (`BUILT`).
+_SECTION_BASES = {"model": "Model", "dataset_reader": "DatasetReader", "validation_dataset_reader": "DatasetReader"}
+
+
+def _plugin_registrations() -> Tuple[Dict[str, frozenset], frozenset]:
+    """(name -> the base classes this plugin registers it under, the names anything else
+    registers), from AllenNLP's `Registrable` registry as it is now."""
+    from allennlp.common.registrable import Registrable
+
+    mine: Dict[str, set] = {}
+    others = set()
+    for base, names in Registrable._registry.items():
+        for name, (subclass, _) in names.items():
+            if subclass.__module__.split(".")[0] == PLUGIN_PACKAGE:
+                mine.setdefault(name, set()).add(base.__name__)
+            else:
+                others.add(name)
+    return {name: frozenset(bases) for name, bases in mine.items()}, frozenset(others)
+
+
+def is_elmo_c_config(config: Any) -> bool:
+    """
+    Whether a model's config builds a component of this plugin: a `type` in one of its built
+    sections (`BUILT`; the training-only sections build nothing when a model is loaded) that a
+    class of `allennlp_elmo_c` is registered under in AllenNLP's `Registrable` registry. A name
+    that something else registers too (AllenNLP's `from_archive` model beside this plugin's
+    `from_archive` reader) counts only as a section's own type, whose base class is known.
+    Every received-model check of the plugin (`received_config`, `allocation_budget`,
+    `hub_models`) is for these configs, and AllenNLP loads and trains any other one as it
+    would without the plugin. A config that is not a JSON object is not an ELMo-C one.
+    """
+    if not isinstance(config, dict):
+        return False
+    mine, others = _plugin_registrations()
+    for section in BUILT:
+        node = config.get(section)
+        own = node.get("type") if isinstance(node, dict) else None
+        if isinstance(own, str) and _SECTION_BASES[section] in mine.get(own, ()):
+            return True
+        for _, _, item in _walk(node, section):
+            kind = item.get("type") if isinstance(item, dict) else None
+            if isinstance(kind, str) and kind in mine and kind not in others:
+                return True
+    return False
 
 
 def is_bilm_config(config: Any) -> bool:

@@ -1,4 +1,3 @@
-import functools
 import logging
 import os
 import time
@@ -23,8 +22,6 @@ logger = logging.getLogger(__name__)
 SET_ASIDE_SUFFIX = ".unusable"
 # The only best-model file AllenNLP's trainer writes (in the run's directory).
 BEST_MODEL_NAME = "best.th"
-# AllenNLP's own constructor, which `apply` wraps (kept for its tests).
-ORIGINAL_INIT = Checkpointer.__init__
 
 
 class _SavedState:
@@ -73,10 +70,10 @@ class AtomicCheckpointer(Checkpointer):
 
     Everything else (when to save, which checkpoints to keep) is AllenNLP's `Checkpointer`.
 
-    Registered as a `Checkpointer` with name "atomic", and, once `allennlp_elmo_c` is imported
-    (`apply`), as "default" too: every run then gets it, whatever its config says about the
-    checkpointer (nothing, `type: 'default'` with any settings, an override that replaces the
-    whole object and so drops its type, or `atomic`).
+    Registered as a `Checkpointer` with name "atomic": a run gets it when its config names it
+    (`trainer.checkpointer.type: 'atomic'`, as every config of this repository does). AllenNLP's
+    "default" stays AllenNLP's own `Checkpointer`; an ELMo-C run without the atomic one is
+    warned about when it starts (`allennlp_elmo_c.patches.archive_paths`).
 
     # Parameters
 
@@ -307,31 +304,6 @@ class AtomicCheckpointer(Checkpointer):
                     logger.warning(
                         "atomic checkpointer: renamed %s to %s", path, path + SET_ASIDE_SUFFIX
                     )
-
-
-def apply() -> None:
-    """
-    Makes `AtomicCheckpointer` AllenNLP's default checkpointer (the registered name "default",
-    which the trainer's default and every config without a checkpointer type resolve to), and
-    makes any other checkpointer class log a warning when it is created: it writes its
-    checkpoints on their final names, and `--recover` fails on a torn one. Idempotent.
-    """
-    Checkpointer.register("default", exist_ok=True)(AtomicCheckpointer)
-    if Checkpointer.__init__ is not ORIGINAL_INIT:
-        return
-
-    @functools.wraps(ORIGINAL_INIT)  # (AllenNLP reads the constructor's signature through it)
-    def __init__(self, *args, **kwargs) -> None:
-        ORIGINAL_INIT(self, *args, **kwargs)
-        if not isinstance(self, AtomicCheckpointer):
-            logger.warning(
-                "%s is not an atomic checkpointer: a crash while it writes leaves a torn "
-                "checkpoint that --recover cannot skip. Leave out the checkpointer's type (or "
-                "use 'atomic') to get allennlp_elmo_c's atomic checkpoints",
-                type(self).__name__,
-            )
-
-    Checkpointer.__init__ = __init__  # type: ignore[method-assign]
 
 
 def _describe(point: Optional[Tuple[int, int]]) -> str:

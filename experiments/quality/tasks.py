@@ -244,7 +244,7 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
         "pytorch_seed": seed,
         "trainer.num_epochs": args.task_epochs,
         "trainer.patience": args.task_patience,
-        "trainer.checkpointer": {"keep_most_recent_by_count": 1},
+        "trainer.checkpointer": {"type": "atomic", "keep_most_recent_by_count": 1},
     }
     overrides.update(task_overrides(task, args, archive, context_dim, data, vectors))
     overrides.update(json.loads(args.task_overrides))

@@ -293,3 +293,30 @@ def test_received_json_is_plain_capped_json(tmp_path):
         parse_received_json(" " * 101, "x", max_bytes=100)
     with pytest.raises(ConfigurationError, match="unreadable"):
         read_received_json(tmp_path / "missing.json", "x")
+
+
+# --- which configs are ELMo-C ones ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        ({"model": {"type": "elmo_c"}}, True),
+        ({"model": {"type": "crf_tagger", "text_field_embedder": {"token_embedders": {
+            "elmo": {"type": "elmo_c_token_embedder"}}}}}, True),  # fmt: skip
+        ({"dataset_reader": {"type": "from_archive"}}, True),  # the plugin's reader
+        ({"model": {"type": "from_archive", "archive_file": "x.tar.gz"}}, False),  # AllenNLP's model
+        ({"model": {"type": "basic_classifier", "text_field_embedder": {"token_embedders": {
+            "tokens": {"type": "pretrained_transformer", "tokenizer_kwargs": {}}}}}}, False),  # fmt: skip
+        ({"model": {"type": "basic_classifier"}, "trainer": {"checkpointer": {"type": "atomic"}}}, False),
+        ({"model": {"type": "basic_classifier"}, "validation_dataset_reader": {"readers": [
+            {"type": "lm_corpus"}]}}, True),  # fmt: skip
+        ([{"model": {"type": "elmo_c"}}], False),
+    ],
+    ids=["bilm", "task", "plugin_reader", "allennlp_from_archive", "transformer", "trainer_only",
+         "in_a_list", "not_an_object"],
+)
+def test_an_elmo_c_config_is_one_with_a_component_of_the_plugin(config, expected):
+    from allennlp_elmo_c.common.received_config import is_elmo_c_config
+
+    assert is_elmo_c_config(config) is expected

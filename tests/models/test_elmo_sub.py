@@ -105,7 +105,7 @@ def test_paper_config_trains_one_epoch_at_a_tiny_size(environment, tmp_path, mon
         "validation_data_loader.batch_size": 8,
         "trainer.num_epochs": 1,
         "trainer.cuda_device": -1,
-        "trainer.checkpointer": {"keep_most_recent_by_count": 1},
+        "trainer.checkpointer": {"type": "atomic", "keep_most_recent_by_count": 1},
     }
     metrics = train_config(PAPER_CONFIG, tmp_path / "run", json.dumps(overrides))
     assert metrics["epoch"] == 0

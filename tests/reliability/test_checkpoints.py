@@ -67,11 +67,11 @@ class WriteFaults(TrainerCallback):
 
 
 # Two spellings of "a checkpoint every 2 batches": the dotted key keeps the config's
-# checkpointer (its type `atomic`); the object replaces it whole, type included, as AllenNLP
-# merges overrides (the run then gets the default checkpointer, atomic once the plugin is loaded).
+# checkpointer (its type `atomic`); the object replaces it whole, as AllenNLP merges overrides,
+# and so names its type again.
 EVERY_2_BATCHES = {
     "dotted": {"trainer.checkpointer.save_every_num_batches": 2},
-    "object": {"trainer.checkpointer": {"save_every_num_batches": 2}},
+    "object": {"trainer.checkpointer": {"type": "atomic", "save_every_num_batches": 2}},
 }
 
 

@@ -4,10 +4,9 @@ user runs it, with a trained fixture biLM at fixture size:
 - `ner_elmo_c`: the CRF tagger of `downstream_configs/ner_elmo_c.jsonnet`: killed between
   checkpoints, its newest checkpoint torn, the disk full and a SIGKILL while saving;
 - `converted`: allennlp-models' stock-shaped NER config converted by `convert-config` (which names
-  no checkpointer at all: AllenNLP's default, made atomic by the plugin): killed between
-  checkpoints. (Both runs get the same checkpointer, the override's whole object, AllenNLP's
-  default class: the other faults would go through the same checkpointing code again; the
-  converted config's own part is its model, resumed bit for bit.)
+  no checkpointer at all, and gets the `atomic` one): killed between checkpoints. (Both runs get the same checkpointer,
+  the override's whole object, the `atomic` one: the other faults would go through the same
+  checkpointing code again; the converted config's own part is its model, resumed bit for bit.)
 Each interrupted run, resumed with `--recover`, ends with the metrics and weights of an
 uninterrupted run, bit for bit (the run carries the random generator state).
 """
@@ -40,7 +39,7 @@ def config(request, elmo_c_archive, tmp_path_factory):
     variables = {"NER_TRAIN_DATA_PATH": str(CONLL), "NER_TEST_DATA_PATH": str(CONLL), "GLOVE_50D": str(GLOVE)}
     convert_config_file(str(FIXTURES_ROOT / "configs" / "stock" / "ner_elmo.jsonnet"), str(elmo_c_archive),
                         str(output), variables)  # fmt: skip
-    assert "checkpointer" not in json.loads(output.read_text())["trainer"]
+    assert json.loads(output.read_text())["trainer"]["checkpointer"] == {"type": "atomic"}
     return output
 
 
@@ -48,9 +47,8 @@ def train(config, archive, run, recover=False, fault=None, kill_at=None):
     overrides = {
         "data_loader.batch_size": 1,
         "trainer.num_epochs": 2,
-        # The whole object (the converted config has no checkpointer to merge a dotted key into):
-        # AllenNLP's default class, which the plugin makes atomic.
-        "trainer.checkpointer": {"save_every_num_batches": 1},
+        # The whole object (the converted config has no checkpointer to merge a dotted key into).
+        "trainer.checkpointer": {"type": "atomic", "save_every_num_batches": 1},
         # The config's callbacks (rng_state among them) and the test's fault injectors.
         "trainer.callbacks": [{"type": "console_logger", "should_log_inputs": False},
                               {"type": "rng_state"}, {"type": "sigkill_at_batch"},

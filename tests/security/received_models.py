@@ -65,9 +65,19 @@ def craft_archive(
     return target
 
 
+# The tiny classifier with a component of this plugin (a second embedding of each word, by the
+# plugin's `word_hash` indexer and `random_vectors` embedder): an ELMo-C model, which the
+# received-model checks are for (any other archive is AllenNLP's to load).
+ELMO_C_COMPONENTS = {
+    "dataset_reader.token_indexers": {"tokens": {"type": "single_id"}, "hashes": {"type": "word_hash"}},
+    "model.text_field_embedder.token_embedders.hashes": {"type": "random_vectors", "embedding_dim": 4},
+    "model.seq2vec_encoder.embedding_dim": 8,
+}
+
+
 def train_task_archive(directory: Path) -> Path:
-    """A tiny AllenNLP classifier trained for one epoch in `directory`: its `model.tar.gz`, a task
-    archive of any model."""
+    """A tiny AllenNLP classifier with a component of this plugin (`ELMO_C_COMPONENTS`) trained
+    for one epoch in `directory`: its `model.tar.gz`, an ELMo-C task archive."""
     from allennlp.commands.train import train_model
     from allennlp.common import Params
 
@@ -77,6 +87,7 @@ def train_task_archive(directory: Path) -> Path:
             "train_data_path": str(SENTIMENT),
             "validation_data_path": str(SENTIMENT),
             "trainer.learning_rate_scheduler": None,
+            **ELMO_C_COMPONENTS,
         }),
     )  # fmt: skip
     train_model(params, directory / "run")

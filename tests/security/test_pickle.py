@@ -3,7 +3,7 @@ No code runs from a pickle: `allennlp train --recover` on a run directory receiv
 else, and every `torch.load` in the package.
 
 Vulnerable before this change: `--recover` loaded `training_state_*.th` with
-`weights_only=False` (the atomic checkpointer and `compat`'s patch of AllenNLP's checkpointer),
+`weights_only=False` (the atomic checkpointer and `patches.weights_only_loads` of AllenNLP's checkpointer),
 so a crafted training state ran any Python it named. The model weights were loaded with torch's
 default (`weights_only=True` since torch 2.6), not explicitly.
 """
@@ -26,6 +26,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.training.checkpointer import Checkpointer
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests.security.received_models import ELMO_C_COMPONENTS
 
 CONFIG = FIXTURES_ROOT / "configs" / "tiny_classifier.jsonnet"
 SOURCES = [PROJECT_ROOT / "allennlp_elmo_c", PROJECT_ROOT / "experiments"]
@@ -47,6 +48,8 @@ def params(**overrides) -> Params:
             {"type": "rng_state"},
             {"type": "training_time_budgets", "minutes": [60]},
         ],
+        "trainer.checkpointer": {"type": "atomic"},
+        **ELMO_C_COMPONENTS,
         **overrides,
     }
     return Params.from_file(str(CONFIG), json.dumps(overrides))
@@ -116,8 +119,8 @@ def test_recover_falls_back_from_a_crafted_newest_checkpoint(finished_run, tmp_p
 
 
 def test_allennlp_checkpointer_patch_refuses_a_crafted_training_state(tmp_path):
-    """`compat`'s patch of AllenNLP's own `Checkpointer.load_checkpoint` (a config naming
-    another checkpointer class). Vulnerable before this change."""
+    """`patches.weights_only_loads`' patch of AllenNLP's own `Checkpointer.load_checkpoint` (a
+    config naming no checkpointer, or another one than `atomic`). Vulnerable before this change."""
     marker = tmp_path / "marker"
     torch.save({"weight": torch.ones(2)}, tmp_path / "model_state_e1_b0.th")
     torch.save(
@@ -137,12 +140,12 @@ def test_a_best_model_path_outside_the_run_is_not_read(finished_run, tmp_path):
     state = torch.load(path, weights_only=True)
     state["best_model_filename"] = str(tmp_path / "elsewhere" / "best.th")
     torch.save(state, path)
-    checkpoint = Checkpointer.by_name("default")(str(run)).load_checkpoint()
+    checkpoint = Checkpointer.by_name("atomic")(str(run)).load_checkpoint()
     assert checkpoint.trainer_state["best_model_filename"] == str(run / "best.th")
     state["best_model_filename"] = "/etc/passwd"
     torch.save(state, path)
     with pytest.raises(ConfigurationError, match="names '/etc/passwd' as the best model"):
-        Checkpointer.by_name("default")(str(run)).load_checkpoint()
+        Checkpointer.by_name("atomic")(str(run)).load_checkpoint()
 
 
 def test_recover_reads_the_run_config_as_plain_json(
@@ -189,7 +192,7 @@ def unsafe_calls(path: Path) -> List[str]:
 def test_every_torch_load_is_weights_only_and_nothing_unpickles():
     """Every `torch.load` in the package and the benchmarks passes `weights_only=True`; no
     pickle/marshal/shelve/YAML load, numpy `allow_pickle`, `eval` or `exec`, and no
-    `trust_remote_code`. Failed before this change (compat.py's `torch.load`s)."""
+    `trust_remote_code`. Failed before this change (the compatibility patches' `torch.load`s)."""
     problems = [
         f"{path.relative_to(PROJECT_ROOT)}:{problem}"
         for root in SOURCES

@@ -107,9 +107,9 @@ def task_archive(tmp_path_factory) -> Path:
 def test_remote_code_in_a_task_archive_is_refused(
     door, task_archive, tmp_path, monkeypatch, hf_modules, capsys
 ):
-    """Any AllenNLP task archive: its config cannot be held to the plugin's components, but it
-    may not ask for remote code (`*_kwargs`, `trust_remote_code`) or load a local directory as a
-    Hugging Face model. Vulnerable before: the marker was written."""
+    """An ELMo-C task archive (any AllenNLP model over a component of the plugin): its config
+    cannot be held to the plugin's components, but it may not ask for remote code (`*_kwargs`,
+    `trust_remote_code`) or load a local directory as a Hugging Face model. Vulnerable before: the marker was written."""
     marker = tmp_path / "marker"
     remote = write_remote_code(tmp_path / "remote", marker)
 

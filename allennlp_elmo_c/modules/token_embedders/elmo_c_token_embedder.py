@@ -68,7 +68,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
     bundle_fasttext : `bool`, optional (default = `True`)
         Read when the task model is archived, not by the embedder: its `model.tar.gz` then holds
         the biLM's fastText `.bin` (`fasttext/<fingerprint>.bin`; see
-        `allennlp_elmo_c.training.archive_paths`), so that the task archive works alone. Set it
+        `allennlp_elmo_c.patches.archive_paths`), so that the task archive works alone. Set it
         false to keep a large `.bin` (7.2 GB for `cc.en.300.bin`) out of every task archive;
         the `.bin` is then looked for as `allennlp_elmo_c.common.fasttext_source` says.
     vocab : `Vocabulary`, optional

@@ -1,5 +1,5 @@
 """
-One test per patched AllenNLP writer in `allennlp_elmo_c.training.atomic_outputs`: the disk fills
+One test per patched AllenNLP writer in `allennlp_elmo_c.patches.atomic_outputs`: the disk fills
 up in the middle of the write; the patched writer leaves the previous file as it was and no
 temporary, where AllenNLP's own (`ORIGINALS`) leaves a partial file under the final name.
 """
@@ -20,7 +20,7 @@ from allennlp.data import Vocabulary
 from allennlp.models import archival
 from allennlp.training import gradient_descent_trainer
 
-from allennlp_elmo_c.training import archive_paths, atomic_outputs
+from allennlp_elmo_c.patches import archive_paths, atomic_outputs
 from tests.write_faults import FillingDisk, disk_full, faulty_torch_save
 
 ORIGINALS = atomic_outputs.ORIGINALS
@@ -42,9 +42,8 @@ def test_apply_is_idempotent_and_replaces_every_imported_name():
     atomic_outputs.apply()
     # archive_paths wraps the atomic writer (to bundle a task model's fastText .bin).
     assert archival.archive_model is train_command.archive_model is archive_paths._archive_model
-    assert archive_paths.ARCHIVE_MODEL[0] is atomic_outputs._archive_model
     assert common_util.dump_metrics is atomic_outputs._dump_metrics
-    assert ORIGINALS["archive_model"] is not atomic_outputs._archive_model
+    assert ORIGINALS["archive_model"] is not atomic_outputs.archive_model_atomically
 
 
 def test_dump_metrics(tmp_path, monkeypatch):

@@ -2,7 +2,8 @@
 Atomic writes for the files of a training run that AllenNLP 2.10.1 writes outside the
 checkpointer, and that the run or its users read back: `model.tar.gz`, `best.th`,
 `metrics_epoch_*.json` and `metrics.json`, the `vocabulary/` files, `config.json` and
-`meta.json`. Applied once, when `allennlp_elmo_c` is imported.
+`meta.json`. For every model: the files are AllenNLP's, byte for byte, under the names AllenNLP
+gives them; only what a crash leaves differs.
 
 Why patches: AllenNLP's trainer and `train` command write these with plain `open`/`torch.save`/
 `tarfile.open` on the final name, from functions they call directly, with no registrable
@@ -15,7 +16,8 @@ directory (`allennlp_elmo_c.common.atomic`), which is fsynced and renamed onto t
 only when the function returns. A failure leaves the previous file, if any, and no temporary.
 
 1. `archive_model` (`model.tar.gz`): through its own `archive_path` argument. Also replaced
-   where `allennlp.commands.train` and `allennlp.models` imported it by name.
+   where `allennlp.commands.train` and `allennlp.models` imported it by name (and
+   `allennlp_elmo_c.patches.archive_paths` wraps it again, for ELMo-C task archives).
 2. `dump_metrics` (`metrics_epoch_N.json`, `metrics.json`), also where
    `allennlp.training.util` and `allennlp.evaluation.evaluator` imported it by name.
 3. `GradientDescentTrainer._save_model_state` (`best.th` when the checkpointer did not just
@@ -26,7 +28,7 @@ only when the function returns. A failure leaves the previous file, if any, and 
 5. `Params.to_file` (`config.json`) and `Meta.to_file` (`meta.json`).
 
 Not covered: `best.th` consolidated from sharded (FairScale) model states, and the logs.
-`tests/training/test_atomic_outputs.py` shows each patched writer keeping the old file where
+`tests/patches/test_atomic_outputs.py` shows each patched writer keeping the old file where
 the original leaves a partial one.
 """
 
@@ -59,7 +61,7 @@ ORIGINALS: Dict[str, Callable[..., Any]] = {
 }
 
 
-def _archive_model(
+def archive_model_atomically(
     serialization_dir: Union[str, os.PathLike],
     weights: str = archival._DEFAULT_WEIGHTS,
     archive_path: Union[str, os.PathLike, None] = None,
@@ -122,10 +124,10 @@ def _meta_to_file(self, path) -> None:
 
 def apply() -> None:
     """Applies every patch once; calling it again does nothing."""
-    if common_util.dump_metrics is _dump_metrics:  # (archive_model is wrapped again by archive_paths)
+    if common_util.dump_metrics is _dump_metrics:
         return
     for name, replacement in (
-        ("archive_model", _archive_model),
+        ("archive_model", archive_model_atomically),
         ("dump_metrics", _dump_metrics),
         ("save_model_state", _save_model_state),
         ("hardlink_or_copy", _hardlink_or_copy),
@@ -135,7 +137,7 @@ def apply() -> None:
     ):
         replacement.__doc__ = ORIGINALS[name].__doc__
     for module in (archival, train_command, allennlp.models):
-        module.archive_model = _archive_model  # type: ignore[attr-defined]
+        module.archive_model = archive_model_atomically  # type: ignore[attr-defined]
     for module in (common_util, training_util, evaluator):
         module.dump_metrics = _dump_metrics  # type: ignore[attr-defined]
     trainer_class = gradient_descent_trainer.GradientDescentTrainer

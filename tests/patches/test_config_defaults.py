@@ -9,6 +9,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common import config_defaults
+from allennlp_elmo_c.patches import config_defaults as config_defaults_patch
 from tests import PROJECT_ROOT
 
 
@@ -22,7 +23,7 @@ def test_default_when_unset(monkeypatch, tmp_path):
     monkeypatch.delenv("ELMO_C_DIM", raising=False)
     assert read(tmp_path) == "1024"
     assert "ELMO_C_DIM" not in os.environ
-    config_defaults.apply()  # applying twice changes nothing
+    config_defaults_patch.apply()  # applying twice changes nothing
     assert read(tmp_path) == "1024"
 
 
@@ -71,3 +72,33 @@ def test_only_the_unset_ones_are_named(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError) as error:
         Params.from_file(str(broken))
     assert not isinstance(error.value, ConfigurationError)
+
+
+def test_an_unset_variable_of_another_config_is_jsonnets_error(monkeypatch, tmp_path):
+    """A config that reads no variable of the plugin's configs gets jsonnet's own error."""
+    monkeypatch.delenv("SOMEONE_ELSES_DATA", raising=False)
+    config = tmp_path / "theirs.jsonnet"
+    config.write_text("{ data: std.extVar('SOMEONE_ELSES_DATA') }")
+    with pytest.raises(
+        RuntimeError, match="undefined external variable: SOMEONE_ELSES_DATA"
+    ) as error:
+        Params.from_file(str(config))
+    assert not isinstance(error.value, ConfigurationError)
+
+
+def test_allennlps_own_parsing_has_no_defaults_and_names_one_variable(monkeypatch, tmp_path):
+    """What the patch changes: AllenNLP's own functions know no ELMo-C default and stop at the
+    first unset variable with jsonnet's words."""
+    monkeypatch.delenv("ELMO_C_DIM", raising=False)
+    assert "ELMO_C_DIM" not in config_defaults_patch.ORIGINALS["environment_variables"]()
+    config = tmp_path / "config.jsonnet"
+    config.write_text("{ a: std.extVar('ELMO_C_ARCHIVE'), b: std.extVar('ELMO_C_FASTTEXT') }")
+    monkeypatch.delenv("ELMO_C_ARCHIVE", raising=False)
+    monkeypatch.delenv("ELMO_C_FASTTEXT", raising=False)
+    with pytest.raises(RuntimeError) as error:
+        config_defaults_patch.ORIGINALS["evaluate_file"](str(config), ext_vars={})
+    assert not isinstance(error.value, ConfigurationError) and "ELMO_C_FASTTEXT" not in str(
+        error.value
+    )
+    with pytest.raises(ConfigurationError, match="not set: ELMO_C_ARCHIVE, ELMO_C_FASTTEXT"):
+        Params.from_file(str(config))

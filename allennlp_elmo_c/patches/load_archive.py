@@ -1,0 +1,143 @@
+"""
+AllenNLP's `load_archive` (what `allennlp evaluate` / `predict`, `Predictor.from_path` and
+`Model.from_archive` load a model with) evaluates an archive's config.json as jsonnet with every
+environment variable as an external variable, builds whatever it names and has no place for
+the files an ELMo-C archive needs (its fastText `.bin`, a model directory's files). For an
+archive whose config has ELMo-C components (`is_elmo_c_config`) and for a model directory
+(`python -m allennlp_elmo_c package`, always ELMo-C), the patched `load_archive` loads it the
+plugin's way; AllenNLP's own `load_archive` loads any other archive, as it would without the
+plugin.
+
+Which it is, is decided from the archive's config.json, read as JSON without extracting the
+archive (`safe_extract.read_member`: AllenNLP writes it first) or from the directory. A
+config.json that cannot be read so (not JSON: hand-made jsonnet; a corrupt archive) is loaded
+the plugin's way, which refuses it: whether it holds ELMo-C components cannot be known without
+evaluating it.
+
+The plugin's way: the archive is extracted through `common.safe_extract` (no member is written
+outside its place; the files of a model archive only); a `vocabulary` that is not a real
+directory (AllenNLP would extract it as an archive into its cache) or a directory archive
+holding a symbolic link (`contained_files.refuse_links`) is refused; the archive and its
+extraction directory are noted (`fasttext_source.loading_archive`), so that a fastText `.bin`
+whose recorded path does not exist is found among the archive's bundled files or beside the
+archive; then `archive.load_archive_directory` reads config.json as plain JSON, checks it as a
+received config and builds the model within the budget of its weights. A model directory is
+loaded by `archive.load_model_directory`.
+
+AllenNLP's own `load_archive` extracts through the same `safe_extract.extracted_archive` (the
+patch replaces `archival.extracted_archive`, which is all that function of AllenNLP's changes):
+a member that would be written outside the extraction directory is refused for every archive.
+
+Where the patched function is looked up: `allennlp.models.archival.load_archive` (what
+`Model.from_archive`, the `from_archive` model and AllenNLP's other late imports read when they
+run) and the AllenNLP modules that imported it by name when they were imported
+(`LOOKED_UP_IN`: `allennlp.models`, the `evaluate` and `predict` commands, `Predictor`; and
+`LOOKED_UP_IN_IF_IMPORTED`, three more of AllenNLP's, where they were imported before the
+plugin). No module is looked for in `sys.modules` beyond these: any other that imported
+AllenNLP's function by name keeps it, and loads every archive as AllenNLP does.
+"""
+
+import inspect
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from allennlp.commands import evaluate as evaluate_command
+from allennlp.commands import predict as predict_command
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.file_utils import cached_path
+from allennlp.common.params import parse_overrides
+from allennlp.models import archival
+import allennlp.models
+from allennlp.predictors import predictor as predictor_module
+
+from allennlp_elmo_c.archive import (
+    check_vocabulary_directory,
+    is_model_archive_member,
+    is_model_directory,
+    load_archive_directory,
+    load_model_directory,
+)
+from allennlp_elmo_c.common.contained_files import refuse_links
+from allennlp_elmo_c.common.fasttext_source import loading_archive
+from allennlp_elmo_c.common.received_config import MAX_CONFIG_BYTES, is_elmo_c_config
+from allennlp_elmo_c.common.safe_extract import extracted_archive, read_member
+
+# AllenNLP's functions, kept so that their tests can show the patch is still needed.
+ORIGINALS = {
+    "load_archive": archival.load_archive,
+    "extracted_archive": archival.extracted_archive,
+}
+# The AllenNLP modules that import `load_archive` by name when they are imported (the others
+# import it from `allennlp.models.archival` when they run).
+LOOKED_UP_IN = (archival, allennlp.models, evaluate_command, predict_command, predictor_module)
+# AllenNLP modules that import it by name too but need optional packages (checklist) or are for
+# tests and interpretation: replaced if they were imported before the plugin (imported later,
+# they read the patched function from `allennlp.models.archival`).
+LOOKED_UP_IN_IF_IMPORTED = (
+    "allennlp.commands._checklist_internal",
+    "allennlp.common.testing.model_test_case",
+    "allennlp.interpret.influence_interpreters.influence_interpreter",
+)
+_SIGNATURE = inspect.signature(archival.load_archive)
+
+
+def _archive_config(resolved: str) -> Optional[Any]:
+    """The config.json of an archive or directory as JSON; `None` where it cannot be read so."""
+    try:
+        if os.path.isdir(resolved):
+            data: Optional[bytes] = (Path(resolved) / archival.CONFIG_NAME).read_bytes()
+        else:
+            data = read_member(resolved, archival.CONFIG_NAME, MAX_CONFIG_BYTES)
+        return None if data is None else json.loads(data)
+    except (ConfigurationError, OSError, ValueError, EOFError, RecursionError):
+        return None
+
+
+def _load_archive(archive_file, *args, **kwargs):
+    arguments = _SIGNATURE.bind(archive_file, *args, **kwargs)
+    arguments.apply_defaults()
+    options = arguments.arguments
+    if is_model_directory(str(archive_file)):
+        if options["weights_file"] is not None:
+            raise ConfigurationError(f"{archive_file}: a model directory has one set of weights")
+        overrides = options["overrides"]
+        if isinstance(overrides, str):
+            overrides = parse_overrides(overrides)
+        return load_model_directory(str(archive_file), overrides, options["cuda_device"])
+    resolved = cached_path(archive_file)
+    config = _archive_config(resolved)
+    if config is not None and not is_elmo_c_config(config):
+        return ORIGINALS["load_archive"](*arguments.args, **arguments.kwargs)
+    loaded = {key: options[key] for key in ("overrides", "cuda_device", "weights_file")}
+    if os.path.isdir(resolved):
+        # A directory (a run directory, an extracted archive) is read as it is: a link in it
+        # would carry the receiver's own files into the model (its vocabulary, its predictions).
+        refuse_links(resolved, str(archive_file))
+        check_vocabulary_directory(Path(resolved), str(archive_file))
+        with loading_archive(archive_file, resolved):
+            return load_archive_directory(resolved, str(archive_file), **loaded)
+    # Extracted here rather than by AllenNLP, so that the files the archive bundles are known.
+    with (
+        extracted_archive(resolved, wanted=is_model_archive_member) as directory,
+        loading_archive(archive_file, directory),
+    ):
+        check_vocabulary_directory(Path(directory), str(archive_file))
+        return load_archive_directory(directory, str(archive_file), **loaded)
+
+
+def apply() -> None:
+    """Replaces `load_archive` where AllenNLP looks it up (`LOOKED_UP_IN`) and the
+    `extracted_archive` AllenNLP's own `load_archive` calls (once)."""
+    if archival.load_archive is _load_archive:
+        return
+    _load_archive.__doc__ = ORIGINALS["load_archive"].__doc__
+    for module in LOOKED_UP_IN:
+        module.load_archive = _load_archive  # type: ignore[attr-defined]
+    for name in LOOKED_UP_IN_IF_IMPORTED:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "load_archive", None) is ORIGINALS["load_archive"]:
+            module.load_archive = _load_archive  # type: ignore[attr-defined]
+    archival.extracted_archive = extracted_archive
