@@ -34,7 +34,8 @@ def test_only_the_loss_and_the_validation_batch_size_differ_from_the_demo(monkey
         "loss": "in_batch_softmax",
         "temperature": 0.05,
     }
-    assert config["validation_data_loader"] == {"batch_size": 64, "shuffle": False}
+    assert config["validation_data_loader"] == {"type": "lm_stream", "batch_size": 64,
+                                                "shuffle": False, "max_instances_in_memory": 12800}
     assert config["data_loader"]["batch_size"] == 64
     for changed in (config, demo):
         changed["model"].pop("output_head")

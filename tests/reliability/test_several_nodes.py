@@ -150,10 +150,12 @@ def test_two_nodes_train_the_paper_config_together(tmp_path):
         log = (node / "out_worker0.log").read_text()
         # One process per node: global rank = node rank.
         assert f"world size {NODES} initialized for distributed training in worker {rank}" in log
-        # The schedule sees both nodes: the paper's schedule for a total batch of 2 x 768.
+        # The schedule sees both nodes: the paper's schedule for a total batch of 2 x 768, its
+        # decay from 0.4 to 2.0 of the run: 3 epochs of this node's share of the corpus.
         assert f"rnmt_plus: world size {NODES}, total batch {total}, n = {total / 128}" in log
-        decay_start = int(0.4 * 400e6 // total)
-        assert f"decay from update {decay_start} to {int(2.0 * 400e6 // total)}" in log
+        (per_epoch,) = {int(n) for n in re.findall(r"sentences.txt: .*: (\d+) batches an epoch", log)}
+        decay_start = int(0.4 * 3 * per_epoch)
+        assert f"decay from update {decay_start} to {int(2.0 * 3 * per_epoch)}" in log
         state = torch.load(node / "training_state_e3_b0.th", weights_only=False)
         schedule = state["learning_rate_scheduler"]
         assert (schedule["batch_scale"], schedule["decay_start"]) == (total / 128, decay_start)
