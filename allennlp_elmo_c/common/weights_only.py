@@ -46,8 +46,10 @@ def load_weights_only(
     except pickle.UnpicklingError as error:
         found = _GLOBAL_IN_MESSAGE.search(str(error))
         if found is None:
+            first = str(error).strip().split(". ")[0]  # torch's advice that follows is not ours
             raise ConfigurationError(
-                f"{path}: not a torch file of {holds} ({printable(error, 160)}); "
+                f"{path}: does not load ({os.path.getsize(path)} bytes): not a torch file of "
+                f"{holds} ({printable(first, 160)}); "
                 f"{advice or 'replace it with the file as it was saved'}"
             ) from None
         named = next(group for group in found.groups() if group)
