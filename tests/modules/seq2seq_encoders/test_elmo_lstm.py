@@ -115,10 +115,13 @@ def test_padding_values_are_ignored(backend):
         garbage = inputs.clone()
         garbage[~mask] = 1e3 * torch.randn(int((~mask).sum()), INPUT)
         assert torch.equal(model(garbage, mask), base)
-        # A row's outputs do not depend on the batch it is in (nor on the batch's max length).
+        # A row's outputs do not depend on the batch it is in (nor on the batch's max length), up
+        # to float32 rounding: a batch of another size multiplies in other GEMM blocks (MKL's AVX2
+        # kernels reorder the sums: 3e-6 seen on outputs of ~0.1), while anything leaking from
+        # other rows or from padding moves them by far more.
         for row, length in enumerate(LENGTHS):
             alone = model(inputs[row : row + 1, :length], mask[row : row + 1, :length])
-            torch.testing.assert_close(alone[0], base[row, :length], atol=1e-6, rtol=1e-5)
+            torch.testing.assert_close(alone[0], base[row, :length], atol=2e-5, rtol=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------
