@@ -34,6 +34,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import DataLoader, DatasetReader
 
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.common.machine import cpu_name
+from allennlp_elmo_c.common.threads import usable_cpus
 from allennlp_elmo_c.data.corpus_size import CorpusSize, corpus_size, corpus_windows
 from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader, corpus_files
 from allennlp_elmo_c.nn.products import bfloat16_unsupported
@@ -248,7 +250,7 @@ def _estimate(
         "measured_precision": measured_precision,
         "device": str(device),
         "cpu": cpu_name(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpus_usable": usable_cpus(),
         "measured_updates": len(durations),
         "seconds_per_update": per_update,
         "seconds_to_first_update": first,
@@ -262,20 +264,6 @@ def _estimate(
         "disk_bytes": checkpoints + 2 * run["archive_bytes"],
         "notes": notes,
     }
-
-
-def cpu_name() -> str:
-    """The CPU's model name (Linux), else the platform's processor string."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or "unknown CPU"
 
 
 def render(result: Dict[str, Any]) -> str:

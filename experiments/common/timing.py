@@ -12,6 +12,8 @@ from typing import Callable, Dict, List, Tuple
 
 import torch
 
+from allennlp_elmo_c.common.machine import cpu_name
+
 
 def device_name(device: torch.device, threads: int) -> str:
     """The GPU's name, or "CPU, N threads"."""
@@ -128,16 +130,6 @@ class PeakMemory:
             done.set()
             sampler.join()
         return max(peak[0], resident_bytes()) - self.base
-
-
-def cpu_name() -> str:
-    """The CPU's model name (`/proc/cpuinfo`), else what `platform` knows."""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            return next(line.split(":", 1)[1].strip() for line in cpuinfo
-                        if line.startswith("model name"))  # fmt: skip
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def machine_description(device: torch.device, threads: int) -> Dict[str, str]:

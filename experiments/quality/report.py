@@ -71,7 +71,7 @@ def machine() -> str:
     """The machine in one line: CPU, cores, GPU, torch and Python versions."""
     import torch
 
-    from experiments.common.timing import cpu_name
+    from allennlp_elmo_c.common.machine import cpu_name
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
     return f"{cpu_name()}, {os.cpu_count()} cores, {gpu}, torch {torch.__version__}, Python {platform.python_version()}"

@@ -26,7 +26,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from allennlp.common import Params
 
-from allennlp_elmo_c.commands.plan import cpu_name, plan
+from allennlp_elmo_c.commands.plan import plan
+from allennlp_elmo_c.common.machine import cpu_name
 from allennlp_elmo_c.training.update_timings import TIMINGS
 from experiments.common.timing import replace_section
 

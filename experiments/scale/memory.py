@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from allennlp_elmo_c.commands.plan import plan
-from experiments.common.timing import cpu_name, replace_section
+from allennlp_elmo_c.common.machine import cpu_name
+from experiments.common.timing import replace_section
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]

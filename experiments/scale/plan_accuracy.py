@@ -23,7 +23,8 @@ from allennlp.common import Params
 
 from allennlp_elmo_c.commands.plan import plan
 from allennlp_elmo_c.training.update_timings import TIMINGS
-from experiments.common.timing import cpu_name, replace_section
+from allennlp_elmo_c.common.machine import cpu_name
+from experiments.common.timing import replace_section
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]

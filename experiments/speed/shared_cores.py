@@ -231,7 +231,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
     else:
         import datetime
 
-        from experiments.common.timing import cpu_name
+        from allennlp_elmo_c.common.machine import cpu_name
 
         rows = measure(args)
         result = {
