@@ -19,11 +19,15 @@ import os
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional
 
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.common.atomic import atomic_open
+from allennlp_elmo_c.common.build_cache import MANIFEST
+from allennlp_elmo_c.common.received_json import read_received_json
 from allennlp_elmo_c.common.text import decode_line
 
 logger = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
 # A manifest or cached count larger than this is not one of ours: it is ignored.
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 COUNT_VERSION = 1
@@ -158,11 +162,13 @@ def _cache_file(path: Path, stat: os.stat_result) -> Optional[Path]:
 
 
 def _read_record(path: Path) -> Optional[dict]:
+    """A manifest or cached count as the JSON object it holds; None for a missing file, one too
+    large or deep, or one that is not a JSON object."""
+    if not path.is_file():
+        return None
     try:
-        if path.stat().st_size > MAX_RECORD_BYTES:
-            return None
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        content = read_received_json(path, str(path), max_bytes=MAX_RECORD_BYTES)
+    except ConfigurationError:
         return None
     return content if isinstance(content, dict) else None
 
@@ -170,8 +176,7 @@ def _read_record(path: Path) -> Optional[dict]:
 def _write_record(path: Path, content: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(content), encoding="utf-8")
-        os.replace(temporary, path)
+        with atomic_open(path) as out:
+            json.dump(content, out)
     except OSError as error:
         logger.info("corpus counts not cached (%s)", error)
