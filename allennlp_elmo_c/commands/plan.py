@@ -88,9 +88,10 @@ def plan_params(
     precision = params.get("model", {}).get("precision", "float32")
     notes: List[str] = []
     measured_precision = precision
-    if precision == "bfloat16" and bfloat16_unsupported(device) is not None:
+    refused = bfloat16_unsupported(device) if precision == "bfloat16" else None
+    if refused is not None:
         notes.append(
-            f"bfloat16 is refused here ({bfloat16_unsupported(device)}): training this config "
+            f"bfloat16 is refused here ({refused}): training this config "
             "stops at its first batch; measured in float32 (-o '{\"model.precision\": "
             "\"float32\"}')"
         )
@@ -100,7 +101,7 @@ def plan_params(
     with tempfile.TemporaryDirectory(prefix="elmo_c_plan_", dir=work_dir) as scratch:
         params["train_data_path"] = corpus
         run = _short_run(params, updates, measured_precision, environment, Path(scratch))
-    return _estimate(sizes, run, updates, precision, measured_precision, device, notes)
+    return _estimate(sizes, run, precision, measured_precision, device, notes)
 
 
 def _environment(corpus: str, ext_vars: Dict[str, str]) -> Dict[str, str]:
@@ -225,7 +226,6 @@ def _kept_checkpoints(trainer: Dict[str, Any]) -> int:
 def _estimate(
     sizes: Dict[str, Any],
     run: Dict[str, Any],
-    updates: int,
     precision: str,
     measured_precision: str,
     device: torch.device,
