@@ -51,6 +51,9 @@ local warmup = std.max(1, std.floor(steps / 20));
       { type: 'console_logger', should_log_inputs: false },
       { type: 'tensorboard', summary_interval: 50, should_log_learning_rate: true },
       { type: 'rng_state' },
+      // On CPU, torch threads = the CPUs no other process keeps busy, measured every 30 s
+      // (OMP_NUM_THREADS or `threads: N` here fix the count).
+      { type: 'cpu_threads' },
       // The positions each direction trained on, in metrics.json for the model card (`package`).
       { type: 'tokens_seen' },
       // The forward and the backward LM each clip their gradient norm at 1.0, as the paper's

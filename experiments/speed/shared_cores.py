@@ -9,7 +9,8 @@ Encoder steps beside a busy process: 1 or 2 threads, under each of OpenMP's wait
 `elmo_lstm` (the `fused` backend) forward + backward steps (`encoder_backends.training_step`
 without the update) at the small size (input and projection 128, cell 256, 2 layers, batch
 64 x 20) and the paper's (input 300, projection 512, cell 4096, batch 16 x 20), with 1 and 2
-torch threads, and `OMP_WAIT_POLICY` unset (`default`: OpenMP's threads spin a while at each
+torch threads or `free` (the CPUs no other process keeps busy, as the `cpu_threads` training
+callback counts them, measured in each process beside the load), and `OMP_WAIT_POLICY` unset (`default`: OpenMP's threads spin a while at each
 barrier, then sleep), `ACTIVE` or `PASSIVE`. OpenMP reads the policy once, when torch loads it,
 so each configuration runs in a fresh process. Every process may use the two CPUs of `--cores`
 (default: the first two this one may use); under the `busy` load a Python busy loop, started by
@@ -39,6 +40,7 @@ BEGIN, END = "<!-- shared-cores:begin -->", "<!-- shared-cores:end -->"
 BATCHES = {"small": 64, "paper": 16}  # windows per batch at each size (`encoder_backends.SIZES`)
 POLICIES = ("default", "ACTIVE", "PASSIVE")  # `default`: OMP_WAIT_POLICY unset
 LOADS = ("busy", "quiet")
+FREE = "free"  # a thread count: the free CPUs (`common/threads.free_cpus`), measured per process
 RESULT = "SHARED_CORES_RESULT "
 _SPIN_COUNT = re.compile(r"GOMP_SPINCOUNT = '(\d+)'")
 
@@ -75,7 +77,10 @@ def worker_environment(policy: str, threads: int) -> Dict[str, str]:
     if policy != "default":
         environment["OMP_WAIT_POLICY"] = policy
     path = os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))
-    environment.update(OMP_NUM_THREADS=str(threads), OMP_DISPLAY_ENV="VERBOSE", PYTHONPATH=path)
+    environment.update(OMP_DISPLAY_ENV="VERBOSE", PYTHONPATH=path)
+    environment.pop("OMP_NUM_THREADS", None)
+    if threads != FREE:  # FREE: the worker sets torch's threads to the free CPUs it measures
+        environment["OMP_NUM_THREADS"] = str(threads)
     return environment
 
 
@@ -114,10 +119,14 @@ def worker(spec: Dict[str, object]) -> None:
     os.sched_setaffinity(0, spec["cpus"])
     import torch
 
-    from allennlp_elmo_c.common.threads import set_torch_threads
+    from allennlp_elmo_c.common.threads import free_cpus, set_torch_threads
     from experiments.speed.encoder_backends import training_step
 
-    threads = set_torch_threads(spec["threads"])
+    if spec["threads"] == FREE:
+        threads = free_cpus()  # the `cpu_threads` callback's rule, beside the load as it runs
+        torch.set_num_threads(threads)
+    else:
+        threads = set_torch_threads(spec["threads"])
     step, tokens = training_step("fused", spec["size"], spec["batch_size"], spec["timesteps"],
                                  torch.device("cpu"), update=False)  # fmt: skip
     for _ in range(spec["warmup"]):
@@ -189,16 +198,22 @@ def render(result: Dict[str, object]) -> str:
             cells.append(f"{row['median']:.2f} s{ratio}")
         first = by_key[(size, load, threads, next(p for p in policies
                                                   if (size, load, threads, p) in by_key))]  # fmt: skip
-        lines.append(f"| {size}, {first['batch_size']} x {result['timesteps']} | {load} | {threads} | "
+        shown = f"free ({first['torch_threads']})" if threads == FREE else threads
+        lines.append(f"| {size}, {first['batch_size']} x {result['timesteps']} | {load} | {shown} | "
                      + " | ".join(cells) + " |")  # fmt: skip
     lines += ["", END, ""]
     return "\n".join(lines)
 
 
+def _thread_count(text: str):
+    return FREE if text == FREE else int(text)
+
+
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--sizes", nargs="+", choices=sorted(BATCHES), default=["small", "paper"])
-    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--threads", nargs="+", type=_thread_count, default=[1, 2],
+                        help=f"counts, or {FREE!r}: the free CPUs as training's cpu_threads counts them")
     parser.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
     parser.add_argument("--loads", nargs="+", choices=LOADS, default=["busy"])
     parser.add_argument("--cores", type=lambda text: [int(cpu) for cpu in text.split(",")],

@@ -1,0 +1,87 @@
+import logging
+import os
+import time
+from typing import Optional
+
+import torch
+
+from allennlp.training.callbacks.callback import TrainerCallback
+
+from allennlp_elmo_c.common.threads import CpuLoad, free_cpus, set_torch_threads
+
+logger = logging.getLogger(__name__)
+
+
+@TrainerCallback.register("cpu_threads")
+class CpuThreads(TrainerCallback):
+    """
+    Runs a CPU training on as many torch threads as there are free CPUs: those of the CPUs the
+    process may use that no other process keeps busy (`common/threads.free_cpus`), measured as
+    training starts and again every `check_seconds`, so that a run shares a machine without its
+    threads waiting on a core another process holds (two threads beside one busy process run a
+    small step slower than one: `experiments/speed/shared_cores.py`). Other training processes
+    of a distributed run count as busy, so P processes on P cores get one thread each.
+
+    The user's choice wins: `threads` in the config, or `OMP_NUM_THREADS` in the environment,
+    fixes the count (at most one per usable CPU) and nothing is measured. On a GPU the callback
+    does nothing.
+
+    Registered as a `TrainerCallback` with name "cpu_threads".
+
+    # Parameters
+
+    serialization_dir : `str`
+        The run's directory (unused; every callback gets it).
+    threads : `int`, optional (default = `None`)
+        A fixed thread count instead of the free CPUs.
+    check_seconds : `float`, optional (default = `30.0`)
+        How often (in wall seconds, checked after each training batch) the free CPUs are
+        measured again, over the interval since the last check.
+    """
+
+    def __init__(
+        self, serialization_dir: str, threads: Optional[int] = None, check_seconds: float = 30.0
+    ) -> None:
+        super().__init__(serialization_dir)
+        if check_seconds <= 0:
+            from allennlp.common.checks import ConfigurationError
+
+            raise ConfigurationError(f"cpu_threads: check_seconds must be > 0, got {check_seconds}")
+        self.threads = threads
+        self.check_seconds = check_seconds
+        self._load: Optional[CpuLoad] = None
+        self._checked = 0.0
+
+    def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
+        device = getattr(trainer, "cuda_device", torch.device("cpu"))
+        if device.type != "cpu":
+            return
+        if self.threads is not None:
+            count = set_torch_threads(self.threads, "cpu_threads: threads")
+            logger.info("Training on %d torch thread(s) (the config's cpu_threads.threads)", count)
+            return
+        if os.environ.get("OMP_NUM_THREADS"):
+            logger.info("Training on %d torch thread(s) (OMP_NUM_THREADS)",
+                        torch.get_num_threads())  # fmt: skip
+            return
+        count = free_cpus()
+        torch.set_num_threads(count)
+        logger.info("Training on %d torch thread(s): the free CPUs of those this process may use "
+                    "(measured again every %g s)", count, self.check_seconds)  # fmt: skip
+        self._load = CpuLoad()
+        self._checked = time.monotonic()
+
+    def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch: int,
+                 batch_number: int, is_training: bool, is_primary: bool = True,
+                 batch_grad_norm: Optional[float] = None, **kwargs) -> None:  # fmt: skip
+        if self._load is None or not is_training:
+            return
+        now = time.monotonic()
+        if now - self._checked < self.check_seconds:
+            return
+        self._checked = now
+        count = free_cpus(self._load)
+        if count != torch.get_num_threads():
+            logger.info("Now %d free CPU(s): training on %d torch thread(s) (was %d)", count,
+                        count, torch.get_num_threads())  # fmt: skip
+            torch.set_num_threads(count)
