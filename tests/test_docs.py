@@ -15,6 +15,7 @@ Each block carries a marker comment on the line before its fence (see docs/devel
 """
 
 import argparse
+import ast
 import importlib
 import json
 import re
@@ -529,15 +530,61 @@ def table_rows(section: str) -> Dict[str, List[str]]:
     return rows
 
 
+def _is_environ(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "environ" and getattr(
+        node.value, "id", None
+    ) == "os"
+
+
+def environment_reads(path: Path) -> Tuple[set, List[str]]:
+    """(the names a module reads from `os.environ`: `.get(NAME)`, `[NAME]`, `NAME in`, and
+    `os.getenv(NAME)`, each NAME a string or a constant of the module; the reads whose name
+    cannot be told so)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    keys = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+             and _is_environ(node.func.value))
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "getenv"
+                and getattr(node.func.value, "id", None) == "os")
+        ):  # fmt: skip
+            keys.append(node.args[0])
+        elif isinstance(node, ast.Subscript) and _is_environ(node.value):
+            keys.append(node.slice)
+        elif isinstance(node, ast.Compare) and any(_is_environ(c) for c in node.comparators):
+            keys.append(node.left)
+    module = None
+    names, unknown = set(), []
+    for key in keys:
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            names.add(key.value)
+            continue
+        if isinstance(key, ast.Name):
+            relative = path.relative_to(PROJECT_ROOT).with_suffix("")
+            module = module or importlib.import_module(".".join(relative.parts))
+            value = getattr(module, key.id, None)
+            if isinstance(value, str):
+                names.add(value)
+                continue
+        unknown.append(f"{path.relative_to(PROJECT_ROOT)}:{key.lineno}")
+    return names, unknown
+
+
 def variables_read() -> Tuple[set, set]:
-    """(the `std.extVar`s of every config, the `ELMO_C_*` names the package's code reads)."""
+    """(the `std.extVar`s of every config, the names the package's code reads: every `ELMO_C_*`
+    string in it and every name it reads from `os.environ`)."""
     configs = set()
     for folder in ("training_config", "downstream_configs"):
         for path in (PROJECT_ROOT / folder).glob("*sonnet"):
             configs |= set(re.findall(r"std\.extVar\(\s*['\"]([^'\"]+)['\"]", path.read_text()))
-    code = set()
+    code, unknown = set(), []
     for path in (PROJECT_ROOT / "allennlp_elmo_c").rglob("*.py"):
         code |= set(re.findall(r"[\"'](ELMO_C_[A-Z0-9_]+)[\"']", path.read_text(encoding="utf-8")))
+        names, unknown_here = environment_reads(path)
+        code |= names
+        unknown += unknown_here
+    assert not unknown, f"environment reads whose variable is not a string or a constant: {unknown}"
     return configs, code
 
 

@@ -7,16 +7,16 @@ report). The features are those the downstream models of this project read, the 
 fastText input beside the average of the biLM's layers (ELMo's mix with equal weights), and, as
 the floor, that fastText input alone:
 
-- `pos`: Brown part-of-speech tags, one row per token, accuracy (`word###tag` lines);
+- `pos`: Brown part-of-speech tags, one row per token, accuracy;
 - `ner`: UNER EWT's BIO tags, one row per token, entity F1 (exact spans of the predicted BIO
   sequence, an `I-` after a different tag starting a span, as CoNLL's scorer reads it);
 - `sst5`: SST-5's five sentence labels, one row per sentence (features averaged over its
-  tokens), accuracy (PTB trees, one per line);
-- `sentiment`: the Rotten Tomatoes snippets, fresh or rotten, as `sst5` (JSON lines with
-  `text` and `label`);
+  tokens), accuracy;
+- `sentiment`: the Rotten Tomatoes snippets, fresh or rotten, as `sst5`;
 - `stsb`: STS-B's three similarity bands, one row per sentence pair, `[u; v; |u - v|; u * v]`
-  of its two sentences' averaged features u and v, accuracy (tab-separated band, sentence 1,
-  sentence 2, score).
+  of its two sentences' averaged features u and v, accuracy.
+
+The files of each task's directory and their formats are `TASK_FORMATS`, which `--help` prints.
 
 With several `--archive`s, each after the first is set against the first: the difference of
 their mean scores over the tasks and its 95% interval from a paired bootstrap over the
@@ -24,15 +24,13 @@ development items (`paired_bootstrap`), printed and kept in the later result's `
 
     python -m allennlp_elmo_c probe-screen --archive cosine=runs/mine/model.tar.gz \
         --archive in_batch=runs/mine_in_batch/model.tar.gz --task pos=my_tagged/ --out screen.json
-
-Each task directory holds `train` and `dev` files (`.txt`, `.jsonl` for `sentiment`, `.tsv` for
-`stsb`).
 """
 
 import argparse
 import csv
 import json
 import re
+import textwrap
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -62,6 +60,13 @@ TOKEN_TASKS = ("pos", "ner")
 SENTENCE_TASKS = ("sst5", "sentiment")
 PAIR_TASKS = ("stsb",)
 SPLIT_FILES = {"pos": ".txt", "ner": ".txt", "sst5": ".txt", "sentiment": ".jsonl", "stsb": ".tsv"}
+TASK_FORMATS = {
+    "pos": "a sentence a line of word###tag tokens",
+    "ner": "CoNLL lines (token first, BIO tag last), a blank line after a sentence",
+    "sst5": "a PTB tree a line, its root's label the sentence's",
+    "sentiment": "JSON lines with `text` (split at whitespace) and `label`",
+    "stsb": "tab-separated band, sentence 1, sentence 2 (more fields unused)",
+}
 _LEAF = re.compile(r"\(\d+ ([^()\s]+)\)")
 
 
@@ -298,6 +303,17 @@ def load_data(tasks: Dict[str, str], max_train: Dict[str, int]) -> Dict[str, Tup
     return data
 
 
+def task_formats() -> str:
+    """The files `--task TASK=DIR` reads from DIR and their formats, for `--help`."""
+    lines = [
+        "tasks (--task TASK=DIR, DIR holding the files train and dev with the task's suffix):",
+        "  TASK       SUFFIX  FORMAT",
+    ]
+    for task, suffix in SPLIT_FILES.items():
+        lines.append(f"  {task:<9}  {suffix:<6}  {TASK_FORMATS[task]}")
+    return "\n".join(lines)
+
+
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--c", type=float, default=1.0, help="probes' inverse L2 strength")
     parser.add_argument("--max-iter", type=int, default=500)
@@ -347,6 +363,13 @@ class ProbeScreen(PluginSubcommand):
         "Compare pretrained biLMs with linear probes on labelled dev data (POS, NER, SST-5, "
         "sentiment, STS-B): minutes per biLM."
     )
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        subparser = super().add_subparser(parser)
+        subparser.description = textwrap.fill(self.description, 79)
+        subparser.epilog = task_formats()
+        subparser.formatter_class = argparse.RawDescriptionHelpFormatter
+        return subparser
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         add_screen_arguments(subparser)

@@ -12,8 +12,8 @@ from allennlp_elmo_c.modules.subword_representations import representations_of
 class ElmoC(torch.nn.Module):
     """
     AllenNLP's `allennlp.modules.elmo.Elmo` for a trained ELMo-C biLM: the same arguments (one
-    `model` path in place of the options and weight files), the same output, the same handling of
-    sentence boundaries. Porting code that uses `Elmo` changes its import and the way ids are
+    `model` path in place of the options and weight files; no `vocab_to_cache`), the same output,
+    the same handling of sentence boundaries. Porting code that uses `Elmo` changes its import and the way ids are
     made, since ELMo-C's ids depend on the model's fastText vectors:
 
         from allennlp_elmo_c import ElmoC, batch_to_ids
