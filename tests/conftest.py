@@ -23,30 +23,8 @@ from tests.helpers import (
 # op costs more than it saves (milliseconds per op).
 torch.set_num_threads(1)
 
-# The modules that take longest (each 1-4 minutes of `make test`'s run: docs/development.md),
-# longest first. They run first: `make test` hands whole modules to its two workers in this
-# order (--dist loadscope --no-loadscope-reorder), so that neither is left alone with one of them
-# at the end.
-LONGEST_FIRST = (
-    "tests/reliability/test_checkpoints.py",
-    "tests/experiments/scale/test_scale.py",
-    "tests/reliability/test_task_checkpoints.py",
-    "tests/test_docs.py",
-    "tests/nn/test_lstmp_cpu.py",
-    "tests/test_own_corpus_walkthrough.py",
-    "tests/experiments/speed/test_run.py",
-    "tests/experiments/quality/test_quality.py",
-    "tests/experiments/quality/test_where_elmo_c_wins.py",
-    "tests/experiments/quality/test_quality_per_minute.py",
-    "tests/test_downstream_configs.py",
-    "tests/patches/test_guest.py",
-    "tests/commands/test_describe.py",
-    "tests/experiments/speed/test_embed_memory.py",
-    "tests/reliability/test_distributed.py",
-    "tests/experiments/speed/test_startup_time.py",
-    "tests/experiments/speed/test_shared_cores.py",
-    "tests/commands/test_plan.py",
-)
+# The longest modules run first, from their recorded durations (tests/ordering.py).
+pytest_plugins = ["tests.ordering"]
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -60,15 +38,6 @@ def _corpus_counts_in_a_temporary_cache(tmp_path_factory):
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = previous
-
-
-@pytest.hookimpl(trylast=True)  # after pytest's own reordering (by fixture), kept in each module
-def pytest_collection_modifyitems(items) -> None:
-    def rank(item) -> int:
-        module = item.nodeid.split("::")[0]
-        return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
-
-    items.sort(key=rank)
 
 
 @pytest.fixture
