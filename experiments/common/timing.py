@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmark scripts (run as `python benchmarks/<script>.py`)."""
+"""Helpers shared by the experiment scripts (`python -m experiments.<folder>.<script>`)."""
 
 import ctypes
 import datetime

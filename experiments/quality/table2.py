@@ -2,7 +2,7 @@
 Downstream quality of pretrained biLMs against the static vectors they start from (the paper's
 Table 2, at the scale of a 2-core machine), resumable step by step.
 
-    python -m experiments.quality.table2 --data-dir data --out benchmarks/quality \
+    python -m experiments.quality.table2 --data-dir data --out runs/quality \
         --shared-data ../shared/data [--systems elmo_c_cosine,elmo_a] [--tasks ner,pos,sst5]
 
 Steps (each one's result is a JSON file under OUT/steps/; a finished step is skipped, so the
@@ -104,7 +104,7 @@ logger = logging.getLogger("quality")
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/quality"))
+    parser.add_argument("--out", type=Path, default=Path("runs/quality"))
     parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
     parser.add_argument("--shared-data", type=Path, default=PROJECT.parent / "shared" / "data")
     parser.add_argument("--corpus-dir", default=None, help="train.txt + validation.txt to use")
