@@ -18,14 +18,11 @@
 //   COREF_TEST_DATA_PATH=test.english.v4_gold_conll GLOVE_6B_300D=glove.6B.300d.txt.gz \
 //   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin \
 //   allennlp train downstream_configs/coref_elmo_c.jsonnet -s runs/coref --include-package allennlp_elmo_c
-local fasttext = std.extVar('ELMO_C_FASTTEXT');
-local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
-local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
-local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
+local bilm = import 'elmo_c.libsonnet';
 local feature_size = 20;
 local context_hidden = 200;
 // GloVe 300 + characters 100 + ELMo-C ELMO_C_DIM (or fastText ELMO_C_FASTTEXT_DIM).
-local text_dim = 300 + 100 + (if use_elmo_c then elmo_c_dim else fasttext_dim);
+local text_dim = 300 + 100 + bilm.context_dim;
 // Endpoint span extractor over the BiLSTM (2 x 2 x hidden) + width feature, plus the attentive
 // span extractor over the text embeddings.
 local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
@@ -36,9 +33,7 @@ local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
     token_indexers: {
       tokens: { type: 'single_id', lowercase_tokens: false },
       token_characters: { type: 'characters', min_padding_length: 5 },
-      // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
-      // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
-      elmo: { type: 'fasttext_subwords', model_path: fasttext },
+      elmo: bilm.indexer,
     },
     max_span_width: 10,
   },
@@ -61,14 +56,7 @@ local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
           embedding: { num_embeddings: 262, embedding_dim: 16 },
           encoder: { type: 'cnn', embedding_dim: 16, num_filters: 100, ngram_filter_sizes: [5] },
         },
-        elmo: if use_elmo_c then {
-          type: 'elmo_c_token_embedder',
-          archive_file: std.extVar('ELMO_C_ARCHIVE'),
-          fasttext_path: fasttext,
-          do_layer_norm: false,
-          expected_output_dim: elmo_c_dim,
-          dropout: 0.5,
-        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
+        elmo: bilm.embedder(dropout=0.5),
       },
     },
     context_layer: {

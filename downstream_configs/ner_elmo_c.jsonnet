@@ -18,11 +18,8 @@
 //   allennlp train downstream_configs/ner_elmo_c.jsonnet -s runs/ner --include-package allennlp_elmo_c
 //
 // All paths are local files (GloVe: download glove.6B.50d yourself); nothing is fetched.
-local fasttext = std.extVar('ELMO_C_FASTTEXT');
-local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
-local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
-local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
-local context_dim = if use_elmo_c then elmo_c_dim else fasttext_dim;
+local bilm = import 'elmo_c.libsonnet';
+local context_dim = bilm.context_dim;
 
 {
   dataset_reader: {
@@ -32,9 +29,7 @@ local context_dim = if use_elmo_c then elmo_c_dim else fasttext_dim;
     token_indexers: {
       tokens: { type: 'single_id', lowercase_tokens: true },
       token_characters: { type: 'characters', min_padding_length: 3 },
-      // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
-      // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
-      elmo: { type: 'fasttext_subwords', model_path: fasttext },
+      elmo: bilm.indexer,
     },
   },
   train_data_path: std.extVar('NER_TRAIN_DATA_PATH'),
@@ -52,14 +47,7 @@ local context_dim = if use_elmo_c then elmo_c_dim else fasttext_dim;
           pretrained_file: std.extVar('GLOVE_50D'),
           trainable: true,
         },
-        elmo: if use_elmo_c then {
-          type: 'elmo_c_token_embedder',
-          archive_file: std.extVar('ELMO_C_ARCHIVE'),
-          fasttext_path: fasttext,
-          do_layer_norm: false,
-          expected_output_dim: elmo_c_dim,
-          dropout: 0.0,
-        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
+        elmo: bilm.embedder(dropout=0.0),
         token_characters: {
           type: 'character_encoding',
           // allennlp-models leaves vocab_namespace at its default 'tokens', which only works

@@ -17,11 +17,8 @@
 //   POS_DATA_DIR=tasks/pos ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin \
 //   allennlp train downstream_configs/pos_elmo_c.jsonnet -s runs/pos \
 //       --include-package allennlp_elmo_c
-local fasttext = std.extVar('ELMO_C_FASTTEXT');
+local bilm = import 'elmo_c.libsonnet';
 local data = std.extVar('POS_DATA_DIR');
-local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
-local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
-local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
 
 {
   dataset_reader: {
@@ -29,9 +26,7 @@ local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
     token_indexers: {
       tokens: { type: 'single_id', lowercase_tokens: true },
       token_characters: { type: 'characters', min_padding_length: 3 },
-      // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
-      // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
-      elmo: { type: 'fasttext_subwords', model_path: fasttext },
+      elmo: bilm.indexer,
     },
   },
   train_data_path: data + '/train.txt',
@@ -43,14 +38,7 @@ local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
     text_field_embedder: {
       token_embedders: {
         tokens: { type: 'embedding', embedding_dim: 50, trainable: true },
-        elmo: if use_elmo_c then {
-          type: 'elmo_c_token_embedder',
-          archive_file: std.extVar('ELMO_C_ARCHIVE'),
-          fasttext_path: fasttext,
-          do_layer_norm: false,
-          expected_output_dim: elmo_c_dim,
-          dropout: 0.0,
-        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
+        elmo: bilm.embedder(dropout=0.0),
         token_characters: {
           type: 'character_encoding',
           embedding: { embedding_dim: 16, vocab_namespace: 'token_characters' },
@@ -66,7 +54,7 @@ local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
     },
     encoder: {
       type: 'lstm',
-      input_size: 50 + 128 + (if use_elmo_c then elmo_c_dim else fasttext_dim),
+      input_size: 50 + 128 + bilm.context_dim,
       hidden_size: 200,
       num_layers: 1,
       bidirectional: true,

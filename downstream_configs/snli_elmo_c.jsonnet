@@ -18,18 +18,13 @@
 //   SNLI_TRAIN=snli_1.0_train.jsonl SNLI_DEV=snli_1.0_dev.jsonl ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz \
 //   ELMO_C_FASTTEXT=cc.en.300.bin \
 //   allennlp train downstream_configs/snli_elmo_c.jsonnet -s runs/snli --include-package allennlp_elmo_c
-local fasttext = std.extVar('ELMO_C_FASTTEXT');
-local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
-local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
-local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
+local bilm = import 'elmo_c.libsonnet';
 
 {
   dataset_reader: {
     type: 'snli',
     tokenizer: { type: 'spacy', language: 'blank:en' },
-    // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
-    // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
-    token_indexers: { elmo: { type: 'fasttext_subwords', model_path: fasttext } },
+    token_indexers: { elmo: bilm.indexer },
   },
   train_data_path: std.extVar('SNLI_TRAIN'),
   validation_data_path: std.extVar('SNLI_DEV'),
@@ -38,19 +33,12 @@ local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
     dropout: 0.5,
     text_field_embedder: {
       token_embedders: {
-        elmo: if use_elmo_c then {
-          type: 'elmo_c_token_embedder',
-          archive_file: std.extVar('ELMO_C_ARCHIVE'),
-          fasttext_path: fasttext,
-          do_layer_norm: false,
-          expected_output_dim: elmo_c_dim,
-          dropout: 0.0,
-        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
+        elmo: bilm.embedder(dropout=0.0),
       },
     },
     encoder: {
       type: 'lstm',
-      input_size: if use_elmo_c then elmo_c_dim else fasttext_dim,
+      input_size: bilm.context_dim,
       hidden_size: 300,
       num_layers: 1,
       bidirectional: true,

@@ -17,17 +17,12 @@
 //   SRL_TRAIN_DATA_PATH=conll-2012/v4/data/train SRL_VALIDATION_DATA_PATH=conll-2012/v4/data/development \
 //   ELMO_C_ARCHIVE=runs/elmo_c/model.tar.gz ELMO_C_FASTTEXT=cc.en.300.bin \
 //   allennlp train downstream_configs/srl_elmo_c.jsonnet -s runs/srl --include-package allennlp_elmo_c
-local fasttext = std.extVar('ELMO_C_FASTTEXT');
-local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
-local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
-local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
+local bilm = import 'elmo_c.libsonnet';
 
 {
   dataset_reader: {
     type: 'srl',
-    // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
-    // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
-    token_indexers: { elmo: { type: 'fasttext_subwords', model_path: fasttext } },
+    token_indexers: { elmo: bilm.indexer },
   },
   train_data_path: std.extVar('SRL_TRAIN_DATA_PATH'),
   validation_data_path: std.extVar('SRL_VALIDATION_DATA_PATH'),
@@ -35,20 +30,13 @@ local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
     type: 'srl',
     text_field_embedder: {
       token_embedders: {
-        elmo: if use_elmo_c then {
-          type: 'elmo_c_token_embedder',
-          archive_file: std.extVar('ELMO_C_ARCHIVE'),
-          fasttext_path: fasttext,
-          do_layer_norm: false,
-          expected_output_dim: elmo_c_dim,
-          dropout: 0.1,
-        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
+        elmo: bilm.embedder(dropout=0.1),
       },
     },
     initializer: { regexes: [['tag_projection_layer.*weight', { type: 'orthogonal' }]] },
     encoder: {
       type: 'alternating_lstm',
-      input_size: (if use_elmo_c then elmo_c_dim else fasttext_dim) + 100,
+      input_size: bilm.context_dim + 100,
       hidden_size: 300,
       num_layers: 8,
       recurrent_dropout_probability: 0.1,

@@ -21,20 +21,15 @@
 //   allennlp train downstream_configs/sst5_elmo_c.jsonnet -s runs/sst5 --include-package allennlp_elmo_c
 //
 // SST files are PTB trees (the sst_tokens reader); all paths are local files.
-local fasttext = std.extVar('ELMO_C_FASTTEXT');
-local use_elmo_c = std.extVar('ELMO_C_BASELINE') != 'fasttext';
-local elmo_c_dim = std.parseInt(std.extVar('ELMO_C_DIM'));
-local fasttext_dim = std.parseInt(std.extVar('ELMO_C_FASTTEXT_DIM'));
-local context_dim = if use_elmo_c then elmo_c_dim else fasttext_dim;
+local bilm = import 'elmo_c.libsonnet';
+local context_dim = bilm.context_dim;
 local reader(subtrees) = {
   type: 'sst_tokens',
   use_subtrees: subtrees,
   granularity: '5-class',
   token_indexers: {
     tokens: { type: 'single_id' },
-    // model_path (ELMO_C_FASTTEXT), not archive_file: the one file serves the ELMo-C row and
-    // the fastText-only row; the biLM refuses a .bin other than its own (fingerprint check).
-    elmo_c: { type: 'fasttext_subwords', model_path: fasttext },
+    elmo_c: bilm.indexer,
   },
 };
 
@@ -55,14 +50,7 @@ local reader(subtrees) = {
           embedding_dim: 300,
           trainable: false,
         },
-        elmo_c: if use_elmo_c then {
-          type: 'elmo_c_token_embedder',
-          archive_file: std.extVar('ELMO_C_ARCHIVE'),
-          fasttext_path: fasttext,
-          do_layer_norm: false,
-          expected_output_dim: elmo_c_dim,
-          dropout: 0.0,
-        } else { type: 'fasttext', model_path: fasttext, expected_dim: fasttext_dim },
+        elmo_c: bilm.embedder(dropout=0.0),
       },
     },
     embedding_dropout: 0.5,
