@@ -9,13 +9,6 @@
 //   ELMO_C_TRAIN_DATA=... ELMO_C_VALIDATION_DATA=... ELMO_C_FASTTEXT=.../cc.en.300.bin \
 //   allennlp train training_config/elmo_fixed.jsonnet -s runs/elmo_fixed \
 //       --include-package allennlp_elmo_c
-local sampled = import 'elmo_sampled.jsonnet';
+local word_targets = import 'word_targets.libsonnet';
 
-sampled + {
-  model+: {
-    output_head+: {
-      freeze_output_embedding: true,
-      output_embedding_fasttext: sampled.model.text_field_embedder.token_embedders.tokens.model_path,
-    },
-  },
-}
+word_targets.fixed(import 'elmo_c.jsonnet')

@@ -8,13 +8,5 @@
 //   ELMO_C_DATA_DIR=data allennlp train training_config/elmo_fixed_demo.jsonnet -s runs/demo_fixed \
 //       --include-package allennlp_elmo_c
 local word_targets = import 'word_targets.libsonnet';
-local demo = import 'elmo_c_demo.jsonnet';
 
-word_targets.with_head(demo, {
-  type: 'sampled_softmax',
-  num_samples: 8192,
-  freeze_output_embedding: true,
-  output_embedding_fasttext: demo.model.text_field_embedder.token_embedders.tokens.model_path,
-}) + {
-  model+: { share_output_head: true },
-}
+word_targets.fixed(import 'elmo_c_demo.jsonnet')

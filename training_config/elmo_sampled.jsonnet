@@ -11,6 +11,4 @@
 //       --include-package allennlp_elmo_c
 local word_targets = import 'word_targets.libsonnet';
 
-word_targets.with_head(import 'elmo_c.jsonnet', { type: 'sampled_softmax', num_samples: 8192 }) + {
-  model+: { share_output_head: true },
-}
+word_targets.sampled(import 'elmo_c.jsonnet')

@@ -14,24 +14,7 @@
 //   ELMO_C_VOCABULARY=bpe/vocabulary \
 //   allennlp train training_config/elmo_sub.jsonnet -s runs/elmo_sub \
 //       --include-package allennlp_elmo_c
-// Tying needs the embedding to be the head's input size: the projection size.
-local elmo_c = import 'elmo_c.jsonnet';
-local projection_size = elmo_c.model.contextualizer.projection_size;
+local subwords = import 'subwords.libsonnet';
 
-elmo_c + {
-  dataset_reader+: {
-    tokenizer: { type: 'bpe', tokenizer_path: std.extVar('ELMO_C_BPE') },
-    token_indexers: { tokens: { type: 'single_id', namespace: 'subwords' } },
-  },
-  vocabulary: { type: 'from_files', directory: std.extVar('ELMO_C_VOCABULARY') },
-  model+: {
-    text_field_embedder: {
-      token_embedders: {
-        tokens: { type: 'embedding', embedding_dim: projection_size, vocab_namespace: 'subwords' },
-      },
-    },
-    contextualizer+: { input_size: projection_size },
-    output_head: { type: 'softmax', tie_input_embedding: true, vocab_namespace: 'subwords' },
-    target_ids_key: 'tokens',
-  },
-}
+subwords.with_subwords(import 'elmo_c.jsonnet', std.extVar('ELMO_C_BPE'),
+                       std.extVar('ELMO_C_VOCABULARY'))

@@ -8,25 +8,10 @@
 //   ELMO_C_DATA_DIR=data allennlp train training_config/elmo_sub_demo.jsonnet -s runs/demo_sub \
 //       --include-package allennlp_elmo_c
 local data = std.extVar('ELMO_C_DATA_DIR');
-local demo = import 'elmo_c_demo.jsonnet';
-local projection_size = demo.model.contextualizer.projection_size;
+local subwords = import 'subwords.libsonnet';
 
-demo + {
-  dataset_reader+: {
-    tokenizer: { type: 'bpe', tokenizer_path: data + '/bpe/tokenizer.json' },
-    token_indexers: { tokens: { type: 'single_id', namespace: 'subwords' } },
-  },
-  vocabulary: { type: 'from_files', directory: data + '/bpe/vocabulary' },
-  model+: {
-    text_field_embedder: {
-      token_embedders: {
-        tokens: { type: 'embedding', embedding_dim: projection_size, vocab_namespace: 'subwords' },
-      },
-    },
-    contextualizer+: { input_size: projection_size },
-    output_head: { type: 'softmax', tie_input_embedding: true, vocab_namespace: 'subwords' },
-    target_ids_key: 'tokens',
-    // Nearest-neighbour accuracy needs predicted vectors, which a softmax does not make.
-    nearest_neighbour_words: null,
-  },
+subwords.with_subwords(import 'elmo_c_demo.jsonnet', data + '/bpe/tokenizer.json',
+                       data + '/bpe/vocabulary') + {
+  // Nearest-neighbour accuracy needs predicted vectors, which a softmax does not make.
+  model+: { nearest_neighbour_words: null },
 }

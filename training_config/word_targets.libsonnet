@@ -23,4 +23,20 @@
       nearest_neighbour_words: null,
     },
   },
+  // ELMo's output layer: a sampled softmax (8,192 log-uniform samples per batch, the full softmax
+  // for validation), one layer for both directions (elmo_sampled).
+  sampled(config):: self.with_head(config, { type: 'sampled_softmax', num_samples: 8192 }) + {
+    model+: { share_output_head: true },
+  },
+  // The paper's FIXED: the sampled softmax with its output embedding frozen at the fastText
+  // vectors of the vocabulary's words (the input's .bin); the map into the fastText space and
+  // the softmax bias train (elmo_fixed).
+  fixed(config):: self.sampled(config) + {
+    model+: {
+      output_head+: {
+        freeze_output_embedding: true,
+        output_embedding_fasttext: config.model.text_field_embedder.token_embedders.tokens.model_path,
+      },
+    },
+  },
 }
