@@ -53,6 +53,8 @@ LM_DROPPED = {
 DIM_KEYS = ("input_size", "input_dim", "embedding_dim", "vector_dim", "matrix_dim",
             "tensor_1_dim", "tensor_2_dim")  # fmt: skip
 BCN_KEY = "elmo_c"  # BCN refuses a token embedder named "elmo"
+# Keys whose size keys are never resized: the embedders replaced, and the parsers' POS tags.
+NOT_RESIZED = ("text_field_embedder", "pos_tag_embedding")
 
 
 @dataclass
@@ -128,7 +130,9 @@ class _Converter:
         self.embedder = snippet["token_embedders"]["elmo"]
         if fasttext_path is not None:
             if self.indexer.get("type") != "fasttext_subwords":
-                raise ConfigurationError(f"{archive_file}: the biLM reads no fastText (--fasttext-path)")
+                raise ConfigurationError(
+                    f"{archive_file}: the biLM reads no fastText (--fasttext-path)"
+                )
             checked_fasttext(archive_config, archive_file, fasttext_path)  # the biLM's own .bin?
             self.indexer = {"type": "fasttext_subwords", "model_path": fasttext_path}
             self.embedder = {**self.embedder, "fasttext_path": fasttext_path}
@@ -235,9 +239,12 @@ class _Converter:
                 f"cannot convert the {ELMO_EMBEDDER} in {path}: it is not in a text field "
                 "embedder's token_embedders; replace it by hand"
             )
-        if not path.endswith(".token_embedders"):  # AllenNLP < 1.0: the embedders directly in the text field embedder
-            embedders = {key: value for key, value in container.items()
-                         if isinstance(value, dict) and key != "embedder_to_indexer_map"}  # fmt: skip
+        # AllenNLP < 1.0: the embedders directly in the text field embedder
+        if not path.endswith(".token_embedders"):
+            embedders = {
+                key: value for key, value in container.items()
+                if isinstance(value, dict) and key != "embedder_to_indexer_map"
+            }
             for key in embedders:
                 del container[key]
             container["token_embedders"] = embedders
@@ -274,19 +281,28 @@ class _Converter:
                 "replace; set it false (and num_output_representations to 1) first"
             )
         if not model.get("use_input_elmo"):
-            raise ConfigurationError("cannot convert model.elmo: BCN uses it nowhere (use_input_elmo is false)")
+            raise ConfigurationError(
+                "cannot convert model.elmo: BCN uses it nowhere (use_input_elmo is false)"
+            )
         embedders = model.get("text_field_embedder", {}).get("token_embedders")
         if not isinstance(embedders, dict):
-            raise ConfigurationError("cannot convert the BCN: its text_field_embedder has no token_embedders")
+            raise ConfigurationError(
+                "cannot convert the BCN: its text_field_embedder has no token_embedders"
+            )
         path = "model.text_field_embedder.token_embedders"
         if BCN_KEY in embedders:
-            raise ConfigurationError(f"cannot convert the BCN: {_join(path, BCN_KEY)} exists already")
+            raise ConfigurationError(
+                f"cannot convert the BCN: {_join(path, BCN_KEY)} exists already"
+            )
         others = self._embedders_total(embedders, path)
         stock_dim = stock_elmo_dim(elmo, "model.elmo", self.notes, self.stock_dim)
         self.stock_elmo_dims.append(stock_dim)
         old_total = others + stock_dim
         if int(elmo.get("num_output_representations", 1)) != 1:
-            raise ConfigurationError("cannot convert model.elmo: BCN's input ELMo is one mix (num_output_representations 1)")
+            raise ConfigurationError(
+                "cannot convert model.elmo: BCN's input ELMo is one mix "
+                "(num_output_representations 1)"
+            )
         del model["elmo"]
         self.changes.append(Change("model.elmo", elmo, None, f"moved to {_join(path, BCN_KEY)}"))
         for flag in ("use_input_elmo", "use_integrator_output_elmo"):
@@ -307,7 +323,9 @@ class _Converter:
             extras[pos["embedding_dim"]] = "pos_tag_embedding"
         markers, answers = model.get("marker_embedding_dim"), model.get("num_context_answers")
         if isinstance(markers, int) and isinstance(answers, int) and markers * answers:  # dialog QA
-            extras[markers * answers] = f"num_context_answers {answers} x marker_embedding_dim {markers}"
+            extras[markers * answers] = (
+                f"num_context_answers {answers} x marker_embedding_dim {markers}"
+            )
         for extra, name in extras.items():
             known = self.sizes.get(old + extra)
             if known is not None and known[0] != new + extra:
@@ -346,9 +364,11 @@ class _Converter:
                 if new_key != key:
                     del node[key]
                     note = "; ".join(filter(None, [f"BCN refuses the key {key!r}", note]))
-                    self.changes.append(Change(_join(path, key), value, None, f"moved to {_join(path, new_key)}"))
+                    moved = f"moved to {_join(path, new_key)}"
+                    self.changes.append(Change(_join(path, key), value, None, moved))
                 node[new_key] = new
-                self.changes.append(Change(_join(path, new_key), value if new_key == key else None, new, note))
+                old = value if new_key == key else None
+                self.changes.append(Change(_join(path, new_key), old, new, note))
                 found.add(key)
         for key in set(self.elmo_keys) - found:
             raise ConfigurationError(
@@ -367,42 +387,62 @@ class _Converter:
         mapping = {old: new for old, (new, _) in self.sizes.items() if old != new}
         if not mapping:
             return
-        skip = ("text_field_embedder", "pos_tag_embedding")
-        resized = False
         kept: List[Tuple[str, int]] = []
+        resized = self._resize_keys(self.config["model"], "model", mapping, kept)
+        self._note_undecided(kept, mapping)
+        if not resized:
+            sizes = ", ".join(f"{old} -> {new}" for old, new in sorted(mapping.items()))
+            self.notes.append(
+                f"no {'/'.join(DIM_KEYS[:2])}-like key had the old text field embedder size "
+                f"({sizes}): if a layer of this model is sized by hand for it, resize it"
+            )
 
-        def resize(value: int) -> Optional[Tuple[int, str]]:
-            if value in mapping:
-                return mapping[value], self.sizes[value][1]
-            for times in (2, 3, 4):
-                if value % times == 0 and value // times in mapping:
-                    old = value // times
-                    return times * mapping[old], f"{times} x ({self.sizes[old][1]}), e.g. a layer " \
-                        "that reads the embeddings concatenated with their attended summary"
-            return None
+    def _resize_keys(
+        self, node: Any, path: str, mapping: Dict[int, int], kept: List[Tuple[str, int]]
+    ) -> bool:
+        """Resizes the size keys in `node` (at `path`) whose value `_new_size` maps, outside text
+        field embedders, POS tag embeddings and ELMo-C embedders; appends `(path, value)` of the
+        others to `kept`. Returns whether one was resized."""
+        resized = False
+        if isinstance(node, list):
+            for index, value in enumerate(node):
+                resized |= self._resize_keys(value, _join(path, index), mapping, kept)
+            return resized
+        if not isinstance(node, dict):
+            return False
+        for key, value in node.items():
+            child = _join(path, key)
+            if key in NOT_RESIZED or _has_type(value, ELMO_C_EMBEDDER):
+                continue
+            if not _is_size_key(key, value):
+                resized |= self._resize_keys(value, child, mapping, kept)
+                continue
+            new = self._new_size(value, mapping)
+            if new is None:
+                kept.append((child, value))
+                continue
+            node[key] = new[0]
+            self.changes.append(Change(child, value, node[key], new[1]))
+            resized = True
+        return resized
 
-        def visit(node: Any, path: str) -> None:
-            nonlocal resized
-            if isinstance(node, dict):
-                for key, value in node.items():
-                    child = _join(path, key)
-                    if key in skip or (isinstance(value, dict) and value.get("type") == ELMO_C_EMBEDDER):
-                        continue
-                    if key in DIM_KEYS and isinstance(value, int) and not isinstance(value, bool):
-                        new = resize(value)
-                        if new is None:
-                            kept.append((child, value))
-                            continue
-                        node[key] = new[0]
-                        self.changes.append(Change(child, value, node[key], new[1]))
-                        resized = True
-                    else:
-                        visit(value, child)
-            elif isinstance(node, list):
-                for index, value in enumerate(node):
-                    visit(value, _join(path, index))
+    def _new_size(self, value: int, mapping: Dict[int, int]) -> Optional[Tuple[int, str]]:
+        """The new size of a size key of `value`, with the reason, when `value` is an old text
+        field embedder size (a key of `mapping`) or 2 to 4 times one; else None."""
+        if value in mapping:
+            return mapping[value], self.sizes[value][1]
+        for times in (2, 3, 4):
+            if value % times == 0 and value // times in mapping:
+                old = value // times
+                return times * mapping[old], (
+                    f"{times} x ({self.sizes[old][1]}), e.g. a layer that reads the embeddings "
+                    "concatenated with their attended summary"
+                )
+        return None
 
-        visit(self.config["model"], "model")
+    def _note_undecided(self, kept: List[Tuple[str, int]], mapping: Dict[int, int]) -> None:
+        """Notes each size key left as it was that may still include the stock ELMo's output: at
+        least its size and not a small multiple of another layer's output."""
         smallest_elmo = min(self.stock_elmo_dims, default=STOCK_ELMO_DIM)
         outputs = _layer_output_sizes(self.config["model"])
         for path, value in kept:
@@ -415,12 +455,16 @@ class _Converter:
                     f"changed ({olds}), nor one plus a known extra feature, nor a multiple of one "
                     "or of another layer's output; if it includes ELMo's output, resize it by hand"
                 )
-        if not resized:
-            sizes = ", ".join(f"{old} -> {new}" for old, new in sorted(mapping.items()))
-            self.notes.append(
-                f"no {'/'.join(DIM_KEYS[:2])}-like key had the old text field embedder size ({sizes}): "
-                "if a layer of this model is sized by hand for it, resize it"
-            )
+
+
+def _has_type(value: Any, kind: str) -> bool:
+    """Whether `value` is a component of type `kind`."""
+    return isinstance(value, dict) and value.get("type") == kind
+
+
+def _is_size_key(key: str, value: Any) -> bool:
+    """Whether `key: value` is a layer's input size (a `DIM_KEYS` key with an int value)."""
+    return key in DIM_KEYS and isinstance(value, int) and not isinstance(value, bool)
 
 
 def _layer_output_sizes(model: Dict[str, Any]) -> List[int]:

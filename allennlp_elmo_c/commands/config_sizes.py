@@ -46,9 +46,12 @@ def stock_elmo_dim(
     options = str(params.get("options_file", ""))
     if options and Path(options).is_file():
         try:
-            read = 2 * int(json.loads(Path(options).read_text(encoding="utf-8"))["lstm"]["projection_dim"])
+            recorded = json.loads(Path(options).read_text(encoding="utf-8"))
+            read = 2 * int(recorded["lstm"]["projection_dim"])
         except (OSError, ValueError, KeyError, TypeError) as error:
-            raise ConfigurationError(f"{path}: cannot read the ELMo options file {options} ({error})")
+            raise ConfigurationError(
+                f"{path}: cannot read the ELMo options file {options} ({error})"
+            )
         return _stated(read, stock_dim, path, f"the options file {options}")
     if stock_dim is not None:
         return stock_dim
@@ -82,7 +85,8 @@ def contextualizer_dim(contextualizer: Dict[str, Any]) -> Optional[int]:
         if kind == "bidirectional_language_model_transformer":  # forward + backward: 2 x input_dim
             return 2 * int(contextualizer["input_dim"])
         if kind in ("lstm", "gru", "rnn", "augmented_lstm", "alternating_lstm"):
-            return int(contextualizer["hidden_size"]) * (2 if contextualizer.get("bidirectional") else 1)
+            directions = 2 if contextualizer.get("bidirectional") else 1
+            return int(contextualizer["hidden_size"]) * directions
         if kind == "stacked_bidirectional_lstm":
             return 2 * int(contextualizer["hidden_size"])
     except (KeyError, TypeError, ValueError):
@@ -90,11 +94,13 @@ def contextualizer_dim(contextualizer: Dict[str, Any]) -> Optional[int]:
     return None
 
 
-def stock_lm_dim(params: Dict[str, Any], path: str, notes: List[str], stock_dim: Optional[int] = None) -> int:
-    """The output size of a stock `bidirectional_lm_token_embedder` / `language_model_token_embedder`:
-    its language model's contextualizer's output size, read from the LM archive's config.json when
-    `archive_file` is a local file, else `stock_dim` (`--stock-dim`), else assumed 1024 (the
-    released transformer ELMo's: 2 x 512)."""
+def stock_lm_dim(
+    params: Dict[str, Any], path: str, notes: List[str], stock_dim: Optional[int] = None
+) -> int:
+    """The output size of a stock `bidirectional_lm_token_embedder` /
+    `language_model_token_embedder`: its language model's contextualizer's output size, read
+    from the LM archive's config.json when `archive_file` is a local file, else `stock_dim`
+    (`--stock-dim`), else assumed 1024 (the released transformer ELMo's: 2 x 512)."""
     archive_file = str(params.get("archive_file", ""))
     if archive_file and Path(archive_file).exists():
         try:
@@ -109,7 +115,9 @@ def stock_lm_dim(params: Dict[str, Any], path: str, notes: List[str], stock_dim:
         if read is not None:
             return _stated(read, stock_dim, path, f"the language model archive {archive_file}")
         if stock_dim is None:
-            kind = contextualizer.get("type") if isinstance(contextualizer, dict) else contextualizer
+            kind = (
+                contextualizer.get("type") if isinstance(contextualizer, dict) else contextualizer
+            )
             raise ConfigurationError(
                 f"{path}: the output size of the language model in {archive_file} (a {kind!r} "
                 "contextualizer) cannot be told from its config; state it with --stock-dim"
@@ -157,7 +165,8 @@ def token_embedder_dim(params: Dict[str, Any]) -> Optional[int]:
         if kind == ELMO_C_EMBEDDER and params.get("expected_output_dim"):
             if params.get("projection_dim"):
                 return int(params["projection_dim"])
-            return int(params["expected_output_dim"]) * int(params.get("num_output_representations", 1))
+            mixes = int(params.get("num_output_representations", 1))
+            return int(params["expected_output_dim"]) * mixes
     except (KeyError, TypeError, ValueError):
         return None
     return None

@@ -49,7 +49,9 @@ from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 _UNDEFINED = re.compile(r"undefined external variable: (\S+)")
 
 
-def load_stock_config(config_file: str, ext_vars: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+def load_stock_config(
+    config_file: str, ext_vars: Optional[Dict[str, str]] = None
+) -> Dict[str, Any]:
     """
     A config file (.json or .jsonnet) evaluated as `allennlp train` evaluates it (external
     variables from the environment, then `ext_vars`). An unset `std.extVar` is a
@@ -61,7 +63,8 @@ def load_stock_config(config_file: str, ext_vars: Optional[Dict[str, str]] = Non
     missing: List[str] = []
     while True:
         try:
-            params = Params.from_file(config_file, ext_vars={**given, **dict.fromkeys(missing, "0")})
+            values = {**given, **dict.fromkeys(missing, "0")}  # the unset ones found so far: "0"
+            params = Params.from_file(config_file, ext_vars=values)
         except RuntimeError as error:  # _jsonnet's errors
             name = _UNDEFINED.search(str(error))
             if name and name.group(1) not in missing and len(missing) < 100:
@@ -71,7 +74,9 @@ def load_stock_config(config_file: str, ext_vars: Optional[Dict[str, str]] = Non
                 break
             raise ConfigurationError(f"config {config_file} does not evaluate: {error}") from error
         except ValueError as error:  # not JSON after all
-            raise ConfigurationError(f"config {config_file} is not a JSON object: {error}") from error
+            raise ConfigurationError(
+                f"config {config_file} is not a JSON object: {error}"
+            ) from error
         break
     if missing:
         raise ConfigurationError(
@@ -99,7 +104,8 @@ def convert_config_file(
     `std.extVar` the stock config reads is written as that `std.extVar` again. A `.json` output
     has their values baked in (a note names them).
     """
-    conversion = convert_config(load_stock_config(config_file, ext_vars), archive_file, fasttext_path, stock_dim)
+    stock = load_stock_config(config_file, ext_vars)
+    conversion = convert_config(stock, archive_file, fasttext_path, stock_dim)
     variables = _used_variables(config_file, ext_vars)
     output = Path(output_file)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -152,14 +158,15 @@ def _ext_var(text: str) -> Tuple[str, str]:
 class ConvertConfig(PluginSubcommand):
     description = (
         "Convert a stock AllenNLP task config that uses ELMo (elmo_characters + "
-        "elmo_token_embedder or bidirectional_lm_token_embedder, or BCN's elmo) to use an ELMo-C archive, resizing the layers that "
-        "read it; prints every change."
+        "elmo_token_embedder or bidirectional_lm_token_embedder, or BCN's elmo) to use an "
+        "ELMo-C archive, resizing the layers that read it; prints every change."
     )
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("config_file", type=str, help="the stock config (.jsonnet / .json)")
         subparser.add_argument("archive_file", type=str, help="model.tar.gz of an elmo_c model")
-        subparser.add_argument("output_file", type=str, help="where to write the converted JSON config")
+        subparser.add_argument("output_file", type=str,
+                               help="where to write the converted JSON config")
         subparser.add_argument(
             "--ext-var", type=_ext_var, action="append", default=[], metavar="NAME=VALUE",
             help="an external variable (std.extVar) of the config; overrides the environment",
@@ -170,8 +177,9 @@ class ConvertConfig(PluginSubcommand):
         )  # fmt: skip
         subparser.add_argument(
             "--stock-dim", type=int, default=None, metavar="N",
-            help="the output size of the stock ELMo / language-model embedder where the config does "
-            "not tell it (an options file or LM archive that is not a local file); default: 1024",
+            help="the output size of the stock ELMo / language-model embedder where the config "
+            "does not tell it (an options file or LM archive that is not a local file); "
+            "default: 1024",
         )  # fmt: skip
 
     def run(self, args: argparse.Namespace) -> None:

@@ -94,7 +94,10 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
     stored = metrics = None
     try:
         # Every member checked first (names, types, sizes), as for any received archive.
-        with open_checked_archive(archive_file) as (archive, members), tempfile.TemporaryDirectory() as directory:
+        with (
+            open_checked_archive(archive_file) as (archive, members),
+            tempfile.TemporaryDirectory() as directory,
+        ):
             for member in members:
                 if member.name == METRICS_NAME:
                     data = archive.extractfile(member).read(MAX_CONFIG_BYTES + 1)  # type: ignore[union-attr]
@@ -103,7 +106,8 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
                 elif member.name == WEIGHTS_NAME:
                     archive.extract(member, directory, filter="data")
                     # A state dict of tensors, memory-mapped, else one line naming the file.
-                    table = weights_table(Path(directory) / WEIGHTS_NAME, f"{archive_file}: {WEIGHTS_NAME}")
+                    where = f"{archive_file}: {WEIGHTS_NAME}"
+                    table = weights_table(Path(directory) / WEIGHTS_NAME, where)
                     stored = sum(math.prod(tensor.shape) for tensor in table.values())
     except (tarfile.TarError, EOFError, OSError, ValueError, RuntimeError) as error:
         raise unreadable_archive(archive_file, error) from error
@@ -112,7 +116,8 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
     beside = Path(archive_file).parent / METRICS_NAME
     if metrics is None and beside.is_file():
         try:
-            metrics = _metrics(read_received_json(beside, str(beside), MAX_CONFIG_BYTES), str(beside))
+            received = read_received_json(beside, str(beside), MAX_CONFIG_BYTES)
+            metrics = _metrics(received, str(beside))
         except ConfigurationError:
             metrics = None
     return stored, metrics
@@ -131,7 +136,8 @@ def _directory_members(directory: str) -> Tuple[Optional[int], Optional[Dict[str
     training record `package` wrote."""
     training = read_directory_config(directory).get("training") or None
     where = f"model directory {directory}: {WEIGHTS_FILE}"
-    header = safetensors_header(Path(directory) / WEIGHTS_FILE, where)  # bounded before it is parsed
+    # The header's size is bounded before it is parsed.
+    header = safetensors_header(Path(directory) / WEIGHTS_FILE, where)
     return sum(math.prod(shape) for _, shape, _, _ in header.values()), training
 
 
@@ -155,7 +161,10 @@ def _fasttext(config: Dict[str, Any], archive_file: str) -> Dict[str, Any]:
     """The recorded fastText path and where it resolves now (`fasttext_source`'s order)."""
     recorded = recorded_fasttext_path(config, archive_file)
     if recorded is None:
-        return {"recorded": None, "resolved": None, "resolves": None, "text": "none (reads no fastText)"}
+        return {
+            "recorded": None, "resolved": None, "resolves": None,
+            "text": "none (reads no fastText)",
+        }
     try:
         resolved = resolve_fasttext_path(recorded, archive_file)
     except ConfigurationError as error:
@@ -209,12 +218,15 @@ def _trainable_parameters(
     )
 
 
-def _training(config: Dict[str, Any], metrics: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def _training(
+    config: Dict[str, Any], metrics: Optional[Dict[str, Any]]
+) -> Optional[Dict[str, Any]]:
     if metrics is None:
         return None
     # AllenNLP's index of the last epoch, from 0 (anything else: not counted).
     epoch = metrics.get("epoch")
-    epochs = epoch + 1 if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 else None
+    valid_epoch = isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0
+    epochs = epoch + 1 if valid_epoch else None
     loader = config.get("data_loader")
     loader = loader if isinstance(loader, dict) else {}  # a training record: not checked
     batches = loader.get("batches_per_epoch")
@@ -275,7 +287,10 @@ def format_description(info: Dict[str, Any]) -> str:
         run = "no metrics.json in or beside the archive"
         tokens = "unknown (no metrics.json)"
     else:
-        run = f"{shown(training['training_duration'])} over {training['epochs']} epoch(s) (metrics.json)"
+        run = (
+            f"{shown(training['training_duration'])} over {training['epochs']} epoch(s) "
+            "(metrics.json)"
+        )
         tokens = (
             f"{training['tokens_seen']:,} ({training['tokens_counted']})"
             if training["tokens_seen"] is not None
@@ -288,7 +303,8 @@ def format_description(info: Dict[str, Any]) -> str:
         f"{shown(info['output_head']['text'])}",
         f"  input embedder:       {shown(info['input_embedder'])}"
         + (" (BPE subwords)" if info["subword_bilm"] else ""),
-        f"  representation size:  {info['output_dim']} (2 x projection_size {info['projection_size']})",
+        f"  representation size:  {info['output_dim']} "
+        f"(2 x projection_size {info['projection_size']})",
         f"  layers:               {info['num_layers']} (input projection + {info['lstm_layers']} "
         "LSTM layers, forward || backward)",
         f"  cell size:            {info['cell_size']}",

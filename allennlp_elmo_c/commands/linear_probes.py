@@ -53,7 +53,8 @@ def token_features(
     per_sentence: List[Optional[numpy.ndarray]] = [None] * len(sentences)
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
-        vectors = embed_sentences([sentences[i] for i in chunk], representations, torch.device("cpu"))
+        batch = [sentences[i] for i in chunk]
+        vectors = embed_sentences(batch, representations, torch.device("cpu"))
         for index, layers in zip(chunk, vectors):  # (num_layers, num_tokens, dim)
             per_sentence[index] = layers
     layers = numpy.concatenate(per_sentence, axis=1)  # type: ignore[arg-type]

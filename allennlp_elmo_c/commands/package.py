@@ -92,7 +92,9 @@ def package_model(source: str, output: str, force: bool = False, copy: bool = Fa
         bilm.vocab.save_to_files(str(staging / VOCABULARY_DIR))
         training = _training_record(config, run_dir, archive)
         directory_config = _directory_config(bilm, stored, files, training)
-        (staging / "config.json").write_text(json.dumps(directory_config, indent=2), encoding="utf-8")
+        (staging / "config.json").write_text(
+            json.dumps(directory_config, indent=2), encoding="utf-8"
+        )
         (staging / MODEL_CARD).write_text(model_card(directory_config, bilm), encoding="utf-8")
         write_checksums(staging)
         fsync_directory(staging)
@@ -130,7 +132,9 @@ def _copy_files(bilm: PretrainedBiLM, config: Dict[str, Any], staging: Path, cop
         sources["fasttext"] = bilm.fasttext_path
     tokenizer = config.get("dataset_reader", {}).get("tokenizer") or {}
     if tokenizer.get("tokenizer_path"):
-        sources["tokenizer"] = str(getattr(bilm.tokenizer, "tokenizer_path", tokenizer["tokenizer_path"]))
+        sources["tokenizer"] = str(
+            getattr(bilm.tokenizer, "tokenizer_path", tokenizer["tokenizer_path"])
+        )
     for kind, path in sources.items():
         name = Path(path).name
         if name in files.values() or name in ("config.json", WEIGHTS_FILE, MODEL_CARD):
@@ -172,7 +176,9 @@ def _save_weights(bilm: PretrainedBiLM, path: Path) -> None:
         weights.write(data)
 
 
-def _training_record(config: Dict[str, Any], run_dir: Optional[Path], archive: Path) -> Dict[str, Any]:
+def _training_record(
+    config: Dict[str, Any], run_dir: Optional[Path], archive: Path
+) -> Dict[str, Any]:
     """What the run directory says of the training: corpus (its manifest), time, tokens,
     validation metrics, hardware. Only a training run's own files are read, each a regular file
     (a symbolic link is refused, never followed) of the shape the run writes: the data path of
@@ -184,7 +190,8 @@ def _training_record(config: Dict[str, Any], run_dir: Optional[Path], archive: P
         record["corpus"] = manifest
     if run_dir is None and is_model_directory(str(archive)):
         received = read_directory_config(str(archive)).get("training", {})
-        return _checked_record(dict(received, **record), f"model directory {archive}: config.json training")
+        where = f"model directory {archive}: config.json training"
+        return _checked_record(dict(received, **record), where)
     if run_dir is None:
         return record
     metrics = _run_file(run_dir / "metrics.json", dict) or {}
@@ -279,7 +286,8 @@ def _record_problem(record: Any) -> Optional[str]:
 def _is_flat(value: Any) -> bool:
     """Whether `value` is an object of scalars and lists of scalars."""
     return isinstance(value, dict) and all(
-        isinstance(item, _SCALARS) or (isinstance(item, list) and all(isinstance(x, _SCALARS) for x in item))
+        isinstance(item, _SCALARS)
+        or (isinstance(item, list) and all(isinstance(x, _SCALARS) for x in item))
         for item in value.values()
     )
 
@@ -378,7 +386,8 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
         f"- layers: {config['num_hidden_layers']} (the input projection, then each LSTM layer), "
         f"each {config['hidden_size']}-d (forward || backward)",
         f"- contextualizer: {contextualizer.get('type', '?')}, cell "
-        f"{contextualizer.get('cell_size', '?')}, projection {contextualizer.get('projection_size', '?')}",
+        f"{contextualizer.get('cell_size', '?')}, "
+        f"projection {contextualizer.get('projection_size', '?')}",
         f"- output head (pretraining only): {head}",
         f"- parameters: {config['parameters']:,} (the fastText matrix, frozen and memory-mapped, "
         "is not counted)",
@@ -396,7 +405,9 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
         for source in corpus["sources"]:
             licence = f"; licence: {source['licence']}" if source.get("licence") else ""
             version = f" {source['version']}" if source.get("version") else ""
-            package = f" ({source.get('registry', '')} {source.get('package', '')}{version})" if source.get("package") else ""
+            package = ""
+            if source.get("package"):
+                package = f" ({source.get('registry', '')} {source.get('package', '')}{version})"
             lines.append(f"- {source.get('name', '?')}{package}{licence}")
     else:
         lines.append(f"Corpus: {training.get('train_data_path')} (no manifest found beside it)")
@@ -414,7 +425,8 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
             gpus = ", ".join(session.get("gpus") or []) or "no GPU"
             lines.append(
                 f"- hardware: {session.get('cpu')} ({session.get('cpu_cores')} cores, "
-                f"{session.get('torch_threads')} torch threads), {gpus}; torch {session.get('torch')}"
+                f"{session.get('torch_threads')} torch threads), {gpus}; "
+                f"torch {session.get('torch')}"
             )
     else:
         lines.append("- hardware: not recorded (trained before allennlp-elmo-c recorded it)")
@@ -428,7 +440,8 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
         "```python",
         "from allennlp_elmo_c import ElmoC, batch_to_ids",
         "elmo = ElmoC(MODEL, num_output_representations=1, dropout=0.0)",
-        'vectors = elmo(batch_to_ids([["The", "council", "met"]], elmo))["elmo_representations"][0]',
+        'vectors = elmo(batch_to_ids([["The", "council", "met"]], elmo))'
+        '["elmo_representations"][0]',
         "```",
         "",
         "- NumPy: `ElmoCEmbedder(MODEL).embed_sentence(tokens)`; HDF5: "
@@ -453,11 +466,14 @@ class Package(PluginSubcommand):
     )
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("source", help="training run directory, model.tar.gz or model directory")
+        subparser.add_argument("source",
+                               help="training run directory, model.tar.gz or model directory")
         subparser.add_argument("output", help="the model directory to write")
         subparser.add_argument("--force", action="store_true", help="replace an existing output")
-        subparser.add_argument("--copy", action="store_true",
-                               help="copy the fastText .bin even where a hard link would do")  # fmt: skip
+        subparser.add_argument(
+            "--copy", action="store_true",
+            help="copy the fastText .bin even where a hard link would do",
+        )  # fmt: skip
 
     def run(self, args: argparse.Namespace) -> None:
         start = time.perf_counter()

@@ -158,7 +158,9 @@ def _validation_batches(params: Params, reader: LmCorpusReader) -> int:
     loader_params = params.get("validation_data_loader", params["data_loader"]).duplicate()
     validation_reader = reader
     if "validation_dataset_reader" in params:
-        validation_reader = DatasetReader.from_params(params["validation_dataset_reader"].duplicate())
+        validation_reader = DatasetReader.from_params(
+            params["validation_dataset_reader"].duplicate()
+        )
     loader = DataLoader.from_params(loader_params, reader=validation_reader, data_path=path)
     try:
         return len(loader)
@@ -192,7 +194,9 @@ def _short_run(
     config.setdefault("model", {})["precision"] = precision
     config_file, run_dir, log = scratch / "config.json", scratch / "run", scratch / "train.log"
     config_file.write_text(json.dumps(config), encoding="utf-8")
-    command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(config_file), "-s", str(run_dir)]
+    command = [
+        sys.executable, "-m", "allennlp_elmo_c", "train", str(config_file), "-s", str(run_dir)
+    ]
     started = time.time()
     with open(log, "wb") as out:
         returncode = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
@@ -284,7 +288,10 @@ def render(result: Dict[str, Any]) -> str:
         f"{_duration(result['validation_seconds_per_epoch'])}), "
         f"{_duration(result['estimated_seconds'])} in all",
         f"  memory      peak {_size(result['peak_memory_bytes'])} RAM"
-        + (f", {_size(result['peak_gpu_memory_bytes'])} GPU" if result["peak_gpu_memory_bytes"] else ""),
+        + (
+            f", {_size(result['peak_gpu_memory_bytes'])} GPU"
+            if result["peak_gpu_memory_bytes"] else ""
+        ),
         f"  disk        {_size(result['disk_bytes'])}: checkpoints of "
         f"{_size(result['checkpoint_bytes'])} (the kept ones and one being written) and the "
         f"archive ({_size(result['archive_bytes'])}, and its copy while it is written)",

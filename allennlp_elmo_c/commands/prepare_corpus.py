@@ -147,22 +147,9 @@ def prepare_corpus(
         Blank-line-separated blocks, not files (or JSON lines), are the documents.
     """
     output_directory = Path(output_directory)
-    if not inputs:
-        raise ConfigurationError("prepare-corpus: give at least one INPUT file or directory")
-    if not 0.0 <= validation_fraction < 1.0:
-        raise ConfigurationError(
-            f"prepare-corpus: --validation-fraction must be in [0, 1), got {validation_fraction}"
-        )
-    if shard_tokens is not None and shard_tokens < 1:
-        raise ConfigurationError(f"prepare-corpus: --shard-tokens must be >= 1, got {shard_tokens}")
-    if not text_field:
-        raise ConfigurationError("prepare-corpus: --text-field must not be empty")
+    _check_options(inputs, validation_fraction, shard_tokens, text_field)
     files, skipped = _find_inputs([Path(p) for p in inputs], output_directory)
-    recipe: Dict[str, Any] = {
-        "command": "prepare-corpus",
-        "version": RECIPE_VERSION,
-        "spacy": spacy.__version__,
-        "inputs": [_identity(f.path) for f in files] + [_identity(Path(s["path"])) for s in skipped],
+    options = {
         "language": language,
         "validation_fraction": validation_fraction,
         "shard_tokens": shard_tokens,
@@ -170,11 +157,103 @@ def prepare_corpus(
         "text_field": text_field,
         "paragraphs": paragraphs,
     }
+    recipe = _recipe(files, skipped, options)
     if not force and is_built(output_directory, recipe):
         logger.info("%s is up to date (prepare-corpus with the same inputs and options)",
                     output_directory)
         return output_directory
     tokenizer = SentenceTokenizer(language=language)  # before any output: a bad --language stops
+    usable = _usable_files(files, skipped, inputs)
+
+    output_directory.mkdir(parents=True, exist_ok=True)
+    (output_directory / MANIFEST).unlink(missing_ok=True)  # no longer a finished build
+    remove_stale_temporaries(output_directory)
+    writer = _Writer(output_directory, shard_tokens)
+    splitter = _Splitter(writer, seed, validation_fraction)
+    start = time.perf_counter()
+    progress = tqdm(
+        desc="prepare-corpus", unit=" tokens", unit_scale=True, file=sys.stderr,
+        disable=not show_progress, mininterval=1.0,
+    )
+    with progress, writer:
+        for file, key, sentences in _tokenized(tokenizer, usable, text_field, paragraphs):
+            progress.update(splitter.add(file, key, sentences))
+        if not splitter.sentences:
+            raise ConfigurationError(
+                f"prepare-corpus: {[str(p) for p in inputs]} hold no text (no sentence with a "
+                "token was found); see the warnings above for the files skipped"
+            )
+    seconds = time.perf_counter() - start
+
+    problems = _report_inputs(usable, skipped)
+    splits = splitter.splits
+    if validation_fraction > 0 and not splits["validation"]["sentences"]:
+        logger.warning(
+            "prepare-corpus: validation.txt is empty: no document of %d fell in the validation "
+            "fraction %g; give more documents (--paragraphs makes each block one) or a larger "
+            "--validation-fraction", splits["train"]["documents"], validation_fraction,
+        )
+    stats = {
+        "files": writer.files,
+        "splits": splits,
+        "duplicates_removed": splitter.duplicates,
+        "inputs_read": len(usable),
+        "skipped": skipped,
+        "problems": problems,
+    }
+    _remove_stale_outputs(output_directory, set(writer.files))
+    write_manifest(output_directory, recipe, stats)
+    total_tokens = splits["train"]["tokens"] + splits["validation"]["tokens"]
+    logger.info(
+        "prepare-corpus wrote %s: train %d / validation %d sentences, %d tokens, %d duplicate "
+        "sentences removed, %d input(s) skipped (%.0f tokens/s)", output_directory,
+        splits["train"]["sentences"], splits["validation"]["sentences"], total_tokens,
+        splitter.duplicates, len(skipped), total_tokens / max(seconds, 1e-9),
+    )
+    return output_directory
+
+
+def _check_options(
+    inputs: Sequence[PathOrStr],
+    validation_fraction: float,
+    shard_tokens: Optional[int],
+    text_field: str,
+) -> None:
+    """Refuses options `prepare_corpus` cannot run with, naming the one to change."""
+    if not inputs:
+        raise ConfigurationError("prepare-corpus: give at least one INPUT file or directory")
+    if not 0.0 <= validation_fraction < 1.0:
+        raise ConfigurationError(
+            f"prepare-corpus: --validation-fraction must be in [0, 1), got {validation_fraction}"
+        )
+    if shard_tokens is not None and shard_tokens < 1:
+        raise ConfigurationError(
+            f"prepare-corpus: --shard-tokens must be >= 1, got {shard_tokens}"
+        )
+    if not text_field:
+        raise ConfigurationError("prepare-corpus: --text-field must not be empty")
+
+
+def _recipe(
+    files: List[_InputFile], skipped: List[Dict[str, str]], options: Dict[str, Any]
+) -> Dict[str, Any]:
+    """What a build is made from: the command, its version, spaCy's version, every input found
+    (read or skipped) and the options; an output directory built from the same is up to date."""
+    inputs = [_identity(f.path) for f in files] + [_identity(Path(s["path"])) for s in skipped]
+    return {
+        "command": "prepare-corpus",
+        "version": RECIPE_VERSION,
+        "spacy": spacy.__version__,
+        "inputs": inputs,
+        **options,
+    }
+
+
+def _usable_files(
+    files: List[_InputFile], skipped: List[Dict[str, str]], inputs: Sequence[PathOrStr]
+) -> List[_InputFile]:
+    """The `files` that can be read as text; the others are added to `skipped` with the reason.
+    Raises when none can."""
     usable: List[_InputFile] = []
     for file in files:
         reason = _sniff(file)
@@ -188,62 +267,81 @@ def prepare_corpus(
             f"prepare-corpus: nothing usable in {[str(p) for p in inputs]} ({reasons}). Give "
             f"UTF-8 text files ending in {', '.join(TEXT_SUFFIXES + JSON_SUFFIXES)}."
         )
+    return usable
 
-    output_directory.mkdir(parents=True, exist_ok=True)
-    (output_directory / MANIFEST).unlink(missing_ok=True)  # no longer a finished build
-    remove_stale_temporaries(output_directory)
-    writer = _Writer(output_directory, shard_tokens)
-    threshold = int(validation_fraction * (1 << 64))
-    seen: set = set()
-    duplicates = 0
-    splits = {name: {"documents": 0, "sentences": 0, "tokens": 0} for name in ("train", "validation")}
+
+def _tokenized(
+    tokenizer: SentenceTokenizer, files: List[_InputFile], text_field: str, paragraphs: bool
+) -> Iterator[Tuple[_InputFile, str, List[List[str]]]]:
+    """`(file, document key, sentences)` for each text of `files` in order, the sentences (lists
+    of tokens) from `tokenizer`."""
     pending: Deque[Tuple[_InputFile, str]] = deque()
 
     def texts() -> Iterator[str]:
-        for file in usable:
+        for file in files:
             for key, text in _read_documents(file, text_field, paragraphs):
                 pending.append((file, key))
                 yield text
 
-    start = time.perf_counter()
-    progress = tqdm(
-        desc="prepare-corpus", unit=" tokens", unit_scale=True, file=sys.stderr,
-        disable=not show_progress, mininterval=1.0,
-    )
-    current: Optional[Tuple[_InputFile, str]] = None
-    split = "train"
-    with progress, writer:
-        for sentences in tokenizer.split(texts()):
-            file, key = pending.popleft()
-            if current is None or current[0] is not file or current[1] != key:
-                current = (file, key)  # a new document (two inputs may have one file name)
-                split = "validation" if _document_hash(seed, file.source, key) < threshold else "train"
-                counted = False
-            tokens_here = 0
-            for tokens in sentences:
-                if not counted:
-                    splits[split]["documents"] += 1
-                    counted = True
-                file.sentences += 1
-                line = " ".join(tokens)
-                digest = hashlib.blake2b(line.encode("utf-8"), digest_size=8).digest()
-                fingerprint = int.from_bytes(digest, "big")
-                tokens_here += len(tokens)
-                if fingerprint in seen:
-                    duplicates += 1
-                    continue
-                seen.add(fingerprint)
-                writer.write(split, line, len(tokens))
-                splits[split]["sentences"] += 1
-                splits[split]["tokens"] += len(tokens)
-            progress.update(tokens_here)
-        if not splits["train"]["sentences"] + splits["validation"]["sentences"]:
-            raise ConfigurationError(
-                f"prepare-corpus: {[str(p) for p in inputs]} hold no text (no sentence with a "
-                "token was found); see the warnings above for the files skipped"
-            )
-    seconds = time.perf_counter() - start
+    for sentences in tokenizer.split(texts()):
+        file, key = pending.popleft()
+        yield file, key, sentences
 
+
+class _Splitter:
+    """Sends each document's sentences to its split (by `_document_hash`) and writes each
+    distinct sentence once, counting documents, sentences and tokens per split."""
+
+    def __init__(self, writer: "_Writer", seed: int, validation_fraction: float) -> None:
+        self._writer = writer
+        self._seed = seed
+        self._threshold = int(validation_fraction * (1 << 64))
+        self._seen: set = set()  # 8-byte hashes of the sentences written
+        self._document: Optional[Tuple[_InputFile, str]] = None
+        self._split = "train"
+        self._counted = False  # whether the current document is counted in its split
+        self.duplicates = 0
+        self.splits = {
+            name: {"documents": 0, "sentences": 0, "tokens": 0} for name in ("train", "validation")
+        }
+
+    @property
+    def sentences(self) -> int:
+        """The sentences written, in both splits."""
+        return self.splits["train"]["sentences"] + self.splits["validation"]["sentences"]
+
+    def add(self, file: _InputFile, key: str, sentences: List[List[str]]) -> int:
+        """Writes the `sentences` of one text of document `key` of `file` that were not seen
+        before, and returns the number of tokens read (duplicates included)."""
+        if self._document is None or self._document[0] is not file or self._document[1] != key:
+            self._document = (file, key)  # a new document (two inputs may have one file name)
+            hashed = _document_hash(self._seed, file.source, key)
+            self._split = "validation" if hashed < self._threshold else "train"
+            self._counted = False
+        counts = self.splits[self._split]
+        tokens_read = 0
+        for tokens in sentences:
+            if not self._counted:
+                counts["documents"] += 1
+                self._counted = True
+            file.sentences += 1
+            tokens_read += len(tokens)
+            line = " ".join(tokens)
+            digest = hashlib.blake2b(line.encode("utf-8"), digest_size=8).digest()
+            fingerprint = int.from_bytes(digest, "big")
+            if fingerprint in self._seen:
+                self.duplicates += 1
+                continue
+            self._seen.add(fingerprint)
+            self._writer.write(self._split, line, len(tokens))
+            counts["sentences"] += 1
+            counts["tokens"] += len(tokens)
+        return tokens_read
+
+
+def _report_inputs(usable: List[_InputFile], skipped: List[Dict[str, str]]) -> Dict[str, Any]:
+    """Adds the `usable` files that gave no sentence to `skipped` and sorts it, logs every skipped
+    input and every file's problems, and returns the problems by file."""
     for file in usable:
         if not file.sentences:
             skipped.append({"path": str(file.path), "reason": "no text (only whitespace or "
@@ -254,36 +352,17 @@ def prepare_corpus(
     problems = {str(f.path): f.problems for f in usable if f.problems}
     for path, counts in problems.items():
         logger.warning("prepare-corpus: %s: %s", path, _describe(counts))
-    if validation_fraction > 0 and not splits["validation"]["sentences"]:
-        logger.warning(
-            "prepare-corpus: validation.txt is empty: no document of %d fell in the validation "
-            "fraction %g; give more documents (--paragraphs makes each block one) or a larger "
-            "--validation-fraction", splits["train"]["documents"], validation_fraction,
-        )
-    total_tokens = splits["train"]["tokens"] + splits["validation"]["tokens"]
-    stats = {
-        "files": writer.files,
-        "splits": splits,
-        "duplicates_removed": duplicates,
-        "inputs_read": len(usable),
-        "skipped": skipped,
-        "problems": problems,
-    }
-    _remove_stale_outputs(output_directory, set(writer.files))
-    write_manifest(output_directory, recipe, stats)
-    logger.info(
-        "prepare-corpus wrote %s: train %d / validation %d sentences, %d tokens, %d duplicate "
-        "sentences removed, %d input(s) skipped (%.0f tokens/s)", output_directory,
-        splits["train"]["sentences"], splits["validation"]["sentences"], total_tokens, duplicates,
-        len(skipped), total_tokens / max(seconds, 1e-9),
-    )
-    return output_directory
+    return problems
 
 
 def _identity(path: Path) -> Dict[str, Any]:
     """An input's path, size and time; of a skipped link, the link's own (never followed)."""
     stat = path.lstat()
-    return {"path": str(path.parent.resolve() / path.name), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    return {
+        "path": str(path.parent.resolve() / path.name),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+    }
 
 
 def _document_hash(seed: int, source: str, key: str) -> int:

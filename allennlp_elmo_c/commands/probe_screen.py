@@ -1,11 +1,11 @@
 """
-`allennlp probe-screen`: a fast screen of pretrained biLMs, linear probes on frozen features, a
-few minutes per biLM, no randomness but the probes' fixed seed. Each probe is a standardized
-multinomial logistic regression (`linear_probes.probe`) fitted on a task's training split and scored on its
+`allennlp probe-screen`: a fast screen of pretrained biLMs, linear probes on frozen features, a few
+minutes per biLM, no randomness but the probes' fixed seed. Each probe is a standardized multinomial
+logistic regression (`linear_probes.probe`) fitted on a task's training split and scored on its
 development split (the test split is never read: the screen chooses, the full downstream runs
-report). The features are those the downstream models of this project read, the biLM's own
-fastText input beside the average of the biLM's layers (ELMo's mix with equal weights), and, as
-the floor, that fastText input alone:
+report). The features are those the downstream models of this project read, the biLM's own fastText
+input beside the average of the biLM's layers (ELMo's mix with equal weights), and, as the floor,
+that fastText input alone:
 
 - `pos`: Brown part-of-speech tags, one row per token, accuracy;
 - `ner`: UNER EWT's BIO tags, one row per token, entity F1 (exact spans of the predicted BIO
@@ -159,7 +159,9 @@ def features(representations, sentences: List[List[str]], batch_size: int, poole
     """{FASTTEXT, WITH_BILM} -> `(rows, dim)`: a row per token, or per sentence when `pooled`."""
     layers = token_features(representations, sentences, batch_size)
     if FASTTEXT not in layers:
-        raise ConfigurationError("the screen needs a biLM whose input is fastText (a `fasttext` embedder)")
+        raise ConfigurationError(
+            "the screen needs a biLM whose input is fastText (a `fasttext` embedder)"
+        )
     found = {FASTTEXT: layers[FASTTEXT],
              WITH_BILM: numpy.concatenate([layers[FASTTEXT], layers[AVERAGE]], axis=1)}  # fmt: skip
     if not pooled:
@@ -206,7 +208,8 @@ def score(task: str, train, dev, train_x, dev_x, args) -> Dict[str, object]:
     else:
         result["items"] = item_counts(task, [label for _, label in dev], predicted)
     if task == "ner":  # entity_f1 of the predictions, from their per-sentence counts
-        result["f1"] = float(items_score(task, numpy.asarray(result["items"], dtype=numpy.float64).sum(0)))
+        totals = numpy.asarray(result["items"], dtype=numpy.float64).sum(0)
+        result["f1"] = float(items_score(task, totals))
     result["score"] = result["f1"] if task == "ner" else result["accuracy"]
     return result
 
@@ -237,8 +240,15 @@ def items_score(task: str, sums: numpy.ndarray) -> numpy.ndarray:
     return sums[..., 0] / numpy.maximum(sums[..., 1], 1)
 
 
-def paired_bootstrap(a: dict, b: dict, tasks: Sequence[str], row_a: str = WITH_BILM,
-                     row_b: str = WITH_BILM, resamples: int = 1000, seed: int = 0) -> Dict[str, float]:  # fmt: skip
+def paired_bootstrap(
+    a: dict,
+    b: dict,
+    tasks: Sequence[str],
+    row_a: str = WITH_BILM,
+    row_b: str = WITH_BILM,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Dict[str, float]:
     """
     The difference `a - b` of the mean probe score over `tasks` between two screen results, and
     its 95% interval from a paired bootstrap: each resample draws each task's development items
@@ -297,7 +307,9 @@ def load_data(tasks: Dict[str, str], max_train: Dict[str, int]) -> Dict[str, Tup
     data = {}
     for task, directory in tasks.items():
         if task not in SPLIT_FILES:
-            raise ConfigurationError(f"unknown screen task {task!r}: any of {', '.join(SPLIT_FILES)}")
+            raise ConfigurationError(
+                f"unknown screen task {task!r}: any of {', '.join(SPLIT_FILES)}"
+            )
         train = read_split(task, Path(directory), "train")[: max_train.get(task)]
         data[task] = (train, read_split(task, Path(directory), "dev"))
     return data
@@ -339,8 +351,9 @@ def screen(args: argparse.Namespace) -> Dict[str, object]:
     """Probes every `--archive` on every `--task`, prints a line per biLM and task and each later
     biLM against the first, and returns (and writes to `--out`) the results."""
     data = load_data(named_paths(args.task, "--task"), {"pos": args.probe_pos_sentences})
+    archives = named_paths(args.archive, "--archive")
     results = {name: screen_archive(path, data, args, args.fasttext, with_fasttext=i == 0)
-               for i, (name, path) in enumerate(named_paths(args.archive, "--archive").items())}  # fmt: skip
+               for i, (name, path) in enumerate(archives.items())}  # fmt: skip
     for name, result in results.items():
         for task, probes in result["tasks"].items():  # type: ignore[attr-defined]
             cells = ", ".join(f"{row}: {100 * p['score']:.2f}" for row, p in probes.items())
@@ -349,7 +362,8 @@ def screen(args: argparse.Namespace) -> Dict[str, object]:
     for name in others:  # each later biLM against the first, on the mean over the tasks
         found = paired_bootstrap(results[name], results[first], list(data))
         results[name]["against"] = {"archive": first, **found}
-        print(f"{name} - {first}, mean over {', '.join(data)}: {100 * found['difference']:+.2f} points, "
+        print(f"{name} - {first}, mean over {', '.join(data)}: "
+              f"{100 * found['difference']:+.2f} points, "
               f"95% interval [{100 * found['low']:+.2f}, {100 * found['high']:+.2f}] "
               "(paired bootstrap over the development items)")
     if args.out is not None:

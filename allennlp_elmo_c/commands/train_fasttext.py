@@ -137,8 +137,9 @@ def train_fasttext(
     return output
 
 
-# Runs in a fresh interpreter that imports nothing but fastText: training inside a process that has
-# loaded torch/AllenNLP hit spurious NaNs far more often, and a C++ abort cannot take the caller down.
+# Runs in a fresh interpreter that imports nothing but fastText: training inside a process that
+# has loaded torch/AllenNLP hit spurious NaNs far more often, and a C++ abort cannot take the
+# caller down.
 _CHILD = """
 import json, sys
 import fasttext

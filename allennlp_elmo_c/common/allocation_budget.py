@@ -118,7 +118,9 @@ def _predicted_bytes(func, args, kwargs, count_meta: bool = False) -> Optional[i
     size = bound.get("size")
     if isinstance(size, (list, tuple)) and all(isinstance(n, int) for n in size):
         source = bound.get("self")
-        device = bound.get("device") or (source.device if isinstance(source, torch.Tensor) else None)
+        device = bound.get("device") or (
+            source.device if isinstance(source, torch.Tensor) else None
+        )
         if not count_meta and device is not None and torch.device(device).type == "meta":
             return 0
         dtype = bound.get("dtype") or (
@@ -209,18 +211,22 @@ def allocation_budget(
         with budget:
             yield budget
     except _OverBudget as error:
-        found = sorted(sizes, key=lambda item: -item[1])[:3] if sizes is not None else largest_sizes(config or {})
+        if sizes is not None:
+            found = sorted(sizes, key=lambda item: -item[1])[:3]
+        else:
+            found = largest_sizes(config or {})
         sizes_text = ", ".join(f"{key} = {value}" for key, value in found)
         if len(error.args) > 1:  # counted by `spend`
             raise ConfigurationError(
                 f"{where}: building the model would allocate more than {budget.limit:,} bytes "
-                f"({budget.used:,} so far, then {error.args[0]:,} more for {error.args[1]}), far more "
-                "than its weights hold. Refused before allocating."
+                f"({budget.used:,} so far, then {error.args[0]:,} more for {error.args[1]}), far "
+                "more than its weights hold. Refused before allocating."
             ) from None
+        largest = f" (largest: {sizes_text})" if sizes_text else ""
         raise ConfigurationError(
-            f"{where}: building the model would allocate more than {budget.limit:,} bytes ({budget.used:,} "
-            f"so far, then {error.args[0]:,} more), far more than its weights hold; its config "
-            f"declares sizes its weights do not have{f' (largest: {sizes_text})' if sizes_text else ''}. "
+            f"{where}: building the model would allocate more than {budget.limit:,} bytes "
+            f"({budget.used:,} so far, then {error.args[0]:,} more), far more than its weights "
+            f"hold; its config declares sizes its weights do not have{largest}. "
             "Refused before allocating."
         ) from None
     finally:
@@ -240,7 +246,9 @@ def largest_sizes(config: Dict[str, Any], count: int = 3) -> List[Tuple[str, int
     while stack:
         path, node = stack.pop()
         if isinstance(node, dict):
-            stack.extend((f"{path}.{key}", value) for key, value in node.items() if key not in _NOT_SIZES)
+            stack.extend(
+                (f"{path}.{key}", value) for key, value in node.items() if key not in _NOT_SIZES
+            )
         elif isinstance(node, list):
             stack.extend((f"{path}.{index}", value) for index, value in enumerate(node))
         elif isinstance(node, int) and not isinstance(node, bool):

@@ -62,7 +62,9 @@ REQUIRED: Dict[str, str] = {
     "SST_TRAIN": "the SST training trees (train.txt)",
     "SST_DEV": "the SST development trees (dev.txt)",
     "SST_TEST": "the SST test trees (test.txt)",
-    "STSB_TRAIN": "the STS-B training pairs (train.tsv of `experiments/quality/table2.py --tasks stsb`)",
+    "STSB_TRAIN": (
+        "the STS-B training pairs (train.tsv of `experiments/quality/table2.py --tasks stsb`)"
+    ),
     "STSB_DEV": "the STS-B development pairs (dev.tsv)",
     "STSB_TEST": "the STS-B test pairs (test.tsv)",
     "GLOVE_840B_300D": "glove.840B.300d.txt(.gz), downloaded by you",

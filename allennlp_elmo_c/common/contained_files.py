@@ -32,12 +32,14 @@ def inside_path(root: PathOrStr, name: object, what: str) -> Path:
     """
     root = Path(root)
     if not isinstance(name, str) or not name or "\x00" in name or "\\" in name:
-        raise ConfigurationError(f"{root}: {what} {quoted(name)} is not a file name inside the directory")
+        raise ConfigurationError(
+            f"{root}: {what} {quoted(name)} is not a file name inside the directory"
+        )
     pure = PurePosixPath(name)
     if pure.is_absolute() or os.path.isabs(name):
         raise ConfigurationError(
-            f"{root}: {what} {quoted(name)} is an absolute path; a directory's files are named relative "
-            "to it"
+            f"{root}: {what} {quoted(name)} is an absolute path; a directory's files are named "
+            "relative to it"
         )
     if ".." in pure.parts or not pure.parts or pure.parts == (".",):
         raise ConfigurationError(
@@ -78,7 +80,9 @@ def refuse_links(root: PathOrStr, source: str = "") -> List[str]:
             if stat.S_ISREG(mode):
                 files.append(relative)
             elif not stat.S_ISDIR(mode):
-                raise ConfigurationError(f"{source}: {printable(relative)} is not a regular file or directory")
+                raise ConfigurationError(
+                    f"{source}: {printable(relative)} is not a regular file or directory"
+                )
     return sorted(files)
 
 

@@ -121,10 +121,10 @@ class FastTextBin:
     def _fingerprint(self, matrix_offset: int) -> int:
         """
         A 52-bit identity of the model's content (exact as a double: training records it in
-        config.json, which AllenNLP reads through jsonnet's double-precision numbers): a hash of the file size, everything before the
-        input matrix (the arguments, i.e. `dim`, `minn`, `maxn`, `bucket`, and the whole
-        dictionary), the matrix's first MB and the file's last MB. Copies of one file share it;
-        two trainings, even on the same corpus, practically never do.
+        config.json, which AllenNLP reads through jsonnet's double-precision numbers): a hash of
+        the file size, everything before the input matrix (the arguments, i.e. `dim`, `minn`,
+        `maxn`, `bucket`, and the whole dictionary), the matrix's first MB and the file's last MB.
+        Copies of one file share it; two trainings, even on the same corpus, practically never do.
         """
         size = os.path.getsize(self.path)
         digest = hashlib.blake2b(str(size).encode(), digest_size=8)

@@ -214,8 +214,8 @@ def lookup_dotted(config: Any, dotted: str) -> Any:
 # The archive AllenNLP's `load_archive` is loading and the directory it is extracted to (set by
 # `loading_archive`), so that a fastText file of the archived config can be looked for beside it
 # or among the files the archive bundles.
-_LOADING_ARCHIVE: contextvars.ContextVar[Tuple[Optional[str], Optional[str]]] = contextvars.ContextVar(
-    "elmo_c_loading_archive", default=(None, None)
+_LOADING_ARCHIVE: contextvars.ContextVar[Tuple[Optional[str], Optional[str]]] = (
+    contextvars.ContextVar("elmo_c_loading_archive", default=(None, None))
 )
 # Where a task archive keeps the fastText models it reads: `fasttext/<fingerprint>.bin`
 # (`allennlp_elmo_c.patches.archive_paths` adds them when it archives a task model).
@@ -268,7 +268,8 @@ def resolve_missing_fasttext(
         return model_path
     bundled = bundled_fasttext(fingerprint)
     if bundled is not None:
-        logger.info("%s: fastText model %s does not exist; using the archive's copy", component, model_path)
+        logger.info("%s: fastText model %s does not exist; using the archive's copy",
+                    component, model_path)
         return bundled
     tried = [f"{model_path} (model_path of the {component}, from {Path.cwd()})"]
     from_environment = os.environ.get(FASTTEXT_ENV)
@@ -342,7 +343,9 @@ def resolve_fasttext_path(
     """
     if fasttext_path is not None:
         if not Path(fasttext_path).is_file():
-            raise ConfigurationError(f"fastText model {fasttext_path} (fasttext_path) does not exist")
+            raise ConfigurationError(
+                f"fastText model {fasttext_path} (fasttext_path) does not exist"
+            )
         return fasttext_path
     bundled = bundled_fasttext(fingerprint)
     if bundled is not None:

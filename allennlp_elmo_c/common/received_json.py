@@ -42,7 +42,9 @@ def read_received_json(
         descriptor = os.open(path, flags)
     except OSError as error:
         if not follow_links and os.path.islink(path):
-            raise ConfigurationError(f"{where}: a symbolic link, not a file; it is not followed") from None
+            raise ConfigurationError(
+                f"{where}: a symbolic link, not a file; it is not followed"
+            ) from None
         raise ConfigurationError(f"{where}: unreadable ({error.strerror})") from None
     with os.fdopen(descriptor, "rb") as stream:
         if not follow_links and not _is_regular(stream):
@@ -70,9 +72,13 @@ def parse_received_json(
             "read"
         )
     if json_depth(data) > MAX_DEPTH:
-        raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels; it is not parsed")
+        raise ConfigurationError(
+            f"{where}: nested deeper than {MAX_DEPTH} levels; it is not parsed"
+        )
     try:
-        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int64)
+        return json.loads(
+            data, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int64
+        )
     except RecursionError:
         raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:  # UnicodeDecodeError included

@@ -30,10 +30,10 @@ def read_meta(root: Path, source: str) -> Optional[Meta]:
     data = read_received_json(path, where, MAX_META_BYTES, follow_links=False)
     version = data.get("version") if isinstance(data, dict) else None
     if not isinstance(version, str) or not _VERSION.match(version):
+        got = version if isinstance(data, dict) else type(data).__name__
         raise ConfigurationError(
             f"{where}: not AllenNLP's record of its version (an object with a version such as "
-            f"'2.10.1'; got {quoted(version if isinstance(data, dict) else type(data).__name__, 60)}); "
-            "remove it, or save the archive again"
+            f"'2.10.1'; got {quoted(got, 60)}); remove it, or save the archive again"
         )
     meta = Meta(version=version)
     _check_version_compatibility(source, meta)

@@ -37,7 +37,8 @@ def _namespace_files(directory: Path, where: str = "") -> List[Path]:
     for name in (".lock", NAMESPACE_PADDING_FILE):
         _check_regular(directory / name, where, missing_ok=True)
     paths = sorted(
-        path for path in directory.iterdir() if not path.name.startswith(".") and path.name != NAMESPACE_PADDING_FILE
+        path for path in directory.iterdir()
+        if not path.name.startswith(".") and path.name != NAMESPACE_PADDING_FILE
     )
     for path in paths:
         _check_regular(path, where)
@@ -52,7 +53,11 @@ def _check_regular(path: Path, where: str, missing_ok: bool = False) -> None:
             return
         raise
     if not stat.S_ISREG(mode):
-        kind = "a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) else "not a file"
+        kind = (
+            "a symbolic link" if stat.S_ISLNK(mode)
+            else "a directory" if stat.S_ISDIR(mode)
+            else "not a file"
+        )
         raise ConfigurationError(
             f"{where}: vocabulary/{printable(path.name)} is {kind}, not a vocabulary file; a "
             "vocabulary directory holds the regular .txt files AllenNLP wrote"
@@ -72,7 +77,9 @@ def vocabulary_bytes(directory: Path, where: str) -> int:
         with open(patterns_file, "rb") as stream:
             data = stream.read(_MAX_PATTERNS_BYTES + 1)
         if len(data) > _MAX_PATTERNS_BYTES:
-            raise ConfigurationError(f"{where}: {NAMESPACE_PADDING_FILE} is larger than {_MAX_PATTERNS_BYTES} bytes")
+            raise ConfigurationError(
+                f"{where}: {NAMESPACE_PADDING_FILE} is larger than {_MAX_PATTERNS_BYTES} bytes"
+            )
         patterns = [line for line in data.decode("utf-8", "replace").splitlines() if line]
     total = 0
     for path in namespace_files:
@@ -82,7 +89,8 @@ def vocabulary_bytes(directory: Path, where: str) -> int:
         if padded and lines and first != DEFAULT_OOV_TOKEN:
             raise ConfigurationError(
                 f"{where}: the vocabulary namespace {printable(path.name)} is padded but its first "
-                f"line is {quoted(first, 40)}, not {DEFAULT_OOV_TOKEN}: not a vocabulary AllenNLP wrote"
+                f"line is {quoted(first, 40)}, not {DEFAULT_OOV_TOKEN}: not a vocabulary "
+                "AllenNLP wrote"
             )
         total += size + lines * ENTRY_BYTES
     return total
@@ -114,7 +122,9 @@ def _count_lines(path: Path, where: str) -> "tuple[int, int, str]":
     return lines, size, first.decode("utf-8", "replace")
 
 
-def _check_utf8(decoder, chunk: bytes, path: Path, where: str, offset: int, final: bool = False) -> None:
+def _check_utf8(
+    decoder, chunk: bytes, path: Path, where: str, offset: int, final: bool = False
+) -> None:
     try:
         decoder.decode(chunk, final=final)
     except UnicodeDecodeError as error:
@@ -124,7 +134,9 @@ def _check_utf8(decoder, chunk: bytes, path: Path, where: str, offset: int, fina
         ) from None
 
 
-def read_vocabulary(directory: Path, where: str, budget: Optional[int] = None) -> "tuple[Vocabulary, int]":
+def read_vocabulary(
+    directory: Path, where: str, budget: Optional[int] = None
+) -> "tuple[Vocabulary, int]":
     """
     AllenNLP's vocabulary of `directory` and the memory it took, checked first
     (`vocabulary_bytes`): a vocabulary that would take more than `budget` bytes is a
@@ -132,11 +144,13 @@ def read_vocabulary(directory: Path, where: str, budget: Optional[int] = None) -
     """
     cost = vocabulary_bytes(directory, where)
     if budget is not None and cost > budget:
-        sizes: Dict[str, int] = {path.name: path.stat().st_size for path in _namespace_files(directory, where)}
+        sizes: Dict[str, int] = {
+            path.name: path.stat().st_size for path in _namespace_files(directory, where)
+        }
         largest = max(sizes, key=sizes.get) if sizes else "?"
         raise ConfigurationError(
             f"{where}: reading its vocabulary would take about {cost:,} bytes, more than the "
-            f"{budget:,} its weights allow (largest namespace file: {largest}, {sizes.get(largest, 0):,} "
-            "bytes); refused before reading it"
+            f"{budget:,} its weights allow (largest namespace file: {largest}, "
+            f"{sizes.get(largest, 0):,} bytes); refused before reading it"
         )
     return Vocabulary.from_files(str(directory)), cost

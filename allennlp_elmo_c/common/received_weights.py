@@ -57,7 +57,9 @@ class Tensor(NamedTuple):
         return math.prod(self.shape) * self.dtype.itemsize
 
 
-def safetensors_header(path: PathOrStr, where: str) -> Dict[str, Tuple[torch.dtype, Tuple[int, ...], int, int]]:
+def safetensors_header(
+    path: PathOrStr, where: str
+) -> Dict[str, Tuple[torch.dtype, Tuple[int, ...], int, int]]:
     """
     `{name: (dtype, shape, begin, end)}` of a `.safetensors` file (`begin`, `end`: the tensor's
     bytes in the file), its header bounded before it is parsed and checked against the file's
@@ -68,13 +70,15 @@ def safetensors_header(path: PathOrStr, where: str) -> Dict[str, Tuple[torch.dty
     with open(path, "rb") as stream:
         prefix = stream.read(8)
         if len(prefix) < 8:
-            raise ConfigurationError(f"{where}: not a safetensors file (shorter than its header's length)")
+            raise ConfigurationError(
+                f"{where}: not a safetensors file (shorter than its header's length)"
+            )
         (length,) = struct.unpack("<Q", prefix)
         if length > MAX_SAFETENSORS_HEADER_BYTES or length > size - 8:
             raise ConfigurationError(
                 f"{where}: its safetensors header declares {length} bytes, more than the "
-                f"{min(MAX_SAFETENSORS_HEADER_BYTES, size - 8)} read (a model's header is a few KB); "
-                "refused before parsing it"
+                f"{min(MAX_SAFETENSORS_HEADER_BYTES, size - 8)} read (a model's header is a few "
+                "KB); refused before parsing it"
             )
         text = stream.read(length)
     header = parse_received_json(text, f"{where} (its header)", MAX_SAFETENSORS_HEADER_BYTES)
@@ -91,7 +95,10 @@ def safetensors_header(path: PathOrStr, where: str) -> Dict[str, Tuple[torch.dty
             dtype = SAFETENSORS_DTYPES[entry["dtype"]]
             shape = tuple(entry["shape"])
             begin, end = entry["data_offsets"]
-            valid = all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (*shape, begin, end))
+            valid = all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                for n in (*shape, begin, end)
+            )
         except (KeyError, TypeError, ValueError):
             valid = False
         if not valid or end - begin != math.prod(shape) * dtype.itemsize or data_start + end > size:
@@ -169,7 +176,8 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
         raise ConfigurationError(f"{where}: not a state dict of tensors")
     return {
-        name: Tensor(tensor.dtype, tuple(tensor.shape), tensor_held_bytes(tensor)) for name, tensor in state.items()
+        name: Tensor(tensor.dtype, tuple(tensor.shape), tensor_held_bytes(tensor))
+        for name, tensor in state.items()
     }
 
 

@@ -17,7 +17,9 @@ def printable(value: Any, limit: int = SHOWN_CHARACTERS) -> str:
     `limit` characters of the original, its length then said."""
     text = str(value)
     cut = text[:limit]
-    shown = "".join(character if character.isprintable() else repr(character)[1:-1] for character in cut)
+    shown = "".join(
+        character if character.isprintable() else repr(character)[1:-1] for character in cut
+    )
     if len(text) > limit:
         shown += f"... ({len(text)} characters)"
     return shown

@@ -92,8 +92,8 @@ def check_sentences(sentences: object, logger: logging.Logger) -> None:
 
     if isinstance(sentences, (str, bytes)) or not isinstance(sentences, (list, tuple)):
         raise ConfigurationError(
-            "expected a list of tokenized sentences (lists of strings), e.g. [[\"The\", \"council\", "
-            f"\"met\"]], got {type(sentences).__name__}"
+            "expected a list of tokenized sentences (lists of strings), e.g. "
+            f"[[\"The\", \"council\", \"met\"]], got {type(sentences).__name__}"
         )
     for index, sentence in enumerate(sentences):
         if isinstance(sentence, (str, bytes)) or not isinstance(sentence, (list, tuple)):
@@ -113,5 +113,6 @@ def check_sentences(sentences: object, logger: logging.Logger) -> None:
                 if count in (1, 10, 100) or count % 10_000 == 0:
                     logger.warning(
                         "%d word(s) were empty, whitespace or held control characters, embedded as "
-                        "given (latest: sentence %d, word %d: %r)", count, index, position, word[:20],
+                        "given (latest: sentence %d, word %d: %r)",
+                        count, index, position, word[:20],
                     )  # fmt: skip

@@ -185,9 +185,8 @@ class ElmoCModel(PreTrainedModel):
         `BaseModelOutput`: `last_hidden_state` `(batch, words, hidden_size)`, the top layer;
         `hidden_states`, with `output_hidden_states`, every layer, the same shape each.
         """
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
+        if output_hidden_states is None:
+            output_hidden_states = self.config.output_hidden_states
         return_dict = return_dict if return_dict is not None else self.config.use_return_dict
         if attention_mask is not None:
             inputs["token_mask"] = attention_mask.bool()
@@ -211,7 +210,8 @@ class ElmoCModel(PreTrainedModel):
                 path = inside_path(source, name, "the file")
                 if path.is_file():
                     copy_regular_file(path, inside_path(target, name, "the file"))
-            copy_regular_tree(inside_path(source, VOCABULARY_DIR, "the vocabulary"), target / VOCABULARY_DIR)
+            vocabulary = inside_path(source, VOCABULARY_DIR, "the vocabulary")
+            copy_regular_tree(vocabulary, target / VOCABULARY_DIR)
         write_checksums(target)
 
 
@@ -240,11 +240,16 @@ class ElmoCTokenizer:
             )
         reader = DatasetReader.from_params(Params(copy.deepcopy(config["dataset_reader"])))
         self._tokenizer = reader.tokenizer  # type: ignore[attr-defined]
-        self._indexer = reader.token_indexers[input_embedder_config(config)[0]]  # type: ignore[attr-defined]
-        self._vocab, _ = read_vocabulary(Path(self.directory) / VOCABULARY_DIR, f"model directory {directory}")
+        indexer_key = input_embedder_config(config)[0]
+        self._indexer = reader.token_indexers[indexer_key]  # type: ignore[attr-defined]
+        self._vocab, _ = read_vocabulary(
+            Path(self.directory) / VOCABULARY_DIR, f"model directory {directory}"
+        )
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *args: Any, **kwargs: Any) -> "ElmoCTokenizer":
+    def from_pretrained(
+        cls, pretrained_model_name_or_path, *args: Any, **kwargs: Any
+    ) -> "ElmoCTokenizer":
         return cls(str(pretrained_model_name_or_path))
 
     def save_pretrained(self, save_directory: Union[str, os.PathLike], **kwargs: Any) -> None:
@@ -278,7 +283,8 @@ class ElmoCTokenizer:
         if return_tensors not in ("pt", None):
             raise ValueError("ElmoCTokenizer returns torch tensors (return_tensors='pt')")
         if is_split_into_words:
-            sentences = [list(text)] if text and isinstance(text[0], str) else [list(s) for s in text]
+            single = text and isinstance(text[0], str)  # one sentence, not a batch of them
+            sentences = [list(text)] if single else [list(s) for s in text]
         else:
             sentences = [self.tokenize(t) for t in ([text] if isinstance(text, str) else text)]
         for sentence in sentences:

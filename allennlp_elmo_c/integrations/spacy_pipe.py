@@ -77,7 +77,9 @@ class ElmoCComponent:
         """The `ElmoCEmbedder` of `model` (read on first use)."""
         if self._embedder is None:
             if not Path(self.model).exists():
-                raise ConfigurationError(f"{self.name}: the ELMo-C model {self.model} does not exist")
+                raise ConfigurationError(
+                    f"{self.name}: the ELMo-C model {self.model} does not exist"
+                )
             self._embedder = ElmoCEmbedder(self.model, cuda_device=self._cuda_device())
             layers = self._embedder.representations.num_layers
             if self.layer is not None and not -layers <= self.layer < layers:
@@ -97,7 +99,9 @@ class ElmoCComponent:
         if parsed.type != "cuda":
             raise ConfigurationError(f"{self.name}: device must be cpu or cuda[:N], got {device!r}")
         if not torch.cuda.is_available():
-            raise ConfigurationError(f"{self.name}: device {device!r} asked for, but torch sees no GPU")
+            raise ConfigurationError(
+                f"{self.name}: device {device!r} asked for, but torch sees no GPU"
+            )
         return parsed.index or 0
 
     def __call__(self, doc: Doc) -> Doc:
@@ -162,7 +166,9 @@ def _span_vector(span) -> numpy.ndarray:
 
 
 def _doc_vector(doc) -> numpy.ndarray:
-    return doc.tensor.mean(0) if len(doc) else numpy.zeros(doc.tensor.shape[-1:], dtype=numpy.float32)
+    if not len(doc):
+        return numpy.zeros(doc.tensor.shape[-1:], dtype=numpy.float32)
+    return doc.tensor.mean(0)
 
 
 @Language.factory(

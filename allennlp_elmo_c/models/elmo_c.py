@@ -93,15 +93,16 @@ class ElmoCLanguageModel(Model):
         word, over targets that are among the candidates. Needs a target token embedder with an
         `embed_strings` method (the `fasttext` embedder has one).
     precision : `str`, optional (default = `"float32"`)
-        The precision `forward` runs in (training and validation, also `evaluate` and the
-        next-word predictor): `"float32"`, or `"bfloat16"`, mixed precision on CPU or GPU:
-        `forward` runs under `torch.autocast(<the inputs' device>, dtype=torch.bfloat16)`, so the
-        encoder's matrix products multiply bfloat16 operands with float32 accumulation, its
-        cell state and recurrence stay float32 (`allennlp_elmo_c.nn.lstmp`), the heads' losses
-        stay float32, and the parameters, gradients and optimizer state are float32 as always.
-        Training on a device without fast bfloat16 products (a GPU before Ampere, a CPU without
-        AVX-512) is refused at its first batch; evaluation there runs in float32. `encode`, which every embedding front door calls, runs in
-        float32 whatever the model was trained in. The configs read it from `ELMO_C_PRECISION`.
+        The precision `forward` runs in (training and validation, also `evaluate` and the next-word
+        predictor): `"float32"`, or `"bfloat16"`, mixed precision on CPU or GPU: `forward` runs
+        under `torch.autocast(<the inputs' device>, dtype=torch.bfloat16)`, so the encoder's matrix
+        products multiply bfloat16 operands with float32 accumulation, its cell state and recurrence
+        stay float32 (`allennlp_elmo_c.nn.lstmp`), the heads' losses stay float32, and the
+        parameters, gradients and optimizer state are float32 as always. Training on a device
+        without fast bfloat16 products (a GPU before Ampere, a CPU without AVX-512) is refused at
+        its first batch; evaluation there runs in float32. `encode`, which every embedding front
+        door calls, runs in float32 whatever the model was trained in. The configs read it from
+        `ELMO_C_PRECISION`.
     initializer : `InitializerApplicator`, optional
     """
 

@@ -103,7 +103,9 @@ class ElmoC(torch.nn.Module):
         """
         tensors = dict(inputs or {}, **kwargs)
         if not tensors:
-            raise ConfigurationError("ElmoC: no inputs; make them with batch_to_ids(sentences, elmo)")
+            raise ConfigurationError(
+                "ElmoC: no inputs; make them with batch_to_ids(sentences, elmo)"
+            )
         return self._elmo_c(**tensors)
 
 

@@ -199,7 +199,8 @@ class ElmoCRepresentations(torch.nn.Module):
         # A biLM without weights gets storage for them just before its children copy them in
         # (copying into a meta tensor does nothing), on the device the rest of this module is on.
         keys = [key for key in state_dict if key.startswith(prefix + "_lm.")]
-        if keys and not self._bilm.has_weights and not local_metadata.get("assign_to_params_buffers"):
+        assigned = local_metadata.get("assign_to_params_buffers")
+        if keys and not self._bilm.has_weights and not assigned:
             placed = [tensor for tensor in self.parameters() if not tensor.is_meta]
             self._bilm.allocate_weights(placed[0].device if placed else state_dict[keys[0]].device)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, *args, **kwargs)

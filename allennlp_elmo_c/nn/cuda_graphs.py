@@ -8,10 +8,10 @@ whatever else changes the kernels it launches) into a `torch.cuda.CUDAGraph` ove
 of its tensor arguments, and afterwards copies the new arguments into those and replays the
 graph: the same kernels on the same values, launched as one.
 
-The tensors returned are the graph's own static outputs: the next replay of the same key
-overwrites them, so a caller clones what it keeps. A shape is captured only once it has been seen
-`CAPTURE_AFTER` times; until then `function` runs eagerly on the caller's tensors (same values). Set `ELMO_C_CUDA_GRAPHS=0` to run the loop
-eagerly instead (for debugging; the results are the same).
+The tensors returned are the graph's own static outputs: the next replay of the same key overwrites
+them, so a caller clones what it keeps. A shape is captured only once it has been seen
+`CAPTURE_AFTER` times; until then `function` runs eagerly on the caller's tensors (same values). Set
+`ELMO_C_CUDA_GRAPHS=0` to run the loop eagerly instead (for debugging; the results are the same).
 """
 
 import logging

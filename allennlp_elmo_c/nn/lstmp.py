@@ -36,9 +36,9 @@ on CPU run through oneDNN (`allennlp_elmo_c.nn.products`): equal to the referenc
 float32 rounding, as judged against float64. On CPU the buffers come from a pool
 (`allennlp_elmo_c.nn.buffer_pool`) rather than fresh pages every step.
 
-Under bfloat16 autocast the same passes run in mixed precision (`lstm_with_projection`, "Precision"):
-the products take bfloat16 operands (each weight cast once per pass; h_t also written to a
-bfloat16 copy for W_hh's products, dL/d(gates) likewise for W_hh's and the products over every
+Under bfloat16 autocast the same passes run in mixed precision (`lstm_with_projection`,
+"Precision"): the products take bfloat16 operands (each weight cast once per pass; h_t also written
+to a bfloat16 copy for W_hh's products, dL/d(gates) likewise for W_hh's and the products over every
 step) and return float32, into the same float32 buffers the pointwise kernels read and write.
 """
 

@@ -93,7 +93,8 @@ def check_math_against_torch(threads: int) -> bool:
         # (rows, length, row stride): lengths of every remainder modulo 8, 16 and 32 (the
         # vector loop's step per capability), and views torch splits mid-row between threads.
         shapes = [(3, 64, 256), (3, 61, 256), (5, 45, 180), (7, 250, 1000), (7, 301, 1204),
-                  (16, 8192, 16384), (65, 530, 2120), (1, 40027, 40027), (5, 8216, 16432)]  # fmt: skip
+                  (16, 8192, 16384), (65, 530, 2120), (1, 40027, 40027),
+                  (5, 8216, 16432)]  # fmt: skip
         for seed, (rows, length, stride) in enumerate(shapes):
             size = rows * stride
             base = (_telling_values(size) if seed % 2 else _probe_values(size, seed))
@@ -123,8 +124,10 @@ def _set_up_forward() -> bool:
         return False
     threads = sorted({1, torch.get_num_threads()})
     if not all(check_math_against_torch(count) for count in threads):
-        logger.warning("lstmp_cpu: the C sigmoid/tanh do not reproduce torch's on this machine; "
-                       "the LSTM's forward steps run as torch ops (the backward ones in C)")  # fmt: skip
+        logger.warning(
+            "lstmp_cpu: the C sigmoid/tanh do not reproduce torch's on this machine; "
+            "the LSTM's forward steps run as torch ops (the backward ones in C)"
+        )
         return False
     return True
 

@@ -223,7 +223,8 @@ def _onednn_multiplies(dtype: torch.dtype) -> bool:
                 if not torch.equal(_onednn_linear(inputs, reordered), product):
                     raise RuntimeError("a reordered weight gives another product")
     except (RuntimeError, AttributeError) as error:
-        logger.info("products: oneDNN's %s linear is unavailable (%s); using torch.mm", dtype, error)
+        logger.info("products: oneDNN's %s linear is unavailable (%s); using torch.mm",
+                    dtype, error)
         return False
     exact = inputs.double() @ weight.double().t()
     scale = 1.0 if dtype == torch.float32 else exact.abs() + 1  # absolute, or relative

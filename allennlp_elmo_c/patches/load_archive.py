@@ -136,8 +136,9 @@ def apply() -> None:
     _load_archive.__doc__ = ORIGINALS["load_archive"].__doc__
     for module in LOOKED_UP_IN:
         module.load_archive = _load_archive  # type: ignore[attr-defined]
+    original = ORIGINALS["load_archive"]
     for name in LOOKED_UP_IN_IF_IMPORTED:
         module = sys.modules.get(name)
-        if module is not None and getattr(module, "load_archive", None) is ORIGINALS["load_archive"]:
+        if module is not None and getattr(module, "load_archive", None) is original:
             module.load_archive = _load_archive  # type: ignore[attr-defined]
     archival.extracted_archive = extracted_archive

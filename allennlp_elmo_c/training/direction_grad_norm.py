@@ -96,7 +96,8 @@ class GradNormPerDirection(TrainerCallback):
             # Once per update; the trainer's own clip_gradient checks the same stage.
             from torch.cuda.amp.grad_scaler import OptState
 
-            if scaler._per_optimizer_states[id(trainer.optimizer)]["stage"] is not OptState.UNSCALED:
+            stage = scaler._per_optimizer_states[id(trainer.optimizer)]["stage"]
+            if stage is not OptState.UNSCALED:
                 scaler.unscale_(trainer.optimizer)
         squares = []
         for group in groups.values():

@@ -182,7 +182,9 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
             decay_start_fraction = None
         if decay_end is not None or decay_end_examples is not None:
             decay_end_fraction = None
-        run = _run_updates(num_epochs, num_steps_per_epoch, decay_start_fraction, decay_end_fraction)
+        run = _run_updates(
+            num_epochs, num_steps_per_epoch, decay_start_fraction, decay_end_fraction
+        )
         decay_start = self._steps("decay_start", decay_start, decay_start_examples, batch_size,
                                   decay_start_fraction, run)  # fmt: skip
         decay_end = self._steps("decay_end", decay_end, decay_end_examples, batch_size,

@@ -203,8 +203,9 @@ class StepPhases(TrainerCallback):
             self._finish(is_primary)
         else:  # nothing measured, or training failed: no result that could pass for one
             self._remove_hooks()
-            logger.warning("step_phases: %d steps measured, %s; nothing written", len(self.steps),
-                           "training failed" if metrics is None else "fewer than skip + 1")  # fmt: skip
+            why = "training failed" if metrics is None else "fewer than skip + 1"
+            logger.warning("step_phases: %d steps measured, %s; nothing written",
+                           len(self.steps), why)
 
     def _phases(self, end: float) -> Dict[str, float]:
         marks = self._marks  # of the step's one forward, which ended (see on_batch)
@@ -249,8 +250,9 @@ class StepPhases(TrainerCallback):
             "mean_seconds": {name: statistics.mean(step.get(name, 0.0) for step in self.steps)
                              for name in names},  # fmt: skip
         }
-        logger.info("step_phases: mean seconds per step over %d batches: %s", len(self.steps),
-                    ", ".join(f"{k} {v:.4f}" for k, v in result["mean_seconds"].items()))  # fmt: skip
+        means = ", ".join(f"{k} {v:.4f}" for k, v in result["mean_seconds"].items())
+        logger.info("step_phases: mean seconds per step over %d batches: %s",
+                    len(self.steps), means)
         if is_primary:
             with atomic_open(Path(self.serialization_dir) / RESULT_FILE) as stream:
                 stream.write(json.dumps(result, indent=1))

@@ -37,11 +37,11 @@ class TrainingTimeBudgets(TrainerCallback):
 
     When the training time passes `minutes[i]`, the primary process writes
     `budget-<minutes>min.tar.gz` (an ordinary model archive of the weights at that moment) and
-    `budget-<minutes>min.json` (training seconds, batches, tokens predicted per direction,
-    tokens/s) into the serialization directory. Every `timeline_every` batches it also adds a
-    point (training seconds, tokens) to `budget-timeline.json` (and at each budget), so that a run slowed by other
-    work on the machine can be seen. After the last budget the run stops at the end of that
-    epoch (give `data_loader.batches_per_epoch` for short epochs).
+    `budget-<minutes>min.json` (training seconds, batches, tokens predicted per direction, tokens/s)
+    into the serialization directory. Every `timeline_every` batches it also adds a point (training
+    seconds, tokens) to `budget-timeline.json` (and at each budget), so that a run slowed by other
+    work on the machine can be seen. After the last budget the run stops at the end of that epoch
+    (give `data_loader.batches_per_epoch` for short epochs).
 
     Registered as a `TrainerCallback` with name "training_time_budgets".
 
@@ -73,8 +73,13 @@ class TrainingTimeBudgets(TrainerCallback):
         self._clock: Optional[float] = None
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"seconds": self.seconds, "batches": self.batches, "tokens": self.tokens,
-                "saved": list(self.saved), "timeline": [list(p) for p in self.timeline]}  # fmt: skip
+        return {
+            "seconds": self.seconds,
+            "batches": self.batches,
+            "tokens": self.tokens,
+            "saved": list(self.saved),
+            "timeline": [list(p) for p in self.timeline],
+        }
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         if not state_dict:

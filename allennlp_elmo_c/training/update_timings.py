@@ -54,7 +54,9 @@ class UpdateTimings(TrainerCallback):
             "start_wall": self._start_wall,
             "end": self._now(),
             "peak_rss_bytes": _peak_rss_bytes(),
-            "peak_gpu_bytes": torch.cuda.max_memory_allocated() if torch.cuda.is_initialized() else 0,
+            "peak_gpu_bytes": (
+                torch.cuda.max_memory_allocated() if torch.cuda.is_initialized() else 0
+            ),
         }
         with atomic_open(os.path.join(self.serialization_dir, TIMINGS)) as out:
             json.dump(record, out)

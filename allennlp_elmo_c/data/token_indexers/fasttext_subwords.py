@@ -123,7 +123,9 @@ class FastTextSubwordsIndexer(TokenIndexer):
         if archive_file is not None:
             model_path = self._archive_fasttext(archive_file, fingerprint)
         else:
-            model_path = resolve_missing_fasttext(model_path, "fasttext_subwords indexer", fingerprint)
+            model_path = resolve_missing_fasttext(
+                model_path, "fasttext_subwords indexer", fingerprint
+            )
         if fingerprint is not None:
             check_fingerprint(model_path, fingerprint, trained_with(fingerprint))
         self._model = FastTextBin.load(model_path)
@@ -154,7 +156,8 @@ class FastTextSubwordsIndexer(TokenIndexer):
                 return from_environment
             raise ConfigurationError(
                 f"fasttext_subwords: ELMo-C archive {archive_file} does not exist; give model_path "
-                f"(the biLM's fastText .bin) instead, or set the environment variable {FASTTEXT_ENV}"
+                "(the biLM's fastText .bin) instead, or set the environment variable "
+                f"{FASTTEXT_ENV}"
             )
         config = read_archive_config(archive_file)
         if recorded_fasttext_path(config, archive_file) is None:

@@ -55,7 +55,8 @@ class VocabularyOutputHead(OutputHead):
         super().__init__(input_dim, target_dim)
         if positions_per_chunk is not None and positions_per_chunk < 1:
             raise ConfigurationError(
-                f"{type(self).__name__}: positions_per_chunk must be >= 1, got {positions_per_chunk}"
+                f"{type(self).__name__}: positions_per_chunk must be >= 1, "
+                f"got {positions_per_chunk}"
             )
         self.positions_per_chunk = positions_per_chunk
         self.vocab_namespace = vocab_namespace

@@ -123,9 +123,10 @@ class ElmoLstmEncoder(BiLmEncoder):
     only on tokens 0..t and the backward output only on tokens t..n-1.
 
     Each direction: `Linear(input_size -> projection_size)` + LayerNorm (LayerNorm alone when
-    `input_size == projection_size`, as the paper's code; weights saved with a Linear there
-    still load it), then `num_layers` LSTM layers with a projection (cell `cell_size`, output `projection_size`) and LayerNorm, with a
-    residual connection around every layer from the second on.
+    `input_size == projection_size`, as the paper's code; weights saved with a Linear there still
+    load it), then `num_layers` LSTM layers with a projection (cell `cell_size`, output
+    `projection_size`) and LayerNorm, with a residual connection around every layer from the second
+    on.
 
     Registered as a `Seq2SeqEncoder` with name "elmo_lstm".
 
@@ -218,7 +219,8 @@ class ElmoLstmEncoder(BiLmEncoder):
         )
 
     def reset_states(self, mask: torch.BoolTensor = None) -> None:
-        """Forgets the carried states: of every row, or of the rows where `mask` `(batch,)` is True."""
+        """Forgets the carried states: of every row, or of the rows where `mask` `(batch,)` is
+        True."""
         if mask is None or self._states is None:
             self._states = None
             return

@@ -113,7 +113,9 @@ class ElmoCharCnnEmbedder(TokenEmbedder):
 def _check_files(options_file: str, weight_file: str) -> None:
     """ConfigurationErrors naming the file for a missing or unreadable options/weights pair."""
     try:
-        options = read_received_json(cached_path(options_file), f"elmo_char_cnn: ELMo options {options_file}")
+        options = read_received_json(
+            cached_path(options_file), f"elmo_char_cnn: ELMo options {options_file}"
+        )
         char_cnn = options["char_cnn"]
         num_filters = len(char_cnn["filters"])
         num_highway = int(char_cnn["n_highway"])
@@ -145,7 +147,8 @@ def _check_files(options_file: str, weight_file: str) -> None:
         with h5py.File(cached_path(weight_file), "r") as weights:
             missing = [name for name in names if name not in weights]
             if not missing:
-                spend(_checked_datasets(weights, names, weight_file), f"the datasets of {weight_file}")
+                declared = _checked_datasets(weights, names, weight_file)
+                spend(declared, f"the datasets of {weight_file}")
     except OSError as error:
         raise ConfigurationError(
             f"elmo_char_cnn: cannot read ELMo weights {weight_file} (an HDF5 file): {error}"
@@ -173,7 +176,10 @@ def _checked_datasets(weights: h5py.File, names: List[str], weight_file: str) ->
                 )
         dataset = weights[name]
         if not isinstance(dataset, h5py.Dataset) or dataset.is_virtual or dataset.external:
-            kind = "not a dataset" if not isinstance(dataset, h5py.Dataset) else "stored in other files"
+            kind = (
+                "not a dataset" if not isinstance(dataset, h5py.Dataset)
+                else "stored in other files"
+            )
             raise ConfigurationError(
                 f"elmo_char_cnn: ELMo weights {weight_file}: {name} is {kind}; only data held in "
                 "the .hdf5 itself is read"

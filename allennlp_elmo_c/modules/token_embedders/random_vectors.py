@@ -58,7 +58,8 @@ class RandomVectorsEmbedder(TokenEmbedder):
         """
         if word_hashes.dtype != torch.int64:
             raise ConfigurationError(
-                f"random_vectors needs the word_hash indexer's int64 hashes, got {word_hashes.dtype}"
+                "random_vectors needs the word_hash indexer's int64 hashes, "
+                f"got {word_hashes.dtype}"
             )
         mask = word_hashes != PADDING_HASH
         if token_mask is not None:
