@@ -12,7 +12,6 @@ default where it has one, and a number where the config parses one.
 import argparse
 import json
 import re
-from pathlib import Path
 from typing import Dict
 
 import _jsonnet

@@ -13,8 +13,8 @@ class ElmoC(torch.nn.Module):
     """
     AllenNLP's `allennlp.modules.elmo.Elmo` for a trained ELMo-C biLM: the same arguments (one
     `model` path in place of the options and weight files; no `vocab_to_cache`), the same output,
-    the same handling of sentence boundaries. Porting code that uses `Elmo` changes its import and the way ids are
-    made, since ELMo-C's ids depend on the model's fastText vectors:
+    the same handling of sentence boundaries. Porting code that uses `Elmo` changes its import
+    and the way ids are made, since ELMo-C's ids depend on the model's fastText vectors:
 
         from allennlp_elmo_c import ElmoC, batch_to_ids
         elmo = ElmoC("runs/elmo_c/model.tar.gz", num_output_representations=1, dropout=0.0)
