@@ -50,6 +50,7 @@ PRECISION_SPEED = [PROJECT / "experiments" / "speed" / "precision" / name
                                 "cpu_core_end_to_end_b64.json")]  # fmt: skip
 PRECISION_QUALITY = PROJECT / "experiments" / "quality" / "precision.json"
 AVX2_CPU = PROJECT / "experiments" / "speed" / "cpus" / "avx2_epyc.json"
+SCALE = PROJECT / "experiments" / "scale"
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 
 TASK_NAMES = {"ner": "NER, UNER EWT (F1)", "pos": "POS, Brown held-out genres",
@@ -395,6 +396,35 @@ def avx2_cpu_table() -> str:
     return "\n".join(lines)
 
 
+def at_user_scale_table() -> str:
+    """The own-text path as the corpus grows (experiments/scale): the streamed run's peak memory
+    at each size, the plan's errors on quiet cores, and the 100M-token run."""
+    memory, accuracy, at_size = (load(SCALE / name) for name in
+                                 ("memory.json", "plan_accuracy.json", "at_size.json"))  # fmt: skip
+    mib = 2**20
+    streamed = [row for row in memory["rows"] if row["loader"] == "lm_stream"]
+    peaks = ", ".join(f"{row['peak_memory_bytes'] / mib:,.0f} MiB at {row['tokens'] / 1e6:,.0f}M"
+                      for row in streamed)  # fmt: skip
+    errors = "; ".join(
+        f"{row['tokens']:,} tokens: time {row['estimated_seconds'] / row['seconds'] - 1:+.0%}, "
+        f"memory {row['estimated_peak_memory_bytes'] / row['peak_memory_bytes'] - 1:+.0%}"
+        for row in accuracy["rows"])  # fmt: skip
+    first = at_size["first"]
+    lines = [f"| {memory['machine']}, `elmo_c_small` | measured |", "|---|---|",
+             f"| peak memory of the same short run ({memory['date']}) | {peaks} |",
+             f"| the plan against the whole run, quiet cores ({accuracy['date']}) | {errors} |",
+             f"| 100M tokens ({at_size['date']}, other work on the cores): first update, speed, "
+             f"peak memory | {first['seconds_to_first_update']:.0f} s, "
+             f"{first['tokens_per_second']:,.0f} tokens/s, {first['peak_memory_bytes'] / mib:,.0f} "
+             "MiB |"]  # fmt: skip
+    prepared = at_size["prepare_corpus"]
+    if not prepared["skipped"]:
+        lines.append(f"| prepare-corpus of {prepared['train_tokens'] / 1e6:,.0f}M tokens: time, "
+                     f"peak memory | {prepared['seconds'] / 60:.0f} min, "
+                     f"{prepared['peak_memory_bytes'] / mib:,.0f} MiB |")  # fmt: skip
+    return "\n".join(lines)
+
+
 BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")
 SENTIMENT = ("sst5", "sentiment")
 BLOCKS: Dict[str, Callable[[], str]] = {
@@ -423,6 +453,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "precision-speed": precision_speed_table,
     "precision-quality": precision_quality_table,
     "avx2-cpu": avx2_cpu_table,
+    "at-user-scale": at_user_scale_table,
 }
 
 

@@ -17,6 +17,7 @@ of SCALE.md (between its markers) beside this file.
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -121,6 +122,33 @@ def prepare(args: argparse.Namespace, environment: Dict[str, str]) -> "tuple[Dic
     return prepared, corpus / "train.txt"
 
 
+def gnu_time_record(log: Path, corpus: Path) -> Dict[str, Any]:
+    """A `prepare-corpus` run made apart under `/usr/bin/time -v` (its output in `log`) into
+    `corpus`: its wall and CPU seconds and peak memory as GNU time reported them, and the tokens
+    its manifest counted."""
+    text = log.read_text(encoding="utf-8", errors="replace")
+
+    def field(name: str) -> str:
+        found = re.search(rf"^\s*{re.escape(name)}: (.+)$", text, re.M)
+        if found is None:
+            raise ValueError(f"{log}: no {name!r} line: not the output of /usr/bin/time -v")
+        return found.group(1).strip()
+
+    if field("Exit status") != "0":
+        raise ValueError(f"{log}: prepare-corpus exited with status {field('Exit status')}")
+    wall = 0.0
+    for part in field("Elapsed (wall clock) time (h:mm:ss or m:ss)").split(":"):
+        wall = wall * 60 + float(part)
+    splits = json.loads((corpus / "manifest.json").read_text())["stats"]["splits"]
+    return {
+        "skipped": False, "apart": True, "command": field("Command being timed").strip('"'),
+        "seconds": wall,
+        "cpu_seconds": float(field("User time (seconds)")) + float(field("System time (seconds)")),
+        "peak_memory_bytes": int(field("Maximum resident set size (kbytes)")) * 1024,
+        "train_tokens": splits["train"]["tokens"], "validation_tokens": splits["validation"]["tokens"],
+    }  # fmt: skip
+
+
 def measure(args: argparse.Namespace) -> Dict[str, Any]:
     work = args.work_dir
     environment = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
@@ -198,8 +226,13 @@ def render(record: Dict[str, Any]) -> str:
 def _prepared(prepared: Dict[str, Any]) -> str:
     if prepared["skipped"]:
         return f"not run: a tokenized corpus of {prepared['train_tokens']:,} tokens was given"
-    return (f"{prepared['train_tokens']:,} training tokens in {prepared['seconds'] / 60:.1f} min, "
+    made = (f"{prepared['train_tokens']:,} training tokens in {prepared['seconds'] / 60:.1f} min, "
             f"peak {prepared['peak_memory_bytes'] / 2**30:.2f} GiB")  # fmt: skip
+    if prepared.get("apart"):
+        rate = (prepared["train_tokens"] + prepared["validation_tokens"]) / prepared["cpu_seconds"]
+        made += (f" ({prepared['cpu_seconds'] / 60:.1f} CPU-minutes, {rate:,.0f} tokens a "
+                 f"CPU-second; run apart: `{prepared['command']}`)")  # fmt: skip
+    return made
 
 
 def main(argv: Sequence[str] = None) -> None:
@@ -220,8 +253,16 @@ def main(argv: Sequence[str] = None) -> None:
     parser.add_argument("--overrides", type=json.loads, default={}, help="JSON, as for train")
     parser.add_argument("--out", type=Path, default=HERE / "at_size.json")
     parser.add_argument("--report", type=Path, default=HERE / "SCALE.md")
+    parser.add_argument("--prepared-apart", type=Path, nargs=2, metavar=("TIME_LOG", "CORPUS"),
+                        help="record a prepare-corpus run made apart under /usr/bin/time -v into "
+                        "--out's record, and render; nothing else runs")  # fmt: skip
     args = parser.parse_args(argv)
-    record = measure(args)
+    if args.prepared_apart:
+        record = json.loads(args.out.read_text())
+        record["prepare_corpus"] = gnu_time_record(*args.prepared_apart)
+        record["conditions"] = args.conditions or record["conditions"]
+    else:
+        record = measure(args)
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     replace_section(args.report, BEGIN, END, render(record))
 

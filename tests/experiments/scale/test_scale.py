@@ -2,6 +2,8 @@
 tables and their JSON; no timing or memory assertions)."""
 import json
 
+import pytest
+
 from experiments.scale import at_size, memory, plan_accuracy
 from tests.helpers import LM_DATA, SENTENCES, TINY_FASTTEXT
 
@@ -56,3 +58,25 @@ def test_at_size_prepares_plans_trains_kills_and_resumes(tmp_path):
     assert record["checkpoint"].startswith("model_state_e0_b")
     assert record["plan"]["updates"] > 8 and record["replayed_first_update_seconds"] > 0
     assert "| --recover without skip_trained_batches" in report.read_text()
+
+
+def test_a_prepare_corpus_run_made_apart_is_read_from_gnu_time_and_its_manifest(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    splits = {"train": {"tokens": 1_000_000}, "validation": {"tokens": 10_000}}
+    (corpus / "manifest.json").write_text(json.dumps({"stats": {"splits": splits}}))
+    log = tmp_path / "prepare.log"
+    log.write_text("prepare-corpus: 1.01M tokens\n"
+                   '\tCommand being timed: "python -m allennlp_elmo_c prepare-corpus raw corpus"\n'
+                   "\tUser time (seconds): 50.50\n\tSystem time (seconds): 0.50\n"
+                   "\tElapsed (wall clock) time (h:mm:ss or m:ss): 1:02:03.5\n"
+                   "\tMaximum resident set size (kbytes): 2048\n\tExit status: 0\n")  # fmt: skip
+    record = at_size.gnu_time_record(log, corpus)
+    assert record["seconds"] == 3723.5 and record["cpu_seconds"] == 51.0
+    assert record["peak_memory_bytes"] == 2048 * 1024 and record["train_tokens"] == 1_000_000
+    assert record["command"] == "python -m allennlp_elmo_c prepare-corpus raw corpus"
+    shown = at_size._prepared(record)
+    assert shown.startswith("1,000,000 training tokens in 62.1 min") and "19,804 tokens a CPU" in shown
+    log.write_text(log.read_text().replace("Exit status: 0", "Exit status: 1"))
+    with pytest.raises(ValueError, match="exited with status 1"):
+        at_size.gnu_time_record(log, corpus)
