@@ -34,16 +34,23 @@ by every loader (`drop_training_only`) from an archive or a record, which `allen
 writes with it; a model directory, which `package` writes without it, is refused if it has one.
 
 **A task archive's config** (any AllenNLP model with an ELMo-C component, `is_elmo_c_config`:
-`crf_tagger`, `srl`, ... over `elmo_c_token_embedder`) cannot be held to the plugin's components.
-(An archive with no ELMo-C component is AllenNLP's to load, unchecked.) The generic refusals apply to its built sections: `*_kwargs`,
+`crf_tagger`, `srl`, ... over `elmo_c_token_embedder`; an archive with no ELMo-C component is
+AllenNLP's to load, unchecked) is checked against an allowlist too, `TASK_COMPONENTS`
+(`common.task_components`): every component of its built sections must be of one of the types
+named there (the AllenNLP and allennlp-models components the task configs of
+`downstream_configs/` use, a few generic AllenNLP modules, the plugin's task-side components),
+and each key that names what a component loads keeps to its rule: a Hugging Face or spaCy model
+name (`model_name`, `srl`'s `bert_model_name`, `language`) must not be a local path, a file or
+program outside the model (`srl_eval_path`, `bcn`'s `elmo`) is refused, and the plugin's own
+files are found by the plugin's loaders. Its `vocabulary.type` must be one of
+`VOCABULARY_TYPES`. The generic refusals apply to its built sections too: `*_kwargs`,
 `trust_remote_code`, URLs, nested archives (`from_archive` types, `_pretrained`,
 `override_weights_file`, `archive_file` anywhere but on the plugin's `elmo_c_token_embedder` and
-`fasttext_subwords`, whose biLM is itself read as a received biLM), archive names (but those
-two `archive_file`s), and a `pretrained_transformer*` component or `spacy` tokenizer whose model
-name is a local path (Hugging Face and spaCy then load whatever that directory holds). Keys that
-AllenNLP's loader removes before it builds the model (`pretrained_file`, `initializer`) are not
-looked into; it does not remove them inside a list, so there they are refused. The biLM record a task archive keeps goes through the full biLM check
-(`PretrainedBiLM.from_record`).
+`fasttext_subwords`, whose biLM is itself read as a received biLM) and archive names (but those
+two `archive_file`s). Keys that AllenNLP's loader removes before it builds the model
+(`pretrained_file`, `initializer`) are not looked into; it does not remove them inside a list,
+so there they are refused. The biLM record a task archive keeps goes through the full biLM
+check (`PretrainedBiLM.from_record`).
 
 **Numbers.** A received config's numbers are plain: a float must be finite (`1e400` is refused,
 not read as infinity) and an integer must fit in 64 bits; in a biLM's config every size a
@@ -67,12 +74,19 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.fasttext_source import lookup_dotted
-from allennlp_elmo_c.common.shown_text import printable
+from allennlp_elmo_c.common.shown_text import printable, quoted
 from allennlp_elmo_c.common.received_json import (  # noqa: F401 (its importers read them here)
     MAX_CONFIG_BYTES,
     MAX_DEPTH,
     parse_received_json,
     read_received_json,
+)
+from allennlp_elmo_c.common.task_components import (
+    HUB_MODEL,
+    NOT_RECEIVED,
+    SPACY_MODEL,
+    TASK_COMPONENTS,
+    UNTYPED_KEYS,
 )
 
 
@@ -334,9 +348,49 @@ def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: b
 def check_task_config(config: Any, where: str, prefix: str = "") -> None:
     """
     Refuses, with a `ConfigurationError` naming `where` and the key path, a received task
-    model's config that asks for code, a fetch or a nested archive (see the module docstring).
+    model's config that asks for code, a fetch or a nested archive, builds a component that is
+    not in `TASK_COMPONENTS`, or names a local model or an outside file or program where one of
+    them loads it (see the module docstring).
     """
     _check_generic(config, where, prefix, ARCHIVE_FILE_TYPES)
+    if "vocabulary" in config:
+        _check_vocabulary(config["vocabulary"], where, prefix + "vocabulary")
+    for section in BUILT:
+        if section in config:
+            skip = REMOVED_ON_LOAD if section == "model" else frozenset()
+            _check_task_components(config[section], where, prefix + section, skip)
+
+
+def _check_task_components(section: Any, where: str, path: str, skip: frozenset) -> None:
+    """Every component of a task config's built `section` (at `path`) is of a type of
+    `TASK_COMPONENTS`, and the keys it names something to load with keep to their rule (not
+    below the keys of `skip` outside lists, which AllenNLP's loader removes)."""
+    for key_path, _, item in _walk(section, path, skip):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind is None:
+            keys = UNTYPED_KEYS
+        elif isinstance(kind, str) and kind in TASK_COMPONENTS:
+            keys = TASK_COMPONENTS[kind]
+        else:
+            raise _refusal(
+                where, key_path + ".type",
+                f"type {quoted(kind, 60)} is not a component a received task model may build "
+                "(allowed: TASK_COMPONENTS in allennlp_elmo_c/common/task_components.py)",
+            )  # fmt: skip
+        for key, rule in keys.items():
+            value = item.get(key)
+            if value is None:
+                continue
+            if rule in (HUB_MODEL, SPACY_MODEL):
+                _check_model_name(value, where, f"{key_path}.{key}")
+            elif rule == NOT_RECEIVED:
+                raise _refusal(
+                    where, f"{key_path}.{key}",
+                    "it names a file or program outside the model to load or run; a received "
+                    "task model leaves it out",
+                )  # fmt: skip
 
 
 def drop_training_only(config: Dict[str, Any]) -> Dict[str, Any]:
@@ -392,10 +446,6 @@ def _check_section(
                 raise _refusal(where, key_path + ".type", "'from_archive' loads another archive (a nested archive)")
             if "archive_file" in item and kind not in archive_file_types:
                 raise _refusal(where, key_path + ".archive_file", REFUSED_KEYS["archive_file"])
-            if isinstance(kind, str) and kind.startswith("pretrained_transformer"):
-                _check_model_name(item.get("model_name"), where, key_path + ".model_name")
-            if kind == "spacy" and "language" in item:
-                _check_model_name(item.get("language"), where, key_path + ".language")
         elif isinstance(item, str):
             if key == "archive_file" and _is_archive_file_of(section, path, key_path, archive_file_types):
                 continue
@@ -485,6 +535,8 @@ def _sizes(value: Any, key: str, where: str, path: str) -> Iterator[Tuple[str, i
 
 
 def _check_vocabulary(value: Any, where: str, path: str) -> None:
+    if not isinstance(value, dict):
+        raise _refusal(where, path, "is not a JSON object")
     kind = value.get("type", "from_instances")
     if kind not in VOCABULARY_TYPES:
         raise _refusal(
