@@ -7,12 +7,16 @@ A model directory holds exactly what `package` (and `ElmoCModel.save_pretrained`
     config.json         model_type "elmo_c", the biLM's config, `files` naming the files below
     model.safetensors   the weights
     vocabulary/*.txt    the AllenNLP vocabulary (and the empty `.lock` AllenNLP's reader leaves)
-    <files>             each file `config.json`'s `files` names (the fastText .bin, a tokenizer)
+    <files>             the files its biLM reads (the fastText .bin, a BPE tokenizer), each
+                        under its kind in `config.json`'s `files` (`FILE_KINDS`)
     checksums.sha256    every other file's SHA-256
     README.md           the model card
 
 A received directory holding anything else (a `tokenizer_config.json`, a second weights file, a
-subdirectory) is refused by every loader (`check_directory_files`), whatever its listing says.
+subdirectory) is refused by every loader (`check_directory_files`), whatever its listing says;
+so is a `files` entry of another kind or naming a file its biLM does not read
+(`check_files_list`), and a file its biLM reads under a name Hugging Face's loaders read
+(`HUGGING_FACE_FILES`: `AutoTokenizer` would read a `tokenizer_config.json` before any check).
 """
 
 import os
@@ -36,6 +40,17 @@ MODEL_CARD = "README.md"
 VOCABULARY_LOCK = f"{VOCABULARY_DIR}/.lock"
 # The files of every model directory (beside the vocabulary and the files `files` names).
 FIXED_FILES = (CONFIG_FILE, WEIGHTS_FILE, CHECKSUMS_FILE, MODEL_CARD)
+# The kinds of file `files` may name (what `package` copies beside the weights).
+FILE_KINDS = ("fasttext", "tokenizer")
+# The files Hugging Face's `from_pretrained` loaders read from a directory by name, beside
+# config.json and the weights: never a file of a model directory.
+HUGGING_FACE_FILES = frozenset({
+    "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
+    "vocab.txt", "merges.txt", "preprocessor_config.json", "processor_config.json",
+    "generation_config.json", "pytorch_model.bin", "tf_model.h5", "flax_model.msgpack",
+    "model.safetensors.index.json", "pytorch_model.bin.index.json", "adapter_config.json",
+    "chat_template.json",
+})  # fmt: skip
 _EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
 
@@ -140,6 +155,12 @@ def check_directory_files(root: Path, present: Iterable[str], named: Iterable[st
     `ConfigurationError` naming it.
     """
     named = set(named)
+    for name in sorted(named & HUGGING_FACE_FILES):
+        raise ConfigurationError(
+            f"model directory {root}: its biLM reads {_shown(name)}, a name Hugging Face's "
+            "loaders read from a directory (`AutoTokenizer` before any check); `package` never "
+            "writes it: package the model again"
+        )
     for name in sorted(present):
         parts = PurePosixPath(name).parts
         if name in FIXED_FILES or name == VOCABULARY_LOCK or name in named:
@@ -152,6 +173,29 @@ def check_directory_files(root: Path, present: Iterable[str], named: Iterable[st
             "names); a received directory holding others is refused: remove it, or package the "
             "model again"
         )
+
+
+def check_files_list(root: Path, files: Dict[str, object], read: Iterable[str]) -> List[str]:
+    """
+    A model directory's `files` (kind -> name): each of a kind of `FILE_KINDS`, naming a file
+    its biLM reads (`read`, the names its config's file keys give); anything else is a
+    `ConfigurationError` naming the entry. Returns the names.
+    """
+    read = {os.path.normpath(name) for name in read}
+    for kind, name in files.items():
+        entry = f"`files.{_shown(str(kind))}` of {CONFIG_FILE}"
+        if kind not in FILE_KINDS:
+            raise ConfigurationError(
+                f"model directory {root}: {entry} is not a kind of file a model directory holds "
+                f"(`package` writes {', '.join(FILE_KINDS)}); remove it, or package the model again"
+            )
+        inside_path(root, name, entry)
+        if os.path.normpath(str(name)) not in read:
+            raise ConfigurationError(
+                f"model directory {root}: {entry} names {_shown(str(name))}, which its biLM does "
+                "not read (`files` names only the biLM's own files); package the model again"
+            )
+    return [str(name) for name in files.values()]
 
 
 def verify_checksums(root: Path) -> List[str]:

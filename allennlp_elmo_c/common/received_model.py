@@ -35,6 +35,7 @@ from allennlp_elmo_c.common.model_directory import (
     WEIGHTS_FILE,
     check_digests,
     check_directory_files,
+    check_files_list,
     read_listing,
 )
 from allennlp_elmo_c.common.received_config import (
@@ -47,7 +48,6 @@ from allennlp_elmo_c.common.received_config import (
 )
 from allennlp_elmo_c.common.received_weights import Tensor, held_total, weights_table
 from allennlp_elmo_c.common.safe_extract import extracted_archive, read_member
-from allennlp_elmo_c.common.shown_text import printable
 
 logger = logging.getLogger(__name__)
 
@@ -151,9 +151,6 @@ def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
     parts = checked_bilm(bilm, directory, where, prefix="bilm.", in_directory=True)
     inside = root.resolve()
     named = []
-    for kind, name in files.items():
-        inside_path(root, name, f"`files.{printable(kind)}` of {CONFIG_FILE}")
-        named.append(name)
     fasttext = config.get("fasttext")
     if isinstance(fasttext, dict) and "file" in fasttext:
         inside_path(root, fasttext["file"], f"`fasttext.file` of {CONFIG_FILE}")
@@ -165,6 +162,7 @@ def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
             value = Path(value).relative_to(inside).as_posix()
         node[name] = str(inside_path(inside, value, f"`bilm.{key}` of {CONFIG_FILE}"))
         named.append(value)
+    check_files_list(root, files, named)
     check_directory_files(root, present, named)
     check_digests(root, listed, sorted(set(listed) - {CONFIG_FILE}))
     return config, parts
