@@ -184,12 +184,12 @@ def check_files_list(root: Path, files: Dict[str, object], read: Iterable[str]) 
     read = {os.path.normpath(name) for name in read}
     for kind, name in files.items():
         entry = f"`files.{_shown(str(kind))}` of {CONFIG_FILE}"
+        inside_path(root, name, entry)
         if kind not in FILE_KINDS:
             raise ConfigurationError(
                 f"model directory {root}: {entry} is not a kind of file a model directory holds "
                 f"(`package` writes {', '.join(FILE_KINDS)}); remove it, or package the model again"
             )
-        inside_path(root, name, entry)
         if os.path.normpath(str(name)) not in read:
             raise ConfigurationError(
                 f"model directory {root}: {entry} names {_shown(str(name))}, which its biLM does "

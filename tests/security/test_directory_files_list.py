@@ -20,7 +20,12 @@ import pytest
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.model_directory import HUGGING_FACE_FILES
-from tests.helpers import RECEIVED_MODEL_DOORS, contained_received_copy, edit_directory_config, outcome
+from tests.helpers import (
+    RECEIVED_MODEL_DOORS,
+    contained_received_copy,
+    edit_directory_config,
+    outcome,
+)
 
 SECRET = "receivers_secret_word"
 OPENED: List[str] = []
@@ -54,7 +59,9 @@ def _add_tokenizer_config(directory: Path, secret: Path, kind: str) -> None:
     (directory / "tokenizer_config.json").write_text(
         json.dumps({"tokenizer_class": "BertTokenizer", "vocab_file": str(secret)})
     )
-    edit_directory_config(directory, lambda config: config["files"].update({kind: "tokenizer_config.json"}))
+    edit_directory_config(
+        directory, lambda config: config["files"].update({kind: "tokenizer_config.json"})
+    )
 
 
 # Every door that runs the plugin's checks of a model directory (`AutoTokenizer`: see above).
@@ -77,7 +84,9 @@ def test_files_cannot_add_a_tokenizer_config(door, model_directory, secret, tmp_
     assert "not a kind of file a model directory holds" in message
 
 
-def test_files_cannot_name_a_file_the_bilm_does_not_read(model_directory, secret, tmp_path, monkeypatch):
+def test_files_cannot_name_a_file_the_bilm_does_not_read(
+    model_directory, secret, tmp_path, monkeypatch
+):
     """Under a kind `package` writes (`tokenizer`) the name must be one the biLM reads."""
     received = contained_received_copy(model_directory[0], tmp_path, monkeypatch)
     _add_tokenizer_config(received, secret, "tokenizer")
@@ -87,14 +96,17 @@ def test_files_cannot_name_a_file_the_bilm_does_not_read(model_directory, secret
     assert "files.tokenizer" in str(error) and "which its biLM does not read" in str(error)
 
 
-def test_a_bilm_file_is_never_named_as_a_hugging_face_file(model_directory, secret, tmp_path, monkeypatch):
+def test_a_bilm_file_is_never_named_as_a_hugging_face_file(
+    model_directory, secret, tmp_path, monkeypatch
+):
     """The fastText `.bin` a sender renames `tokenizer_config.json` (in `files` and in the biLM's
     config alike) is refused: `AutoTokenizer` would read it as its tokenizer's config."""
     received = contained_received_copy(model_directory[0], tmp_path, monkeypatch)
     config = json.loads((received / "config.json").read_text())
     old = config["files"]["fasttext"]
     (received / old).rename(received / "tokenizer_config.json")
-    text = (received / "config.json").read_text().replace(json.dumps(old), '"tokenizer_config.json"')
+    text = (received / "config.json").read_text()
+    text = text.replace(json.dumps(old), '"tokenizer_config.json"')
     (received / "config.json").write_text(text)
     edit_directory_config(received, lambda config: None)
     assert "tokenizer_config.json" in HUGGING_FACE_FILES

@@ -16,7 +16,12 @@ from typing import Dict, Tuple
 
 import pytest
 
-from tests.security.received_models import craft_archive, refusal, task_archive_doors, train_task_archive
+from tests.security.received_models import (
+    craft_archive,
+    refusal,
+    task_archive_doors,
+    train_task_archive,
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +57,9 @@ CRAFTED = {
     }}, "dataset_reader.bert_model_name", "local path"),  # fmt: skip
     "srl srl_eval_path": (lambda home: {"model": {
         "type": "srl", "srl_eval_path": str(home / "answers" / "answers.txt"),
-        "text_field_embedder": {"token_embedders": {"hashes": {"type": "random_vectors", "embedding_dim": 4}}},
+        "text_field_embedder": {"token_embedders": {
+            "hashes": {"type": "random_vectors", "embedding_dim": 4},
+        }},
     }}, "model.srl_eval_path", "a file or program outside the model"),  # fmt: skip
 }
 DOORS = ("allennlp predict", "allennlp evaluate", "load_archive")
@@ -85,8 +92,10 @@ def test_a_published_bert_the_srl_reader_names_is_found_missing_before_anything_
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    crafted = craft_archive(task_archive, tmp_path / "received" / "model.tar.gz", lambda config: config.update(
-        dataset_reader={"type": "srl", "bert_model_name": "no-such-org/no-such-bert"}))  # fmt: skip
+    reader = {"type": "srl", "bert_model_name": "no-such-org/no-such-bert"}
+    crafted = craft_archive(task_archive, tmp_path / "received" / "model.tar.gz",
+                            lambda config: config.update(dataset_reader=reader))  # fmt: skip
     message = refusal(task_archive_doors(crafted, tmp_path / "work", monkeypatch)["load_archive"])
-    assert "dataset_reader.bert_model_name names the Hugging Face model 'no-such-org/no-such-bert'" in message
+    assert "dataset_reader.bert_model_name names the Hugging Face model" in message
+    assert "'no-such-org/no-such-bert'" in message
     assert "HF_HUB_OFFLINE=1" in message and "\n" not in message
