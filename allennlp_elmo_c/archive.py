@@ -38,7 +38,7 @@ from allennlp.models.archival import (
     get_weights_path,
 )
 
-from allennlp_elmo_c.common.allocation_budget import allocation_budget, budget_of
+from allennlp_elmo_c.common.allocation_budget import allocation_budget, budget_of, spend
 from allennlp_elmo_c.common.hub_models import check_hub_models
 from allennlp_elmo_c.common.model_directory import (  # noqa: F401 (the directory's format, used from here)
     CHECKSUMS_FILE,
@@ -72,11 +72,19 @@ from allennlp_elmo_c.common.received_model import (  # noqa: F401 (used from her
     unreadable_archive,
 )
 from allennlp_elmo_c.common.received_meta import read_meta
-from allennlp_elmo_c.common.received_vocabulary import read_vocabulary, vocabulary_bytes
+from allennlp_elmo_c.common.received_vocabulary import (
+    ENTRY_BYTES,
+    read_vocabulary,
+    vocabulary_bytes,
+)
 from allennlp_elmo_c.common.received_weights import held_total, weights_table
+from allennlp_elmo_c.common.shown_text import quoted
 from allennlp_elmo_c.common.weights_only import load_weights_only
 
 logger = logging.getLogger(__name__)
+
+# The most vocabulary files a biLM record may hold (a biLM's vocabulary has a few namespaces).
+MAX_RECORD_FILES = 64
 
 if TYPE_CHECKING:  # a layer above this one
     from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
@@ -389,13 +397,9 @@ class PretrainedBiLM:
         config = data.get("config")
         parts = checked_bilm(config, archive_file, where)
         config, _, overrides, _ = prepared(config, parts, archive_file, fasttext_path, tokenizer_path)
+        files = _record_files(data["vocabulary"], archive_file, where)
         with tempfile.TemporaryDirectory() as directory:
-            for name, text in data["vocabulary"].items():
-                if not _is_record_file_name(name) or not isinstance(text, str):
-                    raise ConfigurationError(
-                        f"the biLM record of {archive_file} names the vocabulary file {name!r}; "
-                        "a record's vocabulary files are plain '<namespace>.txt' names"
-                    )
+            for name, text in files.items():
                 (Path(directory) / name).write_text(text, encoding="utf-8")
             vocab, _ = read_vocabulary(Path(directory), where)
         params = Params(with_overrides(config, overrides))
@@ -447,6 +451,33 @@ class PretrainedBiLM:
         # The `fasttext` embedder's property (by name: this layer is below the modules).
         path = getattr(self.token_embedder, "model_path", None)
         return path if isinstance(path, str) else None
+
+
+def _record_files(files: Dict[Any, Any], archive_file: str, where: str) -> Dict[str, str]:
+    """
+    The vocabulary files of a biLM record (`where`, of `archive_file`), checked before any is
+    written: plain `<namespace>.txt` names of text, at most `MAX_RECORD_FILES` of them (the
+    namespaces of a biLM are a handful), and the memory reading them will take (their bytes and
+    `ENTRY_BYTES` per line, as `received_vocabulary` counts it) spent from the budget being
+    enforced (`common.allocation_budget`: the task model's, while it is loaded).
+    """
+    if len(files) > MAX_RECORD_FILES:
+        raise ConfigurationError(
+            f"{where}: its vocabulary has {len(files):,} files, more than the {MAX_RECORD_FILES} "
+            "namespaces a biLM's vocabulary has; refused before writing any"
+        )
+    for name, text in files.items():
+        if not _is_record_file_name(name) or not isinstance(text, str):
+            raise ConfigurationError(
+                f"the biLM record of {archive_file} names the vocabulary file "
+                f"{quoted(name)}; a record's vocabulary files are plain '<namespace>.txt' "
+                "names of text"
+            )
+    cost = sum(
+        len(text.encode("utf-8")) + (text.count("\n") + 1) * ENTRY_BYTES for text in files.values()
+    )
+    spend(cost, f"the vocabulary of {where}")
+    return files
 
 
 def _is_record_file_name(name: Any) -> bool:
