@@ -4,7 +4,9 @@ gone) makes its vocabulary files only after counting them: at most `MAX_RECORD_F
 the memory reading them takes spent from the task model's budget, before any is written. The
 crafted archives are the legacy task fixture (its biLM archive gone) with its record rewritten:
 200,000 vocabulary files of a few bytes each (a 100 KB archive), and one namespace of millions of
-lines. Each is refused with one line by `load_archive`, no file of the record written.
+lines. Each is refused with one line by `load_archive`, no file of the record written. And the
+biLM is the one the task archive keeps: a config naming a biLM archive of the receiver's (one
+that exists on this machine) never makes the loader open it.
 """
 
 import gzip
@@ -116,3 +118,68 @@ def test_a_record_names_only_plain_vocabulary_files():
     error = outcome(lambda: _record_files({"\x1b[2J../x.txt": ""}, "task.tar.gz", "the record"))
     assert isinstance(error, ConfigurationError), error
     assert "\\x1b[2J../x.txt" in str(error) and "\x1b" not in str(error), str(error)
+
+
+# --- the biLM a task archive keeps, never a file at the path its config names --------------------
+
+OPENED: List[str] = []
+WATCHED: List[str] = []
+
+
+def _record_opens(event: str, args: tuple) -> None:
+    if event != "open" or not WATCHED or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    if os.path.abspath(os.fsdecode(args[0])).startswith(WATCHED[0]):
+        OPENED.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_record_opens)
+
+
+def _naming(target: Path, bilm: str, rename_record: bool) -> Path:
+    """The legacy task archive whose config names the biLM archive `bilm` (its embedder and
+    indexer), its record kept under the namespace of that name (`rename_record`) or not."""
+    from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import record_namespace
+
+    out = io.BytesIO()
+    with tarfile.open(TASK) as source, tarfile.open(fileobj=out, mode="w") as copy:
+        config = json.loads(source.extractfile("config.json").read())  # type: ignore[union-attr]
+        old = config["model"]["text_field_embedder"]["token_embedders"]["elmo"]["archive_file"]
+        for member in source.getmembers():
+            stream = source.extractfile(member) if member.isfile() else None
+            data = stream.read() if stream is not None else None
+            if member.name == "config.json":
+                data = data.replace(json.dumps(old).encode(), json.dumps(bilm).encode())
+            if member.name == f"vocabulary/{record_namespace(old)}.txt" and rename_record:
+                member.name = f"vocabulary/{record_namespace(bilm)}.txt"
+            if data is not None:
+                member.size = len(data)
+            copy.addfile(member, io.BytesIO(data) if data is not None else None)
+    target.write_bytes(gzip.compress(out.getvalue()))
+    return target
+
+
+@pytest.mark.parametrize("rename_record", [True, False], ids=["its record", "no record"])
+def test_a_task_archive_never_reads_the_bilm_at_the_path_its_config_names(
+    rename_record, elmo_c_archive, scratch, tmp_path
+):
+    """The config names a biLM archive of the receiver's (it exists there): the task archive's
+    biLM is built from the record it keeps and its bundled `.bin`, and without a record it is
+    refused in one line; the receiver's archive is never opened."""
+    home = tmp_path / "home"
+    home.mkdir()
+    bilm = home / "model.tar.gz"
+    bilm.write_bytes(elmo_c_archive.read_bytes())
+    archive = _naming(tmp_path / "received.tar.gz", str(bilm), rename_record)
+    OPENED.clear()
+    WATCHED[:] = [str(home)]
+    try:
+        error = outcome(lambda: _load(archive))
+    finally:
+        WATCHED.clear()
+    assert OPENED == [], "the receiver's biLM archive was opened"
+    if rename_record:
+        assert error is None, f"{type(error).__name__}: {error}"
+        return
+    assert isinstance(error, ConfigurationError), f"{type(error).__name__}: {error}"
+    assert "keeps no record of its biLM" in str(error) and "\n" not in str(error)
