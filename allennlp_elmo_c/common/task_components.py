@@ -15,10 +15,11 @@ each key named here to its rule:
 - `NOT_RECEIVED`: a file or program outside the model (`srl`'s `srl_eval_path`, a Perl script
   the metric runs; `bcn`'s `elmo`, an ELMo read from the paths it names): refused unless absent
   or null;
-- `PLUGIN_FILE`: a file of the plugin's own component, found by the plugin's loaders
-  (`elmo_c_token_embedder` reads its biLM as a received biLM, from the record the task archive
-  keeps when the biLM archive is missing; a fastText `.bin` must match the fingerprint the
-  config records, and the copy the archive bundles is used when the path does not exist).
+- `PLUGIN_FILE`: a file of the plugin's own component, found by the plugin's loaders: while a
+  task archive is loaded, `elmo_c_token_embedder` builds its biLM from the record the archive
+  keeps (checked as a received biLM), never from the biLM archive at the path, and a fastText
+  `.bin` is the copy the archive bundles, else the file at the path, which must match the
+  fingerprint the config records.
 
 A component without `type` is its place's default (`single_id`, `embedding`, `basic`, `spacy`,
 a plain feedforward): its `language` is a `SPACY_MODEL`. Every other key of an allowed component

@@ -183,3 +183,8 @@ def test_a_task_archive_never_reads_the_bilm_at_the_path_its_config_names(
         return
     assert isinstance(error, ConfigurationError), f"{type(error).__name__}: {error}"
     assert "keeps no record of its biLM" in str(error) and "\n" not in str(error)
+
+
+def test_the_docs_give_the_records_bound():
+    text = (Path(__file__).parents[2] / "docs" / "security.md").read_text(encoding="utf-8")
+    assert f"The record may hold at most {MAX_RECORD_FILES} vocabulary files" in " ".join(text.split())
