@@ -234,7 +234,9 @@ FILE_KEYS = frozenset({
     "model_path", "output_embedding_fasttext", "tokenizer_path", "options_file", "weight_file",
 })  # fmt: skip
 
-_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?:https?|s3|gs|gcs|hf|file|ftp|sftp|data|az|abfs|r2):)")
+_URL = re.compile(
+    r"^(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?:https?|s3|gs|gcs|hf|file|ftp|sftp|data|az|abfs|r2):)"
+)
 _ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.bz2|tbz2?|tar\.xz|txz|tar|zip)(?:!|$)", re.IGNORECASE)
 
 
@@ -242,7 +244,11 @@ _ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.bz2|tbz2?|tar\.xz|txz|tar|zip)(?:!
 PLUGIN_PACKAGE = "allennlp_elmo_c"
 # The base class of each built section's own component, by the name AllenNLP's `Registrable`
 # keeps it under (`BUILT`).
-_SECTION_BASES = {"model": "Model", "dataset_reader": "DatasetReader", "validation_dataset_reader": "DatasetReader"}
+_SECTION_BASES = {
+    "model": "Model",
+    "dataset_reader": "DatasetReader",
+    "validation_dataset_reader": "DatasetReader",
+}
 
 
 def _plugin_registrations() -> Tuple[Dict[str, frozenset], frozenset]:
@@ -320,7 +326,9 @@ _FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
 _FASTTEXT_TYPES = ("fasttext", "fasttext_subwords")
 
 
-def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: bool = False) -> BiLMConfigParts:
+def check_bilm_config(
+    config: Any, where: str, prefix: str = "", in_directory: bool = False
+) -> BiLMConfigParts:
     """
     Refuses, with a `ConfigurationError` naming `where` and the key path (under `prefix`, e.g.
     `bilm.` for a model directory's config.json), a biLM config that is not made only of allowed
@@ -333,7 +341,8 @@ def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: b
     for key, value in config.items():
         path = prefix + key
         if key in BUILT:
-            _check_component(value, "model" if key == "model" else "dataset_reader", where, path, parts, len(prefix))
+            place = "model" if key == "model" else "dataset_reader"
+            _check_component(value, place, where, path, parts, len(prefix))
         elif key == "vocabulary":
             _check_vocabulary(value, where, path)
     if in_directory and config["model"].get("nearest_neighbour_words") is not None:
@@ -398,7 +407,9 @@ def drop_training_only(config: Dict[str, Any]) -> Dict[str, Any]:
     (`model.nearest_neighbour_words`); any other config unchanged."""
     if not is_bilm_config(config) or "nearest_neighbour_words" not in config["model"]:
         return config
-    model = {key: value for key, value in config["model"].items() if key != "nearest_neighbour_words"}
+    model = {
+        key: value for key, value in config["model"].items() if key != "nearest_neighbour_words"
+    }
     return {**config, "model": model}
 
 
@@ -422,8 +433,10 @@ def _check_generic(config: Any, where: str, prefix: str, archive_file_types: fro
     skip = frozenset() if is_bilm_config(config) else REMOVED_ON_LOAD
     for section in BUILT:
         if section in config:
-            _check_section(config[section], where, prefix + section,
-                           skip if section == "model" else frozenset(), archive_file_types)  # fmt: skip
+            section_skip = skip if section == "model" else frozenset()
+            _check_section(
+                config[section], where, prefix + section, section_skip, archive_file_types
+            )
 
 
 def _check_section(
@@ -431,7 +444,8 @@ def _check_section(
 ) -> None:
     for key_path, key, item in _walk(section, path, skip):
         if key in skip:  # reached in a list, where AllenNLP's loader leaves it to be built
-            raise _refusal(where, key_path, f"{REFUSED_KEYS[key]}; AllenNLP's loader removes it only outside lists")
+            why = f"{REFUSED_KEYS[key]}; AllenNLP's loader removes it only outside lists"
+            raise _refusal(where, key_path, why)
         if key is not None and key.endswith("_kwargs"):
             raise _refusal(
                 where, key_path,
@@ -443,11 +457,14 @@ def _check_section(
         if isinstance(item, dict):
             kind = item.get("type")
             if kind == "from_archive":
-                raise _refusal(where, key_path + ".type", "'from_archive' loads another archive (a nested archive)")
+                why = "'from_archive' loads another archive (a nested archive)"
+                raise _refusal(where, key_path + ".type", why)
             if "archive_file" in item and kind not in archive_file_types:
                 raise _refusal(where, key_path + ".archive_file", REFUSED_KEYS["archive_file"])
         elif isinstance(item, str):
-            if key == "archive_file" and _is_archive_file_of(section, path, key_path, archive_file_types):
+            if key == "archive_file" and _is_archive_file_of(
+                section, path, key_path, archive_file_types
+            ):
                 continue
             _check_string(item, where, key_path)
 
@@ -473,39 +490,28 @@ def _check_model_name(name: Any, where: str, path: str) -> None:
         )  # fmt: skip
 
 
-def _check_component(node: Any, place: str, where: str, path: str, parts: BiLMConfigParts, cut: int) -> None:
+def _check_component(
+    node: Any, place: str, where: str, path: str, parts: BiLMConfigParts, cut: int
+) -> None:
     """A component of a biLM's config: an allowed type for `place`, with allowed keys and plain
     sizes; what it holds is added to `parts` (paths without their first `cut` characters, the
     prefix of messages)."""
-    if not isinstance(node, dict):
-        raise _refusal(where, path, f"is not a component (a JSON object with a type), got {node!r}")
-    allowed = COMPONENTS[place]
-    kind = node.get("type", DEFAULT_TYPES.get(place))
-    if kind not in allowed:
-        given = f"type {kind!r}" if "type" in node else f"no type (AllenNLP's default is {kind!r})"
-        raise _refusal(
-            where, path + ".type" if "type" in node else path,
-            f"{given} is not a {place.replace('_', ' ')} a received biLM may build (allowed: "
-            f"{', '.join(sorted(allowed))})",
-        )  # fmt: skip
+    kind = _component_type(node, place, where, path)
     if kind in _FASTTEXT_TYPES and "model_path" in node:
         parts.fasttext_components.append((path[cut:], node))
     for key, value in node.items():
         key_path = f"{path}.{key}"
         if key == "type":
             continue
-        if key not in allowed[kind]:
-            raise _refusal(where, key_path, REFUSED_KEYS.get(key, f"is not a parameter a received {kind!r} may have"))
+        if key not in COMPONENTS[place][kind]:
+            why = REFUSED_KEYS.get(key, f"is not a parameter a received {kind!r} may have")
+            raise _refusal(where, key_path, why)
         if key in FILE_KEYS:
             parts.files.append((key_path[cut:], node, key))
             if key in _FASTTEXT_KEYS and isinstance(value, str):
                 parts.fasttext_keys.append((key_path[cut:], node, key))
         if key not in SUBCOMPONENTS:
-            for item_path, _, item in _walk(value, key_path):
-                if isinstance(item, dict) and "type" in item:
-                    raise _refusal(where, item_path, "holds a component where a plain value is expected")
-            if key in SIZE_KEYS:
-                parts.sizes.extend((key_path[cut:] + suffix, size) for suffix, size in _sizes(value, key, where, key_path))
+            _check_plain_value(value, key, where, key_path, parts, cut)
             continue
         sub_place, many = SUBCOMPONENTS[key]
         if not many:
@@ -517,12 +523,42 @@ def _check_component(node: Any, place: str, where: str, path: str, parts: BiLMCo
             _check_component(component, sub_place, where, f"{key_path}.{name}", parts, cut)
 
 
+def _component_type(node: Any, place: str, where: str, path: str) -> str:
+    """The type of a biLM's component at `place` (its place's default if it names none), one
+    `COMPONENTS` allows there."""
+    if not isinstance(node, dict):
+        raise _refusal(where, path, f"is not a component (a JSON object with a type), got {node!r}")
+    allowed = COMPONENTS[place]
+    kind = node.get("type", DEFAULT_TYPES.get(place))
+    if kind not in allowed:
+        given = f"type {kind!r}" if "type" in node else f"no type (AllenNLP's default is {kind!r})"
+        raise _refusal(
+            where, path + ".type" if "type" in node else path,
+            f"{given} is not a {place.replace('_', ' ')} a received biLM may build (allowed: "
+            f"{', '.join(sorted(allowed))})",
+        )  # fmt: skip
+    return kind
+
+
+def _check_plain_value(
+    value: Any, key: str, where: str, path: str, parts: BiLMConfigParts, cut: int
+) -> None:
+    """A key's value that holds no component; a size (`SIZE_KEYS`) is added to `parts`."""
+    for item_path, _, item in _walk(value, path):
+        if isinstance(item, dict) and "type" in item:
+            raise _refusal(where, item_path, "holds a component where a plain value is expected")
+    if key in SIZE_KEYS:
+        found = _sizes(value, key, where, path)
+        parts.sizes.extend((path[cut:] + suffix, size) for suffix, size in found)
+
+
 def _sizes(value: Any, key: str, where: str, path: str) -> Iterator[Tuple[str, int]]:
     """`(suffix of the key path, size)` of a size key's value (a list for `cutoffs`), each a
     non-negative integer within `MAX_SIZE` (`MAX_LAYERS` for `num_layers`); null is no size."""
     if value is None:
         return
-    items = list(enumerate(value)) if key == "cutoffs" and isinstance(value, list) else [(None, value)]
+    listed = key == "cutoffs" and isinstance(value, list)
+    items = list(enumerate(value)) if listed else [(None, value)]
     limit = MAX_LAYERS if key == "num_layers" else MAX_SIZE
     for index, item in items:
         suffix = "" if index is None else f".{index}"
@@ -563,7 +599,9 @@ def named_files(config: Any) -> List[Tuple[str, Dict[str, Any], str]]:
     found = []
     for path, _, node in _walk(config, ""):
         if isinstance(node, dict):
-            found.extend((f"{path}.{key}" if path else key, node, key) for key in node if key in FILE_KEYS)
+            found.extend(
+                (f"{path}.{key}" if path else key, node, key) for key in node if key in FILE_KEYS
+            )
     return sorted(found, key=lambda item: item[0])
 
 
@@ -590,15 +628,17 @@ def _walk(
 
 def _refusal(where: str, path: str, why: str) -> ConfigurationError:
     return ConfigurationError(
-        f"{where}: {printable(path)}: {printable(why, 400)}. A received model's config is data, not a program: it is "
-        "refused before anything is built (docs/security.md)"
+        f"{where}: {printable(path)}: {printable(why, 400)}. A received model's config is data, "
+        "not a program: it is refused before anything is built (docs/security.md)"
     )
 
 
 # Keys of a model directory's config.json (outside `bilm`) that would make Hugging Face load
 # code or other components (`tokenizer_class`: `AutoTokenizer` would read the directory with
 # that tokenizer instead of the plugin's).
-DIRECTORY_REFUSED = frozenset({"auto_map", "custom_pipelines", "tokenizer_class", "processor_class"})
+DIRECTORY_REFUSED = frozenset(
+    {"auto_map", "custom_pipelines", "tokenizer_class", "processor_class"}
+)
 
 
 def check_directory_config(config: Dict[str, Any], where: str) -> None:
