@@ -173,8 +173,12 @@ def build_bilm(spec: ReceivedBiLM, overrides: Dict[str, Any], cuda_device: int =
     sizes = spec.parts.sizes
     with allocation_budget(limit, spec.where, sizes=sizes, dry=True):
         planned = Model.from_params(vocab=vocab, params=model_params.duplicate())
-        state = {name: torch.empty(t.shape, dtype=t.dtype, device="meta") for name, t in spec.weights.items()}
-        _load_weights(planned, state, spec, assign=True)  # (a tensor some component made real stays)
+        state = {
+            name: torch.empty(t.shape, dtype=t.dtype, device="meta")
+            for name, t in spec.weights.items()
+        }
+        # (A tensor some component made real stays.)
+        _load_weights(planned, state, spec, assign=True)
     del planned
     with allocation_budget(limit, spec.where, sizes=sizes):
         model = Model.from_params(vocab=vocab, params=model_params)
@@ -195,16 +199,20 @@ def _read_weights(spec: ReceivedBiLM) -> Dict[str, torch.Tensor]:
     try:
         return safetensors.torch.load_file(str(spec.weights_file))
     except (OSError, ValueError, RuntimeError) as error:  # safetensors' errors for bad files
-        raise ConfigurationError(f"{spec.where}: unreadable {spec.weights_file.name} ({error})") from error
+        raise ConfigurationError(
+            f"{spec.where}: unreadable {spec.weights_file.name} ({error})"
+        ) from error
 
 
-def _load_weights(model: Model, state: Dict[str, torch.Tensor], spec: ReceivedBiLM, assign: bool = False) -> None:
+def _load_weights(
+    model: Model, state: Dict[str, torch.Tensor], spec: ReceivedBiLM, assign: bool = False
+) -> None:
     """`model.load_state_dict(state, strict=True, assign=assign)`, a mismatch refused naming the
     weights; a model directory's weights may be `ElmoCModel`'s (under `bilm.`, without output
     heads)."""
     if spec.is_directory:
         if state and all(name.startswith("bilm.") for name in state):  # as ElmoCModel saves them
-            state = {name[len("bilm."):]: tensor for name, tensor in state.items()}
+            state = {name[len("bilm.") :]: tensor for name, tensor in state.items()}
         if not any(name.startswith("_heads.") for name in state):
             # Saved without its output heads (by ElmoCModel, which runs only the layers): the
             # representations are complete; what needs the heads (next-word prediction) says so.
@@ -332,8 +340,7 @@ class PretrainedBiLM:
         except ConfigurationError as error:
             if "return_all_layers" in str(error):
                 raise ConfigurationError(
-                    f"{archive_file}: its contextualizer cannot return all layers (use "
-                    "elmo_lstm)"
+                    f"{archive_file}: its contextualizer cannot return all layers (use elmo_lstm)"
                 ) from error
             raise
         return cls._built(archive.model, archive.dataset_reader, spec.config, str(archive_file))
@@ -364,7 +371,9 @@ class PretrainedBiLM:
         is moved or deleted.
         """
         if self.config is None:
-            raise ConfigurationError(f"{self.archive_file}: no config to record (not read from an archive)")
+            raise ConfigurationError(
+                f"{self.archive_file}: no config to record (not read from an archive)"
+            )
         with tempfile.TemporaryDirectory() as directory:
             self.vocab.save_to_files(directory)
             files = {
@@ -396,7 +405,9 @@ class PretrainedBiLM:
             raise ConfigurationError(f"{where}: not a record of a biLM's config and vocabulary")
         config = data.get("config")
         parts = checked_bilm(config, archive_file, where)
-        config, _, overrides, _ = prepared(config, parts, archive_file, fasttext_path, tokenizer_path)
+        config, _, overrides, _ = prepared(
+            config, parts, archive_file, fasttext_path, tokenizer_path
+        )
         files = _record_files(data["vocabulary"], archive_file, where)
         with tempfile.TemporaryDirectory() as directory:
             for name, text in files.items():
@@ -531,25 +542,34 @@ def load_archive_directory(
         vocab = Vocabulary.from_files(str(root / VOCABULARY_DIR))
         with allocation_budget(budget, source, config, dry=True):
             planned = Model.from_params(vocab=vocab, params=params.duplicate().pop("model"))
-            state = {name: torch.empty(t.shape, dtype=t.dtype, device="meta") for name, t in table.items()}
+            state = {
+                name: torch.empty(t.shape, dtype=t.dtype, device="meta")
+                for name, t in table.items()
+            }
             try:
                 _assign_state(planned, state)
             except RuntimeError as error:
                 raise _weights_mismatch(error, weights.name, source) from error
         del planned, vocab
     else:
-        check_hub_models(params.as_dict(quiet=True), source)  # fails fast where they cannot be fetched
+        # Fails fast where they cannot be fetched.
+        check_hub_models(params.as_dict(quiet=True), source)
     dataset_reader, validation_dataset_reader = _load_dataset_readers(params.duplicate(), str(root))
     try:
         with allocation_budget(budget, source, config):
             model = Model.load(
-                params.duplicate(), serialization_dir=str(root), weights_file=str(weights), cuda_device=cuda_device
+                params.duplicate(),
+                serialization_dir=str(root),
+                weights_file=str(weights),
+                cuda_device=cuda_device,
             )
     except RuntimeError as error:
         if "state dict" not in str(error).replace("_", " "):
             raise
         raise _weights_mismatch(error, weights.name, source) from error
-    return Archive(model, params, dataset_reader, validation_dataset_reader, read_meta(root, source))
+    return Archive(
+        model, params, dataset_reader, validation_dataset_reader, read_meta(root, source)
+    )
 
 
 def _weights_mismatch(error: RuntimeError, weights_name: str, source: str) -> ConfigurationError:

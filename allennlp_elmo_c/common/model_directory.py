@@ -65,7 +65,9 @@ def write_checksums(directory: Path) -> None:
         if name == CHECKSUMS_FILE or is_vocabulary_lock(directory, name):
             continue
         if "\n" in name or "\\" in name:
-            raise ConfigurationError(f"{directory}: the file name {name!r} cannot be listed in {CHECKSUMS_FILE}")
+            raise ConfigurationError(
+                f"{directory}: the file name {name!r} cannot be listed in {CHECKSUMS_FILE}"
+            )
         lines.append(f"{file_sha256(directory / name)}  {name}")
     (directory / CHECKSUMS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -93,10 +95,14 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
     """
     present = set(refuse_links(root, f"model directory {root}"))
     if CHECKSUMS_FILE not in present:
-        raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} is missing; package the model again")
+        raise ConfigurationError(
+            f"model directory {root}: {CHECKSUMS_FILE} is missing; package the model again"
+        )
     present.discard(CHECKSUMS_FILE)
     listed: Dict[str, str] = {}
-    for number, line in enumerate((root / CHECKSUMS_FILE).read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(
+        (root / CHECKSUMS_FILE).read_text(encoding="utf-8").splitlines(), 1
+    ):
         if not line.strip():
             continue
         expected, separator, name = line[:64], line[64:66], line[66:]
@@ -113,16 +119,30 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
                 "itself, whose digest it cannot hold; remove that line"
             )
         if name in listed:
-            raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} lists {_shown(name)} twice")
+            raise ConfigurationError(
+                f"model directory {root}: {CHECKSUMS_FILE} lists {_shown(name)} twice"
+            )
         listed[name] = expected.lower()
-    if VOCABULARY_LOCK in present and VOCABULARY_LOCK not in listed and is_vocabulary_lock(root, VOCABULARY_LOCK):
+    if (
+        VOCABULARY_LOCK in present
+        and VOCABULARY_LOCK not in listed
+        and is_vocabulary_lock(root, VOCABULARY_LOCK)
+    ):
         present.discard(VOCABULARY_LOCK)
-    if VOCABULARY_LOCK in listed and VOCABULARY_LOCK not in present and listed[VOCABULARY_LOCK] == _EMPTY_SHA256:
+    if (
+        VOCABULARY_LOCK in listed
+        and VOCABULARY_LOCK not in present
+        and listed[VOCABULARY_LOCK] == _EMPTY_SHA256
+    ):
         del listed[VOCABULARY_LOCK]
     for name in sorted(listed):
         if name not in present:
             similar = [file for file in present if file.strip() == name.strip()]
-            hint = f" (the directory has {_shown(similar[0])}: the names differ in spaces)" if similar else ""
+            hint = (
+                f" (the directory has {_shown(similar[0])}: the names differ in spaces)"
+                if similar
+                else ""
+            )
             raise ConfigurationError(
                 f"model directory {root}: {_shown(name)}, listed in {CHECKSUMS_FILE}, is missing (or "
                 f"not a regular file){hint}"
@@ -165,7 +185,12 @@ def check_directory_files(root: Path, present: Iterable[str], named: Iterable[st
         parts = PurePosixPath(name).parts
         if name in FIXED_FILES or name == VOCABULARY_LOCK or name in named:
             continue
-        if len(parts) == 2 and parts[0] == VOCABULARY_DIR and parts[1].endswith(".txt") and not parts[1].startswith("."):
+        if (
+            len(parts) == 2
+            and parts[0] == VOCABULARY_DIR
+            and parts[1].endswith(".txt")
+            and not parts[1].startswith(".")
+        ):
             continue
         raise ConfigurationError(
             f"model directory {root}: {_shown(name)} is not a file a model directory holds (`package` "
