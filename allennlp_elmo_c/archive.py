@@ -40,7 +40,8 @@ from allennlp.models.archival import (
 
 from allennlp_elmo_c.common.allocation_budget import allocation_budget, budget_of, spend
 from allennlp_elmo_c.common.hub_models import check_hub_models
-from allennlp_elmo_c.common.model_directory import (  # noqa: F401 (the directory's format, used from here)
+# (The directory's format, used from here.)
+from allennlp_elmo_c.common.model_directory import (  # noqa: F401
     CHECKSUMS_FILE,
     DIRECTORY_FORMAT,
     MODEL_CARD,

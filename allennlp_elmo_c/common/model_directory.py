@@ -108,7 +108,8 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
         expected, separator, name = line[:64], line[64:66], line[66:]
         if separator not in ("  ", " *") or not _HEX.fullmatch(expected):
             raise ConfigurationError(
-                f"model directory {root}: line {number} of {CHECKSUMS_FILE} is not '<sha256>  <name>'"
+                f"model directory {root}: line {number} of {CHECKSUMS_FILE} is not "
+                "'<sha256>  <name>'"
             )
         while name.startswith("./"):  # what `find . -type f -exec sha256sum {} +` writes
             name = name[2:]
@@ -144,8 +145,8 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
                 else ""
             )
             raise ConfigurationError(
-                f"model directory {root}: {_shown(name)}, listed in {CHECKSUMS_FILE}, is missing (or "
-                f"not a regular file){hint}"
+                f"model directory {root}: {_shown(name)}, listed in {CHECKSUMS_FILE}, is "
+                f"missing (or not a regular file){hint}"
             )
     unlisted = sorted(present - set(listed))
     if unlisted:
@@ -162,8 +163,8 @@ def check_digests(root: Path, listed: Dict[str, str], names: Iterable[str]) -> N
     for name in names:
         if file_sha256(root / name) != listed[name]:
             raise ConfigurationError(
-                f"model directory {root}: {_shown(name)} does not match its checksum in {CHECKSUMS_FILE} "
-                "(changed or corrupt); package the model again"
+                f"model directory {root}: {_shown(name)} does not match its checksum in "
+                f"{CHECKSUMS_FILE} (changed or corrupt); package the model again"
             )
 
 
@@ -193,10 +194,10 @@ def check_directory_files(root: Path, present: Iterable[str], named: Iterable[st
         ):
             continue
         raise ConfigurationError(
-            f"model directory {root}: {_shown(name)} is not a file a model directory holds (`package` "
-            f"writes {', '.join(FIXED_FILES)}, {VOCABULARY_DIR}/*.txt and the files its config.json "
-            "names); a received directory holding others is refused: remove it, or package the "
-            "model again"
+            f"model directory {root}: {_shown(name)} is not a file a model directory holds "
+            f"(`package` writes {', '.join(FIXED_FILES)}, {VOCABULARY_DIR}/*.txt and the files "
+            "its config.json names); a received directory holding others is refused: remove it, "
+            "or package the model again"
         )
 
 

@@ -246,8 +246,8 @@ def recorded_fasttext(parts: BiLMConfigParts, source: str) -> Optional[str]:
     paths = {node[key] for _, node, key in parts.fasttext_keys}
     if len(paths) > 1:
         raise ConfigurationError(
-            f"{source} refers to several fastText files ({sorted(paths)}): fasttext_path cannot say "
-            "which to replace"
+            f"{source} refers to several fastText files ({sorted(paths)}): fasttext_path cannot "
+            "say which to replace"
         )
     return next(iter(paths), None)
 
@@ -304,10 +304,10 @@ def prepared(
     is_directory: bool = False,
 ) -> Tuple[Dict[str, Any], BiLMConfigParts, Dict[str, Any], Optional[str]]:
     """
-    The config to record (with the fingerprint of the biLM's fastText model) and its parts, the load-time
-    overrides (all layers returned, the training-only candidate list dropped, every fastText path
-    pointed at the `.bin` found, which must be the one the biLM was trained with; a BPE tokenizer
-    at `tokenizer_path`), and the `.bin` found.
+    The config to record (with the fingerprint of the biLM's fastText model) and its parts, the
+    load-time overrides (all layers returned, the training-only candidate list dropped, every
+    fastText path pointed at the `.bin` found, which must be the one the biLM was trained with; a
+    BPE tokenizer at `tokenizer_path`), and the `.bin` found.
     """
     subword = is_subword_config(config)
     if subword and fasttext_path is not None:
@@ -386,5 +386,7 @@ def _described(
         config, parts, source, fasttext_path, tokenizer_path, is_directory
     )
     weights = weights_table(weights_file, where)
-    return ReceivedBiLM(source, root, is_directory, config, parts, overrides, resolved, weights_file, weights,
-                        directory_config)  # fmt: skip
+    return ReceivedBiLM(
+        source, root, is_directory, config, parts, overrides, resolved, weights_file, weights,
+        directory_config,
+    )  # fmt: skip

@@ -278,8 +278,11 @@ def _checked_members(
             )
         if member.islnk():
             if _normalized(member.linkname) not in files:
-                raise _refused(archive_file, member.name, f"is a hard link to {shown_name(member.linkname)}, "
-                               "not to a regular file of the archive before it")  # fmt: skip
+                raise _refused(
+                    archive_file, member.name,
+                    f"is a hard link to {shown_name(member.linkname)}, not to a regular file of "
+                    "the archive before it",
+                )  # fmt: skip
             total += files[_normalized(member.linkname)].size  # extracted as a copy if need be
         elif member.ischr() or member.isblk():
             raise _refused(archive_file, member.name, "is a device")
@@ -294,22 +297,30 @@ def _checked_members(
             counted = (
                 "(a hard link, counted as the copy tarfile may make) " if member.islnk() else ""
             )
-            raise _refused(archive_file, member.name, f"{counted}brings the files to extract to {total} bytes, "
-                           f"over the {limit} bytes allowed for an archive of {archive_size} bytes "
-                           f"({_limits_text()})", _FIX)  # fmt: skip
+            raise _refused(
+                archive_file, member.name,
+                f"{counted}brings the files to extract to {total} bytes, over the {limit} bytes "
+                f"allowed for an archive of {archive_size} bytes ({_limits_text()})", _FIX,
+            )  # fmt: skip
         names.add(name)
         take = wanted is None or name == "." or wanted(name)
         if take and name != ".":
             parts = PurePosixPath(name).parts
             if len(parts) > MAX_DEPTH:
-                raise _refused(archive_file, member.name, f"is {len(parts)} directories deep, beyond the "
-                               f"{MAX_DEPTH} an extracted name may be")  # fmt: skip
+                raise _refused(
+                    archive_file, member.name,
+                    f"is {len(parts)} directories deep, beyond the {MAX_DEPTH} an extracted name "
+                    "may be",
+                )  # fmt: skip
             created.update(
                 PurePosixPath(*parts[:end]).as_posix() for end in range(1, len(parts) + 1)
             )
             if len(created) > MAX_MEMBERS:
-                raise _refused(archive_file, member.name, f"brings the files and directories extracting "
-                               f"the archive creates beyond {MAX_MEMBERS}", _FIX)  # fmt: skip
+                raise _refused(
+                    archive_file, member.name,
+                    f"brings the files and directories extracting the archive creates beyond "
+                    f"{MAX_MEMBERS}", _FIX,
+                )  # fmt: skip
         yield member, take
 
 
@@ -338,7 +349,10 @@ def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile,
         str(archive_file),
     )
     try:
-        with tarfile.open(fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo) as archive:  # type: ignore[call-overload]
+        opened = tarfile.open(  # type: ignore[call-overload]
+            fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo
+        )
+        with opened as archive:
             yield archive, size
     except _DECOMPRESSION_ERRORS as error:
         raise tarfile.ReadError(f"{archive_file}: corrupt compressed data ({error})") from error
@@ -346,13 +360,14 @@ def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile,
         raise ConfigurationError(
             f"archive {archive_file}: a member's extended header (pax or GNU long name) holds "
             f"{error.args[0]} bytes, more than the {MAX_HEADER_BYTES} allowed; refused before it "
-            "was read, nothing was extracted. A model archive's names are short: rebuild the archive."
+            "was read, nothing was extracted. A model archive's names are short: rebuild the "
+            "archive."
         ) from None
     except _HeadersChained as error:
         raise ConfigurationError(
             f"archive {archive_file}: {error.args[0]} extended headers (pax or GNU long name) "
-            f"come before one member, more than the {MAX_CHAINED_HEADERS} allowed; refused, nothing "
-            "was extracted. Rebuild the archive with an ordinary tar."
+            f"come before one member, more than the {MAX_CHAINED_HEADERS} allowed; refused, "
+            "nothing was extracted. Rebuild the archive with an ordinary tar."
         ) from None
     except _NameTooLong as error:
         raise _refused(
@@ -381,8 +396,9 @@ def read_member(archive_file: PathOrStr, name: str, max_bytes: int) -> Optional[
                                "Rebuild the archive with it as a plain file.")  # fmt: skip
             if member.size > max_bytes:
                 raise ConfigurationError(
-                    f"archive {archive_file}: member {shown_name(member.name)} holds {member.size} bytes, "
-                    f"larger than the {max_bytes} bytes read from it; refused before reading it"
+                    f"archive {archive_file}: member {shown_name(member.name)} holds "
+                    f"{member.size} bytes, larger than the {max_bytes} bytes read from it; refused "
+                    "before reading it"
                 )
             return archive.extractfile(member).read()  # type: ignore[union-attr]
     return None

@@ -363,8 +363,8 @@ def test_the_names_a_task_component_loads_may_be_published_ones():
 
 # Constructor parameters of the allowed task components whose names look like they load
 # something but do not (or that `check_task_config` refuses for every component).
-NOT_LOADING = {"vocab", "bidirectional", "use_input_elmo", "use_integrator_output_elmo",
-               "pretrained_file", "override_weights_file"}  # fmt: skip
+NOT_LOADING = {"vocab", "use_input_elmo", "use_integrator_output_elmo", "pretrained_file",
+               "override_weights_file"}  # fmt: skip
 
 
 def test_every_task_component_is_registered_with_the_keys_it_loads_by():
@@ -381,7 +381,7 @@ def test_every_task_component_is_registered_with_the_keys_it_loads_by():
     from allennlp_elmo_c.common.task_components import TASK_COMPONENTS
 
     looks_loading = re.compile(
-        r"path|file|dir|model_name|language|elmo|archive|vocab(?!_namespace)"
+        r"path|file|(?:^|_)dir(?:$|_|ector)|model_name|language|elmo|archive|vocab(?!_namespace)"
     )
     for kind, keys in TASK_COMPONENTS.items():
         classes = [
