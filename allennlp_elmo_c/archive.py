@@ -38,9 +38,10 @@ from allennlp.models.archival import (
     get_weights_path,
 )
 
-from allennlp_elmo_c.common.allocation_budget import allocation_budget, budget_of
+from allennlp_elmo_c.common.allocation_budget import allocation_budget, budget_of, spend
 from allennlp_elmo_c.common.hub_models import check_hub_models
-from allennlp_elmo_c.common.model_directory import (  # noqa: F401 (the directory's format, used from here)
+# (The directory's format, used from here.)
+from allennlp_elmo_c.common.model_directory import (  # noqa: F401
     CHECKSUMS_FILE,
     DIRECTORY_FORMAT,
     MODEL_CARD,
@@ -72,11 +73,19 @@ from allennlp_elmo_c.common.received_model import (  # noqa: F401 (used from her
     unreadable_archive,
 )
 from allennlp_elmo_c.common.received_meta import read_meta
-from allennlp_elmo_c.common.received_vocabulary import read_vocabulary, vocabulary_bytes
+from allennlp_elmo_c.common.received_vocabulary import (
+    ENTRY_BYTES,
+    read_vocabulary,
+    vocabulary_bytes,
+)
 from allennlp_elmo_c.common.received_weights import held_total, weights_table
+from allennlp_elmo_c.common.shown_text import quoted
 from allennlp_elmo_c.common.weights_only import load_weights_only
 
 logger = logging.getLogger(__name__)
+
+# The most vocabulary files a biLM record may hold (a biLM's vocabulary has a few namespaces).
+MAX_RECORD_FILES = 64
 
 if TYPE_CHECKING:  # a layer above this one
     from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
@@ -165,8 +174,12 @@ def build_bilm(spec: ReceivedBiLM, overrides: Dict[str, Any], cuda_device: int =
     sizes = spec.parts.sizes
     with allocation_budget(limit, spec.where, sizes=sizes, dry=True):
         planned = Model.from_params(vocab=vocab, params=model_params.duplicate())
-        state = {name: torch.empty(t.shape, dtype=t.dtype, device="meta") for name, t in spec.weights.items()}
-        _load_weights(planned, state, spec, assign=True)  # (a tensor some component made real stays)
+        state = {
+            name: torch.empty(t.shape, dtype=t.dtype, device="meta")
+            for name, t in spec.weights.items()
+        }
+        # (A tensor some component made real stays.)
+        _load_weights(planned, state, spec, assign=True)
     del planned
     with allocation_budget(limit, spec.where, sizes=sizes):
         model = Model.from_params(vocab=vocab, params=model_params)
@@ -187,16 +200,20 @@ def _read_weights(spec: ReceivedBiLM) -> Dict[str, torch.Tensor]:
     try:
         return safetensors.torch.load_file(str(spec.weights_file))
     except (OSError, ValueError, RuntimeError) as error:  # safetensors' errors for bad files
-        raise ConfigurationError(f"{spec.where}: unreadable {spec.weights_file.name} ({error})") from error
+        raise ConfigurationError(
+            f"{spec.where}: unreadable {spec.weights_file.name} ({error})"
+        ) from error
 
 
-def _load_weights(model: Model, state: Dict[str, torch.Tensor], spec: ReceivedBiLM, assign: bool = False) -> None:
+def _load_weights(
+    model: Model, state: Dict[str, torch.Tensor], spec: ReceivedBiLM, assign: bool = False
+) -> None:
     """`model.load_state_dict(state, strict=True, assign=assign)`, a mismatch refused naming the
     weights; a model directory's weights may be `ElmoCModel`'s (under `bilm.`, without output
     heads)."""
     if spec.is_directory:
         if state and all(name.startswith("bilm.") for name in state):  # as ElmoCModel saves them
-            state = {name[len("bilm."):]: tensor for name, tensor in state.items()}
+            state = {name[len("bilm.") :]: tensor for name, tensor in state.items()}
         if not any(name.startswith("_heads.") for name in state):
             # Saved without its output heads (by ElmoCModel, which runs only the layers): the
             # representations are complete; what needs the heads (next-word prediction) says so.
@@ -324,8 +341,7 @@ class PretrainedBiLM:
         except ConfigurationError as error:
             if "return_all_layers" in str(error):
                 raise ConfigurationError(
-                    f"{archive_file}: its contextualizer cannot return all layers (use "
-                    "elmo_lstm)"
+                    f"{archive_file}: its contextualizer cannot return all layers (use elmo_lstm)"
                 ) from error
             raise
         return cls._built(archive.model, archive.dataset_reader, spec.config, str(archive_file))
@@ -356,7 +372,9 @@ class PretrainedBiLM:
         is moved or deleted.
         """
         if self.config is None:
-            raise ConfigurationError(f"{self.archive_file}: no config to record (not read from an archive)")
+            raise ConfigurationError(
+                f"{self.archive_file}: no config to record (not read from an archive)"
+            )
         with tempfile.TemporaryDirectory() as directory:
             self.vocab.save_to_files(directory)
             files = {
@@ -388,14 +406,12 @@ class PretrainedBiLM:
             raise ConfigurationError(f"{where}: not a record of a biLM's config and vocabulary")
         config = data.get("config")
         parts = checked_bilm(config, archive_file, where)
-        config, _, overrides, _ = prepared(config, parts, archive_file, fasttext_path, tokenizer_path)
+        config, _, overrides, _ = prepared(
+            config, parts, archive_file, fasttext_path, tokenizer_path
+        )
+        files = _record_files(data["vocabulary"], archive_file, where)
         with tempfile.TemporaryDirectory() as directory:
-            for name, text in data["vocabulary"].items():
-                if not _is_record_file_name(name) or not isinstance(text, str):
-                    raise ConfigurationError(
-                        f"the biLM record of {archive_file} names the vocabulary file {name!r}; "
-                        "a record's vocabulary files are plain '<namespace>.txt' names"
-                    )
+            for name, text in files.items():
                 (Path(directory) / name).write_text(text, encoding="utf-8")
             vocab, _ = read_vocabulary(Path(directory), where)
         params = Params(with_overrides(config, overrides))
@@ -449,6 +465,33 @@ class PretrainedBiLM:
         return path if isinstance(path, str) else None
 
 
+def _record_files(files: Dict[Any, Any], archive_file: str, where: str) -> Dict[str, str]:
+    """
+    The vocabulary files of a biLM record (`where`, of `archive_file`), checked before any is
+    written: plain `<namespace>.txt` names of text, at most `MAX_RECORD_FILES` of them (the
+    namespaces of a biLM are a handful), and the memory reading them will take (their bytes and
+    `ENTRY_BYTES` per line, as `received_vocabulary` counts it) spent from the budget being
+    enforced (`common.allocation_budget`: the task model's, while it is loaded).
+    """
+    if len(files) > MAX_RECORD_FILES:
+        raise ConfigurationError(
+            f"{where}: its vocabulary has {len(files):,} files, more than the {MAX_RECORD_FILES} "
+            "namespaces a biLM's vocabulary has; refused before writing any"
+        )
+    for name, text in files.items():
+        if not _is_record_file_name(name) or not isinstance(text, str):
+            raise ConfigurationError(
+                f"the biLM record of {archive_file} names the vocabulary file "
+                f"{quoted(name)}; a record's vocabulary files are plain '<namespace>.txt' "
+                "names of text"
+            )
+    cost = sum(
+        len(text.encode("utf-8")) + (text.count("\n") + 1) * ENTRY_BYTES for text in files.values()
+    )
+    spend(cost, f"the vocabulary of {where}")
+    return files
+
+
 def _is_record_file_name(name: Any) -> bool:
     """Whether `name` is a vocabulary file name `record()` writes: `<namespace>.txt`, one plain
     name (no directory, no link, not hidden)."""
@@ -500,25 +543,34 @@ def load_archive_directory(
         vocab = Vocabulary.from_files(str(root / VOCABULARY_DIR))
         with allocation_budget(budget, source, config, dry=True):
             planned = Model.from_params(vocab=vocab, params=params.duplicate().pop("model"))
-            state = {name: torch.empty(t.shape, dtype=t.dtype, device="meta") for name, t in table.items()}
+            state = {
+                name: torch.empty(t.shape, dtype=t.dtype, device="meta")
+                for name, t in table.items()
+            }
             try:
                 _assign_state(planned, state)
             except RuntimeError as error:
                 raise _weights_mismatch(error, weights.name, source) from error
         del planned, vocab
     else:
-        check_hub_models(params.as_dict(quiet=True), source)  # fails fast where they cannot be fetched
+        # Fails fast where they cannot be fetched.
+        check_hub_models(params.as_dict(quiet=True), source)
     dataset_reader, validation_dataset_reader = _load_dataset_readers(params.duplicate(), str(root))
     try:
         with allocation_budget(budget, source, config):
             model = Model.load(
-                params.duplicate(), serialization_dir=str(root), weights_file=str(weights), cuda_device=cuda_device
+                params.duplicate(),
+                serialization_dir=str(root),
+                weights_file=str(weights),
+                cuda_device=cuda_device,
             )
     except RuntimeError as error:
         if "state dict" not in str(error).replace("_", " "):
             raise
         raise _weights_mismatch(error, weights.name, source) from error
-    return Archive(model, params, dataset_reader, validation_dataset_reader, read_meta(root, source))
+    return Archive(
+        model, params, dataset_reader, validation_dataset_reader, read_meta(root, source)
+    )
 
 
 def _weights_mismatch(error: RuntimeError, weights_name: str, source: str) -> ConfigurationError:

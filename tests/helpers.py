@@ -739,6 +739,14 @@ def _predict(model: Path, scratch: Path) -> None:
         sys.argv = old
 
 
+def _elmo_c_embed(model: Path, scratch: Path) -> None:
+    from allennlp_elmo_c.commands.elmo_c_embed import embed_file
+
+    inputs = scratch / "sentences.txt"
+    inputs.write_text("the council met\n", encoding="utf-8")
+    embed_file(str(model), str(inputs), str(scratch / "out.hdf5"))
+
+
 def _spacy(model: Path, scratch: Path) -> None:
     import spacy
 
@@ -800,6 +808,7 @@ RECEIVED_MODEL_DOORS = {
     "PretrainedBiLM.from_archive": _from_archive,
     "load_archive": _load_archive,
     "allennlp predict": _predict,
+    "elmo-c-embed": _elmo_c_embed,
     "spaCy": _spacy,
     "Flair": _flair,
     "AutoModel": _auto("AutoModel"),

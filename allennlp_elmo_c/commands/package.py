@@ -45,6 +45,7 @@ from allennlp_elmo_c.archive import (
 )
 from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
 from allennlp_elmo_c.common.contained_files import copy_regular_file
+from allennlp_elmo_c.common.model_directory import FIXED_FILES, HUGGING_FACE_FILES
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
 from allennlp_elmo_c.common.received_json import read_received_json
@@ -137,7 +138,7 @@ def _copy_files(bilm: PretrainedBiLM, config: Dict[str, Any], staging: Path, cop
         )
     for kind, path in sources.items():
         name = Path(path).name
-        if name in files.values() or name in ("config.json", WEIGHTS_FILE, MODEL_CARD):
+        if name in files.values() or name in FIXED_FILES or name in HUGGING_FACE_FILES:
             name = f"{kind}-{name}"
         # A model directory's own files are copied as regular files only (never through a link).
         copier = copy_regular_file if Path(bilm.archive_file).is_dir() else link_or_copy

@@ -241,6 +241,11 @@ def loading_archive(archive_file: Optional[str], extracted: Optional[str] = None
         _LOADING_ARCHIVE.reset(token)
 
 
+def archive_being_loaded() -> Optional[str]:
+    """The directory the archive being loaded (`loading_archive`) is extracted to, if any."""
+    return _LOADING_ARCHIVE.get()[1]
+
+
 def bundled_fasttext(fingerprint: Optional[int]) -> Optional[str]:
     """The bundled copy of the fastText model of `fingerprint` in the archive being loaded (or
     in the run directory beside it), if there is one."""
@@ -259,18 +264,18 @@ def resolve_missing_fasttext(
     model_path: str, component: str, fingerprint: Optional[int] = None
 ) -> str:
     """
-    `model_path` if it exists; else (a config read from a moved archive, or on another machine)
-    the copy the archive being loaded bundles (by `fingerprint`), `$ELMO_C_FASTTEXT`, then the
-    file of that name beside the archive being loaded, with a warning naming the file used;
-    else a `ConfigurationError` listing every place tried and the command-line fixes.
+    The copy the archive being loaded bundles (by `fingerprint`), whether `model_path` exists
+    or not (an archive's own file before a path on this machine); else `model_path` if it
+    exists; else (a config read from a moved archive, or on another machine) `$ELMO_C_FASTTEXT`,
+    then the file of that name beside the archive being loaded, with a warning naming the file
+    used; else a `ConfigurationError` listing every place tried and the command-line fixes.
     """
-    if Path(model_path).is_file():
-        return model_path
     bundled = bundled_fasttext(fingerprint)
     if bundled is not None:
-        logger.info("%s: fastText model %s does not exist; using the archive's copy",
-                    component, model_path)
+        logger.info("%s: fastText model %s: using the archive's copy", component, model_path)
         return bundled
+    if Path(model_path).is_file():
+        return model_path
     tried = [f"{model_path} (model_path of the {component}, from {Path.cwd()})"]
     from_environment = os.environ.get(FASTTEXT_ENV)
     if from_environment:

@@ -1,31 +1,36 @@
 """
 The Hugging Face models a received task archive names (AllenNLP's `pretrained_transformer`
-tokenizers, indexers and embedders), checked before anything is built: one that is not in the
-local cache would be downloaded by transformers, and on a machine without network transformers
-tries for a minute and more before failing with a long traceback. `check_hub_models` fails fast
-instead, with one line: a model missing from the cache is refused when `HF_HUB_OFFLINE=1`, and
-otherwise the Hub is asked once, with a short timeout (`PROBE_SECONDS`), whether it is reachable.
+tokenizers, indexers and embedders, the `srl` reader's BERT), checked before anything is built:
+one that is not in the local cache would be downloaded by transformers, and on a machine without
+network transformers tries for a minute and more before failing with a long traceback.
+`check_hub_models` fails fast instead, with one line: a model missing from the cache is refused
+when `HF_HUB_OFFLINE=1`, and otherwise the Hub is asked once, with a short timeout
+(`PROBE_SECONDS`), whether it is reachable.
 """
 
 from typing import Any, Iterator, List, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common.task_components import HUB_MODEL, TASK_COMPONENTS
+
 # How long the Hub may take to answer before a model missing from the cache is refused.
 PROBE_SECONDS = 5.0
 
 
 def hub_model_names(config: Any, path: str = "") -> Iterator[Tuple[str, str]]:
-    """`(dotted key, model name)` of every `pretrained_transformer*` component of a config."""
+    """`(dotted key, model name)` of every key of a config's components that names a Hugging
+    Face model (`HUB_MODEL` in `common.task_components`: a `pretrained_transformer*`
+    component's `model_name`, the `srl` reader's `bert_model_name`)."""
     stack: List[Tuple[str, Any]] = [(path, config)]
     while stack:
         where, node = stack.pop()
         if isinstance(node, dict):
             kind = node.get("type")
-            if isinstance(kind, str) and kind.startswith("pretrained_transformer"):
-                name = node.get("model_name")
-                if isinstance(name, str):
-                    yield f"{where}.model_name".lstrip("."), name
+            keys = TASK_COMPONENTS.get(kind, {}) if isinstance(kind, str) else {}
+            for key in sorted(key for key, rule in keys.items() if rule == HUB_MODEL):
+                if isinstance(node.get(key), str):
+                    yield f"{where}.{key}".lstrip("."), node[key]
             stack.extend((f"{where}.{key}", value) for key, value in node.items())
         elif isinstance(node, list):
             stack.extend((f"{where}.{index}", value) for index, value in enumerate(node))

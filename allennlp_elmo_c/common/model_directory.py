@@ -7,12 +7,16 @@ A model directory holds exactly what `package` (and `ElmoCModel.save_pretrained`
     config.json         model_type "elmo_c", the biLM's config, `files` naming the files below
     model.safetensors   the weights
     vocabulary/*.txt    the AllenNLP vocabulary (and the empty `.lock` AllenNLP's reader leaves)
-    <files>             each file `config.json`'s `files` names (the fastText .bin, a tokenizer)
+    <files>             the files its biLM reads (the fastText .bin, a BPE tokenizer), each
+                        under its kind in `config.json`'s `files` (`FILE_KINDS`)
     checksums.sha256    every other file's SHA-256
     README.md           the model card
 
 A received directory holding anything else (a `tokenizer_config.json`, a second weights file, a
-subdirectory) is refused by every loader (`check_directory_files`), whatever its listing says.
+subdirectory) is refused by every loader (`check_directory_files`), whatever its listing says;
+so is a `files` entry of another kind or naming a file its biLM does not read
+(`check_files_list`), and a file its biLM reads under a name Hugging Face's loaders read
+(`HUGGING_FACE_FILES`: `AutoTokenizer` would read a `tokenizer_config.json` before any check).
 """
 
 import os
@@ -36,6 +40,17 @@ MODEL_CARD = "README.md"
 VOCABULARY_LOCK = f"{VOCABULARY_DIR}/.lock"
 # The files of every model directory (beside the vocabulary and the files `files` names).
 FIXED_FILES = (CONFIG_FILE, WEIGHTS_FILE, CHECKSUMS_FILE, MODEL_CARD)
+# The kinds of file `files` may name (what `package` copies beside the weights).
+FILE_KINDS = ("fasttext", "tokenizer")
+# The files Hugging Face's `from_pretrained` loaders read from a directory by name, beside
+# config.json and the weights: never a file of a model directory.
+HUGGING_FACE_FILES = frozenset({
+    "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json",
+    "vocab.txt", "merges.txt", "preprocessor_config.json", "processor_config.json",
+    "generation_config.json", "pytorch_model.bin", "tf_model.h5", "flax_model.msgpack",
+    "model.safetensors.index.json", "pytorch_model.bin.index.json", "adapter_config.json",
+    "chat_template.json",
+})  # fmt: skip
 _EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
 
@@ -50,7 +65,9 @@ def write_checksums(directory: Path) -> None:
         if name == CHECKSUMS_FILE or is_vocabulary_lock(directory, name):
             continue
         if "\n" in name or "\\" in name:
-            raise ConfigurationError(f"{directory}: the file name {name!r} cannot be listed in {CHECKSUMS_FILE}")
+            raise ConfigurationError(
+                f"{directory}: the file name {name!r} cannot be listed in {CHECKSUMS_FILE}"
+            )
         lines.append(f"{file_sha256(directory / name)}  {name}")
     (directory / CHECKSUMS_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -78,16 +95,21 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
     """
     present = set(refuse_links(root, f"model directory {root}"))
     if CHECKSUMS_FILE not in present:
-        raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} is missing; package the model again")
+        raise ConfigurationError(
+            f"model directory {root}: {CHECKSUMS_FILE} is missing; package the model again"
+        )
     present.discard(CHECKSUMS_FILE)
     listed: Dict[str, str] = {}
-    for number, line in enumerate((root / CHECKSUMS_FILE).read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(
+        (root / CHECKSUMS_FILE).read_text(encoding="utf-8").splitlines(), 1
+    ):
         if not line.strip():
             continue
         expected, separator, name = line[:64], line[64:66], line[66:]
         if separator not in ("  ", " *") or not _HEX.fullmatch(expected):
             raise ConfigurationError(
-                f"model directory {root}: line {number} of {CHECKSUMS_FILE} is not '<sha256>  <name>'"
+                f"model directory {root}: line {number} of {CHECKSUMS_FILE} is not "
+                "'<sha256>  <name>'"
             )
         while name.startswith("./"):  # what `find . -type f -exec sha256sum {} +` writes
             name = name[2:]
@@ -98,19 +120,33 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
                 "itself, whose digest it cannot hold; remove that line"
             )
         if name in listed:
-            raise ConfigurationError(f"model directory {root}: {CHECKSUMS_FILE} lists {_shown(name)} twice")
+            raise ConfigurationError(
+                f"model directory {root}: {CHECKSUMS_FILE} lists {_shown(name)} twice"
+            )
         listed[name] = expected.lower()
-    if VOCABULARY_LOCK in present and VOCABULARY_LOCK not in listed and is_vocabulary_lock(root, VOCABULARY_LOCK):
+    if (
+        VOCABULARY_LOCK in present
+        and VOCABULARY_LOCK not in listed
+        and is_vocabulary_lock(root, VOCABULARY_LOCK)
+    ):
         present.discard(VOCABULARY_LOCK)
-    if VOCABULARY_LOCK in listed and VOCABULARY_LOCK not in present and listed[VOCABULARY_LOCK] == _EMPTY_SHA256:
+    if (
+        VOCABULARY_LOCK in listed
+        and VOCABULARY_LOCK not in present
+        and listed[VOCABULARY_LOCK] == _EMPTY_SHA256
+    ):
         del listed[VOCABULARY_LOCK]
     for name in sorted(listed):
         if name not in present:
             similar = [file for file in present if file.strip() == name.strip()]
-            hint = f" (the directory has {_shown(similar[0])}: the names differ in spaces)" if similar else ""
+            hint = (
+                f" (the directory has {_shown(similar[0])}: the names differ in spaces)"
+                if similar
+                else ""
+            )
             raise ConfigurationError(
-                f"model directory {root}: {_shown(name)}, listed in {CHECKSUMS_FILE}, is missing (or "
-                f"not a regular file){hint}"
+                f"model directory {root}: {_shown(name)}, listed in {CHECKSUMS_FILE}, is "
+                f"missing (or not a regular file){hint}"
             )
     unlisted = sorted(present - set(listed))
     if unlisted:
@@ -127,8 +163,8 @@ def check_digests(root: Path, listed: Dict[str, str], names: Iterable[str]) -> N
     for name in names:
         if file_sha256(root / name) != listed[name]:
             raise ConfigurationError(
-                f"model directory {root}: {_shown(name)} does not match its checksum in {CHECKSUMS_FILE} "
-                "(changed or corrupt); package the model again"
+                f"model directory {root}: {_shown(name)} does not match its checksum in "
+                f"{CHECKSUMS_FILE} (changed or corrupt); package the model again"
             )
 
 
@@ -140,18 +176,52 @@ def check_directory_files(root: Path, present: Iterable[str], named: Iterable[st
     `ConfigurationError` naming it.
     """
     named = set(named)
+    for name in sorted(named & HUGGING_FACE_FILES):
+        raise ConfigurationError(
+            f"model directory {root}: its biLM reads {_shown(name)}, a name Hugging Face's "
+            "loaders read from a directory (`AutoTokenizer` before any check); `package` never "
+            "writes it: package the model again"
+        )
     for name in sorted(present):
         parts = PurePosixPath(name).parts
         if name in FIXED_FILES or name == VOCABULARY_LOCK or name in named:
             continue
-        if len(parts) == 2 and parts[0] == VOCABULARY_DIR and parts[1].endswith(".txt") and not parts[1].startswith("."):
+        if (
+            len(parts) == 2
+            and parts[0] == VOCABULARY_DIR
+            and parts[1].endswith(".txt")
+            and not parts[1].startswith(".")
+        ):
             continue
         raise ConfigurationError(
-            f"model directory {root}: {_shown(name)} is not a file a model directory holds (`package` "
-            f"writes {', '.join(FIXED_FILES)}, {VOCABULARY_DIR}/*.txt and the files its config.json "
-            "names); a received directory holding others is refused: remove it, or package the "
-            "model again"
+            f"model directory {root}: {_shown(name)} is not a file a model directory holds "
+            f"(`package` writes {', '.join(FIXED_FILES)}, {VOCABULARY_DIR}/*.txt and the files "
+            "its config.json names); a received directory holding others is refused: remove it, "
+            "or package the model again"
         )
+
+
+def check_files_list(root: Path, files: Dict[str, object], read: Iterable[str]) -> List[str]:
+    """
+    A model directory's `files` (kind -> name): each of a kind of `FILE_KINDS`, naming a file
+    its biLM reads (`read`, the names its config's file keys give); anything else is a
+    `ConfigurationError` naming the entry. Returns the names.
+    """
+    read = {os.path.normpath(name) for name in read}
+    for kind, name in files.items():
+        entry = f"`files.{_shown(str(kind))}` of {CONFIG_FILE}"
+        inside_path(root, name, entry)
+        if kind not in FILE_KINDS:
+            raise ConfigurationError(
+                f"model directory {root}: {entry} is not a kind of file a model directory holds "
+                f"(`package` writes {', '.join(FILE_KINDS)}); remove it, or package the model again"
+            )
+        if os.path.normpath(str(name)) not in read:
+            raise ConfigurationError(
+                f"model directory {root}: {entry} names {_shown(str(name))}, which its biLM does "
+                "not read (`files` names only the biLM's own files); package the model again"
+            )
+    return [str(name) for name in files.values()]
 
 
 def verify_checksums(root: Path) -> List[str]:

@@ -34,16 +34,23 @@ by every loader (`drop_training_only`) from an archive or a record, which `allen
 writes with it; a model directory, which `package` writes without it, is refused if it has one.
 
 **A task archive's config** (any AllenNLP model with an ELMo-C component, `is_elmo_c_config`:
-`crf_tagger`, `srl`, ... over `elmo_c_token_embedder`) cannot be held to the plugin's components.
-(An archive with no ELMo-C component is AllenNLP's to load, unchecked.) The generic refusals apply to its built sections: `*_kwargs`,
+`crf_tagger`, `srl`, ... over `elmo_c_token_embedder`; an archive with no ELMo-C component is
+AllenNLP's to load, unchecked) is checked against an allowlist too, `TASK_COMPONENTS`
+(`common.task_components`): every component of its built sections must be of one of the types
+named there (the AllenNLP and allennlp-models components the task configs of
+`downstream_configs/` use, a few generic AllenNLP modules, the plugin's task-side components),
+and each key that names what a component loads keeps to its rule: a Hugging Face or spaCy model
+name (`model_name`, `srl`'s `bert_model_name`, `language`) must not be a local path, a file or
+program outside the model (`srl_eval_path`, `bcn`'s `elmo`) is refused, and the plugin's own
+files are found by the plugin's loaders. Its `vocabulary.type` must be one of
+`VOCABULARY_TYPES`. The generic refusals apply to its built sections too: `*_kwargs`,
 `trust_remote_code`, URLs, nested archives (`from_archive` types, `_pretrained`,
 `override_weights_file`, `archive_file` anywhere but on the plugin's `elmo_c_token_embedder` and
-`fasttext_subwords`, whose biLM is itself read as a received biLM), archive names (but those
-two `archive_file`s), and a `pretrained_transformer*` component or `spacy` tokenizer whose model
-name is a local path (Hugging Face and spaCy then load whatever that directory holds). Keys that
-AllenNLP's loader removes before it builds the model (`pretrained_file`, `initializer`) are not
-looked into; it does not remove them inside a list, so there they are refused. The biLM record a task archive keeps goes through the full biLM check
-(`PretrainedBiLM.from_record`).
+`fasttext_subwords`, whose biLM is itself read as a received biLM) and archive names (but those
+two `archive_file`s). Keys that AllenNLP's loader removes before it builds the model
+(`pretrained_file`, `initializer`) are not looked into; it does not remove them inside a list,
+so there they are refused. The biLM record a task archive keeps goes through the full biLM
+check (`PretrainedBiLM.from_record`).
 
 **Numbers.** A received config's numbers are plain: a float must be finite (`1e400` is refused,
 not read as infinity) and an integer must fit in 64 bits; in a biLM's config every size a
@@ -67,12 +74,19 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.fasttext_source import lookup_dotted
-from allennlp_elmo_c.common.shown_text import printable
+from allennlp_elmo_c.common.shown_text import printable, quoted
 from allennlp_elmo_c.common.received_json import (  # noqa: F401 (its importers read them here)
     MAX_CONFIG_BYTES,
     MAX_DEPTH,
     parse_received_json,
     read_received_json,
+)
+from allennlp_elmo_c.common.task_components import (
+    HUB_MODEL,
+    NOT_RECEIVED,
+    SPACY_MODEL,
+    TASK_COMPONENTS,
+    UNTYPED_KEYS,
 )
 
 
@@ -220,7 +234,9 @@ FILE_KEYS = frozenset({
     "model_path", "output_embedding_fasttext", "tokenizer_path", "options_file", "weight_file",
 })  # fmt: skip
 
-_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?:https?|s3|gs|gcs|hf|file|ftp|sftp|data|az|abfs|r2):)")
+_URL = re.compile(
+    r"^(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?:https?|s3|gs|gcs|hf|file|ftp|sftp|data|az|abfs|r2):)"
+)
 _ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.bz2|tbz2?|tar\.xz|txz|tar|zip)(?:!|$)", re.IGNORECASE)
 
 
@@ -228,7 +244,11 @@ _ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.bz2|tbz2?|tar\.xz|txz|tar|zip)(?:!
 PLUGIN_PACKAGE = "allennlp_elmo_c"
 # The base class of each built section's own component, by the name AllenNLP's `Registrable`
 # keeps it under (`BUILT`).
-_SECTION_BASES = {"model": "Model", "dataset_reader": "DatasetReader", "validation_dataset_reader": "DatasetReader"}
+_SECTION_BASES = {
+    "model": "Model",
+    "dataset_reader": "DatasetReader",
+    "validation_dataset_reader": "DatasetReader",
+}
 
 
 def _plugin_registrations() -> Tuple[Dict[str, frozenset], frozenset]:
@@ -306,7 +326,9 @@ _FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
 _FASTTEXT_TYPES = ("fasttext", "fasttext_subwords")
 
 
-def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: bool = False) -> BiLMConfigParts:
+def check_bilm_config(
+    config: Any, where: str, prefix: str = "", in_directory: bool = False
+) -> BiLMConfigParts:
     """
     Refuses, with a `ConfigurationError` naming `where` and the key path (under `prefix`, e.g.
     `bilm.` for a model directory's config.json), a biLM config that is not made only of allowed
@@ -319,7 +341,8 @@ def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: b
     for key, value in config.items():
         path = prefix + key
         if key in BUILT:
-            _check_component(value, "model" if key == "model" else "dataset_reader", where, path, parts, len(prefix))
+            place = "model" if key == "model" else "dataset_reader"
+            _check_component(value, place, where, path, parts, len(prefix))
         elif key == "vocabulary":
             _check_vocabulary(value, where, path)
     if in_directory and config["model"].get("nearest_neighbour_words") is not None:
@@ -334,9 +357,49 @@ def check_bilm_config(config: Any, where: str, prefix: str = "", in_directory: b
 def check_task_config(config: Any, where: str, prefix: str = "") -> None:
     """
     Refuses, with a `ConfigurationError` naming `where` and the key path, a received task
-    model's config that asks for code, a fetch or a nested archive (see the module docstring).
+    model's config that asks for code, a fetch or a nested archive, builds a component that is
+    not in `TASK_COMPONENTS`, or names a local model or an outside file or program where one of
+    them loads it (see the module docstring).
     """
     _check_generic(config, where, prefix, ARCHIVE_FILE_TYPES)
+    if "vocabulary" in config:
+        _check_vocabulary(config["vocabulary"], where, prefix + "vocabulary")
+    for section in BUILT:
+        if section in config:
+            skip = REMOVED_ON_LOAD if section == "model" else frozenset()
+            _check_task_components(config[section], where, prefix + section, skip)
+
+
+def _check_task_components(section: Any, where: str, path: str, skip: frozenset) -> None:
+    """Every component of a task config's built `section` (at `path`) is of a type of
+    `TASK_COMPONENTS`, and the keys it names something to load with keep to their rule (not
+    below the keys of `skip` outside lists, which AllenNLP's loader removes)."""
+    for key_path, _, item in _walk(section, path, skip):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind is None:
+            keys = UNTYPED_KEYS
+        elif isinstance(kind, str) and kind in TASK_COMPONENTS:
+            keys = TASK_COMPONENTS[kind]
+        else:
+            raise _refusal(
+                where, key_path + ".type",
+                f"type {quoted(kind, 60)} is not a component a received task model may build "
+                "(allowed: TASK_COMPONENTS in allennlp_elmo_c/common/task_components.py)",
+            )  # fmt: skip
+        for key, rule in keys.items():
+            value = item.get(key)
+            if value is None:
+                continue
+            if rule in (HUB_MODEL, SPACY_MODEL):
+                _check_model_name(value, where, f"{key_path}.{key}")
+            elif rule == NOT_RECEIVED:
+                raise _refusal(
+                    where, f"{key_path}.{key}",
+                    "it names a file or program outside the model to load or run; a received "
+                    "task model leaves it out",
+                )  # fmt: skip
 
 
 def drop_training_only(config: Dict[str, Any]) -> Dict[str, Any]:
@@ -344,7 +407,9 @@ def drop_training_only(config: Dict[str, Any]) -> Dict[str, Any]:
     (`model.nearest_neighbour_words`); any other config unchanged."""
     if not is_bilm_config(config) or "nearest_neighbour_words" not in config["model"]:
         return config
-    model = {key: value for key, value in config["model"].items() if key != "nearest_neighbour_words"}
+    model = {
+        key: value for key, value in config["model"].items() if key != "nearest_neighbour_words"
+    }
     return {**config, "model": model}
 
 
@@ -368,8 +433,10 @@ def _check_generic(config: Any, where: str, prefix: str, archive_file_types: fro
     skip = frozenset() if is_bilm_config(config) else REMOVED_ON_LOAD
     for section in BUILT:
         if section in config:
-            _check_section(config[section], where, prefix + section,
-                           skip if section == "model" else frozenset(), archive_file_types)  # fmt: skip
+            section_skip = skip if section == "model" else frozenset()
+            _check_section(
+                config[section], where, prefix + section, section_skip, archive_file_types
+            )
 
 
 def _check_section(
@@ -377,7 +444,8 @@ def _check_section(
 ) -> None:
     for key_path, key, item in _walk(section, path, skip):
         if key in skip:  # reached in a list, where AllenNLP's loader leaves it to be built
-            raise _refusal(where, key_path, f"{REFUSED_KEYS[key]}; AllenNLP's loader removes it only outside lists")
+            why = f"{REFUSED_KEYS[key]}; AllenNLP's loader removes it only outside lists"
+            raise _refusal(where, key_path, why)
         if key is not None and key.endswith("_kwargs"):
             raise _refusal(
                 where, key_path,
@@ -389,15 +457,14 @@ def _check_section(
         if isinstance(item, dict):
             kind = item.get("type")
             if kind == "from_archive":
-                raise _refusal(where, key_path + ".type", "'from_archive' loads another archive (a nested archive)")
+                why = "'from_archive' loads another archive (a nested archive)"
+                raise _refusal(where, key_path + ".type", why)
             if "archive_file" in item and kind not in archive_file_types:
                 raise _refusal(where, key_path + ".archive_file", REFUSED_KEYS["archive_file"])
-            if isinstance(kind, str) and kind.startswith("pretrained_transformer"):
-                _check_model_name(item.get("model_name"), where, key_path + ".model_name")
-            if kind == "spacy" and "language" in item:
-                _check_model_name(item.get("language"), where, key_path + ".language")
         elif isinstance(item, str):
-            if key == "archive_file" and _is_archive_file_of(section, path, key_path, archive_file_types):
+            if key == "archive_file" and _is_archive_file_of(
+                section, path, key_path, archive_file_types
+            ):
                 continue
             _check_string(item, where, key_path)
 
@@ -423,39 +490,28 @@ def _check_model_name(name: Any, where: str, path: str) -> None:
         )  # fmt: skip
 
 
-def _check_component(node: Any, place: str, where: str, path: str, parts: BiLMConfigParts, cut: int) -> None:
+def _check_component(
+    node: Any, place: str, where: str, path: str, parts: BiLMConfigParts, cut: int
+) -> None:
     """A component of a biLM's config: an allowed type for `place`, with allowed keys and plain
     sizes; what it holds is added to `parts` (paths without their first `cut` characters, the
     prefix of messages)."""
-    if not isinstance(node, dict):
-        raise _refusal(where, path, f"is not a component (a JSON object with a type), got {node!r}")
-    allowed = COMPONENTS[place]
-    kind = node.get("type", DEFAULT_TYPES.get(place))
-    if kind not in allowed:
-        given = f"type {kind!r}" if "type" in node else f"no type (AllenNLP's default is {kind!r})"
-        raise _refusal(
-            where, path + ".type" if "type" in node else path,
-            f"{given} is not a {place.replace('_', ' ')} a received biLM may build (allowed: "
-            f"{', '.join(sorted(allowed))})",
-        )  # fmt: skip
+    kind = _component_type(node, place, where, path)
     if kind in _FASTTEXT_TYPES and "model_path" in node:
         parts.fasttext_components.append((path[cut:], node))
     for key, value in node.items():
         key_path = f"{path}.{key}"
         if key == "type":
             continue
-        if key not in allowed[kind]:
-            raise _refusal(where, key_path, REFUSED_KEYS.get(key, f"is not a parameter a received {kind!r} may have"))
+        if key not in COMPONENTS[place][kind]:
+            why = REFUSED_KEYS.get(key, f"is not a parameter a received {kind!r} may have")
+            raise _refusal(where, key_path, why)
         if key in FILE_KEYS:
             parts.files.append((key_path[cut:], node, key))
             if key in _FASTTEXT_KEYS and isinstance(value, str):
                 parts.fasttext_keys.append((key_path[cut:], node, key))
         if key not in SUBCOMPONENTS:
-            for item_path, _, item in _walk(value, key_path):
-                if isinstance(item, dict) and "type" in item:
-                    raise _refusal(where, item_path, "holds a component where a plain value is expected")
-            if key in SIZE_KEYS:
-                parts.sizes.extend((key_path[cut:] + suffix, size) for suffix, size in _sizes(value, key, where, key_path))
+            _check_plain_value(value, key, where, key_path, parts, cut)
             continue
         sub_place, many = SUBCOMPONENTS[key]
         if not many:
@@ -467,12 +523,42 @@ def _check_component(node: Any, place: str, where: str, path: str, parts: BiLMCo
             _check_component(component, sub_place, where, f"{key_path}.{name}", parts, cut)
 
 
+def _component_type(node: Any, place: str, where: str, path: str) -> str:
+    """The type of a biLM's component at `place` (its place's default if it names none), one
+    `COMPONENTS` allows there."""
+    if not isinstance(node, dict):
+        raise _refusal(where, path, f"is not a component (a JSON object with a type), got {node!r}")
+    allowed = COMPONENTS[place]
+    kind = node.get("type", DEFAULT_TYPES.get(place))
+    if kind not in allowed:
+        given = f"type {kind!r}" if "type" in node else f"no type (AllenNLP's default is {kind!r})"
+        raise _refusal(
+            where, path + ".type" if "type" in node else path,
+            f"{given} is not a {place.replace('_', ' ')} a received biLM may build (allowed: "
+            f"{', '.join(sorted(allowed))})",
+        )  # fmt: skip
+    return kind
+
+
+def _check_plain_value(
+    value: Any, key: str, where: str, path: str, parts: BiLMConfigParts, cut: int
+) -> None:
+    """A key's value that holds no component; a size (`SIZE_KEYS`) is added to `parts`."""
+    for item_path, _, item in _walk(value, path):
+        if isinstance(item, dict) and "type" in item:
+            raise _refusal(where, item_path, "holds a component where a plain value is expected")
+    if key in SIZE_KEYS:
+        found = _sizes(value, key, where, path)
+        parts.sizes.extend((path[cut:] + suffix, size) for suffix, size in found)
+
+
 def _sizes(value: Any, key: str, where: str, path: str) -> Iterator[Tuple[str, int]]:
     """`(suffix of the key path, size)` of a size key's value (a list for `cutoffs`), each a
     non-negative integer within `MAX_SIZE` (`MAX_LAYERS` for `num_layers`); null is no size."""
     if value is None:
         return
-    items = list(enumerate(value)) if key == "cutoffs" and isinstance(value, list) else [(None, value)]
+    listed = key == "cutoffs" and isinstance(value, list)
+    items = list(enumerate(value)) if listed else [(None, value)]
     limit = MAX_LAYERS if key == "num_layers" else MAX_SIZE
     for index, item in items:
         suffix = "" if index is None else f".{index}"
@@ -485,6 +571,8 @@ def _sizes(value: Any, key: str, where: str, path: str) -> Iterator[Tuple[str, i
 
 
 def _check_vocabulary(value: Any, where: str, path: str) -> None:
+    if not isinstance(value, dict):
+        raise _refusal(where, path, "is not a JSON object")
     kind = value.get("type", "from_instances")
     if kind not in VOCABULARY_TYPES:
         raise _refusal(
@@ -511,7 +599,9 @@ def named_files(config: Any) -> List[Tuple[str, Dict[str, Any], str]]:
     found = []
     for path, _, node in _walk(config, ""):
         if isinstance(node, dict):
-            found.extend((f"{path}.{key}" if path else key, node, key) for key in node if key in FILE_KEYS)
+            found.extend(
+                (f"{path}.{key}" if path else key, node, key) for key in node if key in FILE_KEYS
+            )
     return sorted(found, key=lambda item: item[0])
 
 
@@ -538,15 +628,17 @@ def _walk(
 
 def _refusal(where: str, path: str, why: str) -> ConfigurationError:
     return ConfigurationError(
-        f"{where}: {printable(path)}: {printable(why, 400)}. A received model's config is data, not a program: it is "
-        "refused before anything is built (docs/security.md)"
+        f"{where}: {printable(path)}: {printable(why, 400)}. A received model's config is data, "
+        "not a program: it is refused before anything is built (docs/security.md)"
     )
 
 
 # Keys of a model directory's config.json (outside `bilm`) that would make Hugging Face load
 # code or other components (`tokenizer_class`: `AutoTokenizer` would read the directory with
 # that tokenizer instead of the plugin's).
-DIRECTORY_REFUSED = frozenset({"auto_map", "custom_pipelines", "tokenizer_class", "processor_class"})
+DIRECTORY_REFUSED = frozenset(
+    {"auto_map", "custom_pipelines", "tokenizer_class", "processor_class"}
+)
 
 
 def check_directory_config(config: Dict[str, Any], where: str) -> None:

@@ -35,6 +35,7 @@ from allennlp_elmo_c.common.model_directory import (
     WEIGHTS_FILE,
     check_digests,
     check_directory_files,
+    check_files_list,
     read_listing,
 )
 from allennlp_elmo_c.common.received_config import (
@@ -47,7 +48,6 @@ from allennlp_elmo_c.common.received_config import (
 )
 from allennlp_elmo_c.common.received_weights import Tensor, held_total, weights_table
 from allennlp_elmo_c.common.safe_extract import extracted_archive, read_member
-from allennlp_elmo_c.common.shown_text import printable
 
 logger = logging.getLogger(__name__)
 
@@ -130,14 +130,19 @@ def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
     root = Path(directory)
     listed, present = read_listing(root)
     if CONFIG_FILE not in listed:
-        raise ConfigurationError(f"model directory {directory}: {CONFIG_FILE} is missing; package the model again")
+        raise ConfigurationError(
+            f"model directory {directory}: {CONFIG_FILE} is missing; package the model again"
+        )
     check_digests(root, listed, [CONFIG_FILE])
     where = f"model directory {directory}: {CONFIG_FILE}"
     config = read_received_json(root / CONFIG_FILE, where)
     if not isinstance(config, dict) or config.get("model_type") != MODEL_TYPE:
         raise ConfigurationError(f"{directory} is not an ELMo-C model directory (no model_type "
                                  f"{MODEL_TYPE!r} in its {CONFIG_FILE})")  # fmt: skip
-    if not isinstance(config.get("elmo_c_format", 0), int) or config.get("elmo_c_format", 0) > DIRECTORY_FORMAT:
+    if (
+        not isinstance(config.get("elmo_c_format", 0), int)
+        or config.get("elmo_c_format", 0) > DIRECTORY_FORMAT
+    ):
         raise ConfigurationError(
             f"model directory {directory} has format {config['elmo_c_format']!r}; this version of "
             f"allennlp-elmo-c reads up to {DIRECTORY_FORMAT}: upgrade allennlp-elmo-c"
@@ -145,15 +150,14 @@ def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
     check_directory_config(config, where)
     files = config.get("files", {})
     if not isinstance(files, dict):
-        raise ConfigurationError(f"model directory {directory}: `files` in {CONFIG_FILE} is not a mapping")
+        raise ConfigurationError(
+            f"model directory {directory}: `files` in {CONFIG_FILE} is not a mapping"
+        )
     check_vocabulary_directory(root, str(root))
     bilm = config.get("bilm")
     parts = checked_bilm(bilm, directory, where, prefix="bilm.", in_directory=True)
     inside = root.resolve()
     named = []
-    for kind, name in files.items():
-        inside_path(root, name, f"`files.{printable(kind)}` of {CONFIG_FILE}")
-        named.append(name)
     fasttext = config.get("fasttext")
     if isinstance(fasttext, dict) and "file" in fasttext:
         inside_path(root, fasttext["file"], f"`fasttext.file` of {CONFIG_FILE}")
@@ -161,10 +165,15 @@ def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
         value = node[name]
         if value is None:
             continue
-        if isinstance(value, str) and Path(value).is_absolute() and Path(value).is_relative_to(inside):
+        if (
+            isinstance(value, str)
+            and Path(value).is_absolute()
+            and Path(value).is_relative_to(inside)
+        ):
             value = Path(value).relative_to(inside).as_posix()
         node[name] = str(inside_path(inside, value, f"`bilm.{key}` of {CONFIG_FILE}"))
         named.append(value)
+    check_files_list(root, files, named)
     check_directory_files(root, present, named)
     check_digests(root, listed, sorted(set(listed) - {CONFIG_FILE}))
     return config, parts
@@ -182,7 +191,11 @@ def check_vocabulary_directory(root: Path, source: str) -> None:
 
 
 def checked_bilm(
-    config: Any, source: str, where: Optional[str] = None, prefix: str = "", in_directory: bool = False
+    config: Any,
+    source: str,
+    where: Optional[str] = None,
+    prefix: str = "",
+    in_directory: bool = False,
 ) -> BiLMConfigParts:
     """An `elmo_c` biLM's config, checked as a received one (`check_bilm_config`; `where` names
     the file in messages, `prefix` the key of the config in it); what the check found."""
@@ -216,7 +229,9 @@ def read_bilm_config(path: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
 
 def unreadable_archive(archive_file: str, error: Exception) -> ConfigurationError:
     """The error for an archive that cannot be read (truncated, not a tar.gz, ...)."""
-    return ConfigurationError(f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})")
+    return ConfigurationError(
+        f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
+    )
 
 
 def is_subword_config(config: Dict[str, Any]) -> bool:
@@ -231,8 +246,8 @@ def recorded_fasttext(parts: BiLMConfigParts, source: str) -> Optional[str]:
     paths = {node[key] for _, node, key in parts.fasttext_keys}
     if len(paths) > 1:
         raise ConfigurationError(
-            f"{source} refers to several fastText files ({sorted(paths)}): fasttext_path cannot say "
-            "which to replace"
+            f"{source} refers to several fastText files ({sorted(paths)}): fasttext_path cannot "
+            "say which to replace"
         )
     return next(iter(paths), None)
 
@@ -246,7 +261,10 @@ def recorded_fingerprint_of(parts: BiLMConfigParts, source: str) -> Optional[int
 
 
 def checked_fasttext_of(
-    parts: BiLMConfigParts, source: str, fasttext_path: Optional[str] = None, is_directory: bool = False
+    parts: BiLMConfigParts,
+    source: str,
+    fasttext_path: Optional[str] = None,
+    is_directory: bool = False,
 ) -> Tuple[str, Optional[int]]:
     """
     The fastText `.bin` of a checked config (read from `source`), and the fingerprint it was
@@ -286,10 +304,10 @@ def prepared(
     is_directory: bool = False,
 ) -> Tuple[Dict[str, Any], BiLMConfigParts, Dict[str, Any], Optional[str]]:
     """
-    The config to record (with the fingerprint of the biLM's fastText model) and its parts, the load-time
-    overrides (all layers returned, the training-only candidate list dropped, every fastText path
-    pointed at the `.bin` found, which must be the one the biLM was trained with; a BPE tokenizer
-    at `tokenizer_path`), and the `.bin` found.
+    The config to record (with the fingerprint of the biLM's fastText model) and its parts, the
+    load-time overrides (all layers returned, the training-only candidate list dropped, every
+    fastText path pointed at the `.bin` found, which must be the one the biLM was trained with; a
+    BPE tokenizer at `tokenizer_path`), and the `.bin` found.
     """
     subword = is_subword_config(config)
     if subword and fasttext_path is not None:
@@ -304,7 +322,9 @@ def prepared(
     resolved = None
     if not subword and recorded_fasttext(parts, source) is not None:
         resolved, expected = checked_fasttext_of(parts, source, fasttext_path, is_directory)
-        if expected is not None and any(node.get("fingerprint") != expected for _, node in parts.fasttext_components):
+        if expected is not None and any(
+            node.get("fingerprint") != expected for _, node in parts.fasttext_components
+        ):
             config = copy.deepcopy(config)
             parts = check_bilm_config(config, source)  # the copy's nodes
             for _, node in parts.fasttext_components:
@@ -355,10 +375,18 @@ def _described(
     weights_file: Path,
     directory_config: Optional[Dict[str, Any]] = None,
 ) -> ReceivedBiLM:
-    where = f"model directory {source}: {weights_file.name}" if is_directory else f"{source}: {weights_file.name}"
+    where = (
+        f"model directory {source}: {weights_file.name}"
+        if is_directory
+        else f"{source}: {weights_file.name}"
+    )
     if not weights_file.is_file():
         raise ConfigurationError(f"{where} is missing")
-    config, parts, overrides, resolved = prepared(config, parts, source, fasttext_path, tokenizer_path, is_directory)
+    config, parts, overrides, resolved = prepared(
+        config, parts, source, fasttext_path, tokenizer_path, is_directory
+    )
     weights = weights_table(weights_file, where)
-    return ReceivedBiLM(source, root, is_directory, config, parts, overrides, resolved, weights_file, weights,
-                        directory_config)  # fmt: skip
+    return ReceivedBiLM(
+        source, root, is_directory, config, parts, overrides, resolved, weights_file, weights,
+        directory_config,
+    )  # fmt: skip

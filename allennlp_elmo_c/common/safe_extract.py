@@ -115,7 +115,8 @@ class _BoundedTarInfo(tarfile.TarInfo):
         if self.type in extended:
             if chained >= MAX_CHAINED_HEADERS:
                 raise _HeadersChained(chained + 1)
-            tarfile_._elmo_c_chained_headers = chained + 1  # the next header is read within this call
+            # The next header is read within this call.
+            tarfile_._elmo_c_chained_headers = chained + 1
         try:
             member = super()._proc_member(tarfile_)
         finally:
@@ -207,8 +208,11 @@ def _decompressed(path: Path) -> IO[bytes]:
 def _refused(archive_file: str, member: str, why: str, fix: str = "") -> ConfigurationError:
     return ConfigurationError(
         f"archive {archive_file}: member {shown_name(member)} {why}; nothing was extracted. "
-        + (fix or "Only plain relative names, regular files and directories, and hard links to "
-           "them, are extracted from a received archive.")
+        + (
+            fix
+            or "Only plain relative names, regular files and directories, and hard links to "
+            "them, are extracted from a received archive."
+        )
     )
 
 
@@ -229,7 +233,10 @@ def _member_name(member: tarfile.TarInfo, archive_file: str) -> str:
 
 
 def checked_members(
-    archive: tarfile.TarFile, archive_file: str, archive_size: int, wanted: Optional[Callable[[str], bool]] = None
+    archive: tarfile.TarFile,
+    archive_file: str,
+    archive_size: int,
+    wanted: Optional[Callable[[str], bool]] = None,
 ) -> List[tarfile.TarInfo]:
     """
     The members of `archive` (opened for reading, not yet iterated) to extract: every member is
@@ -237,11 +244,18 @@ def checked_members(
     without `./`; all by default) are returned. A `ConfigurationError` names the first refused
     member.
     """
-    return [member for member, take in _checked_members(archive, archive_file, archive_size, wanted) if take]
+    return [
+        member
+        for member, take in _checked_members(archive, archive_file, archive_size, wanted)
+        if take
+    ]
 
 
 def _checked_members(
-    archive: tarfile.TarFile, archive_file: str, archive_size: int, wanted: Optional[Callable[[str], bool]] = None
+    archive: tarfile.TarFile,
+    archive_file: str,
+    archive_size: int,
+    wanted: Optional[Callable[[str], bool]] = None,
 ) -> Iterator[Tuple[tarfile.TarInfo, bool]]:
     """`checked_members`, one member at a time, with whether it is to be extracted."""
     limit = extracted_bytes_limit(archive_size)
@@ -259,11 +273,16 @@ def _checked_members(
         if name in names and name != ".":
             raise _refused(archive_file, member.name, "appears twice")
         if member.issym():
-            raise _refused(archive_file, member.name, f"is a symbolic link (to {shown_name(member.linkname)})")
+            raise _refused(
+                archive_file, member.name, f"is a symbolic link (to {shown_name(member.linkname)})"
+            )
         if member.islnk():
             if _normalized(member.linkname) not in files:
-                raise _refused(archive_file, member.name, f"is a hard link to {shown_name(member.linkname)}, "
-                               "not to a regular file of the archive before it")  # fmt: skip
+                raise _refused(
+                    archive_file, member.name,
+                    f"is a hard link to {shown_name(member.linkname)}, not to a regular file of "
+                    "the archive before it",
+                )  # fmt: skip
             total += files[_normalized(member.linkname)].size  # extracted as a copy if need be
         elif member.ischr() or member.isblk():
             raise _refused(archive_file, member.name, "is a device")
@@ -275,21 +294,33 @@ def _checked_members(
         elif not member.isdir():
             raise _refused(archive_file, member.name, f"has an unsupported type ({member.type!r})")
         if total > limit:
-            counted = "(a hard link, counted as the copy tarfile may make) " if member.islnk() else ""
-            raise _refused(archive_file, member.name, f"{counted}brings the files to extract to {total} bytes, "
-                           f"over the {limit} bytes allowed for an archive of {archive_size} bytes "
-                           f"({_limits_text()})", _FIX)  # fmt: skip
+            counted = (
+                "(a hard link, counted as the copy tarfile may make) " if member.islnk() else ""
+            )
+            raise _refused(
+                archive_file, member.name,
+                f"{counted}brings the files to extract to {total} bytes, over the {limit} bytes "
+                f"allowed for an archive of {archive_size} bytes ({_limits_text()})", _FIX,
+            )  # fmt: skip
         names.add(name)
         take = wanted is None or name == "." or wanted(name)
         if take and name != ".":
             parts = PurePosixPath(name).parts
             if len(parts) > MAX_DEPTH:
-                raise _refused(archive_file, member.name, f"is {len(parts)} directories deep, beyond the "
-                               f"{MAX_DEPTH} an extracted name may be")  # fmt: skip
-            created.update(PurePosixPath(*parts[:end]).as_posix() for end in range(1, len(parts) + 1))
+                raise _refused(
+                    archive_file, member.name,
+                    f"is {len(parts)} directories deep, beyond the {MAX_DEPTH} an extracted name "
+                    "may be",
+                )  # fmt: skip
+            created.update(
+                PurePosixPath(*parts[:end]).as_posix() for end in range(1, len(parts) + 1)
+            )
             if len(created) > MAX_MEMBERS:
-                raise _refused(archive_file, member.name, f"brings the files and directories extracting "
-                               f"the archive creates beyond {MAX_MEMBERS}", _FIX)  # fmt: skip
+                raise _refused(
+                    archive_file, member.name,
+                    f"brings the files and directories extracting the archive creates beyond "
+                    f"{MAX_MEMBERS}", _FIX,
+                )  # fmt: skip
         yield member, take
 
 
@@ -313,10 +344,15 @@ def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile,
     path = Path(archive_file)
     size = path.stat().st_size
     stream = _BoundedStream(
-        _decompressed(path), extracted_bytes_limit(size) + (MAX_MEMBERS + 20) * _HEADER_BYTES, str(archive_file)
+        _decompressed(path),
+        extracted_bytes_limit(size) + (MAX_MEMBERS + 20) * _HEADER_BYTES,
+        str(archive_file),
     )
     try:
-        with tarfile.open(fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo) as archive:  # type: ignore[call-overload]
+        opened = tarfile.open(  # type: ignore[call-overload]
+            fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo
+        )
+        with opened as archive:
             yield archive, size
     except _DECOMPRESSION_ERRORS as error:
         raise tarfile.ReadError(f"{archive_file}: corrupt compressed data ({error})") from error
@@ -324,16 +360,19 @@ def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile,
         raise ConfigurationError(
             f"archive {archive_file}: a member's extended header (pax or GNU long name) holds "
             f"{error.args[0]} bytes, more than the {MAX_HEADER_BYTES} allowed; refused before it "
-            "was read, nothing was extracted. A model archive's names are short: rebuild the archive."
+            "was read, nothing was extracted. A model archive's names are short: rebuild the "
+            "archive."
         ) from None
     except _HeadersChained as error:
         raise ConfigurationError(
             f"archive {archive_file}: {error.args[0]} extended headers (pax or GNU long name) "
-            f"come before one member, more than the {MAX_CHAINED_HEADERS} allowed; refused, nothing "
-            "was extracted. Rebuild the archive with an ordinary tar."
+            f"come before one member, more than the {MAX_CHAINED_HEADERS} allowed; refused, "
+            "nothing was extracted. Rebuild the archive with an ordinary tar."
         ) from None
     except _NameTooLong as error:
-        raise _refused(str(archive_file), error.args[0], f"has a name longer than {MAX_NAME_BYTES} bytes") from None
+        raise _refused(
+            str(archive_file), error.args[0], f"has a name longer than {MAX_NAME_BYTES} bytes"
+        ) from None
     finally:
         stream.close()
 
@@ -357,8 +396,9 @@ def read_member(archive_file: PathOrStr, name: str, max_bytes: int) -> Optional[
                                "Rebuild the archive with it as a plain file.")  # fmt: skip
             if member.size > max_bytes:
                 raise ConfigurationError(
-                    f"archive {archive_file}: member {shown_name(member.name)} holds {member.size} bytes, "
-                    f"larger than the {max_bytes} bytes read from it; refused before reading it"
+                    f"archive {archive_file}: member {shown_name(member.name)} holds "
+                    f"{member.size} bytes, larger than the {max_bytes} bytes read from it; refused "
+                    "before reading it"
                 )
             return archive.extractfile(member).read()  # type: ignore[union-attr]
     return None
@@ -380,7 +420,9 @@ def extract_archive(
 
 @contextlib.contextmanager
 def extracted_archive(
-    resolved_archive_file: PathOrStr, cleanup: bool = True, wanted: Optional[Callable[[str], bool]] = None
+    resolved_archive_file: PathOrStr,
+    cleanup: bool = True,
+    wanted: Optional[Callable[[str], bool]] = None,
 ) -> Iterator[str]:
     """
     AllenNLP's `allennlp.models.archival.extracted_archive` (same arguments), extracting

@@ -320,3 +320,79 @@ def test_an_elmo_c_config_is_one_with_a_component_of_the_plugin(config, expected
     from allennlp_elmo_c.common.received_config import is_elmo_c_config
 
     assert is_elmo_c_config(config) is expected
+
+
+# --- a task archive's components: an allowlist, and the keys that name what they load -----------
+
+
+@pytest.mark.parametrize(
+    "edit, path, why",
+    [
+        (lambda c: c.update(dataset_reader={"type": "vqav2", "image_dir": "/proc/self/root"}),
+         "dataset_reader.type", "'vqav2' is not a component a received task model may build"),
+        (lambda c: c["model"].update(encoder={"type": "compose", "encoders": []}),
+         "model.encoder.type", "'compose' is not a component"),
+        (lambda c: c["model"].update(encoder={"type": 3}), "model.encoder.type",
+         "'3' is not a component"),
+        (lambda c: c.update(dataset_reader={"type": "srl", "bert_model_name": str(Path.cwd())}),
+         "dataset_reader.bert_model_name", "local path"),
+        (lambda c: c.update(model={"type": "srl", "srl_eval_path": "/home/x/run.pl"}),
+         "model.srl_eval_path", "a file or program outside the model"),
+        (lambda c: c.update(model={"type": "bcn", "elmo": {"options_file": "/home/x/o.json"}}),
+         "model.elmo", "a file or program outside the model"),
+        (lambda c: c["dataset_reader"].update(tokenizer={"language": "./pipeline"}),
+         "dataset_reader.tokenizer.language", "local path"),
+        (lambda c: c.update(vocabulary={"type": "from_pretrained_transformer"}), "vocabulary.type",
+         "not a vocabulary type"),
+    ],
+)  # fmt: skip
+def test_a_task_config_builds_only_the_allowed_components(edit, path, why):
+    """`TASK_COMPONENTS`: any other type is refused, and a key that names what a component loads
+    keeps to its rule (a published model's name, or left out)."""
+    assert_refusal_names(check_received_config, TASK, edit, path, why)
+
+
+def test_the_names_a_task_component_loads_may_be_published_ones():
+    config = copy.deepcopy(TASK)
+    config["dataset_reader"] = {"type": "srl", "bert_model_name": "bert-base-uncased",
+                                "token_indexers": {"t": {"type": "single_id"}}}  # fmt: skip
+    config["model"]["encoder"] = {"type": "lstm", "input_size": 2, "hidden_size": 2}
+    config["model"]["submodel"] = {"type": "bcn", "elmo": None}
+    check_task_config(config, "task/config.json")
+
+
+# Constructor parameters of the allowed task components whose names look like they load
+# something but do not (or that `check_task_config` refuses for every component).
+NOT_LOADING = {"vocab", "use_input_elmo", "use_integrator_output_elmo", "pretrained_file",
+               "override_weights_file"}  # fmt: skip
+
+
+def test_every_task_component_is_registered_with_the_keys_it_loads_by():
+    """Each name of `TASK_COMPONENTS` is registered, its listed keys are parameters of the
+    class registered under it, and every parameter whose name looks like a path, a file or a
+    model name is listed (or in `NOT_LOADING`)."""
+    import allennlp_models.classification  # noqa: F401
+    import allennlp_models.coref  # noqa: F401
+    import allennlp_models.pair_classification  # noqa: F401
+    import allennlp_models.structured_prediction  # noqa: F401
+    import allennlp_models.tagging  # noqa: F401
+    from allennlp.common.registrable import Registrable
+
+    from allennlp_elmo_c.common.task_components import TASK_COMPONENTS
+
+    looks_loading = re.compile(
+        r"path|file|(?:^|_)dir(?:$|_|ector)|model_name|language|elmo|archive|vocab(?!_namespace)"
+    )
+    for kind, keys in TASK_COMPONENTS.items():
+        classes = [
+            entry for names in Registrable._registry.values()
+            for name, entry in names.items() if name == kind
+        ]  # fmt: skip
+        assert classes, f"{kind} is not registered"
+        parameters = set()
+        for cls, constructor in classes:
+            built_by = getattr(cls, constructor) if constructor else cls
+            parameters |= set(inspect.signature(built_by).parameters)
+        assert set(keys) <= parameters, kind
+        unlisted = {p for p in parameters if looks_loading.search(p)} - set(keys) - NOT_LOADING
+        assert not unlisted, f"{kind}: {sorted(unlisted)}"

@@ -9,7 +9,8 @@ The cases: a tar archive with thousands of chained GNU long-name headers (tarfil
 into them), hard links to a member the loader does not take (tarfile extracts each as a full
 copy), a deeply nested `meta.json`, a vocabulary file that is not UTF-8, a directory named like
 a vocabulary file or `.lock`, a `weights.th` holding a list or not a pickle, and a config key of
-terminal control sequences three megabytes long.
+terminal control sequences three megabytes long, and a char-CNN's ELMo `options.json` nested
+100,000 levels deep.
 """
 
 import io
@@ -25,7 +26,13 @@ import torch
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common import safe_extract
-from tests.helpers import RECEIVED_MODEL_DOORS, outcome, regenerate_checksums, without_elmo_c_variables
+from tests.helpers import (
+    RECEIVED_MODEL_DOORS,
+    outcome,
+    regenerate_checksums,
+    without_elmo_c_variables,
+    write_elmo_files,
+)
 
 MiB = 1 << 20
 
@@ -125,13 +132,27 @@ def _nested_key(directory: Path) -> None:
     (directory / "config.json").write_text(json.dumps(config))
 
 
+def _nested_elmo_options(directory: Path) -> None:
+    """A char-CNN target embedder whose ELMo `options.json` (a file of the directory) is nested
+    100,000 levels deep."""
+    options, weights = write_elmo_files(directory, [[1, 4], [2, 4]], 1, 4, 8)
+    Path(options).write_text("[" * 100_000 + "]" * 100_000)
+    config = json.loads((directory / "config.json").read_text())
+    config["bilm"]["model"]["target_embedder"] = {"token_embedders": {"tokens": {
+        "type": "elmo_char_cnn", "options_file": Path(options).name,
+        "weight_file": Path(weights).name,
+    }}}  # fmt: skip
+    (directory / "config.json").write_text(json.dumps(config))
+
+
 def _latin1_vocabulary(directory: Path) -> None:
     (directory / "vocabulary" / "tokens.txt").write_bytes(LATIN1_TOKENS)
 
 
 # Which doors build the biLM from an archive (and read its meta.json); `describe` reads only
 # config.json, metrics.json and weights.th of an archive.
-ARCHIVE_DOORS = ("ElmoC", "PretrainedBiLM.from_archive", "load_archive", "allennlp predict", "package", "describe")
+ARCHIVE_DOORS = ("ElmoC", "PretrainedBiLM.from_archive", "load_archive", "allennlp predict",
+                 "elmo-c-embed", "package", "describe")  # fmt: skip
 DIRECTORY_DOORS = tuple(RECEIVED_MODEL_DOORS)
 
 CRAFTED: Dict[str, Case] = {
@@ -158,6 +179,9 @@ CRAFTED: Dict[str, Case] = {
         replace={"weights.th": b"these bytes are no pickle\n" * 40}), ("weights.th",)),
     "a vocabulary file that is not UTF-8 (directory)": Case("directory", _directory_case(_latin1_vocabulary),
                                                             ("tokens.txt", "not UTF-8"), held_by=("describe",)),
+    "a deeply nested ELMo options.json": Case("directory", _directory_case(_nested_elmo_options),
+                                              ("options.json", "nested deeper"),
+                                              held_by=("describe", "AutoTokenizer")),
     "a 3 MB config key of control sequences": Case("directory", _directory_case(_nested_key),
                                                    ("\\x1b[2J\\x1b[H verified kkk", "characters")),
 }  # fmt: skip

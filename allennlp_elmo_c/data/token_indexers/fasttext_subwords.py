@@ -138,13 +138,14 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     @staticmethod
     def _archive_fasttext(archive_file: str, fingerprint: Optional[int]) -> str:
+        # A task archive being loaded: the copy of the .bin it bundles, whether the biLM
+        # archive exists or not (its embedder builds the biLM from the task's record; the
+        # fingerprint check still guards the pair).
+        bundled = bundled_fasttext(fingerprint)
+        if bundled is not None:
+            return bundled
         if not Path(archive_file).exists():
-            # E.g. a task archive used after the biLM archive was deleted (its embedder rebuilds
-            # the biLM from the task's record; the fingerprint check still guards the pair): the
-            # copy of the .bin the task archive bundles, else $ELMO_C_FASTTEXT.
-            bundled = bundled_fasttext(fingerprint)
-            if bundled is not None:
-                return bundled
+            # E.g. a task archive used after the biLM archive was deleted, bundling no .bin.
             from_environment = os.environ.get(FASTTEXT_ENV)
             if from_environment and Path(from_environment).is_file():
                 logger.warning(

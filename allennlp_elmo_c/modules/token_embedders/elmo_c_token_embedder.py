@@ -13,6 +13,7 @@ from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from allennlp_elmo_c.common.config_defaults import ELMO_C_DIM
 from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.common.fasttext_source import archive_being_loaded
 from allennlp_elmo_c.modules.elmo_c import ElmoC
 
 logger = logging.getLogger(__name__)
@@ -139,24 +140,32 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         tokenizer_path: Optional[str],
         vocab: Optional[Vocabulary],
     ) -> PretrainedBiLM:
-        """The biLM from its archive (its record then kept in `vocab`), or, when the archive is
-        gone, from the record a trained task model's vocabulary holds."""
+        """The biLM from its archive (its record then kept in `vocab`), or from the record a
+        trained task model's vocabulary holds: when the archive is gone, and always while a
+        task archive is loaded (`loading_archive`: the biLM is the one the task archive keeps,
+        never a file at the path its config records)."""
         namespace = record_namespace(archive_file)
-        if Path(archive_file).exists() or vocab is None:
+        records = []
+        if vocab is not None and namespace in vocab.get_namespaces():
+            tokens = vocab.get_token_to_index_vocabulary(namespace)
+            records = [token for token in tokens if token.startswith("{")]
+        loading = vocab is not None and archive_being_loaded() is not None
+        if loading and not records:
+            raise ConfigurationError(
+                f"elmo_c_token_embedder: the task archive being loaded keeps no record of its "
+                f"biLM {archive_file}; a task archive's biLM is built from the record it keeps, "
+                "never read from the path its config names: train the task model again"
+            )
+        if not loading and (Path(archive_file).exists() or vocab is None):
             bilm = PretrainedBiLM.from_archive(
                 archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
             )
             if vocab is not None and bilm.config is not None:
                 vocab.add_token_to_namespace(bilm.record(), namespace)
             return bilm
-        records = [
-            token
-            for token in vocab.get_token_to_index_vocabulary(namespace)
-            if token.startswith("{")
-        ]
         if not records:
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
-        logger.info("%s is missing: building its biLM from the task model's record", archive_file)
+        logger.info("%s: building its biLM from the task model's record", archive_file)
         # Without weights (on the meta device): the task model's state dict brings them.
         return PretrainedBiLM.from_record(
             records[-1], archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
