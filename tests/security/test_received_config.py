@@ -3,16 +3,15 @@ A received model is data, not a program: its config may only build the plugin's 
 components, with their keys (`allennlp_elmo_c.common.received_config`), and is refused before
 anything is built otherwise, through every front door.
 
-Vulnerable before this change: the loaders built whatever a received config named. The issue's
-attack, one extra `pretrained_transformer` indexer with `tokenizer_kwargs: {trust_remote_code:
-true}` and a model name that the directory's `files` turn into a path inside it, ran the Python
-shipped in the directory through `ElmoC`, `ElmoCEmbedder`, `PretrainedBiLM.from_archive`,
-`elmo-c-embed`, `allennlp predict` / `evaluate`, the spaCy component and `spacy.load`, Hugging
-Face's `AutoModel` and `AutoTokenizer`, and `package`. `describe` builds the model only when its
-config freezes a parameter, which the crafted model here does not: it ran no code for this very
-model, but did not refuse it either (its case fails on the old code for that). The same held
-for a biLM archive (its config.json naming the directory by path), a task archive, and the biLM
-record a task archive keeps.
+The issue's attack: one extra `pretrained_transformer` indexer with `tokenizer_kwargs:
+{trust_remote_code: true}` and a model name that the directory's `files` turn into a path inside
+it. A loader building whatever a received config names would run the Python shipped in the
+directory; `ElmoC`, `ElmoCEmbedder`, `PretrainedBiLM.from_archive`, `elmo-c-embed`, `allennlp
+predict` / `evaluate`, the spaCy component and `spacy.load`, Hugging Face's `AutoModel` and
+`AutoTokenizer`, and `package` refuse it. `describe` builds the model only when its config
+freezes a parameter, which the crafted model here does not, so it would run no code for this
+very model: it refuses it all the same. The same holds for a biLM archive (its config.json
+naming the directory by path), a task archive, and the biLM record a task archive keeps.
 """
 
 import json
