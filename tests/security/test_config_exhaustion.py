@@ -63,7 +63,7 @@ def _archive_config(archive: Path) -> dict:
 @pytest.mark.parametrize("command", ["predict", "evaluate"])
 def test_a_jsonnet_bomb_is_refused_as_soon_as_it_is_read(command, elmo_c_archive, tmp_path):
     """`python -m allennlp_elmo_c predict|evaluate` on the archive: refused, well before the
-    guard's timeout (which kills the process; the old code ran until then)."""
+    guard's timeout (which kills the process; an evaluation of the bomb would run until then)."""
     crafted = craft_archive(elmo_c_archive, tmp_path / "received" / "model.tar.gz",
                             text=_doubling_jsonnet(_archive_config(elmo_c_archive)))  # fmt: skip
     inputs = tmp_path / "inputs.jsonl"
@@ -83,7 +83,7 @@ def test_a_jsonnet_bomb_is_refused_as_soon_as_it_is_read(command, elmo_c_archive
 
 @pytest.mark.parametrize("door", ["PretrainedBiLM.from_archive", "describe", "package"])
 def test_a_jsonnet_bomb_is_refused_in_process(door, elmo_c_archive, tmp_path, monkeypatch):
-    """The front doors that read config.json as JSON (not vulnerable before)."""
+    """The front doors that read config.json as JSON: refused in process."""
     crafted = craft_archive(elmo_c_archive, tmp_path / "received" / "model.tar.gz",
                             text=_doubling_jsonnet(_archive_config(elmo_c_archive)))  # fmt: skip
     message = refusal(front_doors(crafted, tmp_path / "work", monkeypatch, directory=False)[door])
