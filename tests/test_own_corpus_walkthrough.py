@@ -88,7 +88,7 @@ def test_the_readme_walkthrough_runs(tmp_path):
             assert hdf5[str(index)].shape == (len(line.split()), 256)  # --top
             assert numpy.isfinite(hdf5[str(index)][...]).all()
     adapted = json.loads((tmp_path / "runs" / "mine_domain" / "config.json").read_text())
-    assert adapted["model"]["type"] == "elmo_c"  # an ordinary archive, no longer from_archive
+    assert adapted["model"]["type"] == "elmo_c"  # an ordinary archive, not a from_archive one
     assert (tmp_path / "runs" / "mine_domain" / "model.tar.gz").is_file()
     # The README's biLM: the in-batch softmax, validated at its training batch.
     first = json.loads((tmp_path / "runs" / "mine" / "config.json").read_text())

@@ -442,9 +442,8 @@ def _fnv1a(data: bytes) -> int:
 
 def reference_subword_ids(model: FastTextBin, word: str, limit: Optional[int] = None) -> List[int]:
     """
-    `model.subword_ids(word, limit)` computed word by word in pure Python (the implementation
-    before `_batch_ngram_hashes`): the reference the tests and `experiments/speed/indexing_speed.py`
-    compare the vectorized one with.
+    `model.subword_ids(word, limit)` computed word by word in pure Python: the reference the
+    tests and `experiments/speed/indexing_speed.py` compare the vectorized one with.
     """
     ids = []
     word_id = model.word_ids.get(word)

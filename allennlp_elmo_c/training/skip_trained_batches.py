@@ -14,8 +14,8 @@ class SkipTrainedBatches(TrainerCallback):
     one of them again (minutes at 100M tokens, an hour at 1B). At the start of a resumed run this
     tells a data loader that can skip (`lm_stream`) where the checkpoint left off, so that it
     makes nothing for the epochs done and cheap placeholders for the batches done; the trainer
-    skips those as before, and the data order is the uninterrupted run's. With another data
-    loader it does nothing.
+    skips those, as it does on any resume, and the data order is the uninterrupted run's. With
+    another data loader it does nothing.
 
     Registered as a `TrainerCallback` with name "skip_trained_batches".
     """

@@ -3,7 +3,7 @@ How fast the `fasttext_subwords` indexer turns tokens into fastText subword ids 
 implementations, all timed in this run: the C extension (`_subwords.c`, "native", used when it
 is built), the vectorized numpy one it falls back to (`FastTextBin.subword_ids_batch` with
 `fasttext_bin.USE_NATIVE = False`: all n-grams of a call's uncached words hashed at once), and
-the word-by-word pure-Python one numpy replaced (`reference_subword_ids`, with the old per-token
+a word-by-word pure-Python one as the baseline (`reference_subword_ids`, with a per-token
 cache); and how long the `fasttext` embedder takes on the indexer's two layouts (`padded`,
 `flat`).
 
@@ -75,13 +75,13 @@ NON_ASCII = {
 }
 
 
-class OldIndexer(FastTextSubwordsIndexer):
-    """The indexer before vectorizing: each uncached token hashed on its own in Python."""
+class PurePythonIndexer(FastTextSubwordsIndexer):
+    """The baseline indexer: each uncached token hashed on its own in Python."""
 
     def subword_ids_of(self, texts: List[str]) -> List[List[int]]:
-        return [self._old_subword_ids(text) for text in texts]
+        return [self._pure_python_ids(text) for text in texts]
 
-    def _old_subword_ids(self, text: str) -> List[int]:
+    def _pure_python_ids(self, text: str) -> List[int]:
         ids = self._cache.get(text)
         if ids is None:
             ids = reference_subword_ids(self._model, text, limit=self._max_subwords + 1)
@@ -247,7 +247,7 @@ def main() -> None:
     n = args.sentence_length
     cold_sentences = [distinct[i : i + n] for i in range(0, len(distinct), n)]
     stream = zipf_sentences(words, args.warm_tokens, n, args.seed + 1)
-    implementations = {"pure Python": OldIndexer, "numpy": NumpyIndexer}
+    implementations = {"pure Python": PurePythonIndexer, "numpy": NumpyIndexer}
     if fasttext_bin.native_subwords() is not None:
         implementations["native"] = FastTextSubwordsIndexer
     else:

@@ -225,7 +225,7 @@ def _strip(node):
 def test_an_old_archive_is_checked_against_its_recorded_bin(elmo_c_archive, other_fasttext,
                                                             tmp_path, monkeypatch, caplog):  # fmt: skip
     old = without_fingerprints(elmo_c_archive, tmp_path / "old.tar.gz")
-    # It still loads as before, and records the fingerprint of the file it recorded from then on.
+    # It loads, and its record holds the fingerprint of the file it names from then on.
     bilm = PretrainedBiLM.from_archive(str(old))
     assert '"fingerprint"' in bilm.record()
     monkeypatch.setenv("ELMO_C_FASTTEXT", str(other_fasttext))

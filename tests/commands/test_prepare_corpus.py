@@ -358,8 +358,8 @@ def test_output_is_what_train_fasttext_takes(tmp_path):
 
 
 def test_a_json_line_over_the_cap_is_skipped_and_counted(tmp_path, monkeypatch):
-    """A received `.jsonl` whose line is huge: skipped without holding it, the lines after it
-    kept (the whole line used to be read into memory)."""
+    """A received `.jsonl` whose line is huge: skipped without holding it (the line is never
+    read whole into memory), the lines after it kept, the skip counted."""
     monkeypatch.setattr(module, "MAX_JSON_LINE_BYTES", 1000)
     huge = json.dumps({"text": "word " * 2000})  # 10 KB, over the (patched) cap
     lines_in = [json.dumps({"text": "Before it."}), huge, json.dumps({"text": "After it."})]

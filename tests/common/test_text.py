@@ -11,7 +11,7 @@ def test_decode_line():
 
 
 def test_train_bpe_reads_lines_as_the_reader_does(tmp_path):
-    # train-bpe used to keep the byte order mark (the reader strips it) in the first word.
+    # A byte order mark is stripped, as the reader strips it, not kept in the first word.
     corpus = tmp_path / "corpus.txt"
     corpus.write_bytes(b"\xef\xbb\xbfthe cat\na\x00b \xff\n\n")
     assert list(_line_batches(corpus)) == [["the cat", "a b \ufffd"]]

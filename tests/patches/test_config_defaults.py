@@ -66,7 +66,7 @@ def test_only_the_unset_ones_are_named(monkeypatch, tmp_path):
     config = PROJECT_ROOT / "downstream_configs" / "pos_elmo_c.jsonnet"
     with pytest.raises(ConfigurationError, match="not set: POS_DATA_DIR\n"):
         Params.from_file(str(config))
-    # Other jsonnet errors are jsonnet's, as before.
+    # Other jsonnet errors are jsonnet's own.
     broken = tmp_path / "broken.jsonnet"
     broken.write_text("{ a: }")
     with pytest.raises(RuntimeError) as error:

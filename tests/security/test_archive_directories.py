@@ -3,9 +3,8 @@ An archive given as a plain directory (an extracted `model.tar.gz`, a run direct
 `load_archive` (`allennlp predict` / `evaluate`) is read as it is, so it must hold its own files:
 one holding a symbolic link is refused, naming the link, before anything is read.
 
-Vulnerable before this change: the link was followed, so a `vocabulary/labels.txt` linked to a
-file of the receiver's put that file's lines into the model's labels (and so into its
-predictions).
+The attack: were the link followed, a `vocabulary/labels.txt` linked to a file of the receiver's
+would put that file's lines into the model's labels (and so into its predictions).
 """
 
 import tarfile

@@ -8,10 +8,10 @@ and loads it through each front door that extracts it: AllenNLP's `load_archive`
 a component's `archive_file`. Every load must be refused with a `ConfigurationError` naming the
 member, and the files outside (in the test's temporary directory) stay absent or unchanged.
 
-Vulnerable before this change, where the docstrings say so: AllenNLP's `extracted_archive` called
-`tarfile.extractall` with no filter, so `..` and absolute members, symbolic and hard links wrote
-or overwrote any file the user could, FIFOs and devices were created, and a 2 MB archive was
-extracted to 2 GiB, and the model still loaded.
+The attacks: AllenNLP's own `extracted_archive` calls `tarfile.extractall` with no filter, so
+through it `..` and absolute members, symbolic and hard links would write or overwrite any file
+the user can, FIFOs and devices would be created, and a 2 MB archive would be extracted to 2 GiB,
+the model still loading.
 """
 
 import gzip
@@ -158,9 +158,10 @@ DOORS = ["load_archive", "allennlp predict", "ElmoC", "PretrainedBiLM.from_archi
 def test_a_crafted_member_is_refused_before_anything_is_extracted(
     kind, door, elmo_c_archive, tmp_path, scratch
 ):
-    """Vulnerable before this change: `..`, absolute and symbolic-link members were written
-    outside, a hard link let a later member overwrite the file it pointed at, FIFOs and devices
-    were created, and the model loaded."""
+    """Extracted without a filter, `..`, absolute and symbolic-link members would be written
+    outside, a hard link would let a later member overwrite the file it points at, FIFOs and
+    devices would be created, and the model would load: each refused, naming the member and the
+    archive, nothing written."""
     attack = Attack(tmp_path, kind)
     archive = crafted(elmo_c_archive, tmp_path / "received" / "model.tar.gz", attack.members)
     error = outcome(lambda: RECEIVED_MODEL_DOORS[door](archive, tmp_path))
@@ -173,8 +174,8 @@ def test_a_crafted_member_is_refused_before_anything_is_extracted(
 @pytest.mark.parametrize("kind", ["dotdot", "symlink", "hardlink"])
 def test_an_archive_nested_in_a_model_directory_is_refused(kind, elmo_c_archive, model_directory,
                                                            tmp_path, scratch):  # fmt: skip
-    """Vulnerable before this change: a model directory whose config names an archive it ships
-    (a component's `archive_file`) had it extracted, members outside included."""
+    """A model directory whose config names an archive it ships (a component's `archive_file`)
+    would have it extracted, members outside included: refused, nothing written."""
     attack = Attack(tmp_path, kind)
     archive = crafted(elmo_c_archive, tmp_path / "nested.tar.gz", attack.members)
     directory = nesting_directory(model_directory[0], archive, tmp_path / "received")
@@ -214,7 +215,8 @@ def bomb(source: Path, target: Path, gib: int = 2) -> Path:
 
 @pytest.mark.parametrize("door", ["load_archive", "PretrainedBiLM.from_archive"])
 def test_a_decompression_bomb_is_refused_before_extraction(door, elmo_c_archive, tmp_path, scratch):
-    """Vulnerable before this change: a 2 MB archive was extracted to 2 GiB (and then loaded)."""
+    """A 2 MB archive that extracts to 2 GiB (and would then load): refused before extraction,
+    the message naming the fix."""
     archive = bomb(elmo_c_archive, tmp_path / "received" / "model.tar.gz")
     assert archive.stat().st_size < 4 << 20
     with pytest.raises(ConfigurationError, match="padding.bin") as refusal:
@@ -224,8 +226,8 @@ def test_a_decompression_bomb_is_refused_before_extraction(door, elmo_c_archive,
 
 
 def test_the_size_bound_holds_for_incompressible_members(elmo_c_archive, tmp_path, scratch, monkeypatch):
-    """Vulnerable before this change: nothing bounded what an archive extracts (here a 3 MB
-    member of random bytes against a bound lowered to 1 MB, standing for a disk-filling one)."""
+    """What an archive extracts is bounded, incompressible members included (here a 3 MB member
+    of random bytes against a bound lowered to 1 MB, standing for a disk-filling one): refused."""
     import allennlp_elmo_c.common.safe_extract as safe_extract
 
     monkeypatch.setattr(safe_extract, "MAX_EXTRACTED_BYTES", 1 << 20)
@@ -237,7 +239,8 @@ def test_the_size_bound_holds_for_incompressible_members(elmo_c_archive, tmp_pat
 
 
 def test_too_many_members_are_refused(elmo_c_archive, tmp_path, scratch, monkeypatch):
-    """Vulnerable before this change: nothing bounded the number of members (each an inode)."""
+    """The number of members (each an inode) is bounded: more than `MAX_MEMBERS` are refused,
+    nothing extracted."""
     import allennlp_elmo_c.common.safe_extract as safe_extract
 
     monkeypatch.setattr(safe_extract, "MAX_MEMBERS", 20)
@@ -272,10 +275,10 @@ def directory_bomb(source: Path, target: Path, members: int, depth: int) -> Path
 
 @pytest.mark.parametrize("depth", [900, 1500])
 def test_a_directory_bomb_creates_nothing(depth, elmo_c_archive, tmp_path, scratch):
-    """Vulnerable before this change: 100 members each 900 directories deep (a 23 KB archive)
-    made one load create about 88,000 directories, then the model loaded; at depth 1,500 the
-    load ended in a `RecursionError` after 31 s. Only the members a model archive is made of are
-    extracted now (the archive loads), and an extraction of every member refuses the depth."""
+    """100 members each 900 directories deep (a 23 KB archive), all extracted, would make one
+    load create about 88,000 directories, then load the model; at depth 1,500 the load would end
+    in a `RecursionError` after 31 s. Only the members a model archive is made of are extracted
+    (the archive loads), and an extraction of every member refuses the depth."""
     from allennlp_elmo_c.archive import is_model_archive_member
     from allennlp_elmo_c.common.safe_extract import MAX_DEPTH, extract_archive
 
@@ -330,9 +333,9 @@ def pax_name_archive(source: Path, target: Path, name_bytes: int) -> Path:
 
 @pytest.mark.parametrize("door", ["ElmoC", "load_archive", "describe"])
 def test_a_huge_pax_name_is_refused_before_it_is_read(door, elmo_c_archive, tmp_path, scratch):
-    """Vulnerable before this change: a 60 MB pax member name was read (+0.45 GiB) and then
-    refused with the whole name in the message. Refused now from the header's declared size,
-    before tarfile reads it; the message says how large it was, and names no name."""
+    """A 60 MB pax member name costs +0.45 GiB if read, and a refusal quoting it carries the
+    whole name. It is refused from the header's declared size, before tarfile reads it; the
+    message says how large it was, and names no name."""
     import tracemalloc
 
     archive = pax_name_archive(elmo_c_archive, tmp_path / "received" / "model.tar.gz", 60 << 20)

@@ -4,9 +4,10 @@ through `AutoConfig`, which builds the plugin's `ElmoCConfig`; the directory's c
 (`read_directory_config`: checksums, no link, its config.json) run there, before transformers
 reads any other file of it.
 
-Vulnerable before this change: a `tokenizer_class` in config.json sent `AutoTokenizer` to that
-tokenizer's own loader, which read the directory's files unchecked (a `tokenizer.json` linked
-to a file outside was read, and the listing was never looked at).
+The attack: a `tokenizer_class` in config.json sends `AutoTokenizer` to that tokenizer's own
+loader, which reads the directory's files without the plugin's checks (a `tokenizer.json` linked
+to a file outside would be read, and the listing never looked at); the checks that run in
+`AutoConfig` refuse such a directory first.
 """
 
 import json

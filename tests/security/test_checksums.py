@@ -9,10 +9,11 @@ regenerates or edits the listing), then loads it through the front doors: `ElmoC
 component, Flair's `ElmoCEmbeddings`, Hugging Face's `AutoModel` and `AutoTokenizer`, `package`
 and `describe`.
 
-Vulnerable before this change, where the docstrings say so: files left out of the listing were
-never checked, files over 1 GiB were skipped, listed names could be absolute or `../` (the file
-named was read and hashed, wherever it was), and `AutoTokenizer` and `describe` never looked at
-the listing.
+What the tests craft, each refused: a file left out of the listing (it would go unchecked), a
+change in a file of any size (none is skipped as too large), a listed name that is absolute or
+`../` (reading and hashing the file it names, wherever it is, would be an oracle on the
+receiver's files), and each of these through `AutoTokenizer` and `describe` too, which read the
+directory's files.
 """
 
 import hashlib
@@ -66,8 +67,8 @@ def refused(door: str, directory: Path, tmp_path: Path, *fragments: str) -> None
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_file_left_out_of_the_listing_is_refused(door, received, tmp_path):
-    """Vulnerable before this change: only listed files were checked, so weights left out of
-    the listing could be anything (here changed) and the model loaded."""
+    """Weights left out of the listing could be anything (here changed) if only listed files
+    were checked: a file the listing does not name is refused."""
     entries = listing(received)
     del entries[WEIGHTS_FILE]
     write_listing(received, entries)
@@ -77,15 +78,15 @@ def test_a_file_left_out_of_the_listing_is_refused(door, received, tmp_path):
 
 @pytest.mark.parametrize("door", DOORS)
 def test_an_extra_file_is_refused(door, received, tmp_path):
-    """Vulnerable before this change: a file the listing does not name was never looked at."""
+    """A file the listing does not name (here a new vocabulary namespace): refused."""
     (received / "vocabulary" / "extra_tags.txt").write_text("anything\n")
     refused(door, received, tmp_path, f"vocabulary/extra_tags.txt is not listed in {CHECKSUMS_FILE}")
 
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_listed_file_that_is_missing_is_refused(door, received, tmp_path):
-    """Vulnerable before this change only through `AutoTokenizer` and `describe` (which never
-    read the listing); the other doors refused it already."""
+    """A listed file that is missing: refused by every door, `AutoTokenizer` and `describe`
+    (which read the directory without the loader) included."""
     entries = listing(received)
     entries["tokenizer.json"] = hashlib.sha256(b"{}").hexdigest()
     write_listing(received, entries)
@@ -95,9 +96,9 @@ def test_a_listed_file_that_is_missing_is_refused(door, received, tmp_path):
 @pytest.mark.parametrize("door", DOORS)
 @pytest.mark.parametrize("form", ["absolute", "climbing"])
 def test_a_listed_name_outside_the_directory_is_refused(form, door, received, tmp_path):
-    """Vulnerable before this change: a listed name was joined to the directory and the file
-    it named read and hashed wherever it was (an oracle on the receiver's files: here the
-    listed digest matches, and the model loaded)."""
+    """A listed name joined to the directory would have the file it names read and hashed
+    wherever it is (an oracle on the receiver's files: here the listed digest matches, so the
+    model would load): an absolute or climbing name is refused."""
     outside = tmp_path / "outside.txt"
     outside.write_text("the receiver's own file\n")
     name = str(outside) if form == "absolute" else "../outside.txt"
@@ -109,9 +110,9 @@ def test_a_listed_name_outside_the_directory_is_refused(form, door, received, tm
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_large_file_is_checked(door, received, tmp_path, monkeypatch):
-    """Vulnerable before this change: files over 1 GiB were skipped on load. A large file is now
-    hashed in chunks of `file_digests._CHUNK` bytes (4 MiB): here a chunk is 1 KiB, so that the
-    weights (~21 KB) are hashed as a large file is, and their last chunk is changed."""
+    """No file is skipped on load for its size (here or over 1 GiB): a large file is hashed in
+    chunks of `file_digests._CHUNK` bytes (4 MiB). Here a chunk is 1 KiB, so that the weights
+    (~21 KB) are hashed as a large file is, and their last chunk is changed: refused."""
     monkeypatch.setattr(file_digests, "_CHUNK", 1024)
     weights = received / WEIGHTS_FILE
     assert weights.stat().st_size > 8 * file_digests._CHUNK
@@ -122,24 +123,23 @@ def test_a_large_file_is_checked(door, received, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_mismatch_names_the_file(door, received, tmp_path):
-    """Vulnerable before this change only through `AutoTokenizer` and `describe` (which never
-    read the listing): the others named the file."""
+    """A changed file is refused with its name by every door, `AutoTokenizer` and `describe`
+    (which read the directory without the loader) included."""
     (received / "vocabulary" / "non_padded_namespaces.txt").write_text("*tags\n*labels\n*words\n")
     refused(door, received, tmp_path, "vocabulary/non_padded_namespaces.txt does not match its checksum")
 
 
 def test_auto_tokenizer_checks_the_files_it_reads(received, tmp_path):
-    """Vulnerable before this change: `AutoTokenizer` read a changed config.json (here its
-    reader's sentence length) without a word."""
+    """A changed config.json (here its reader's sentence length), which `AutoTokenizer` reads:
+    refused, not read without a word."""
     config = received / "config.json"
     config.write_text(config.read_text().replace('"max_sequence_length": 12', '"max_sequence_length": 13'))
     refused("AutoTokenizer", received, tmp_path, "config.json does not match its checksum")
 
 
 def test_a_file_changed_after_a_load_is_refused_on_the_next(received, tmp_path):
-    """Not vulnerable before this change (every load hashed every listed file): a digest is now
-    kept per process, and must not outlive a change to the file, even one that keeps its size
-    and modification time."""
+    """A file's digest is kept per process, and must not outlive a change to the file, even one
+    that keeps its size and modification time: the next load refuses the changed file."""
     RECEIVED_MODEL_DOORS["ElmoC"](received, tmp_path)
     weights = received / WEIGHTS_FILE
     before = weights.stat()
@@ -152,8 +152,8 @@ def test_a_file_changed_after_a_load_is_refused_on_the_next(received, tmp_path):
 @pytest.mark.parametrize("line", ["not a checksum line", f"{'0' * 64}  vocabulary//../README.md",
                                   f"{'0' * 63}  README.md"])  # fmt: skip
 def test_a_malformed_listing_is_refused(line, received):
-    """Not vulnerable before this change in effect (such lines named missing files, or
-    mismatched); refused now for what they are."""
+    """A line that is not a plain checksum line (read as one, it would name a missing file, or
+    mismatch): refused for what it is."""
     with (received / CHECKSUMS_FILE).open("a") as stream:
         stream.write(line + "\n")
     with pytest.raises(ConfigurationError, match=CHECKSUMS_FILE):
@@ -168,7 +168,7 @@ def test_the_lock_file_allennlp_leaves_is_no_extra_file(received, tmp_path):
     assert lock.is_file() and lock.stat().st_size == 0
     assert ".lock" not in (received / CHECKSUMS_FILE).read_text()
     RECEIVED_MODEL_DOORS["AutoTokenizer"](received, tmp_path)
-    regenerate_checksums(received)  # a listing that names it (as save_pretrained's did)
+    regenerate_checksums(received)  # a listing that names it
     lock.unlink()
     RECEIVED_MODEL_DOORS["ElmoC"](received, tmp_path)
     write_listing(received, {k: v for k, v in listing(received).items() if k != "vocabulary/.lock"})

@@ -4,15 +4,15 @@ doubles per level is refused as soon as it is read, as JSON), it is capped in si
 and the sizes it declares are held to its weights before memory is allocated
 (`allennlp_elmo_c.common.allocation_budget`).
 
-Vulnerable before this change:
-- `allennlp predict` / `evaluate` evaluated an archive's config.json as jsonnet: a 1 KB program
-  doubling its work per level never finished (and ignored SIGTERM); the other front doors read
-  it as JSON first and were not vulnerable.
-- A config.json of 5 MB was read whole by every loader, and one nested thousands of levels deep
-  raised a `RecursionError` (no refusal naming the file).
-- A 2 KB config.json declaring a huge `cell_size` allocated what it declared (3.3 GiB in the
-  issue) before its size was compared with the weights', through every front door; so did a task
-  archive declaring a huge `embedding_dim`.
+The attacks, each refused:
+- A 1 KB jsonnet program doubling its work per level as an archive's config.json: evaluated as
+  jsonnet (as AllenNLP's own `load_archive`, behind `allennlp predict` / `evaluate`, does), it
+  never finishes (and ignores SIGTERM); the plugin's other front doors read it as JSON first.
+- A config.json of 5 MB, which an uncapped loader reads whole, and one nested thousands of levels
+  deep, which raises a `RecursionError` (no refusal naming the file) in an unbounded parse.
+- A 2 KB config.json declaring a huge `cell_size`, which would allocate what it declares (3.3 GiB
+  in the issue) before its size is compared with the weights', through every front door; and
+  likewise a task archive declaring a huge `embedding_dim`.
 """
 
 import json
@@ -63,7 +63,7 @@ def _archive_config(archive: Path) -> dict:
 @pytest.mark.parametrize("command", ["predict", "evaluate"])
 def test_a_jsonnet_bomb_is_refused_as_soon_as_it_is_read(command, elmo_c_archive, tmp_path):
     """`python -m allennlp_elmo_c predict|evaluate` on the archive: refused, well before the
-    guard's timeout (which kills the process; the old code ran until then)."""
+    guard's timeout (which kills the process; an evaluation of the bomb would run until then)."""
     crafted = craft_archive(elmo_c_archive, tmp_path / "received" / "model.tar.gz",
                             text=_doubling_jsonnet(_archive_config(elmo_c_archive)))  # fmt: skip
     inputs = tmp_path / "inputs.jsonl"
@@ -83,7 +83,7 @@ def test_a_jsonnet_bomb_is_refused_as_soon_as_it_is_read(command, elmo_c_archive
 
 @pytest.mark.parametrize("door", ["PretrainedBiLM.from_archive", "describe", "package"])
 def test_a_jsonnet_bomb_is_refused_in_process(door, elmo_c_archive, tmp_path, monkeypatch):
-    """The front doors that read config.json as JSON (not vulnerable before)."""
+    """The front doors that read config.json as JSON: refused in process."""
     crafted = craft_archive(elmo_c_archive, tmp_path / "received" / "model.tar.gz",
                             text=_doubling_jsonnet(_archive_config(elmo_c_archive)))  # fmt: skip
     message = refusal(front_doors(crafted, tmp_path / "work", monkeypatch, directory=False)[door])

@@ -1,15 +1,15 @@
 """
 Nothing from the environment or from outside files reaches a received model's config.
 
-Vulnerable before this change:
-- `allennlp predict` / `evaluate` (and `load_archive`) on an archive evaluated its config.json as
-  jsonnet, with every environment variable as an external variable (`std.extVar`) and
-  `importstr` of any file: the result, put in a URL the loader fetches (here a char-CNN's ELMo
-  options), left the machine before any error. `PretrainedBiLM.from_archive` and its users
-  (`ElmoC`, `ElmoCEmbedder`, `elmo-c-embed`, spaCy, `package`) and `describe` read config.json as
-  JSON first and were not vulnerable (their cases fail on the old code only because its message
-  named no key).
-- `model.nearest_neighbour_words` of a received biLM (a model directory or an archive) turned
+The attacks, each refused:
+- An archive's config.json evaluated as jsonnet (as AllenNLP's own `load_archive`, behind
+  `allennlp predict` / `evaluate`, does), with every environment variable as an external
+  variable (`std.extVar`) and `importstr` of any file: the result, put in a URL the loader
+  fetches (here a char-CNN's ELMo options), would leave the machine before any error.
+  `PretrainedBiLM.from_archive` and its users (`ElmoC`, `ElmoCEmbedder`, `elmo-c-embed`, spaCy,
+  `package`) and `describe` read config.json as JSON first; their cases hold the refusal's
+  message.
+- `model.nearest_neighbour_words` of a received biLM (a model directory or an archive) would turn
   any file's lines into the next-word predictor's output (`allennlp predict --predictor
   elmo_c_next_word`).
 """

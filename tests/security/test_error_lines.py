@@ -3,8 +3,8 @@ The plugin's own commands report a refusal (a `ConfigurationError`) as one line,
 naming what was refused, and exit with status 1; `--verbose` or `ELMO_C_DEBUG=1` shows the
 traceback.
 
-Before this change every refusal printed a Python traceback (the message at its end) and
-`--verbose` did not exist: every test here but the `ELMO_C_DEBUG=1` one failed there.
+Without `--verbose` or `ELMO_C_DEBUG=1`, no refusal prints a Python traceback (with the
+message at its end).
 """
 
 import subprocess

@@ -73,9 +73,9 @@ def numpy_only():
 
 @pytest.mark.parametrize("implementation", ["native", "numpy"])
 def test_a_sparse_bin_with_a_huge_bucket_costs_the_rows_used(tmp_path, implementation, request):
-    """A 2^28 bucket in a sparse file (1 GiB apparent, a few KB on disk). Vulnerable before this
-    change (the C extension's path): a table of 8 bytes per declared row, 2 GiB, on the first
-    ids computed."""
+    """A 2^28 bucket in a sparse file (1 GiB apparent, a few KB on disk): a table of 8 bytes per
+    declared row would be 2 GiB on the first ids computed. Both paths (the C extension's and
+    numpy's) stay under 32 MiB."""
     if implementation == "numpy":
         request.getfixturevalue("numpy_only")
     elif fasttext_bin.native_subwords() is None:
@@ -101,7 +101,8 @@ def test_a_sparse_bin_with_a_huge_bucket_costs_the_rows_used(tmp_path, implement
 
 
 def test_the_native_table_grows_with_the_rows_met(tmp_path):
-    """Vulnerable before this change: one slot per declared row."""
+    """A `.bin` declaring 2^28 buckets: the C extension's per-row table holds one slot per row
+    met (the subwords of the words looked up), not one per declared row."""
     if fasttext_bin.native_subwords() is None:
         pytest.skip("the C extension is not built")
     model = FastTextBin(write_sparse_bin(tmp_path / "sparse.bin", dim=1, bucket=1 << 28))
@@ -112,8 +113,8 @@ def test_the_native_table_grows_with_the_rows_met(tmp_path):
 
 
 def test_a_header_claiming_more_rows_than_the_file_holds_is_refused(tmp_path):
-    """The input matrix's rows (nwords + bucket) of dim floats must fit in the file. Refused
-    before this change too (after reading the dictionary), without naming the fields."""
+    """The input matrix's rows (nwords + bucket) of dim floats must fit in the file: a header
+    claiming more is refused, naming the fields and the file's size."""
     path = tmp_path / "claims.bin"
     data = header(300, 1 << 30, len(WORDS), len(WORDS)) + entries(WORDS)
     path.write_bytes(data + struct.pack("<?qq", False, len(WORDS) + (1 << 30), 300) + bytes(4096))
@@ -127,8 +128,8 @@ def test_a_header_claiming_more_rows_than_the_file_holds_is_refused(tmp_path):
 
 
 def test_a_dictionary_larger_than_the_file_is_refused_before_it_is_read(tmp_path):
-    """2^31 - 1 dictionary entries declared in a 200-byte file. Refused before this change too
-    (at the end of the file), without naming the field."""
+    """2^31 - 1 dictionary entries declared in a 200-byte file: refused before the dictionary is
+    read, naming the field."""
     path = tmp_path / "dictionary.bin"
     path.write_bytes(header(4, 0, 2**31 - 1, 2**31 - 1) + entries(WORDS))
     with pytest.raises(ConfigurationError, match=r"dictionary entries \(size\)") as refusal:
@@ -138,8 +139,8 @@ def test_a_dictionary_larger_than_the_file_is_refused_before_it_is_read(tmp_path
 
 def test_a_zero_filled_dictionary_is_refused_at_its_second_entry(tmp_path):
     """Two million empty entries: a hole of 20 MB that reads as zeros, each entry the same empty
-    word. Vulnerable before this change: every declared entry was read into the word list (the
-    memory and time of the declared count) before the refusal."""
+    word. Reading every declared entry into the word list would cost the memory and time of the
+    declared count: refused at the second entry, in under 4 MiB."""
     count = 2_000_000
     path = tmp_path / "zeros.bin"
     start = header(1, 0, count, count)
@@ -160,7 +161,7 @@ def test_a_zero_filled_dictionary_is_refused_at_its_second_entry(tmp_path):
     [("dim", {"dim": 0}), ("bucket", {"bucket": -1}), ("nlabels", {"num_words": 5})],
 )
 def test_invalid_counts_name_the_field(tmp_path, field, change):
-    """Refused before this change too, without naming the field."""
+    """A `dim`, `bucket` or `nlabels` out of range: refused, naming the field and its value."""
     values = {"dim": 4, "bucket": 10, "size": len(WORDS), "num_words": len(WORDS), **change}
     path = tmp_path / "invalid.bin"  # (nwords 5 of a dictionary of 4: nlabels -1)
     path.write_bytes(header(**values) + entries(WORDS))

@@ -9,12 +9,12 @@ Each test builds its crafted model at test time from a real packaged biLM (copie
 temporary directory standing for the receiver's files: a fastText `.bin` elsewhere, and a
 "secret" whose content must never appear in any output.
 
-Vulnerable before this change, where the docstrings say so: `files` and fastText names could be
-absolute or `../`, so a model directory read files anywhere; a symbolic link in it carried the
-file it points at into the vocabulary, into `package`'s and `save_pretrained`'s output, spaCy's
-saved pipeline and a task model's record; a `vocabulary` tar file was extracted by AllenNLP's
-`cached_path` through a chain of symbolic links outside its cache; `from_record` wrote vocabulary
-files wherever a record named them.
+The attacks, each refused: `files` and fastText names that are absolute or `../` would make a
+model directory read files anywhere; a symbolic link in it would carry the file it points at into
+the vocabulary, into `package`'s and `save_pretrained`'s output, spaCy's saved pipeline and a task
+model's record; a `vocabulary` tar file would be extracted by AllenNLP's `cached_path` through a
+chain of symbolic links outside its cache; `from_record` would write vocabulary files wherever a
+record names them.
 """
 
 import io
@@ -86,9 +86,9 @@ DOORS = ["ElmoC", "load_archive", "AutoModel", "AutoTokenizer", "package", "desc
 @pytest.mark.parametrize("door", DOORS)
 @pytest.mark.parametrize("form", ["absolute", "climbing", "outside files"])
 def test_a_fasttext_name_outside_the_directory_is_refused(form, door, received, tmp_path):
-    """Vulnerable before this change: `files` names (and the biLM's fastText names) that were
-    absolute or climbed out with `..` made the directory read the file they named, wherever it
-    was (here a `.bin` the receiver has elsewhere)."""
+    """`files` names (and the biLM's fastText names) that are absolute or climb out with `..`
+    would make the directory read the file they name, wherever it is (here a `.bin` the receiver
+    has elsewhere): refused, nothing packaged."""
     elsewhere = tmp_path / "elsewhere" / FASTTEXT
     elsewhere.parent.mkdir()
     shutil.move(received / FASTTEXT, elsewhere)
@@ -106,9 +106,9 @@ def test_a_fasttext_name_outside_the_directory_is_refused(form, door, received, 
 
 @pytest.mark.parametrize("name", ["/etc/hostname", "../README.md", "vocabulary/../../x.bin"])
 def test_files_names_must_be_plain(name, received, tmp_path):
-    """Not exploitable by itself before this change (a `files` name that no value of the biLM's
-    config uses was ignored; the fastText test above shows one that is used); refused now, as
-    every name a model directory gives must be plain."""
+    """A `files` name that no value of the biLM's config uses (not exploitable by itself, as such
+    a name is never read; the fastText test above shows one that is used): refused all the same,
+    as every name a model directory gives must be plain."""
     edit_directory_config(received, lambda config: config["files"].update(extra=name))
     error = outcome(lambda: RECEIVED_MODEL_DOORS["ElmoC"](received, tmp_path))
     assert isinstance(error, ConfigurationError) and repr(name) in str(error) and "files.extra" in str(error)
@@ -119,8 +119,8 @@ def test_files_names_must_be_plain(name, received, tmp_path):
 
 @pytest.mark.parametrize("door", DOORS + ["PretrainedBiLM.from_archive", "spaCy"])
 def test_a_linked_fasttext_file_is_refused(door, received, tmp_path):
-    """Vulnerable before this change: a model directory's `.bin` could be a symbolic link to a
-    file of the receiver's (the directory then read it, and `package` copied it)."""
+    """A model directory's `.bin` that is a symbolic link to a file of the receiver's (the
+    directory would read it, and `package` copy it): refused, nothing packaged."""
     elsewhere = tmp_path / "elsewhere.bin"
     shutil.move(received / FASTTEXT, elsewhere)
     (received / FASTTEXT).symlink_to(elsewhere)
@@ -141,16 +141,17 @@ def linked_secret(received: Path, secret: Path) -> Path:
 
 
 def test_package_never_copies_a_linked_secret(received, secret, tmp_path):
-    """Vulnerable before this change: the secret became a vocabulary namespace and `package`
-    wrote it into the directory to share."""
+    """A vocabulary file linked to the receiver's secret would make the secret a vocabulary
+    namespace that `package` writes into the directory to share: refused, the secret written
+    nowhere."""
     error = outcome(lambda: RECEIVED_MODEL_DOORS["package"](linked_secret(received, secret), tmp_path))
     assert_secret_absent(tmp_path / "packaged", tmp_path / "scratch")
     assert isinstance(error, ConfigurationError) and "vocabulary/secret_tags.txt" in str(error)
 
 
 def test_a_task_record_never_holds_a_linked_secret(received, secret):
-    """Vulnerable before this change: the record a task model keeps of its biLM (its vocabulary)
-    held the secret's lines, and with it every task archive trained on the biLM."""
+    """The record a task model keeps of its biLM (its vocabulary) would hold the secret's lines,
+    and with it every task archive trained on the biLM: refused, no record holds the secret."""
     records: List[str] = []
     error = outcome(lambda: records.append(PretrainedBiLM.from_archive(str(linked_secret(received, secret))).record()))
     assert not any(SECRET in record for record in records)
@@ -158,9 +159,9 @@ def test_a_task_record_never_holds_a_linked_secret(received, secret):
 
 
 def test_save_pretrained_never_copies_a_linked_secret(received, secret, tmp_path):
-    """Vulnerable before this change: `ElmoCModel.save_pretrained` copied the vocabulary through
-    the link (and loading had accepted it). Here the link appears after loading, so the copy
-    itself must refuse it."""
+    """`ElmoCModel.save_pretrained` would copy the vocabulary through the link. Here the link
+    appears after loading, so the copy itself refuses it; a directory holding the link is not
+    loaded in the first place."""
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(str(received))
@@ -175,8 +176,8 @@ def test_save_pretrained_never_copies_a_linked_secret(received, secret, tmp_path
 
 
 def test_spacy_to_disk_never_copies_a_linked_secret(received, secret, tmp_path):
-    """Vulnerable before this change: `nlp.to_disk` copied the model directory with
-    `copytree`, whose copy function hard-linked (else copied) the secret the link points at."""
+    """`nlp.to_disk` copying the model directory with `copytree` would hard-link (else copy)
+    the secret the link points at: refused, the secret written nowhere."""
     import spacy
 
     nlp = spacy.blank("en")
@@ -188,8 +189,8 @@ def test_spacy_to_disk_never_copies_a_linked_secret(received, secret, tmp_path):
 
 
 def test_a_saved_pipeline_whose_model_is_a_link_is_refused(received, tmp_path):
-    """Vulnerable before this change: a received pipeline's `elmo_c/model` could be a link to
-    any directory of the receiver's, which the pipeline then read and saved again."""
+    """A received pipeline's `elmo_c/model` that is a link to any directory of the receiver's
+    (which the pipeline would read and save again): refused."""
     import spacy
 
     nlp = spacy.blank("en")
@@ -230,8 +231,9 @@ def linked_vocabulary_tar(outside: Path) -> bytes:
 
 @pytest.mark.parametrize("door", ["ElmoC", "load_archive", "AutoTokenizer"])
 def test_a_vocabulary_tar_in_a_directory_is_refused(door, received, tmp_path):
-    """Vulnerable before this change: a `vocabulary` file was extracted as an archive by
-    AllenNLP's `cached_path`, writing through its links outside the cache."""
+    """A `vocabulary` that is a tar file would be extracted as an archive by AllenNLP's
+    `cached_path`, writing through its links outside the cache: refused, nothing written
+    outside."""
     outside = tmp_path / "outside"
     outside.mkdir()
     shutil.rmtree(received / "vocabulary")
@@ -244,8 +246,7 @@ def test_a_vocabulary_tar_in_a_directory_is_refused(door, received, tmp_path):
 
 @pytest.mark.parametrize("door", ["PretrainedBiLM.from_archive", "load_archive"])
 def test_a_vocabulary_tar_in_an_archive_is_refused(door, elmo_c_archive, tmp_path, monkeypatch):
-    """Vulnerable before this change: the same, from an archive whose `vocabulary` member is a
-    tar file."""
+    """The same, from an archive whose `vocabulary` member is a tar file."""
     without_elmo_c_variables(monkeypatch)
     monkeypatch.setattr("allennlp.common.file_utils.CACHE_DIRECTORY", str(tmp_path / "cache"))
     outside = tmp_path / "outside"
@@ -270,8 +271,9 @@ def test_a_vocabulary_tar_in_an_archive_is_refused(door, elmo_c_archive, tmp_pat
 
 @pytest.mark.parametrize("form", ["climbing", "absolute"])
 def test_a_record_names_only_plain_vocabulary_files(form, elmo_c_archive, tmp_path, monkeypatch):
-    """Vulnerable before this change: `from_record` wrote each vocabulary file of a task
-    archive's biLM record where the record named it, outside its temporary directory."""
+    """A task archive's biLM record naming a vocabulary file by a climbing or absolute name
+    would make `from_record` write it there, outside its temporary directory: refused, nothing
+    written."""
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))

@@ -4,9 +4,9 @@ fastText `.bin`s, a BPE tokenizer, a char-CNN's ELMo options and weights) names 
 directory's own files, by a plain name resolved against the directory, never the working
 directory.
 
-Vulnerable before this change: an `elmo_char_cnn` embedder (input or target) whose
-`options_file` / `weight_file` named a file elsewhere made the directory read it; a relative name
-was read from the working directory.
+The attack: an `elmo_char_cnn` embedder (input or target) whose `options_file` / `weight_file`
+names a file elsewhere would make the directory read it, and a relative name would be read from
+the working directory: both refused.
 
 The crafted directory is a copy of a real packaged biLM, its `checksums.sha256` regenerated as a
 sender would. The outside files are real ELMo options and weights, so a loader that read them

@@ -2,10 +2,11 @@
 No code runs from a pickle: `allennlp train --recover` on a run directory received from someone
 else, and every `torch.load` in the package.
 
-Vulnerable before this change: `--recover` loaded `training_state_*.th` with
-`weights_only=False` (the atomic checkpointer and `patches.weights_only_loads` of AllenNLP's checkpointer),
-so a crafted training state ran any Python it named. The model weights were loaded with torch's
-default (`weights_only=True` since torch 2.6), not explicitly.
+The attack: a `training_state_*.th` loaded with `weights_only=False` runs any Python a crafted
+one names, and so does a weights file loaded on torch's default (`weights_only=True` since torch
+2.6) where `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1` is set. `--recover` (the atomic checkpointer, and
+`patches.weights_only_loads` of AllenNLP's checkpointer) and every load of model weights pass
+`weights_only=True` explicitly.
 """
 
 import ast
@@ -88,7 +89,8 @@ def test_a_real_run_recovers_with_numpy_scalars_in_its_state(finished_run, tmp_p
 
 @pytest.mark.parametrize("name", ["training_state_e1_b0.th", "model_state_e1_b0.th"])
 def test_recover_refuses_a_crafted_checkpoint_and_runs_nothing(finished_run, tmp_path, name):
-    """Vulnerable before this change (the training state): the marker was written."""
+    """A training or model state that pickles a call writing a marker: `--recover` refuses it,
+    naming the file (and, for the training state, the global it holds); no marker is written."""
     run = crashed_copy(finished_run, tmp_path / "run")
     marker = tmp_path / "marker"
     state = torch.load(run / name, weights_only=True)
@@ -104,7 +106,7 @@ def test_recover_refuses_a_crafted_checkpoint_and_runs_nothing(finished_run, tmp
 
 def test_recover_falls_back_from_a_crafted_newest_checkpoint(finished_run, tmp_path):
     """A crafted newest training state is skipped (and set aside) like a damaged one; nothing
-    in it runs. Vulnerable before this change."""
+    in it runs."""
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     (run / "model.tar.gz").unlink()
@@ -120,7 +122,8 @@ def test_recover_falls_back_from_a_crafted_newest_checkpoint(finished_run, tmp_p
 
 def test_allennlp_checkpointer_patch_refuses_a_crafted_training_state(tmp_path):
     """`patches.weights_only_loads`' patch of AllenNLP's own `Checkpointer.load_checkpoint` (a
-    config naming no checkpointer, or another one than `atomic`). Vulnerable before this change."""
+    config naming no checkpointer, or another one than `atomic`) refuses a crafted training
+    state; nothing in it runs."""
     marker = tmp_path / "marker"
     torch.save({"weight": torch.ones(2)}, tmp_path / "model_state_e1_b0.th")
     torch.save(
@@ -152,8 +155,8 @@ def test_recover_reads_the_run_config_as_plain_json(
     finished_run, tmp_path, monkeypatch, capsys, caplog
 ):
     """A received run directory's config.json written as jsonnet that reads an environment
-    variable is refused before it is evaluated. Vulnerable before this change: AllenNLP
-    evaluated it (with every environment variable) and logged the value it differed by."""
+    variable is refused before it is evaluated (AllenNLP's own `--recover` would evaluate it,
+    with every environment variable, and log the value it differs by)."""
     run = crashed_copy(finished_run, tmp_path / "run")
     monkeypatch.setenv("S3_TEST_SECRET", "the-receivers-secret")
     text = (run / "config.json").read_text()
@@ -192,7 +195,7 @@ def unsafe_calls(path: Path) -> List[str]:
 def test_every_torch_load_is_weights_only_and_nothing_unpickles():
     """Every `torch.load` in the package and the benchmarks passes `weights_only=True`; no
     pickle/marshal/shelve/YAML load, numpy `allow_pickle`, `eval` or `exec`, and no
-    `trust_remote_code`. Failed before this change (the compatibility patches' `torch.load`s)."""
+    `trust_remote_code`; the compatibility patches' `torch.load`s included."""
     problems = [
         f"{path.relative_to(PROJECT_ROOT)}:{problem}"
         for root in SOURCES
@@ -234,8 +237,9 @@ def test_a_crafted_archive_weights_file_runs_nothing_at_any_front_door(
 ):
     """A received biLM archive whose `weights.th` pickles code, loaded with the environment
     variable `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1` (torch's switch for loads that do not pass
-    `weights_only`). Vulnerable before this change: AllenNLP's `load_archive` relied on torch's
-    default and ran the pickle (and refused without a ConfigurationError where it did not)."""
+    `weights_only`): AllenNLP's own `load_archive`, relying on torch's default, would run the
+    pickle (and refuse without a ConfigurationError where it does not). Every front door refuses
+    it, naming the global it holds, and nothing in it runs."""
     from tests.security.received_models import front_doors, refusal
 
     marker = tmp_path / "marker"

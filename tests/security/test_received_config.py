@@ -3,16 +3,15 @@ A received model is data, not a program: its config may only build the plugin's 
 components, with their keys (`allennlp_elmo_c.common.received_config`), and is refused before
 anything is built otherwise, through every front door.
 
-Vulnerable before this change: the loaders built whatever a received config named. The issue's
-attack, one extra `pretrained_transformer` indexer with `tokenizer_kwargs: {trust_remote_code:
-true}` and a model name that the directory's `files` turn into a path inside it, ran the Python
-shipped in the directory through `ElmoC`, `ElmoCEmbedder`, `PretrainedBiLM.from_archive`,
-`elmo-c-embed`, `allennlp predict` / `evaluate`, the spaCy component and `spacy.load`, Hugging
-Face's `AutoModel` and `AutoTokenizer`, and `package`. `describe` builds the model only when its
-config freezes a parameter, which the crafted model here does not: it ran no code for this very
-model, but did not refuse it either (its case fails on the old code for that). The same held
-for a biLM archive (its config.json naming the directory by path), a task archive, and the biLM
-record a task archive keeps.
+The issue's attack: one extra `pretrained_transformer` indexer with `tokenizer_kwargs:
+{trust_remote_code: true}` and a model name that the directory's `files` turn into a path inside
+it. A loader building whatever a received config names would run the Python shipped in the
+directory; `ElmoC`, `ElmoCEmbedder`, `PretrainedBiLM.from_archive`, `elmo-c-embed`, `allennlp
+predict` / `evaluate`, the spaCy component and `spacy.load`, Hugging Face's `AutoModel` and
+`AutoTokenizer`, and `package` refuse it. `describe` builds the model only when its config
+freezes a parameter, which the crafted model here does not, so it would run no code for this
+very model: it refuses it all the same. The same holds for a biLM archive (its config.json
+naming the directory by path), a task archive, and the biLM record a task archive keeps.
 """
 
 import json
@@ -60,7 +59,8 @@ def remote_code_indexer(model_name: str) -> dict:
 def test_remote_code_in_a_model_directory_is_refused_at_every_front_door(
     door, model_directory, tmp_path, monkeypatch, hf_modules, capsys
 ):
-    """The issue's attack. Vulnerable before: the marker was written (`describe`: not refused)."""
+    """The issue's attack: refused at every front door, `describe` included, and the received
+    model's Python never runs."""
     marker = tmp_path / "marker"
 
     def edit(config):
@@ -83,8 +83,8 @@ def test_remote_code_in_a_model_directory_is_refused_at_every_front_door(
 def test_remote_code_in_a_bilm_archive_is_refused_at_every_front_door(
     door, elmo_c_archive, tmp_path, monkeypatch, hf_modules, capsys
 ):
-    """A biLM archive whose config.json names a directory of Python by its path. Vulnerable
-    before: the marker was written by every front door but `describe` (not refused)."""
+    """A biLM archive whose config.json names a directory of Python by its path: refused at
+    every front door, `describe` included, and the Python never runs."""
     marker = tmp_path / "marker"
     remote = write_remote_code(tmp_path / "remote", marker)
 
@@ -109,7 +109,8 @@ def test_remote_code_in_a_task_archive_is_refused(
 ):
     """An ELMo-C task archive (any AllenNLP model over a component of the plugin): its config
     cannot be held to the plugin's components, but it may not ask for remote code (`*_kwargs`,
-    `trust_remote_code`) or load a local directory as a Hugging Face model. Vulnerable before: the marker was written."""
+    `trust_remote_code`) or load a local directory as a Hugging Face model: refused, and the
+    Python never runs."""
     marker = tmp_path / "marker"
     remote = write_remote_code(tmp_path / "remote", marker)
 
@@ -127,7 +128,8 @@ def test_remote_code_in_a_task_archive_is_refused(
 
 def test_a_local_directory_as_a_transformer_in_a_task_archive_is_refused(task_archive, tmp_path):
     """Without `trust_remote_code`, a task archive may still not make Hugging Face load a local
-    directory. Vulnerable before: it was loaded (here: an error from transformers, no refusal)."""
+    directory: refused, naming the key (loaded, it would end here in an error from transformers,
+    no refusal)."""
     from allennlp.models.archival import load_archive
 
     remote = write_remote_code(tmp_path / "remote", tmp_path / "marker")
@@ -145,8 +147,8 @@ def test_a_local_directory_as_a_transformer_in_a_task_archive_is_refused(task_ar
 
 def test_remote_code_in_a_task_archives_bilm_record_is_refused(elmo_c_archive, tmp_path, hf_modules):
     """The record of its biLM a task archive keeps (in its vocabulary) goes through the biLM
-    allowlist when the task archive is loaded without the biLM archive. Vulnerable before: the
-    marker was written."""
+    allowlist when the task archive is loaded without the biLM archive: refused, and the Python
+    never runs."""
     from allennlp_elmo_c.archive import PretrainedBiLM, read_archive_config
 
     marker = tmp_path / "marker"
@@ -164,7 +166,8 @@ def test_remote_code_in_a_task_archives_bilm_record_is_refused(elmo_c_archive, t
 
 
 def _url_options(base: str):
-    """A char-CNN target whose ELMo options and weights are URLs (fetched by the loader before)."""
+    """A char-CNN target whose ELMo options and weights are URLs (which AllenNLP's loader
+    fetches)."""
 
     def edit(config):
         config["model"]["target_embedder"] = {"token_embedders": {"tokens": {
@@ -176,43 +179,37 @@ def _url_options(base: str):
 
 CASES = {
     # case: (edit of the biLM config, given another biLM archive to nest, the key path the
-    # refusal names, vulnerable before)
-    "another type": (
+    # refusal names); the comments say what a loader that does not check the config does
+    "another type": (  # builds it (here: transformers' error without network, no refusal)
         lambda config, nested: config["dataset_reader"]["token_indexers"].update(
             extra={"type": "pretrained_transformer", "model_name": "bert-base-uncased"}
         ),
         "dataset_reader.token_indexers.extra.type",
-        True,  # built (here: transformers' error without network, no refusal)
     ),
-    "a *_kwargs key": (
+    "a *_kwargs key": (  # AllenNLP's check of extra parameters refuses it, after the model is built
         lambda config, nested: config["dataset_reader"]["token_indexers"]["tokens"].update(tokenizer_kwargs={}),
         "dataset_reader.token_indexers.tokens.tokenizer_kwargs",
-        False,  # AllenNLP's check of extra parameters refused it, after the model was built
     ),
-    "a nested archive reader": (
+    "a nested archive reader": (  # reads the nested archive
         lambda config, nested: config.update(
             validation_dataset_reader={"type": "from_archive", "archive_file": str(nested)}
         ),
         "validation_dataset_reader.type",
-        True,  # the nested archive was read
     ),
-    "a nested archive indexer": (
+    "a nested archive indexer": (  # reads the nested archive
         lambda config, nested: config["dataset_reader"]["token_indexers"].update(
             nested={"type": "fasttext_subwords", "archive_file": str(nested)}
         ),
         "dataset_reader.token_indexers.nested.archive_file",
-        True,
     ),
-    "an initializer": (
+    "an initializer": (  # applied by a model directory's loader (an archive's: AllenNLP removes it)
         lambda config, nested: config["model"].update(initializer={"regexes": [[".*projection.*", {
             "type": "pretrained", "weights_file_path": "/nonexistent/weights.th"}]]}),  # fmt: skip
         "model.initializer",
-        True,  # a model directory's loader applied it (an archive's: AllenNLP removes it)
     ),
-    "a regularizer": (
+    "a regularizer": (  # builds it
         lambda config, nested: config["model"].update(regularizer={"regexes": [[".*", {"type": "l2"}]]}),
         "model.regularizer",
-        True,
     ),
 }
 
@@ -223,12 +220,12 @@ def test_each_refused_kind_of_config_names_its_key(
     case, form, model_directory, elmo_c_archive, tmp_path, monkeypatch
 ):
     """Each class of refusal, through `PretrainedBiLM.from_archive` and `allennlp evaluate`
-    (AllenNLP's loader). Before: the cases marked vulnerable in `CASES` were built (not refused,
-    or refused by the error of what they did); the others were refused after the model was
-    built, by a message that named no key path. Every case fails on the old code."""
+    (AllenNLP's loader): refused with a message naming the key path and config.json, not built
+    (and so not refused by the error of what it does, or after the model is built by a message
+    that names no key path, as `CASES` says a loader that does not check the config does)."""
     from allennlp_elmo_c.archive import PretrainedBiLM
 
-    edit, key, _ = CASES[case]
+    edit, key = CASES[case]
     if form == "directory":
         model = craft_directory(model_directory[0], tmp_path / "received",
                                 lambda config: edit(bilm_node(config, True), elmo_c_archive))  # fmt: skip
@@ -248,8 +245,8 @@ def test_each_refused_kind_of_config_names_its_key(
 def test_a_url_in_a_received_config_is_never_fetched(form, model_directory, elmo_c_archive, tmp_path,
                                                      monkeypatch, capsys):  # fmt: skip
     """A received config naming URLs (here: a char-CNN's ELMo files) is refused before anything
-    is fetched, through every front door. Vulnerable before: the loaders fetched them (AllenNLP's
-    `cached_path`; the listener saw the request)."""
+    is fetched (AllenNLP's `cached_path` would fetch them), through every front door: the
+    listener sees no request."""
     directory = form == "directory"
     with listener() as (base, requests):
         edit = _url_options(base)

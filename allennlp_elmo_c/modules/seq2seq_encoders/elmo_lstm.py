@@ -85,7 +85,7 @@ class _DirectionStack(torch.nn.Module):
         # Weights that have an input projection where the sizes are equal (archives written
         # before the projection became conditional): build it, so that the model computes what
         # it computed when it was trained. Runs before the children load their weights. (An
-        # optimizer built before it does not know it: a training run begun before the change
+        # optimizer built before it does not know it: a run whose checkpoint holds such weights
         # cannot be resumed with --recover.)
         weight = state_dict.get(prefix + "input_projection.weight")
         if self.input_projection is None and weight is not None:

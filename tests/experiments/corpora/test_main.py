@@ -1,5 +1,5 @@
 """`python -m experiments.corpora`: each command calls its builder with the options given, and
-the plugin's own command line no longer carries them."""
+the plugin's own command line does not carry them."""
 import sys
 
 import pytest

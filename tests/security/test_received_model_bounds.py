@@ -1,11 +1,12 @@
 """
-The attacks of a second, held-out review of received models (issue 53), each a file crafted here
-from the packaged fixture biLM (budget for its ~21 KB of weights: 8 x 21 KB + 64 MiB), and the
-failures that were not one-line refusals.
+A received model buys memory only with what its files hold and its model uses, never with what
+they declare, and every malformed value in it is a one-line refusal. The attacks (those of the
+held-out review in issue 53) are each a file crafted here from the packaged fixture biLM (budget
+for its ~21 KB of weights: 8 x 21 KB + 64 MiB), refused as its test's docstring says.
 
-Vulnerable before this change, each as its docstring says. Memory is checked with the budget's
-own accounting or a tripwire (a dispatch mode recording the largest tensor any operation made),
-in process; the archive and vocabulary cases with `tracemalloc`.
+Memory is checked with the budget's own accounting or a tripwire (a dispatch mode recording the
+largest tensor any operation made), in process; the archive and vocabulary cases with
+`tracemalloc`.
 """
 
 import json
@@ -111,25 +112,25 @@ def set_contextualizer(**sizes):
     return edit
 
 
-# --- the five attacks that worked ----------------------------------------------------------------
+# --- what buys budget: neither holes, unused tensors nor headers ---------------------------------
 
 
 def test_a_sparse_tensor_buys_no_budget(received, tmp_path):
-    """Vulnerable before this change: a 1 GiB hole appended to model.safetensors as a zero
-    tensor (free on disk) raised the budget 8 GiB, and a 10^6-cell LSTM was built (2.25 GiB,
-    21 s) before the weights' mismatch refused it (here a 256 MiB hole, +2 GiB, and a
-    200,000-cell LSTM, 333 MB, to keep the test short). A hole (or any all-zero page) holds
-    nothing: the build is refused in its dry run, before anything is allocated."""
+    """A 1 GiB hole appended to model.safetensors as a zero tensor (free on disk), counted as
+    weights, would raise the budget 8 GiB, and a 10^6-cell LSTM be built (2.25 GiB, 21 s) before
+    the weights' mismatch refused it (here a 256 MiB hole, +2 GiB, and a 200,000-cell LSTM,
+    333 MB, to keep the test short). A hole (or any all-zero page) holds nothing and buys no
+    budget: the build is refused in its dry run, before anything is allocated."""
     model = received(set_contextualizer(cell_size=200_000), lambda w: append_tensor(w, "padding", "U8", [256 * MiB]))
     assert (model / WEIGHTS_FILE).stat().st_blocks * 512 < 4 * MiB
     load_refused("ElmoC", model, tmp_path, "model.contextualizer.cell_size = 200000", "Refused before allocating")
 
 
 def test_an_unused_tensor_buys_no_budget(received, tmp_path):
-    """Vulnerable before this change: any tensor of the weights raised the budget, used or not
-    (here 16 MiB of random bytes, +128 MiB, enough for a 50,000-cell LSTM, 83 MB, which was built
-    before the mismatch refused it). The weights are now loaded into the model's dry run first:
-    a tensor the model does not have is refused there, before anything is allocated."""
+    """A tensor the model does not use, counted as weights, would raise the budget (here 16 MiB
+    of random bytes, +128 MiB, enough for a 50,000-cell LSTM, 83 MB, to be built before the
+    mismatch refused it). The weights are loaded into the model's dry run first: a tensor the
+    model does not have is refused there, before anything is allocated."""
     noise = torch.randn(4 * MiB).numpy().tobytes()
     model = received(set_contextualizer(cell_size=50_000), lambda w: append_tensor(w, "unused", "F32", [4 * MiB], noise))
     load_refused("ElmoC", model, tmp_path, "does not match the model its config.json describes", "unused")
@@ -137,10 +138,10 @@ def test_an_unused_tensor_buys_no_budget(received, tmp_path):
 
 @pytest.mark.parametrize("num_embeddings, pool_size", [(1 << 28, 1 << 15), (1 << 31, 1 << 17)])
 def test_an_allocation_without_a_size_argument_is_counted_before_it_runs(num_embeddings, pool_size, model_directory):
-    """Vulnerable before this change: `slim_embedding` with 2^28 words, 2 sub-vectors and a pool
-    of 32,768 ran `arange(2^14).repeat(2^14)` (2 GiB) in `balanced_assignment`, counted only
-    afterwards (2.93 GiB peak; 2^31 words 16 GiB). `repeat` is now counted from a run on meta
-    tensors before it runs."""
+    """`slim_embedding` with 2^28 words, 2 sub-vectors and a pool of 32,768 runs
+    `arange(2^14).repeat(2^14)` (2 GiB) in `balanced_assignment`; counted only afterwards, it
+    would peak at 2.93 GiB (2^31 words 16 GiB). `repeat` is counted from a run on meta tensors
+    before it runs: refused before allocating, naming the size."""
     from allennlp_elmo_c.common.allocation_budget import BUDGET_SLACK, allocation_budget
     from allennlp_elmo_c.modules.token_embedders.slim_embedding import SlimEmbedding
 
@@ -183,11 +184,11 @@ def header_only_bin(path: Path, dim: int, rows_stored: bool) -> Path:
 
 @pytest.mark.parametrize("dim, rows_stored", [(1 << 25, False), ((1 << 31) - 1, False), (1 << 25, True)])
 def test_a_bin_header_sets_no_budget(dim, rows_stored, tmp_path, model_directory):
-    """Vulnerable before this change: a 126-byte `.bin` with no rows and `dim` 2^25, as a softmax
-    head's frozen `output_embedding_fasttext` over 10 words, made `allow(2 x V x dim x 4)` raise
-    the budget (3.80 GiB peak before a refusal; `dim` 2^31 - 1 ~8 GiB a word). A `.bin` without
-    rows is refused, and the frozen table is allowed only as far as the `.bin` stores its rows (a
-    hole stores none): the table is refused before it is allocated."""
+    """A 126-byte `.bin` with no rows and `dim` 2^25, as a softmax head's frozen
+    `output_embedding_fasttext` over 10 words, would have `allow(2 x V x dim x 4)` raise the
+    budget if its header were believed (3.80 GiB peak before a refusal; `dim` 2^31 - 1 ~8 GiB a
+    word). A `.bin` without rows is refused, and the frozen table is allowed only as far as the
+    `.bin` stores its rows (a hole stores none): the table is refused before it is allocated."""
     from allennlp.data import Vocabulary
 
     from allennlp_elmo_c.common.allocation_budget import BUDGET_SLACK, allocation_budget
@@ -213,17 +214,17 @@ TOKENIZER_CONFIG = {"tokenizer_class": "BertTokenizer", "vocab_file": "/etc/host
 
 @pytest.mark.parametrize("door", ["ElmoC", "spaCy", "AutoModel", "describe"])
 def test_a_file_package_never_writes_is_refused(door, received, tmp_path):
-    """Vulnerable before this change: a `tokenizer_config.json` naming another tokenizer and an
-    absolute vocabulary file, listed in checksums.sha256, loaded without complaint (and made
-    `AutoTokenizer` read that file: transformers reads it before any plugin code, see
-    docs/security.md). A model directory holds what `package` writes, nothing else."""
+    """A `tokenizer_config.json` naming another tokenizer and an absolute vocabulary file,
+    listed in checksums.sha256, would make `AutoTokenizer` read that file (transformers reads it
+    before any plugin code, see docs/security.md). A model directory holds what `package`
+    writes, nothing else: refused at every door."""
     model = received()
     (model / "tokenizer_config.json").write_text(json.dumps(TOKENIZER_CONFIG))
     write_checksums(model)
     load_refused(door, model, tmp_path, "tokenizer_config.json is not a file a model directory holds")
 
 
-# --- failures that were not one-line refusals ----------------------------------------------------
+# --- malformed values: one-line refusals ----------------------------------------------------------
 
 
 def describe_line(model: Path, monkeypatch, capsys) -> str:
@@ -245,9 +246,10 @@ def describe_line(model: Path, monkeypatch, capsys) -> str:
      (str(2**64), "does not fit in 64 bits"), ("9" * 4000, "does not fit in 64 bits")],
 )  # fmt: skip
 def test_a_size_that_is_not_a_plain_integer_is_one_line(text, why, received, tmp_path, monkeypatch, capsys):
-    """Vulnerable before this change: `cell_size` 1e400 or 12.5 ended in torch's `TypeError`,
-    2**64 or 4000 digits in a 9-line `TypeError ... Overflow`; `describe` exited with a 16-line
-    `OverflowError` on 1e400, and printed the config and exited 0 on -5 and on 4000 digits."""
+    """Unchecked, a `cell_size` of 1e400 or 12.5 ends in torch's `TypeError`, 2**64 or 4000
+    digits in a 9-line `TypeError ... Overflow`, and `describe` exits with a 16-line
+    `OverflowError` on 1e400 and prints the config and exits 0 on -5 and on 4000 digits. Each is
+    a one-line refusal saying why, from `describe` (exit status 1) and the loader."""
     model = received()
     config = model / "config.json"
     config.write_text(config.read_text().replace('"cell_size": 12', f'"cell_size": {text}'))
@@ -258,9 +260,9 @@ def test_a_size_that_is_not_a_plain_integer_is_one_line(text, why, received, tmp
 
 
 def test_a_huge_vocabulary_is_refused_before_it_is_read(received, tmp_path):
-    """Vulnerable before this change: a 3,000,000-line namespace cost +0.7 GiB before any check
-    and ended in AllenNLP's `AssertionError: OOV token not found!`. Its lines are counted (a
-    stream, nothing kept) and held to the budget first."""
+    """A 3,000,000-line namespace, read unchecked, costs +0.7 GiB and ends in AllenNLP's
+    `AssertionError: OOV token not found!`. Its lines are counted (a stream, nothing kept) and
+    held to the budget first: refused before it is read."""
     import tracemalloc
 
     model = received()
@@ -280,7 +282,9 @@ def test_a_huge_vocabulary_is_refused_before_it_is_read(received, tmp_path):
 
 
 def test_a_namespace_without_the_unknown_token_first_is_refused(received, tmp_path):
-    """Vulnerable before this change: AllenNLP's `AssertionError: OOV token not found!`."""
+    """A padded namespace whose first line is not the unknown token (AllenNLP's reader ends in
+    `AssertionError: OOV token not found!`): a one-line refusal naming the file and its first
+    line."""
     model = received()
     (model / "vocabulary" / "words.txt").write_text("first\nsecond\n")
     write_checksums(model)
@@ -288,8 +292,8 @@ def test_a_namespace_without_the_unknown_token_first_is_refused(received, tmp_pa
 
 
 def test_a_huge_safetensors_header_is_refused_before_it_is_parsed(received, tmp_path):
-    """Vulnerable before this change: a 68 MB header (1,000,000 empty tensors) was refused only
-    after 66 s and +1.45 GiB. Its declared length is read and bounded first."""
+    """A 68 MB header (1,000,000 empty tensors), parsed whole, is refused only after 66 s and
+    +1.45 GiB. Its declared length is read and bounded first: refused before it is parsed."""
     def huge_header(weights: Path) -> None:
         with open(weights, "wb") as out:
             out.write(struct.pack("<Q", 68_000_000))
@@ -302,10 +306,10 @@ def test_a_huge_safetensors_header_is_refused_before_it_is_parsed(received, tmp_
 
 @pytest.mark.parametrize("form", ["dot-slash", "trailing space"])
 def test_checksum_names_as_sha256sum_reads_them(form, received, tmp_path):
-    """Vulnerable before this change (a misleading message): `./README.md` lines (what `find .
-    -type f -exec sha256sum {} +` writes, and `sha256sum -c` accepts) were refused as "README.md
-    is missing", and so was a name with a trailing space. `./` names are accepted now; a name
-    with a trailing space is refused with a message showing the space."""
+    """`./README.md` lines (what `find . -type f -exec sha256sum {} +` writes, and `sha256sum
+    -c` accepts) are accepted; a name with a trailing space is refused with a message that
+    shows the space and says the directory has README.md, lest it read as "README.md is
+    missing"."""
     model = received()
     listing = model / "checksums.sha256"
     lines = listing.read_text().splitlines()
@@ -319,9 +323,9 @@ def test_checksum_names_as_sha256sum_reads_them(form, received, tmp_path):
 
 
 def test_an_offline_hugging_face_download_fails_fast(tmp_path, monkeypatch):
-    """Vulnerable before this change: a task archive naming a Hugging Face model, with
-    `HF_HUB_OFFLINE` unset and no network, took 69 s and ended in a 220-line traceback. The
-    model's absence from the cache and the Hub's silence are found first: one line."""
+    """A task archive naming a Hugging Face model, with `HF_HUB_OFFLINE` unset and no network,
+    would take 69 s and end in a 220-line traceback in a download attempt. The model's absence
+    from the cache and the Hub's silence are found first: one line, within 10 s."""
     import time
 
     import huggingface_hub.constants
