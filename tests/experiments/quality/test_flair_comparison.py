@@ -122,3 +122,23 @@ def test_the_budget_clock_leaves_out_evaluation_and_stops_after_the_last_budget(
     with pytest.raises(KeyboardInterrupt):
         model.forward(Batch(), None)
     assert written[-1] == (5.0, 40) and clock.seconds == pytest.approx(5.0)
+
+
+def test_the_fasttext_row_holds_fasttexts_vectors_also_for_words_it_never_saw():
+    import numpy
+    from flair.data import Sentence
+
+    from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+    from experiments.quality.flair_tagger import fasttext_word_embeddings
+
+    vectors = FIXTURES_ROOT / "fasttext" / "tiny.bin"
+    model = FastTextBin.load(vectors)
+    words = [model.words[1], "Zyxwvut"]  # one of its words, one built from subwords alone
+    assert words[1] not in model.words
+    embeddings = fasttext_word_embeddings(str(vectors), words, "fasttext")
+    sentence = Sentence(words)
+    embeddings.embed(sentence)
+    for token, word in zip(sentence, words):
+        found = token.get_embedding(["fasttext"]).numpy()
+        numpy.testing.assert_allclose(found, model.word_vector(word), rtol=1e-6)
+        assert numpy.abs(found).sum() > 0
