@@ -88,6 +88,8 @@ PARSE_ONLY = {
     "quality-per-minute": "three 60-minute pretraining runs, task training, the UNER EWT data",
     "training-profile": "the pretraining corpus and fastText vectors of quality-per-minute's runs",
     "where-elmo-c-wins": "the general corpus, five 60-minute pretraining runs, the UNER EWT data",
+    "flair-comparison": "eight pretraining runs of up to 15 CPU-minutes and 39 taggers: about 6 "
+    "hours on one core (tests/experiments/quality/test_flair_comparison.py runs it at fixture size)",
 }
 PARSE_ONLY_MARKER = re.compile(r"^parse-only: (\S+)$")
 # Programs whose commands cannot be checked here beyond their shell syntax.

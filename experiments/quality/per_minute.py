@@ -75,10 +75,11 @@ MIN_COUNT = 2
 logger = logging.getLogger("quality_per_minute")
 
 
-def system_overrides(args, system: str, corpus: dict, vectors: dict) -> dict:
+def system_overrides(args, system: str, corpus: dict, vectors: dict, clock: str = "wall") -> dict:
     """What every system's config gets: this corpus, its fastText vectors, no validation during
     training (each snapshot is evaluated afterwards), epochs of `EPOCH_BATCHES` batches without
-    end, the budget callback after the config's own, a flat learning rate after the warm-up."""
+    end, the budget callback (counting `clock` time) after the config's own, a flat learning rate
+    after the warm-up."""
     from allennlp.common import Params
 
     config, _ = SYSTEMS[system]
@@ -86,7 +87,9 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict) -> dict:
                               ext_vars={"ELMO_C_DATA_DIR": str(args.data_dir)}).as_dict()  # fmt: skip
     callbacks = list(params["trainer"].get("callbacks", []))
     callbacks = [c for c in callbacks if c["type"] != "tensorboard"]  # (no event files)
-    callbacks.append({"type": "training_time_budgets", "minutes": args.minutes})
+    budgets = {"type": "training_time_budgets", "minutes": args.minutes}
+    # (the wall clock is the callback's default: a run started before `clock` existed resumes)
+    callbacks.append(budgets if clock == "wall" else dict(budgets, clock=clock))
     overrides = {
         "train_data_path": corpus["train"],
         "validation_data_path": None,
@@ -128,14 +131,21 @@ def budget_name(minutes: float) -> str:
     return f"budget-{minutes:g}min"
 
 
-def pretrain_step(args, system: str, corpus: dict, vectors: dict) -> dict:
+def pretrain_step(args, system: str, corpus: dict, vectors: dict, seed: Optional[int] = None,
+                  clock: str = "wall") -> dict:  # fmt: skip
+    """`system` pretrained to each of `args.minutes` of `clock` time (OUT/runs/pretrain-SYSTEM);
+    with `seed`, in OUT/runs/pretrain-SYSTEM-seedSEED with AllenNLP's three seeds from it."""
     config, _ = SYSTEMS[system]
-    run = args.out / "runs" / f"pretrain-{system}"
+    name = f"pretrain-{system}" + ("" if seed is None else f"-seed{seed}")
+    run = args.out / "runs" / name
     last = run / f"{budget_name(max(args.minutes))}.json"
     if not last.is_file():
-        record_commit(run.parent / f"pretrain-{system}.commits", quality.resumable(run))
-        quality.allennlp_train(quality.TRAINING_CONFIG / config, run,
-                               system_overrides(args, system, corpus, vectors),
+        record_commit(run.parent / f"{name}.commits", quality.resumable(run))
+        overrides = system_overrides(args, system, corpus, vectors, clock)
+        if seed is not None:
+            overrides.update({"random_seed": 13370 + seed, "numpy_seed": 1337 + seed,
+                              "pytorch_seed": 133 + seed})  # fmt: skip
+        quality.allennlp_train(quality.TRAINING_CONFIG / config, run, overrides,
                                {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads)  # fmt: skip
         if not last.is_file():
             raise RuntimeError(f"pretraining {system} ended before its last budget: see "

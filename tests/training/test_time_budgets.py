@@ -85,6 +85,21 @@ def test_bad_settings():
         TrainingTimeBudgets("x", minutes=[10, 0])
     with pytest.raises(ConfigurationError, match="timeline_every"):
         TrainingTimeBudgets("x", minutes=[10], timeline_every=0)
+    with pytest.raises(ConfigurationError, match="clock must be one of"):
+        TrainingTimeBudgets("x", minutes=[10], clock="process")
+
+
+def test_the_cpu_clock_counts_the_process_time_not_the_elapsed_time(monkeypatch, tmp_path):
+    wall, cpu = FakeClock(), FakeClock()
+    monkeypatch.setattr(time_budgets.time, "perf_counter", wall)
+    monkeypatch.setattr(time_budgets.time, "process_time", cpu)
+    callback = TrainingTimeBudgets(str(tmp_path), minutes=[100.0], clock="cpu")
+    callback.on_start(None, is_primary=False)
+    for _ in range(3):
+        wall.now += 10.0  # another process has the core most of the time
+        cpu.now += 2.0
+        callback.on_batch(None, [batch_of([21])], [], {}, 0, 1, is_training=True, is_primary=False)
+    assert callback.seconds == pytest.approx(4.0)
 
 
 def test_a_training_run_writes_each_budget_and_stops_after_the_last(tmp_path):

@@ -1,0 +1,369 @@
+"""
+ELMo-C against Flair's contextual string embeddings at equal CPU time: for the same corpus and
+the same CPU-seconds of pretraining per system, which embeddings give the better tagger?
+
+    python -m experiments.quality.flair_comparison --data-dir data --out /work/flair_cmp \
+        --corpus-dir data/news --fasttext-bin data/fasttext/news.100d.bin \
+        --shared-data ../shared/data --minutes 5,15 --pretrain-seeds 2 --seeds 3 \
+        --json /work/flair_cmp/flair_comparison.json --report experiments/quality/QUALITY.md
+
+Systems (`--systems`, in the order they run), each pretrained on one thread to each of
+`--minutes` CPU-minutes (`time.process_time` of the training, not wall time: a busy machine
+does not shrink a budget), with `--pretrain-seeds` seeds at the largest budget and the first
+seed at the others:
+- `flair_H`: Flair's forward and backward character LMs (1 layer of H units, e.g. `flair_512`,
+  `flair_1024`), trained with Flair's `LanguageModelTrainer` and its defaults, each direction
+  for half the budget (`flair_lm.py`);
+- `elmo_c_cosine`, `elmo_c_in_batch`, `elmo_a_whole`: `per_minute.py`'s systems (the demo
+  encoder, the cosine loss, the in-batch softmax, ELMo-A's adaptive softmax), trained by
+  `per_minute.pretrain_step` with its budget callback on the CPU clock; the shorter budgets
+  are snapshots of the longest run (the learning rate is flat after the warm-up; Flair's
+  annealing on validation loss does not depend on the run's length either).
+
+Downstream, one tagger for every row (`flair_tagger.py`): Flair's `SequenceTagger`, BiLSTM-CRF
+(`--tagger-hidden`, 256), on the corpus's fastText vectors alone (the fastText-only row) or
+stacked with the system's embeddings (`FlairEmbeddings` of the two `.pt` files; our
+`ElmoCEmbeddings` of the archive), on UNER EWT NER (`tasks.ner_step`'s splits: training = 90%
+of the documents of the published dev split, development = the rest, test = the test split),
+the epoch with the best development F1 tested once, `--seeds` seeds.
+
+Resumable: each step's JSON result is kept under OUT/steps/ (`steps.Steps`), one per data step,
+per pretraining run (per direction for Flair) and per tagger; a rerun skips finished ones (an
+interrupted ELMo run resumes from its checkpoint; an interrupted Flair direction or tagger
+starts again). The table (`--json`: systems x budgets x tasks, CPU seconds and words each
+budget bought, seeds, every run's scores) is written after every run, and the report's section
+(`--report`, between its markers; the rest of the file is kept) is rendered from that JSON
+alone (`--render-only`).
+"""
+
+import argparse
+import json
+import logging
+import os
+import re
+import statistics
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+from experiments.common.timing import replace_section
+from experiments.quality import per_minute
+from experiments.quality.pretraining import corpus_step, fasttext_step
+from experiments.quality.report import downstream_difference, machine, mean_std, partial_note
+from experiments.quality.steps import Steps, steps_command
+from experiments.quality.tasks import ner_step
+
+BEGIN, END = "<!-- flair-comparison:begin -->", "<!-- flair-comparison:end -->"
+BASELINE = "fasttext"
+TASKS = {"ner": "NER (UNER EWT) micro-F1"}
+FLAIR = re.compile(r"flair_(\d+)$")
+ELMO_SYSTEMS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_a_whole")
+DEFAULT_SYSTEMS = ("elmo_c_in_batch", "flair_512", "elmo_c_cosine", "flair_1024")
+
+logger = logging.getLogger("flair_comparison")
+
+
+def label(system: str) -> str:
+    found = FLAIR.match(system)
+    if found:
+        return f"Flair char LMs (hidden {found.group(1)}, forward + backward)"
+    if system == BASELINE:
+        return "fastText only (no context)"
+    return per_minute.SYSTEMS[system][1]
+
+
+def budget_key(minutes: float) -> str:
+    return f"{minutes:g}"
+
+
+def flair_pretrain(args, steps: Steps, flair_corpus: dict, system: str, seed: int) -> Optional[dict]:
+    """Both directions of a Flair system (one step each, half of every budget each), joined by
+    budget: the two `.pt` files, CPU seconds and characters together, words per direction."""
+    from experiments.quality.flair_lm import train_direction
+
+    hidden = int(FLAIR.match(system).group(1))
+    halves = [m / 2 for m in args.minutes]
+
+
+    def direction(name: str, forward: bool, direction_seed: int) -> Callable[[], dict]:
+        run = args.out / "runs" / name
+        return lambda: {"budgets": train_direction(flair_corpus, run, hidden, forward,
+                                                   direction_seed, halves, args.flair_settings)}  # fmt: skip
+
+    directions = {}
+    for number, name in enumerate(("forward", "backward")):
+        step = f"pretrain-{system}-seed{seed}-{name}"
+        directions[name] = steps.run(step, direction(step, name == "forward", 2 * seed + number))
+    if None in directions.values():
+        return None
+    per_word = flair_corpus["characters_per_word"]
+    budgets = {}
+    for minutes, half in zip(args.minutes, halves):
+        forward, backward = (directions[d]["budgets"][budget_key(half)] for d in directions)
+        budgets[budget_key(minutes)] = {
+            "forward": forward, "backward": backward,
+            "cpu_seconds": forward["cpu_seconds"] + backward["cpu_seconds"],
+            "characters": forward["characters"] + backward["characters"],
+            "words_per_direction": [forward["characters"] / per_word, backward["characters"] / per_word],
+        }  # fmt: skip
+    return {"budgets": budgets}
+
+
+def elmo_pretrain(args, steps: Steps, corpus: dict, vectors: dict, system: str, seed: int) -> Optional[dict]:
+    """An ELMo system's run to every budget (`per_minute.pretrain_step` on the CPU clock)."""
+    result = steps.run(f"pretrain-{system}-seed{seed}", lambda: per_minute.pretrain_step(
+        args, system, corpus, vectors, seed=seed, clock="cpu"))  # fmt: skip
+    if result is None:
+        return None
+    budgets = {}
+    for minutes, record in result["budgets"].items():
+        # (`tokens`: the positions each direction predicted, the same windows for both)
+        budgets[minutes] = dict(record, cpu_seconds=record["training_seconds"],
+                                words_per_direction=[record["tokens"], record["tokens"]])  # fmt: skip
+    return {"budgets": budgets}
+
+
+def pretrain_seeds(args, minutes: float) -> List[int]:
+    """The pretraining seeds at `minutes`: all at the largest budget, the first elsewhere."""
+    return list(range(1, args.pretrain_seeds + 1)) if minutes == max(args.minutes) else [1]
+
+
+def tagger_runs(args, steps: Steps, data: dict, vectors: dict, system: str, seed: int,
+                record: Optional[dict]) -> List[dict]:  # fmt: skip
+    """The tagger runs of one pretrained snapshot (`record`; None: fastText alone), each seed."""
+    from experiments.quality.flair_tagger import contextual_embeddings, tagger_step
+
+    runs = []
+    for task_seed in range(1, args.seeds + 1):
+        name = (f"task-ner-{BASELINE}-seed{task_seed}" if record is None
+                else f"task-ner-{system}-{record['minutes']}min-p{seed}-seed{task_seed}")  # fmt: skip
+
+        def work(name: str = name, task_seed: int = task_seed) -> dict:
+            contextual = [] if record is None else contextual_embeddings(system, record)
+            return tagger_step(data, vectors, contextual, task_seed, args.out / "runs" / name,
+                               args.tagger_settings, args.keep_task_runs)  # fmt: skip
+
+        result = steps.run(name, work)
+        if result is not None:
+            runs.append({"pretrain_seed": seed, "seed": task_seed, **result})
+    return runs
+
+
+def cell(runs: List[dict]) -> dict:
+    """A table cell: every run's scores, and the seeds they came from."""
+    return {
+        "dev": [r["dev"] for r in runs], "test": [r["test"] for r in runs],
+        "pretrain_seeds": sorted({r["pretrain_seed"] for r in runs}),
+        "task_seeds": sorted({r["seed"] for r in runs}), "runs": runs,
+    }  # fmt: skip
+
+
+def pretraining_entry(system: str, minutes: str, seed: int, budget: dict) -> dict:
+    entry = {"system": system, "minutes": float(minutes), "pretrain_seed": seed,
+             "cpu_seconds": budget["cpu_seconds"], "words_per_direction": budget["words_per_direction"]}  # fmt: skip
+    if "characters" in budget:
+        entry["characters"] = budget["characters"]
+    return entry
+
+
+def run_all(args, steps: Steps, corpus: dict, vectors: dict, data: dict, write) -> dict:
+    """Every pretraining run and tagger, seed by seed and system by system (`write(table)`
+    after each snapshot's taggers); returns the table."""
+    flair_corpus = None
+    if any(FLAIR.match(s) for s in args.systems):
+        from experiments.quality.flair_lm import flair_corpus_step
+
+        flair_corpus = steps.run("flair-corpus", lambda: flair_corpus_step(
+            args.out, corpus, args.flair_splits, args.flair_valid_characters))  # fmt: skip
+    table = {"pretraining": [], "cells": {BASELINE: {"0": {"ner": cell([])}}}}
+    table["cells"][BASELINE]["0"]["ner"] = cell(tagger_runs(args, steps, data, vectors, BASELINE, 0, None))
+    write(table)
+    for seed in range(1, args.pretrain_seeds + 1):
+        for system in args.systems:
+            if FLAIR.match(system):
+                pretrained = flair_pretrain(args, steps, flair_corpus, system, seed) if flair_corpus else None
+            else:
+                pretrained = elmo_pretrain(args, steps, corpus, vectors, system, seed)
+            for minutes, budget in (pretrained or {"budgets": {}})["budgets"].items():
+                if seed not in pretrain_seeds(args, float(minutes)):
+                    continue
+                table["pretraining"].append(pretraining_entry(system, minutes, seed, budget))
+                record = dict(budget, minutes=minutes)
+                runs = tagger_runs(args, steps, data, vectors, system, seed, record)
+                cells = table["cells"].setdefault(system, {}).setdefault(minutes, {"ner": cell([])})
+                cells["ner"] = cell(cells["ner"]["runs"] + runs)
+                write(table)
+    return table
+
+
+def expected_runs(args) -> int:
+    snapshots = sum(len(pretrain_seeds(args, m)) for m in args.minutes)
+    return args.seeds * (1 + len(args.systems) * snapshots)
+
+
+def summary(args, table: dict, corpus: dict, data: dict, command: str) -> dict:
+    finished = sum(len(c["ner"]["runs"]) for cells in table["cells"].values() for c in cells.values())
+    return {
+        "command": command, "machine": machine(),
+        "corpus": {"train": corpus["train"], "train_tokens": corpus["train_tokens"]},
+        "tasks": {"ner": {"label": TASKS["ner"], "sentences": data["sentences"]}},
+        "minutes": args.minutes, "pretrain_seeds": args.pretrain_seeds, "task_seeds": args.seeds,
+        "systems": {s: label(s) for s in [BASELINE, *args.systems]},
+        "tagger": args.tagger_settings, "flair_lm": args.flair_settings,
+        "expected_runs": expected_runs(args), "finished_runs": finished, **table,
+    }  # fmt: skip
+
+
+def words_seen(data: dict, system: str, minutes: float) -> str:
+    """Words seen per direction at a budget, over its pretraining seeds."""
+    seen = [e["words_per_direction"] for e in data["pretraining"]
+            if e["system"] == system and e["minutes"] == minutes]  # fmt: skip
+    if not seen:
+        return "-"
+    return f"{statistics.mean(statistics.mean(w) for w in seen):,.0f}"
+
+
+def cpu_minutes(data: dict, system: str, minutes: float) -> str:
+    spent = [e["cpu_seconds"] for e in data["pretraining"] if e["system"] == system and e["minutes"] == minutes]
+    return f"{statistics.mean(spent) / 60:.2f}" if spent else "-"
+
+
+def against(mine: dict, theirs: dict) -> str:
+    """mine - theirs on test, with twice its standard error (`downstream_difference`)."""
+    found = downstream_difference(mine["test"], theirs["test"])
+    if found is None:
+        return "-"
+    return f"{100 * found['difference']:+.2f} ± {100 * found['spread']:.2f} ({found['verdict']})"
+
+
+def chosen_flair(data: dict, minutes: str) -> Optional[str]:
+    """The Flair size with the better mean development F1 at `minutes` (the choice on dev)."""
+    scored = [(statistics.mean(cells[minutes]["ner"]["dev"]), system)
+              for system, cells in data["cells"].items()
+              if FLAIR.match(system) and minutes in cells and cells[minutes]["ner"]["dev"]]  # fmt: skip
+    return max(scored)[1] if scored else None
+
+
+def render(data: dict) -> str:
+    """The report's section, from the table's JSON alone."""
+    sentences = data["tasks"]["ner"]["sentences"]
+    lines = [
+        BEGIN, "", "## ELMo-C against Flair's contextual string embeddings at equal CPU time", "",
+        f"Produced by `{data['command']}` (experiments/quality/flair_comparison.py; its JSON is the "
+        "record). Machine: " + data["machine"] + ".", "",
+        f"Pretraining corpus: {data['corpus']['train_tokens']:,} tokens "
+        f"({os.path.basename(os.path.dirname(data['corpus']['train']))}). Every system pretrained "
+        "on one thread for the same CPU time (`time.process_time`; Flair: half for each "
+        "direction), " + f"{data['pretrain_seeds']} pretraining seed(s) at the largest budget, one "
+        "at the others. Flair's LMs: 1 layer, sequences of "
+        f"{data['flair_lm']['sequence_length']} characters, batches of "
+        f"{data['flair_lm']['mini_batch_size']}, the rest `LanguageModelTrainer`'s defaults; a "
+        "budget is checked before each batch, so a run can pass it by one batch (the column spent). "
+        "Tagger: Flair's `SequenceTagger` (BiLSTM-CRF, hidden "
+        f"{data['tagger']['hidden_size']}, at most {data['tagger']['max_epochs']} epochs, the best "
+        "development epoch tested once) on the corpus's fastText vectors + each system's "
+        f"embeddings; NER sentences: train {sentences['train']:,}, dev {sentences['dev']:,}, test "
+        f"{sentences['test']:,}; mean ± standard deviation over {data['task_seeds']} task seeds (and "
+        "the pretraining seeds). Words seen: per direction (Flair: characters / the corpus's "
+        "characters per word).", "",
+    ]  # fmt: skip
+    lines += partial_note(data["finished_runs"], data["expected_runs"])
+    lines += ["| system | CPU-minutes (budget) | CPU-minutes (spent) | words seen | pretraining seeds "
+              "| dev F1 | test F1 | test − fastText only (± 2 SE) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    baseline = data["cells"][BASELINE]["0"]["ner"]
+    for system, cells in data["cells"].items():
+        for minutes, found in cells.items():
+            found = found["ner"]
+            budget = "-" if system == BASELINE else minutes
+            lines.append(" | ".join([
+                f"| {data['systems'].get(system, system)}", budget,
+                "-" if system == BASELINE else cpu_minutes(data, system, float(minutes)),
+                "-" if system == BASELINE else words_seen(data, system, float(minutes)),
+                ",".join(map(str, found["pretrain_seeds"])) if system != BASELINE else "-",
+                mean_std(found["dev"]), mean_std(found["test"]),
+                "-" if system == BASELINE else against(found, baseline),
+            ]) + " |")  # fmt: skip
+    lines += ["", "ELMo-C against Flair at the same budget (Flair's size chosen on dev), test F1, "
+              "mine − theirs ± 2 SE:", "", "| budget | Flair chosen | system | difference |",
+              "|---|---|---|---|"]  # fmt: skip
+    for minutes in map(budget_key, data["minutes"]):
+        flair = chosen_flair(data, minutes)
+        for system, cells in data["cells"].items():
+            if system in ELMO_SYSTEMS and minutes in cells and flair:
+                difference = against(cells[minutes]["ner"], data["cells"][flair][minutes]["ner"])
+                lines.append(f"| {minutes} | {flair} | {data['systems'][system]} | {difference} |")
+    return "\n".join(lines + ["", END]) + "\n"
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--data-dir", type=Path, default=Path("data"))
+    parser.add_argument("--corpus-dir", default=None, help="train.txt and validation.txt (or dev.txt)")
+    parser.add_argument("--fasttext-bin", default=None)
+    parser.add_argument("--fasttext-dim", type=int, default=100)
+    parser.add_argument("--shared-data", default="../shared/data", help="holds uner_ewt/")
+    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
+    parser.add_argument("--minutes", default="5,15", help="CPU-minutes of pretraining per system")
+    parser.add_argument("--pretrain-seeds", type=int, default=2)
+    parser.add_argument("--seeds", type=int, default=3, help="tagger seeds per pretrained snapshot")
+    parser.add_argument("--pretrain-overrides", default="{}", help="per_minute.py's: for the ELMo systems")
+    parser.add_argument("--flair-sequence-length", type=int, default=250)
+    parser.add_argument("--flair-batch-size", type=int, default=100)
+    parser.add_argument("--flair-splits", type=int, default=20, help="training files (Flair validates after each)")
+    parser.add_argument("--flair-valid-characters", type=int, default=50_000)
+    parser.add_argument("--tagger-hidden", type=int, default=256)
+    parser.add_argument("--tagger-epochs", type=int, default=10)
+    parser.add_argument("--tagger-batch-size", type=int, default=32)
+    parser.add_argument("--tagger-learning-rate", type=float, default=0.1)
+    parser.add_argument("--keep-task-runs", action="store_true")
+    parser.add_argument("--json", type=Path, default=None, help="the table (default OUT/flair_comparison.json)")
+    parser.add_argument("--report", type=Path, default=None, help="markdown file for the section")
+    parser.add_argument("--render-only", action="store_true", help="run nothing: the section from --json")
+    args = parser.parse_args(argv)
+    args.systems = [s for s in args.systems.split(",") if s]
+    unknown = [s for s in args.systems if not FLAIR.match(s) and s not in ELMO_SYSTEMS]
+    if unknown:
+        parser.error(f"unknown systems {unknown}: flair_HIDDEN or one of {', '.join(ELMO_SYSTEMS)}")
+    args.minutes = sorted(float(m) for m in args.minutes.split(",") if m)
+    args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()
+    args.json = args.json or args.out / "flair_comparison.json"
+    args.threads = 1
+    args.flair_settings = {"sequence_length": args.flair_sequence_length,
+                           "mini_batch_size": args.flair_batch_size}  # fmt: skip
+    args.tagger_settings = {"hidden_size": args.tagger_hidden, "max_epochs": args.tagger_epochs,
+                            "mini_batch_size": args.tagger_batch_size,
+                            "learning_rate": args.tagger_learning_rate}  # fmt: skip
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    args = parse_args(argv)
+    logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
+    if args.render_only:
+        data = json.loads(args.json.read_text(encoding="utf-8"))
+    else:
+        import torch
+
+        os.environ["OMP_NUM_THREADS"] = "1"  # (and every training subprocess: `threads`)
+        torch.set_num_threads(1)
+        steps = Steps(args.out)
+        corpus = steps.run("corpus", lambda: corpus_step(args))
+        vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
+        ner = steps.run("data-ner", lambda: ner_step(args))
+        command = steps_command("experiments.quality.flair_comparison", argv)
+
+        def write(table: dict) -> None:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            temporary = args.json.with_suffix(".json.partial")
+            temporary.write_text(json.dumps(summary(args, table, corpus, ner, command), indent=1))
+            os.replace(temporary, args.json)
+
+        write(run_all(args, steps, corpus, vectors, ner, write))
+        data = json.loads(args.json.read_text(encoding="utf-8"))
+    if args.report:
+        replace_section(args.report, BEGIN, END, render(data))
+    return data
+
+
+if __name__ == "__main__":
+    main()
