@@ -51,6 +51,7 @@ PRECISION_SPEED = [PROJECT / "experiments" / "speed" / "precision" / name
 PRECISION_QUALITY = PROJECT / "experiments" / "quality" / "precision.json"
 AVX2_CPU = PROJECT / "experiments" / "speed" / "cpus" / "avx2_epyc.json"
 SCALE = PROJECT / "experiments" / "scale"
+PROCESSES_THREADS = PROJECT / "experiments" / "speed" / "processes_threads.json"
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 
 TASK_NAMES = {"ner": "NER, UNER EWT (F1)", "pos": "POS, Brown held-out genres",
@@ -427,6 +428,22 @@ def at_user_scale_table() -> str:
     return "\n".join(lines)
 
 
+def processes_threads_table() -> str:
+    """Small-size pretraining in P processes x T threads on one machine's cores
+    (experiments/speed/processes_threads.py): tokens/s against the first layout, and the
+    validation loss after the same tokens."""
+    data = load(PROCESSES_THREADS)
+    rows = data["rows"]
+    lines = [f"| {data['machine']}, {data['date']}: processes x threads | total batch | tokens/s "
+             f"| validation loss after {data['tokens']:,} tokens |", "|---|---|---|---|"]  # fmt: skip
+    for row in rows:
+        ratio = row["tokens_per_second"] / rows[0]["tokens_per_second"]
+        lines.append(f"| {row['processes']} x {row['threads']} | {row['total_batch']} | "
+                     f"{row['tokens_per_second']:,.0f} ({ratio:.2f}x) | "
+                     f"{row['validation_loss']:.4f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")
 SENTIMENT = ("sst5", "sentiment")
 BLOCKS: Dict[str, Callable[[], str]] = {
@@ -456,6 +473,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "precision-quality": precision_quality_table,
     "avx2-cpu": avx2_cpu_table,
     "at-user-scale": at_user_scale_table,
+    "processes-threads": processes_threads_table,
 }
 
 

@@ -61,6 +61,9 @@ PARSE_ONLY = {
     "demo-pretraining": "the demo data, built from downloads (the reliability tests train the "
     "demo config on fixtures)",
     "gpu-tf32": "a GPU and the paper-size data",
+    "cpu-processes": "the user's corpus and fastText, minutes to hours of training "
+    "(tests/experiments/speed/test_processes_threads.py trains 1 and 2 gloo processes at fixture "
+    "size)",
     "precision-quality": "four demo-size pretraining runs and eight NER runs: hours on 2 cores "
     "(tests/experiments/quality/test_precision.py runs it at fixture size)",
     "distributed": "several GPUs or machines, the paper-size model (tests/reliability/"

@@ -96,6 +96,9 @@ def plan_params(
             "\"float32\"}')"
         )
         measured_precision = "float32"
+    processes = processes_advice(sizes, device, usable_cpus())
+    if processes is not None:
+        notes.append(processes)
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="elmo_c_plan_", dir=work_dir) as scratch:
@@ -149,6 +152,20 @@ def _sizes(params: Params, corpus: str) -> Dict[str, Any]:
         "updates": per_epoch * epochs,
         "validation_batches": validation,
     }
+
+
+def processes_advice(sizes: Dict[str, Any], device: torch.device, cpus: int) -> Optional[str]:
+    """On a CPU with several usable CPUs, for a config that trains in one process: the override
+    that trains one process per CPU instead (AllenNLP's gloo processes; each takes one thread,
+    `cpu_threads`), which trains more tokens a second than one process on every CPU at the
+    small size (docs/pretraining.md, "Every core"), and what it does to the run."""
+    if device.type != "cpu" or sizes["processes"] != 1 or cpus < 2:
+        return None
+    devices = json.dumps({"distributed": {"cuda_devices": [-1] * cpus}})
+    return (f"{cpus} CPUs: one training process a CPU (-o '{devices}') trains more tokens a "
+            f"second than one process on all of them; the total batch becomes {cpus} x "
+            f"{sizes['batch_size']} windows and an epoch {cpus} times fewer updates, which the "
+            "schedule follows (docs/pretraining.md, \"Every core\")")  # fmt: skip
 
 
 def _validation_batches(params: Params, reader: LmCorpusReader) -> int:

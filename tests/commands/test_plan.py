@@ -1,5 +1,6 @@
 """`plan`: the corpus's size, the run's length and a short real run's measurements,
 extrapolated, before a pretraining run starts."""
+import torch
 import json
 
 import pytest
@@ -85,3 +86,15 @@ def test_the_command_line(monkeypatch, capsys):
                                      "-o", "{}", "--updates", "4", "--json"])  # fmt: skip
     allennlp_main(prog="allennlp")
     assert json.loads(capsys.readouterr().out) == {"called": ["corpus.txt", SMALL, "{}", 4]}
+
+
+def test_on_several_cpus_the_plan_advises_a_process_a_cpu_and_says_what_it_does_to_the_run():
+    from allennlp_elmo_c.commands.plan import processes_advice
+
+    sizes = {"processes": 1, "batch_size": 64}
+    advice = processes_advice(sizes, torch.device("cpu"), 2)
+    assert """-o '{"distributed": {"cuda_devices": [-1, -1]}}'""" in advice
+    assert "the total batch becomes 2 x 64 windows and an epoch 2 times fewer updates" in advice
+    assert processes_advice(sizes, torch.device("cpu"), 1) is None
+    assert processes_advice(sizes, torch.device("cuda", 0), 4) is None
+    assert processes_advice({**sizes, "processes": 2}, torch.device("cpu"), 2) is None
