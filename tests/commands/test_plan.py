@@ -1,9 +1,9 @@
 """`plan`: the corpus's size, the run's length and a short real run's measurements,
 extrapolated, before a pretraining run starts."""
-import torch
 import json
 
 import pytest
+import torch
 
 from allennlp.commands import main as allennlp_main
 from allennlp.common import Params
