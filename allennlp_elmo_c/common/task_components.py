@@ -79,6 +79,14 @@ TASK_COMPONENTS: Dict[str, Dict[str, str]] = {
     "fasttext": {"model_path": PLUGIN_FILE},
     "random_vectors": _NONE,
     "slim_embedding": _NONE,
+    # the peer biLM: allennlp-models' language_model over the plugin's corpus reader
+    # (training_config/allennlp_lm_demo.jsonnet), read back by evaluate and the quality lab
+    # (the name is also the `language_model` data collator's, whose model_name is a tokenizer's)
+    "language_model": _TRANSFORMER,
+    "lm_corpus": _NONE,
+    "empty": _NONE,
+    "cnn-highway": _NONE,
+    "allennlp_elmo_lstm": _NONE,
     # encoders, attention, regularizers
     "alternating_lstm": _NONE,
     "boe": _NONE,

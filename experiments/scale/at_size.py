@@ -74,7 +74,7 @@ def train_until(run_dir: Path, overrides: Dict[str, Any], environment: Dict[str,
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment)
         record: Dict[str, Any] = {}
         while process.poll() is None:
-            time.sleep(2)
+            time.sleep(0.25)
             try:
                 record = json.loads(timings.read_text())
             except (OSError, ValueError):

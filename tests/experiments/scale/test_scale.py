@@ -43,17 +43,18 @@ def test_plan_accuracy_compares_the_plan_with_the_run_it_plans(tmp_path):
 
 def test_at_size_prepares_plans_trains_kills_and_resumes(tmp_path):
     report, out = tmp_path / "SCALE.md", tmp_path / "at_size.json"
-    at_size.main(["--source", str(SENTENCES), "--fasttext", str(TINY_FASTTEXT), "--copies", "3",
+    at_size.main(["--source", str(SENTENCES), "--fasttext", str(TINY_FASTTEXT), "--copies", "12",
                   "--validation", str(LM_DATA / "dev.txt"),
                   "--updates", "4", "--plan-updates", "2", "--checkpoint-every", "2",
                   "--overrides", json.dumps({**SIXTEEN, "data_loader.batch_size": 2}),
                   "--work-dir", str(tmp_path / "work"), "--out", str(out), "--report", str(report),
                   "--conditions", "tests"])  # fmt: skip
     record = json.loads(out.read_text())
-    # 3 copies of the fixture corpus, each sentence led by its copy's token, none removed.
+    # 12 copies of the fixture corpus (an epoch of 100 batches, so that neither run ends it),
+    # each sentence led by its copy's token, none removed.
     # (spaCy tokenizes each copy alike: their counts are equal.)
     tokens = record["prepare_corpus"]["train_tokens"]
-    assert tokens >= 3 * (251 + 25) and tokens % 3 == 0
+    assert tokens >= 12 * (251 + 25) and tokens % 12 == 0
     assert record["first"]["updates"] >= 4 and record["resumed"]["updates"] >= 4
     assert record["checkpoint"].startswith("model_state_e0_b")
     assert record["plan"]["updates"] > 8 and record["replayed_first_update_seconds"] > 0
