@@ -13,10 +13,11 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import h5py
 import numpy as np
@@ -816,6 +817,35 @@ RECEIVED_MODEL_DOORS = {
     "package": _package,
     "describe": _describe,
 }
+
+
+# The files the process opened under the watched paths (`opens_under`), by one audit hook.
+OPENED: List[str] = []
+_WATCHED: List[str] = []
+
+
+def _record_opens(event: str, args: tuple) -> None:
+    if event != "open" or not _WATCHED or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    path = os.path.abspath(os.fsdecode(args[0]))
+    if any(path.startswith(root) for root in _WATCHED):
+        OPENED.append(path)
+
+
+@contextlib.contextmanager
+def opens_under(root: str) -> Iterator[List[str]]:
+    """Records in `OPENED` (cleared first) every file this process opens whose absolute path
+    starts with `root` (a file, or a directory ending in a separator) while the block runs. The
+    audit hook is added on first use and stays (Python has no way to remove one)."""
+    if not getattr(_record_opens, "added", False):
+        sys.addaudithook(_record_opens)
+        _record_opens.added = True  # type: ignore[attr-defined]
+    OPENED.clear()
+    _WATCHED.append(root)
+    try:
+        yield OPENED
+    finally:
+        _WATCHED.clear()
 
 
 def outcome(load) -> Optional[Exception]:

@@ -10,10 +10,7 @@ naming a `BertTokenizer` whose `vocab_file` is a file of the receiver's: `descri
 """
 
 import json
-import os
-import sys
 from pathlib import Path
-from typing import List
 
 import pytest
 
@@ -23,24 +20,13 @@ from allennlp_elmo_c.common.model_directory import HUGGING_FACE_FILES
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
     contained_received_copy,
+    OPENED,
     edit_directory_config,
+    opens_under,
     outcome,
 )
 
 SECRET = "receivers_secret_word"
-OPENED: List[str] = []
-WATCHED: List[str] = []
-
-
-def _record_opens(event: str, args: tuple) -> None:
-    if event != "open" or not WATCHED or not isinstance(args[0], (str, bytes, os.PathLike)):
-        return
-    path = os.path.abspath(os.fsdecode(args[0]))
-    if path in WATCHED:
-        OPENED.append(path)
-
-
-sys.addaudithook(_record_opens)
 
 
 @pytest.fixture
@@ -49,10 +35,8 @@ def secret(tmp_path) -> Path:
     path = tmp_path / "home" / "words.txt"
     path.parent.mkdir()
     path.write_text(f"[PAD]\n[UNK]\n{SECRET}\n")
-    OPENED.clear()
-    WATCHED.append(str(path))
-    yield path
-    WATCHED.clear()
+    with opens_under(str(path)):
+        yield path
 
 
 def _add_tokenizer_config(directory: Path, secret: Path, kind: str) -> None:

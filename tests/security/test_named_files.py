@@ -15,9 +15,7 @@ the refusal comes before any of them is opened.
 """
 
 import os
-import sys
 from pathlib import Path
-from typing import List
 
 import pytest
 
@@ -28,25 +26,13 @@ from allennlp_elmo_c.common.received_config import FILE_KEYS, named_files
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
     contained_received_copy,
+    OPENED,
     edit_directory_config,
+    opens_under,
     outcome,
     write_elmo_files,
 )
 
-# What the audit hook records: the files opened under the watched directories.
-WATCHED: List[str] = []
-OPENED: List[str] = []
-
-
-def _record_opens(event: str, args: tuple) -> None:
-    if event != "open" or not WATCHED or not isinstance(args[0], (str, bytes, os.PathLike)):
-        return
-    path = os.path.abspath(os.fsdecode(args[0]))
-    if any(path.startswith(root) for root in WATCHED):
-        OPENED.append(path)
-
-
-sys.addaudithook(_record_opens)
 
 
 @pytest.fixture
@@ -55,10 +41,8 @@ def watch(tmp_path):
     `weights.hdf5`); records (in `OPENED`) the files opened under it during the test."""
     outside = tmp_path / "outside"
     write_elmo_files(outside, [[1, 4], [2, 4]], 1, 4, 8)
-    OPENED.clear()
-    WATCHED.append(str(outside.resolve()) + os.sep)
-    yield outside
-    WATCHED.clear()
+    with opens_under(str(outside.resolve()) + os.sep):
+        yield outside
 
 
 @pytest.fixture
