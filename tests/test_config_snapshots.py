@@ -30,7 +30,7 @@ def configs():
 
 def stand_ins(baseline: str) -> Dict[str, str]:
     names = set()
-    for path in PROJECT_ROOT.glob("*_config*/*sonnet"):
+    for path in (path for folder in FOLDERS for path in (PROJECT_ROOT / folder).glob("*sonnet")):
         names |= set(re.findall(r"std\.extVar\(\s*'([^']+)'\s*\)", path.read_text()))
     values = {name: f"/{name}" for name in names}
     return {**values, **CONFIG_DEFAULTS, **NUMBERS, "ELMO_C_BASELINE": baseline}

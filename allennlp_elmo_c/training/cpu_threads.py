@@ -5,6 +5,7 @@ from typing import Optional
 
 import torch
 
+from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.common.threads import CpuLoad, free_cpus, set_torch_threads
@@ -44,8 +45,6 @@ class CpuThreads(TrainerCallback):
     ) -> None:
         super().__init__(serialization_dir)
         if check_seconds <= 0:
-            from allennlp.common.checks import ConfigurationError
-
             raise ConfigurationError(f"cpu_threads: check_seconds must be > 0, got {check_seconds}")
         self.threads = threads
         self.check_seconds = check_seconds
