@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 DATA_DIR ?= data
 # pytest-xdist workers for `make test`. --dist loadscope: each test module runs whole on one
 # worker, so a module-scoped fixture (a reference training run) is made once; modules are handed
-# out in collection order, the longest first (tests/conftest.py: LONGEST_FIRST).
+# out in collection order, the longest first (tests/ordering.py: from tests/durations.json).
 TEST_WORKERS ?= 2
 PIP := $(PY) -m pip --disable-pip-version-check
 
