@@ -32,8 +32,9 @@ module picked by `pointwise_kernels`: fused Triton kernels on a GPU
 rounding exactly as the torch ops), or the same functions as torch ops
 (`allennlp_elmo_c.nn.lstmp_torch`: float64, or those switched off). On a GPU the loops are
 replayed from captured CUDA graphs (`cuda_graphs`). The float32 matrix products of both passes
-on CPU run through oneDNN (`allennlp_elmo_c.nn.products`): equal to the reference's up to
-float32 rounding, as judged against float64. On CPU the buffers come from a pool
+on CPU run through MKL or oneDNN, whichever has the wider vectors on the machine
+(`allennlp_elmo_c.nn.products`): equal to the reference's up to float32 rounding, as judged
+against float64. On CPU the buffers come from a pool
 (`allennlp_elmo_c.nn.buffer_pool`) rather than fresh pages every step.
 
 Under bfloat16 autocast the same passes run in mixed precision (`lstm_with_projection`,
@@ -189,7 +190,7 @@ def _forward_steps(
     )  # fmt: skip
     buffers.cells[0], buffers.hiddens[0], buffers.recurrent[0] = c0, h0, h0  # (1 and 2: float32)
     memory = POOL.empty((batch, cell_size), gates)  # o * tanh(c_t), the input of W_hr
-    # oneDNN on CPU (float32 or bfloat16, outside grad mode), else torch.mm; weights cast (and
+    # `Products`: oneDNN or torch.mm (see there); weights cast (and
     # for bfloat16 oneDNN, reordered) once for all steps.
     products = Products(gates, product_dtype)
     w_hh, w_hr = products.weight(w_hh, batch), products.weight(w_hr, batch)

@@ -1,15 +1,18 @@
 """
 The matrix products of `allennlp_elmo_c.nn.lstmp`'s fused backend, forward and backward, on CPU
-through oneDNN.
+through MKL (`torch.mm`) or oneDNN, whichever multiplies float32 with the wider vectors here.
 
-On CPU, torch's float32 `mm` calls MKL, which on AMD processors runs its AVX2 code and, at the
-shapes of the LSTM's per-step products (16 rows against a 16384 x 512 weight at the paper's
-size), well under the machine's AVX-512 rate. oneDNN, which torch ships for its own CPU
-inference (`torch.ops.mkldnn._linear_pointwise`, what inductor's frozen linear layers call),
-picks its kernels by instruction set: on one core of an AVX-512 AMD EPYC it ran the backward's
-products at 120 to 220 GFLOP/s against MKL's 60 to 100 (`experiments/speed/product_rates.py`,
-`experiments/speed/RESULTS.md`), and the forward's per-step products (`h_t W_hh^T`, `m_t W_hr^T`) in
-3.6 ms against 6.2 (batch 16) and 8.3 against 17.6 (batch 64) at the paper's size.
+On CPU, torch's float32 `mm` calls MKL, which on AMD processors runs its AVX2 code: on an
+AVX-512 AMD EPYC, at the shapes of the LSTM's per-step products (16 rows against a 16384 x 512
+weight at the paper's size), well under the machine's AVX-512 rate. oneDNN, which torch ships
+for its own CPU inference (`torch.ops.mkldnn._linear_pointwise`, what inductor's frozen linear
+layers call), picks its kernels by instruction set: on one core of that EPYC it ran the
+backward's products at 120 to 220 GFLOP/s against MKL's 60 to 100
+(`experiments/speed/product_rates.py`, `experiments/speed/RESULTS.md`). Where MKL runs the same
+instruction set as oneDNN (Intel processors; AMD ones without AVX-512), MKL was as fast or faster
+at every shape measured, and by 1.2-1.9x at the small encoder's (batch 64, cell 256), where
+oneDNN's result is also copied into the step's buffer: there `torch.mm` runs them
+(`onednn_preferred`). `ELMO_C_ONEDNN=1` takes oneDNN wherever it works, `0` never.
 
 A different summation order rounds differently, and over long clipped sequences the recurrence
 carries a one-ulp difference forward (4e-5 after 40 steps at the demo size). That is float32
@@ -25,8 +28,8 @@ handful of shapes and pays once for each; without them each step takes the rows 
 up to two shapes per distinct row count.
 
 `Products(tensor)` uses oneDNN for float32 CPU tensors outside grad mode (the op has no
-derivative), when torch has the op and it passes a check against float64 products on first
-use; `ELMO_C_ONEDNN=0` switches it off. Otherwise it runs `torch.mm`, MKL on CPU, cuBLAS on a
+derivative) on a machine `onednn_preferred` names, when torch has the op and it passes a check
+against float64 products on first use. Otherwise it runs `torch.mm`, MKL on CPU, cuBLAS on a
 GPU.
 
 Mixed precision. `Products(tensor, torch.bfloat16)` multiplies bfloat16 operands (the encoder
@@ -78,8 +81,7 @@ class Products:
             and like.dtype == torch.float32
             and self.dtype in (torch.float32, torch.bfloat16)
             and not torch.is_grad_enabled()
-            and os.environ.get("ELMO_C_ONEDNN", "1") != "0"
-            and (_onednn_works() if self.dtype == torch.float32 else _onednn_bfloat16_works())
+            and _onednn_chosen(self.dtype)
         )
         # Whether cuBLAS writes the results of reduced-precision operands in the results' dtype.
         self.cublas_results = self.mixed and like.is_cuda and _cublas_results_work(self.dtype)
@@ -179,6 +181,45 @@ class Products:
             return torch.addmm(bias, inputs, weight.t(), out=out)
         self.linear(inputs, weight, out=out)
         return out.add_(bias)
+
+
+def onednn_preferred(capability: str, vendor: str) -> bool:
+    """
+    Whether oneDNN multiplies float32 with wider vectors than MKL on a CPU of torch's
+    `capability` (`torch.backends.cpu.get_cpu_capability()`) and `vendor` (`/proc/cpuinfo`'s
+    `vendor_id`): on AMD processors with AVX-512, where MKL runs its AVX2 code and oneDNN
+    AVX-512. Elsewhere both run the same instruction set and MKL was the faster.
+    """
+    return capability == "AVX512" and vendor == "AuthenticAMD"
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_vendor() -> str:
+    """This machine's `vendor_id` (`/proc/cpuinfo`; "" where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _onednn_chosen(dtype: torch.dtype) -> bool:
+    # `ELMO_C_ONEDNN`: "0" never, "1" wherever it works; unset, for bfloat16 operands wherever
+    # it works (MKL has no faster bfloat16 product on CPU), for float32 ones where
+    # `onednn_preferred`.
+    setting = os.environ.get("ELMO_C_ONEDNN")
+    if setting == "0":
+        return False
+    if dtype != torch.float32:
+        return _onednn_bfloat16_works()
+    if setting != "1" and not onednn_preferred(
+        torch.backends.cpu.get_cpu_capability(), _cpu_vendor()
+    ):
+        return False
+    return _onednn_works()
 
 
 def _onednn_linear(inputs: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -28,9 +28,10 @@ On a GPU the fused kernel replays its loops from captured CUDA graphs (`allennlp
 cuda_graphs`), each step's pointwise work in fused Triton kernels (`allennlp_elmo_c.nn.
 lstmp_triton`, float32); the `fused_eager` row runs the same loops without graphs, the
 `fused_torch_ops` row with graphs but torch ops in place of the Triton kernels
-(`ELMO_C_TRITON=0`). On CPU the fused backward's matrix products run through oneDNN
-(`allennlp_elmo_c.nn.products`); the `fused_torch_mm` row runs them through `torch.mm`
-(MKL; `ELMO_C_ONEDNN=0`) instead. `--precision tf32`
+(`ELMO_C_TRITON=0`). On CPU the fused encoder's matrix products run through the library
+`allennlp_elmo_c.nn.products` picks for the machine; the `fused_torch_mm` row runs them through
+`torch.mm` (MKL; `ELMO_C_ONEDNN=0`), the `fused_onednn` row through oneDNN (`ELMO_C_ONEDNN=1`).
+`--precision tf32`
 lets float32 matrix products use TF32; `--precision bf16` runs each step under autocast
 (the recurrence itself stays float32, see `lstm_with_projection`). `--json` appends the row
 values to a file.
@@ -56,6 +57,7 @@ SIZES = {
     # name: (input size, projection, cell, layers)
     "demo": (100, 128, 256, 2),  # training_config/elmo_c_demo.jsonnet
     "small": (128, 128, 256, 2),  # the demo's cell with 128-d inputs
+    "middle": (300, 256, 1024, 2),  # between small and paper, on 300-d fastText vectors
     "paper": (300, 512, 4096, 2),
 }
 
@@ -206,12 +208,12 @@ def with_torch_lstm(step):
     return run
 
 
-def with_switch_off(step, *variables):
-    """`step` with the environment `variables` set to "0" while it runs."""
+def with_switch_off(step, *variables, setting="0"):
+    """`step` with the environment `variables` set to `setting` ("0": off) while it runs."""
 
     def run():
         saved = {variable: os.environ.get(variable) for variable in variables}
-        os.environ.update({variable: "0" for variable in variables})
+        os.environ.update({variable: setting for variable in variables})
         try:
             step()
         finally:
@@ -249,7 +251,8 @@ def main():
                         help="after forward + backward: an Adam update, or none")  # fmt: skip
     parser.add_argument("--rows", default="reference,fused,allennlp,outside,floor",
                         help="comma-separated rows (also: fused_torch_ops, fused_eager on a "
-                        "GPU, outside_torch_lstm and fused_torch_mm on CPU, products: the "
+                        "GPU, outside_torch_lstm, fused_torch_mm and fused_onednn on CPU, "
+                        "products: the "
                         "encoder's matrix products alone)")  # fmt: skip
     parser.add_argument("--json", help="append the results to this JSON-lines file")
     args = parser.parse_args()
@@ -268,7 +271,8 @@ def main():
     rows = {}
     for row in args.rows.split(","):
         backend = {"outside": "fused", "fused_eager": "fused", "fused_torch_ops": "fused",
-                   "fused_torch_mm": "fused", "outside_torch_lstm": "fused"}  # fmt: skip
+                   "fused_torch_mm": "fused", "fused_onednn": "fused",
+                   "outside_torch_lstm": "fused"}  # fmt: skip
         norm = "outside" if row.startswith("outside") else "inside"
         if row == "products":
             # Counted in the tokens of the training-step rows' batch.
@@ -287,6 +291,8 @@ def main():
             step = without_kernels(step)
         elif row == "fused_torch_mm":
             step = with_switch_off(step, "ELMO_C_ONEDNN")
+        elif row == "fused_onednn":
+            step = with_switch_off(step, "ELMO_C_ONEDNN", setting="1")
         rows[row] = (step, tokens)
     seconds, peaks = time_in_turn(
         {key: step for key, (step, _) in rows.items()}, args.steps, args.warmup, device

@@ -3,6 +3,7 @@
 should be, and is what the fused backend's CPU backward really runs.
 """
 import platform
+from pathlib import Path
 
 import pytest
 import torch
@@ -61,16 +62,46 @@ def test_torch_mm_writes_into_out():
 
 
 def test_onednn_only_for_float32_cpu_outside_grad_mode(monkeypatch):
-    monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
+    monkeypatch.setenv("ELMO_C_ONEDNN", "1")
     available = products_module._onednn_works()
     with torch.no_grad():
         assert Products(torch.zeros(1)).onednn == available
         assert not Products(torch.zeros(1, dtype=torch.float64)).onednn
         monkeypatch.setenv("ELMO_C_ONEDNN", "0")
         assert not Products(torch.zeros(1)).onednn
-    monkeypatch.delenv("ELMO_C_ONEDNN")
+    monkeypatch.setenv("ELMO_C_ONEDNN", "1")
     with torch.enable_grad():  # oneDNN's linear has no derivative (a double backward)
         assert not Products(torch.zeros(1)).onednn
+
+
+@pytest.mark.parametrize("capability, vendor, preferred", [
+    ("AVX512", "AuthenticAMD", True), ("AVX2", "AuthenticAMD", False),
+    ("AVX512", "GenuineIntel", False), ("AVX2", "GenuineIntel", False), ("DEFAULT", "", False),
+])  # fmt: skip
+def test_float32_products_take_onednn_by_default_where_mkl_has_narrower_vectors(
+    monkeypatch, capability, vendor, preferred
+):
+    """Unset, `ELMO_C_ONEDNN` leaves float32 products to oneDNN only on AMD processors with
+    AVX-512 (MKL runs AVX2 code there); "1" and "0" decide on any CPU."""
+    assert products_module.onednn_preferred(capability, vendor) is preferred
+    monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
+    monkeypatch.setattr(products_module.torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    monkeypatch.setattr(products_module, "_cpu_vendor", lambda: vendor)
+    available = products_module._onednn_works()
+    with torch.no_grad():
+        assert Products(torch.zeros(1)).onednn == (preferred and available)
+        monkeypatch.setenv("ELMO_C_ONEDNN", "1")
+        assert Products(torch.zeros(1)).onednn == available
+
+
+def test_the_cpu_vendor_is_read_from_proc_cpuinfo():
+    vendor = products_module._cpu_vendor()
+    if not Path("/proc/cpuinfo").is_file():
+        assert vendor == ""
+        return
+    listed = [line.split(":", 1)[1].strip() for line in
+              Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("vendor_id")]  # fmt: skip
+    assert vendor == (listed[0] if listed else "")
 
 
 def test_onednn_works_on_x86():
@@ -99,12 +130,12 @@ def test_the_check_rejects_a_wrong_product(monkeypatch):
 
 @pytest.mark.parametrize("loops", ["c_kernels", "torch_ops"])
 def test_fused_cpu_backward_runs_its_products_through_onednn(monkeypatch, loops):
-    """Every product of the fused layer's CPU backward (2 per step, 4 over all steps) goes
-    through oneDNN where it works, with the C kernels or the torch ops doing the pointwise work;
-    the forward's (2 per step) too where the C kernels run."""
+    """With `ELMO_C_ONEDNN=1`, every product of the fused layer's CPU backward (2 per step, 4
+    over all steps) goes through oneDNN where it works, with the C kernels or the torch ops
+    doing the pointwise work; the forward's (2 per step) too where the C kernels run."""
     if not products_module._onednn_works():
         pytest.skip("torch's oneDNN linear does not work here")
-    monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
+    monkeypatch.setenv("ELMO_C_ONEDNN", "1")
     monkeypatch.setenv("ELMO_C_CPU_KERNELS", "1" if loops == "c_kernels" else "0")
     kernels = lstmp.pointwise_kernels(torch.zeros(1), "backward")
     if loops == "c_kernels" and kernels is lstmp_torch:

@@ -247,12 +247,14 @@ def errors(run, exact):
     return found
 
 
-# The CPU paths of the `fused` backend: the default (C kernels where built, the backward's products
-# through oneDNN where it works), the torch-op kernels, and the products through torch.mm.
+# The CPU paths of the `fused` backend: the default (C kernels where built, the products through
+# the library `products.onednn_preferred` picks), the torch-op kernels, and the products through
+# each library.
 CPU_PATHS = {
     "default": {},
     "torch_ops": {"ELMO_C_CPU_KERNELS": "0"},
-    "backward_torch_mm": {"ELMO_C_ONEDNN": "0"},
+    "torch_mm": {"ELMO_C_ONEDNN": "0"},
+    "onednn": {"ELMO_C_ONEDNN": "1"},
 }
 FLOOR = 5e-5  # float32 noise: where the reference happens to round luckier on some CPU
 
