@@ -5,7 +5,8 @@ The package's layers, from the bottom up: `nn`, `common`; `archive`; `data`, `tr
 circle; imports for type annotations alone (under `if TYPE_CHECKING:`) are exempt. The package's
 `__init__` and `__main__` sit on top. `experiments/` (the repository's own demo, corpus builders
 and measurements, not installed) sits above the whole package: it may import the plugin, never the
-reverse, and it reaches only the plugin's public names (no `_private` one).
+reverse. No module reaches into another's private names (`from x import _name`, `x._name`),
+in the package or from the experiments.
 """
 import ast
 from pathlib import Path
@@ -66,13 +67,52 @@ def violations(path: Path, source: str):
             yield f"{path.relative_to(ROOT)}:{line} imports {imported}"
 
 
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def is_module(dotted: str) -> bool:
+    """Whether `dotted` names a module or package of this project (a C extension too)."""
+    path = ROOT.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file() or any(
+        path.parent.glob(path.name + ".*.so")
+    )
+
+
+def plugin_modules(tree: ast.AST) -> dict:
+    """The names `tree` binds to plugin modules (`import allennlp_elmo_c.x as m`, `from
+    allennlp_elmo_c import x`): {name: dotted module}."""
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update((alias.asname, alias.name) for alias in node.names
+                         if alias.name.startswith("allennlp_elmo_c.") and alias.asname)  # fmt: skip
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("allennlp_elmo_c"):
+            for alias in node.names:
+                if is_module(f"{node.module}.{alias.name}"):
+                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bound
+
+
 def private_names(path: Path, source: str) -> Iterator[str]:
-    """`_name`s that `source` imports from the plugin (`from allennlp_elmo_c.x import _name`)."""
-    for node in ast.walk(ast.parse(source)):
+    """Private names of another plugin module that `source` reaches: imported (`from
+    allennlp_elmo_c.x import _name`) or read as an attribute of an imported module
+    (`module._name`). A module's own private C extension (`from allennlp_elmo_c.nn import
+    _lstmp_cpu` in `allennlp_elmo_c/nn/`) is its own."""
+    module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    folder = module.rsplit(".", 1)[0]
+    tree = ast.parse(source)
+    bound = plugin_modules(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("allennlp_elmo_c"):
             for alias in node.names:
-                if alias.name.startswith("_"):
+                own_extension = node.module == folder and is_module(f"{node.module}.{alias.name}")
+                if is_private(alias.name) and node.module != module and not own_extension:
                     yield f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}.{alias.name}"
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            target = bound.get(node.value.id)
+            if target and target != module and is_private(node.attr):
+                yield f"{path.relative_to(ROOT)}:{node.lineno} reads {target}.{node.attr}"
 
 
 def test_no_module_imports_from_a_layer_above_its_own():
@@ -84,13 +124,31 @@ def test_no_module_imports_from_a_layer_above_its_own():
     assert not found, "\n".join(found)
 
 
-def test_the_experiments_use_only_the_plugins_public_names():
+def test_no_module_reaches_into_another_modules_private_names():
+    """The experiments use only the plugin's public names; the plugin's modules one another's."""
     found = [
         private
-        for path in sorted((ROOT / "experiments").rglob("*.py"))
+        for path in sorted(PACKAGE.rglob("*.py")) + sorted((ROOT / "experiments").rglob("*.py"))
         for private in private_names(path, path.read_text(encoding="utf-8"))
     ]
     assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "source, bad",
+    [
+        ("from allennlp_elmo_c.nn.lstmp import _cpu_kernels\n", True),
+        ("from allennlp_elmo_c.nn import lstmp\nlstmp._cpu_kernels()\n", True),
+        ("import allennlp_elmo_c.nn.lstmp as layer\nlayer._empty_after\n", True),
+        ("from allennlp_elmo_c.nn import lstmp\nlstmp.pointwise_kernels\n", False),
+        ("from allennlp_elmo_c.nn import _lstmp_cpu\n", False),  # its own folder's C extension
+        ("from allennlp_elmo_c.common import _subwords\n", True),  # another folder's
+        ("import torch\ntorch._C\n", False),  # not the plugin's
+    ],
+)
+def test_the_check_sees_a_reach_into_private_names(source, bad):
+    lstmp_cpu = PACKAGE / "nn" / "lstmp_cpu.py"
+    assert bool(list(private_names(lstmp_cpu, source))) is bad
 
 
 @pytest.mark.parametrize(

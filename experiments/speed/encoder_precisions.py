@@ -48,7 +48,7 @@ def timed(name: str, function: Callable) -> Callable:
 def profiled() -> Iterator[None]:
     """Times the CPU path's parts while it lasts: each pointwise kernel, each kind of matrix
     product (a step's rows, or every step's at once) and the weights' casts."""
-    kernels = lstmp._cpu_kernels()
+    kernels = lstmp.pointwise_kernels(torch.zeros(1), "backward")  # the C kernels where built
     originals = [(kernels, name, getattr(kernels, name)) for name in (
         "cell_forward", "projection_forward", "projection_backward", "gate_backward",
         "carry_backward")]  # fmt: skip
