@@ -146,15 +146,6 @@ def fasttext_nodes(config: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
             if "model_path" in node]  # fmt: skip
 
 
-def recorded_fingerprint(config: Dict[str, Any], source: str) -> Optional[int]:
-    """The fingerprint (`FastTextBin.fingerprint`) of the fastText model a config was trained
-    with, as training recorded it (`record_fingerprints`); `None` for a config trained before."""
-    values = {node["fingerprint"] for _, node in fasttext_nodes(config) if "fingerprint" in node}
-    if len(values) > 1:
-        raise ConfigurationError(f"{source} records several fastText fingerprints {sorted(values)}")
-    return next(iter(values), None)
-
-
 def record_fingerprints(
     config: Dict[str, Any], keep: Optional[Dict[str, Any]] = None
 ) -> List[Tuple[str, int]]:

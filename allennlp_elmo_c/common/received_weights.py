@@ -15,7 +15,6 @@ what a header claims holds nothing until the file has it. `allocation_budget` de
 budget from these bytes.
 """
 
-import json
 import math
 import struct
 from pathlib import Path
@@ -187,8 +186,3 @@ def held_total(table: Dict[str, Tensor], names: Optional[Iterable[str]] = None) 
     chosen = table.values() if names is None else (table[name] for name in names if name in table)
     return sum(min(tensor.held, tensor.bytes) for tensor in chosen)
 
-
-def describe_table(table: Dict[str, Tensor]) -> str:
-    """The tensor count and sizes of a table, for messages."""
-    return json.dumps({"tensors": len(table), "bytes": sum(t.bytes for t in table.values()),
-                       "held": held_total(table)})  # fmt: skip
