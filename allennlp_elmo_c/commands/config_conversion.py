@@ -23,6 +23,7 @@ from allennlp_elmo_c.commands.config_sizes import (
     token_embedder_dim,
 )
 from allennlp_elmo_c.commands.describe import downstream_snippet
+from allennlp_elmo_c.common.config_tree import Key, join_key, walk
 
 ELMO_EMBEDDER = "elmo_token_embedder"
 CONVERTED = (ELMO_EMBEDDER, *LM_EMBEDDERS)
@@ -81,22 +82,14 @@ def _short(value: Any) -> str:
     return json.dumps(value)
 
 
-def _join(path: str, key: Any) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else str(key)
+def _join(path: str, key: Key) -> str:
+    """`join_key`, with a list's index in brackets (`a.b[0].c`)."""
+    return f"{path}[{key}]" if isinstance(key, int) else join_key(path, key)
 
 
-def _walk(node: Any, path: str = "") -> Iterator[Tuple[str, Any]]:
-    """Every dict and list in `node` with its path, parents first."""
-    if isinstance(node, dict):
-        yield path, node
-        for key, value in node.items():
-            yield from _walk(value, _join(path, key))
-    elif isinstance(node, list):
-        yield path, node
-        for index, value in enumerate(node):
-            yield from _walk(value, _join(path, index))
+def _dicts(node: Any, path: str = "") -> Iterator[Tuple[str, Dict[str, Any]]]:
+    """Every dict in `node` with its path, parents first."""
+    return ((at, item) for at, _, item in walk(node, path, join=_join) if isinstance(item, dict))
 
 
 @dataclass
@@ -143,8 +136,8 @@ class _Converter:
 
     def run(self) -> Conversion:
         model = self.config["model"]
-        for path, node in _walk(self.config):
-            if isinstance(node, dict) and node.get("type") in UNCONVERTIBLE:
+        for path, node in _dicts(self.config):
+            if node.get("type") in UNCONVERTIBLE:
                 raise ConfigurationError(
                     f"cannot convert {path}: {node['type']} is {UNCONVERTIBLE[node['type']]}, not "
                     f"{ELMO_EMBEDDER}; replace it by hand"
@@ -152,8 +145,7 @@ class _Converter:
         containers = self._elmo_containers()
         bcn = isinstance(model.get("elmo"), dict)
         if not containers and not bcn:
-            found = [path for path, node in _walk(self.config)
-                     if isinstance(node, dict) and node.get("type") == ELMO_INDEXER]  # fmt: skip
+            found = [path for path, node in _dicts(self.config) if node.get("type") == ELMO_INDEXER]
             where = f" (only {ELMO_INDEXER} indexers, at {', '.join(found)})" if found else ""
             raise ConfigurationError(
                 f"the config uses no ELMo: no {ELMO_EMBEDDER} and no model-level elmo{where}"
@@ -183,9 +175,7 @@ class _Converter:
     def _elmo_containers(self) -> List[str]:
         """Paths of the dicts of token embedders that hold an elmo_token_embedder."""
         containers: List[str] = []
-        for path, node in _walk(self.config["model"], "model"):
-            if not isinstance(node, dict):
-                continue
+        for path, node in _dicts(self.config["model"], "model"):
             for value in node.values():
                 if isinstance(value, dict) and value.get("type") in CONVERTED:
                     if path not in containers:
@@ -338,10 +328,8 @@ class _Converter:
 
     def _convert_indexers(self) -> None:
         found = set()
-        for path, node in list(_walk(self.config)):
+        for path, node in list(_dicts(self.config)):
             if not (path == "token_indexers" or path.endswith(".token_indexers")):
-                continue
-            if not isinstance(node, dict):
                 continue
             for key in list(node):
                 value = node[key]
@@ -472,9 +460,7 @@ def _layer_output_sizes(model: Dict[str, Any]) -> List[int]:
     bidirectional) and feedforwards (their last `hidden_dims`): a size key that is a small
     multiple of one (ESIM's 4 x 600, BCN's 3 x 600) reads those, not the embeddings."""
     sizes = set()
-    for _, node in _walk(model, "model"):
-        if not isinstance(node, dict):
-            continue
+    for _, node in _dicts(model, "model"):
         hidden = node.get("hidden_size")
         if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0:
             sizes.add(hidden * (2 if node.get("bidirectional") else 1))

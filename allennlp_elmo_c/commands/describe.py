@@ -27,6 +27,7 @@ from allennlp_elmo_c.archive import (
     unreadable_archive,
 )
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.common.config_tree import walk
 from allennlp_elmo_c.common.fasttext_source import (
     FASTTEXT_ENV,
     recorded_fasttext_path,
@@ -180,20 +181,18 @@ def _fasttext(config: Dict[str, Any], archive_file: str) -> Dict[str, Any]:
             "text": f"{recorded} (recorded); resolves now to {resolved} ({how})"}  # fmt: skip
 
 
-def _stores_frozen_parameters(node: Any) -> bool:
+def _stores_frozen_parameters(config: Any) -> bool:
     """Whether a config has parts whose stored tensors are not all trainable (a frozen or tied
     softmax embedding, a frozen char-CNN or embedding). The fastText matrices are never stored."""
-    if isinstance(node, list):
-        return any(_stores_frozen_parameters(value) for value in node)
-    if not isinstance(node, dict):
-        return False
+    return any(_is_frozen(node) for _, _, node in walk(config) if isinstance(node, dict))
+
+
+def _is_frozen(node: Dict[str, Any]) -> bool:
     if node.get("freeze_output_embedding") and node.get("output_embedding_fasttext") is None:
         return True
     if node.get("tie_input_embedding") or node.get("trainable") is False:
         return True
-    if node.get("type") == "elmo_char_cnn" and not node.get("requires_grad", False):
-        return True
-    return any(_stores_frozen_parameters(value) for value in node.values())
+    return node.get("type") == "elmo_char_cnn" and not node.get("requires_grad", False)
 
 
 def _trainable_parameters(

@@ -44,6 +44,7 @@ from allennlp_elmo_c.archive import (
     write_checksums,
 )
 from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
+from allennlp_elmo_c.common.config_tree import lookup_dotted
 from allennlp_elmo_c.common.contained_files import copy_regular_file
 from allennlp_elmo_c.common.model_directory import FIXED_FILES, HUGGING_FACE_FILES
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
@@ -153,11 +154,8 @@ def _relative_config(config: Dict[str, Any], files: Dict[str, str]) -> Dict[str,
     stored = json.loads(json.dumps(config))
     if "fasttext" in files:
         for dotted in recorded_fasttext_paths(stored):
-            *parents, key = dotted.split(".")
-            node = stored
-            for part in parents:
-                node = node[int(part)] if isinstance(node, list) else node[part]
-            node[key] = files["fasttext"]
+            parent, _, key = dotted.rpartition(".")
+            (lookup_dotted(stored, parent) if parent else stored)[key] = files["fasttext"]
     if "tokenizer" in files:
         stored["dataset_reader"]["tokenizer"]["tokenizer_path"] = files["tokenizer"]
     stored.get("model", {}).pop("nearest_neighbour_words", None)

@@ -37,6 +37,8 @@ from torch.utils._pytree import tree_map
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common.config_tree import walk
+
 BUDGET_FACTOR = 8
 BUDGET_SLACK = 64 << 20
 
@@ -239,18 +241,10 @@ _NOT_SIZES = frozenset({"fingerprint", "seed", "cache_size", "max_instances"})
 
 def largest_sizes(config: Dict[str, Any], count: int = 3) -> List[Tuple[str, int]]:
     """The `count` largest sizes (integers) of a config's model and readers, by dotted key."""
-    found: List[Tuple[str, int]] = []
-    stack: List[Tuple[str, Any]] = [
-        (key, config[key]) for key in ("model", "dataset_reader") if key in config
-    ]
-    while stack:
-        path, node = stack.pop()
-        if isinstance(node, dict):
-            stack.extend(
-                (f"{path}.{key}", value) for key, value in node.items() if key not in _NOT_SIZES
-            )
-        elif isinstance(node, list):
-            stack.extend((f"{path}.{index}", value) for index, value in enumerate(node))
-        elif isinstance(node, int) and not isinstance(node, bool):
-            found.append((path, node))
+    found = [
+        (path, value)
+        for section in ("model", "dataset_reader") if section in config
+        for path, key, value in walk(config[section], section)
+        if isinstance(value, int) and not isinstance(value, bool) and key not in _NOT_SIZES
+    ]  # fmt: skip
     return sorted(found, key=lambda item: -item[1])[:count]

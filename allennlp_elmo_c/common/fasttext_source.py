@@ -37,12 +37,16 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common.config_tree import join_key, lookup_dotted, walk
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 
 logger = logging.getLogger(__name__)
 
 FASTTEXT_ENV = "ELMO_C_FASTTEXT"
+# The keys that name a fastText `.bin`, and the components whose `model_path` is one (the
+# `fasttext` embedder, the `fasttext_subwords` indexer).
 FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
+FASTTEXT_COMPONENTS = ("fasttext", "fasttext_subwords")
 # How the explicit argument is named in messages (the elmo-c-embed command names its flag only).
 ARGUMENT_HINT = (
     "fasttext_path (elmo_c_token_embedder, ElmoCRepresentations; --fasttext-path of elmo-c-embed)"
@@ -52,26 +56,10 @@ ARGUMENT_HINT = (
 def recorded_fasttext_paths(config: Dict[str, Any]) -> Dict[str, str]:
     """Every fastText path of an archived config, by its dotted override key (input and target
     embedders, indexers, a fastText-initialised output layer)."""
-    found: Dict[str, str] = {}
-
-    def walk(node, prefix: str) -> None:
-        if isinstance(node, dict):
-            for key, value in node.items():
-                path = f"{prefix}.{key}" if prefix else key
-                if key in FASTTEXT_KEYS and isinstance(value, str):
-                    found[path] = value
-                else:
-                    walk(value, path)
-        elif isinstance(node, list):
-            for index, value in enumerate(node):
-                walk(value, f"{prefix}.{index}")
-
-    walk(config, "")
-    return found
+    return {path: value for path, key, value in walk(config)
+            if key in FASTTEXT_KEYS and isinstance(value, str)}  # fmt: skip
 
 
-# Components whose `model_path` is a fastText `.bin`; other keys naming one anywhere.
-FASTTEXT_COMPONENTS = ("fasttext", "fasttext_subwords")
 # Files only read for training-time metrics, made absolute as well (a missing one never stops
 # loading: `elmo_c` warns and drops the metric).
 TRAINING_FILE_KEYS = ("nearest_neighbour_words",)
@@ -101,42 +89,21 @@ def absolute_config_paths(
         node[key] = os.path.abspath(value)
         changed.append((path, value, node[key]))
 
-    def walk(node, prefix: str) -> None:
-        if isinstance(node, dict):
-            for key in list(node):
-                path = f"{prefix}.{key}" if prefix else key
-                if key == "model_path" and node.get("type") in FASTTEXT_COMPONENTS:
-                    rewrite(node, key, path)
-                elif key in ("output_embedding_fasttext", "fasttext_path") or (
-                    key in TRAINING_FILE_KEYS
-                ):
-                    rewrite(node, key, path)
-                else:
-                    walk(node[key], path)
-        elif isinstance(node, list):
-            for index, value in enumerate(node):
-                walk(value, f"{prefix}.{index}")
-
-    walk(config, "")
+    for path, _, node in walk(config):
+        if not isinstance(node, dict):
+            continue
+        for key in list(node):
+            if (key == "model_path" and node.get("type") in FASTTEXT_COMPONENTS) or (
+                key in ("output_embedding_fasttext", "fasttext_path", *TRAINING_FILE_KEYS)
+            ):
+                rewrite(node, key, join_key(path, key))
     return changed
 
 
 def component_nodes(config: Any, types: Tuple[str, ...]) -> List[Tuple[str, Dict[str, Any]]]:
     """`(dotted key, node)` of every component of a config whose `type` is one of `types`."""
-    found: List[Tuple[str, Dict[str, Any]]] = []
-
-    def walk(node, prefix: str) -> None:
-        if isinstance(node, dict):
-            if node.get("type") in types:
-                found.append((prefix, node))
-            for key, value in node.items():
-                walk(value, f"{prefix}.{key}" if prefix else key)
-        elif isinstance(node, list):
-            for index, value in enumerate(node):
-                walk(value, f"{prefix}.{index}")
-
-    walk(config, "")
-    return found
+    return [(path, node) for path, _, node in walk(config)
+            if isinstance(node, dict) and node.get("type") in types]  # fmt: skip
 
 
 def fasttext_nodes(config: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
@@ -188,18 +155,6 @@ def check_fingerprint(path: str, expected: int, trained_with: str) -> None:
             "silently be other ones. Give the .bin it was trained with, or unset the variable or "
             "argument that points at this one."
         )
-
-
-def lookup_dotted(config: Any, dotted: str) -> Any:
-    node = config
-    for part in dotted.split("."):
-        if isinstance(node, dict):
-            node = node.get(part)
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
 
 
 # The archive AllenNLP's `load_archive` is loading and the directory it is extracted to (set by

@@ -8,10 +8,11 @@ when `HF_HUB_OFFLINE=1`, and otherwise the Hub is asked once, with a short timeo
 (`PROBE_SECONDS`), whether it is reachable.
 """
 
-from typing import Any, Iterator, List, Tuple
+from typing import Any, Iterator, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.common.config_tree import join_key, walk
 from allennlp_elmo_c.common.task_components import HUB_MODEL, TASK_COMPONENTS
 
 # How long the Hub may take to answer before a model missing from the cache is refused.
@@ -22,18 +23,12 @@ def hub_model_names(config: Any, path: str = "") -> Iterator[Tuple[str, str]]:
     """`(dotted key, model name)` of every key of a config's components that names a Hugging
     Face model (`HUB_MODEL` in `common.task_components`: a `pretrained_transformer*`
     component's `model_name`, the `srl` reader's `bert_model_name`)."""
-    stack: List[Tuple[str, Any]] = [(path, config)]
-    while stack:
-        where, node = stack.pop()
-        if isinstance(node, dict):
-            kind = node.get("type")
-            keys = TASK_COMPONENTS.get(kind, {}) if isinstance(kind, str) else {}
-            for key in sorted(key for key, rule in keys.items() if rule == HUB_MODEL):
-                if isinstance(node.get(key), str):
-                    yield f"{where}.{key}".lstrip("."), node[key]
-            stack.extend((f"{where}.{key}", value) for key, value in node.items())
-        elif isinstance(node, list):
-            stack.extend((f"{where}.{index}", value) for index, value in enumerate(node))
+    for where, _, node in walk(config, path):
+        kind = node.get("type") if isinstance(node, dict) else None
+        keys = TASK_COMPONENTS.get(kind, {}) if isinstance(kind, str) else {}
+        for key in sorted(key for key, rule in keys.items() if rule == HUB_MODEL):
+            if isinstance(node.get(key), str):
+                yield join_key(where, key), node[key]
 
 
 def is_cached(name: str) -> bool:

@@ -69,11 +69,11 @@ they stay jsonnet, and overrides are merged after the check.
 
 import os
 import re
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.fasttext_source import lookup_dotted
+from allennlp_elmo_c.common.config_tree import join_key, lookup_dotted, walk
 from allennlp_elmo_c.common.shown_text import printable, quoted
 from allennlp_elmo_c.common.received_json import (  # noqa: F401 (its importers read them here)
     MAX_CONFIG_BYTES,
@@ -286,7 +286,7 @@ def is_elmo_c_config(config: Any) -> bool:
         own = node.get("type") if isinstance(node, dict) else None
         if isinstance(own, str) and _SECTION_BASES[section] in mine.get(own, ()):
             return True
-        for _, _, item in _walk(node, section):
+        for _, _, item in walk(node, section):
             kind = item.get("type") if isinstance(item, dict) else None
             if isinstance(kind, str) and kind in mine and kind not in others:
                 return True
@@ -374,7 +374,7 @@ def _check_task_components(section: Any, where: str, path: str, skip: frozenset)
     """Every component of a task config's built `section` (at `path`) is of a type of
     `TASK_COMPONENTS`, and the keys it names something to load with keep to their rule (not
     below the keys of `skip` outside lists, which AllenNLP's loader removes)."""
-    for key_path, _, item in _walk(section, path, skip):
+    for key_path, _, item in walk(section, path, skip):
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
@@ -419,7 +419,7 @@ def _check_generic(config: Any, where: str, prefix: str, archive_file_types: fro
     archive names and local model names (`archive_file` allowed on `archive_file_types`)."""
     if not isinstance(config, dict):
         raise _refusal(where, prefix.rstrip(".") or "(top level)", "is not a JSON object")
-    for key_path, key, _ in _walk(config, prefix.rstrip(".")):
+    for key_path, key, _ in walk(config, prefix.rstrip(".")):
         if key == "trust_remote_code":
             raise _refusal(where, key_path, "a received model may not ask to run code it brings")
     for key, value in config.items():
@@ -442,11 +442,11 @@ def _check_generic(config: Any, where: str, prefix: str, archive_file_types: fro
 def _check_section(
     section: Any, where: str, path: str, skip: frozenset, archive_file_types: frozenset
 ) -> None:
-    for key_path, key, item in _walk(section, path, skip):
+    for key_path, key, item in walk(section, path, skip):
         if key in skip:  # reached in a list, where AllenNLP's loader leaves it to be built
             why = f"{REFUSED_KEYS[key]}; AllenNLP's loader removes it only outside lists"
             raise _refusal(where, key_path, why)
-        if key is not None and key.endswith("_kwargs"):
+        if isinstance(key, str) and key.endswith("_kwargs"):
             raise _refusal(
                 where, key_path,
                 "a `*_kwargs` key passes arbitrary arguments to another library (e.g. "
@@ -544,7 +544,7 @@ def _check_plain_value(
     value: Any, key: str, where: str, path: str, parts: BiLMConfigParts, cut: int
 ) -> None:
     """A key's value that holds no component; a size (`SIZE_KEYS`) is added to `parts`."""
-    for item_path, _, item in _walk(value, path):
+    for item_path, _, item in walk(value, path):
         if isinstance(item, dict) and "type" in item:
             raise _refusal(where, item_path, "holds a component where a plain value is expected")
     if key in SIZE_KEYS:
@@ -597,33 +597,12 @@ def named_files(config: Any) -> List[Tuple[str, Dict[str, Any], str]]:
     """`(dotted key path, the mapping holding the key, key)` of every `FILE_KEYS` key of
     `config`, at any depth."""
     found = []
-    for path, _, node in _walk(config, ""):
+    for path, _, node in walk(config, ""):
         if isinstance(node, dict):
             found.extend(
-                (f"{path}.{key}" if path else key, node, key) for key in node if key in FILE_KEYS
+                (join_key(path, key), node, key) for key in node if key in FILE_KEYS
             )
     return sorted(found, key=lambda item: item[0])
-
-
-def _walk(
-    node: Any, path: str, skip: frozenset = frozenset(), key: Optional[str] = None
-) -> Iterator[Tuple[str, Optional[str], Any]]:
-    """`(key path, key, value)` of `node` and everything in it, not below keys in `skip` outside
-    lists (as AllenNLP's `remove_keys_from_params`, which does not descend into lists: in a list
-    they are walked like any other key)."""
-    stack: List[Tuple[Any, str, Optional[str], frozenset]] = [(node, path, key, skip)]
-    while stack:
-        item, item_path, item_key, item_skip = stack.pop()
-        yield item_path, item_key, item
-        if isinstance(item, dict):
-            for child_key, child in item.items():
-                if child_key in item_skip:
-                    continue
-                child_path = f"{item_path}.{child_key}" if item_path else str(child_key)
-                stack.append((child, child_path, str(child_key), item_skip))
-        elif isinstance(item, list):
-            for index, child in enumerate(item):
-                stack.append((child, f"{item_path}.{index}", item_key, frozenset()))
 
 
 def _refusal(where: str, path: str, why: str) -> ConfigurationError:
@@ -646,7 +625,7 @@ def check_directory_config(config: Dict[str, Any], where: str) -> None:
     the prefix `bilm.`): no `trust_remote_code` anywhere, no `auto_map` or `custom_pipelines`
     (Hugging Face's ways to load code a directory brings), no `tokenizer_class` or
     `processor_class` (another loader than the plugin's), no `*_kwargs`."""
-    for key_path, key, _ in _walk(config, ""):
+    for key_path, key, _ in walk(config, ""):
         if key == "trust_remote_code":
             raise _refusal(where, key_path, "a received model may not ask to run code it brings")
     for key in config:

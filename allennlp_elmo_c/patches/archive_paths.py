@@ -43,12 +43,12 @@ import allennlp.models
 
 from allennlp_elmo_c.archive import checked_fasttext, read_archive_config
 from allennlp_elmo_c.common.atomic import link_or_copy
+from allennlp_elmo_c.common.config_tree import lookup_dotted
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.fasttext_source import (
     absolute_config_paths,
     bundled_name,
     component_nodes,
-    lookup_dotted,
     record_fingerprints,
     recorded_fasttext_path,
 )
