@@ -74,6 +74,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.config_tree import join_key, lookup_dotted, walk
+from allennlp_elmo_c.common.fasttext_source import FASTTEXT_COMPONENTS, FASTTEXT_KEYS
 from allennlp_elmo_c.common.shown_text import printable, quoted
 from allennlp_elmo_c.common.received_json import (  # noqa: F401 (its importers read them here)
     MAX_CONFIG_BYTES,
@@ -321,11 +322,6 @@ class BiLMConfigParts(NamedTuple):
     sizes: List[Tuple[str, int]]
 
 
-# The keys that name a fastText `.bin` (`fasttext_source.FASTTEXT_KEYS`).
-_FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
-_FASTTEXT_TYPES = ("fasttext", "fasttext_subwords")
-
-
 def check_bilm_config(
     config: Any, where: str, prefix: str = "", in_directory: bool = False
 ) -> BiLMConfigParts:
@@ -497,7 +493,7 @@ def _check_component(
     sizes; what it holds is added to `parts` (paths without their first `cut` characters, the
     prefix of messages)."""
     kind = _component_type(node, place, where, path)
-    if kind in _FASTTEXT_TYPES and "model_path" in node:
+    if kind in FASTTEXT_COMPONENTS and "model_path" in node:
         parts.fasttext_components.append((path[cut:], node))
     for key, value in node.items():
         key_path = f"{path}.{key}"
@@ -508,7 +504,7 @@ def _check_component(
             raise _refusal(where, key_path, why)
         if key in FILE_KEYS:
             parts.files.append((key_path[cut:], node, key))
-            if key in _FASTTEXT_KEYS and isinstance(value, str):
+            if key in FASTTEXT_KEYS and isinstance(value, str):
                 parts.fasttext_keys.append((key_path[cut:], node, key))
         if key not in SUBCOMPONENTS:
             _check_plain_value(value, key, where, key_path, parts, cut)
