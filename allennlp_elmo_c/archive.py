@@ -171,9 +171,8 @@ def build_archive(
     loaded into it, so that a config and weights that disagree, or weights holding a tensor the
     model does not use, are refused before anything is allocated. Any other model (a task
     model) has the Hugging Face models it names checked first instead (in the cache or
-    reachable: `common.hub_models`).
-    Weights saved by `ElmoCModel.save_pretrained` (under `bilm.`, without the output heads) load
-    too, the model then having no output heads.
+    reachable: `common.hub_models`). Weights saved by `ElmoCModel.save_pretrained` (under
+    `bilm.`, without the output heads) load too, the model then having no output heads.
     """
     params = Params(with_overrides(drop_training_only(spec.config), overrides))
     vocabulary = params.get("vocabulary", Params({})).as_dict(quiet=True)

@@ -117,6 +117,8 @@ def test_from_pretrained_takes_config_attributes_and_refuses_loading_options(loa
         output, expected = again(**inputs), model(**inputs)
     assert len(output.hidden_states) == 3
     assert torch.equal(output.last_hidden_state, expected.last_hidden_state)
+    direct = ElmoCModel.from_pretrained(str(directory), output_hidden_states=True)
+    assert direct.config.output_hidden_states and not direct.training
     for option in ({"device_map": "cpu"}, {"torch_dtype": torch.float64}):
         with pytest.raises(ConfigurationError, match=rf"\['{next(iter(option))}'\].*\.to\(device\)"):
             AutoModel.from_pretrained(str(directory), **option)
