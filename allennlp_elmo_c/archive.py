@@ -12,13 +12,15 @@ front doors) starts from a `PretrainedBiLM`, read from either form of a trained 
 Every model read here may have been received from elsewhere. Its files are read and checked in
 one pass into a `ReceivedBiLM` (`common.received_model`: the config as plain JSON, checked; files
 resolved inside; the fastText `.bin` and its fingerprint; the weights' tensors and what they
-hold), and `build_bilm` builds from it: first a dry run on the `meta` device, its state dict
+hold), and `build_archive` builds from it: first a dry run on the `meta` device, its state dict
 compared with the weights, then the model within the budget its weights allow
-(`common.allocation_budget`), then its weights.
+(`common.allocation_budget`), then its weights. The `allennlp` commands' archives and model
+directories (`allennlp_elmo_c.patches.load_archive`) are built by the same `build_archive`.
 """
 
 import json
 import logging
+import re
 import tempfile
 from itertools import chain
 from pathlib import Path
@@ -28,7 +30,7 @@ import torch
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.common.params import parse_overrides, with_overrides
+from allennlp.common.params import parse_overrides, remove_keys_from_params, with_overrides
 from allennlp.data import DatasetReader, TokenIndexer, Tokenizer, Vocabulary
 from allennlp.models import Model
 from allennlp.models.archival import (
@@ -38,7 +40,7 @@ from allennlp.models.archival import (
     get_weights_path,
 )
 
-from allennlp_elmo_c.common.allocation_budget import allocation_budget, budget_of, spend
+from allennlp_elmo_c.common.allocation_budget import allocation_budget, spend
 from allennlp_elmo_c.common.hub_models import check_hub_models
 # (The directory's format, used from here.)
 from allennlp_elmo_c.common.model_directory import (  # noqa: F401
@@ -52,6 +54,7 @@ from allennlp_elmo_c.common.model_directory import (  # noqa: F401
     write_checksums,
 )
 from allennlp_elmo_c.common.received_config import (
+    REMOVED_ON_LOAD,
     check_bilm_config,
     check_received_config,
     drop_training_only,
@@ -61,6 +64,7 @@ from allennlp_elmo_c.common.received_config import (
 )
 from allennlp_elmo_c.common.received_model import (  # noqa: F401 (used from here)
     ReceivedBiLM,
+    ReceivedModel,
     check_vocabulary_directory,
     checked_bilm,
     checked_fasttext_of,
@@ -73,12 +77,8 @@ from allennlp_elmo_c.common.received_model import (  # noqa: F401 (used from her
     unreadable_archive,
 )
 from allennlp_elmo_c.common.received_meta import read_meta
-from allennlp_elmo_c.common.received_vocabulary import (
-    ENTRY_BYTES,
-    read_vocabulary,
-    vocabulary_bytes,
-)
-from allennlp_elmo_c.common.received_weights import held_total, weights_table
+from allennlp_elmo_c.common.received_vocabulary import ENTRY_BYTES, read_vocabulary
+from allennlp_elmo_c.common.received_weights import weights_table
 from allennlp_elmo_c.common.shown_text import quoted
 from allennlp_elmo_c.common.weights_only import load_weights_only
 
@@ -153,36 +153,50 @@ def checked_fasttext(
     return checked_fasttext_of(parts, source, fasttext_path, Path(source).is_dir())
 
 
-def build_bilm(spec: ReceivedBiLM, overrides: Dict[str, Any], cuda_device: int = -1) -> Archive:
+def build_archive(
+    spec: ReceivedModel, overrides: Dict[str, Any], cuda_device: int = -1
+) -> Archive:
     """
-    The biLM a `ReceivedBiLM` describes, as AllenNLP's `load_archive` gives an archive: its
-    config (with `overrides`) built, its weights loaded strictly, its readers.
+    The model a `ReceivedModel` describes, as AllenNLP's `load_archive` gives an archive: its
+    config (with `overrides`) built, its weights loaded strictly, its readers. Every received
+    model is loaded here: the front doors' biLMs (`received_bilm`), model directories and the
+    archives of the `allennlp` commands (`load_model_directory`, `load_archive_directory`).
 
-    First a dry run (`allocation_budget(dry=True)`): the model is built on the `meta` device,
-    counting what building it allocates, and the weights' tensors (their names and shapes, as
-    `meta` tensors) are loaded into it, so that a config and weights that disagree, or weights
-    holding a tensor the model does not use, are refused before anything is allocated. Then the
-    model is built within the budget of what its weights hold, less what its vocabulary took
-    (`common.received_vocabulary`). Weights saved by `ElmoCModel.save_pretrained` (under
+    Its vocabulary is read once its cost is held to the budget of what its weights hold
+    (`common.received_vocabulary`); the model is then built within what is left
+    (`common.allocation_budget`), as AllenNLP's `Model.load` builds it (without the pretrained
+    files and initializers its trained weights replace, `REMOVED_ON_LOAD`). A biLM is first
+    built in a dry run (`allocation_budget(dry=True)`): on the `meta` device, counting what
+    building it allocates, the weights' tensors (their names and shapes, as `meta` tensors)
+    loaded into it, so that a config and weights that disagree, or weights holding a tensor the
+    model does not use, are refused before anything is allocated. Any other model (a task
+    model) has the Hugging Face models it names checked first instead (in the cache or
+    reachable: `common.hub_models`). Weights saved by `ElmoCModel.save_pretrained` (under
     `bilm.`, without the output heads) load too, the model then having no output heads.
     """
     params = Params(with_overrides(drop_training_only(spec.config), overrides))
-    budget = spec.budget
-    vocab, vocabulary_cost = read_vocabulary(spec.vocabulary_directory, spec.where, budget)
-    limit = budget - vocabulary_cost
-    model_params = params.duplicate().pop("model")
-    sizes = spec.parts.sizes
-    with allocation_budget(limit, spec.where, sizes=sizes, dry=True):
-        planned = Model.from_params(vocab=vocab, params=model_params.duplicate())
-        state = {
-            name: torch.empty(t.shape, dtype=t.dtype, device="meta")
-            for name, t in spec.weights.items()
-        }
-        # (A tensor some component made real stays.)
-        _load_weights(planned, state, spec, assign=True)
-    del planned
-    with allocation_budget(limit, spec.where, sizes=sizes):
-        model = Model.from_params(vocab=vocab, params=model_params)
+    vocabulary = params.get("vocabulary", Params({})).as_dict(quiet=True)
+    vocab, vocabulary_cost = read_vocabulary(
+        spec.vocabulary_directory, spec.where, spec.budget, vocabulary
+    )
+    limit = spec.budget - vocabulary_cost
+    model_params = params.get("model").duplicate()
+    # What the received-config check leaves unread, as `Model.load` does: the weights bring it.
+    remove_keys_from_params(model_params, sorted(REMOVED_ON_LOAD))
+    if is_bilm_config(spec.config):
+        with allocation_budget(limit, spec.where, spec.config, dry=True, sizes=spec.sizes):
+            planned = _built_model(vocab, model_params.duplicate(), spec)
+            state = {
+                name: torch.empty(t.shape, dtype=t.dtype, device="meta")
+                for name, t in spec.weights.items()
+            }
+            # (A tensor some component made real stays.)
+            _load_weights(planned, state, spec, assign=True)
+        del planned
+    else:
+        check_hub_models(params.as_dict(quiet=True), spec.source)  # fails fast where unreachable
+    with allocation_budget(limit, spec.where, spec.config, sizes=spec.sizes):
+        model = _built_model(vocab, model_params, spec)
     _load_weights(model, _read_weights(spec), spec)
     if cuda_device >= 0:
         model.cuda(cuda_device)
@@ -191,7 +205,15 @@ def build_bilm(spec: ReceivedBiLM, overrides: Dict[str, Any], cuda_device: int =
     return Archive(model, params, reader, validation_reader, meta)
 
 
-def _read_weights(spec: ReceivedBiLM) -> Dict[str, torch.Tensor]:
+def _built_model(vocab: Vocabulary, model_params: Params, spec: ReceivedModel) -> Model:
+    """The model of `model_params`, built as `Model.load` builds it (its embedders extended to
+    the vocabulary, a no-op where they match it)."""
+    model = Model.from_params(vocab=vocab, params=model_params, serialization_dir=str(spec.root))
+    model.extend_embedder_vocab()
+    return model
+
+
+def _read_weights(spec: ReceivedModel) -> Dict[str, torch.Tensor]:
     """The weights' tensors (whose header `received_weights` checked)."""
     if spec.weights_file.suffix != ".safetensors":
         return load_weights_only(spec.weights_file, map_location="cpu")
@@ -206,11 +228,11 @@ def _read_weights(spec: ReceivedBiLM) -> Dict[str, torch.Tensor]:
 
 
 def _load_weights(
-    model: Model, state: Dict[str, torch.Tensor], spec: ReceivedBiLM, assign: bool = False
+    model: Model, state: Dict[str, torch.Tensor], spec: ReceivedModel, assign: bool = False
 ) -> None:
-    """`model.load_state_dict(state, strict=True, assign=assign)`, a mismatch refused naming the
-    weights; a model directory's weights may be `ElmoCModel`'s (under `bilm.`, without output
-    heads)."""
+    """`model.load_state_dict(state, strict=True)` (with `assign`, the tensors of `state`
+    assigned rather than copied), a mismatch refused naming the weights; a model directory's
+    weights may be `ElmoCModel`'s (under `bilm.`, without output heads)."""
     if spec.is_directory:
         if state and all(name.startswith("bilm.") for name in state):  # as ElmoCModel saves them
             state = {name[len("bilm.") :]: tensor for name, tensor in state.items()}
@@ -219,23 +241,35 @@ def _load_weights(
             # representations are complete; what needs the heads (next-word prediction) says so.
             model.delete_softmax()  # type: ignore[operator]
     try:
-        if assign:
-            _assign_state(model, state)
-        else:
-            model.load_state_dict(state, strict=True)
+        _load_state(model, state, assign)
     except RuntimeError as error:
         raise _weights_mismatch(error, spec.weights_file.name, spec.where) from error
 
 
-def _assign_state(model: Model, state: Dict[str, torch.Tensor]) -> None:
-    """AllenNLP's `Module.load_state_dict(state, strict=True)`, but assigning the tensors of
-    `state` (a dry run's `meta` tensors) rather than copying them: a tensor some component
-    made real (a char-CNN's from its `.hdf5`) cannot be copied from `meta`."""
+def _load_state(model: Model, state: Dict[str, torch.Tensor], assign: bool) -> None:
+    """AllenNLP's `Module.load_state_dict(state, strict=True)` with the missing tensors a module
+    authorizes (`authorized_missing_keys`, as `Model.load` allows them); with `assign`, the
+    tensors of `state` (a dry run's `meta` tensors) are assigned rather than copied: a tensor
+    some component made real (a char-CNN's from its `.hdf5`) cannot be copied from `meta`."""
     from allennlp.nn.module import _check_incompatible_keys
 
-    missing, unexpected = torch.nn.Module.load_state_dict(model, state, strict=False, assign=True)
+    missing, unexpected = torch.nn.Module.load_state_dict(
+        model, state, strict=False, assign=assign
+    )
     missing, unexpected = model._post_load_state_dict(missing, unexpected)
+    missing = [key for key in missing if not _authorized(model, key)]
     _check_incompatible_keys(model, missing, unexpected, True)
+
+
+def _authorized(model: Model, key: str) -> bool:
+    """Whether a module of `model` authorizes `key` (a state-dict key relative to `model`) to be
+    missing: it matches one of the module's `authorized_missing_keys` patterns."""
+    for prefix, module in model.named_modules():
+        head = f"{prefix}." if prefix else ""
+        patterns = getattr(type(module), "authorized_missing_keys", None) or []
+        if key.startswith(head) and any(re.search(p, key[len(head) :]) for p in patterns):
+            return True
+    return False
 
 
 def load_model_directory(
@@ -243,11 +277,11 @@ def load_model_directory(
 ) -> Archive:
     """
     A model directory as AllenNLP's `load_archive` gives an archive (the `allennlp` commands
-    load one this way: `allennlp_elmo_c.patches.load_archive`): `build_bilm` of its
+    load one this way: `allennlp_elmo_c.patches.load_archive`): `build_archive` of its
     `ReceivedBiLM`, with `overrides` (the user's, e.g. `-o` of `allennlp predict`).
     """
     with received_bilm(directory) as spec:
-        return build_bilm(spec, overrides or {}, cuda_device)
+        return build_archive(spec, overrides or {}, cuda_device)
 
 
 class PretrainedBiLM:
@@ -335,7 +369,7 @@ class PretrainedBiLM:
         """
         try:
             with received_bilm(str(archive_file), fasttext_path, tokenizer_path) as spec:
-                archive = build_bilm(spec, spec.overrides)
+                archive = build_archive(spec, spec.overrides)
         except OSError as error:
             raise unreadable_archive(str(archive_file), error) from error
         except ConfigurationError as error:
@@ -516,13 +550,8 @@ def load_archive_directory(
     but with its config.json read as plain JSON, never evaluated as jsonnet (no `importstr` of a
     local file, no `std.extVar` of the environment), and checked as a received config
     (`common.received_config`: the biLM allowlist for an `elmo_c` model, the generic refusals for
-    any other) before anything is built; its training-only settings dropped
-    (`drop_training_only`), then `overrides` (the user's, e.g. `-o` of `allennlp predict`) merged.
-    The model is built within a memory budget derived from what its weights hold, less what its
-    vocabulary will take (`common.allocation_budget`, `common.received_vocabulary`); a biLM's is
-    first built in a dry run and compared with the weights, as `build_bilm` does; the Hugging
-    Face models a task model names must be in the cache or reachable (`common.hub_models`).
-    `source` names the archive in messages.
+    any other) before anything is built; then `build_archive` with `overrides` (the user's, e.g.
+    `-o` of `allennlp predict`). `source` names the archive in messages.
     """
     root = Path(directory)
     where = f"{source}: {CONFIG_NAME}"
@@ -530,47 +559,10 @@ def load_archive_directory(
     check_received_config(config, where)
     if isinstance(overrides, str):
         overrides = parse_overrides(overrides)
-    params = Params(with_overrides(drop_training_only(config), overrides or {}))
     weights = Path(weights_file or get_weights_path(str(root)))
     table = weights_table(weights, f"{source}: {weights.name}")
-    budget = budget_of(held_total(table)) - vocabulary_bytes(root / VOCABULARY_DIR, source)
-    if budget < 0:
-        raise ConfigurationError(
-            f"{source}: reading its vocabulary would take more memory than its weights allow; "
-            "refused before reading it"
-        )
-    if is_bilm_config(config):  # names and shapes compared before anything is allocated
-        vocab = Vocabulary.from_files(str(root / VOCABULARY_DIR))
-        with allocation_budget(budget, source, config, dry=True):
-            planned = Model.from_params(vocab=vocab, params=params.duplicate().pop("model"))
-            state = {
-                name: torch.empty(t.shape, dtype=t.dtype, device="meta")
-                for name, t in table.items()
-            }
-            try:
-                _assign_state(planned, state)
-            except RuntimeError as error:
-                raise _weights_mismatch(error, weights.name, source) from error
-        del planned, vocab
-    else:
-        # Fails fast where they cannot be fetched.
-        check_hub_models(params.as_dict(quiet=True), source)
-    dataset_reader, validation_dataset_reader = _load_dataset_readers(params.duplicate(), str(root))
-    try:
-        with allocation_budget(budget, source, config):
-            model = Model.load(
-                params.duplicate(),
-                serialization_dir=str(root),
-                weights_file=str(weights),
-                cuda_device=cuda_device,
-            )
-    except RuntimeError as error:
-        if "state dict" not in str(error).replace("_", " "):
-            raise
-        raise _weights_mismatch(error, weights.name, source) from error
-    return Archive(
-        model, params, dataset_reader, validation_dataset_reader, read_meta(root, source)
-    )
+    spec = ReceivedModel(source, root, False, config, weights, table)
+    return build_archive(spec, overrides or {}, cuda_device)
 
 
 def _weights_mismatch(error: RuntimeError, weights_name: str, source: str) -> ConfigurationError:

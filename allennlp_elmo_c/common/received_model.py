@@ -19,7 +19,7 @@ import logging
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -67,9 +67,9 @@ def is_model_archive_member(name: str) -> bool:
 
 
 @dataclass
-class ReceivedBiLM:
+class ReceivedModel:
     """
-    A received biLM, checked: build it with `archive.build_bilm`.
+    A received model, checked: build it with `archive.build_archive`.
 
     # Parameters
 
@@ -77,36 +77,22 @@ class ReceivedBiLM:
         What it was read from (the user's path), for messages.
     root : `Path`
         The directory of its files: the model directory, or the archive's extraction directory
-        (which exists only inside `received_bilm`).
+        (which exists only while the archive is being loaded).
     is_directory : `bool`
         A model directory (else an archive).
     config : `Dict[str, Any]`
-        The biLM's AllenNLP config as trained (a directory's files by their paths inside it;
-        the fastText fingerprint recorded, where it was checked).
-    parts : `BiLMConfigParts`
-        What checking the config found (fastText components, file keys, sizes).
-    overrides : `Dict[str, Any]`
-        The load-time overrides: all layers returned, no candidate word list, every fastText path
-        the `.bin` found, a BPE tokenizer's path.
-    fasttext_path : `str`, optional
-        The fastText `.bin` found (its fingerprint checked), if the biLM reads one.
+        Its AllenNLP config as trained, checked as a received one.
     weights_file : `Path`
     weights : `Dict[str, Tensor]`
         The weights' tensors, with the bytes each holds.
-    directory_config : `Dict[str, Any]`, optional
-        A model directory's whole config.json.
     """
 
     source: str
     root: Path
     is_directory: bool
     config: Dict[str, Any]
-    parts: BiLMConfigParts
-    overrides: Dict[str, Any]
-    fasttext_path: Optional[str]
     weights_file: Path
     weights: Dict[str, Tensor]
-    directory_config: Optional[Dict[str, Any]] = None
 
     @property
     def where(self) -> str:
@@ -120,6 +106,43 @@ class ReceivedBiLM:
     @property
     def vocabulary_directory(self) -> Path:
         return self.root / VOCABULARY_DIR
+
+    @property
+    def sizes(self) -> Optional[List[Tuple[str, int]]]:
+        """The sizes its config declares, where checking it found them (`allocation_budget`
+        names the largest when the budget is exceeded; else it looks for them in `config`)."""
+        return None
+
+
+@dataclass(kw_only=True)
+class ReceivedBiLM(ReceivedModel):
+    """
+    A received `elmo_c` biLM (`received_bilm`): a `ReceivedModel` with what the front doors
+    need beside it.
+
+    # Parameters
+
+    parts : `BiLMConfigParts`
+        What checking the config found (fastText components, file keys, sizes). The config is
+        the biLM's, a directory's files by their paths inside it, the fastText fingerprint
+        recorded where it was checked.
+    overrides : `Dict[str, Any]`
+        The load-time overrides: all layers returned, no candidate word list, every fastText path
+        the `.bin` found, a BPE tokenizer's path.
+    fasttext_path : `str`, optional
+        The fastText `.bin` found (its fingerprint checked), if the biLM reads one.
+    directory_config : `Dict[str, Any]`, optional
+        A model directory's whole config.json.
+    """
+
+    parts: BiLMConfigParts
+    overrides: Dict[str, Any]
+    fasttext_path: Optional[str]
+    directory_config: Optional[Dict[str, Any]] = None
+
+    @property
+    def sizes(self) -> Optional[List[Tuple[str, int]]]:
+        return self.parts.sizes
 
 
 def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
@@ -387,6 +410,6 @@ def _described(
     )
     weights = weights_table(weights_file, where)
     return ReceivedBiLM(
-        source, root, is_directory, config, parts, overrides, resolved, weights_file, weights,
-        directory_config,
+        source, root, is_directory, config, weights_file, weights, parts=parts,
+        overrides=overrides, fasttext_path=resolved, directory_config=directory_config,
     )  # fmt: skip

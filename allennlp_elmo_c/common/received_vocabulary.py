@@ -11,10 +11,12 @@ and returns the memory reading them will take, which a loader holds to its budge
 """
 
 import codecs
+import copy
 import stat
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
+from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import namespace_match
 from allennlp.data import Vocabulary
@@ -135,12 +137,17 @@ def _check_utf8(
 
 
 def read_vocabulary(
-    directory: Path, where: str, budget: Optional[int] = None
+    directory: Path,
+    where: str,
+    budget: Optional[int] = None,
+    params: Optional[Dict[str, Any]] = None,
 ) -> "tuple[Vocabulary, int]":
     """
     AllenNLP's vocabulary of `directory` and the memory it took, checked first
     (`vocabulary_bytes`): a vocabulary that would take more than `budget` bytes is a
-    `ConfigurationError` before any line is read into memory.
+    `ConfigurationError` before any line is read into memory. `params` (a config's `vocabulary`)
+    chooses, as AllenNLP's `Model.load` reads them, the `Vocabulary` class and its padding and
+    OOV tokens.
     """
     cost = vocabulary_bytes(directory, where)
     if budget is not None and cost > budget:
@@ -153,4 +160,12 @@ def read_vocabulary(
             f"{budget:,} its weights allow (largest namespace file: {largest}, "
             f"{sizes.get(largest, 0):,} bytes); refused before reading it"
         )
-    return Vocabulary.from_files(str(directory)), cost
+    chosen = Params(copy.deepcopy(params or {}))
+    kind = chosen.pop_choice("type", Vocabulary.list_available(), default_to_first_choice=True)
+    vocabulary_class, _ = Vocabulary.resolve_class_name(kind)
+    return (
+        vocabulary_class.from_files(
+            str(directory), chosen.get("padding_token"), chosen.get("oov_token")
+        ),
+        cost,
+    )

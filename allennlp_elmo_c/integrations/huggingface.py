@@ -58,13 +58,21 @@ from allennlp_elmo_c.archive import (
     is_model_directory,
     is_subword_config,
     read_directory_config,
-    verify_checksums,
     write_checksums,
 )
 from allennlp_elmo_c.common.contained_files import copy_regular_file, copy_regular_tree, inside_path
 from allennlp_elmo_c.common.received_vocabulary import read_vocabulary
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import representations_of
+
+
+# The options of Hugging Face's `from_pretrained` about where a model's files are found (which a
+# local model directory does not use), and those `AutoModel` passes on.
+HUB_OPTIONS = frozenset({
+    "cache_dir", "force_download", "local_files_only", "proxies", "resume_download", "revision",
+    "subfolder", "use_auth_token", "token", "use_safetensors", "adapter_kwargs", "_from_auto",
+    "_from_pipeline", "_commit_hash",
+})  # fmt: skip
 
 
 class ElmoCConfig(PretrainedConfig):
@@ -126,8 +134,6 @@ class ElmoCModel(PreTrainedModel):
     config_class = ElmoCConfig
     base_model_prefix = "bilm"
     main_input_name = "subword_ids"
-    # The pretraining output heads in a packaged directory's weights: not run here.
-    _keys_to_ignore_on_load_unexpected = [r"(^|\.)_heads\."]
 
     def __init__(self, config: ElmoCConfig, directory: Optional[str] = None) -> None:
         super().__init__(config)
@@ -151,18 +157,36 @@ class ElmoCModel(PreTrainedModel):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):  # type: ignore[override]
+        """
+        The model directory's biLM, read once by the plugin's loader (`PretrainedBiLM.from_archive`:
+        built within the budget of its weights, which are loaded there, strictly, and not read
+        again), in evaluation mode. Besides `config` and the config's attributes (as
+        `ElmoCConfig.from_pretrained` takes them), it takes the Hub's download options, which a
+        local directory does not use (`HUB_OPTIONS`); any other option (`torch_dtype`,
+        `device_map`, ...) is a `ConfigurationError`.
+        """
+        # (Transformers reads no file of it here: `ElmoCConfig` checks the directory before it reads
+        # config.json, and the loader checks it all again before it reads the weights.)
         directory = str(pretrained_model_name_or_path)
-        if is_model_directory(directory):
-            verify_checksums(Path(directory))  # before transformers reads a file of it
         config = kwargs.pop("config", None)
+        options = {
+            key: value
+            for key, value in kwargs.items()
+            if value is not None and (key not in HUB_OPTIONS or key == "subfolder" and value)
+        }
         if not isinstance(config, ElmoCConfig):
-            config = ElmoCConfig.from_pretrained(directory)
+            config, options = ElmoCConfig.from_pretrained(
+                directory, return_unused_kwargs=True, **options
+            )
+        if model_args or options:
+            raise ConfigurationError(
+                f"ElmoCModel.from_pretrained({directory!r}) does not take "
+                f"{sorted(options) or 'positional arguments'}: the biLM is read by "
+                "allennlp-elmo-c's loader, its weights strictly and within a memory budget; once "
+                "loaded, move the model with .to(device)"
+            )
         config.name_or_path = directory
-        # The weights come from model.safetensors only: never a pickled pytorch_model.bin.
-        kwargs["use_safetensors"] = True
-        model = super().from_pretrained(directory, *model_args, config=config, **kwargs)
-        model._layers[0].refresh_boundary_vectors()  # from the input embedder's loaded weights
-        return model
+        return cls(config, directory).eval()
 
     def forward(
         self,

@@ -20,9 +20,10 @@ directory (AllenNLP would extract it as an archive into its cache) or a director
 holding a symbolic link (`contained_files.refuse_links`) is refused; the archive and its
 extraction directory are noted (`fasttext_source.loading_archive`), so that a fastText `.bin`
 whose recorded path does not exist is found among the archive's bundled files or beside the
-archive; then `archive.load_archive_directory` reads config.json as plain JSON, checks it as a
-received config and builds the model within the budget of its weights. A model directory is
-loaded by `archive.load_model_directory`.
+archive; then `archive.load_archive_directory` reads config.json as plain JSON and checks it as a
+received config. A model directory is read by `archive.load_model_directory`. Both build the
+model with `archive.build_archive`, the loader of every front door, within the budget of its
+weights.
 
 AllenNLP's own `load_archive` extracts through the same `safe_extract.extracted_archive` (the
 patch replaces `archival.extracted_archive`, which is all that function of AllenNLP's changes):

@@ -101,3 +101,24 @@ def test_a_subword_bilm_directory_is_refused_by_the_tokenizer(bpe, tmp_path):
     directory = package_model(str(train_tiny_elmo_sub(tmp_path, bpe)), str(tmp_path / "elmo-sub"))
     with pytest.raises(ConfigurationError, match="BPE subwords"):
         AutoTokenizer.from_pretrained(str(directory))
+
+
+def test_from_pretrained_takes_config_attributes_and_refuses_loading_options(loaded):
+    """The plugin's loader reads the weights (once); `from_pretrained` still takes the config's
+    attributes and the Hub's download options, and refuses loading options it does not honour,
+    naming them."""
+    from allennlp.common.checks import ConfigurationError
+
+    directory, model, tokenizer = loaded
+    inputs = tokenizer(SENTENCES, is_split_into_words=True)
+    again = AutoModel.from_pretrained(str(directory), output_hidden_states=True, local_files_only=True)
+    assert not again.training and again.config.output_hidden_states
+    with torch.no_grad():
+        output, expected = again(**inputs), model(**inputs)
+    assert len(output.hidden_states) == 3
+    assert torch.equal(output.last_hidden_state, expected.last_hidden_state)
+    direct = ElmoCModel.from_pretrained(str(directory), output_hidden_states=True)
+    assert direct.config.output_hidden_states and not direct.training
+    for option in ({"device_map": "cpu"}, {"torch_dtype": torch.float64}):
+        with pytest.raises(ConfigurationError, match=rf"\['{next(iter(option))}'\].*\.to\(device\)"):
+            AutoModel.from_pretrained(str(directory), **option)
