@@ -52,6 +52,9 @@ PRECISION_QUALITY = PROJECT / "experiments" / "quality" / "precision.json"
 AVX2_CPU = PROJECT / "experiments" / "speed" / "cpus" / "avx2_epyc.json"
 SCALE = PROJECT / "experiments" / "scale"
 PROCESSES_THREADS = PROJECT / "experiments" / "speed" / "processes_threads.json"
+# Whole float32 steps against allennlp-models' `language_model`, one CPU kind a file or two: the
+# AMD EPYC's from the precision runs, the rest from `run.py --e2e-allennlp-peer-only`.
+PEER_BY_CPU = PRECISION_SPEED[1:] + sorted((PROJECT / "experiments" / "speed" / "peer").glob("*.json"))
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 
 TASK_NAMES = {"ner": "NER, UNER EWT (F1)", "pos": "POS, Brown held-out genres",
@@ -444,6 +447,30 @@ def processes_threads_table() -> str:
     return "\n".join(lines)
 
 
+def peer_by_cpu_table() -> str:
+    """ELMo-C's whole float32 training steps against allennlp-models' `language_model` (ELMo's
+    character CNN, AllenNLP's `ElmoLstm`, a sampled softmax over 800K words), one thread, a row a
+    CPU and size: each model's tokens/s and ELMo-C's lead, the ratio of the median steps timed in
+    turn in one run (the range of the repeats' own ratios)."""
+    lines = ["| CPU | size, batch | ELMo-C tok/s | peer tok/s | ELMo-C / peer | date |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for path in PEER_BY_CPU:
+        data = load(path)
+        machine = data["machine"]
+        cpu = machine["cpu"] + (", libraries capped at AVX2" if "instruction_set_cap" in data else "")
+        rows = data["sections"]["end_to_end"]
+        ours = next(r for r in rows if r["model"] == "ELMo-C" and r["precision"] == "float32")
+        peer = next(r for r in rows if r["model"].startswith("peer"))
+        if "elmo_c_speedup" in peer:
+            low, high = peer["elmo_c_speedup_range"]
+            lead = f"{peer['elmo_c_speedup']:.2f}x ({low:.2f}-{high:.2f})"
+        else:
+            lead = f"{ours['tokens_per_s'] / peer['tokens_per_s']:.2f}x"
+        lines.append(f"| {cpu} | {ours['size']}, {ours['batch']} | {ours['tokens_per_s']:,.0f} | "
+                     f"{peer['tokens_per_s']:,.0f} | {lead} | {machine['date'][:10]} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")
 SENTIMENT = ("sst5", "sentiment")
 BLOCKS: Dict[str, Callable[[], str]] = {
@@ -474,6 +501,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "avx2-cpu": avx2_cpu_table,
     "at-user-scale": at_user_scale_table,
     "processes-threads": processes_threads_table,
+    "peer-by-cpu": peer_by_cpu_table,
 }
 
 
