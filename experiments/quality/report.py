@@ -5,9 +5,9 @@ deviation over seeds, beside the paper's Table 2.
 
 import os
 import platform
-import statistics
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
+from experiments.common.seeds import difference, mean_std, over_seeds, verdict
 from experiments.quality.pretraining import SYSTEMS
 from experiments.quality.steps import BATCH, WINDOW
 from experiments.quality.tasks import BASELINE, BASELINE_LABEL, TASKS
@@ -40,22 +40,6 @@ PAPER = {
                "sst5": 53.58},
     BASELINE: {"ner": 90.97, "sst5": 51.30},
 }
-
-
-def mean_and_std(values: Sequence[float], scale: float = 100.0) -> Tuple[float, float]:
-    """The mean of `values` (at least one) and their sample standard deviation (0 for one value),
-    times `scale`."""
-    mean = statistics.mean(values) * scale
-    return mean, statistics.stdev(values) * scale if len(values) > 1 else 0.0
-
-
-def mean_std(values: Sequence[float], scale: float = 100.0, digits: int = 2) -> str:
-    if not values:
-        return "-"
-    mean, std = mean_and_std(values, scale)
-    if len(values) == 1:  # one run has no spread to show
-        return f"{mean:.{digits}f} (n=1)"
-    return f"{mean:.{digits}f} ± {std:.{digits}f} (n={len(values)})"
 
 
 def partial_note(finished: int, expected: int) -> List[str]:
@@ -130,12 +114,13 @@ def render(args, results: dict) -> str:
 
 
 def downstream_difference(mine: Sequence[float], theirs: Sequence[float]) -> Optional[dict]:
-    """The difference of two systems' mean scores over their seeds, and its spread: twice
-    the standard error of that difference (Welch's, sqrt(s1^2 / n1 + s2^2 / n2)), about a 95%
-    interval. None without two seeds on each side (no spread to compare against)."""
+    """The difference of two systems' mean scores over their seeds, its spread (twice its
+    standard error, `experiments.common.seeds.difference`) and its verdict ("within the spread"
+    where it is neither ahead nor behind). None without two seeds on each side (no spread to
+    compare against)."""
     if len(mine) < 2 or len(theirs) < 2:
         return None
-    difference = statistics.mean(mine) - statistics.mean(theirs)
-    spread = 2 * (statistics.variance(mine) / len(mine) + statistics.variance(theirs) / len(theirs)) ** 0.5
-    verdict = "ahead" if difference > spread else "behind" if difference < -spread else "within the spread"
-    return {"difference": difference, "spread": spread, "verdict": verdict}
+    mine, theirs = over_seeds(mine, scale=1.0), over_seeds(theirs, scale=1.0)
+    found, spread = difference(mine, theirs)
+    return {"difference": found, "spread": spread,
+            "verdict": verdict(mine, theirs, within="within the spread")}  # fmt: skip
