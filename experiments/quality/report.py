@@ -4,9 +4,9 @@ deviation over seeds, beside the paper's Table 2.
 """
 
 import os
-import platform
 from typing import List, Optional, Sequence
 
+from experiments.common.machine import machine
 from experiments.common.seeds import difference, mean_std, over_seeds, verdict
 from experiments.quality.pretraining import SYSTEMS
 from experiments.quality.steps import BATCH, WINDOW
@@ -49,16 +49,6 @@ def partial_note(finished: int, expected: int) -> List[str]:
         return []
     return [f"**Partial:** {finished} of the {expected} downstream runs have finished "
             "(n = the seeds in each cell); the missing cells are still running.", ""]  # fmt: skip
-
-
-def machine() -> str:
-    """The machine in one line: CPU, cores, GPU, torch and Python versions."""
-    import torch
-
-    from allennlp_elmo_c.common.machine import cpu_name
-
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-    return f"{cpu_name()}, {os.cpu_count()} cores, {gpu}, torch {torch.__version__}, Python {platform.python_version()}"
 
 
 def render(args, results: dict) -> str:

@@ -28,8 +28,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from allennlp.common import Params
 
 from allennlp_elmo_c.commands.plan import plan
-from allennlp_elmo_c.common.machine import cpu_name
 from allennlp_elmo_c.training.update_timings import TIMINGS
+from experiments.common.machine import machine
 from experiments.common.timing import replace_section
 from experiments.common.training import timed_overrides
 
@@ -177,7 +177,7 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
     (backup / "config.json").write_text(json.dumps(config.as_dict(quiet=True), indent=2))
     replayed = train_until(backup, replay, environment, None, True, work / "3.log")
     return {
-        "machine": cpu_name(), "date": time.strftime("%Y-%m-%d"), "threads": args.threads,
+        "machine": machine(), "date": time.strftime("%Y-%m-%d"), "threads": args.threads,
         "copies": args.copies, "source": args.source.name, "conditions": args.conditions,
         "prepare_corpus": prepared,
         "plan": {key: planned[key] for key in ("tokens", "windows", "updates", "seconds_per_update",

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Sequence
 
 from allennlp_elmo_c.commands.plan import plan
 from allennlp_elmo_c.training.update_timings import TIMINGS
-from allennlp_elmo_c.common.machine import cpu_name
+from experiments.common.machine import machine
 from experiments.common.timing import replace_section
 from experiments.common.training import timed_overrides
 
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] = None) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import datetime
 
-    record = {"machine": cpu_name(), "date": datetime.date.today().isoformat(),
+    record = {"machine": machine(), "date": datetime.date.today().isoformat(),
               "updates": args.updates, "conditions": args.conditions, "rows": measure(args)}  # fmt: skip
     markers = (BUSY_BEGIN, BUSY_END) if args.busy else (BEGIN, END)
     out = args.out or HERE / ("plan_accuracy_busy.json" if args.busy else "plan_accuracy.json")

@@ -28,9 +28,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Sequence
 
-from allennlp_elmo_c.common.machine import cpu_name
-from allennlp_elmo_c.common.threads import usable_cpus
 from allennlp_elmo_c.training.update_timings import TIMINGS
+from experiments.common.machine import machine
 from experiments.common.timing import replace_section
 from experiments.common.training import timed_overrides
 
@@ -97,7 +96,7 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
     corpus = first_tokens(args.corpus, args.tokens, args.work_dir)
     rows = [train(processes, threads, corpus, args) for processes, threads in args.layouts]
     return {
-        "machine": f"{cpu_name()}, {usable_cpus()} usable CPUs",
+        "machine": machine(),
         "date": time.strftime("%Y-%m-%d"),
         "tokens": args.tokens, "corpus": args.corpus.name, "conditions": args.conditions,
         "rows": rows,
