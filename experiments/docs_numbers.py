@@ -29,12 +29,12 @@ changed without a rerender fails CI.
 
 import argparse
 import json
-import math
 import re
-import statistics
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from experiments.common.seeds import difference, mean_std_of, over_seeds, verdict
 
 PROJECT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ["README.md"] + sorted(
@@ -92,18 +92,6 @@ def rows_of(data: dict, system: str) -> List[dict]:
     return sorted((r for r in data["rows"] if r["system"] == system), key=lambda r: r["minutes"])
 
 
-def difference(mine: dict, theirs: dict) -> Tuple[float, float]:
-    """The difference of two cells' means and twice its standard error over the seeds,
-    2 sqrt(s1^2 / n1 + s2^2 / n2): beyond it either way is ahead or behind, else within."""
-    spread = 2 * math.sqrt(mine["std"] ** 2 / mine["n"] + theirs["std"] ** 2 / theirs["n"])
-    return mine["mean"] - theirs["mean"], spread
-
-
-def verdict(mine: dict, theirs: dict) -> str:
-    found, spread = difference(mine, theirs)
-    return "ahead" if found > spread else "behind" if found < -spread else "within"
-
-
 def cells_against(data: dict, system: str, other: str,
                   tasks: Optional[Sequence[str]] = None) -> List[str]:  # fmt: skip
     """`system`'s verdict against `other` in every task-budget cell both were run in (of `tasks`,
@@ -155,10 +143,6 @@ def cells_where(which: str, system: str, other: str) -> Callable[[], str]:
     return render
 
 
-def mean_std(found: dict) -> str:
-    return f"{found['mean']:.2f} ± {found['std']:.2f}"
-
-
 def verdict_table(pairs: Sequence[Tuple[str, str]]) -> Callable[[], str]:
     """A block: for each pair (mine, theirs) and budget, the difference of the test means per task
     and its verdict (ahead or behind: beyond twice the standard error of the difference)."""
@@ -192,7 +176,7 @@ def quality_table() -> str:
     lines = ["| task | " + " | ".join(SYSTEM_NAMES[s] for s in TABLE_SYSTEMS) + " |",
              "|---|" + "---|" * len(TABLE_SYSTEMS)]  # fmt: skip
     for task in data["tasks"]:
-        cells = [mean_std(cell(row, task)) for row in rows]
+        cells = [mean_std_of(cell(row, task), count=False) for row in rows]
         lines.append(f"| {TASK_NAMES[task]} | " + " | ".join(cells) + " |")
     speeds = ["-" if row["tokens_per_second"] is None else f"{row['tokens_per_second']:,}"
               for row in rows]  # fmt: skip
@@ -355,12 +339,6 @@ def precision_speed_table() -> str:
     return "\n".join(lines)
 
 
-def seeds(values: Sequence[float], scale: float) -> dict:
-    values = [scale * v for v in values]
-    return {"mean": statistics.mean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "n": len(values)}  # fmt: skip
-
-
 def precision_quality_table() -> str:
     """bfloat16 pretraining against float32 (experiments/quality/precision.py): the last
     validation of each pretraining seed and the downstream test scores of every task run, mean ±
@@ -374,10 +352,9 @@ def precision_quality_table() -> str:
         measures.append((f"{SHORT_TASK_NAMES.get(task, task)} test", 100.0, 2,
                          {p: found["test"] for p, found in by_precision.items()}))  # fmt: skip
     for label, scale, digits, values in measures:
-        mine, theirs = seeds(values["bfloat16"], scale), seeds(values["float32"], scale)
+        mine, theirs = over_seeds(values["bfloat16"], scale), over_seeds(values["float32"], scale)
         found, spread = difference(mine, theirs)
-        lines.append(f"| {label} | {theirs['mean']:.{digits}f} ± {theirs['std']:.{digits}f} (n={theirs['n']}) "
-                     f"| {mine['mean']:.{digits}f} ± {mine['std']:.{digits}f} (n={mine['n']}) "
+        lines.append(f"| {label} | {mean_std_of(theirs, digits)} | {mean_std_of(mine, digits)} "
                      f"| {found:+.{digits}f} (spread {spread:.{digits}f}): {verdict(mine, theirs)} |")  # fmt: skip
     return "\n".join(lines)
 

@@ -39,7 +39,7 @@ from allennlp_elmo_c.common.threads import usable_cpus
 from allennlp_elmo_c.data.corpus_size import CorpusSize, corpus_size, corpus_windows
 from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader, corpus_files
 from allennlp_elmo_c.nn.products import bfloat16_unsupported
-from allennlp_elmo_c.training.update_timings import TIMINGS
+from allennlp_elmo_c.training.update_timings import TIMINGS, with_update_timings
 
 logger = logging.getLogger(__name__)
 
@@ -207,7 +207,7 @@ def _short_run(
     if config.get("validation_data_path") and "validation_data_loader" in config:
         config["validation_data_loader"]["batches_per_epoch"] = VALIDATION_BATCHES
     trainer["num_epochs"] = 1
-    trainer["callbacks"] = list(trainer.get("callbacks") or []) + [{"type": "update_timings"}]
+    trainer["callbacks"] = with_update_timings(trainer.get("callbacks"))
     config.setdefault("model", {})["precision"] = precision
     config_file, run_dir, log = scratch / "config.json", scratch / "run", scratch / "train.log"
     config_file.write_text(json.dumps(config), encoding="utf-8")

@@ -13,6 +13,14 @@ from allennlp_elmo_c.common.atomic import atomic_open
 TIMINGS = "update_timings.json"
 
 
+def with_update_timings(
+    callbacks: Optional[List[Dict[str, Any]]], **options: Any
+) -> List[Dict[str, Any]]:
+    """A trainer's `callbacks` (None for none) followed by this callback, built with `options`
+    (`write_every`)."""
+    return list(callbacks or []) + [{"type": "update_timings", **options}]
+
+
 @TrainerCallback.register("update_timings")
 class UpdateTimings(TrainerCallback):
     """

@@ -1,18 +1,14 @@
 """Helpers shared by the experiment scripts (`python -m experiments.<folder>.<script>`)."""
 
 import ctypes
-import datetime
 import gc
 import os
-import platform
 import statistics
 import threading
 import time
 from typing import Callable, Dict, List, Tuple
 
 import torch
-
-from allennlp_elmo_c.common.machine import cpu_name
 
 
 def device_name(device: torch.device, threads: int) -> str:
@@ -130,26 +126,6 @@ class PeakMemory:
             done.set()
             sampler.join()
         return max(peak[0], resident_bytes()) - self.base
-
-
-def machine_description(device: torch.device, threads: int) -> Dict[str, str]:
-    """What the numbers were measured on: CPU model, cores, threads, torch, GPU, date."""
-    cpu = cpu_name()
-    description = {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "device": device_name(device, threads),
-        "cpu": cpu,
-        "cpu_cores": str(os.cpu_count()),
-        "torch_threads": str(threads if device.type == "cpu" else torch.get_num_threads()),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-    }
-    if device.type == "cuda":
-        description["gpu"] = torch.cuda.get_device_name(device)
-        description["cuda"] = str(torch.version.cuda)
-        total = torch.cuda.get_device_properties(device).total_memory
-        description["gpu_memory_gib"] = f"{total / 2**30:.1f}"
-    return description
 
 
 def replace_section(path, begin: str, end: str, section: str) -> None:

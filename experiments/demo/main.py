@@ -50,7 +50,7 @@ from allennlp_elmo_c.common.fasttext_bin import EOS, FastTextBin
 from allennlp_elmo_c.nn.products import bfloat16_unsupported
 from experiments.corpora.brown_corpus import brown_source
 from experiments.corpora.brown_pos import build_brown_pos
-from experiments.common.timing import machine_description
+from experiments.common.machine import machine_description
 from experiments.corpora.build_demo_data import build_demo_data
 from experiments.demo.progress import plot_curve, quiet
 

@@ -287,11 +287,7 @@ def adapt_step(args, source: dict, corpus: dict, seed: int) -> dict:
 def cell(values: List[float], expected: int, scale: float = 100.0, digits: int = 2) -> str:
     if not values:
         return "running"
-    if scale == 1.0:
-        spread = statistics.stdev(values) if len(values) > 1 else 0.0
-        text = f"{statistics.mean(values):.{digits}f} ± {spread:.{digits}f} (n={len(values)})"
-    else:
-        text = mean_std(values, scale)
+    text = mean_std(values, scale, digits)
     return text if len(values) >= expected else f"{text}, running"
 
 

@@ -321,8 +321,9 @@ def plot(args, pretrained: Dict[str, dict], steps, path: Path) -> None:
                 test = scores_of(steps, task, f"{system}-{minutes}min", args.seeds)["test"]
                 if test:
                     xs.append(float(minutes))
-                    ys.append(100 * statistics.mean(test))
-                    errors.append(100 * statistics.stdev(test) if len(test) > 1 else 0.0)
+                    mean, std = quality.mean_and_std(test)
+                    ys.append(mean)
+                    errors.append(std)
             if xs:
                 axis.errorbar(xs, ys, yerr=errors, marker="o", capsize=3,
                               label=SYSTEMS[system][1])  # fmt: skip

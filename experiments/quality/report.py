@@ -4,10 +4,10 @@ deviation over seeds, beside the paper's Table 2.
 """
 
 import os
-import platform
-import statistics
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
+from experiments.common.machine import machine
+from experiments.common.seeds import difference, mean_std, over_seeds, verdict
 from experiments.quality.pretraining import SYSTEMS
 from experiments.quality.steps import BATCH, WINDOW
 from experiments.quality.tasks import BASELINE, BASELINE_LABEL, TASKS
@@ -42,22 +42,6 @@ PAPER = {
 }
 
 
-def mean_and_std(values: Sequence[float], scale: float = 100.0) -> Tuple[float, float]:
-    """The mean of `values` (at least one) and their sample standard deviation (0 for one value),
-    times `scale`."""
-    mean = statistics.mean(values) * scale
-    return mean, statistics.stdev(values) * scale if len(values) > 1 else 0.0
-
-
-def mean_std(values: Sequence[float], scale: float = 100.0, digits: int = 2) -> str:
-    if not values:
-        return "-"
-    mean, std = mean_and_std(values, scale)
-    if len(values) == 1:  # one run has no spread to show
-        return f"{mean:.{digits}f} (n=1)"
-    return f"{mean:.{digits}f} ± {std:.{digits}f} (n={len(values)})"
-
-
 def partial_note(finished: int, expected: int) -> List[str]:
     """The lines that say, above a table of downstream runs, how many of them have finished:
     none once every run has."""
@@ -65,16 +49,6 @@ def partial_note(finished: int, expected: int) -> List[str]:
         return []
     return [f"**Partial:** {finished} of the {expected} downstream runs have finished "
             "(n = the seeds in each cell); the missing cells are still running.", ""]  # fmt: skip
-
-
-def machine() -> str:
-    """The machine in one line: CPU, cores, GPU, torch and Python versions."""
-    import torch
-
-    from allennlp_elmo_c.common.machine import cpu_name
-
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-    return f"{cpu_name()}, {os.cpu_count()} cores, {gpu}, torch {torch.__version__}, Python {platform.python_version()}"
 
 
 def render(args, results: dict) -> str:
@@ -130,12 +104,13 @@ def render(args, results: dict) -> str:
 
 
 def downstream_difference(mine: Sequence[float], theirs: Sequence[float]) -> Optional[dict]:
-    """The difference of two systems' mean scores over their seeds, and its spread: twice
-    the standard error of that difference (Welch's, sqrt(s1^2 / n1 + s2^2 / n2)), about a 95%
-    interval. None without two seeds on each side (no spread to compare against)."""
+    """The difference of two systems' mean scores over their seeds, its spread (twice its
+    standard error, `experiments.common.seeds.difference`) and its verdict ("within the spread"
+    where it is neither ahead nor behind). None without two seeds on each side (no spread to
+    compare against)."""
     if len(mine) < 2 or len(theirs) < 2:
         return None
-    difference = statistics.mean(mine) - statistics.mean(theirs)
-    spread = 2 * (statistics.variance(mine) / len(mine) + statistics.variance(theirs) / len(theirs)) ** 0.5
-    verdict = "ahead" if difference > spread else "behind" if difference < -spread else "within the spread"
-    return {"difference": difference, "spread": spread, "verdict": verdict}
+    mine, theirs = over_seeds(mine, scale=1.0), over_seeds(theirs, scale=1.0)
+    found, spread = difference(mine, theirs)
+    return {"difference": found, "spread": spread,
+            "verdict": verdict(mine, theirs, within="within the spread")}  # fmt: skip

@@ -29,10 +29,9 @@ import argparse
 import collections
 import json
 import logging
-import statistics
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 
@@ -43,6 +42,7 @@ from allennlp_elmo_c.archive import read_archive_config, representation_dim
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
 from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.threads import set_torch_threads
+from experiments.common.seeds import mean_std
 from experiments.corpora.brown_corpus import brown_source
 from experiments.corpora.brown_pos import build_brown_pos
 from experiments.demo.main import (
@@ -111,11 +111,6 @@ def zero_vectors(vectors: Path, paths: Sequence[Path]) -> Dict[str, int]:
             "zero_tokens": sum(zero.values()), "zero_types": len(zero)}  # fmt: skip
 
 
-def summary(values: List[float]) -> str:
-    spread = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.4f} ± {spread:.4f} (n={len(values)})"
-
-
 def report(results: Dict[str, Dict[int, dict]], zeros: Dict[str, int], command: str) -> str:
     lines = [
         "# Which vector ends a sentence (demo setup)",
@@ -129,7 +124,7 @@ def report(results: Dict[str, Dict[int, dict]], zeros: Dict[str, int], command: 
         token = VARIANTS[variant].get("dataset_reader.end_tokens", ["</S>"])[0]
         cosines = [r["cosine"] for r in seeds.values()]
         accuracies = [r["pos_dev"] for r in seeds.values()]
-        lines.append(f"| {variant} | `{token}` | {summary(cosines)} | {summary(accuracies)} |")
+        lines.append(f"| {variant} | `{token}` | {mean_std(cosines, 1.0, 4)} | {mean_std(accuracies, 1.0, 4)} |")
     lines += [
         "",
         "Per seed: " + "; ".join(

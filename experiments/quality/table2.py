@@ -64,6 +64,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 # The names below are also this module's interface: quality_per_minute.py, adaptation.py and the
 # tests use them as `quality.NAME`.
+from experiments.common.seeds import mean_and_std, mean_std  # noqa: F401
 from experiments.quality.pretraining import (  # noqa: F401
     SYSTEMS,
     corpus_step,
@@ -71,7 +72,7 @@ from experiments.quality.pretraining import (  # noqa: F401
     pretrain_step,
     trainable_parameters,
 )
-from experiments.quality.report import ADAPTATION_SECTION, machine, mean_and_std, mean_std, partial_note, render  # noqa: F401
+from experiments.quality.report import ADAPTATION_SECTION, machine, partial_note, render  # noqa: F401
 from experiments.quality.steps import (  # noqa: F401
     BATCH,
     DOWNSTREAM_CONFIG,

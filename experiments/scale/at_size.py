@@ -28,9 +28,10 @@ from typing import Any, Dict, List, Optional, Sequence
 from allennlp.common import Params
 
 from allennlp_elmo_c.commands.plan import plan
-from allennlp_elmo_c.common.machine import cpu_name
 from allennlp_elmo_c.training.update_timings import TIMINGS
+from experiments.common.machine import machine
 from experiments.common.timing import replace_section
+from experiments.common.training import timed_overrides
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]
@@ -158,13 +159,11 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
     environment.update(ext_vars, ELMO_C_TRAIN_DATA=str(train))
     planned = plan(str(train), str(CONFIG), json.dumps(args.overrides), args.plan_updates,
                    ext_vars, str(work))  # fmt: skip
-    params = Params.from_file(str(CONFIG), json.dumps(args.overrides), ext_vars=environment)
-    callbacks = params["trainer"].as_dict()["callbacks"]
-    timings = {"type": "update_timings", "write_every": 10}
     every = {"trainer.checkpointer.save_every_num_batches": args.checkpoint_every}
-    with_timings = {**args.overrides, **every, "trainer.callbacks": callbacks + [timings]}
-    replay = {**with_timings, "trainer.callbacks": [c for c in callbacks
-                                                    if c["type"] != "skip_trained_batches"] + [timings]}
+    params, with_timings = timed_overrides(CONFIG, {**args.overrides, **every}, environment,
+                                           write_every=10)  # fmt: skip
+    replay = {**with_timings, "trainer.callbacks": [c for c in with_timings["trainer.callbacks"]
+                                                    if c["type"] != "skip_trained_batches"]}
     run_dir = work / "run"
     tokens = 20 * params["data_loader"]["batch_size"]  # new tokens a full window batch predicts
     first = train_until(run_dir, with_timings, environment, args.updates, False, work / "1.log")
@@ -178,7 +177,7 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
     (backup / "config.json").write_text(json.dumps(config.as_dict(quiet=True), indent=2))
     replayed = train_until(backup, replay, environment, None, True, work / "3.log")
     return {
-        "machine": cpu_name(), "date": time.strftime("%Y-%m-%d"), "threads": args.threads,
+        "machine": machine(), "date": time.strftime("%Y-%m-%d"), "threads": args.threads,
         "copies": args.copies, "source": args.source.name, "conditions": args.conditions,
         "prepare_corpus": prepared,
         "plan": {key: planned[key] for key in ("tokens", "windows", "updates", "seconds_per_update",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from allennlp_elmo_c.commands.plan import plan
-from allennlp_elmo_c.common.machine import cpu_name
+from experiments.common.machine import machine
 from experiments.common.timing import replace_section
 
 HERE = Path(__file__).resolve().parent
@@ -112,7 +112,7 @@ def main(argv: Sequence[str] = None) -> None:
     parser.add_argument("--report", type=Path, default=HERE / "SCALE.md")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    record = {"machine": cpu_name(), "date": _today(), "updates": args.updates,
+    record = {"machine": machine(), "date": _today(), "updates": args.updates,
               "source": args.source.name, "rows": measure(args)}  # fmt: skip
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     replace_section(args.report, BEGIN, END, render(record))

@@ -19,12 +19,11 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
-from allennlp.common import Params
-
 from allennlp_elmo_c.commands.plan import plan
 from allennlp_elmo_c.training.update_timings import TIMINGS
-from allennlp_elmo_c.common.machine import cpu_name
+from experiments.common.machine import machine
 from experiments.common.timing import replace_section
+from experiments.common.training import timed_overrides
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]
@@ -39,9 +38,7 @@ def full_run(corpus: Path, ext_vars: Dict[str, str], overrides: Dict[str, Any],
     """The planned run itself (the small config's callbacks and the timings callback): wall
     seconds from its start to its end, and its peak memory."""
     environment = {**os.environ, **ext_vars, "ELMO_C_TRAIN_DATA": str(corpus)}
-    params = Params.from_file(str(CONFIG), ext_vars=environment)
-    callbacks = params["trainer"].as_dict()["callbacks"] + [{"type": "update_timings"}]
-    overrides = {**overrides, "trainer.callbacks": callbacks}
+    _, overrides = timed_overrides(CONFIG, overrides, environment)
     command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(CONFIG), "-s", str(run_dir),
                "-o", json.dumps(overrides), "--file-friendly-logging"]
     started = time.time()
@@ -112,7 +109,7 @@ def main(argv: Sequence[str] = None) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import datetime
 
-    record = {"machine": cpu_name(), "date": datetime.date.today().isoformat(),
+    record = {"machine": machine(), "date": datetime.date.today().isoformat(),
               "updates": args.updates, "conditions": args.conditions, "rows": measure(args)}  # fmt: skip
     markers = (BUSY_BEGIN, BUSY_END) if args.busy else (BEGIN, END)
     out = args.out or HERE / ("plan_accuracy_busy.json" if args.busy else "plan_accuracy.json")

@@ -28,12 +28,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Sequence
 
-from allennlp.common import Params
-
-from allennlp_elmo_c.common.machine import cpu_name
-from allennlp_elmo_c.common.threads import usable_cpus
 from allennlp_elmo_c.training.update_timings import TIMINGS
+from experiments.common.machine import machine
 from experiments.common.timing import replace_section
+from experiments.common.training import timed_overrides
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]
@@ -68,12 +66,8 @@ def train(processes: int, threads: int, corpus: Path, args: argparse.Namespace) 
     environment = {**os.environ, "ELMO_C_TRAIN_DATA": str(corpus),
                    "ELMO_C_VALIDATION_DATA": str(args.validation),
                    "ELMO_C_FASTTEXT": str(args.fasttext), "OMP_NUM_THREADS": str(threads)}
-    callbacks = Params.from_file(str(CONFIG), ext_vars=environment)["trainer"].as_dict()
-    overrides: Dict[str, Any] = {
-        **args.overrides,
-        "trainer.num_epochs": 1,
-        "trainer.callbacks": callbacks["callbacks"] + [{"type": "update_timings"}],
-    }
+    params, overrides = timed_overrides(CONFIG, {**args.overrides, "trainer.num_epochs": 1},
+                                        environment)  # fmt: skip
     if processes > 1:
         overrides["distributed"] = {"cuda_devices": [-1] * processes}
     command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(CONFIG), "-s", str(run_dir),
@@ -86,8 +80,7 @@ def train(processes: int, threads: int, corpus: Path, args: argparse.Namespace) 
     metrics = json.loads((run_dir / "metrics.json").read_text())
     ends = timings["update_ends"]
     steady = [b - a for a, b in zip(ends[2:], ends[3:])]
-    batch = Params.from_file(str(CONFIG), json.dumps(overrides), environment)["data_loader"][
-        "batch_size"]
+    batch = params["data_loader"]["batch_size"]
     per_update = statistics.median(steady) if steady else float("nan")
     tokens_per_update = processes * batch * 20  # windows of 21 tokens predict 20 positions
     return {
@@ -103,7 +96,7 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
     corpus = first_tokens(args.corpus, args.tokens, args.work_dir)
     rows = [train(processes, threads, corpus, args) for processes, threads in args.layouts]
     return {
-        "machine": f"{cpu_name()}, {usable_cpus()} usable CPUs",
+        "machine": machine(),
         "date": time.strftime("%Y-%m-%d"),
         "tokens": args.tokens, "corpus": args.corpus.name, "conditions": args.conditions,
         "rows": rows,

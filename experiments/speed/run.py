@@ -48,7 +48,8 @@ from experiments.speed.run_end_to_end import PRECISIONS, end_to_end
 from experiments.speed.run_models import ENCODER_SIZES, PROJECT, profile_for
 from experiments.speed.run_output_layers import output_layers
 from experiments.speed.run_report import markdown, plot, summary, write_markdown
-from experiments.common.timing import PeakMemory, machine_description
+from experiments.common.machine import machine_description
+from experiments.common.timing import PeakMemory
 
 SECTIONS = ("end_to_end", "output_layers", "encoders", "data_pipeline")
 
