@@ -54,6 +54,7 @@ SCALE = PROJECT / "experiments" / "scale"
 PROCESSES_THREADS = PROJECT / "experiments" / "speed" / "processes_threads.json"
 # Whole float32 steps against allennlp-models' `language_model`, one CPU kind a file or two: the
 # AMD EPYC's from the precision runs, the rest from `run.py --e2e-allennlp-peer-only`.
+FLAIR = PROJECT / "experiments" / "quality" / "flair_comparison.json"
 PEER_BY_CPU = PRECISION_SPEED[1:] + sorted((PROJECT / "experiments" / "speed" / "peer").glob("*.json"))
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 
@@ -448,6 +449,61 @@ def peer_by_cpu_table() -> str:
     return "\n".join(lines)
 
 
+FLAIR_ELMO = ("elmo_c_in_batch", "elmo_c_cosine")
+
+
+def flair_cells(data: dict) -> List[Tuple[str, str, dict]]:
+    """`(system, budget, cell)` of the Flair comparison's table, fastText alone first."""
+    return [(system, minutes, cell["ner"]) for system, cells in data["cells"].items()
+            for minutes, cell in sorted(cells.items(), key=lambda item: float(item[0]))]  # fmt: skip
+
+
+def flair_chosen(data: dict, minutes: str) -> str:
+    """The Flair size with the better mean development F1 at `minutes` (the choice on dev)."""
+    return max((over_seeds(cell["dev"])["mean"], system) for system, budget, cell in flair_cells(data)
+               if system.startswith("flair_") and budget == minutes)[1]  # fmt: skip
+
+
+def flair_table() -> str:
+    """The Flair comparison (experiments/quality/flair_comparison.json): each system's NER test
+    F1 at each CPU-time budget, the words it read per direction, and its difference from
+    fastText alone with twice the standard error."""
+    data = load(FLAIR)
+    words = {}
+    for entry in data["pretraining"]:
+        words.setdefault((entry["system"], f"{entry['minutes']:g}"), []).extend(entry["words_per_direction"])
+    baseline = over_seeds(data["cells"]["fasttext"]["0"]["ner"]["test"])
+    lines = ["| embeddings beside fastText in the tagger | CPU-minutes of pretraining | words read "
+             "per direction | NER test F1 | − fastText only (± 2 SE) |", "|---|---|---|---|---|"]  # fmt: skip
+    for system, minutes, cell in flair_cells(data):
+        found = over_seeds(cell["test"])
+        if system == "fasttext":
+            lines.append(f"| none (fastText only) | - | - | {mean_std_of(found)} | - |")
+            continue
+        seen = words[(system, minutes)]
+        gap, spread = difference(found, baseline)
+        lines.append(f"| {data['systems'][system]} | {minutes} | {sum(seen) / len(seen):,.0f} | "
+                     f"{mean_std_of(found)} | {gap:+.2f} ± {spread:.2f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def flair_lead() -> str:
+    """ELMo-C against Flair's character LMs (the size chosen on dev) at each budget: in how many
+    of the loss-budget pairs it is ahead beyond twice the standard error, and the range of the
+    differences in test F1."""
+    data = load(FLAIR)
+    tested = {(system, minutes): cell for system, minutes, cell in flair_cells(data)}
+    gaps, ahead = [], 0
+    for minutes in (f"{m:g}" for m in data["minutes"]):
+        theirs = over_seeds(tested[(flair_chosen(data, minutes), minutes)]["test"])
+        for system in FLAIR_ELMO:
+            mine = over_seeds(tested[(system, minutes)]["test"])
+            gaps.append(difference(mine, theirs)[0])
+            ahead += verdict(mine, theirs) == "ahead"
+    return (f"ahead in {ahead} of {len(gaps)} loss-budget pairs, by {min(gaps):+.1f} to "
+            f"{max(gaps):+.1f} F1")
+
+
 BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")
 SENTIMENT = ("sst5", "sentiment")
 BLOCKS: Dict[str, Callable[[], str]] = {
@@ -479,6 +535,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "at-user-scale": at_user_scale_table,
     "processes-threads": processes_threads_table,
     "peer-by-cpu": peer_by_cpu_table,
+    "flair-table": flair_table,
+    "flair-lead": flair_lead,
 }
 
 
