@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from experiments.common.seeds import difference, mean_std_of, over_seeds, verdict
+from experiments.quality.flair_choice import chosen_flair
 
 PROJECT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ["README.md"] + sorted(
@@ -52,9 +53,9 @@ PRECISION_QUALITY = PROJECT / "experiments" / "quality" / "precision.json"
 AVX2_CPU = PROJECT / "experiments" / "speed" / "cpus" / "avx2_epyc.json"
 SCALE = PROJECT / "experiments" / "scale"
 PROCESSES_THREADS = PROJECT / "experiments" / "speed" / "processes_threads.json"
+FLAIR = PROJECT / "experiments" / "quality" / "flair_comparison.json"
 # Whole float32 steps against allennlp-models' `language_model`, one CPU kind a file or two: the
 # AMD EPYC's from the precision runs, the rest from `run.py --e2e-allennlp-peer-only`.
-FLAIR = PROJECT / "experiments" / "quality" / "flair_comparison.json"
 PEER_BY_CPU = PRECISION_SPEED[1:] + sorted((PROJECT / "experiments" / "speed" / "peer").glob("*.json"))
 BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
 
@@ -458,12 +459,6 @@ def flair_cells(data: dict) -> List[Tuple[str, str, dict]]:
             for minutes, cell in sorted(cells.items(), key=lambda item: float(item[0]))]  # fmt: skip
 
 
-def flair_chosen(data: dict, minutes: str) -> str:
-    """The Flair size with the better mean development F1 at `minutes` (the choice on dev)."""
-    return max((over_seeds(cell["dev"])["mean"], system) for system, budget, cell in flair_cells(data)
-               if system.startswith("flair_") and budget == minutes)[1]  # fmt: skip
-
-
 def flair_table() -> str:
     """The Flair comparison (experiments/quality/flair_comparison.json): each system's NER test
     F1 at each CPU-time budget, the words it read per direction, and its difference from
@@ -495,7 +490,7 @@ def flair_lead() -> str:
     tested = {(system, minutes): cell for system, minutes, cell in flair_cells(data)}
     gaps, ahead = [], 0
     for minutes in (f"{m:g}" for m in data["minutes"]):
-        theirs = over_seeds(tested[(flair_chosen(data, minutes), minutes)]["test"])
+        theirs = over_seeds(tested[(chosen_flair(data, minutes), minutes)]["test"])
         for system in FLAIR_ELMO:
             mine = over_seeds(tested[(system, minutes)]["test"])
             gaps.append(difference(mine, theirs)[0])

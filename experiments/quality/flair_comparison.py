@@ -40,13 +40,13 @@ import argparse
 import json
 import logging
 import os
-import re
 import statistics
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from experiments.common.timing import replace_section
 from experiments.quality import per_minute
+from experiments.quality.flair_choice import FLAIR, chosen_flair
 from experiments.quality.pretraining import corpus_step, fasttext_step
 from experiments.quality.report import downstream_difference, machine, mean_std, partial_note
 from experiments.quality.steps import Steps, steps_command
@@ -55,7 +55,6 @@ from experiments.quality.tasks import ner_step
 BEGIN, END = "<!-- flair-comparison:begin -->", "<!-- flair-comparison:end -->"
 BASELINE = "fasttext"
 TASKS = {"ner": "NER (UNER EWT) micro-F1"}
-FLAIR = re.compile(r"flair_(\d+)$")
 ELMO_SYSTEMS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_a_whole")
 DEFAULT_SYSTEMS = ("elmo_c_in_batch", "flair_512", "elmo_c_cosine", "flair_1024")
 
@@ -233,14 +232,6 @@ def against(mine: dict, theirs: dict) -> str:
     if found is None:
         return "-"
     return f"{100 * found['difference']:+.2f} ± {100 * found['spread']:.2f} ({found['verdict']})"
-
-
-def chosen_flair(data: dict, minutes: str) -> Optional[str]:
-    """The Flair size with the better mean development F1 at `minutes` (the choice on dev)."""
-    scored = [(statistics.mean(cells[minutes]["ner"]["dev"]), system)
-              for system, cells in data["cells"].items()
-              if FLAIR.match(system) and minutes in cells and cells[minutes]["ner"]["dev"]]  # fmt: skip
-    return max(scored)[1] if scored else None
 
 
 def render(data: dict) -> str:

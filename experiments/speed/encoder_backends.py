@@ -208,8 +208,9 @@ def with_torch_lstm(step):
     return run
 
 
-def with_switch_off(step, *variables, setting="0"):
-    """`step` with the environment `variables` set to `setting` ("0": off) while it runs."""
+def with_setting(step, *variables, setting="0"):
+    """`step` with the environment `variables` set to `setting` ("0", the default: off) while it
+    runs."""
 
     def run():
         saved = {variable: os.environ.get(variable) for variable in variables}
@@ -228,13 +229,13 @@ def with_switch_off(step, *variables, setting="0"):
 
 def without_graphs(step):
     """`step` with the fused kernel's loops run eagerly instead of from CUDA graphs."""
-    return with_switch_off(step, "ELMO_C_CUDA_GRAPHS")
+    return with_setting(step, "ELMO_C_CUDA_GRAPHS")
 
 
 def without_kernels(step):
     """`step` with each step's pointwise work in torch ops instead of the Triton (GPU) or C
     (CPU) kernels."""
-    return with_switch_off(step, "ELMO_C_TRITON", "ELMO_C_CPU_KERNELS")
+    return with_setting(step, "ELMO_C_TRITON", "ELMO_C_CPU_KERNELS")
 
 
 def main():
@@ -290,9 +291,9 @@ def main():
         elif row == "fused_torch_ops":
             step = without_kernels(step)
         elif row == "fused_torch_mm":
-            step = with_switch_off(step, "ELMO_C_ONEDNN")
+            step = with_setting(step, "ELMO_C_ONEDNN")
         elif row == "fused_onednn":
-            step = with_switch_off(step, "ELMO_C_ONEDNN", setting="1")
+            step = with_setting(step, "ELMO_C_ONEDNN", setting="1")
         rows[row] = (step, tokens)
     seconds, peaks = time_in_turn(
         {key: step for key, (step, _) in rows.items()}, args.steps, args.warmup, device

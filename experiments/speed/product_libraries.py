@@ -27,6 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+import torch
+
+from experiments.common.machine import machine_description, machine_line
 from experiments.common.timing import replace_section
 
 BEGIN, END = "<!-- product-libraries:begin -->", "<!-- product-libraries:end -->"
@@ -35,12 +38,6 @@ ROWS = "reference,fused_torch_mm,fused_onednn,floor"
 # name: (encoder_backends size, batch, timesteps)
 SIZES = {"small": ("small", 64, 20), "middle": ("middle", 32, 20), "paper": ("paper", 16, 21)}
 PROJECT = Path(__file__).resolve().parents[2]
-
-
-def machine() -> str:
-    found = subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-    keep = [" ".join(line.split()) for line in found if line.startswith(("Model name", "CPU(s):"))]
-    return "; ".join(keep) or "unknown"
 
 
 def measure(size: str, isa: str, steps: int, warmup: int, scale: float) -> dict:
@@ -114,7 +111,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                             for size in args.sizes.split(",") for isa in args.isas.split(",")]  # fmt: skip
         given = list(argv if argv is not None else sys.argv[1:])
         data = {"command": "python -m experiments.speed.product_libraries " + " ".join(given),
-                "machine": machine(), "rows": rows}  # fmt: skip
+                "machine": machine_line(machine_description(torch.device("cpu"), 1)), "rows": rows}  # fmt: skip
         args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     if args.report:
         replace_section(args.report, BEGIN, END, render(data))
