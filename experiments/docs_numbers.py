@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from experiments.common.markers import markers, spans
 from experiments.common.seeds import difference, mean_std_of, over_seeds, verdict
 from experiments.quality.flair_choice import chosen_flair
 
@@ -57,7 +58,7 @@ FLAIR = PROJECT / "experiments" / "quality" / "flair_comparison.json"
 # Whole float32 steps against allennlp-models' `language_model`, one CPU kind a file or two: the
 # AMD EPYC's from the precision runs, the rest from `run.py --e2e-allennlp-peer-only`.
 PEER_BY_CPU = PRECISION_SPEED[1:] + sorted((PROJECT / "experiments" / "speed" / "peer").glob("*.json"))
-BLOCK = re.compile(r"<!-- numbers: ([\w-]+) -->(.*?)<!-- /numbers -->", re.S)
+BLOCK = spans("numbers")
 
 TASK_NAMES = {"ner": "NER, UNER EWT (F1)", "pos": "POS, Brown held-out genres",
               "sst5": "SST-5", "sentiment": "Rotten Tomatoes", "stsb": "STS-B, three bands"}  # fmt: skip
@@ -553,7 +554,8 @@ def rendered(text: str, missing: Optional[List[str]] = None) -> str:
             return found.group(0)
         if "\n" in old or "\n" in new:
             new = f"\n{new}\n"
-        return f"<!-- numbers: {name} -->{new}<!-- /numbers -->"
+        begin, end = markers(name, "numbers")
+        return f"{begin}{new}{end}"
 
     return BLOCK.sub(render, text)
 

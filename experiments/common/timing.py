@@ -126,20 +126,3 @@ class PeakMemory:
             done.set()
             sampler.join()
         return max(peak[0], resident_bytes()) - self.base
-
-
-def replace_section(path, begin: str, end: str, section: str) -> None:
-    """Writes `section` (which starts with `begin` and ends with `end`) into the markdown file
-    `path` in place of the text between those markers, or appends it; the rest is kept, one
-    blank line after the section where text follows it."""
-    from pathlib import Path
-
-    path = Path(path)
-    current = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if begin in current and end in current:
-        before, rest = current.split(begin, 1)
-        after = rest.split(end, 1)[1].lstrip("\n")
-        current = before + section.rstrip("\n") + "\n" + ("\n" + after if after else "")
-    else:
-        current = current + ("\n" if current else "") + section
-    path.write_text(current, encoding="utf-8")

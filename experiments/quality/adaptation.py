@@ -34,7 +34,7 @@ the order they run (the most informative first: one seed gives a whole compariso
    `task-pos-elmo_c_cosine-source-seedS` (the POS task with the adapted / the source archive,
    seed S, quality.py's settings).
 6. The report section "Adapting to a new domain", written between the markers
-   `<!-- adaptation:begin -->` / `<!-- adaptation:end -->` of `--report` (appended if they are
+   `<!-- report: adaptation -->` / `<!-- /report -->` of `--report` (appended if they are
    absent) and to OUT/ADAPTATION.md; it is rewritten after every step, unfinished cells read
    "running". `--report-only` writes it from the finished steps and runs nothing.
 """
@@ -53,7 +53,7 @@ from typing import Dict, List, Optional, Sequence
 
 from experiments.quality import table2 as quality
 from experiments.quality.table2 import BATCH, PROJECT, TRAINING_CONFIG, WINDOW, Steps, mean_std
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 
 logger = logging.getLogger("adaptation")
 
@@ -67,7 +67,7 @@ SOURCES = ("brown", "austen", "moby_dick")
 # Left out of the source corpus: every Brown fiction genre, and the novels.
 BROWN_FICTION = ("k", "l", "m", "n", "p", "r")
 FICTION_PRETRAINING_SOURCES = ("austen", "moby_dick")
-BEGIN, END = "<!-- adaptation:begin -->", "<!-- adaptation:end -->"
+BEGIN, END = markers("adaptation")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ import statistics
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 from experiments.quality import per_minute
 from experiments.quality.flair_choice import FLAIR, chosen_flair
 from experiments.quality.pretraining import corpus_step, fasttext_step
@@ -52,7 +52,7 @@ from experiments.quality.report import downstream_difference, machine, mean_std,
 from experiments.quality.steps import Steps, steps_command
 from experiments.quality.tasks import ner_step
 
-BEGIN, END = "<!-- flair-comparison:begin -->", "<!-- flair-comparison:end -->"
+BEGIN, END = markers("flair-comparison")
 BASELINE = "fasttext"
 TASKS = {"ner": "NER (UNER EWT) micro-F1"}
 ELMO_SYSTEMS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_a_whole")

@@ -52,10 +52,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from experiments.quality import table2 as quality
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 
 PROJECT = quality.PROJECT
-BEGIN, END = "<!-- per-minute:begin -->", "<!-- per-minute:end -->"
+BEGIN, END = markers("per-minute")
 DOWNSTREAM_COMMITS = "downstream.commits"  # under OUT/runs: the commit of each start of the task runs
 EPOCH_BATCHES = 200  # batches between two checkpoints (and the places a run can stop)
 SYSTEMS = {

@@ -27,12 +27,12 @@ import logging
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 from experiments.quality import table2 as quality
 from experiments.quality.pretraining import pretrain_overrides
 from experiments.quality.report import downstream_difference
 
-BEGIN, END = "<!-- precision:begin -->", "<!-- precision:end -->"
+BEGIN, END = markers("precision")
 PRECISIONS = ("float32", "bfloat16")
 CURVE = ("loss", "forward_cosine", "backward_cosine")
 

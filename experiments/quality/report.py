@@ -7,12 +7,13 @@ import os
 from typing import List, Optional, Sequence
 
 from experiments.common.machine import machine
+from experiments.common.markers import markers
 from experiments.common.seeds import difference, mean_std, over_seeds, verdict
 from experiments.quality.pretraining import SYSTEMS
 from experiments.quality.steps import BATCH, WINDOW
 from experiments.quality.tasks import BASELINE, BASELINE_LABEL, TASKS
 
-ADAPTATION_SECTION = "<!-- adaptation:begin -->"  # experiments/quality/adaptation.py's part of the report
+ADAPTATION_SECTION = markers("adaptation")[0]  # experiments/quality/adaptation.py's part of the report
 
 TASK_NOTES = {
     "ner": "Universal NER English Web Treebank; training = 90% of the documents of its dev split, "

@@ -25,12 +25,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence
 
 from experiments.quality import table2 as quality
 from experiments.quality import per_minute as quality_per_minute
 from experiments.quality.report import machine
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 
 from allennlp_elmo_c.training.step_phases import RESULT_FILE
 
@@ -38,10 +38,6 @@ PROJECT = quality.PROJECT
 SECTION = "step-phases"
 TITLE = "Where each system's pretraining time goes"
 
-
-def markers(section: str) -> Tuple[str, str]:
-    """The begin and end markers of the report's section named `section`."""
-    return f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
 
 # Each measured phase by the part of the model it belongs to (the model's direct submodules by
 # name; every other submodule is part of the output layer).

@@ -61,7 +61,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 from allennlp_elmo_c.commands import probe_screen
 from experiments.quality import table2 as quality
 from experiments.quality import per_minute as quality_per_minute
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 from experiments.quality.report import downstream_difference
 
 logger = logging.getLogger("where_elmo_c_wins")
@@ -75,7 +75,7 @@ ELMO_C_VARIANTS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_c_vmf")
 REFERENCE = "elmo_c_cosine"  # the paper's loss: the decision compares every other system with it
 SOFTMAX = "elmo_a_whole"  # the softmax biLM every ELMo-C finalist is also compared with downstream
 FAMILIES = {"syntactic": ("pos", "ner"), "semantic": ("sst5", "sentiment", "stsb")}
-BEGIN, END = "<!-- wins:begin -->", "<!-- wins:end -->"
+BEGIN, END = markers("wins")
 BECOMES, STAYS, WAITS = "becomes the default", "stays an option", "waits for its downstream seeds"
 _WORD = re.compile(r"[^\W_]+")
 

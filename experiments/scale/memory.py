@@ -22,12 +22,12 @@ from typing import Any, Dict, List, Sequence
 
 from allennlp_elmo_c.commands.plan import plan
 from experiments.common.machine import machine
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]
 CONFIG = PROJECT / "training_config" / "elmo_c_small.jsonnet"
-BEGIN, END = "<!-- memory-table -->", "<!-- /memory-table -->"
+BEGIN, END = markers("memory-table")
 # AllenNLP's default loader, every window read and kept before the first batch.
 IN_MEMORY = {"data_loader": {"type": "multiprocess", "batch_size": 64, "shuffle": True,
                              "max_instances_in_memory": None}}

@@ -22,15 +22,15 @@ from typing import Any, Dict, List, Sequence
 from allennlp_elmo_c.commands.plan import plan
 from allennlp_elmo_c.training.update_timings import TIMINGS
 from experiments.common.machine import machine
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 from experiments.common.training import timed_overrides
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]
 CONFIG = PROJECT / "training_config" / "elmo_c_small.jsonnet"
-BEGIN, END = "<!-- plan-accuracy-table -->", "<!-- /plan-accuracy-table -->"
+BEGIN, END = markers("plan-accuracy-table")
 # The same table of a record measured while other work shared the cores (`--busy`).
-BUSY_BEGIN, BUSY_END = "<!-- plan-accuracy-busy-table -->", "<!-- /plan-accuracy-busy-table -->"
+BUSY_BEGIN, BUSY_END = markers("plan-accuracy-busy-table")
 
 
 def full_run(corpus: Path, ext_vars: Dict[str, str], overrides: Dict[str, Any],

@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 
-BEGIN, END = "<!-- embed-memory:begin -->", "<!-- embed-memory:end -->"
+BEGIN, END = markers("embed-memory")
 PEAK = "import resource; print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)"
 COMMAND = """
 import sys

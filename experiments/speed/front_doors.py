@@ -31,9 +31,9 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 
-BEGIN, END = "<!-- front-doors:begin -->", "<!-- front-doors:end -->"
+BEGIN, END = markers("front-doors")
 
 
 def read_sentences(path: Path, count: int) -> List[List[str]]:

@@ -30,13 +30,13 @@ from typing import Any, Dict, Sequence
 
 from allennlp_elmo_c.training.update_timings import TIMINGS
 from experiments.common.machine import machine
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 from experiments.common.training import timed_overrides
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[1]
 CONFIG = PROJECT / "training_config" / "elmo_c_small.jsonnet"
-BEGIN, END = "<!-- processes-threads:begin -->", "<!-- processes-threads:end -->"
+BEGIN, END = markers("processes-threads")
 
 
 def layout(text: str) -> "tuple[int, int]":

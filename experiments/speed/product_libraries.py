@@ -30,9 +30,9 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from experiments.common.machine import machine_description, machine_line
-from experiments.common.timing import replace_section
+from experiments.common.markers import markers, replace_section
 
-BEGIN, END = "<!-- product-libraries:begin -->", "<!-- product-libraries:end -->"
+BEGIN, END = markers("product-libraries")
 AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 ROWS = "reference,fused_torch_mm,fused_onednn,floor"
 # name: (encoder_backends size, batch, timesteps)

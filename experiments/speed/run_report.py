@@ -6,9 +6,10 @@ the output-layer plot and the summary printed at the end of each section.
 from pathlib import Path
 from typing import List, Optional
 
+from experiments.common.markers import markers, replace_section
 from experiments.speed.run_models import HEAD_LABELS, HEAD_TIMESTEPS, HEADS, TIMESTEPS
 
-BEGIN, END = "<!-- experiments/speed/run.py: begin -->", "<!-- experiments/speed/run.py: end -->"
+BEGIN, END = markers("speed-run")
 
 
 def fmt_int(value) -> str:
@@ -158,13 +159,9 @@ def continuous_growth(rows: List[dict]) -> Optional[dict]:
 
 
 def write_markdown(path: Path, section: str) -> None:
-    text = path.read_text() if path.is_file() else "# Benchmark results\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+    if not path.is_file():
+        path.write_text("# Benchmark results\n")
+    replace_section(path, BEGIN, END, section)
 
 
 def plot(rows: List[dict], path: Path, machine: dict) -> None:

@@ -35,8 +35,10 @@ import sys
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
+from experiments.common.markers import markers, replace_section
+
 PROJECT = Path(__file__).resolve().parents[2]
-BEGIN, END = "<!-- shared-cores:begin -->", "<!-- shared-cores:end -->"
+BEGIN, END = markers("shared-cores")
 BATCHES = {"small": 64, "paper": 16}  # windows per batch at each size (`encoder_backends.SIZES`)
 POLICIES = ("default", "ACTIVE", "PASSIVE")  # `default`: OMP_WAIT_POLICY unset
 LOADS = ("busy", "quiet")
@@ -259,7 +261,6 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
         args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     text = render(result)
     if args.report:
-        from experiments.common.timing import replace_section
 
         replace_section(args.report, BEGIN, END, text)
     print(text)

@@ -8,6 +8,7 @@ from typing import Dict, List
 import pytest
 
 from experiments import docs_numbers
+from experiments.common.markers import markers
 
 
 def test_every_block_agrees_with_its_data():
@@ -125,7 +126,9 @@ INTERVAL = re.compile(r"^([+-]\d+\.\d+) \[([+-]\d+\.\d+), ([+-]\d+\.\d+)\] (ahea
 
 def wins_section() -> str:
     text = QUALITY.read_text(encoding="utf-8")
-    return text[text.index("<!-- wins:begin -->") : text.index("<!-- wins:end -->")]
+    begin, end = markers("wins")
+    start = text.index(begin)
+    return text[start : text.index(end, start)]
 
 
 def table_after(text: str, caption: str) -> List[Dict[str, str]]:

@@ -73,7 +73,7 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys, 
     quality.main(argv)
     assert report.read_text() == text
     # ... keeping experiments/quality/adaptation.py's section, which follows the tables.
-    adaptation = "<!-- adaptation:begin -->\nadapted\n<!-- adaptation:end -->\n\nA note.\n"
+    adaptation = "<!-- report: adaptation -->\nadapted\n<!-- /report -->\n\nA note.\n"
     report.write_text("# Old tables\n\n" + adaptation)
     quality.main(argv)
     assert report.read_text() == text + "\n" + adaptation

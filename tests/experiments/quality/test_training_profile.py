@@ -74,6 +74,7 @@ def test_every_system_is_profiled_and_reported(tmp_path, inputs, in_process):
     text = report.read_text()
     assert text.startswith(first_section)
     begin, end = script.markers("step-phases-other")
-    assert (begin, end) == ("<!-- step-phases-other:begin -->", "<!-- step-phases-other:end -->")
-    other = text[text.index(begin) : text.index(end)]
+    assert (begin, end) == ("<!-- report: step-phases-other -->", "<!-- /report -->")
+    start = text.index(begin)
+    other = text[start : text.index(end, start)]
     assert "## With other vectors\n" in other and "; a screen on the other core)" in other

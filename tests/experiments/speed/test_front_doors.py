@@ -24,4 +24,4 @@ def test_every_front_door_is_measured(elmo_c_archive, tmp_path):
     # Run again: the section is replaced, not appended.
     script.main(["--model", str(elmo_c_archive), "--text", str(FIXTURES_ROOT / "data" / "lm" / "sentences.txt"),
                  "--sentences", "4", "--repeats", "1", "--scratch", str(tmp_path), "--report", str(report)])  # fmt: skip
-    assert report.read_text().count("front-doors:begin") == 1
+    assert report.read_text().count("<!-- report: front-doors -->") == 1

@@ -8,7 +8,7 @@ import sys
 
 from tests import PROJECT_ROOT
 
-BEGIN, END = "<!-- experiments/speed/run.py: begin -->", "<!-- experiments/speed/run.py: end -->"
+BEGIN, END = "<!-- report: speed-run -->", "<!-- /report -->"
 
 
 def test_smoke_run_writes_json_markdown_and_plot(tmp_path):
