@@ -195,6 +195,8 @@ COMPONENTS: Dict[str, Dict[str, frozenset]] = {
         }),
     },
 }  # fmt: skip
+# The continuous head's `loss`, the name of a `ContinuousLoss`: those the plugin registers.
+CONTINUOUS_LOSSES = frozenset({"cosine", "l2", "vmf", "in_batch_softmax"})
 # The default type of each place (AllenNLP's `default_implementation`), for a component
 # without `type`; places without one need a `type`.
 DEFAULT_TYPES = {
@@ -543,6 +545,9 @@ def _check_plain_value(
     for item_path, _, item in walk(value, path):
         if isinstance(item, dict) and "type" in item:
             raise _refusal(where, item_path, "holds a component where a plain value is expected")
+    if key == "loss" and not (isinstance(value, str) and value in CONTINUOUS_LOSSES):
+        allowed = ", ".join(sorted(CONTINUOUS_LOSSES))
+        raise _refusal(where, path, f"{value!r} is not a loss a received biLM may use ({allowed})")
     if key in SIZE_KEYS:
         found = _sizes(value, key, where, path)
         parts.sizes.extend((path[cut:] + suffix, size) for suffix, size in found)

@@ -1,13 +1,11 @@
 """
 Losses between predicted vectors and target word vectors, all `(..., dim) x (..., dim) -> (...)`,
-finite (value and gradient) for zero vectors and large norms.
+finite (value and gradient) for zero vectors and large norms. The von Mises-Fisher loss is in
+`vmf.py`, the in-batch softmax in `in_batch_softmax.py`; the continuous head's registered losses
+(`allennlp_elmo_c/modules/output_heads/losses/`) call them.
 """
 
-from typing import Callable, Dict
-
 import torch
-
-from allennlp_elmo_c.nn.vmf import vmf_loss
 
 EPSILON = 1e-8
 
@@ -23,9 +21,3 @@ def l2_loss(predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Squared Euclidean distance `||prediction - target||^2`."""
     return (predictions - targets).pow(2).sum(-1)
 
-
-LOSSES: Dict[str, Callable[..., torch.Tensor]] = {
-    "cosine": cosine_loss,
-    "l2": l2_loss,
-    "vmf": vmf_loss,
-}

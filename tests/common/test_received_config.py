@@ -15,6 +15,7 @@ from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder, TokenEmbedder
 from allennlp_elmo_c.common.config_defaults import CONFIG_DEFAULTS
 from allennlp_elmo_c.common.received_config import (
     COMPONENTS,
+    CONTINUOUS_LOSSES,
     DEFAULT_TYPES,
     MAX_DEPTH,
     check_bilm_config,
@@ -25,6 +26,7 @@ from allennlp_elmo_c.common.received_config import (
     parse_received_json,
     read_received_json,
 )
+from allennlp_elmo_c.modules.output_heads.losses import ContinuousLoss
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from tests import PROJECT_ROOT
 
@@ -123,6 +125,20 @@ def test_every_component_of_the_plugin_is_allowed_in_a_biLM_or_said_not_to_be():
                 assert kind in COMPONENTS[place] or (place, kind) in NOT_IN_A_BILM, (place, kind)
 
 
+def test_the_allowed_losses_are_the_plugins_registered_ones():
+    """A new `ContinuousLoss` of the plugin must be added to `CONTINUOUS_LOSSES` to be loadable
+    from a received biLM."""
+    plugin = {
+        name for name in ContinuousLoss.list_available()
+        if ContinuousLoss.by_name(name).__module__.startswith("allennlp_elmo_c")
+    }
+    assert CONTINUOUS_LOSSES == plugin
+    for loss in sorted(CONTINUOUS_LOSSES):
+        config = copy.deepcopy(BILM)
+        config["model"]["output_head"]["loss"] = loss
+        check_bilm_config(config, "crafted/config.json")
+
+
 def test_a_component_without_type_is_the_default_of_its_place():
     for place, kind in DEFAULT_TYPES.items():
         assert REGISTRIES[place].default_implementation == kind
@@ -171,6 +187,10 @@ def test_training_only_sections_are_kept_as_a_record():
         (lambda c: c.update(evaluate={}), "evaluate", "is not a key"),
         (lambda c: c.update(vocabulary={"type": "from_pretrained_transformer"}), "vocabulary.type", "vocabulary type"),
         (lambda c: c.update(model="elmo_c"), "model", "is not a component"),
+        (lambda c: c["model"]["output_head"].update(loss="my_loss"),
+         "model.output_head.loss", "'my_loss' is not a loss a received biLM may use (cosine, "),
+        (lambda c: c["model"]["output_head"].update(loss=["cosine"]),
+         "model.output_head.loss", "is not a loss a received biLM may use"),
     ],
 )  # fmt: skip
 def test_each_refusal_names_the_key_and_why(edit, path, why):

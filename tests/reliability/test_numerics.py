@@ -15,12 +15,13 @@ from allennlp.models import Model
 
 from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.modules.output_heads.losses import continuous_loss_names
 from tests import FIXTURES_ROOT
 from tests.helpers import train_config
 
 CONFIG = FIXTURES_ROOT / "configs" / "elmo_c.jsonnet"
 FASTTEXT = FIXTURES_ROOT / "fasttext" / "tiny.bin"
-LOSSES = ["cosine", "l2", "vmf", "in_batch_softmax"]
+LOSSES = continuous_loss_names()
 
 
 def build_model(loss: str, backend: str = "fused") -> Model:

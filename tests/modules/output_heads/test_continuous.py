@@ -7,8 +7,9 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.modules.output_heads.continuous import ContinuousOutputHead
+from allennlp_elmo_c.modules.output_heads.losses import ContinuousLoss
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
-from allennlp_elmo_c.nn.continuous_losses import LOSSES as FUNCTIONS, cosine_loss, l2_loss
+from allennlp_elmo_c.nn.continuous_losses import cosine_loss, l2_loss
 from allennlp_elmo_c.nn.vmf import vmf_loss
 
 INPUT, TARGET = 6, 5
@@ -172,7 +173,7 @@ def test_zero_targets_and_zero_predictions_are_finite(loss):
         assert torch.equal(predictions[0], torch.zeros_like(predictions[0]))
     p = torch.zeros(2, TARGET, requires_grad=True)
     t = torch.stack([torch.zeros(TARGET), torch.ones(TARGET)])
-    values = FUNCTIONS[loss](p, t)
+    values = ContinuousLoss.by_name(loss)()(p, t)
     assert torch.isfinite(values).all()
     values.sum().backward()
     assert torch.isfinite(p.grad).all()

@@ -49,7 +49,7 @@ def reference_run(model, hidden, targets, mask, dtype):
     positions = mask.nonzero().tolist()
     predictions = torch.stack([hidden[b, t].to(dtype) @ weight.t() + bias for b, t in positions])
     real_targets = torch.stack([targets[b, t].to(dtype) for b, t in positions])
-    loss = reference_losses(predictions, real_targets, model._loss_kwargs["temperature"]).sum()
+    loss = reference_losses(predictions, real_targets, model._loss.temperature).sum()
     loss.backward()
     return loss.detach(), weight.grad, bias.grad
 
@@ -208,9 +208,10 @@ def test_from_params_passes_the_temperature_on():
     default = build(loss="in_batch_softmax")
     sharper = build(loss="in_batch_softmax", temperature=0.01)
     assert default.loss_name == sharper.loss_name == "in_batch_softmax"
-    assert default._loss_kwargs == {"temperature": DEFAULT_TEMPERATURE}
+    assert default._loss.temperature == DEFAULT_TEMPERATURE
+    assert sharper._loss.temperature == 0.01
     hidden, targets, mask = padded_batch()
     with torch.no_grad():
         losses = [m(hidden, mask, target_embeddings=targets)["loss"] for m in (default, sharper)]
     assert not torch.isclose(losses[0], losses[1])
-    assert build(loss="cosine")._loss_kwargs == {}
+    assert not hasattr(build(loss="cosine")._loss, "temperature")
