@@ -43,16 +43,16 @@ from allennlp_elmo_c.archive import (
     read_directory_config,
     write_checksums,
 )
-from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
-from allennlp_elmo_c.common.config_tree import lookup_dotted
-from allennlp_elmo_c.common.contained_files import copy_regular_file
-from allennlp_elmo_c.common.model_directory import FIXED_FILES, HUGGING_FACE_FILES
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
-from allennlp_elmo_c.common.received_json import read_received_json
-from allennlp_elmo_c.common.shown_text import printable
 from allennlp_elmo_c.commands.describe import precision_text
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
+from allennlp_elmo_c.common.config_tree import lookup_dotted
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_source import recorded_fasttext_paths
+from allennlp_elmo_c.received.contained_files import copy_regular_file
+from allennlp_elmo_c.received.model_directory import FIXED_FILES, HUGGING_FACE_FILES
+from allennlp_elmo_c.received.received_json import read_received_json
+from allennlp_elmo_c.received.shown_text import printable
 
 logger = logging.getLogger(__name__)
 

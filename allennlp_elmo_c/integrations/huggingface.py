@@ -60,10 +60,14 @@ from allennlp_elmo_c.archive import (
     read_directory_config,
     write_checksums,
 )
-from allennlp_elmo_c.common.contained_files import copy_regular_file, copy_regular_tree, inside_path
-from allennlp_elmo_c.common.received_vocabulary import read_vocabulary
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import representations_of
+from allennlp_elmo_c.received.contained_files import (
+    copy_regular_file,
+    copy_regular_tree,
+    inside_path,
+)
+from allennlp_elmo_c.received.received_vocabulary import read_vocabulary
 
 
 # The options of Hugging Face's `from_pretrained` about where a model's files are found (which a

@@ -142,7 +142,7 @@ def other_fasttext(tmp_path_factory) -> Path:
 
 def test_training_records_the_fingerprint(elmo_c_archive):
     from allennlp_elmo_c.archive import read_archive_config
-    from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+    from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 
     config = read_archive_config(str(elmo_c_archive))
     expected = FastTextBin.load(FIXTURES_ROOT / "fasttext" / "tiny.bin").fingerprint
