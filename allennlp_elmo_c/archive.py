@@ -42,16 +42,8 @@ from allennlp.models.archival import (
 
 from allennlp_elmo_c.received.allocation_budget import allocation_budget, spend
 from allennlp_elmo_c.received.hub_models import check_hub_models
-# (The directory's format, used from here.)
-from allennlp_elmo_c.received.model_directory import (  # noqa: F401
-    CHECKSUMS_FILE,
-    DIRECTORY_FORMAT,
-    MODEL_CARD,
+from allennlp_elmo_c.received.model_directory import (
     MODEL_TYPE,
-    VOCABULARY_DIR,
-    WEIGHTS_FILE,
-    verify_checksums,
-    write_checksums,
 )
 from allennlp_elmo_c.received.received_config import (
     REMOVED_ON_LOAD,
@@ -59,17 +51,13 @@ from allennlp_elmo_c.received.received_config import (
     check_received_config,
     drop_training_only,
     is_bilm_config,
-    parse_received_json,
-    read_received_json,
 )
+from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
 from allennlp_elmo_c.received.received_meta import read_meta
-from allennlp_elmo_c.received.received_model import (  # noqa: F401 (used from here)
-    ReceivedBiLM,
+from allennlp_elmo_c.received.received_model import (
     ReceivedModel,
-    check_vocabulary_directory,
     checked_bilm,
     checked_fasttext_of,
-    is_model_archive_member,
     is_subword_config,
     prepared,
     read_bilm_config,

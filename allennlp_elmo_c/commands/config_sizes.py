@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.received.received_config import (
+from allennlp_elmo_c.received.received_json import (
     MAX_CONFIG_BYTES,
     parse_received_json,
     read_received_json,

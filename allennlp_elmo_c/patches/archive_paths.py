@@ -53,7 +53,8 @@ from allennlp_elmo_c.fasttext.fasttext_source import (
     recorded_fasttext_path,
 )
 from allennlp_elmo_c.patches.atomic_outputs import archive_model_atomically
-from allennlp_elmo_c.received.received_config import is_elmo_c_config, read_received_json
+from allennlp_elmo_c.received.received_config import is_elmo_c_config
+from allennlp_elmo_c.received.received_json import read_received_json
 from allennlp_elmo_c.training.run_info import record_hardware
 
 logger = logging.getLogger(__name__)

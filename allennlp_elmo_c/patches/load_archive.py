@@ -54,16 +54,15 @@ from allennlp.models import archival
 import allennlp.models
 from allennlp.predictors import predictor as predictor_module
 
-from allennlp_elmo_c.archive import (
-    check_vocabulary_directory,
-    is_model_archive_member,
-    is_model_directory,
-    load_archive_directory,
-    load_model_directory,
-)
+from allennlp_elmo_c.archive import is_model_directory, load_archive_directory, load_model_directory
 from allennlp_elmo_c.fasttext.fasttext_source import loading_archive
 from allennlp_elmo_c.received.contained_files import refuse_links
-from allennlp_elmo_c.received.received_config import MAX_CONFIG_BYTES, is_elmo_c_config
+from allennlp_elmo_c.received.received_config import is_elmo_c_config
+from allennlp_elmo_c.received.received_json import MAX_CONFIG_BYTES
+from allennlp_elmo_c.received.received_model import (
+    check_vocabulary_directory,
+    is_model_archive_member,
+)
 from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
 
 # AllenNLP's functions, kept so that their tests can show the patch is still needed.

@@ -75,12 +75,6 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.config_tree import join_key, lookup_dotted, walk
 from allennlp_elmo_c.fasttext.fasttext_source import FASTTEXT_COMPONENTS, FASTTEXT_KEYS
-from allennlp_elmo_c.received.received_json import (  # noqa: F401 (its importers read them here)
-    MAX_CONFIG_BYTES,
-    MAX_DEPTH,
-    parse_received_json,
-    read_received_json,
-)
 from allennlp_elmo_c.received.shown_text import printable, quoted
 from allennlp_elmo_c.received.task_components import (
     HUB_MODEL,

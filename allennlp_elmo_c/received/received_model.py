@@ -39,10 +39,12 @@ from allennlp_elmo_c.received.model_directory import (
     read_listing,
 )
 from allennlp_elmo_c.received.received_config import (
-    MAX_CONFIG_BYTES,
     BiLMConfigParts,
     check_bilm_config,
     check_directory_config,
+)
+from allennlp_elmo_c.received.received_json import (
+    MAX_CONFIG_BYTES,
     parse_received_json,
     read_received_json,
 )

@@ -369,7 +369,7 @@ def test_the_native_tuples_and_an_indexer_cache_of_them_are_not_tracked_by_the_c
     words costs the garbage collector nothing (a dict of untracked values stays untracked)."""
     import gc
 
-    from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
+    from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 
     model = FastTextBin.load(TINY)
     computed, _ = model.subword_ids_and_cuts(["schools", "unseenword", "café", "</s>"])

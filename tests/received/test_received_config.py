@@ -17,12 +17,14 @@ from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.received.received_config import (
     COMPONENTS,
     DEFAULT_TYPES,
-    MAX_DEPTH,
     check_bilm_config,
     check_directory_config,
     check_received_config,
     check_task_config,
     drop_training_only,
+)
+from allennlp_elmo_c.received.received_json import (
+    MAX_DEPTH,
     parse_received_json,
     read_received_json,
 )

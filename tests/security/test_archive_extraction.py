@@ -279,7 +279,7 @@ def test_a_directory_bomb_creates_nothing(depth, elmo_c_archive, tmp_path, scrat
     load create about 88,000 directories, then load the model; at depth 1,500 the load would end
     in a `RecursionError` after 31 s. Only the members a model archive is made of are extracted
     (the archive loads), and an extraction of every member refuses the depth."""
-    from allennlp_elmo_c.archive import is_model_archive_member
+    from allennlp_elmo_c.received.received_model import is_model_archive_member
     from allennlp_elmo_c.received.safe_extract import MAX_DEPTH, extract_archive
 
     archive = directory_bomb(elmo_c_archive, tmp_path / "received" / "model.tar.gz", 100, depth)

@@ -22,7 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.archive import WEIGHTS_FILE, write_checksums
+from allennlp_elmo_c.received.model_directory import WEIGHTS_FILE, write_checksums
 from tests.helpers import RECEIVED_MODEL_DOORS, outcome, without_elmo_c_variables
 from tests.security.received_models import craft_directory
 
