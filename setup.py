@@ -8,7 +8,7 @@ from setuptools import Extension, find_packages, setup
 # - the LSTMP cell's per-step pointwise work on CPU (allennlp_elmo_c/nn/lstmp_cpu.py); built for
 #   the CPU it is built on (`make install` builds where it runs), rounding as torch's operators
 #   do (no FMA contraction; torch's own expf and tanh, found in libtorch_cpu at run time);
-# - fastText subword ids (allennlp_elmo_c/common/_subwords.c), several times faster than the
+# - fastText subword ids (allennlp_elmo_c/fasttext/_subwords.c), several times faster than the
 #   numpy implementation that remains the fallback.
 NATIVE_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fopenmp"]
 EXTENSIONS = [
@@ -21,8 +21,8 @@ EXTENSIONS = [
         optional=True,
     ),
     Extension(
-        "allennlp_elmo_c.common._subwords",
-        ["allennlp_elmo_c/common/_subwords.c"],
+        "allennlp_elmo_c.fasttext._subwords",
+        ["allennlp_elmo_c/fasttext/_subwords.c"],
         extra_compile_args=["-O3"],
         optional=True,
     ),

@@ -7,14 +7,14 @@ front doors) starts from a `PretrainedBiLM`, read from either form of a trained 
 - a model directory (`python -m allennlp_elmo_c package`), the unit of sharing: `config.json`
   (`model_type: "elmo_c"`, the biLM's AllenNLP config under `bilm`, its files by name),
   `model.safetensors`, `vocabulary/`, the fastText `.bin`, `checksums.sha256` and a model card
-  (`common.model_directory`). Its files are found in the directory itself, wherever it is copied.
+  (`received.model_directory`). Its files are found in the directory itself, wherever it is copied.
 
 Every model read here may have been received from elsewhere. Its files are read and checked in
-one pass into a `ReceivedBiLM` (`common.received_model`: the config as plain JSON, checked; files
+one pass into a `ReceivedBiLM` (`received.received_model`: the config as plain JSON, checked; files
 resolved inside; the fastText `.bin` and its fingerprint; the weights' tensors and what they
 hold), and `build_archive` builds from it: first a dry run on the `meta` device, its state dict
 compared with the weights, then the model within the budget its weights allow
-(`common.allocation_budget`), then its weights. The `allennlp` commands' archives and model
+(`received.allocation_budget`), then its weights. The `allennlp` commands' archives and model
 directories (`allennlp_elmo_c.patches.load_archive`) are built by the same `build_archive`.
 """
 
@@ -40,35 +40,24 @@ from allennlp.models.archival import (
     get_weights_path,
 )
 
-from allennlp_elmo_c.common.allocation_budget import allocation_budget, spend
-from allennlp_elmo_c.common.hub_models import check_hub_models
-# (The directory's format, used from here.)
-from allennlp_elmo_c.common.model_directory import (  # noqa: F401
-    CHECKSUMS_FILE,
-    DIRECTORY_FORMAT,
-    MODEL_CARD,
+from allennlp_elmo_c.received.allocation_budget import allocation_budget, spend
+from allennlp_elmo_c.received.hub_models import check_hub_models
+from allennlp_elmo_c.received.model_directory import (
     MODEL_TYPE,
-    VOCABULARY_DIR,
-    WEIGHTS_FILE,
-    verify_checksums,
-    write_checksums,
 )
-from allennlp_elmo_c.common.received_config import (
+from allennlp_elmo_c.received.received_config import (
     REMOVED_ON_LOAD,
     check_bilm_config,
     check_received_config,
     drop_training_only,
     is_bilm_config,
-    parse_received_json,
-    read_received_json,
 )
-from allennlp_elmo_c.common.received_model import (  # noqa: F401 (used from here)
-    ReceivedBiLM,
+from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
+from allennlp_elmo_c.received.received_meta import read_meta
+from allennlp_elmo_c.received.received_model import (
     ReceivedModel,
-    check_vocabulary_directory,
     checked_bilm,
     checked_fasttext_of,
-    is_model_archive_member,
     is_subword_config,
     prepared,
     read_bilm_config,
@@ -76,11 +65,10 @@ from allennlp_elmo_c.common.received_model import (  # noqa: F401 (used from her
     received_bilm,
     unreadable_archive,
 )
-from allennlp_elmo_c.common.received_meta import read_meta
-from allennlp_elmo_c.common.received_vocabulary import ENTRY_BYTES, read_vocabulary
-from allennlp_elmo_c.common.received_weights import weights_table
-from allennlp_elmo_c.common.shown_text import quoted
-from allennlp_elmo_c.common.weights_only import load_weights_only
+from allennlp_elmo_c.received.received_vocabulary import ENTRY_BYTES, read_vocabulary
+from allennlp_elmo_c.received.received_weights import weights_table
+from allennlp_elmo_c.received.shown_text import quoted
+from allennlp_elmo_c.received.weights_only import load_weights_only
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +92,7 @@ def is_model_directory(path: str) -> bool:
 
 def read_directory_config(directory: str) -> Dict[str, Any]:
     """
-    A model directory's config.json, checked (`common.received_model.read_directory`: its
+    A model directory's config.json, checked (`received.received_model.read_directory`: its
     listing and files, its config), with the file names of its biLM config (the fastText `.bin`,
     a BPE tokenizer) made absolute paths into the directory, so the directory works wherever it
     is.
@@ -147,7 +135,7 @@ def checked_fasttext(
 ) -> Tuple[str, Optional[int]]:
     """
     The fastText `.bin` of the biLM of `config` (read from `source` by `read_archive_config`)
-    and the fingerprint it was checked against (`common.received_model.checked_fasttext_of`).
+    and the fingerprint it was checked against (`received.received_model.checked_fasttext_of`).
     """
     parts = check_bilm_config(config, f"{source}: {CONFIG_NAME}")
     return checked_fasttext_of(parts, source, fasttext_path, Path(source).is_dir())
@@ -163,15 +151,15 @@ def build_archive(
     archives of the `allennlp` commands (`load_model_directory`, `load_archive_directory`).
 
     Its vocabulary is read once its cost is held to the budget of what its weights hold
-    (`common.received_vocabulary`); the model is then built within what is left
-    (`common.allocation_budget`), as AllenNLP's `Model.load` builds it (without the pretrained
+    (`received.received_vocabulary`); the model is then built within what is left
+    (`received.allocation_budget`), as AllenNLP's `Model.load` builds it (without the pretrained
     files and initializers its trained weights replace, `REMOVED_ON_LOAD`). A biLM is first
     built in a dry run (`allocation_budget(dry=True)`): on the `meta` device, counting what
     building it allocates, the weights' tensors (their names and shapes, as `meta` tensors)
     loaded into it, so that a config and weights that disagree, or weights holding a tensor the
     model does not use, are refused before anything is allocated. Any other model (a task
     model) has the Hugging Face models it names checked first instead (in the cache or
-    reachable: `common.hub_models`). Weights saved by `ElmoCModel.save_pretrained` (under
+    reachable: `received.hub_models`). Weights saved by `ElmoCModel.save_pretrained` (under
     `bilm.`, without the output heads) load too, the model then having no output heads.
     """
     params = Params(with_overrides(drop_training_only(spec.config), overrides))
@@ -362,7 +350,7 @@ class PretrainedBiLM:
             fastText path of the config is replaced). Without it, the `.bin` is the model
             directory's own, or, for an archive, looked for in the environment variable
             `ELMO_C_FASTTEXT`, at the recorded path, then beside the archive
-            (`allennlp_elmo_c.common.fasttext_source`). Whichever it is, a `.bin` that is not the
+            (`allennlp_elmo_c.fasttext.fasttext_source`). Whichever it is, a `.bin` that is not the
             one the biLM was trained with is a `ConfigurationError`.
         tokenizer_path : `str`, optional
             For a biLM over BPE subwords: its tokenizer JSON at another path than recorded.
@@ -505,7 +493,7 @@ def _record_files(files: Dict[Any, Any], archive_file: str, where: str) -> Dict[
     written: plain `<namespace>.txt` names of text, at most `MAX_RECORD_FILES` of them (the
     namespaces of a biLM are a handful), and the memory reading them will take (their bytes and
     `ENTRY_BYTES` per line, as `received_vocabulary` counts it) spent from the budget being
-    enforced (`common.allocation_budget`: the task model's, while it is loaded).
+    enforced (`received.allocation_budget`: the task model's, while it is loaded).
     """
     if len(files) > MAX_RECORD_FILES:
         raise ConfigurationError(
@@ -549,7 +537,7 @@ def load_archive_directory(
     An extracted archive (or a training run's directory) as AllenNLP's `load_archive` gives it,
     but with its config.json read as plain JSON, never evaluated as jsonnet (no `importstr` of a
     local file, no `std.extVar` of the environment), and checked as a received config
-    (`common.received_config`: the biLM allowlist for an `elmo_c` model, the generic refusals for
+    (`received.received_config`: the biLM allowlist for an `elmo_c` model, the generic refusals for
     any other) before anything is built; then `build_archive` with `overrides` (the user's, e.g.
     `-o` of `allennlp predict`). `source` names the archive in messages.
     """

@@ -173,7 +173,7 @@ def moved_archive(archive: Path, directory: Path, relative: bool = False) -> Pat
         for member in source:
             data = source.extractfile(member) if member.isfile() else None
             if member.name == "config.json":
-                from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
+                from allennlp_elmo_c.fasttext.fasttext_source import recorded_fasttext_paths
 
                 config = json.load(data)  # type: ignore[arg-type]
                 for key in recorded_fasttext_paths(config):

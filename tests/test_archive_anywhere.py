@@ -16,7 +16,7 @@ from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import read_archive_config
-from allennlp_elmo_c.common.fasttext_source import FASTTEXT_ENV, recorded_fasttext_paths
+from allennlp_elmo_c.fasttext.fasttext_source import FASTTEXT_ENV, recorded_fasttext_paths
 
 from tests.helpers import LM_DATA, RELATIVE_FASTTEXT, TINY_FASTTEXT, moved_archive as moved
 
@@ -112,7 +112,7 @@ def test_predict_with_the_environment_variable(monkeypatch, elmo_c_archive, tmp_
 
 
 def test_absolute_config_paths(monkeypatch, tmp_path):
-    from allennlp_elmo_c.common.fasttext_source import absolute_config_paths
+    from allennlp_elmo_c.fasttext.fasttext_source import absolute_config_paths
 
     monkeypatch.chdir(TINY_FASTTEXT.parent.parent)
     config = {

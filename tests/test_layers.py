@@ -1,12 +1,12 @@
 """
-The package's layers, from the bottom up: `nn`, `common`; `archive`; `data`, `training`;
-`modules`; `models`, `commands`, `predictors` (and `patches`, AllenNLP's patches);
+The package's layers, from the bottom up: `nn`, `common`; `fasttext`; `received`; `archive`; `data`,
+`training`; `modules`; `models`, `commands`, `predictors` (and `patches`, AllenNLP's patches);
 `integrations`. A module imports only from its own layer or the layers below it, so there is no
 circle; imports for type annotations alone (under `if TYPE_CHECKING:`) are exempt. The package's
-`__init__` and `__main__` sit on top. `experiments/` (the repository's own demo, corpus builders
-and measurements, not installed) sits above the whole package: it may import the plugin, never the
-reverse. No module reaches into another's private names (`from x import _name`, `x._name`),
-in the package or from the experiments.
+`__init__` and `__main__` sit on top. `experiments/` (the repository's own demo, corpus builders and
+measurements, not installed) sits above the whole package: it may import the plugin, never the
+reverse. No module reaches into another's private names (`from x import _name`, `x._name`), in the
+package or from the experiments.
 """
 import ast
 from pathlib import Path
@@ -18,11 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "allennlp_elmo_c"
 LAYERS = {
     "nn": 1, "common": 1,
-    "archive": 2,
-    "data": 3, "training": 3,
-    "modules": 4,
-    "models": 5, "commands": 5, "predictors": 5, "patches": 5,
-    "integrations": 6,
+    "fasttext": 2,
+    "received": 3,
+    "archive": 4,
+    "data": 5, "training": 5,
+    "modules": 6,
+    "models": 7, "commands": 7, "predictors": 7, "patches": 7,
+    "integrations": 8,
 }  # fmt: skip
 TOP, EXPERIMENTS = 10, 11
 
@@ -142,7 +144,7 @@ def test_no_module_reaches_into_another_modules_private_names():
         ("import allennlp_elmo_c.nn.lstmp as layer\nlayer._empty_after\n", True),
         ("from allennlp_elmo_c.nn import lstmp\nlstmp.pointwise_kernels\n", False),
         ("from allennlp_elmo_c.nn import _lstmp_cpu\n", False),  # its own folder's C extension
-        ("from allennlp_elmo_c.common import _subwords\n", True),  # another folder's
+        ("from allennlp_elmo_c.fasttext import _subwords\n", True),  # another folder's
         ("import torch\ntorch._C\n", False),  # not the plugin's
     ],
 )
@@ -162,5 +164,13 @@ def test_the_check_sees_a_reach_into_private_names(source, bad):
     ],
 )
 def test_the_check_sees_an_import_from_above(source, bad):
-    archive = PACKAGE / "archive.py"  # layer 2
+    archive = PACKAGE / "archive.py"  # layer 4
     assert bool(list(violations(archive, source))) is bad
+
+
+def test_received_files_are_checked_above_the_fasttext_reader():
+    """`received` reads fastText `.bin` files through `fasttext`, which never imports `received`."""
+    fasttext_bin = PACKAGE / "fasttext" / "fasttext_bin.py"
+    received_model = PACKAGE / "received" / "received_model.py"
+    assert list(violations(fasttext_bin, "from allennlp_elmo_c.received.shown_text import quoted\n"))
+    assert not list(violations(received_model, "from allennlp_elmo_c.fasttext import fasttext_bin\n"))

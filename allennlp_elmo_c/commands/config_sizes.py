@@ -12,12 +12,12 @@ from typing import Any, Dict, List, Optional
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.received_config import (
+from allennlp_elmo_c.received.received_json import (
     MAX_CONFIG_BYTES,
     parse_received_json,
     read_received_json,
 )
-from allennlp_elmo_c.common.safe_extract import read_member
+from allennlp_elmo_c.received.safe_extract import read_member
 
 # AllenNLP's contextual embedders over a trained language_model archive (allennlp-models' lm).
 LM_EMBEDDERS = ("bidirectional_lm_token_embedder", "language_model_token_embedder")

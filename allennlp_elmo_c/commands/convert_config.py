@@ -37,8 +37,7 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.params import Params
 
-from allennlp_elmo_c.commands.config_conversion import (  # noqa: F401  (DIM_KEYS: for tests)
-    DIM_KEYS,
+from allennlp_elmo_c.commands.config_conversion import (
     Conversion,
     convert_config,
 )

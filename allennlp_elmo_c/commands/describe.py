@@ -17,31 +17,30 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import (
-    WEIGHTS_FILE,
     contextualizer_config,
     input_embedder_config,
-    is_subword_config,
     read_archive_config,
     read_directory_config,
     representation_dim,
-    unreadable_archive,
 )
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.config_tree import walk
-from allennlp_elmo_c.common.fasttext_source import (
+from allennlp_elmo_c.fasttext.fasttext_source import (
     FASTTEXT_ENV,
     recorded_fasttext_path,
     resolve_fasttext_path,
 )
-from allennlp_elmo_c.common.received_config import (
+from allennlp_elmo_c.nn.in_batch_softmax import DEFAULT_TEMPERATURE
+from allennlp_elmo_c.received.model_directory import WEIGHTS_FILE
+from allennlp_elmo_c.received.received_json import (
     MAX_CONFIG_BYTES,
     parse_received_json,
     read_received_json,
 )
-from allennlp_elmo_c.common.received_weights import safetensors_header, weights_table
-from allennlp_elmo_c.common.safe_extract import open_checked_archive
-from allennlp_elmo_c.common.shown_text import printable
-from allennlp_elmo_c.nn.in_batch_softmax import DEFAULT_TEMPERATURE
+from allennlp_elmo_c.received.received_model import is_subword_config, unreadable_archive
+from allennlp_elmo_c.received.received_weights import safetensors_header, weights_table
+from allennlp_elmo_c.received.safe_extract import open_checked_archive
+from allennlp_elmo_c.received.shown_text import printable
 
 WEIGHTS_NAME = "weights.th"
 METRICS_NAME = "metrics.json"
@@ -279,7 +278,7 @@ def precision_text(precision: str) -> str:
 
 def format_description(info: Dict[str, Any]) -> str:
     """`describe`'s text: every value read from the received files printed with its control
-    characters escaped and cut (`common.shown_text.printable`); the snippet lines as JSON."""
+    characters escaped and cut (`received.shown_text.printable`); the snippet lines as JSON."""
     shown = printable
     training = info["training"]
     if training is None:

@@ -31,8 +31,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
-from allennlp_elmo_c.common.fasttext_source import ARGUMENT_HINT
 from allennlp_elmo_c.common.text import check_sentences, decode_line
+from allennlp_elmo_c.fasttext.fasttext_source import ARGUMENT_HINT
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import load_representations
 

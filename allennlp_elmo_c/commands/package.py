@@ -32,27 +32,26 @@ from typing import Any, Dict, Optional
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.archive import (
+from allennlp_elmo_c.archive import PretrainedBiLM, is_model_directory, read_directory_config
+from allennlp_elmo_c.commands.describe import precision_text
+from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
+from allennlp_elmo_c.common.config_tree import lookup_dotted
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_source import recorded_fasttext_paths
+from allennlp_elmo_c.received.contained_files import copy_regular_file
+from allennlp_elmo_c.received.model_directory import (
     DIRECTORY_FORMAT,
+    FIXED_FILES,
+    HUGGING_FACE_FILES,
     MODEL_CARD,
     MODEL_TYPE,
     VOCABULARY_DIR,
     WEIGHTS_FILE,
-    PretrainedBiLM,
-    is_model_directory,
-    read_directory_config,
     write_checksums,
 )
-from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
-from allennlp_elmo_c.common.config_tree import lookup_dotted
-from allennlp_elmo_c.common.contained_files import copy_regular_file
-from allennlp_elmo_c.common.model_directory import FIXED_FILES, HUGGING_FACE_FILES
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.common.fasttext_source import recorded_fasttext_paths
-from allennlp_elmo_c.common.received_json import read_received_json
-from allennlp_elmo_c.common.shown_text import printable
-from allennlp_elmo_c.commands.describe import precision_text
-from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.received.received_json import read_received_json
+from allennlp_elmo_c.received.shown_text import printable
 
 logger = logging.getLogger(__name__)
 

@@ -62,10 +62,10 @@ from tqdm import tqdm
 
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand, options
 from allennlp_elmo_c.common.atomic import atomic_path, remove_stale_temporaries
-from allennlp_elmo_c.common.received_json import MAX_DEPTH, json_depth
 from allennlp_elmo_c.common.build_cache import MANIFEST, is_built, write_manifest
 from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 from allennlp_elmo_c.common.text import decode_line
+from allennlp_elmo_c.received.received_json import MAX_DEPTH, json_depth
 
 logger = logging.getLogger(__name__)
 

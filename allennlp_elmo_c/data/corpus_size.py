@@ -23,8 +23,8 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.atomic import atomic_open
 from allennlp_elmo_c.common.build_cache import MANIFEST
-from allennlp_elmo_c.common.received_json import read_received_json
 from allennlp_elmo_c.common.text import decode_line
+from allennlp_elmo_c.received.received_json import read_received_json
 
 logger = logging.getLogger(__name__)
 

@@ -49,21 +49,27 @@ from allennlp.data import DatasetReader
 from allennlp.nn.util import remove_sentence_boundaries
 
 from allennlp_elmo_c.archive import (
+    PretrainedBiLM,
+    input_embedder_config,
+    is_model_directory,
+    read_directory_config,
+)
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
+from allennlp_elmo_c.modules.subword_representations import representations_of
+from allennlp_elmo_c.received.contained_files import (
+    copy_regular_file,
+    copy_regular_tree,
+    inside_path,
+)
+from allennlp_elmo_c.received.model_directory import (
     DIRECTORY_FORMAT,
     MODEL_CARD,
     MODEL_TYPE,
     VOCABULARY_DIR,
-    PretrainedBiLM,
-    input_embedder_config,
-    is_model_directory,
-    is_subword_config,
-    read_directory_config,
     write_checksums,
 )
-from allennlp_elmo_c.common.contained_files import copy_regular_file, copy_regular_tree, inside_path
-from allennlp_elmo_c.common.received_vocabulary import read_vocabulary
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
-from allennlp_elmo_c.modules.subword_representations import representations_of
+from allennlp_elmo_c.received.received_model import is_subword_config
+from allennlp_elmo_c.received.received_vocabulary import read_vocabulary
 
 
 # The options of Hugging Face's `from_pretrained` about where a model's files are found (which a

@@ -6,10 +6,11 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import TokenIndexer
 from allennlp.data.token_indexers import SingleIdTokenIndexer
 
-from allennlp_elmo_c.archive import PretrainedBiLM, is_subword_config, read_archive_config
+from allennlp_elmo_c.archive import PretrainedBiLM, read_archive_config
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.received.received_model import is_subword_config
 
 
 def is_subword_archive(archive_file: str) -> bool:

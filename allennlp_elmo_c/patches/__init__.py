@@ -26,7 +26,7 @@ In the order `apply()` applies them:
 9. `config_defaults`: the `ELMO_C_*` variables' defaults and the error naming every unset
    variable of the plugin's configs.
 
-"ELMo-C" is decided by one function, `common.received_config.is_elmo_c_config`: a config with a
+"ELMo-C" is decided by one function, `received.received_config.is_elmo_c_config`: a config with a
 component this plugin registers. Nothing here re-registers an AllenNLP name: AllenNLP's
 "default" checkpointer is AllenNLP's, and the configs name `atomic`.
 """

@@ -44,16 +44,17 @@ import allennlp.models
 from allennlp_elmo_c.archive import checked_fasttext, read_archive_config
 from allennlp_elmo_c.common.atomic import link_or_copy
 from allennlp_elmo_c.common.config_tree import lookup_dotted
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.common.fasttext_source import (
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_source import (
     absolute_config_paths,
     bundled_name,
     component_nodes,
     record_fingerprints,
     recorded_fasttext_path,
 )
-from allennlp_elmo_c.common.received_config import is_elmo_c_config, read_received_json
 from allennlp_elmo_c.patches.atomic_outputs import archive_model_atomically
+from allennlp_elmo_c.received.received_config import is_elmo_c_config
+from allennlp_elmo_c.received.received_json import read_received_json
 from allennlp_elmo_c.training.run_info import record_hardware
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ config.json that cannot be read so (not JSON: hand-made jsonnet; a corrupt archi
 the plugin's way, which refuses it: whether it holds ELMo-C components cannot be known without
 evaluating it.
 
-The plugin's way: the archive is extracted through `common.safe_extract` (no member is written
+The plugin's way: the archive is extracted through `received.safe_extract` (no member is written
 outside its place; the files of a model archive only); a `vocabulary` that is not a real
 directory (AllenNLP would extract it as an archive into its cache) or a directory archive
 holding a symbolic link (`contained_files.refuse_links`) is refused; the archive and its
@@ -54,17 +54,16 @@ from allennlp.models import archival
 import allennlp.models
 from allennlp.predictors import predictor as predictor_module
 
-from allennlp_elmo_c.archive import (
+from allennlp_elmo_c.archive import is_model_directory, load_archive_directory, load_model_directory
+from allennlp_elmo_c.fasttext.fasttext_source import loading_archive
+from allennlp_elmo_c.received.contained_files import refuse_links
+from allennlp_elmo_c.received.received_config import is_elmo_c_config
+from allennlp_elmo_c.received.received_json import MAX_CONFIG_BYTES
+from allennlp_elmo_c.received.received_model import (
     check_vocabulary_directory,
     is_model_archive_member,
-    is_model_directory,
-    load_archive_directory,
-    load_model_directory,
 )
-from allennlp_elmo_c.common.contained_files import refuse_links
-from allennlp_elmo_c.common.fasttext_source import loading_archive
-from allennlp_elmo_c.common.received_config import MAX_CONFIG_BYTES, is_elmo_c_config
-from allennlp_elmo_c.common.safe_extract import extracted_archive, read_member
+from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
 
 # AllenNLP's functions, kept so that their tests can show the patch is still needed.
 ORIGINALS = {

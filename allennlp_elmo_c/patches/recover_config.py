@@ -18,8 +18,9 @@ import os
 from allennlp.models.archival import CONFIG_NAME
 from allennlp.training import util as training_util
 
-from allennlp_elmo_c.common.received_config import is_elmo_c_config, read_received_json
-from allennlp_elmo_c.common.run_directory import check_run_directory
+from allennlp_elmo_c.received.received_config import is_elmo_c_config
+from allennlp_elmo_c.received.received_json import read_received_json
+from allennlp_elmo_c.received.run_directory import check_run_directory
 
 # AllenNLP's function, kept so that its test can show the patch is still needed.
 ORIGINAL = training_util.create_serialization_dir

@@ -22,7 +22,7 @@ from allennlp.nn import util as nn_util
 from allennlp.training.checkpointer import Checkpointer, TrainerCheckpoint
 from allennlp.training.gradient_descent_trainer import GradientDescentTrainer
 
-from allennlp_elmo_c.common.weights_only import load_weights_only
+from allennlp_elmo_c.received.weights_only import load_weights_only
 from allennlp_elmo_c.training.training_state import load_training_state
 
 # AllenNLP's functions, kept so that their tests can show the patch is still needed.

@@ -29,7 +29,7 @@ class NextWordPredictor(Predictor):
 
     Candidates are the words of `candidates_file` if given, else the model's
     `nearest_neighbour_words` (a model built from a training config; the list an archive was
-    trained with is never read from it, `allennlp_elmo_c.common.received_config`), else the
+    trained with is never read from it, `allennlp_elmo_c.received.received_config`), else the
     `max_candidates` most frequent words of the target fastText model.
 
     Registered as a `Predictor` with name "elmo_c_next_word"; set its parameters with

@@ -17,7 +17,7 @@ from typing import Any, List, Union
 
 import numpy as np
 
-from allennlp_elmo_c.common.weights_only import load_weights_only
+from allennlp_elmo_c.received.weights_only import load_weights_only
 
 # What a numpy scalar pickles as: `numpy._core.multiarray.scalar(dtype, bytes)`, the dtype
 # rebuilt by `numpy.dtype(...)` and its state set on an instance of the dtype's class.

@@ -33,7 +33,7 @@ def fasttext_word_embeddings(vectors: str, words: List[str], name: str):
     """Flair's `WordEmbeddings` (frozen) holding the fastText `vectors` (a `.bin`) of `words`."""
     import torch
 
-    from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+    from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
     from allennlp_elmo_c.integrations.flair import flair  # noqa: F401  (Flair, imported safely)
     from flair.embeddings import WordEmbeddings
 

@@ -40,8 +40,8 @@ from allennlp.common.plugins import import_plugins
 
 from allennlp_elmo_c.archive import read_archive_config, representation_dim
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.common.threads import set_torch_threads
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from experiments.common.seeds import mean_std
 from experiments.corpora.brown_corpus import brown_source
 from experiments.corpora.brown_pos import build_brown_pos

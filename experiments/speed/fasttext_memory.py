@@ -41,7 +41,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks.callback import TrainerCallback
 
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

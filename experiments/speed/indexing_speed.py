@@ -48,14 +48,14 @@ import torch
 from allennlp.data import Batch, Instance, Token, Vocabulary
 from allennlp.data.fields import TextField
 
-from allennlp_elmo_c.common import fasttext_bin
-from allennlp_elmo_c.common.fasttext_bin import (
+from allennlp_elmo_c.data.token_indexers.fasttext_subwords import (
+    FastTextSubwordsIndexer,
+)
+from allennlp_elmo_c.fasttext import fasttext_bin
+from allennlp_elmo_c.fasttext.fasttext_bin import (
     ARG_NAMES,
     FastTextBin,
     reference_subword_ids,
-)
-from allennlp_elmo_c.data.token_indexers.fasttext_subwords import (
-    FastTextSubwordsIndexer,
 )
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 

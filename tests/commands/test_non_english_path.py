@@ -13,7 +13,7 @@ import pytest
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 from allennlp_elmo_c.commands.prepare_corpus import prepare_corpus
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from tests import PROJECT_ROOT
 from tests.helpers import ENDINGS, train_config, write_language_documents
 

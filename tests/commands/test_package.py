@@ -22,10 +22,11 @@ from allennlp.models.archival import load_archive
 from allennlp.modules.token_embedders import TokenEmbedder
 
 from allennlp_elmo_c import ElmoC, ElmoCEmbedder, batch_to_ids
-from allennlp_elmo_c.archive import CHECKSUMS_FILE, WEIGHTS_FILE, PretrainedBiLM, verify_checksums
+from allennlp_elmo_c.archive import PretrainedBiLM
 from allennlp_elmo_c.commands.describe import describe_archive
 from allennlp_elmo_c.commands.package import package_model
-from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
+from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.received.model_directory import CHECKSUMS_FILE, WEIGHTS_FILE, verify_checksums
 from tests.helpers import (
     DEMO_AT_FIXTURE_SIZE,
     DEMO_CONFIG,
@@ -142,7 +143,7 @@ def other_fasttext(tmp_path_factory) -> Path:
 
 def test_training_records_the_fingerprint(elmo_c_archive):
     from allennlp_elmo_c.archive import read_archive_config
-    from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+    from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 
     config = read_archive_config(str(elmo_c_archive))
     expected = FastTextBin.load(FIXTURES_ROOT / "fasttext" / "tiny.bin").fingerprint
@@ -282,7 +283,8 @@ def test_task_archive_works_after_the_model_directory_is_gone(model_directory, t
 
 
 def test_another_bin_for_the_converter_is_refused(elmo_c_archive, other_fasttext):
-    from allennlp_elmo_c.commands.convert_config import convert_config, load_stock_config
+    from allennlp_elmo_c.commands.config_conversion import convert_config
+    from allennlp_elmo_c.commands.convert_config import load_stock_config
 
     data = str(FIXTURES_ROOT / "data" / "conll2003.txt")
     stock = load_stock_config(str(FIXTURES_ROOT / "configs" / "stock" / "ner_elmo.jsonnet"),

@@ -81,7 +81,7 @@ class TestVocabularyHeadsInTheModel(ModelTestCase):
         _, loaded = self.ensure_model_can_train_save_and_load(
             TINY_CONFIGS["fixed"], overrides=json.dumps({"trainer.num_epochs": 1})
         )
-        from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+        from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 
         table = loaded._heads["forward_lm"].output_embedding
         fasttext = FastTextBin.load(str(TINY_BIN))

@@ -17,7 +17,7 @@ from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.models import Model
 
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.helpers import EXPECTED_PARAMETERS, skip_orthogonal_init

@@ -104,7 +104,7 @@ def test_candidates_file_and_fasttext_vocabulary(in_project_root, elmo_c_archive
     predictor = Predictor.from_archive(
         unlisted, "elmo_c_next_word", extra_args={"top_k": 2, "max_candidates": 10}
     )
-    from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+    from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 
     frequent = FastTextBin.load(TINY_FASTTEXT).words[:10]
     result = predictor.predict_json({"sentence": SENTENCE})

@@ -19,8 +19,8 @@ from hypothesis import given, settings, strategies as st
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder

@@ -28,7 +28,7 @@ SENTIMENT = FIXTURES_ROOT / "data" / "sentiment.jsonl"
 def craft_directory(source: Path, target: Path, edit: Callable[[Dict[str, Any]], None]) -> Path:
     """A copy of the model directory `source` whose config.json `edit` changed in place, with its
     checksums regenerated (as a sender would)."""
-    from allennlp_elmo_c.archive import write_checksums
+    from allennlp_elmo_c.received.model_directory import write_checksums
 
     shutil.copytree(source, target)
     lock = target / "vocabulary" / ".lock"

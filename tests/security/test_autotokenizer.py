@@ -21,8 +21,8 @@ from transformers import AutoModel, AutoTokenizer
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.archive import CHECKSUMS_FILE
 from allennlp_elmo_c.integrations.huggingface import ElmoCModel, ElmoCTokenizer
+from allennlp_elmo_c.received.model_directory import CHECKSUMS_FILE
 from tests.helpers import outcome, regenerate_checksums, without_elmo_c_variables
 
 SECRET = "receivers_secret_word"

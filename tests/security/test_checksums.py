@@ -25,8 +25,8 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.archive import CHECKSUMS_FILE, WEIGHTS_FILE, verify_checksums
-from allennlp_elmo_c.common import file_digests
+from allennlp_elmo_c.received import file_digests
+from allennlp_elmo_c.received.model_directory import CHECKSUMS_FILE, WEIGHTS_FILE, verify_checksums
 from tests.helpers import RECEIVED_MODEL_DOORS, outcome, regenerate_checksums, without_elmo_c_variables
 
 DOORS = ["ElmoC", "PretrainedBiLM.from_archive", "load_archive", "spaCy", "Flair", "AutoModel",

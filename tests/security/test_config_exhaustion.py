@@ -2,7 +2,7 @@
 A received config cannot exhaust the machine: it is not evaluated (a jsonnet program whose work
 doubles per level is refused as soon as it is read, as JSON), it is capped in size and nesting,
 and the sizes it declares are held to its weights before memory is allocated
-(`allennlp_elmo_c.common.allocation_budget`).
+(`allennlp_elmo_c.received.allocation_budget`).
 
 The attacks, each refused:
 - A 1 KB jsonnet program doubling its work per level as an archive's config.json: evaluated as

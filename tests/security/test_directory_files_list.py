@@ -1,7 +1,7 @@
 """
 A model directory holds only what `package` writes: its config.json's `files` names the files its
 biLM reads, under the kinds `package` writes (`FILE_KINDS` of
-`allennlp_elmo_c/common/model_directory.py`), and cannot add a file of another kind. The crafted
+`allennlp_elmo_c/received/model_directory.py`), and cannot add a file of another kind. The crafted
 directory lists a `tokenizer_config.json` in `files` (and in its regenerated `checksums.sha256`)
 naming a `BertTokenizer` whose `vocab_file` is a file of the receiver's: `describe`, `ElmoC`,
 `AutoModel` and every other plugin door refuse it in one line, before that file is opened.
@@ -16,7 +16,7 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.model_directory import HUGGING_FACE_FILES
+from allennlp_elmo_c.received.model_directory import HUGGING_FACE_FILES
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
     contained_received_copy,

@@ -22,7 +22,7 @@ import pytest
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import read_directory_config
-from allennlp_elmo_c.common.received_config import FILE_KEYS, named_files
+from allennlp_elmo_c.received.received_config import FILE_KEYS, named_files
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
     contained_received_copy,
@@ -63,7 +63,7 @@ def add_char_cnn(config: dict, place: str, options_file: str, weight_file: str) 
 
 
 def test_every_file_key_is_an_allowed_key():
-    from allennlp_elmo_c.common.received_config import COMPONENTS
+    from allennlp_elmo_c.received.received_config import COMPONENTS
 
     allowed = set().union(*(keys for types in COMPONENTS.values() for keys in types.values()))
     assert FILE_KEYS <= allowed

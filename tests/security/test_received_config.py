@@ -1,6 +1,6 @@
 """
 A received model is data, not a program: its config may only build the plugin's own biLM
-components, with their keys (`allennlp_elmo_c.common.received_config`), and is refused before
+components, with their keys (`allennlp_elmo_c.received.received_config`), and is refused before
 anything is built otherwise, through every front door.
 
 The issue's attack: one extra `pretrained_transformer` indexer with `tokenizer_kwargs:

@@ -25,7 +25,7 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common import safe_extract
+from allennlp_elmo_c.received import safe_extract
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
     outcome,

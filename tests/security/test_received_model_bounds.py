@@ -22,7 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.archive import WEIGHTS_FILE, write_checksums
+from allennlp_elmo_c.received.model_directory import WEIGHTS_FILE, write_checksums
 from tests.helpers import RECEIVED_MODEL_DOORS, outcome, without_elmo_c_variables
 from tests.security.received_models import craft_directory
 
@@ -142,8 +142,8 @@ def test_an_allocation_without_a_size_argument_is_counted_before_it_runs(num_emb
     `arange(2^14).repeat(2^14)` (2 GiB) in `balanced_assignment`; counted only afterwards, it
     would peak at 2.93 GiB (2^31 words 16 GiB). `repeat` is counted from a run on meta tensors
     before it runs: refused before allocating, naming the size."""
-    from allennlp_elmo_c.common.allocation_budget import BUDGET_SLACK, allocation_budget
     from allennlp_elmo_c.modules.token_embedders.slim_embedding import SlimEmbedding
+    from allennlp_elmo_c.received.allocation_budget import BUDGET_SLACK, allocation_budget
 
     limit = 8 * (model_directory[0] / WEIGHTS_FILE).stat().st_size + BUDGET_SLACK
     tripwire = Tripwire()
@@ -169,7 +169,7 @@ def test_a_slim_embedding_of_2_28_words_is_refused_through_a_front_door(received
 def header_only_bin(path: Path, dim: int, rows_stored: bool) -> Path:
     """A fastText `.bin` of `dim`: without rows (126 bytes: no words, no buckets), or with one
     bucket row that is a hole (sparse, nothing on disk)."""
-    from allennlp_elmo_c.common.fasttext_bin import FASTTEXT_MAGIC, FASTTEXT_VERSION
+    from allennlp_elmo_c.fasttext.fasttext_bin import FASTTEXT_MAGIC, FASTTEXT_VERSION
 
     bucket = 1 if rows_stored else 0
     data = struct.pack("<ii", FASTTEXT_MAGIC, FASTTEXT_VERSION)
@@ -191,8 +191,8 @@ def test_a_bin_header_sets_no_budget(dim, rows_stored, tmp_path, model_directory
     `.bin` stores its rows (a hole stores none): the table is refused before it is allocated."""
     from allennlp.data import Vocabulary
 
-    from allennlp_elmo_c.common.allocation_budget import BUDGET_SLACK, allocation_budget
     from allennlp_elmo_c.modules.output_heads.softmax import SoftmaxOutputHead
+    from allennlp_elmo_c.received.allocation_budget import BUDGET_SLACK, allocation_budget
 
     path = header_only_bin(tmp_path / "crafted.bin", dim, rows_stored)
     assert path.stat().st_blocks * 512 < MiB

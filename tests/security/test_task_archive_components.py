@@ -1,6 +1,6 @@
 """
 A received ELMo-C task archive builds only the components of `TASK_COMPONENTS`
-(`allennlp_elmo_c/common/task_components.py`), and a key that names what a component loads keeps
+(`allennlp_elmo_c/received/task_components.py`), and a key that names what a component loads keeps
 to its rule. Crafted task archives, each through `allennlp predict`, `allennlp evaluate` and
 `load_archive`: an allennlp-models reader that acts on local paths (`vqav2`, whose `image_dir`
 at `/proc/self/root` globs the whole file system and whose `answer_vocab` at a directory of the
@@ -88,7 +88,7 @@ def test_a_published_bert_the_srl_reader_names_is_found_missing_before_anything_
 ):
     """The `srl` reader's `bert_model_name` reaches `from_pretrained` as a `pretrained_transformer`
     component's `model_name` does: a model missing from the cache is one line naming the key
-    (`common.hub_models`), not transformers' traceback."""
+    (`received.hub_models`), not transformers' traceback."""
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)

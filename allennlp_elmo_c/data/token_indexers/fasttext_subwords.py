@@ -12,8 +12,9 @@ from allennlp.data.tokenizers import Token
 from allennlp.data.vocabulary import Vocabulary
 
 from allennlp_elmo_c.archive import checked_fasttext, read_archive_config
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.common.fasttext_source import (
+from allennlp_elmo_c.common.text import TruncationWarnings
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_source import (
     FASTTEXT_ENV,
     bundled_fasttext,
     check_fingerprint,
@@ -21,7 +22,6 @@ from allennlp_elmo_c.common.fasttext_source import (
     resolve_missing_fasttext,
     trained_with,
 )
-from allennlp_elmo_c.common.text import TruncationWarnings
 
 logger = logging.getLogger(__name__)
 
@@ -47,12 +47,12 @@ class FastTextSubwordsIndexer(TokenIndexer):
         The fastText `.bin` (the same file the `fasttext` token embedder uses). If it does not
         exist (an archive loaded from another directory or machine), `$ELMO_C_FASTTEXT`, then the
         file of that name beside the archive being loaded, is used
-        (`allennlp_elmo_c.common.fasttext_source.resolve_missing_fasttext`).
+        (`allennlp_elmo_c.fasttext.fasttext_source.resolve_missing_fasttext`).
     archive_file : `str`, optional
         Instead of `model_path`: an ELMo-C biLM archive (`model.tar.gz`), whose own fastText model
         is used, found as the archive's users find it (the environment variable
         `ELMO_C_FASTTEXT`, the recorded path, the recorded file name beside the archive; see
-        `allennlp_elmo_c.common.fasttext_source`). Give exactly one of the two. If the archive
+        `allennlp_elmo_c.fasttext.fasttext_source`). Give exactly one of the two. If the archive
         does not exist (a task archive used after the biLM archive was deleted), `ELMO_C_FASTTEXT`
         is used.
     max_subwords_per_token : `int`, optional (default = `256`)
@@ -74,7 +74,7 @@ class FastTextSubwordsIndexer(TokenIndexer):
     fingerprint : `int`, optional (default = `None`)
         The `FastTextBin.fingerprint` of the `.bin` the model was trained with: any other file is
         a `ConfigurationError` naming both. Training records it in config.json
-        (`allennlp_elmo_c.common.fasttext_source.record_fingerprints`); it is not written by hand.
+        (`allennlp_elmo_c.fasttext.fasttext_source.record_fingerprints`); it is not written by hand.
 
     # Output
 

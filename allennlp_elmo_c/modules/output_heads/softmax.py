@@ -8,11 +8,11 @@ from allennlp.data import Vocabulary
 from allennlp.modules import TextFieldEmbedder
 from allennlp.modules.token_embedders import Embedding
 
-from allennlp_elmo_c.common.allocation_budget import allow
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
+from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
+from allennlp_elmo_c.received.allocation_budget import allow
 
 logger = logging.getLogger(__name__)
 

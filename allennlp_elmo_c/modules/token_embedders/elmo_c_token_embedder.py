@@ -10,11 +10,11 @@ from allennlp.data import Vocabulary
 
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
-from allennlp_elmo_c.common.config_defaults import ELMO_C_DIM
 from allennlp_elmo_c.archive import PretrainedBiLM
-from allennlp_elmo_c.common.fasttext_source import archive_being_loaded
+from allennlp_elmo_c.common.config_defaults import ELMO_C_DIM
+from allennlp_elmo_c.fasttext.fasttext_source import archive_being_loaded
 from allennlp_elmo_c.modules.elmo_c import ElmoC
+from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         the biLM's fastText `.bin` (`fasttext/<fingerprint>.bin`; see
         `allennlp_elmo_c.patches.archive_paths`), so that the task archive works alone. Set it
         false to keep a large `.bin` (7.2 GB for `cc.en.300.bin`) out of every task archive;
-        the `.bin` is then looked for as `allennlp_elmo_c.common.fasttext_source` says.
+        the `.bin` is then looked for as `allennlp_elmo_c.fasttext.fasttext_source` says.
     vocab : `Vocabulary`, optional
         The task model's vocabulary (AllenNLP passes it). The biLM's config and vocabulary
         (`PretrainedBiLM.record`, no weights) are kept in it, in a namespace of their own, and so

@@ -9,8 +9,8 @@ from allennlp.data.token_indexers.elmo_indexer import ELMoCharacterMapper
 from allennlp.modules.elmo import _ElmoCharacterEncoder
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
-from allennlp_elmo_c.common.allocation_budget import spend
-from allennlp_elmo_c.common.received_json import read_received_json
+from allennlp_elmo_c.received.allocation_budget import spend
+from allennlp_elmo_c.received.received_json import read_received_json
 
 
 _ACTIVATIONS = {"relu": torch.nn.functional.relu, "tanh": torch.tanh}

@@ -5,8 +5,8 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.common.fasttext_source import (
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_source import (
     check_fingerprint,
     resolve_missing_fasttext,
     trained_with,
@@ -26,7 +26,7 @@ class FastTextEmbedder(TokenEmbedder):
     copied to the device of the input ids on first use, once per device for all embedders that
     use the same file. A `model_path` that does not exist (an archive loaded from another directory
     or machine) is looked for in `$ELMO_C_FASTTEXT`, then beside the archive being loaded
-    (`allennlp_elmo_c.common.fasttext_source.resolve_missing_fasttext`); or override
+    (`allennlp_elmo_c.fasttext.fasttext_source.resolve_missing_fasttext`); or override
     `model_path` (of this embedder and of the indexer), e.g. with `load_archive(...,
     overrides=...)` or `allennlp ... --overrides`.
 
@@ -47,7 +47,7 @@ class FastTextEmbedder(TokenEmbedder):
     fingerprint : `int`, optional (default = `None`)
         The `FastTextBin.fingerprint` of the `.bin` the model was trained with: any other file is
         a `ConfigurationError` naming both. Training records it in config.json, and so in every
-        archive (`allennlp_elmo_c.common.fasttext_source.record_fingerprints`); it is not written
+        archive (`allennlp_elmo_c.fasttext.fasttext_source.record_fingerprints`); it is not written
         by hand.
     """
 

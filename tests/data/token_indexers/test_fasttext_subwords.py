@@ -11,9 +11,9 @@ from allennlp.data import Batch, Instance, Token, Vocabulary
 from allennlp.data.fields import TextField
 from allennlp.data.token_indexers import TokenIndexer
 
-from allennlp_elmo_c.common import fasttext_bin
-from allennlp_elmo_c.common.fasttext_bin import native_subwords
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
+from allennlp_elmo_c.fasttext import fasttext_bin
+from allennlp_elmo_c.fasttext.fasttext_bin import native_subwords
 from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
@@ -152,7 +152,7 @@ def test_exactly_one_of_model_path_and_archive_file(elmo_c_archive):
 
 def test_output_carries_the_model_fingerprint():
     tensors = tensors_for([["a", "b"], ["c"]], FastTextSubwordsIndexer(TINY))
-    from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+    from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 
     fingerprint = FastTextBin.load(TINY).fingerprint
     assert tensors["fasttext_fingerprint"].tolist() == [[fingerprint], [fingerprint]]
@@ -272,7 +272,7 @@ def test_cache_misses_of_one_call_are_hashed_together_and_cached(reference):
 
 @pytest.mark.skipif(
     native_subwords() is None,
-    reason="the C extension allennlp_elmo_c.common._subwords is not built "
+    reason="the C extension allennlp_elmo_c.fasttext._subwords is not built "
     "(python setup.py build_ext --inplace)",
 )
 def test_outputs_are_identical_with_and_without_the_extension(monkeypatch):

@@ -128,7 +128,7 @@ def test_the_fasttext_row_holds_fasttexts_vectors_also_for_words_it_never_saw():
     import numpy
     from flair.data import Sentence
 
-    from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+    from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
     from experiments.quality.flair_tagger import fasttext_word_embeddings
 
     vectors = FIXTURES_ROOT / "fasttext" / "tiny.bin"

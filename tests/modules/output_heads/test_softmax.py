@@ -9,7 +9,7 @@ from allennlp.models import Model
 from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 from allennlp.modules.token_embedders import Embedding
 
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.softmax import SoftmaxOutputHead
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder

@@ -14,7 +14,7 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.shown_text import printable
+from allennlp_elmo_c.received.shown_text import printable
 
 _GLOBAL_IN_MESSAGE = re.compile(
     r"GLOBAL (\S+)|unrecognized function (.+?)(?: which|$)|but got (<class [^>]*>|\S+)", re.M

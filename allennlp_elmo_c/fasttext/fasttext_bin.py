@@ -55,7 +55,7 @@ def native_subwords():
     Which implementation is used is logged once.
     """
     try:
-        from allennlp_elmo_c.common import _subwords
+        from allennlp_elmo_c.fasttext import _subwords
     except ImportError as error:
         logger.info(
             "fastText subword ids: the C extension is not built (%s); using the slower numpy "

@@ -26,8 +26,8 @@ from typing import Dict, Iterable, List, Set, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.contained_files import inside_path, refuse_links
-from allennlp_elmo_c.common.file_digests import file_sha256
+from allennlp_elmo_c.received.contained_files import inside_path, refuse_links
+from allennlp_elmo_c.received.file_digests import file_sha256
 
 MODEL_TYPE = "elmo_c"  # its config.json's `model_type` (Hugging Face's `AutoConfig` key too)
 DIRECTORY_FORMAT = 1
@@ -158,7 +158,7 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
 
 
 def check_digests(root: Path, listed: Dict[str, str], names: Iterable[str]) -> None:
-    """Every file of `names` matches its digest in `listed` (`common.file_digests`: hashed once
+    """Every file of `names` matches its digest in `listed` (`received.file_digests`: hashed once
     per process while unchanged); a `ConfigurationError` names the first that does not."""
     for name in names:
         if file_sha256(root / name) != listed[name]:

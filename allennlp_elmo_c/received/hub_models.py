@@ -13,7 +13,7 @@ from typing import Any, Iterator, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.config_tree import join_key, walk
-from allennlp_elmo_c.common.task_components import HUB_MODEL, TASK_COMPONENTS
+from allennlp_elmo_c.received.task_components import HUB_MODEL, TASK_COMPONENTS
 
 # How long the Hub may take to answer before a model missing from the cache is refused.
 PROBE_SECONDS = 5.0
@@ -21,7 +21,7 @@ PROBE_SECONDS = 5.0
 
 def hub_model_names(config: Any, path: str = "") -> Iterator[Tuple[str, str]]:
     """`(dotted key, model name)` of every key of a config's components that names a Hugging
-    Face model (`HUB_MODEL` in `common.task_components`: a `pretrained_transformer*`
+    Face model (`HUB_MODEL` in `received.task_components`: a `pretrained_transformer*`
     component's `model_name`, the `srl` reader's `bert_model_name`)."""
     for where, _, node in walk(config, path):
         kind = node.get("type") if isinstance(node, dict) else None

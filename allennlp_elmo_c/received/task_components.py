@@ -3,12 +3,12 @@ The components a received task archive may build (`TASK_COMPONENTS`): the regist
 names of the AllenNLP and allennlp-models components the task configs of `downstream_configs/`
 use, a few generic AllenNLP modules beside them, and the plugin's own task-side components, each
 with the keys of its constructor that name something to load. `check_task_config`
-(`common.received_config`) refuses any other `type` in a task archive's built sections, and holds
+(`received.received_config`) refuses any other `type` in a task archive's built sections, and holds
 each key named here to its rule:
 
 - `HUB_MODEL`: the name reaches Hugging Face's `from_pretrained` (a `pretrained_transformer*`
   component's `model_name`, the `srl` reader's `bert_model_name`): a published model's name,
-  never a local path (a directory would be loaded as the model); `common.hub_models` finds one
+  never a local path (a directory would be loaded as the model); `received.hub_models` finds one
   missing from the cache before anything is built;
 - `SPACY_MODEL`: the name reaches `spacy.load` (a `spacy` tokenizer's `language`): a published
   pipeline's name, never a local path;

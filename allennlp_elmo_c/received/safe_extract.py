@@ -27,7 +27,7 @@ group/other write permission and ownership. Names are quoted in messages cut to
 `SHOWN_NAME_CHARACTERS`.
 
 These bounds are module constants: a trusted archive beyond them is extracted after raising the
-constant, e.g. `allennlp_elmo_c.common.safe_extract.MAX_EXTRACTED_BYTES = 100 << 30`.
+constant, e.g. `allennlp_elmo_c.received.safe_extract.MAX_EXTRACTED_BYTES = 100 << 30`.
 """
 
 import bz2
@@ -45,7 +45,7 @@ from typing import IO, Callable, Dict, Iterator, List, Optional, Set, Tuple, Uni
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.shown_text import quoted
+from allennlp_elmo_c.received.shown_text import quoted
 
 # The most bytes of files an archive may extract (a task archive bundling a 7 GB fastText model
 # is well within).
@@ -83,7 +83,7 @@ PathOrStr = Union[str, "os.PathLike[str]"]
 
 
 _FIX = (
-    "If the archive is trusted, raise the bounds in allennlp_elmo_c.common.safe_extract "
+    "If the archive is trusted, raise the bounds in allennlp_elmo_c.received.safe_extract "
     "(MAX_EXTRACTED_BYTES, MAX_COMPRESSION_RATIO, MAX_MEMBERS) before loading it."
 )
 

@@ -19,7 +19,7 @@ from typing import List, Union
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.atomic import atomic_path
-from allennlp_elmo_c.common.shown_text import printable, quoted
+from allennlp_elmo_c.received.shown_text import printable, quoted
 
 PathOrStr = Union[str, "os.PathLike[str]"]
 

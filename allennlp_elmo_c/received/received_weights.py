@@ -25,8 +25,8 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.received_json import parse_received_json
-from allennlp_elmo_c.common.shown_text import printable
+from allennlp_elmo_c.received.received_json import parse_received_json
+from allennlp_elmo_c.received.shown_text import printable
 
 # The largest safetensors header read (the paper-size biLM's is ~10 KB).
 MAX_SAFETENSORS_HEADER_BYTES = 1 << 20
@@ -158,7 +158,7 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
                 name: Tensor(dtype, shape, held_bytes(path, begin, end))
                 for name, (dtype, shape, begin, end) in safetensors_header(path, where).items()
             }
-        from allennlp_elmo_c.common.weights_only import load_weights_only
+        from allennlp_elmo_c.received.weights_only import load_weights_only
 
         try:
             state = load_weights_only(path, map_location="cpu", mmap=True)

@@ -22,7 +22,7 @@ from allennlp.common.util import namespace_match
 from allennlp.data import Vocabulary
 from allennlp.data.vocabulary import DEFAULT_OOV_TOKEN, NAMESPACE_PADDING_FILE
 
-from allennlp_elmo_c.common.shown_text import printable, quoted
+from allennlp_elmo_c.received.shown_text import printable, quoted
 
 # What one vocabulary line costs once read (its string, its entries in two dictionaries).
 ENTRY_BYTES = 256

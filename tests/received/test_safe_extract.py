@@ -16,8 +16,8 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common import safe_extract
-from allennlp_elmo_c.common.safe_extract import extract_archive, extracted_archive, read_member
+from allennlp_elmo_c.received import safe_extract
+from allennlp_elmo_c.received.safe_extract import extract_archive, extracted_archive, read_member
 
 
 @pytest.mark.parametrize("compression", ["gz", "bz2", "xz", ""])

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common import fasttext_bin
-from allennlp_elmo_c.common.fasttext_bin import (
+from allennlp_elmo_c.fasttext import fasttext_bin
+from allennlp_elmo_c.fasttext.fasttext_bin import (
     FastTextBin,
     _batch_ngram_hashes,
     _fnv1a,
@@ -268,7 +268,7 @@ def test_native_and_numpy_equal_the_reference_for_any_words_and_settings(
 
 requires_native = pytest.mark.skipif(
     native_subwords() is None,
-    reason="the C extension allennlp_elmo_c.common._subwords is not built "
+    reason="the C extension allennlp_elmo_c.fasttext._subwords is not built "
     "(python setup.py build_ext --inplace)",
 )
 # Beyond TRICKY: lone surrogates (which fastText's binding cannot take), whitespace only, tokens
@@ -349,10 +349,10 @@ def test_native_shares_int_objects_and_rejects_non_strings():
 
 
 def test_missing_extension_falls_back_to_numpy_and_says_so(monkeypatch, caplog):
-    import allennlp_elmo_c.common as common
+    import allennlp_elmo_c.fasttext as fasttext_package
 
-    monkeypatch.delattr(common, "_subwords", raising=False)
-    monkeypatch.setitem(sys.modules, "allennlp_elmo_c.common._subwords", None)  # not importable
+    monkeypatch.delattr(fasttext_package, "_subwords", raising=False)
+    monkeypatch.setitem(sys.modules, "allennlp_elmo_c.fasttext._subwords", None)  # not importable
     with caplog.at_level(logging.INFO, logger=fasttext_bin.__name__):
         assert native_subwords.__wrapped__() is None
     assert "not built" in caplog.text and "numpy" in caplog.text
@@ -369,7 +369,7 @@ def test_the_native_tuples_and_an_indexer_cache_of_them_are_not_tracked_by_the_c
     words costs the garbage collector nothing (a dict of untracked values stays untracked)."""
     import gc
 
-    from allennlp_elmo_c.data.token_indexers import FastTextSubwordsIndexer
+    from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 
     model = FastTextBin.load(TINY)
     computed, _ = model.subword_ids_and_cuts(["schools", "unseenword", "café", "</s>"])

@@ -38,7 +38,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.config_tree import join_key, lookup_dotted, walk
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 
 logger = logging.getLogger(__name__)
 

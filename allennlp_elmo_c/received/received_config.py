@@ -36,7 +36,7 @@ writes with it; a model directory, which `package` writes without it, is refused
 **A task archive's config** (any AllenNLP model with an ELMo-C component, `is_elmo_c_config`:
 `crf_tagger`, `srl`, ... over `elmo_c_token_embedder`; an archive with no ELMo-C component is
 AllenNLP's to load, unchecked) is checked against an allowlist too, `TASK_COMPONENTS`
-(`common.task_components`): every component of its built sections must be of one of the types
+(`received.task_components`): every component of its built sections must be of one of the types
 named there (the AllenNLP and allennlp-models components the task configs of
 `downstream_configs/` use, a few generic AllenNLP modules, the plugin's task-side components),
 and each key that names what a component loads keeps to its rule: a Hugging Face or spaCy model
@@ -57,7 +57,7 @@ not read as infinity) and an integer must fit in 64 bits; in a biLM's config eve
 component takes (`SIZE_KEYS`: `cell_size`, `embedding_dim`, `num_embeddings`, ...) must be a
 non-negative integer of at most `MAX_SIZE` (`num_layers` at most `MAX_LAYERS`), or null where the
 component takes none. The memory these sizes make is then held to the weights' budget
-(`common.allocation_budget`).
+(`received.allocation_budget`).
 
 `check_bilm_config` returns what its walk of the components found (`BiLMConfigParts`: the
 fastText components, the keys naming files, the sizes), so that no loader walks the config again
@@ -74,15 +74,9 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.config_tree import join_key, lookup_dotted, walk
-from allennlp_elmo_c.common.fasttext_source import FASTTEXT_COMPONENTS, FASTTEXT_KEYS
-from allennlp_elmo_c.common.shown_text import printable, quoted
-from allennlp_elmo_c.common.received_json import (  # noqa: F401 (its importers read them here)
-    MAX_CONFIG_BYTES,
-    MAX_DEPTH,
-    parse_received_json,
-    read_received_json,
-)
-from allennlp_elmo_c.common.task_components import (
+from allennlp_elmo_c.fasttext.fasttext_source import FASTTEXT_COMPONENTS, FASTTEXT_KEYS
+from allennlp_elmo_c.received.shown_text import printable, quoted
+from allennlp_elmo_c.received.task_components import (
     HUB_MODEL,
     NOT_RECEIVED,
     SPACY_MODEL,
@@ -384,7 +378,7 @@ def _check_task_components(section: Any, where: str, path: str, skip: frozenset)
             raise _refusal(
                 where, key_path + ".type",
                 f"type {quoted(kind, 60)} is not a component a received task model may build "
-                "(allowed: TASK_COMPONENTS in allennlp_elmo_c/common/task_components.py)",
+                "(allowed: TASK_COMPONENTS in allennlp_elmo_c/received/task_components.py)",
             )  # fmt: skip
         for key, rule in keys.items():
             value = item.get(key)

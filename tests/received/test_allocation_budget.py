@@ -9,14 +9,14 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
 from allennlp.models import Model
 
-from allennlp_elmo_c.common.allocation_budget import (
+from allennlp_elmo_c.received.allocation_budget import (
     BUDGET_FACTOR,
     BUDGET_SLACK,
     allocation_budget,
     budget_of,
     largest_sizes,
 )
-from allennlp_elmo_c.common.received_weights import held_total, weights_table
+from allennlp_elmo_c.received.received_weights import held_total, weights_table
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 
 
@@ -106,8 +106,8 @@ def test_a_frozen_fasttext_output_embedding_is_allowed_what_its_vocabulary_and_b
     the weights: with 10,000 target words (as many as the .bin stores rows) it is sixteen times
     what the head's weights hold, and it builds within their budget because `allow` adds the
     rows' bytes; without `allow` it does not."""
-    from allennlp_elmo_c.common import allocation_budget as module
     from allennlp_elmo_c.modules.output_heads import softmax
+    from allennlp_elmo_c.received import allocation_budget as module
 
     vocab = Vocabulary()
     vocab.add_tokens_to_namespace([f"word{i}" for i in range(10_000)], "lm_targets")

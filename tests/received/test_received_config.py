@@ -13,21 +13,23 @@ from allennlp.models import Model
 from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder, TokenEmbedder
 
 from allennlp_elmo_c.common.config_defaults import CONFIG_DEFAULTS
-from allennlp_elmo_c.common.received_config import (
+from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
+from allennlp_elmo_c.received.received_config import (
     COMPONENTS,
     CONTINUOUS_LOSSES,
     DEFAULT_TYPES,
-    MAX_DEPTH,
     check_bilm_config,
     check_directory_config,
     check_received_config,
     check_task_config,
     drop_training_only,
+)
+from allennlp_elmo_c.received.received_json import (
+    MAX_DEPTH,
     parse_received_json,
     read_received_json,
 )
 from allennlp_elmo_c.modules.output_heads.losses import ContinuousLoss
-from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from tests import PROJECT_ROOT
 
 REGISTRIES = {
@@ -337,7 +339,7 @@ def test_received_json_is_plain_capped_json(tmp_path):
          "in_a_list", "not_an_object"],
 )
 def test_an_elmo_c_config_is_one_with_a_component_of_the_plugin(config, expected):
-    from allennlp_elmo_c.common.received_config import is_elmo_c_config
+    from allennlp_elmo_c.received.received_config import is_elmo_c_config
 
     assert is_elmo_c_config(config) is expected
 
@@ -398,7 +400,7 @@ def test_every_task_component_is_registered_with_the_keys_it_loads_by():
     import allennlp_models.tagging  # noqa: F401
     from allennlp.common.registrable import Registrable
 
-    from allennlp_elmo_c.common.task_components import TASK_COMPONENTS
+    from allennlp_elmo_c.received.task_components import TASK_COMPONENTS
 
     looks_loading = re.compile(
         r"path|file|(?:^|_)dir(?:$|_|ector)|model_name|language|elmo|archive|vocab(?!_namespace)"

@@ -1,6 +1,6 @@
 /*
  * fastText subword ids of many words in one call: what `FastTextBin.subword_ids_and_cuts`
- * computes in numpy (allennlp_elmo_c/common/fasttext_bin.py), word by word in C. The numpy
+ * computes in numpy (allennlp_elmo_c/fasttext/fasttext_bin.py), word by word in C. The numpy
  * implementation spends its time in per-call array overhead and Python per token; this one
  * runs at several times its speed on a sentence and is used whenever it is built. Its int
  * objects are shared through a table (`shared_int`): the ids of a sentence cost references to
@@ -218,7 +218,7 @@ static PySequenceMethods int_table_as_sequence = {
 
 static PyTypeObject IntTableType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "allennlp_elmo_c.common._subwords.IntTable",
+    .tp_name = "allennlp_elmo_c.fasttext._subwords.IntTable",
     .tp_doc = "IntTable(rows)\n--\n\nThe table of shared ints of the ids 0 .. rows - 1 that "
               "`subword_ids` fills (len: the ints made).",
     .tp_basicsize = sizeof(IntTable),
@@ -350,7 +350,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_subwords",
-    "fastText subword ids in C (see allennlp_elmo_c.common.fasttext_bin).", -1, methods,
+    "fastText subword ids in C (see allennlp_elmo_c.fasttext.fasttext_bin).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__subwords(void)

@@ -13,7 +13,7 @@ from typing import Union
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.contained_files import refuse_links
+from allennlp_elmo_c.received.contained_files import refuse_links
 
 
 def check_run_directory(serialization_dir: Union[str, Path]) -> None:

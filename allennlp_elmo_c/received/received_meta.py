@@ -11,8 +11,8 @@ from typing import Optional
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Meta, _check_version_compatibility
 
-from allennlp_elmo_c.common.received_json import read_received_json
-from allennlp_elmo_c.common.shown_text import quoted
+from allennlp_elmo_c.received.received_json import read_received_json
+from allennlp_elmo_c.received.shown_text import quoted
 
 META_NAME = "meta.json"
 # AllenNLP's meta.json is `{"version": "2.10.1"}`.

@@ -2,7 +2,7 @@
 One pass from a received biLM's files to a checked description of it, `ReceivedBiLM`, from which
 `archive` builds the model: nothing of it is read again, and no check is made twice.
 
-For a model directory (`common.model_directory`): its listing, exactly its files and only what
+For a model directory (`received.model_directory`): its listing, exactly its files and only what
 `package` writes, config.json's digest then its content (plain JSON, checked:
 `received_config.check_bilm_config`, whose one walk of the components also gives the fastText
 components, the keys naming files and the sizes), the files it names resolved inside it, the
@@ -23,11 +23,11 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.allocation_budget import budget_of
-from allennlp_elmo_c.common.contained_files import inside_path
-from allennlp_elmo_c.common.fasttext_bin import FastTextBin
-from allennlp_elmo_c.common.fasttext_source import check_fingerprint, resolve_fasttext_path
-from allennlp_elmo_c.common.model_directory import (
+from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
+from allennlp_elmo_c.fasttext.fasttext_source import check_fingerprint, resolve_fasttext_path
+from allennlp_elmo_c.received.allocation_budget import budget_of
+from allennlp_elmo_c.received.contained_files import inside_path
+from allennlp_elmo_c.received.model_directory import (
     CONFIG_FILE,
     DIRECTORY_FORMAT,
     MODEL_TYPE,
@@ -38,16 +38,18 @@ from allennlp_elmo_c.common.model_directory import (
     check_files_list,
     read_listing,
 )
-from allennlp_elmo_c.common.received_config import (
-    MAX_CONFIG_BYTES,
+from allennlp_elmo_c.received.received_config import (
     BiLMConfigParts,
     check_bilm_config,
     check_directory_config,
+)
+from allennlp_elmo_c.received.received_json import (
+    MAX_CONFIG_BYTES,
     parse_received_json,
     read_received_json,
 )
-from allennlp_elmo_c.common.received_weights import Tensor, held_total, weights_table
-from allennlp_elmo_c.common.safe_extract import extracted_archive, read_member
+from allennlp_elmo_c.received.received_weights import Tensor, held_total, weights_table
+from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
 
 logger = logging.getLogger(__name__)
 
