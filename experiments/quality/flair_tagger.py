@@ -9,6 +9,10 @@ vector files with gensim (`FastTextEmbeddings` too), which this project does not
 (`fasttext_word_embeddings`: every word of the task data, each with fastText's vector for it,
 built from its subwords where the word was not in fastText's vocabulary, as gensim's FastText
 gives it).
+
+Tasks (`COLUMNS`): NER, the four-column files of `tasks.ner_step`; POS, Brown's `word###tag`
+lines (`tasks.pos_step`) rewritten as two columns (`write_pos_columns`). Flair's score for both is
+its micro-F1 over the labels, which for POS (one tag a token) is the tagging accuracy.
 """
 
 import shutil
@@ -16,7 +20,9 @@ import time
 from pathlib import Path
 from typing import Iterable, List, Optional
 
-TAG_TYPE = "ner"
+# Task -> the columns of its files that Flair's `ColumnCorpus` reads (the text, the task's tag).
+COLUMNS = {"ner": {0: "text", 3: "ner"}, "pos": {0: "text", 1: "pos"}}
+SPLITS = ("train", "dev", "test")
 
 
 def task_words(files: Iterable[str]) -> List[str]:
@@ -46,22 +52,36 @@ def fasttext_word_embeddings(vectors: str, words: List[str], name: str):
     return embeddings
 
 
-def ner_corpus(directory: str):
-    """The NER data step's four-column files (`tasks.ner_step`) as a Flair `ColumnCorpus`."""
+def write_pos_columns(source: str, target: Path) -> None:
+    """Brown's `word###tag` sentences (one a line, `source/{train,dev,test}.txt`) as two-column
+    files in `target`, a blank line after each sentence."""
+    target.mkdir(parents=True, exist_ok=True)
+    for split in SPLITS:
+        lines = []
+        for line in open(Path(source) / f"{split}.txt", encoding="utf-8"):
+            tokens = [token.rpartition("###") for token in line.split()]
+            if tokens:
+                lines += [f"{word} {tag}" for word, _, tag in tokens] + [""]
+        (target / f"{split}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def task_corpus(task: str, directory: str):
+    """The task's column files in `directory` as a Flair `ColumnCorpus`."""
     from allennlp_elmo_c.integrations.flair import flair  # noqa: F401
     from flair.datasets import ColumnCorpus
 
-    return ColumnCorpus(directory, {0: "text", 3: TAG_TYPE}, train_file="train.txt",
-                        dev_file="dev.txt", test_file="test.txt", in_memory=True)  # fmt: skip
+    return ColumnCorpus(directory, COLUMNS[task], train_file="train.txt", dev_file="dev.txt",
+                        test_file="test.txt", in_memory=True)  # fmt: skip
 
 
-def tagger_step(data: dict, vectors: dict, contextual: list, seed: int, run: Path,
+def tagger_step(task: str, data: dict, vectors: dict, contextual: list, seed: int, run: Path,
                 settings: dict, keep: bool = False) -> dict:  # fmt: skip
     """
-    One tagger: fastText `vectors` plus the `contextual` embeddings (none for fastText alone),
-    trained in `run` with seed `seed`; `settings`: `hidden_size`, `max_epochs`,
-    `mini_batch_size`, `learning_rate`. Returns its development and test micro-F1 (the
-    best-development epoch's), and the CPU seconds it took (embedding the data included).
+    One tagger of `task` on its data step's column files (`data["dir"]`): fastText `vectors`
+    plus the `contextual` embeddings (none for fastText alone), trained in `run` with seed
+    `seed`; `settings`: `hidden_size`, `max_epochs`, `mini_batch_size`, `learning_rate`. Returns
+    its development and test micro-F1 (the best-development epoch's), and the CPU seconds it
+    took (embedding the data included).
     """
     from allennlp_elmo_c.integrations.flair import flair
     from flair.embeddings import StackedEmbeddings
@@ -70,13 +90,13 @@ def tagger_step(data: dict, vectors: dict, contextual: list, seed: int, run: Pat
 
     began = time.process_time()
     flair.set_seed(seed)
-    corpus = ner_corpus(data["dir"])
-    files = [str(Path(data["dir"]) / f"{split}.txt") for split in ("train", "dev", "test")]
+    corpus = task_corpus(task, data["dir"])
+    files = [str(Path(data["dir"]) / f"{split}.txt") for split in SPLITS]
     words = fasttext_word_embeddings(vectors["vectors"], task_words(files), "fasttext")
     embeddings = StackedEmbeddings([words, *contextual])
-    tags = corpus.make_label_dictionary(TAG_TYPE, add_unk=False)
+    tags = corpus.make_label_dictionary(task, add_unk=False)
     tagger = SequenceTagger(hidden_size=settings["hidden_size"], embeddings=embeddings,
-                            tag_dictionary=tags, tag_type=TAG_TYPE, use_crf=True, rnn_layers=1)  # fmt: skip
+                            tag_dictionary=tags, tag_type=task, use_crf=True, rnn_layers=1)  # fmt: skip
     trainer = ModelTrainer(tagger, corpus)
     result = trainer.train(
         run, learning_rate=settings["learning_rate"], mini_batch_size=settings["mini_batch_size"],
@@ -84,7 +104,7 @@ def tagger_step(data: dict, vectors: dict, contextual: list, seed: int, run: Pat
         create_file_logs=False, create_loss_file=False, use_final_model_for_eval=False,
     )  # fmt: skip
     # (the model from the best development epoch, which the trainer loaded for its test)
-    development = tagger.evaluate(corpus.dev, gold_label_type=TAG_TYPE, mini_batch_size=64)
+    development = tagger.evaluate(corpus.dev, gold_label_type=task, mini_batch_size=64)
     if not keep:
         shutil.rmtree(run, ignore_errors=True)
     return {

@@ -1,8 +1,8 @@
 """
 `experiments/quality/flair_comparison.py` end to end at fixture size: Flair's character LMs
 (hidden 8) and two ELMo-C systems pretrained to two tiny CPU-time budgets with two pretraining
-seeds, Flair's tagger on each snapshot and on fastText alone with two seeds, the table's JSON and
-the report's section rendered from it; a rerun skips every finished run.
+seeds, Flair's tagger on each snapshot and on fastText alone with two seeds for NER and POS, the
+table's JSON and the report's section rendered from it; a rerun skips every finished run.
 """
 
 import json
@@ -26,7 +26,8 @@ def comparison_argv(tmp_path, inputs):
         "--seeds", "2", "--pretrain-overrides", json.dumps(TINY_BUDGETED),
         "--flair-sequence-length", "10", "--flair-batch-size", "4", "--flair-splits", "2",
         "--flair-valid-characters", "100", "--tagger-hidden", "8", "--tagger-epochs", "1",
-        "--tagger-batch-size", "4", "--report", str(tmp_path / "QUALITY.md"),
+        "--tagger-batch-size", "4", "--tasks", "ner,pos", "--brown-source", str(inputs.brown),
+        "--report", str(tmp_path / "QUALITY.md"),
     ]  # fmt: skip
 
 
@@ -47,12 +48,16 @@ def test_the_comparison_tables_every_system_budget_and_seed_and_a_rerun_skips_fi
     for system in SYSTEMS:
         assert list(data["cells"][system]) == budgets
         for minutes in budgets:
-            found = data["cells"][system][minutes]["ner"]
-            seeds = [1, 2] if minutes == budgets[-1] else [1]
-            assert found["pretrain_seeds"] == seeds and found["task_seeds"] == [1, 2]
-            assert len(found["test"]) == len(found["dev"]) == 2 * len(seeds)
-            assert all(0.0 <= score <= 1.0 for score in found["test"] + found["dev"])
-    assert data["finished_runs"] == data["expected_runs"] == 2 * (1 + 3 * 3)
+            assert list(data["cells"][system][minutes]) == ["ner", "pos"]
+            for found in data["cells"][system][minutes].values():
+                seeds = [1, 2] if minutes == budgets[-1] else [1]
+                assert found["pretrain_seeds"] == seeds and found["task_seeds"] == [1, 2]
+                assert len(found["test"]) == len(found["dev"]) == 2 * len(seeds)
+                assert all(0.0 <= score <= 1.0 for score in found["test"] + found["dev"])
+    assert data["finished_runs"] == data["expected_runs"] == 2 * 2 * (1 + 3 * 3)
+    assert list(data["tasks"]) == ["ner", "pos"]
+    # POS reads Brown's held-out genres: development and test are other text than training.
+    assert all(data["tasks"]["pos"]["sentences"][split] > 0 for split in ("train", "dev", "test"))
     for entry in data["pretraining"]:
         # Each budget bought some text, in at least its CPU time (Flair: for both directions).
         assert entry["cpu_seconds"] >= 60 * entry["minutes"] * 0.999
@@ -66,7 +71,8 @@ def test_the_comparison_tables_every_system_budget_and_seed_and_a_rerun_skips_fi
     assert flair_comparison.BEGIN in report and "Partial" not in report
     assert "Flair char LMs (hidden 8, forward + backward)" in report
     rows = [line for line in report.splitlines() if line.startswith("| ELMo-C (continuous, in-batch")]
-    assert [row.split(" | ")[1] for row in rows] == budgets  # a row per budget
+    assert [row.split(" | ")[1] for row in rows] == budgets * 2  # a row per budget and task
+    assert "### POS (Brown, held-out genres) accuracy" in report and "| test accuracy |" in report
 
     # A rerun finds every step done, and repeats none; a tagger run whose result is gone reruns.
     before = step_files(tmp_path / "out")
