@@ -42,9 +42,7 @@ from allennlp.models.archival import (
 
 from allennlp_elmo_c.received.allocation_budget import allocation_budget, spend
 from allennlp_elmo_c.received.hub_models import check_hub_models
-from allennlp_elmo_c.received.model_directory import (
-    MODEL_TYPE,
-)
+from allennlp_elmo_c.received.model_directory import MODEL_TYPE
 from allennlp_elmo_c.received.received_config import (
     REMOVED_ON_LOAD,
     check_bilm_config,

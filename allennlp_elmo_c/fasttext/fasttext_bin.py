@@ -284,9 +284,9 @@ class FastTextBin:
     ) -> List[List[int]]:
         """
         `subword_ids` of each of `words`: by the C extension if it is built, else the n-grams of
-        all of them hashed at once in numpy (`_batch_ngram_hashes`), 3-5x faster than word by word
-        in pure Python (`reference_subword_ids`) for a sentence or more, the C extension faster
-        still (`experiments/speed/indexing_speed.py`).
+        all of them hashed at once in numpy (`_batch_ngram_hashes`), faster than word by word in
+        pure Python (`reference_subword_ids`) for a sentence or more, the C extension faster
+        still (measured by `experiments/speed/indexing_speed.py`).
         """
         return [list(ids) for ids in self.subword_ids_and_cuts(words, limit)[0]]
 
@@ -297,8 +297,8 @@ class FastTextBin:
         `subword_ids_batch(words, limit)` as tuples, and the indices of the words that have more
         than `limit` ids (cut to `limit`). Tuples of ints, unlike lists, are not tracked by
         Python's garbage collector once it has seen them: caching millions of lists would make
-        every full collection traverse them (which made building 100k lists 7x slower in a
-        process that has imported torch and AllenNLP).
+        every full collection traverse them, which in a process that has imported torch and
+        AllenNLP slows building many lists down several times.
 
         `limit`, if given, is `>= 0`.
         """

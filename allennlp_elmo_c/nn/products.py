@@ -105,7 +105,7 @@ class Products:
             if self.onednn and rows is not None:
                 return torch.ops.mkldnn._reorder_linear_weight(low, rows)
             # ... then transposed if it is a view: torch's copy that casts and transposes at
-            # once ran 3x slower than the two.
+            # once is slower than the two.
             return POOL.empty(weight.shape, weight, self.dtype).copy_(low)
         if not self.onednn or weight.is_contiguous():
             return weight

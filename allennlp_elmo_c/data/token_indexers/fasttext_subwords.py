@@ -64,11 +64,10 @@ class FastTextSubwordsIndexer(TokenIndexer):
         call does not find are hashed together (`FastTextBin.subword_ids_batch`).
     layout : `str`, optional (default = `"flat"`)
         How a sentence's subword ids are laid out (see Output): `"flat"`, all of them one after
-        the other, or `"padded"`, one row per token padded to the batch's most subwords (the only
-        layout before 2026-11-22; a batch of 64 x 22 tokens averaging 17.6 subwords was padded to
-        143). The `fasttext` embedder reads both and gives identical vectors (so archives
-        trained with either load and embed the same); flat batches are ~5x smaller, collate ~4x
-        and embed ~2.6x faster (`experiments/speed/RESULTS.md`).
+        the other, or `"padded"`, one row per token padded to the batch's most subwords. The
+        `fasttext` embedder reads both and gives identical vectors (so archives trained with
+        either load and embed the same); flat batches are several times smaller and faster to
+        collate and embed (`experiments/speed/indexing_speed.py`, RESULTS.md).
     token_min_padding_length : `int`, optional (default = `0`)
         See `TokenIndexer`.
     fingerprint : `int`, optional (default = `None`)
