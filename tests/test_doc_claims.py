@@ -3,9 +3,9 @@ Claims the docs make about the code, checked against the code: the patches docs/
 lists and the defaults it gives, the signatures of `ElmoC` and `ElmoCEmbedder` in
 docs/using-a-model.md and how `ElmoC`'s arguments differ from AllenNLP's `Elmo` in the README,
 the test files docs/development.md names as the GPU tests, the task formats
-docs/choosing-a-bilm.md says `probe-screen --help` prints, and the number of commands the docs
-give the README's blocks. (tests/test_docs.py checks the commands, links, paths and the
-environment variable table.)
+docs/choosing-a-bilm.md says `probe-screen --help` prints, the number of commands the docs give
+the README's blocks, and prepare-corpus's duplicate window in docs/your-data.md.
+(tests/test_docs.py checks the commands, links, paths and the environment variable table.)
 """
 
 import argparse
@@ -163,3 +163,14 @@ def test_every_count_of_commands_is_the_commands_of_its_block():
                     wrong.append(f"{name}: {word} commands, where {block.marker} has "
                                  f"{len(commands(block.code))}: {line.strip()[:80]}")  # fmt: skip
     assert seen >= 6 and not wrong, "\n".join(wrong)
+
+
+def test_the_duplicate_window_the_data_guide_gives_is_prepare_corpus_default():
+    from allennlp_elmo_c.commands.prepare_corpus import DUPLICATE_WINDOW
+
+    text = " ".join(doc("docs/your-data.md").split())
+    found = re.search(r"`--duplicate-window` distinct sentences \(default ([\d,]+)\).*?up to "
+                      r"(\d+)M distinct sentences is deduplicated exactly", text)  # fmt: skip
+    assert found, "docs/your-data.md no longer states the window's default"
+    assert int(found.group(1).replace(",", "")) == DUPLICATE_WINDOW
+    assert int(found.group(2)) * 1_000_000 == DUPLICATE_WINDOW // 2

@@ -21,11 +21,13 @@ python -m allennlp_elmo_c prepare-corpus INPUT... OUTPUT_DIR [--language en] \\
   `validation.txt`. A document goes wholly to one side: to validation when a
   64-bit hash of `seed`, its source file (relative to its INPUT) and its index in the file falls
   below `validation_fraction`, so the same inputs and seed give byte-identical outputs.
-- Exact duplicate sentences are written once (the first occurrence, across both files). The
-  table of sentences seen is a Python `set` of 8-byte hashes: about 60 to 100 bytes of memory per
-  distinct sentence (a 64-bit int object and its set slot), the only state that grows with the
-  corpus; everything else streams (a line, a block of at most `CHUNK_CHARACTERS`, or one JSON
-  line at a time).
+- Exact duplicate sentences are written once (the first occurrence, across both files) when
+  they recur within `--duplicate-window` distinct sentences of each other (a `RecentSet` of
+  8-byte hashes, about 80 bytes of memory per sentence held: at most the window's, however large
+  the corpus; a sentence that keeps recurring, boilerplate, stays in it). A corpus of at most
+  half the window's distinct sentences is deduplicated exactly; the manifest counts the
+  hashes the window dropped (`duplicate_window.forgotten`: 0 when it was exact). Everything else
+  streams (a line, a block of at most `CHUNK_CHARACTERS`, or one JSON line at a time).
 - `manifest.json` (written last) holds the files, documents, sentences and tokens per split,
   duplicates removed, every skipped input with its reason and the problems met per file; an
   identical second run is a no-op (`--force` redoes it). Output files are written atomically
@@ -63,6 +65,7 @@ from tqdm import tqdm
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand, options
 from allennlp_elmo_c.common.atomic import atomic_path, remove_stale_temporaries
 from allennlp_elmo_c.common.build_cache import MANIFEST, is_built, write_manifest
+from allennlp_elmo_c.common.recent_set import RecentSet
 from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 from allennlp_elmo_c.common.text import decode_line
 from allennlp_elmo_c.received.received_json import MAX_DEPTH, json_depth
@@ -75,6 +78,8 @@ JSON_SUFFIXES = (".jsonl", ".jsonl.gz")
 # The longest text given to spaCy at once (its `max_length` is 1,000,000): longer lines are cut at
 # whitespace, longer blocks at line ends.
 CHUNK_CHARACTERS = 100_000
+# Sentence hashes held to find duplicates (`--duplicate-window`), about 80 bytes of memory each.
+DUPLICATE_WINDOW = 8_000_000
 # A `.jsonl` line (one document) longer than this is skipped, never read into memory whole.
 MAX_JSON_LINE_BYTES = 64 * 1024 * 1024
 # A file is binary when its first SNIFF_BYTES hold more than these fractions of NUL bytes or of
@@ -123,6 +128,7 @@ def prepare_corpus(
     seed: int = 13,
     text_field: str = "text",
     paragraphs: bool = False,
+    duplicate_window: int = DUPLICATE_WINDOW,
     force: bool = False,
     show_progress: bool = True,
 ) -> Path:
@@ -145,9 +151,11 @@ def prepare_corpus(
         The field of a `.jsonl` line that holds the text.
     paragraphs : `bool`
         Blank-line-separated blocks, not files (or JSON lines), are the documents.
+    duplicate_window : `int`
+        The most sentence hashes held to find duplicates (`RecentSet`, >= 2).
     """
     output_directory = Path(output_directory)
-    _check_options(inputs, validation_fraction, shard_tokens, text_field)
+    _check_options(inputs, validation_fraction, shard_tokens, text_field, duplicate_window)
     files, skipped = _find_inputs([Path(p) for p in inputs], output_directory)
     options = {
         "language": language,
@@ -156,6 +164,7 @@ def prepare_corpus(
         "seed": seed,
         "text_field": text_field,
         "paragraphs": paragraphs,
+        "duplicate_window": duplicate_window,
     }
     recipe = _recipe(files, skipped, options)
     if not force and is_built(output_directory, recipe):
@@ -169,7 +178,7 @@ def prepare_corpus(
     (output_directory / MANIFEST).unlink(missing_ok=True)  # no longer a finished build
     remove_stale_temporaries(output_directory)
     writer = _Writer(output_directory, shard_tokens)
-    splitter = _Splitter(writer, seed, validation_fraction)
+    splitter = _Splitter(writer, seed, validation_fraction, duplicate_window)
     start = time.perf_counter()
     progress = tqdm(
         desc="prepare-corpus", unit=" tokens", unit_scale=True, file=sys.stderr,
@@ -197,6 +206,7 @@ def prepare_corpus(
         "files": writer.files,
         "splits": splits,
         "duplicates_removed": splitter.duplicates,
+        "duplicate_window": {"sentences": duplicate_window, "forgotten": splitter.forgotten},
         "inputs_read": len(usable),
         "skipped": skipped,
         "problems": problems,
@@ -218,6 +228,7 @@ def _check_options(
     validation_fraction: float,
     shard_tokens: Optional[int],
     text_field: str,
+    duplicate_window: int,
 ) -> None:
     """Refuses options `prepare_corpus` cannot run with, naming the one to change."""
     if not inputs:
@@ -232,6 +243,10 @@ def _check_options(
         )
     if not text_field:
         raise ConfigurationError("prepare-corpus: --text-field must not be empty")
+    if duplicate_window < 2:
+        raise ConfigurationError(
+            f"prepare-corpus: --duplicate-window must be >= 2 sentences, got {duplicate_window}"
+        )
 
 
 def _recipe(
@@ -292,11 +307,13 @@ class _Splitter:
     """Sends each document's sentences to its split (by `_document_hash`) and writes each
     distinct sentence once, counting documents, sentences and tokens per split."""
 
-    def __init__(self, writer: "_Writer", seed: int, validation_fraction: float) -> None:
+    def __init__(
+        self, writer: "_Writer", seed: int, validation_fraction: float, duplicate_window: int
+    ) -> None:
         self._writer = writer
         self._seed = seed
         self._threshold = int(validation_fraction * (1 << 64))
-        self._seen: set = set()  # 8-byte hashes of the sentences written
+        self._seen = RecentSet(duplicate_window)  # 8-byte hashes of the recent sentences
         self._document: Optional[Tuple[_InputFile, str]] = None
         self._split = "train"
         self._counted = False  # whether the current document is counted in its split
@@ -304,6 +321,11 @@ class _Splitter:
         self.splits = {
             name: {"documents": 0, "sentences": 0, "tokens": 0} for name in ("train", "validation")
         }
+
+    @property
+    def forgotten(self) -> int:
+        """Sentence hashes the duplicate window dropped (0: every duplicate was found)."""
+        return self._seen.forgotten
 
     @property
     def sentences(self) -> int:
@@ -329,10 +351,9 @@ class _Splitter:
             line = " ".join(tokens)
             digest = hashlib.blake2b(line.encode("utf-8"), digest_size=8).digest()
             fingerprint = int.from_bytes(digest, "big")
-            if fingerprint in self._seen:
+            if self._seen.seen(fingerprint):
                 self.duplicates += 1
                 continue
-            self._seen.add(fingerprint)
             self._writer.write(self._split, line, len(tokens))
             counts["sentences"] += 1
             counts["tokens"] += len(tokens)
@@ -672,10 +693,15 @@ class PrepareCorpus(PluginSubcommand):
                                help="the field of a .jsonl line that holds the text")
         subparser.add_argument("--paragraphs", action="store_true",
                                help="each blank-line-separated block is a document")
+        subparser.add_argument(
+            "--duplicate-window", type=int, default=DUPLICATE_WINDOW, metavar="SENTENCES",
+            help="duplicates are found among this many recent distinct sentences (memory: about "
+                 "80 bytes each; exact for a corpus of at most half as many)",
+        )
         self.add_build_options(subparser)
 
     def run(self, args: argparse.Namespace) -> None:
         names = ("language", "validation_fraction", "shard_tokens", "seed", "text_field",
-                 "paragraphs", "force")  # fmt: skip
+                 "paragraphs", "duplicate_window", "force")  # fmt: skip
         prepare_corpus(args.inputs, args.output_directory, show_progress=not args.quiet,
                        **options(args, *names))  # fmt: skip

@@ -117,11 +117,38 @@ def test_exact_duplicate_sentences_are_written_once(tmp_path):
     assert lines(out / "train.txt") == ["Hello world .", "Something else .", "New here ."]
     stats = manifest(out)["stats"]
     assert stats["duplicates_removed"] == 3
+    assert stats["duplicate_window"] == {"sentences": module.DUPLICATE_WINDOW, "forgotten": 0}
     assert stats["splits"]["train"]["documents"] == 2
     write(tmp_path / "other" / "a.txt", "A file of the same name.\n")  # still another document
     out = prepare_corpus([tmp_path / "a.txt", tmp_path / "other" / "a.txt"], tmp_path / "same",
                          validation_fraction=0.0, **QUIET)
     assert manifest(out)["stats"]["splits"]["train"]["documents"] == 2
+
+
+def test_the_duplicate_window_bounds_the_hashes_held_and_keeps_what_recurs(tmp_path):
+    # A window of 4 hashes: two generations of 2. "Boiler plate ." recurs every third sentence
+    # and is always found; "Far away ." recurs after more than the window and is written again;
+    # no sentence seen once is ever dropped.
+    unique = [f"Sentence number {n} ." for n in range(12)]
+    text = ["Far away ."]
+    for number, sentence in enumerate(unique):
+        text += [sentence] + (["Boiler plate ."] if number % 2 == 0 else [])
+    text += ["Far away ."]
+    write(tmp_path / "a.txt", "\n\n".join(text) + "\n")
+    out = prepare_corpus([tmp_path / "a.txt"], tmp_path / "out", validation_fraction=0.0,
+                         duplicate_window=4, **QUIET)  # fmt: skip
+    written = lines(out / "train.txt")
+    assert written == ["Far away .", unique[0], "Boiler plate ."] + [
+        line for line in text[3:] if line != "Boiler plate ."
+    ]
+    stats = manifest(out)["stats"]
+    assert stats["duplicates_removed"] == 5  # the boilerplate's repeats, the far one's none
+    assert stats["duplicate_window"]["sentences"] == 4
+    assert stats["duplicate_window"]["forgotten"] > 0  # not exact, and it says so
+    # The default window holds them all: exact, nothing forgotten.
+    out = prepare_corpus([tmp_path / "a.txt"], tmp_path / "exact", validation_fraction=0.0, **QUIET)
+    assert lines(out / "train.txt") == written[:-1]
+    assert manifest(out)["stats"]["duplicate_window"]["forgotten"] == 0
 
 
 def test_shards_hold_about_shard_tokens_each(tmp_path):
@@ -262,6 +289,7 @@ def test_word_longer_than_a_piece_is_cut_between_characters(tmp_path, monkeypatc
         (["ok.txt"], {"language": "qq"}, "'qq' \\(--language\\)"),
         (["ok.txt"], {"validation_fraction": 1.0}, "--validation-fraction"),
         (["ok.txt"], {"shard_tokens": 0}, "--shard-tokens"),
+        (["ok.txt"], {"duplicate_window": 1}, "--duplicate-window must be >= 2"),
     ],
 )
 def test_clear_errors(tmp_path, inputs, options, message):

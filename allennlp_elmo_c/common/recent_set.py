@@ -1,0 +1,44 @@
+"""
+A set of hashable keys whose memory is bounded by a number of keys, not by how many are added.
+"""
+
+from typing import Hashable
+
+
+class RecentSet:
+    """
+    The keys added most recently, at most `limit` of them: two generations of at most
+    `limit // 2` keys each, the older dropped whole when the newer is full. So a key is found
+    if fewer than `limit // 2` other keys were added since it was last given (often when more
+    were), and a key never given is never found. A key found in the older generation moves to the
+    newer, so a key that keeps coming back is never forgotten.
+
+    # Parameters
+
+    limit : `int`
+        The most keys held (>= 2).
+    """
+
+    def __init__(self, limit: int) -> None:
+        if limit < 2:
+            raise ValueError(f"RecentSet: limit must be >= 2, got {limit}")
+        self.generation = limit // 2
+        self._newer: set = set()
+        self._older: set = set()
+        self.forgotten = 0  # keys dropped with an older generation
+
+    def __len__(self) -> int:
+        return len(self._newer) + len(self._older)
+
+    def seen(self, key: Hashable) -> bool:
+        """Whether `key` is held; it is held (in the newer generation) afterwards either way."""
+        if key in self._newer:
+            return True
+        found = key in self._older
+        if found:
+            self._older.discard(key)
+        if len(self._newer) >= self.generation:
+            self.forgotten += len(self._older)
+            self._older, self._newer = self._newer, set()
+        self._newer.add(key)
+        return found
