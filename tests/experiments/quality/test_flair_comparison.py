@@ -56,6 +56,8 @@ def test_the_comparison_tables_every_system_budget_and_seed_and_a_rerun_skips_fi
                 assert all(0.0 <= score <= 1.0 for score in found["test"] + found["dev"])
     assert data["finished_runs"] == data["expected_runs"] == 2 * 2 * (1 + 3 * 3)
     assert list(data["tasks"]) == ["ner", "pos"]
+    for task, crf in (("ner", True), ("pos", False)):  # POS: Brown's many tags, no CRF
+        assert {run["crf"] for run in data["cells"]["elmo_c_cosine"][budgets[0]][task]["runs"]} == {crf}
     # POS reads Brown's held-out genres: development and test are other text than training.
     assert all(data["tasks"]["pos"]["sentences"][split] > 0 for split in ("train", "dev", "test"))
     for entry in data["pretraining"]:
