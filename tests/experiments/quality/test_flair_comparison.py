@@ -150,3 +150,20 @@ def test_the_fasttext_row_holds_fasttexts_vectors_also_for_words_it_never_saw():
         found = token.get_embedding(["fasttext"]).numpy()
         numpy.testing.assert_allclose(found, model.word_vector(word), rtol=1e-6)
         assert numpy.abs(found).sum() > 0
+
+
+def test_a_pos_tag_the_training_split_lacks_is_an_error_not_a_crash(tmp_path):
+    from experiments.quality.flair_tagger import tagger_step, write_pos_columns
+
+    brown = tmp_path / "brown"
+    brown.mkdir()
+    (brown / "train.txt").write_text("the###at dog###nn ran###vbd\nthe###at cat###nn sat###vbd\n")
+    (brown / "dev.txt").write_text("the###at dog###nn sat###vbd !###.\n")  # `.`: unseen
+    (brown / "test.txt").write_text("the###at dog###nn ran###vbd !###.\n")
+    write_pos_columns(str(brown), tmp_path / "columns")
+    assert (tmp_path / "columns" / "test.txt").read_text() == "the at\ndog nn\nran vbd\n! .\n\n"
+    settings = {"hidden_size": 4, "max_epochs": 1, "mini_batch_size": 2, "learning_rate": 0.1}
+    vectors = {"vectors": str(FIXTURES_ROOT / "fasttext" / "tiny.bin")}
+    result = tagger_step("pos", {"dir": str(tmp_path / "columns")}, vectors, [], 1,
+                         tmp_path / "run", settings)  # fmt: skip
+    assert result["crf"] is False and 0.0 <= result["test"] <= 0.75  # the unseen tag is wrong
