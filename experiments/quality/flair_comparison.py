@@ -55,7 +55,8 @@ from experiments.quality.report import downstream_difference, machine, mean_std,
 from experiments.quality.steps import Steps, steps_command
 from experiments.quality.tasks import ner_step, pos_step
 
-BEGIN, END = markers("flair-comparison")
+SECTION = "flair-comparison"  # the report's section (`--section`)
+BEGIN, END = markers(SECTION)
 BASELINE = "fasttext"
 TASKS = {"ner": "NER (UNER EWT) micro-F1", "pos": "POS (Brown, held-out genres) accuracy"}
 METRIC = {"ner": "F1", "pos": "accuracy"}
@@ -289,16 +290,20 @@ def task_table(data: dict, task: str) -> List[str]:
     return lines
 
 
-def render(data: dict) -> str:
-    """The report's section, from the table's JSON alone."""
+def render(data: dict, section: str = SECTION) -> str:
+    """The report's section `section`, from the table's JSON alone."""
     tasks = data["tasks"]
+    begin, end = markers(section)
+    title = "ELMo-C against Flair's contextual string embeddings at equal CPU time"
+    if len(tasks) > 1:
+        title += ": " + " and ".join(task.upper() for task in tasks)
     sentences = "; ".join(
         f"{task.upper()} sentences: train {found['sentences']['train']:,}, dev "
         f"{found['sentences']['dev']:,}, test {found['sentences']['test']:,}"
         for task, found in tasks.items()
     )
     lines = [
-        BEGIN, "", "## ELMo-C against Flair's contextual string embeddings at equal CPU time", "",
+        begin, "", f"## {title}", "",
         f"Produced by `{data['command']}` (experiments/quality/flair_comparison.py; its JSON is the "
         "record). Machine: " + data["machine"] + ".", "",
         f"Pretraining corpus: {data['corpus']['train_tokens']:,} tokens "
@@ -322,7 +327,7 @@ def render(data: dict) -> str:
         if len(tasks) > 1:
             lines += ([""] if number else []) + [f"### {tasks[task]['label']}", ""]
         lines += task_table(data, task)
-    return "\n".join(lines + ["", END]) + "\n"
+    return "\n".join(lines + ["", end]) + "\n"
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -353,6 +358,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=None, help="the table (default OUT/flair_comparison.json)")
     parser.add_argument("--report", type=Path, default=None, help="markdown file for the section")
     parser.add_argument("--render-only", action="store_true", help="run nothing: the section from --json")
+    parser.add_argument("--section", default=SECTION, help="the name of the report's section")
     args = parser.parse_args(argv)
     args.systems = [s for s in args.systems.split(",") if s]
     unknown = [s for s in args.systems if not FLAIR.match(s) and s not in ELMO_SYSTEMS]
@@ -399,7 +405,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         write(run_all(args, steps, corpus, vectors, task_data, write))
         data = json.loads(args.json.read_text(encoding="utf-8"))
     if args.report:
-        replace_section(args.report, BEGIN, END, render(data))
+        replace_section(args.report, *markers(args.section), render(data, args.section))
     return data
 
 

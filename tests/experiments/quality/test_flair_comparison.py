@@ -91,6 +91,11 @@ def test_the_comparison_tables_every_system_budget_and_seed_and_a_rerun_skips_fi
     flair_comparison.main(argv[:-1] + [str(tmp_path / "again.md"), "--render-only"])
     section = report[report.index(flair_comparison.BEGIN):]
     assert (tmp_path / "again.md").read_text() == section
+    # Another section of the same report, from another JSON, leaves the first one as it is.
+    flair_comparison.main(argv + ["--render-only", "--section", "flair-comparison-pos"])
+    both = (tmp_path / "QUALITY.md").read_text()
+    assert both.startswith(report) and "<!-- report: flair-comparison-pos -->" in both
+    assert "## ELMo-C against Flair's contextual string embeddings at equal CPU time: NER and POS" in both
 
 
 def test_the_budget_clock_leaves_out_evaluation_and_stops_after_the_last_budget():
