@@ -51,8 +51,11 @@ from pathlib import Path
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
 
-from experiments.quality import table2 as quality
-from experiments.quality.table2 import BATCH, PROJECT, TRAINING_CONFIG, WINDOW, Steps, mean_std
+from experiments.common.seeds import mean_std
+from experiments.quality.pretraining import pretrain_step
+from experiments.quality.steps import (BATCH, PROJECT, TRAINING_CONFIG, WINDOW, Steps,
+                                       allennlp_train, steps_command)
+from experiments.quality.tasks import BASELINE, TASKS, task_step, write_lines
 from experiments.common.markers import markers, replace_section
 
 logger = logging.getLogger("adaptation")
@@ -125,7 +128,7 @@ def source_corpus_step(args) -> dict:
 def source_pretrain_step(args, corpus: dict, vectors: dict) -> dict:
     """quality.py's `pretrain_step` (elmo_c_demo.jsonnet, cosine) on the source corpus."""
     batches = max(1, args.source_tokens // (BATCH * WINDOW))
-    return quality.pretrain_step(args, SOURCE_SYSTEM, batches, corpus, vectors)
+    return pretrain_step(args, SOURCE_SYSTEM, batches, corpus, vectors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,7 +172,7 @@ def write_fiction_inputs(args, directory: Path, pos_dir: Path) -> Dict[str, dict
                     counts["dropped_pos_training_sentences"] += 1
                 else:
                     kept.append(detokenize(words))
-            quality.write_lines(directory / "brown" / f"{document.file_id}.txt", kept)
+            write_lines(directory / "brown" / f"{document.file_id}.txt", kept)
             counts["documents"] += 1
             counts["sentences"] += len(kept)
         written["brown"] = counts
@@ -264,7 +267,7 @@ def adapt_step(args, source: dict, corpus: dict, seed: int) -> dict:
         "ELMO_C_ADAPT_STEPS": str(args.steps),
     }
     run = args.out / "runs" / f"adapt-seed{seed}"
-    metrics = quality.allennlp_train(ADAPT_CONFIG, run, overrides, environment, args.threads)
+    metrics = allennlp_train(ADAPT_CONFIG, run, overrides, environment, args.threads)
     batch = overrides.get("data_loader.batch_size", ADAPT_BATCH)
     tokens = args.steps * batch * WINDOW
     duration = training_seconds(metrics["training_duration"])
@@ -421,7 +424,7 @@ def render(args, command: str, steps: Steps, quality_steps: Steps) -> str:
 
     rows = [
         ("fastText only (no context)", quality_steps,
-         [f"task-pos-{quality.BASELINE}-seed{s}" for s in seeds]),
+         [f"task-pos-{BASELINE}-seed{s}" for s in seeds]),
         ("ELMo-C cosine, source (no fiction), unadapted", steps,
          [f"task-pos-{SOURCE_SYSTEM}-source-seed{s}" for s in seeds]),
         ("ELMo-C cosine, source adapted to fiction", steps,
@@ -430,7 +433,7 @@ def render(args, command: str, steps: Steps, quality_steps: Steps) -> str:
          [f"task-pos-{SOURCE_SYSTEM}-tokens-seed{s}" for s in seeds]),
     ]  # fmt: skip
     lines += [
-        f"{quality.TASKS['pos'][2]} (test = mystery + romance; {args.task_epochs} epochs, "
+        f"{TASKS['pos'][2]} (test = mystery + romance; {args.task_epochs} epochs, "
         f"patience {args.task_patience}; the adapted run of seed s uses the biLM adapted with "
         "seed s; the fastText-only and reference rows are the runs above):",
         "",
@@ -491,7 +494,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.data_dir = args.data_dir.resolve()
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
     steps, quality_steps = Steps(args.out), Steps(args.quality.resolve())
-    command = quality.steps_command("experiments.quality.adaptation", argv)
+    command = steps_command("experiments.quality.adaptation", argv)
 
     def report() -> None:
         write_report(args, render(args, command, steps, quality_steps))
@@ -525,8 +528,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         for system, archive in (("adapted", adapted["archive"]), ("source", source["archive"])):
             steps.run(
                 f"task-pos-{SOURCE_SYSTEM}-{system}-seed{seed}",
-                lambda: quality.task_step(args, "pos", f"{SOURCE_SYSTEM}-{system}", archive,
-                                          seed, pos, vectors),
+                lambda: task_step(args, "pos", f"{SOURCE_SYSTEM}-{system}", archive,
+                                  seed, pos, vectors),
             )  # fmt: skip
             report()
     print((args.out / "ADAPTATION.md").read_text())

@@ -51,10 +51,15 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from experiments.quality import table2 as quality
+from experiments.common.machine import machine
+from experiments.common.seeds import mean_and_std, mean_std
+from experiments.quality.pretraining import corpus_step, fasttext_step
+from experiments.quality.report import partial_note
+from experiments.quality.steps import (BATCH, PROJECT, TRAINING_CONFIG, Steps, allennlp_train,
+                                       resumable, steps_command)
+from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASKS, task_step
 from experiments.common.markers import markers, replace_section
 
-PROJECT = quality.PROJECT
 BEGIN, END = markers("per-minute")
 DOWNSTREAM_COMMITS = "downstream.commits"  # under OUT/runs: the commit of each start of the task runs
 EPOCH_BATCHES = 200  # batches between two checkpoints (and the places a run can stop)
@@ -83,7 +88,7 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict, clock: str 
     from allennlp.common import Params
 
     config, _ = SYSTEMS[system]
-    params = Params.from_file(str(quality.TRAINING_CONFIG / config),
+    params = Params.from_file(str(TRAINING_CONFIG / config),
                               ext_vars={"ELMO_C_DATA_DIR": str(args.data_dir)}).as_dict()  # fmt: skip
     callbacks = list(params["trainer"].get("callbacks", []))
     callbacks = [c for c in callbacks if c["type"] != "tensorboard"]  # (no event files)
@@ -96,7 +101,7 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict, clock: str 
         "data_loader.batches_per_epoch": EPOCH_BATCHES,
         # Read, index and shuffle the corpus in chunks, for every system alike: the character
         # ids of the whole corpus would not fit in memory (the peer's run was killed at 19 GB).
-        "data_loader.max_instances_in_memory": EPOCH_BATCHES * quality.BATCH,
+        "data_loader.max_instances_in_memory": EPOCH_BATCHES * BATCH,
         "trainer.num_epochs": 1_000_000,
         "trainer.callbacks": callbacks,
     }
@@ -140,13 +145,13 @@ def pretrain_step(args, system: str, corpus: dict, vectors: dict, seed: Optional
     run = args.out / "runs" / name
     last = run / f"{budget_name(max(args.minutes))}.json"
     if not last.is_file():
-        record_commit(run.parent / f"{name}.commits", quality.resumable(run))
+        record_commit(run.parent / f"{name}.commits", resumable(run))
         overrides = system_overrides(args, system, corpus, vectors, clock)
         if seed is not None:
             overrides.update({"random_seed": 13370 + seed, "numpy_seed": 1337 + seed,
                               "pytorch_seed": 133 + seed})  # fmt: skip
-        quality.allennlp_train(quality.TRAINING_CONFIG / config, run, overrides,
-                               {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads)  # fmt: skip
+        allennlp_train(TRAINING_CONFIG / config, run, overrides,
+                       {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads)  # fmt: skip
         if not last.is_file():
             raise RuntimeError(f"pretraining {system} ended before its last budget: see "
                                f"{run.name}.log in {run.parent}")  # fmt: skip
@@ -263,32 +268,32 @@ def scores_of(steps, task: str, tag: str, seeds: int) -> Dict[str, List[float]]:
 
 def render(args, pretrained: Dict[str, dict], evals: Dict[str, dict], steps, corpus: dict,
            command: str) -> str:  # fmt: skip
-    labels = {task: quality.TASKS[task][2] for task in args.tasks}
+    labels = {task: TASKS[task][2] for task in args.tasks}
     lines = [
         BEGIN,
         "## Quality per minute of pretraining",
         "",
-        f"Produced by `{command}` (see its docstring). Machine: {quality.machine()}. "
+        f"Produced by `{command}` (see its docstring). Machine: {machine()}. "
         f"Pretraining corpus: {corpus['train_tokens']:,} training tokens; one thread per run.",
         "",
         "| system | minutes | tokens seen | tokens/s | validation loss | "
         + " | ".join(f"{labels[t]} (test)" for t in args.tasks) + " |",
         "|---|---|---|---|---|" + "---|" * len(args.tasks),
     ]
-    tags = [quality.BASELINE] + [f"{system}-{minutes}min" for system, result in pretrained.items()
+    tags = [BASELINE] + [f"{system}-{minutes}min" for system, result in pretrained.items()
                                  for minutes in result["budgets"]]  # fmt: skip
     # Test scores of each (task, tag), read once.
     test = {(t, tag): scores_of(steps, t, tag, args.seeds)["test"]
             for t in args.tasks for tag in tags}  # fmt: skip
     expected = len(test) * args.seeds
     finished = sum(len(scores) for scores in test.values())
-    lines[-2:-2] = quality.partial_note(finished, expected)
-    floor = [quality.mean_std(test[t, quality.BASELINE]) for t in args.tasks]
-    lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | - | " + " | ".join(floor) + " |")
+    lines[-2:-2] = partial_note(finished, expected)
+    floor = [mean_std(test[t, BASELINE]) for t in args.tasks]
+    lines.append(f"| {BASELINE_LABEL} | - | - | - | - | " + " | ".join(floor) + " |")
     for system, result in pretrained.items():
         for minutes, record in result["budgets"].items():
             tag = f"{system}-{minutes}min"
-            cells = [quality.mean_std(test[t, tag]) for t in args.tasks]
+            cells = [mean_std(test[t, tag]) for t in args.tasks]
             loss = evals.get(tag, {}).get("loss")
             lines.append(
                 f"| {SYSTEMS[system][1]} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
@@ -321,18 +326,18 @@ def plot(args, pretrained: Dict[str, dict], steps, path: Path) -> None:
                 test = scores_of(steps, task, f"{system}-{minutes}min", args.seeds)["test"]
                 if test:
                     xs.append(float(minutes))
-                    mean, std = quality.mean_and_std(test)
+                    mean, std = mean_and_std(test)
                     ys.append(mean)
                     errors.append(std)
             if xs:
                 axis.errorbar(xs, ys, yerr=errors, marker="o", capsize=3,
                               label=SYSTEMS[system][1])  # fmt: skip
-        floor = scores_of(steps, task, quality.BASELINE, args.seeds)["test"]
+        floor = scores_of(steps, task, BASELINE, args.seeds)["test"]
         if floor:
             axis.axhline(100 * statistics.mean(floor), color="grey", linestyle="--",
-                         label=quality.BASELINE_LABEL)  # fmt: skip
+                         label=BASELINE_LABEL)  # fmt: skip
         axis.set_xlabel("pretraining minutes (one CPU core)")
-        axis.set_ylabel(quality.TASKS[task][2] + " (test)")
+        axis.set_ylabel(TASKS[task][2] + " (test)")
         axis.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
@@ -360,8 +365,8 @@ def downstream_steps(args, steps, runs: Sequence[tuple], seeds: Dict[str, int], 
                     continue
                 task_args = argparse.Namespace(**vars(args))
                 task_args.task_overrides = json.dumps({**base_overrides, **extra})
-                steps.run(name, lambda: quality.task_step(task_args, task, tag, archive, seed,
-                                                          data[task], vectors, dim))  # fmt: skip
+                steps.run(name, lambda: task_step(task_args, task, tag, archive, seed,
+                                                  data[task], vectors, dim))  # fmt: skip
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
@@ -395,20 +400,20 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.tasks = [t for t in args.tasks.split(",") if t]
     args.minutes = sorted(float(m) for m in args.minutes.split(",") if m)
     unknown = [s for s in args.systems if s not in SYSTEMS]
-    unknown += [t for t in args.tasks if t not in quality.TASKS]
+    unknown += [t for t in args.tasks if t not in TASKS]
     if unknown:
         parser.error(f"unknown system or task: {unknown}")
     args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()
     args.report = args.report or args.out / "QUALITY.md"
     args.plot = args.plot or args.out / "quality_per_minute.png"
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    steps = quality.Steps(args.out)
+    steps = Steps(args.out)
     if args.report_only:
         steps.run = lambda name, work: steps.done(name)  # what is finished, None for the rest
 
-    corpus = steps.run("corpus", lambda: quality.corpus_step(args))
-    vectors = steps.run("fasttext", lambda: quality.fasttext_step(args, corpus))
-    data = {task: steps.run(f"data-{task}", lambda task=task: getattr(quality, f"{task}_step")(args))
+    corpus = steps.run("corpus", lambda: corpus_step(args))
+    vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
+    data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
             for task in args.tasks}  # fmt: skip
     if args.only == "data":
         return
@@ -429,14 +434,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             evals[tag] = evals[tag] or {}
     if args.only == "eval":
         return
-    runs = [(quality.BASELINE, None, {}, None)] + [
+    runs = [(BASELINE, None, {}, None)] + [
         (f"{system}-{minutes}min", record["archive"],
          peer_task_overrides(record["archive"]) if system == "allennlp_lm" else {},
          peer_dim(record["archive"]) if system == "allennlp_lm" else None)
         for system, result in pretrained.items() for minutes, record in result["budgets"].items()
     ]  # fmt: skip
     downstream_steps(args, steps, runs, {task: args.seeds for task in args.tasks}, data, vectors)
-    command = quality.steps_command("experiments.quality.per_minute", argv)
+    command = steps_command("experiments.quality.per_minute", argv)
     replace_section(args.report, BEGIN, END, render(args, pretrained, evals, steps, corpus, command))
     plot(args, pretrained, steps, args.plot)
     print(args.report.read_text(encoding="utf-8"))

@@ -62,42 +62,10 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-# The names below are also this module's interface: quality_per_minute.py, adaptation.py and the
-# tests use them as `quality.NAME`.
-from experiments.common.seeds import mean_and_std, mean_std  # noqa: F401
-from experiments.quality.pretraining import (  # noqa: F401
-    SYSTEMS,
-    corpus_step,
-    fasttext_step,
-    pretrain_step,
-    trainable_parameters,
-)
-from experiments.quality.report import ADAPTATION_SECTION, machine, partial_note, render  # noqa: F401
-from experiments.quality.steps import (  # noqa: F401
-    BATCH,
-    DOWNSTREAM_CONFIG,
-    PROJECT,
-    TRAINING_CONFIG,
-    WINDOW,
-    Steps,
-    allennlp_train,
-    resumable,
-    steps_command,
-)
-from experiments.quality.tasks import (  # noqa: F401
-    BASELINE,
-    BASELINE_LABEL,
-    DATA_STEPS,
-    TASKS,
-    data_files,
-    ner_step,
-    pos_step,
-    sentiment_step,
-    sst5_step,
-    stsb_step,
-    task_step,
-    write_lines,
-)
+from experiments.quality.pretraining import SYSTEMS, corpus_step, fasttext_step, pretrain_step
+from experiments.quality.report import ADAPTATION_SECTION, render
+from experiments.quality.steps import BATCH, PROJECT, WINDOW, Steps
+from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASKS, task_step
 
 logger = logging.getLogger("quality")
 

@@ -27,14 +27,14 @@ import sys
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-from experiments.quality import table2 as quality
+from experiments.quality.pretraining import corpus_step, fasttext_step
+from experiments.quality.steps import BATCH, PROJECT, TRAINING_CONFIG, Steps
 from experiments.quality import per_minute as quality_per_minute
-from experiments.quality.report import machine
+from experiments.common.machine import machine
 from experiments.common.markers import markers, replace_section
 
 from allennlp_elmo_c.training.step_phases import RESULT_FILE
 
-PROJECT = quality.PROJECT
 SECTION = "step-phases"
 TITLE = "Where each system's pretraining time goes"
 
@@ -71,7 +71,7 @@ def profile_overrides(args, system: str, corpus: dict, vectors: dict) -> dict:
         "trainer.callbacks": callbacks,
         "trainer.num_epochs": 1,
         "data_loader.batches_per_epoch": args.skip + args.batches,
-        "data_loader.max_instances_in_memory": args.chunk_batches * quality.BATCH,
+        "data_loader.max_instances_in_memory": args.chunk_batches * BATCH,
     })  # fmt: skip
     return overrides
 
@@ -90,7 +90,7 @@ def profile_system(args, system: str, corpus: dict, vectors: dict) -> dict:
     run.parent.mkdir(parents=True, exist_ok=True)
     config, _ = quality_per_minute.SYSTEMS[system]
     command = [sys.executable, "-m", "allennlp_elmo_c", "train",
-               str(quality.TRAINING_CONFIG / config), "-s", str(run), "-o", json.dumps(overrides),
+               str(TRAINING_CONFIG / config), "-s", str(run), "-o", json.dumps(overrides),
                "--file-friendly-logging"]  # fmt: skip
     environment = dict(os.environ, ELMO_C_DATA_DIR=str(args.data_dir),
                        OMP_NUM_THREADS=str(args.threads))  # fmt: skip
@@ -129,7 +129,7 @@ def provenance(args, systems: Sequence[str]) -> str:
 
 def pretraining_rate(args, system: str) -> Optional[float]:
     """Tokens/s of the system's pretraining run at its longest budget, if it ran."""
-    record = quality.Steps(args.out).done(f"pretrain-{system}")
+    record = Steps(args.out).done(f"pretrain-{system}")
     if not record:
         return None
     longest = max(record["budgets"], key=float)
@@ -203,9 +203,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()
     args.report = args.report or args.out / "QUALITY.md"
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    steps = quality.Steps(args.out)
-    corpus = steps.run("corpus", lambda: quality.corpus_step(args))
-    vectors = steps.run("fasttext", lambda: quality.fasttext_step(args, corpus))
+    steps = Steps(args.out)
+    corpus = steps.run("corpus", lambda: corpus_step(args))
+    vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
     results: Dict[str, dict] = {}
     for system in args.systems:
         results[system] = profile_system(args, system, corpus, vectors)

@@ -59,7 +59,12 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from allennlp_elmo_c.commands import probe_screen
-from experiments.quality import table2 as quality
+from experiments.common.machine import machine
+from experiments.common.seeds import mean_and_std, mean_std
+from experiments.quality.pretraining import corpus_step
+from experiments.quality.report import partial_note
+from experiments.quality.steps import PROJECT, Steps, steps_command
+from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASKS, data_files
 from experiments.quality import per_minute as quality_per_minute
 from experiments.common.markers import markers, replace_section
 from experiments.quality.report import downstream_difference
@@ -110,7 +115,7 @@ def test_sentences(task: str, data: dict) -> Iterator[str]:
     """The text of each test sentence of a task's data step (its words separated by spaces)."""
     import json
 
-    path = Path(quality.data_files(data)["test"])
+    path = Path(data_files(data)["test"])
     with open(path, encoding="utf-8") as lines:
         if task == "ner":  # CoNLL-2003 lines: token first, a blank line between sentences
             sentence: List[str] = []
@@ -239,7 +244,7 @@ def pretrain_steps(args, steps, corpus: dict, vectors: dict) -> Dict[str, dict]:
 def screen_steps(args, steps, pretrained: Dict[str, dict], vectors: dict, data: Dict[str, dict]) -> Dict[str, dict]:  # fmt: skip
     """`{tag: probe results}` of each snapshot (tag `SYSTEM-MINUTESmin`) and of fastText alone
     (tag `fasttext`, from the first snapshot screened: every system reads the same .bin)."""
-    tasks = {task: str(Path(quality.data_files(data[task])["train"]).parent)
+    tasks = {task: str(Path(data_files(data[task])["train"]).parent)
              for task in SCREEN_TASKS if task in data}  # fmt: skip
     loaded = {}
     screened = {}
@@ -261,7 +266,7 @@ def screen_steps(args, steps, pretrained: Dict[str, dict], vectors: dict, data: 
         if result is not None:
             baseline = {task: {probe_screen.FASTTEXT: probes[probe_screen.FASTTEXT]}
                         for task, probes in result["tasks"].items()}  # fmt: skip
-            screened[quality.BASELINE] = steps.run(
+            screened[BASELINE] = steps.run(
                 "screen-fasttext", lambda: {"from": tag, "tasks": baseline})
             break
     return {tag: result for tag, result in screened.items() if result is not None}
@@ -285,7 +290,7 @@ def finalists_step(args, screened: Dict[str, dict]) -> dict:
 def downstream_runs(args, pretrained: Dict[str, dict], finalists: Sequence[str]) -> List[tuple]:
     """`quality_per_minute.downstream_steps`'s runs: fastText alone, then each finalist at each
     of `--finalist-minutes`."""
-    runs = [(quality.BASELINE, None, {}, None)]
+    runs = [(BASELINE, None, {}, None)]
     for system in finalists:
         for minutes in args.finalist_minutes:
             record = pretrained[system]["budgets"][f"{minutes:g}"]
@@ -303,7 +308,7 @@ def downstream_table(args, steps, pretrained: Dict[str, dict], finalists: Option
     if not finalists or not all(s in pretrained for s in finalists["systems"]):
         return None
     seeds = downstream_seeds(args)
-    rows = [(quality.BASELINE_LABEL, "-", quality.BASELINE, None)] + [
+    rows = [(BASELINE_LABEL, "-", BASELINE, None)] + [
         (LABELS[s][1], f"{m:g}", f"{s}-{m:g}min", pretrained[s]["budgets"][f"{m:g}"])
         for s in finalists["systems"] for m in args.finalist_minutes]  # fmt: skip
     scores = {tag: {task: scores_of(steps, task, tag, seeds[task]) for task in args.downstream_tasks}
@@ -320,7 +325,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
     contamination = steps.done("contamination") or {}
     corpus = steps.done("corpus") or {}
     lines = [BEGIN, "## Where ELMo-C wins: targets from a general fastText", "",
-             f"Produced by `{command}` (see its docstring). Machine: {quality.machine()}. One "
+             f"Produced by `{command}` (see its docstring). Machine: {machine()}. One "
              "thread per pretraining run, each on its own core."]  # fmt: skip
     if general:
         lines += ["", f"The biLMs pretrain on the {corpus.get('train_tokens', 0):,}-token corpus of "
@@ -341,7 +346,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
                          for task, c in check["per_task"].items() if c["found"])  # fmt: skip
         lines += ["", f"Checked again on the text the fastText vectors were trained on: {found} "
                   f"({check['lines']} lines)" + (f"; it holds {held}." if held else ".")]  # fmt: skip
-    labels = {task: quality.TASKS[task][2] for task in SCREEN_TASKS}
+    labels = {task: TASKS[task][2] for task in SCREEN_TASKS}
     lines += ["", "### The screen: linear probes on frozen features (dev, %)", "",
               "| system | minutes | tokens seen | tokens/s | "
               + " | ".join(labels[t].replace(" acc.", "").replace(" F1", "") for t in SCREEN_TASKS)
@@ -355,8 +360,8 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         mean = screen_score(result, SCREEN_TASKS, row) if result else None
         return " | ".join(cells) + f" | {'-' if mean is None else f'{100 * mean:.2f}'}"
 
-    baseline = screened.get(quality.BASELINE)
-    lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | {probe_cells(baseline, probe_screen.FASTTEXT)} |")
+    baseline = screened.get(BASELINE)
+    lines.append(f"| {BASELINE_LABEL} | - | - | - | {probe_cells(baseline, probe_screen.FASTTEXT)} |")
     for system, result in pretrained.items():
         for minutes, record in result["budgets"].items():
             lines.append(f"| {LABELS[system][1]} | {minutes} | {speed_cells(record)} | "
@@ -372,21 +377,21 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
                   + ", ".join(LABELS[s][1] for s in finalists["systems"]) + ".", "",
                   "### Downstream (test, mean ± std over seeds, each selected on dev)", "",
                   "| system | minutes | tokens seen | tokens/s | "
-                  + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
+                  + " | ".join(TASKS[t][2] for t in tasks) + " |",
                   "|---|---|---|---|" + "---|" * len(tasks)]  # fmt: skip
         tags, scores = downstream["rows"], downstream["scores"]
         finished = sum(len(scores[tag][task]["test"]) for tag in scores for task in tasks)
         expected = len(tags) * sum(seeds[task] for task in tasks)
-        lines[-2:-2] = quality.partial_note(finished, expected)  # before the table's header
+        lines[-2:-2] = partial_note(finished, expected)  # before the table's header
         for label, minutes, tag, record in tags:
-            cells = [quality.mean_std(scores[tag][task]["test"]) for task in tasks]
+            cells = [mean_std(scores[tag][task]["test"]) for task in tasks]
             speed = speed_cells(record) if record else "- | -"
             lines.append(f"| {label} | {minutes} | {speed} | " + " | ".join(cells) + " |")
         lines += ["", "Development scores (model selection only):", "",
-                  "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
+                  "| system | minutes | " + " | ".join(TASKS[t][2] for t in tasks) + " |",
                   "|---|---|" + "---|" * len(tasks)]  # fmt: skip
         for label, minutes, tag, _ in tags:
-            cells = [quality.mean_std(scores[tag][task]["dev"]) for task in tasks]
+            cells = [mean_std(scores[tag][task]["dev"]) for task in tasks]
             lines.append(f"| {label} | {minutes} | " + " | ".join(cells) + " |")
         downstream_against = downstream_comparisons(args, finalists["systems"], tasks, scores)
         lines += downstream_comparison_lines(args, downstream_against, tasks)
@@ -419,7 +424,7 @@ def summary(args, downstream: dict, command: str) -> dict:
             for task in args.downstream_tasks:
                 values = downstream["scores"][tag][task][split]
                 if values:
-                    mean, std = quality.mean_and_std(values)
+                    mean, std = mean_and_std(values)
                     cells[split][task] = {"mean": round(mean, 2), "std": round(std, 2), "n": len(values)}
         rows.append({
             "system": system,
@@ -428,7 +433,7 @@ def summary(args, downstream: dict, command: str) -> dict:
             "tokens_per_second": None if record is None else round(record["tokens_per_second"]),
             **cells,
         })  # fmt: skip
-    return {"command": command, "machine": quality.machine(), "tasks": list(args.downstream_tasks),
+    return {"command": command, "machine": machine(), "tasks": list(args.downstream_tasks),
             "rows": rows}  # fmt: skip
 
 
@@ -572,7 +577,7 @@ def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, 
     return ["", f"Against {LABELS[reference][1]} downstream at the same budget: the difference of "
             "the mean test scores (points), twice its standard error over the seeds (± sqrt(s1^2 / "
             "n1 + s2^2 / n2) x 2), and whether it lies beyond that spread:", "",
-            "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
+            "| system | minutes | " + " | ".join(TASKS[t][2] for t in tasks) + " |",
             "|---|---|" + "---|" * len(tasks)] + rows  # fmt: skip
 
 
@@ -612,10 +617,10 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
             if points:
                 axis.plot([x for x, _ in points], [100 * y for _, y in points], marker="o",
                           color=colors[system], label=LABELS[system][1])  # fmt: skip
-        floor = screened.get(quality.BASELINE)
+        floor = screened.get(BASELINE)
         if floor and screen_score(floor, family_tasks, probe_screen.FASTTEXT) is not None:
             axis.axhline(100 * screen_score(floor, family_tasks, probe_screen.FASTTEXT), color="grey",
-                         linestyle="--", label=quality.BASELINE_LABEL)  # fmt: skip
+                         linestyle="--", label=BASELINE_LABEL)  # fmt: skip
         axis.set_title(f"{family}: " + ", ".join(family_tasks))
         axis.set_xlabel("pretraining minutes (one CPU core)")
         axis.set_ylabel("mean probe score (dev, %)")
@@ -632,16 +637,16 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
                           for m in args.finalist_minutes]  # fmt: skip
                 points = [(x, values) for x, values in points if values]
                 if points:
-                    means, stds = zip(*(quality.mean_and_std(values) for _, values in points))
+                    means, stds = zip(*(mean_and_std(values) for _, values in points))
                     axis.errorbar([x for x, _ in points], means, yerr=stds, marker="o", capsize=3,
                                   color=colors.get(system), label=LABELS[system][1])  # fmt: skip
-            alone = downstream["scores"][quality.BASELINE][task]["test"]
+            alone = downstream["scores"][BASELINE][task]["test"]
             if alone:
-                mean, std = quality.mean_and_std(alone)
-                axis.axhline(mean, color="grey", linestyle="--", label=quality.BASELINE_LABEL)
+                mean, std = mean_and_std(alone)
+                axis.axhline(mean, color="grey", linestyle="--", label=BASELINE_LABEL)
                 axis.axhspan(mean - std, mean + std, color="grey", alpha=0.15)
             family = next((f for f, members in FAMILIES.items() if task in members), "")
-            name, metric = quality.TASKS[task][2].rsplit(" ", 1)
+            name, metric = TASKS[task][2].rsplit(" ", 1)
             axis.set_title(f"{name}\n({family})", fontsize=8)
             axis.set_xlabel("pretraining minutes")
             axis.set_xlim(min(args.finalist_minutes) - 10 * dodge, max(args.finalist_minutes) + 10 * dodge)
@@ -661,7 +666,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
     parser.add_argument("--out", type=Path, default=Path("runs/wins"))
-    parser.add_argument("--shared-data", type=Path, default=quality.PROJECT.parent / "shared" / "data")
+    parser.add_argument("--shared-data", type=Path, default=PROJECT.parent / "shared" / "data")
     parser.add_argument("--corpus-dir", default=None)
     parser.add_argument("--brown-source", default=None)
     parser.add_argument("--sentiment-dir", default=None)
@@ -704,7 +709,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     args.downstream_tasks = [t for t in (args.downstream_tasks or ",".join(args.tasks)).split(",") if t]
     if args.finalists:
         args.finalists = [s for s in args.finalists.split(",") if s]
-    unknown = [t for t in args.tasks + args.downstream_tasks if t not in quality.TASKS]
+    unknown = [t for t in args.tasks + args.downstream_tasks if t not in TASKS]
     unknown += [s for s in args.finalists or () if s not in quality_per_minute.SYSTEMS]
     unknown += [f"{m:g} minutes" for m in args.finalist_minutes if m not in args.minutes]
     unknown += [s for s in args.systems if s not in quality_per_minute.SYSTEMS]
@@ -720,11 +725,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    steps = quality.Steps(args.out)
+    steps = Steps(args.out)
     if args.report_only:
         steps.run = lambda name, work: steps.done(name)  # what is finished, None for the rest
-    corpus = steps.run("corpus", lambda: quality.corpus_step(args))
-    data = {task: steps.run(f"data-{task}", lambda task=task: getattr(quality, f"{task}_step")(args))
+    corpus = steps.run("corpus", lambda: corpus_step(args))
+    data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
             for task in args.tasks}  # fmt: skip
     if args.fasttext_bin:
         vectors = {"vectors": str(Path(args.fasttext_bin).resolve())}
@@ -754,7 +759,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if args.only != "screen" and finalists and all(s in pretrained for s in finalists["systems"]):
         runs = downstream_runs(args, pretrained, finalists["systems"])
         quality_per_minute.downstream_steps(args, steps, runs, downstream_seeds(args), data, vectors)
-    command = quality.steps_command("experiments.quality.where_elmo_c_wins", argv)
+    command = steps_command("experiments.quality.where_elmo_c_wins", argv)
     downstream = downstream_table(args, steps, pretrained, finalists)
     section = render(args, steps, pretrained, screened, finalists, downstream, command)
     replace_section(args.report, BEGIN, END, section)
