@@ -57,25 +57,18 @@ from experiments.quality.pretraining import corpus_step, fasttext_step
 from experiments.quality.report import partial_note
 from experiments.quality.steps import (BATCH, PROJECT, TRAINING_CONFIG, Steps, allennlp_train,
                                        resumable, steps_command)
+from experiments.quality.systems import BILMS, OVERRIDES, System
 from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASKS, task_step
 from experiments.common.markers import markers, replace_section
 
 BEGIN, END = markers("per-minute")
 DOWNSTREAM_COMMITS = "downstream.commits"  # under OUT/runs: the commit of each start of the task runs
 EPOCH_BATCHES = 200  # batches between two checkpoints (and the places a run can stop)
-SYSTEMS = {
-    "elmo_c_cosine": ("elmo_c_demo.jsonnet", "ELMo-C (continuous, cosine)"),
-    "elmo_a_whole": ("elmo_a_demo.jsonnet", "ELMo-A (adaptive softmax, whole vocabulary)"),
-    "allennlp_lm": ("allennlp_lm_demo.jsonnet", "allennlp-models LM (char-CNN, sampled softmax)"),
-    "elmo_c_vmf": ("elmo_c_demo.jsonnet", "ELMo-C (continuous, vMF)"),
-    "elmo_c_in_batch": ("elmo_c_in_batch_demo.jsonnet", "ELMo-C (continuous, in-batch softmax)"),
-    "elmo_fixed": ("elmo_fixed_demo.jsonnet", "FIXED (sampled softmax, frozen fastText outputs)"),
-}
+# The systems this script pretrains (`pretrain_step`).
+SYSTEMS: Dict[str, System] = {name: BILMS[name] for name in (
+    "elmo_c_cosine", "elmo_a_whole", "allennlp_lm", "elmo_c_vmf", "elmo_c_in_batch", "elmo_fixed")}
 # The systems run when `--systems` is not given (the section QUALITY.md quotes).
 DEFAULT_SYSTEMS = ("elmo_c_cosine", "elmo_a_whole", "allennlp_lm")
-# Systems whose vocabulary counts the training data's words (seen at least `MIN_COUNT` times).
-VOCABULARY_SYSTEMS = ("elmo_a_whole", "elmo_fixed")
-MIN_COUNT = 2
 
 logger = logging.getLogger("quality_per_minute")
 
@@ -87,7 +80,7 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict, clock: str 
     after the warm-up."""
     from allennlp.common import Params
 
-    config, _ = SYSTEMS[system]
+    config = SYSTEMS[system].config
     params = Params.from_file(str(TRAINING_CONFIG / config),
                               ext_vars={"ELMO_C_DATA_DIR": str(args.data_dir)}).as_dict()  # fmt: skip
     callbacks = list(params["trainer"].get("callbacks", []))
@@ -116,13 +109,10 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict, clock: str 
             "trainer.learning_rate_scheduler.decay_start": 10**9,
             "trainer.learning_rate_scheduler.decay_end": 10**9 + 1,
         })  # fmt: skip
-    if system in VOCABULARY_SYSTEMS:
-        overrides["vocabulary.min_count.lm_targets"] = MIN_COUNT
+    overrides.update(OVERRIDES.get(system, {}))
     if system == "elmo_fixed":
         # The frozen output embedding: the same vectors as the input.
         overrides["model.output_head.output_embedding_fasttext"] = vectors["vectors"]
-    if system == "elmo_c_vmf":
-        overrides["model.output_head.loss"] = "vmf"
     # --pretrain-overrides: dotted keys for every system, or a system's name -> its own.
     for key, value in json.loads(args.pretrain_overrides).items():
         if key in SYSTEMS:
@@ -140,7 +130,7 @@ def pretrain_step(args, system: str, corpus: dict, vectors: dict, seed: Optional
                   clock: str = "wall") -> dict:  # fmt: skip
     """`system` pretrained to each of `args.minutes` of `clock` time (OUT/runs/pretrain-SYSTEM);
     with `seed`, in OUT/runs/pretrain-SYSTEM-seedSEED with AllenNLP's three seeds from it."""
-    config, _ = SYSTEMS[system]
+    config = SYSTEMS[system].config
     name = f"pretrain-{system}" + ("" if seed is None else f"-seed{seed}")
     run = args.out / "runs" / name
     last = run / f"{budget_name(max(args.minutes))}.json"
@@ -246,9 +236,9 @@ def timeline_table(pretrained: Dict[str, dict], tolerance: float = 0.05) -> List
         rates = rates_per_10_minutes(result["timeline"])
         known = [r for r in rates if r is not None]
         median = statistics.median(known) if known else None
-        lines.append(f"| {SYSTEMS[system][1]} | "
+        lines.append(f"| {SYSTEMS[system].label} | "
                      + " | ".join("-" if r is None else f"{r:,.0f}" for r in rates) + " |")  # fmt: skip
-        slowed += [f"{SYSTEMS[system][1]} {10 * i}-{10 * i + 10} min ({r:,.0f} against a median of "
+        slowed += [f"{SYSTEMS[system].label} {10 * i}-{10 * i + 10} min ({r:,.0f} against a median of "
                    f"{median:,.0f})" for i, r in enumerate(rates)
                    if r is not None and r < (1 - tolerance) * median]  # fmt: skip
     lines += ["", f"Rates more than {100 * tolerance:g}% below their run's median (budgets to run again): "
@@ -296,13 +286,13 @@ def render(args, pretrained: Dict[str, dict], evals: Dict[str, dict], steps, cor
             cells = [mean_std(test[t, tag]) for t in args.tasks]
             loss = evals.get(tag, {}).get("loss")
             lines.append(
-                f"| {SYSTEMS[system][1]} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
+                f"| {SYSTEMS[system].label} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
                 f"{record['tokens_per_second']:,.0f} | {'-' if loss is None else f'{loss:.4f}'} | "
                 + " | ".join(cells) + " |"
             )
     lines += ["", "Commits each pretraining ran on:", ""]
     for system in pretrained:
-        lines.append(f"- {SYSTEMS[system][1]}: "
+        lines.append(f"- {SYSTEMS[system].label}: "
                      + recorded_commits(args.out / "runs" / f"pretrain-{system}.commits"))  # fmt: skip
     lines += ["", "Commits the downstream runs ran on: "
               + recorded_commits(args.out / "runs" / DOWNSTREAM_COMMITS)]  # fmt: skip
@@ -331,7 +321,7 @@ def plot(args, pretrained: Dict[str, dict], steps, path: Path) -> None:
                     errors.append(std)
             if xs:
                 axis.errorbar(xs, ys, yerr=errors, marker="o", capsize=3,
-                              label=SYSTEMS[system][1])  # fmt: skip
+                              label=SYSTEMS[system].label)  # fmt: skip
         floor = scores_of(steps, task, BASELINE, args.seeds)["test"]
         if floor:
             axis.axhline(100 * statistics.mean(floor), color="grey", linestyle="--",

@@ -33,6 +33,7 @@ from experiments.common.seeds import mean_std
 from experiments.quality.pretraining import corpus_step, fasttext_step
 from experiments.quality.steps import (BATCH, PROJECT, TRAINING_CONFIG, WINDOW, Steps,
                                        allennlp_train, steps_command)
+from experiments.quality.systems import BILMS
 from experiments.quality.tasks import DATA_STEPS, TASKS, task_step
 from experiments.quality.pretraining import pretrain_overrides
 from experiments.quality.report import downstream_difference
@@ -40,6 +41,7 @@ from experiments.quality.report import downstream_difference
 BEGIN, END = markers("precision")
 PRECISIONS = ("float32", "bfloat16")
 CURVE = ("loss", "forward_cosine", "backward_cosine")
+SYSTEM = "elmo_c_cosine"  # the biLM every precision pretrains
 
 logger = logging.getLogger("precision")
 
@@ -62,7 +64,7 @@ def pretrain_step(args, precision: str, seed: int, corpus: dict, vectors: dict) 
     })  # fmt: skip
     run = args.out / "runs" / f"pretrain-{precision}-seed{seed}"
     metrics = allennlp_train(
-        TRAINING_CONFIG / "elmo_c_demo.jsonnet", run, overrides,
+        TRAINING_CONFIG / BILMS[SYSTEM].config, run, overrides,
         {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads,
     )  # fmt: skip
     curve = []

@@ -182,7 +182,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 )
                 for split in ("dev", "test"):
                     scores.setdefault(task, {}).setdefault(split, []).append(outcome[split])
-        label = BASELINE_LABEL if result is None else SYSTEMS[system][2]
+        label = BASELINE_LABEL if result is None else SYSTEMS[system].label
         rows.append({
             "label": label,
             "budget": {"tokens": "equal tokens", "time": "equal time",

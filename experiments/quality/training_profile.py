@@ -29,6 +29,7 @@ from typing import Dict, Optional, Sequence
 
 from experiments.quality.pretraining import corpus_step, fasttext_step
 from experiments.quality.steps import BATCH, PROJECT, TRAINING_CONFIG, Steps
+from experiments.quality.systems import BILMS
 from experiments.quality import per_minute as quality_per_minute
 from experiments.common.machine import machine
 from experiments.common.markers import markers, replace_section
@@ -88,7 +89,7 @@ def profile_system(args, system: str, corpus: dict, vectors: dict) -> dict:
         shutil.rmtree(run)
     settings.unlink(missing_ok=True)
     run.parent.mkdir(parents=True, exist_ok=True)
-    config, _ = quality_per_minute.SYSTEMS[system]
+    config = BILMS[system].config
     command = [sys.executable, "-m", "allennlp_elmo_c", "train",
                str(TRAINING_CONFIG / config), "-s", str(run), "-o", json.dumps(overrides),
                "--file-friendly-logging"]  # fmt: skip
@@ -124,7 +125,7 @@ def provenance(args, systems: Sequence[str]) -> str:
                           f"{record.get('date', 'date not recorded')}")  # fmt: skip
     if len(set(stamps.values())) == 1:
         return next(iter(stamps.values()))
-    return ", ".join(f"{quality_per_minute.SYSTEMS[s][1]} at {stamp}" for s, stamp in stamps.items())
+    return ", ".join(f"{BILMS[s].label} at {stamp}" for s, stamp in stamps.items())
 
 
 def pretraining_rate(args, system: str) -> Optional[float]:
@@ -157,7 +158,7 @@ def render(args, results: Dict[str, dict]) -> str:
             parts[part_of(phase)] += seconds
         step = result["mean_step_seconds"]
         rate = pretraining_rate(args, system)
-        cells = [quality_per_minute.SYSTEMS[system][1], f"{result['tokens_per_step']:,.0f}",
+        cells = [BILMS[system].label, f"{result['tokens_per_step']:,.0f}",
                  f"{result['median_step_seconds'] * 1000:,.0f} ms",
                  f"{result['tokens_per_step'] / step:,.0f}",
                  f"{rate:,.0f}" if rate else "-"]  # fmt: skip

@@ -64,6 +64,7 @@ from experiments.common.seeds import mean_and_std, mean_std
 from experiments.quality.pretraining import corpus_step
 from experiments.quality.report import partial_note
 from experiments.quality.steps import PROJECT, Steps, steps_command
+from experiments.quality.systems import BILMS
 from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASKS, data_files
 from experiments.quality import per_minute as quality_per_minute
 from experiments.common.markers import markers, replace_section
@@ -303,13 +304,13 @@ def downstream_table(args, steps, pretrained: Dict[str, dict], finalists: Option
     `systems`; `rows`, one `(label, minutes, tag, pretraining record or None)` per table row
     (fastText alone first); and `scores`, each tag's `{task: {"dev": [...], "test": [...]}}`.
     None before the finalists."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS, scores_of
+    from experiments.quality.per_minute import scores_of
 
     if not finalists or not all(s in pretrained for s in finalists["systems"]):
         return None
     seeds = downstream_seeds(args)
     rows = [(BASELINE_LABEL, "-", BASELINE, None)] + [
-        (LABELS[s][1], f"{m:g}", f"{s}-{m:g}min", pretrained[s]["budgets"][f"{m:g}"])
+        (BILMS[s].label, f"{m:g}", f"{s}-{m:g}min", pretrained[s]["budgets"][f"{m:g}"])
         for s in finalists["systems"] for m in args.finalist_minutes]  # fmt: skip
     scores = {tag: {task: scores_of(steps, task, tag, seeds[task]) for task in args.downstream_tasks}
               for _, _, tag, _ in rows}  # fmt: skip
@@ -319,7 +320,7 @@ def downstream_table(args, steps, pretrained: Dict[str, dict], finalists: Option
 def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
            finalists: Optional[dict], downstream: Optional[dict], command: str) -> str:  # fmt: skip
     """The report's Markdown section; `downstream` is `downstream_table`'s."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS, recorded_commits, timeline_table
+    from experiments.quality.per_minute import recorded_commits, timeline_table
 
     general = steps.done("general-corpus") or {}
     contamination = steps.done("contamination") or {}
@@ -364,7 +365,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
     lines.append(f"| {BASELINE_LABEL} | - | - | - | {probe_cells(baseline, probe_screen.FASTTEXT)} |")
     for system, result in pretrained.items():
         for minutes, record in result["budgets"].items():
-            lines.append(f"| {LABELS[system][1]} | {minutes} | {speed_cells(record)} | "
+            lines.append(f"| {BILMS[system].label} | {minutes} | {speed_cells(record)} | "
                          f"{probe_cells(screened.get(f'{system}-{minutes}min'), probe_screen.WITH_BILM)} |")  # fmt: skip
     screen_against = screen_comparisons(pretrained, screened)
     lines += comparison_lines(screen_against)
@@ -373,8 +374,8 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         tasks = list(args.downstream_tasks)
         seeds = downstream_seeds(args)
         lines += ["", f"Finalists (best ELMo-C variant by the mean probe score at {finalists['budget']} "
-                  f"minutes: {LABELS[finalists['best_variant']][1]}): "
-                  + ", ".join(LABELS[s][1] for s in finalists["systems"]) + ".", "",
+                  f"minutes: {BILMS[finalists['best_variant']].label}): "
+                  + ", ".join(BILMS[s].label for s in finalists["systems"]) + ".", "",
                   "### Downstream (test, mean ± std over seeds, each selected on dev)", "",
                   "| system | minutes | tokens seen | tokens/s | "
                   + " | ".join(TASKS[t][2] for t in tasks) + " |",
@@ -402,7 +403,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
                   + recorded_commits(args.out / "runs" / quality_per_minute.DOWNSTREAM_COMMITS)]  # fmt: skip
     lines += ["", "Commits each pretraining ran on:", ""]
     for system in pretrained:
-        lines.append(f"- {LABELS[system][1]}: "
+        lines.append(f"- {BILMS[system].label}: "
                      + recorded_commits(args.out / "runs" / f"pretrain-{system}.commits"))  # fmt: skip
     if pretrained:
         lines += ["", "Tokens/s over training time (per 10 minutes):", ""] + timeline_table(pretrained)
@@ -468,16 +469,15 @@ def screen_comparisons(pretrained: Dict[str, dict], screened: Dict[str, dict]) -
 
 def comparison_lines(compared: Dict[Tuple[str, str], Dict[str, dict]]) -> List[str]:
     """`screen_comparisons`'s table."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS
 
     rows = []
     for (system, minutes), found in compared.items():
         cells = [f"{100 * f['difference']:+.2f} [{100 * f['low']:+.2f}, {100 * f['high']:+.2f}] "
                  f"{f['verdict']}" for f in found.values()]  # fmt: skip
-        rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
+        rows.append(f"| {BILMS[system].label} | {minutes} | " + " | ".join(cells) + " |")
     if not rows:
         return []
-    return ["", f"Against {LABELS[REFERENCE][1]} at the same budget: the difference of the mean "
+    return ["", f"Against {BILMS[REFERENCE].label} at the same budget: the difference of the mean "
             "probe score (points), its 95% interval from a paired bootstrap over the development "
             "items (1,000 resamples), and whether it lies beyond that spread:", "",
             "| system | minutes | all tasks | " + " | ".join(FAMILIES) + " |",
@@ -516,7 +516,6 @@ def decision_lines(args, pretrained: Dict[str, dict], screen: Dict[Tuple[str, st
                    downstream: Dict[Tuple[str, str], Dict[str, Optional[dict]]]) -> List[str]:  # fmt: skip
     """The decision rule applied to every ELMo-C loss other than the cosine, what it reads for
     each, and the default pretraining loss that follows."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS
 
     budgets = [f"{m:g}" for m in args.finalist_minutes]
     variants = [s for s in ELMO_C_VARIANTS if s != REFERENCE and s in pretrained]
@@ -536,13 +535,13 @@ def decision_lines(args, pretrained: Dict[str, dict], screen: Dict[Tuple[str, st
             below = "not a finalist: no downstream runs"
         outcome = decision(budgets, screen, downstream, system)
         chosen += [system] if outcome == BECOMES else []
-        said.append(f"- {LABELS[system][1]}: the screen {screened}; {below}. It **{outcome}**.")
+        said.append(f"- {BILMS[system].label}: the screen {screened}; {below}. It **{outcome}**.")
     default = chosen[0] if len(chosen) == 1 else REFERENCE
-    return ["", f"Decision. A loss replaces {LABELS[REFERENCE][1]} as the default pretraining loss "
+    return ["", f"Decision. A loss replaces {BILMS[REFERENCE].label} as the default pretraining loss "
             f"only if, at {' and '.join(budgets)} minutes, it leads it beyond the spread on the "
             "screen's mean probe score and, downstream, on at least one task while falling behind "
             "on none:", "", *said, "",
-            f"The default pretraining loss: {LABELS[default][1]}"
+            f"The default pretraining loss: {BILMS[default].label}"
             + (" (more than one loss qualifies: choose between them by hand)." if len(chosen) > 1 else ".")]  # fmt: skip
 
 
@@ -565,7 +564,6 @@ def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, 
                                 tasks: Sequence[str], reference: str = REFERENCE) -> List[str]:  # fmt: skip
     """`downstream_comparisons`'s table against `reference`: the difference of the mean test
     scores (points) and twice its standard error."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS
 
     if not compared:
         return []
@@ -573,8 +571,8 @@ def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, 
     for (system, minutes), found in compared.items():
         cells = ["-" if f is None else f"{100 * f['difference']:+.2f} (± {100 * f['spread']:.2f}) {f['verdict']}"
                  for f in found.values()]  # fmt: skip
-        rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
-    return ["", f"Against {LABELS[reference][1]} downstream at the same budget: the difference of "
+        rows.append(f"| {BILMS[system].label} | {minutes} | " + " | ".join(cells) + " |")
+    return ["", f"Against {BILMS[reference].label} downstream at the same budget: the difference of "
             "the mean test scores (points), twice its standard error over the seeds (± sqrt(s1^2 / "
             "n1 + s2^2 / n2) x 2), and whether it lies beyond that spread:", "",
             "| system | minutes | " + " | ".join(TASKS[t][2] for t in tasks) + " |",
@@ -602,7 +600,6 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from experiments.quality.per_minute import SYSTEMS as LABELS
 
     colors = {system: f"C{i}" for i, system in enumerate(pretrained)}  # one color per system throughout
     tasks = list(args.downstream_tasks) if downstream else []
@@ -616,7 +613,7 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
             points = [(x, y) for x, y in points if y is not None]
             if points:
                 axis.plot([x for x, _ in points], [100 * y for _, y in points], marker="o",
-                          color=colors[system], label=LABELS[system][1])  # fmt: skip
+                          color=colors[system], label=BILMS[system].label)  # fmt: skip
         floor = screened.get(BASELINE)
         if floor and screen_score(floor, family_tasks, probe_screen.FASTTEXT) is not None:
             axis.axhline(100 * screen_score(floor, family_tasks, probe_screen.FASTTEXT), color="grey",
@@ -639,7 +636,7 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
                 if points:
                     means, stds = zip(*(mean_and_std(values) for _, values in points))
                     axis.errorbar([x for x, _ in points], means, yerr=stds, marker="o", capsize=3,
-                                  color=colors.get(system), label=LABELS[system][1])  # fmt: skip
+                                  color=colors.get(system), label=BILMS[system].label)  # fmt: skip
             alone = downstream["scores"][BASELINE][task]["test"]
             if alone:
                 mean, std = mean_and_std(alone)
