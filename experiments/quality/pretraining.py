@@ -5,19 +5,14 @@
 
 import json
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict
 
 from experiments.quality.steps import BATCH, TRAINING_CONFIG, WINDOW, allennlp_train
+from experiments.quality.systems import BILMS, OVERRIDES, System
 
-# System name -> (pretraining config, overrides on top of it, label in the report).
-SYSTEMS: Dict[str, Tuple[str, dict, str]] = {
-    "elmo_c_cosine": ("elmo_c_demo.jsonnet", {}, "ELMo-C (continuous, cosine)"),
-    "elmo_c_vmf": (
-        "elmo_c_demo.jsonnet",
-        {"model.output_head.loss": "vmf"},
-        "ELMo-C (continuous, vMF)",
-    ),
-    "elmo_a": ("elmo_a_demo.jsonnet", {}, "ELMo-A (adaptive softmax)"),
+# The systems `pretrain_step` trains (Table 2's).
+SYSTEMS: Dict[str, System] = {
+    name: BILMS[name] for name in ("elmo_c_cosine", "elmo_c_vmf", "elmo_a")
 }
 
 
@@ -75,11 +70,11 @@ def pretrain_overrides(args, corpus: dict, vectors: dict, batches: int) -> dict:
 def pretrain_step(args, system: str, batches: int, corpus: dict, vectors: dict) -> dict:
     from allennlp_elmo_c.common.duration import training_seconds
 
-    config, extra, _ = SYSTEMS[system]
+    config = SYSTEMS[system].config
     overrides = pretrain_overrides(args, corpus, vectors, batches)
     if system.startswith("elmo_c"):
         overrides["model.nearest_neighbour_words"] = vectors["candidates"]
-    overrides.update(extra)
+    overrides.update(OVERRIDES.get(system, {}))
     overrides.update(json.loads(args.pretrain_overrides))
     run = args.out / "runs" / f"pretrain-{system}-{batches}"
     metrics = allennlp_train(

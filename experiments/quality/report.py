@@ -9,8 +9,8 @@ from typing import List, Optional, Sequence
 from experiments.common.machine import machine
 from experiments.common.markers import markers
 from experiments.common.seeds import difference, mean_std, over_seeds, verdict
-from experiments.quality.pretraining import SYSTEMS
 from experiments.quality.steps import BATCH, WINDOW
+from experiments.quality.systems import BILMS
 from experiments.quality.tasks import BASELINE, BASELINE_LABEL, TASKS
 
 ADAPTATION_SECTION = markers("adaptation")[0]  # experiments/quality/adaptation.py's part of the report
@@ -94,8 +94,8 @@ def render(args, results: dict) -> str:
     lines += ["", "The paper (TACL 2019, Table 2; 1B Word Benchmark, paper-size encoder, GPUs):", ""]
     lines += ["| system | training time | batch | trainable params | CoNLL-2003 NER F1 | SST-5 acc. |"]
     lines += ["|---|---|---|---|---|---|"]
-    for system, label in [("elmo_c_cosine", SYSTEMS["elmo_c_cosine"][2]),
-                          ("elmo_a", SYSTEMS["elmo_a"][2]), (BASELINE, BASELINE_LABEL)]:  # fmt: skip
+    for system, label in [("elmo_c_cosine", BILMS["elmo_c_cosine"].label),
+                          ("elmo_a", BILMS["elmo_a"].label), (BASELINE, BASELINE_LABEL)]:  # fmt: skip
         paper = PAPER[system]
         lines.append(f"| {label} | {paper.get('time', '-')} | {paper.get('batch', '-')} | "
                      f"{paper.get('params', '-')} | {paper['ner']:.2f} | {paper['sst5']:.2f} |")  # fmt: skip

@@ -53,6 +53,7 @@ from experiments.demo.main import (
     config,
     write_candidates,
 )
+from experiments.quality.arguments import add_arguments
 
 PROJECT = Path(__file__).resolve().parents[2]
 VARIANTS = {
@@ -140,8 +141,7 @@ def report(results: Dict[str, Dict[int, dict]], zeros: Dict[str, int], command: 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/sentence_end"))
+    add_arguments(parser, "--data-dir", "--out", out=Path("runs/sentence_end"))
     parser.add_argument("--seeds", default="1,2")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--threads", type=int, default=1)

