@@ -55,6 +55,8 @@ AVX2_CPU = PROJECT / "experiments" / "speed" / "cpus" / "avx2_epyc.json"
 SCALE = PROJECT / "experiments" / "scale"
 PROCESSES_THREADS = PROJECT / "experiments" / "speed" / "processes_threads.json"
 FLAIR = PROJECT / "experiments" / "quality" / "flair_comparison.json"
+# The second comparison, NER and POS (`flair_comparison.py --section flair-comparison-pos`).
+FLAIR_TASKS = PROJECT / "experiments" / "quality" / "flair_comparison_pos.json"
 # Whole float32 steps against allennlp-models' `language_model`, one CPU kind a file or two: the
 # AMD EPYC's from the precision runs, the rest from `run.py --e2e-allennlp-peer-only`.
 PEER_BY_CPU = PRECISION_SPEED[1:] + sorted((PROJECT / "experiments" / "speed" / "peer").glob("*.json"))
@@ -454,10 +456,23 @@ def peer_by_cpu_table() -> str:
 FLAIR_ELMO = ("elmo_c_in_batch", "elmo_c_cosine")
 
 
-def flair_cells(data: dict) -> List[Tuple[str, str, dict]]:
-    """`(system, budget, cell)` of the Flair comparison's table, fastText alone first."""
-    return [(system, minutes, cell["ner"]) for system, cells in data["cells"].items()
+def flair_cells(data: dict, task: str = "ner") -> List[Tuple[str, str, dict]]:
+    """`(system, budget, cell)` of a Flair comparison's table of `task`, fastText alone first."""
+    return [(system, minutes, cell[task]) for system, cells in data["cells"].items()
             for minutes, cell in sorted(cells.items(), key=lambda item: float(item[0]))]  # fmt: skip
+
+
+def against_flair(data: dict, task: str) -> List[Tuple[str, str, dict, dict]]:
+    """`(budget, system, mine, theirs)` test summaries on `task`: each ELMo-C system of
+    `FLAIR_ELMO` in the table against the Flair size chosen on `task`'s dev at that budget."""
+    tested = {(system, minutes): cell for system, minutes, cell in flair_cells(data, task)}
+    pairs = []
+    for minutes in (f"{m:g}" for m in data["minutes"]):
+        theirs = tested[(chosen_flair(data, minutes, task), minutes)]["test"]
+        for system in (s for s in FLAIR_ELMO if (s, minutes) in tested):
+            pairs.append((minutes, system, over_seeds(tested[(system, minutes)]["test"]),
+                          over_seeds(theirs)))  # fmt: skip
+    return pairs
 
 
 def flair_table() -> str:
@@ -487,17 +502,24 @@ def flair_lead() -> str:
     """ELMo-C against Flair's character LMs (the size chosen on dev) at each budget: in how many
     of the loss-budget pairs it is ahead beyond twice the standard error, and the range of the
     differences in test F1."""
-    data = load(FLAIR)
-    tested = {(system, minutes): cell for system, minutes, cell in flair_cells(data)}
-    gaps, ahead = [], 0
-    for minutes in (f"{m:g}" for m in data["minutes"]):
-        theirs = over_seeds(tested[(chosen_flair(data, minutes), minutes)]["test"])
-        for system in FLAIR_ELMO:
-            mine = over_seeds(tested[(system, minutes)]["test"])
-            gaps.append(difference(mine, theirs)[0])
-            ahead += verdict(mine, theirs) == "ahead"
+    pairs = against_flair(load(FLAIR), "ner")
+    gaps = [difference(mine, theirs)[0] for _, _, mine, theirs in pairs]
+    ahead = sum(verdict(mine, theirs) == "ahead" for _, _, mine, theirs in pairs)
     return (f"ahead in {ahead} of {len(gaps)} loss-budget pairs, by {min(gaps):+.1f} to "
             f"{max(gaps):+.1f} F1")
+
+
+def flair_tasks_lead() -> str:
+    """The second Flair comparison (NER and POS): per task, ELMo-C minus Flair (the size
+    chosen on that task's dev) in test points, with twice the standard error and the verdict."""
+    data = load(FLAIR_TASKS)
+    found = []
+    for task in data["tasks"]:
+        for _, _, mine, theirs in against_flair(data, task):
+            gap, spread = difference(mine, theirs)
+            found.append(f"{SHORT_TASK_NAMES[task]} {gap:+.1f} ± {spread:.1f} "
+                         f"({verdict(mine, theirs)})")  # fmt: skip
+    return ", ".join(found)
 
 
 BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")
@@ -533,6 +555,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "peer-by-cpu": peer_by_cpu_table,
     "flair-table": flair_table,
     "flair-lead": flair_lead,
+    "flair-tasks-lead": flair_tasks_lead,
 }
 
 

@@ -228,3 +228,13 @@ def test_the_two_data_files_agree_on_the_pretraining_runs():
     for row in wins["rows"]:
         (same,) = [r for r in screen["rows"] if (r["system"], r["minutes"]) == (row["system"], row["minutes"])]
         assert (same["tokens_seen"], same["tokens_per_second"]) == (row["tokens_seen"], row["tokens_per_second"])
+
+
+def test_a_changed_score_in_the_second_flair_comparison_is_a_disagreement(tmp_path, monkeypatch):
+    data = json.loads(docs_numbers.FLAIR_TASKS.read_text())
+    assert list(data["tasks"]) == ["ner", "pos"]
+    data["cells"]["elmo_c_in_batch"]["10"]["pos"]["test"][0] -= 0.05
+    changed = tmp_path / "flair_tasks.json"
+    changed.write_text(json.dumps(data))
+    monkeypatch.setattr(docs_numbers, "FLAIR_TASKS", changed)
+    assert docs_numbers.disagreements(["README.md"]) == ["README.md: flair-tasks-lead"]
