@@ -53,5 +53,7 @@ setup(
     license="Apache-2.0",
     ext_modules=EXTENSIONS,
     # spacy.load finds the `elmo_c` pipeline component without `import allennlp_elmo_c`.
-    entry_points={"spacy_factories": ["elmo_c = allennlp_elmo_c.integrations.spacy_pipe:make_elmo_c"]},
+    entry_points={
+        "spacy_factories": ["elmo_c = allennlp_elmo_c.integrations.spacy_pipe:make_elmo_c"]
+    },
 )

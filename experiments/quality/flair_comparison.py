@@ -299,8 +299,9 @@ def render(data: dict, section: str = SECTION) -> str:
     tasks = data["tasks"]
     begin, end = markers(section)
     title = "ELMo-C against Flair's contextual string embeddings at equal CPU time"
-    if len(tasks) > 1:
-        title += ": " + " and ".join(task.upper() for task in tasks)
+    if len(tasks) > 1:  # (the tasks and budgets tell such sections apart)
+        title += (": " + " and ".join(task.upper() for task in tasks) + ", "
+                  + ", ".join(map(budget_key, data["minutes"])) + " CPU-minutes")  # fmt: skip
     sentences = "; ".join(
         f"{task.upper()} sentences: train {found['sentences']['train']:,}, dev "
         f"{found['sentences']['dev']:,}, test {found['sentences']['test']:,}"
