@@ -30,6 +30,7 @@ changed without a rerender fails CI.
 import argparse
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -55,8 +56,10 @@ AVX2_CPU = PROJECT / "experiments" / "speed" / "cpus" / "avx2_epyc.json"
 SCALE = PROJECT / "experiments" / "scale"
 PROCESSES_THREADS = PROJECT / "experiments" / "speed" / "processes_threads.json"
 FLAIR = PROJECT / "experiments" / "quality" / "flair_comparison.json"
-# The second comparison, NER and POS (`flair_comparison.py --section flair-comparison-pos`).
-FLAIR_TASKS = PROJECT / "experiments" / "quality" / "flair_comparison_pos.json"
+# The later comparisons, NER and POS, one budget a file (`flair_comparison.py --section
+# flair-comparison-pos`: 10 CPU-minutes; `--section flair-comparison-30min`: 30).
+FLAIR_TASKS = tuple(PROJECT / "experiments" / "quality" / name
+                    for name in ("flair_comparison_pos.json", "flair_comparison_30min.json"))  # fmt: skip
 # Whole float32 steps against allennlp-models' `language_model`, one CPU kind a file or two: the
 # AMD EPYC's from the precision runs, the rest from `run.py --e2e-allennlp-peer-only`.
 PEER_BY_CPU = PRECISION_SPEED[1:] + sorted((PROJECT / "experiments" / "speed" / "peer").glob("*.json"))
@@ -509,17 +512,36 @@ def flair_lead() -> str:
             f"{max(gaps):+.1f} F1")
 
 
+def corpus_passes(data: dict, system: str, minutes: str) -> float:
+    """How many times `system`'s pretraining at `minutes` read the corpus, per direction (the
+    mean over its pretraining seeds and directions)."""
+    words = [w for entry in data["pretraining"] if (entry["system"], f"{entry['minutes']:g}") == (system, minutes)
+             for w in entry["words_per_direction"]]  # fmt: skip
+    return statistics.mean(words) / data["corpus"]["train_tokens"]
+
+
 def flair_tasks_lead() -> str:
-    """The second Flair comparison (NER and POS): per task, ELMo-C minus Flair (the size
-    chosen on that task's dev) in test points, with twice the standard error and the verdict."""
-    data = load(FLAIR_TASKS)
-    found = []
-    for task in data["tasks"]:
-        for _, _, mine, theirs in against_flair(data, task):
-            gap, spread = difference(mine, theirs)
-            found.append(f"{SHORT_TASK_NAMES[task]} {gap:+.1f} ± {spread:.1f} "
-                         f"({verdict(mine, theirs)})")  # fmt: skip
-    return ", ".join(found)
+    """The later Flair comparisons (NER and POS), budget by budget: the passes over the corpus
+    that ELMo-C's and Flair's pretraining made per direction, and per task ELMo-C minus Flair
+    (the size chosen on that task's dev) in test points, with twice the standard error and the
+    verdict."""
+    budgets = {}
+    for data in map(load, FLAIR_TASKS):
+        for task in data["tasks"]:
+            for minutes, system, mine, theirs in against_flair(data, task):
+                flair = chosen_flair(data, minutes, task)
+                passes = (corpus_passes(data, system, minutes), corpus_passes(data, flair, minutes))
+                gap, spread = difference(mine, theirs)
+                found = budgets.setdefault(minutes, {"passes": set(), "tasks": []})
+                found["passes"].add(passes)
+                found["tasks"].append(f"{SHORT_TASK_NAMES[task]} {gap:+.1f} ± {spread:.1f} "
+                                      f"({verdict(mine, theirs)})")  # fmt: skip
+    parts = []
+    for minutes, found in sorted(budgets.items(), key=lambda item: float(item[0])):
+        read = "; ".join(f"ELMo-C read the corpus {mine:.2g} times per direction, Flair {theirs:.2g}"
+                         for mine, theirs in sorted(found["passes"]))  # fmt: skip
+        parts.append(f"{minutes} CPU-minutes ({read}): " + ", ".join(found["tasks"]))
+    return "; ".join(parts)
 
 
 BILMS = ("elmo_c_in_batch", "elmo_c_cosine", "elmo_a_whole")
