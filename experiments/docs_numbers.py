@@ -478,14 +478,21 @@ def against_flair(data: dict, task: str) -> List[Tuple[str, str, dict, dict]]:
     return pairs
 
 
+def words_read(data: dict) -> Dict[Tuple[str, str], List[float]]:
+    """The words each `(system, budget)` of a Flair comparison read per direction, over its
+    pretraining seeds and directions."""
+    words = {}
+    for entry in data["pretraining"]:
+        words.setdefault((entry["system"], f"{entry['minutes']:g}"), []).extend(entry["words_per_direction"])
+    return words
+
+
 def flair_table() -> str:
     """The Flair comparison (experiments/quality/flair_comparison.json): each system's NER test
     F1 at each CPU-time budget, the words it read per direction, and its difference from
     fastText alone with twice the standard error."""
     data = load(FLAIR)
-    words = {}
-    for entry in data["pretraining"]:
-        words.setdefault((entry["system"], f"{entry['minutes']:g}"), []).extend(entry["words_per_direction"])
+    words = words_read(data)
     baseline = over_seeds(data["cells"]["fasttext"]["0"]["ner"]["test"])
     lines = ["| embeddings beside fastText in the tagger | CPU-minutes of pretraining | words read "
              "per direction | NER test F1 | − fastText only (± 2 SE) |", "|---|---|---|---|---|"]  # fmt: skip
@@ -512,14 +519,6 @@ def flair_lead() -> str:
             f"{max(gaps):+.1f} F1")
 
 
-def corpus_passes(data: dict, system: str, minutes: str) -> float:
-    """How many times `system`'s pretraining at `minutes` read the corpus, per direction (the
-    mean over its pretraining seeds and directions)."""
-    words = [w for entry in data["pretraining"] if (entry["system"], f"{entry['minutes']:g}") == (system, minutes)
-             for w in entry["words_per_direction"]]  # fmt: skip
-    return statistics.mean(words) / data["corpus"]["train_tokens"]
-
-
 def flair_tasks_lead() -> str:
     """The later Flair comparisons (NER and POS), budget by budget: the passes over the corpus
     that ELMo-C's and Flair's pretraining made per direction, and per task ELMo-C minus Flair
@@ -527,13 +526,14 @@ def flair_tasks_lead() -> str:
     verdict."""
     budgets = {}
     for data in map(load, FLAIR_TASKS):
+        passes = {key: statistics.mean(words) / data["corpus"]["train_tokens"]
+                  for key, words in words_read(data).items()}  # fmt: skip
         for task in data["tasks"]:
             for minutes, system, mine, theirs in against_flair(data, task):
                 flair = chosen_flair(data, minutes, task)
-                passes = (corpus_passes(data, system, minutes), corpus_passes(data, flair, minutes))
                 gap, spread = difference(mine, theirs)
                 found = budgets.setdefault(minutes, {"passes": set(), "tasks": []})
-                found["passes"].add(passes)
+                found["passes"].add((passes[(system, minutes)], passes[(flair, minutes)]))
                 found["tasks"].append(f"{SHORT_TASK_NAMES[task]} {gap:+.1f} ± {spread:.1f} "
                                       f"({verdict(mine, theirs)})")  # fmt: skip
     parts = []
