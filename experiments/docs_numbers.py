@@ -56,8 +56,9 @@ AVX2_CPU = PROJECT / "experiments" / "speed" / "cpus" / "avx2_epyc.json"
 SCALE = PROJECT / "experiments" / "scale"
 PROCESSES_THREADS = PROJECT / "experiments" / "speed" / "processes_threads.json"
 FLAIR = PROJECT / "experiments" / "quality" / "flair_comparison.json"
-# The later comparisons, NER and POS, one budget a file (`flair_comparison.py --section
-# flair-comparison-pos`: 10 CPU-minutes; `--section flair-comparison-30min`: 30).
+# The later comparisons, one corpus and budget a file (`flair_comparison.py --section`
+# flair-comparison-pos: the demo corpus, 10 CPU-minutes, NER and POS; flair-comparison-30min:
+# 30; flair-comparison-8m: the quality runs' corpus, 30, NER).
 FLAIR_TASKS = tuple(PROJECT / "experiments" / "quality" / name
                     for name in ("flair_comparison_pos.json", "flair_comparison_30min.json"))  # fmt: skip
 # Whole float32 steps against allennlp-models' `language_model`, one CPU kind a file or two: the
@@ -520,27 +521,29 @@ def flair_lead() -> str:
 
 
 def flair_tasks_lead() -> str:
-    """The later Flair comparisons (NER and POS), budget by budget: the passes over the corpus
-    that ELMo-C's and Flair's pretraining made per direction, and per task ELMo-C minus Flair
-    (the size chosen on that task's dev) in test points, with twice the standard error and the
-    verdict."""
+    """The later Flair comparisons, corpus by corpus and budget by budget: the passes over the
+    corpus that ELMo-C's and Flair's pretraining made per direction, and per task ELMo-C minus
+    Flair (the size chosen on that task's dev) in test points, with twice the standard error and
+    the verdict."""
     budgets = {}
     for data in map(load, FLAIR_TASKS):
-        passes = {key: statistics.mean(words) / data["corpus"]["train_tokens"]
-                  for key, words in words_read(data).items()}  # fmt: skip
+        tokens = data["corpus"]["train_tokens"]
+        passes = {key: statistics.mean(words) / tokens for key, words in words_read(data).items()}
         for task in data["tasks"]:
             for minutes, system, mine, theirs in against_flair(data, task):
                 flair = chosen_flair(data, minutes, task)
                 gap, spread = difference(mine, theirs)
-                found = budgets.setdefault(minutes, {"passes": set(), "tasks": []})
+                found = budgets.setdefault((tokens, float(minutes)), {"passes": set(), "tasks": []})
                 found["passes"].add((passes[(system, minutes)], passes[(flair, minutes)]))
                 found["tasks"].append(f"{SHORT_TASK_NAMES[task]} {gap:+.1f} ± {spread:.1f} "
                                       f"({verdict(mine, theirs)})")  # fmt: skip
-    parts = []
-    for minutes, found in sorted(budgets.items(), key=lambda item: float(item[0])):
+    parts, corpus = [], None
+    for (tokens, minutes), found in sorted(budgets.items()):
         read = "; ".join(f"ELMo-C read the corpus {mine:.2g} times per direction, Flair {theirs:.2g}"
                          for mine, theirs in sorted(found["passes"]))  # fmt: skip
-        parts.append(f"{minutes} CPU-minutes ({read}): " + ", ".join(found["tasks"]))
+        named = "" if tokens == corpus else f"{tokens:,}-token corpus, "
+        corpus = tokens
+        parts.append(f"{named}{minutes:g} CPU-minutes ({read}): " + ", ".join(found["tasks"]))
     return "; ".join(parts)
 
 

@@ -298,10 +298,11 @@ def render(data: dict, section: str = SECTION) -> str:
     """The report's section `section`, from the table's JSON alone."""
     tasks = data["tasks"]
     begin, end = markers(section)
-    title = "ELMo-C against Flair's contextual string embeddings at equal CPU time"
-    if len(tasks) > 1:  # (the tasks and budgets tell such sections apart)
-        title += (": " + " and ".join(task.upper() for task in tasks) + ", "
-                  + ", ".join(map(budget_key, data["minutes"])) + " CPU-minutes")  # fmt: skip
+    # (The tasks, the budgets and the corpus tell such sections, and their anchors, apart.)
+    title = ("ELMo-C against Flair's contextual string embeddings at equal CPU time: "
+             + " and ".join(task.upper() for task in tasks) + ", "
+             + ", ".join(map(budget_key, data["minutes"])) + " CPU-minutes, "
+             + f"{data['corpus']['train_tokens']:,}-token corpus")  # fmt: skip
     sentences = "; ".join(
         f"{task.upper()} sentences: train {found['sentences']['train']:,}, dev "
         f"{found['sentences']['dev']:,}, test {found['sentences']['test']:,}"

@@ -95,10 +95,12 @@ def test_the_comparison_tables_every_system_budget_and_seed_and_a_rerun_skips_fi
     flair_comparison.main(argv + ["--render-only", "--section", "flair-comparison-pos"])
     both = (tmp_path / "QUALITY.md").read_text()
     assert both.startswith(report) and "<!-- report: flair-comparison-pos -->" in both
-    # (Its title names the tasks and the budgets: two such sections differ in their anchors.)
+    # (Its title names the tasks, the budgets and the corpus: such sections differ in their anchors.)
     budgets = ", ".join(f"{m:g}" for m in sorted(float(m) for m in MINUTES.split(",")))
-    title = f"## ELMo-C against Flair's contextual string embeddings at equal CPU time: NER and POS, {budgets} CPU-minutes\n"
-    assert title in both
+    tokens = f"{data['corpus']['train_tokens']:,}"
+    title = ("## ELMo-C against Flair's contextual string embeddings at equal CPU time: NER and POS, "
+             f"{budgets} CPU-minutes, {tokens}-token corpus\n")
+    assert both.count(title) == 2
 
 
 def test_the_budget_clock_leaves_out_evaluation_and_stops_after_the_last_budget():
