@@ -60,7 +60,8 @@ FLAIR = PROJECT / "experiments" / "quality" / "flair_comparison.json"
 # flair-comparison-pos: the demo corpus, 10 CPU-minutes, NER and POS; flair-comparison-30min:
 # 30; flair-comparison-8m: the quality runs' corpus, 30, NER).
 FLAIR_TASKS = tuple(PROJECT / "experiments" / "quality" / name
-                    for name in ("flair_comparison_pos.json", "flair_comparison_30min.json"))  # fmt: skip
+                    for name in ("flair_comparison_pos.json", "flair_comparison_30min.json",
+                                  "flair_comparison_8m.json"))  # fmt: skip
 # Whole float32 steps against allennlp-models' `language_model`, one CPU kind a file or two: the
 # AMD EPYC's from the precision runs, the rest from `run.py --e2e-allennlp-peer-only`.
 PEER_BY_CPU = PRECISION_SPEED[1:] + sorted((PROJECT / "experiments" / "speed" / "peer").glob("*.json"))
