@@ -58,7 +58,7 @@ PROCESSES_THREADS = PROJECT / "experiments" / "speed" / "processes_threads.json"
 FLAIR = PROJECT / "experiments" / "quality" / "flair_comparison.json"
 # The later comparisons, one corpus and budget a file (`flair_comparison.py --section`
 # flair-comparison-pos: the demo corpus, 10 CPU-minutes, NER and POS; flair-comparison-30min:
-# 30; flair-comparison-8m: the quality runs' corpus, 30, NER).
+# 30; flair-comparison-8m: the quality runs' corpus, 30, NER and POS).
 FLAIR_TASKS = tuple(PROJECT / "experiments" / "quality" / name
                     for name in ("flair_comparison_pos.json", "flair_comparison_30min.json",
                                   "flair_comparison_8m.json"))  # fmt: skip
