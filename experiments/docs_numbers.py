@@ -489,6 +489,13 @@ def words_read(data: dict) -> Dict[Tuple[str, str], List[float]]:
     return words
 
 
+def corpus_passes(data: dict) -> Dict[Tuple[str, str], float]:
+    """How many times each `(system, budget)` of a Flair comparison read its corpus per
+    direction (the mean of `words_read` over the corpus's tokens)."""
+    tokens = data["corpus"]["train_tokens"]
+    return {key: statistics.mean(words) / tokens for key, words in words_read(data).items()}
+
+
 def flair_table() -> str:
     """The Flair comparison (experiments/quality/flair_comparison.json): each system's NER test
     F1 at each CPU-time budget, the words it read per direction, and its difference from
@@ -528,8 +535,7 @@ def flair_tasks_lead() -> str:
     the verdict."""
     budgets = {}
     for data in map(load, FLAIR_TASKS):
-        tokens = data["corpus"]["train_tokens"]
-        passes = {key: statistics.mean(words) / tokens for key, words in words_read(data).items()}
+        tokens, passes = data["corpus"]["train_tokens"], corpus_passes(data)
         for task in data["tasks"]:
             for minutes, system, mine, theirs in against_flair(data, task):
                 flair = chosen_flair(data, minutes, task)
