@@ -50,7 +50,7 @@ logger = logging.getLogger("precision")
 def pretrain_step(args, precision: str, seed: int, corpus: dict, vectors: dict) -> dict:
     """One biLM: `args.tokens` tokens in `args.points` equal epochs; its validation metrics after
     each epoch, the tokens/s of its training, and its archive."""
-    from allennlp_elmo_c.common.duration import training_seconds
+    from experiments.common.duration import training_seconds
 
     batches = max(args.points, args.tokens // (BATCH * WINDOW))
     per_epoch = batches // args.points
