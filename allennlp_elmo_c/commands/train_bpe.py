@@ -146,10 +146,14 @@ class TrainBpe(PluginSubcommand):
         subparser.add_argument(
             "output_directory", type=str, help="gets tokenizer.json and vocabulary/"
         )
-        subparser.add_argument("--vocab-size", type=int, default=30_000)
-        subparser.add_argument("--min-frequency", type=int, default=2)
-        subparser.add_argument("--namespace", type=str, default="subwords")
-        subparser.add_argument("--limit-alphabet", type=int, default=None)
+        subparser.add_argument("--vocab-size", type=int, default=30_000,
+                               help="the most subwords")
+        subparser.add_argument("--min-frequency", type=int, default=2,
+                               help="how often a pair must occur to be merged")
+        subparser.add_argument("--namespace", type=str, default="subwords",
+                               help="the subwords' vocabulary namespace")
+        subparser.add_argument("--limit-alphabet", type=int, default=None,
+                               help="keep this many of the most frequent characters (default: all)")
         self.add_build_options(subparser)
 
     def run(self, args: argparse.Namespace) -> None:

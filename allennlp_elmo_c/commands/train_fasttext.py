@@ -159,12 +159,13 @@ class TrainFastText(PluginSubcommand):
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("corpus", type=str, help="text file, whitespace-tokenized")
         subparser.add_argument("output", type=str, help="where to write the model (.bin)")
-        subparser.add_argument("--dim", type=int, default=100)
+        subparser.add_argument("--dim", type=int, default=100, help="vector size")
         subparser.add_argument("--minn", type=int, default=3, help="shortest character n-gram")
         subparser.add_argument("--maxn", type=int, default=6, help="longest character n-gram")
         subparser.add_argument("--bucket", type=int, default=200_000, help="n-gram hash buckets")
         subparser.add_argument("--epoch", type=int, default=5)
-        subparser.add_argument("--min-count", type=int, default=5)
+        subparser.add_argument("--min-count", type=int, default=5,
+                               help="the fewest occurrences of a word in the dictionary")
         subparser.add_argument("--lr", type=float, default=0.05)
         subparser.add_argument("--threads", type=int, default=None,
                                help="default: one per CPU this process may use")
