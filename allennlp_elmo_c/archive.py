@@ -24,7 +24,7 @@ import re
 import tempfile
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -144,59 +144,42 @@ def build_archive(
 ) -> Archive:
     """
     The model a `ReceivedModel` describes, as AllenNLP's `load_archive` gives an archive: its
-    config (with `overrides`) built, its weights loaded strictly, its readers. Every received
-    model is loaded here: the front doors' biLMs (`received_bilm`), model directories and the
-    archives of the `allennlp` commands (`load_model_directory`, `load_archive_directory`).
-
-    Its vocabulary is read once its cost is held to the budget of what its weights hold
-    (`received.received_vocabulary`); the model is then built within what is left
-    (`received.allocation_budget`), as AllenNLP's `Model.load` builds it (without the pretrained
-    files and initializers its trained weights replace, `REMOVED_ON_LOAD`). A biLM is first
-    built in a dry run (`allocation_budget(dry=True)`): on the `meta` device, counting what
-    building it allocates, the weights' tensors (their names and shapes, as `meta` tensors)
-    loaded into it, so that a config and weights that disagree, or weights holding a tensor the
-    model does not use, are refused before anything is allocated. Any other model (a task
-    model) has the Hugging Face models it names checked first instead (in the cache or
-    reachable: `received.hub_models`). Weights saved by `ElmoCModel.save_pretrained` (under
-    `bilm.`, without the output heads) load too, the model then having no output heads.
+    config (with `overrides`) built once, its weights loaded strictly, its readers. A biLM is
+    built on `meta` within the budget its weights allow (`received.allocation_budget`), checked
+    against the weights' names and shapes, then given them (`assign`); a task model is built
+    for real within that budget, its Hugging Face models checked first.
     """
     params = Params(with_overrides(drop_training_only(spec.config), overrides))
     vocabulary = params.get("vocabulary", Params({})).as_dict(quiet=True)
     vocab, vocabulary_cost = read_vocabulary(
         spec.vocabulary_directory, spec.where, spec.budget, vocabulary
     )
-    limit = spec.budget - vocabulary_cost
     model_params = params.get("model").duplicate()
-    # What the received-config check leaves unread, as `Model.load` does: the weights bring it.
-    remove_keys_from_params(model_params, sorted(REMOVED_ON_LOAD))
-    if is_bilm_config(spec.config):
-        with allocation_budget(limit, spec.where, spec.config, dry=True, sizes=spec.sizes):
-            planned = _built_model(vocab, model_params.duplicate(), spec)
-            state = {
-                name: torch.empty(t.shape, dtype=t.dtype, device="meta")
-                for name, t in spec.weights.items()
-            }
-            # (A tensor some component made real stays.)
-            _load_weights(planned, state, spec, assign=True)
-        del planned
-    else:
+    remove_keys_from_params(model_params, sorted(REMOVED_ON_LOAD))  # the weights bring these
+    on_meta = is_bilm_config(spec.config)
+    if not on_meta:
         check_hub_models(params.as_dict(quiet=True), spec.source)  # fails fast where unreachable
-    with allocation_budget(limit, spec.where, spec.config, sizes=spec.sizes):
-        model = _built_model(vocab, model_params, spec)
-    _load_weights(model, _read_weights(spec), spec)
+    limit = spec.budget - vocabulary_cost
+    with allocation_budget(limit, spec.where, spec.config, dry=on_meta, sizes=spec.sizes):
+        model = Model.from_params(
+            vocab=vocab, params=model_params, serialization_dir=str(spec.root)
+        )
+        model.extend_embedder_vocab()
+    tied = _tied_parameters(model)
+    if on_meta:
+        meta = {name: torch.empty(t.shape, dtype=t.dtype, device="meta")
+                for name, t in spec.weights.items()}  # fmt: skip
+        _load_weights(model, meta, spec, tied)  # names and shapes, before anything is read
+    _load_weights(model, _read_weights(spec), spec, tied)
+    unloaded = [name for name, t in chain(model.named_parameters(), model.named_buffers())
+                if t.is_meta]  # fmt: skip
+    if unloaded:
+        raise ConfigurationError(f"{spec.where}: its weights do not restore {unloaded[:5]}")
     if cuda_device >= 0:
         model.cuda(cuda_device)
     reader, validation_reader = _load_dataset_readers(params.duplicate(), str(spec.root))
-    meta = None if spec.is_directory else read_meta(spec.root, spec.source)
-    return Archive(model, params, reader, validation_reader, meta)
-
-
-def _built_model(vocab: Vocabulary, model_params: Params, spec: ReceivedModel) -> Model:
-    """The model of `model_params`, built as `Model.load` builds it (its embedders extended to
-    the vocabulary, a no-op where they match it)."""
-    model = Model.from_params(vocab=vocab, params=model_params, serialization_dir=str(spec.root))
-    model.extend_embedder_vocab()
-    return model
+    meta_file = None if spec.is_directory else read_meta(spec.root, spec.source)
+    return Archive(model, params, reader, validation_reader, meta_file)
 
 
 def _read_weights(spec: ReceivedModel) -> Dict[str, torch.Tensor]:
@@ -214,37 +197,44 @@ def _read_weights(spec: ReceivedModel) -> Dict[str, torch.Tensor]:
 
 
 def _load_weights(
-    model: Model, state: Dict[str, torch.Tensor], spec: ReceivedModel, assign: bool = False
+    model: Model, state: Dict[str, torch.Tensor], spec: ReceivedModel, tied: List[Tuple[str, str]]
 ) -> None:
-    """`model.load_state_dict(state, strict=True)` (with `assign`, the tensors of `state`
-    assigned rather than copied), a mismatch refused naming the weights; a model directory's
-    weights may be `ElmoCModel`'s (under `bilm.`, without output heads)."""
+    """`model.load_state_dict(state, strict=True, assign=True)` with the missing tensors a module
+    authorizes (as `Model.load`), tied parameters kept tied; a mismatch refused naming the
+    weights. A model directory's weights may be `ElmoCModel`'s (under `bilm.`, no output heads)."""
+    from allennlp.nn.module import _check_incompatible_keys
+
     if spec.is_directory:
         if state and all(name.startswith("bilm.") for name in state):  # as ElmoCModel saves them
             state = {name[len("bilm.") :]: tensor for name, tensor in state.items()}
         if not any(name.startswith("_heads.") for name in state):
-            # Saved without its output heads (by ElmoCModel, which runs only the layers): the
-            # representations are complete; what needs the heads (next-word prediction) says so.
             model.delete_softmax()  # type: ignore[operator]
     try:
-        _load_state(model, state, assign)
+        missing, unexpected = torch.nn.Module.load_state_dict(
+            model, state, strict=False, assign=True
+        )
+        missing, unexpected = model._post_load_state_dict(missing, unexpected)
+        missing = [key for key in missing if not _authorized(model, key)]
+        _check_incompatible_keys(model, missing, unexpected, True)
     except RuntimeError as error:
         raise _weights_mismatch(error, spec.weights_file.name, spec.where) from error
+    for alias, name in tied:
+        module, _, attribute = alias.rpartition(".")
+        try:
+            setattr(model.get_submodule(module), attribute, model.get_parameter(name))
+        except AttributeError:  # one of them was dropped (the output heads)
+            pass
 
 
-def _load_state(model: Model, state: Dict[str, torch.Tensor], assign: bool) -> None:
-    """AllenNLP's `Module.load_state_dict(state, strict=True)` with the missing tensors a module
-    authorizes (`authorized_missing_keys`, as `Model.load` allows them); with `assign`, the
-    tensors of `state` (a dry run's `meta` tensors) are assigned rather than copied: a tensor
-    some component made real (a char-CNN's from its `.hdf5`) cannot be copied from `meta`."""
-    from allennlp.nn.module import _check_incompatible_keys
-
-    missing, unexpected = torch.nn.Module.load_state_dict(
-        model, state, strict=False, assign=assign
-    )
-    missing, unexpected = model._post_load_state_dict(missing, unexpected)
-    missing = [key for key in missing if not _authorized(model, key)]
-    _check_incompatible_keys(model, missing, unexpected, True)
+def _tied_parameters(model: Model) -> List[Tuple[str, str]]:
+    """`(alias, name)` of each parameter that is another's (a tied output embedding)."""
+    first: Dict[int, str] = {}
+    tied = []
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        if id(parameter) in first:
+            tied.append((name, first[id(parameter)]))
+        first.setdefault(id(parameter), name)
+    return tied
 
 
 def _authorized(model: Model, key: str) -> bool:
