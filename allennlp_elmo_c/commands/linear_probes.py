@@ -16,7 +16,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 
 # The same embedding path as `elmo-c-embed --all`: every layer per sentence, boundaries removed.
-from allennlp_elmo_c.commands.elmo_c_embed import embed_sentences
+from allennlp_elmo_c.modules.elmo_c import embed_sentences
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 
 Tagged = List[Tuple[List[str], List[str]]]

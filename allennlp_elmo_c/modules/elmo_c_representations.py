@@ -1,5 +1,5 @@
 import logging
-from typing import Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -9,9 +9,11 @@ from allennlp.data.fields import TextField
 from allennlp.modules.scalar_mix import ScalarMix
 from allennlp.nn.util import get_text_field_mask, remove_sentence_boundaries
 
-from allennlp_elmo_c.archive import PretrainedBiLM
 from allennlp_elmo_c.common.text import check_sentences
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
+
+if TYPE_CHECKING:
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
 logger = logging.getLogger(__name__)
 
@@ -111,17 +113,18 @@ class ElmoCRepresentations(torch.nn.Module):
         keep_sentence_boundaries: bool = False,
         scalar_mix_parameters: Optional[List[float]] = None,
         fasttext_path: Optional[str] = None,
-        bilm: Optional[PretrainedBiLM] = None,
+        bilm: Optional["PretrainedBiLM"] = None,
+        tokenizer_path: Optional[str] = None,
     ) -> None:
         super().__init__()
         if (archive_file is None) == (bilm is None):
             raise ConfigurationError("ElmoCRepresentations: give archive_file or bilm (not both)")
         if bilm is None:
-            bilm = PretrainedBiLM.from_archive(
-                archive_file, fasttext_path=fasttext_path  # type: ignore[arg-type]
-            )
-        elif fasttext_path is not None:
-            raise ConfigurationError("fasttext_path goes with archive_file, not with bilm")
+            from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
+
+            bilm = PretrainedBiLM.from_archive(str(archive_file), fasttext_path, tokenizer_path)
+        elif fasttext_path is not None or tokenizer_path is not None:
+            raise ConfigurationError("fasttext_path and tokenizer_path go with archive_file")
         if bilm.is_subword != self.reads_subwords:
             raise ConfigurationError(
                 f"{bilm.archive_file}: expected a biLM over BPE subwords (a `bpe` tokenizer); for "
@@ -217,7 +220,7 @@ class ElmoCRepresentations(torch.nn.Module):
         return super()._apply(applied, recurse)
 
     @property
-    def bilm(self) -> PretrainedBiLM:
+    def bilm(self) -> "PretrainedBiLM":
         """The pretrained biLM these representations mix."""
         return self._bilm
 

@@ -1,4 +1,4 @@
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import torch
 
@@ -6,11 +6,14 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import TokenIndexer
 from allennlp.data.token_indexers import SingleIdTokenIndexer
 
-from allennlp_elmo_c.archive import PretrainedBiLM, read_archive_config
+from allennlp_elmo_c.archive import read_archive_config
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from allennlp_elmo_c.received.received_model import is_subword_config
+
+if TYPE_CHECKING:
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
 
 def is_subword_archive(archive_file: str) -> bool:
@@ -54,21 +57,9 @@ class SubwordElmoCRepresentations(ElmoCRepresentations):
 
     reads_subwords = True
 
-    def __init__(
-        self,
-        archive_file: Optional[str] = None,
-        *,
-        tokenizer_path: Optional[str] = None,
-        bilm: Optional[PretrainedBiLM] = None,
-        **kwargs,
-    ) -> None:
+    def __init__(self, archive_file: Optional[str] = None, **kwargs) -> None:
         # `**kwargs`: `ElmoCRepresentations`'s other parameters (not `fasttext_path`).
-        if archive_file is not None and bilm is None:
-            bilm = PretrainedBiLM.from_archive(archive_file, tokenizer_path=tokenizer_path)
-            archive_file = None  # read: the base class takes the biLM
-        elif tokenizer_path is not None:
-            raise ConfigurationError("tokenizer_path goes with archive_file, not with bilm")
-        super().__init__(archive_file, bilm=bilm, **kwargs)
+        super().__init__(archive_file, **kwargs)
         start, end = self.bilm.boundary_tokens
         tokenizer: BpeTokenizer = self.bilm.tokenizer  # type: ignore[assignment]
         indexer: SingleIdTokenIndexer = self.bilm.token_indexer  # type: ignore[assignment]
@@ -133,13 +124,15 @@ def load_representations(
     subwords, `ElmoCRepresentations` otherwise; `kwargs` are their common parameters.
     `fasttext_path` applies to the latter, `tokenizer_path` to the former.
     """
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
+
     bilm = PretrainedBiLM.from_archive(
         archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
     )
     return representations_of(bilm, **kwargs)
 
 
-def representations_of(bilm: PretrainedBiLM, **kwargs) -> ElmoCRepresentations:
+def representations_of(bilm: "PretrainedBiLM", **kwargs) -> ElmoCRepresentations:
     """`SubwordElmoCRepresentations` of a biLM over BPE subwords, `ElmoCRepresentations` of any
     other; `kwargs` are their common parameters."""
     if bilm.is_subword:

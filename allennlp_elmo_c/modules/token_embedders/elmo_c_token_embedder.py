@@ -10,7 +10,7 @@ from allennlp.data import Vocabulary
 
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
-from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 from allennlp_elmo_c.common.config_defaults import ELMO_C_DIM
 from allennlp_elmo_c.fasttext.fasttext_source import archive_being_loaded
 from allennlp_elmo_c.modules.elmo_c import ElmoC
