@@ -167,34 +167,19 @@ class PretrainedBiLM:
 
 class ElmoC(torch.nn.Module):
     """
-    AllenNLP's `allennlp.modules.elmo.Elmo` for a trained ELMo-C biLM: the same arguments (one
-    `model` path in place of the options and weight files; no `vocab_to_cache`), the same output,
-    the same handling of sentence boundaries. Porting code that uses `Elmo` changes its import
-    and the way ids are made, since ELMo-C's ids depend on the model's fastText vectors:
+    AllenNLP's `Elmo` for a trained ELMo-C biLM (word-level or ELMo-Sub): one `model` path in
+    place of the options and weight files, no `vocab_to_cache`; ids from `batch_to_ids`.
 
-        from allennlp_elmo_c import ElmoC, batch_to_ids
         elmo = ElmoC("runs/elmo_c/model.tar.gz", num_output_representations=1, dropout=0.0)
         output = elmo(batch_to_ids([["The", "council", "met", "."]], elmo))
-        vectors = output["elmo_representations"][0]  # (batch, timesteps, dim)
-
-    It mixes the biLM's layers (the input projection of both directions, then each LSTM layer,
-    forward || backward) with a `ScalarMix` per output representation (parameter names
-    `scalar_parameters`, as `Elmo`'s, so task configs' regularizer regexes match), then applies
-    dropout. A biLM over BPE subwords (ELMo-Sub) works the same way: its words are represented
-    by their first subword.
 
     # Parameters
 
     model : `str`
         The trained biLM: its model directory (`package`) or `model.tar.gz`.
     num_output_representations : `int`
-    requires_grad : `bool`, optional (default = `False`)
-        Fine-tune the biLM (its fastText matrix stays frozen).
-    do_layer_norm : `bool`, optional (default = `False`)
-    dropout : `float`, optional (default = `0.5`)
-    keep_sentence_boundaries : `bool`, optional (default = `False`)
-    scalar_mix_parameters : `List[float]`, optional
-        Fixed pre-softmax layer weights instead of trained ones.
+    requires_grad, do_layer_norm, dropout, keep_sentence_boundaries, scalar_mix_parameters :
+        As for `Elmo`.
     module : `PretrainedBiLM`, optional
         The biLM already read, instead of `model` (as `Elmo`'s `module=`).
     """
@@ -266,12 +251,8 @@ class ElmoC(torch.nn.Module):
 def batch_to_ids(
     sentences: List[List[str]], elmo: Union[ElmoC, ElmoCRepresentations]
 ) -> Dict[str, torch.Tensor]:
-    """
-    The counterpart of AllenNLP's `allennlp.modules.elmo.batch_to_ids`: a batch of tokenized
-    sentences as the padded tensors `elmo` reads (`(batch, timesteps, ...)` by name). ELMo's ids
-    are characters, the same for every model; ELMo-C's are the model's fastText subword rows, so
-    the model is the second argument.
-    """
+    """AllenNLP's `batch_to_ids`: the padded tensors `elmo` reads, by name. ELMo-C's ids depend
+    on the model (its fastText subword rows), so it is the second argument."""
     representations = elmo.representations if isinstance(elmo, ElmoC) else elmo
     return index_sentences(sentences, representations.word_indexer(), representations.vocab)
 
@@ -411,22 +392,16 @@ def embed_sentences(
 
 class ElmoCEmbedder:
     """
-    AllenNLP 0.9's `ElmoEmbedder` (removed from AllenNLP in 1.0) for an ELMo-C model: every layer
-    of the biLM for tokenized sentences, as numpy arrays, through the code `elmo-c-embed` runs.
-    Stateless: a sentence gets the same vectors whatever was embedded before.
-
-        from allennlp_elmo_c import ElmoCEmbedder
-        embedder = ElmoCEmbedder("runs/elmo_c/model.tar.gz")
-        layers = embedder.embed_sentence(["The", "council", "met", "."])  # (3, 4, dim)
+    AllenNLP 0.9's `ElmoEmbedder` for an ELMo-C model (stateless): every layer of the biLM for
+    tokenized sentences, as numpy arrays `(num_layers, tokens, dim)`.
 
     # Parameters
 
     model : `str`
-        The trained biLM: its model directory (`package`) or `model.tar.gz`.
+        The biLM's model directory or `model.tar.gz`.
     cuda_device : `int`, optional (default = `-1`)
-        The GPU to run on; -1 for the CPU.
     fasttext_path : `str`, optional
-        The biLM's fastText `.bin`, if it is no longer where the model recorded it.
+        The biLM's fastText `.bin`, if not where it is found.
     """
 
     def __init__(
@@ -483,9 +458,13 @@ class ElmoCEmbedder:
         batch_size: int = 64,
         max_sentence_length: int = 10_000,
     ) -> Path:
-        """The HDF5 file `elmo-c-embed` writes (see the module docstring); `output_format`
-        "all", "top" or "average". `input_file` is a path or, as for 0.9's `ElmoEmbedder`, an
-        open file (its lines are copied beside the output first)."""
+        """
+        Embeds each whitespace-tokenized line of `input_file` (a path or an open file) into
+        HDF5: a dataset per line, named by its index, `(num_layers, tokens, dim)` for "all",
+        `(tokens, dim)` for "top" or "average", and a JSON `sentence_to_index`. Written as
+        `OUTPUT.partial`, renamed when complete; a rerun resumes it. A line longer than
+        `max_sentence_length` tokens stops it before anything is embedded.
+        """
         output = Path(output_file_path)
         if hasattr(input_file, "read"):
             text = input_file.read()

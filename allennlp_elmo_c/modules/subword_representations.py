@@ -17,12 +17,7 @@ if TYPE_CHECKING:
 
 
 def is_subword_archive(archive_file: str) -> bool:
-    """
-    True if `archive_file` is an `elmo_c` archive pretrained on BPE subwords (its reader has a
-    `bpe` tokenizer): downstream it needs `SubwordElmoCRepresentations` and the
-    `bpe_first_subword` indexer. Reads only the archive's `config.json`; False for anything
-    unreadable (loading it then reports the problem).
-    """
+    """Whether `archive_file` is a biLM over BPE subwords (False if its config is unreadable)."""
     try:
         return is_subword_config(read_archive_config(archive_file))
     except ConfigurationError:
@@ -31,34 +26,15 @@ def is_subword_archive(archive_file: str) -> bool:
 
 class SubwordElmoCRepresentations(ElmoCRepresentations):
     """
-    `ElmoCRepresentations` for a biLM pretrained on BPE subwords (ELMo-Sub: an `embedding` input
-    over a subword vocabulary and a softmax head): runs the biLM over each sentence's subwords
-    (`<S>` ... `</S>` included, as in pretraining) and represents each word by the vectors of its
-    FIRST subword, in every layer, before the layers are mixed. Inputs are the
-    `bpe_first_subword` indexer's outputs (built with the same tokenizer and the archive's
-    vocabulary; `word_indexer()` gives one). The output is word-level, exactly like
-    `ElmoCRepresentations`'s: one vector per word, the boundaries being the `<S>` and `</S>`
-    subwords' vectors.
-
-    Everything but the input side (freezing, the mixes, `forward`) is `ElmoCRepresentations`'s.
-
-    # Parameters
-
-    archive_file : `str`, optional
-        A `model.tar.gz` of an `elmo_c` model over BPE subwords (or pass `bilm`).
-    tokenizer_path : `str`, optional
-        The BPE tokenizer JSON, if not at the path recorded in the archive.
-    num_output_representations, requires_grad, do_layer_norm, dropout, keep_sentence_boundaries,
-    scalar_mix_parameters :
-        As for `ElmoCRepresentations` (`do_layer_norm` statistics are over the words).
-    bilm : `PretrainedBiLM`, optional
-        The biLM, already read, instead of `archive_file`.
+    `ElmoCRepresentations` for a biLM over BPE subwords (ELMo-Sub): each word is represented, in
+    every layer, by its first subword's vectors, the boundaries by the `<S>` and `</S>`
+    subwords'. Inputs are the `bpe_first_subword` indexer's (`word_indexer()`); the parameters
+    are `ElmoCRepresentations`'s (no `fasttext_path`).
     """
 
     reads_subwords = True
 
     def __init__(self, archive_file: Optional[str] = None, **kwargs) -> None:
-        # `**kwargs`: `ElmoCRepresentations`'s other parameters (not `fasttext_path`).
         super().__init__(archive_file, **kwargs)
         start, end = self.bilm.boundary_tokens
         tokenizer: BpeTokenizer = self.bilm.tokenizer  # type: ignore[assignment]
