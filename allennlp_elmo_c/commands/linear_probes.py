@@ -11,7 +11,7 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.commands.elmo_c_embed import embed_sentences
+from allennlp_elmo_c.modules.elmo_c import embed_sentences
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 
 Tagged = List[Tuple[List[str], List[str]]]

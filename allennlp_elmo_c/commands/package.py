@@ -32,13 +32,14 @@ from typing import Any, Dict, Optional
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.archive import PretrainedBiLM, is_model_directory, read_directory_config
+from allennlp_elmo_c.archive import is_model_directory, read_directory_config
 from allennlp_elmo_c.commands.describe import precision_text
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
 from allennlp_elmo_c.common.config_tree import lookup_dotted
 from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from allennlp_elmo_c.fasttext.fasttext_source import recorded_fasttext_paths
+from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 from allennlp_elmo_c.received.contained_files import copy_regular_file
 from allennlp_elmo_c.received.model_directory import (
     DIRECTORY_FORMAT,
