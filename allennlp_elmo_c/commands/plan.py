@@ -37,7 +37,8 @@ from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.machine import cpu_name
 from allennlp_elmo_c.common.threads import usable_cpus
 from allennlp_elmo_c.data.corpus_size import CorpusSize, corpus_size, corpus_windows
-from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader, corpus_files
+from allennlp_elmo_c.data.corpus import corpus_files
+from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 from allennlp_elmo_c.nn.products import bfloat16_unsupported
 from allennlp_elmo_c.training.update_timings import TIMINGS, with_update_timings
 
@@ -121,7 +122,9 @@ def _sizes(params: Params, corpus: str) -> Dict[str, Any]:
     reader = DatasetReader.from_params(params["dataset_reader"].duplicate())
     if not isinstance(reader, LmCorpusReader):
         raise ConfigurationError("plan: the config's dataset_reader must be 'lm_corpus'")
-    size: CorpusSize = corpus_size(corpus_files(corpus))
+    size: CorpusSize = corpus_size(corpus_files(corpus, "plan"))
+    if not size.tokens:
+        raise ConfigurationError(f"plan: {corpus} has no tokens (its files are empty or blank)")
     loader = DataLoader.from_params(params["data_loader"].duplicate(), reader=reader,
                                     data_path=corpus)  # fmt: skip
     try:

@@ -68,6 +68,7 @@ from allennlp_elmo_c.common.build_cache import MANIFEST, is_built, write_manifes
 from allennlp_elmo_c.common.recent_set import RecentSet
 from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 from allennlp_elmo_c.common.text import decode_line
+from allennlp_elmo_c.data.corpus import PIECE_BYTES, file_problem, line_pieces
 from allennlp_elmo_c.received.received_json import MAX_DEPTH, json_depth
 
 logger = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ TEXT_SUFFIXES = (".txt", ".txt.gz")
 JSON_SUFFIXES = (".jsonl", ".jsonl.gz")
 # The longest text given to spaCy at once (its `max_length` is 1,000,000): longer lines are cut at
 # whitespace, longer blocks at line ends.
-CHUNK_CHARACTERS = 100_000
+CHUNK_CHARACTERS = PIECE_BYTES
 # Sentence hashes held to find duplicates (`--duplicate-window`), about 80 bytes of memory each.
 DUPLICATE_WINDOW = 8_000_000
 # A `.jsonl` line (one document) longer than this is skipped, never read into memory whole.
@@ -91,7 +92,6 @@ BINARY_UNDECODABLE_FRACTION = 0.3
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 _OUTPUT_NAME = re.compile(r"^(train(-\d{5})?|validation)\.txt$")
 _BLOCK_SEPARATOR = re.compile(r"\n[ \t\r\f\v]*\n")
-_ASCII_WHITESPACE = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
 _WHITESPACE = (" ", "\t", "\n", "\r", "\x0b", "\x0c", "\u00a0", "\u3000")
 
 PathOrStr = Union[str, "os.PathLike[str]"]
@@ -193,6 +193,8 @@ def prepare_corpus(
                 "token was found); see the warnings above for the files skipped"
             )
     seconds = time.perf_counter() - start
+    for name, counts in writer.files.items():  # the sizes a reader checks the counts against
+        counts["bytes"] = (output_directory / name).stat().st_size
 
     problems = _report_inputs(usable, skipped)
     splits = splitter.splits
@@ -405,6 +407,11 @@ def _find_inputs(
     for given in inputs:
         if not given.exists():
             raise ConfigurationError(f"prepare-corpus: input {given} does not exist")
+        if given.is_symlink() and not given.is_dir():
+            raise ConfigurationError(
+                f"prepare-corpus: input {given} is a symbolic link, not followed: name the file "
+                "itself"
+            )
         if given.is_file():
             if not given.name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
                 raise ConfigurationError(
@@ -428,10 +435,8 @@ def _find_inputs(
                 elif not name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
                     skipped.append({"path": str(path), "reason": "not .txt, .txt.gz, .jsonl or "
                                     ".jsonl.gz"})
-                elif path.is_symlink():  # a link in a received directory may point anywhere
-                    skipped.append({"path": str(path), "reason": "symbolic link (not followed)"})
-                elif not path.is_file():
-                    skipped.append({"path": str(path), "reason": "not a regular file"})
+                elif file_problem(str(path)):  # a link in a received directory may point anywhere
+                    skipped.append({"path": str(path), "reason": file_problem(str(path))})
                 else:
                     files.append(_InputFile(path, source))
     return files, skipped
@@ -457,43 +462,6 @@ def _sniff(file: _InputFile) -> Optional[str]:
     if bad > BINARY_UNDECODABLE_FRACTION * len(judged):
         return f"binary or not UTF-8 ({bad} undecodable bytes in the first {len(judged)} bytes)"
     return None
-
-
-def _pieces(stream: IO[bytes], file: _InputFile) -> Iterator[Tuple[bytes, bool]]:
-    """
-    The lines of `stream` as `(bytes, ends_line)`; a line longer than `CHUNK_CHARACTERS` bytes is
-    cut after its last ASCII whitespace (which never lies inside a UTF-8 character) into pieces,
-    or, in a word that long, before a UTF-8 lead byte.
-    """
-    limit = CHUNK_CHARACTERS
-    carry = b""
-    in_long_line = False
-    while True:
-        try:
-            more = stream.readline(limit - len(carry))
-        except _READ_ERRORS as error:
-            _read_error(file, error)
-            more = b""
-        raw, carry = carry + more, b""
-        if not raw:
-            return
-        if raw.endswith(b"\n") or len(raw) < limit:
-            yield raw, True
-            in_long_line = False
-            continue
-        if not in_long_line:
-            file.count("long_lines_cut")
-            in_long_line = True
-        cut = max(raw.rfind(space) for space in _ASCII_WHITESPACE) + 1
-        if cut <= 0:
-            file.count("long_words_cut")
-            cut = len(raw)
-            while cut > len(raw) - 4 and (raw[cut - 1] & 0xC0) == 0x80:
-                cut -= 1
-            if raw[cut - 1] >= 0xC0:
-                cut -= 1
-        yield raw[:cut], False
-        carry = raw[cut:]
 
 
 def _text_chunks(text: str, file: _InputFile) -> Iterator[str]:
@@ -567,20 +535,24 @@ def _text_documents(
     size = 0
     document = 0
     first = True
-    for raw, ends_line in _pieces(stream, file):
-        text = _decode(raw, first, file)
-        first = False
-        if ends_line and not text.strip():  # a blank line ends a block
-            if block:
+    pieces = line_pieces(stream, file.count)
+    try:
+        for raw, ends_line in pieces:
+            text = _decode(raw, first, file)
+            first = False
+            if ends_line and not text.strip():  # a blank line ends a block
+                if block:
+                    yield str(document), " ".join(block)
+                    block, size = [], 0
+                    document += paragraphs
+                continue
+            if size + len(text) > CHUNK_CHARACTERS and block:
                 yield str(document), " ".join(block)
                 block, size = [], 0
-                document += paragraphs
-            continue
-        if size + len(text) > CHUNK_CHARACTERS and block:
-            yield str(document), " ".join(block)
-            block, size = [], 0
-        block.append(text)
-        size += len(text)
+            block.append(text)
+            size += len(text)
+    except _READ_ERRORS as error:
+        _read_error(file, error)
     if block:
         yield str(document), " ".join(block)
 

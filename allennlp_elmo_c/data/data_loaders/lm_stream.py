@@ -11,7 +11,8 @@ from allennlp.data.tokenizers import WhitespaceTokenizer
 from allennlp.nn import util as nn_util
 
 from allennlp_elmo_c.data import corpus_size
-from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader, corpus_files
+from allennlp_elmo_c.data.corpus import corpus_files
+from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 
 logger = logging.getLogger(__name__)
 

@@ -1,18 +1,15 @@
-import glob
 import logging
-import os
 from copy import deepcopy
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
-from allennlp.common.file_utils import cached_path
 from allennlp.data.dataset_readers.dataset_reader import DatasetReader
 from allennlp.data.fields import TextField
 from allennlp.data.instance import Instance
 from allennlp.data.token_indexers import SingleIdTokenIndexer, TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer, WhitespaceTokenizer
 
-from allennlp_elmo_c.common.text import decode_line
+from allennlp_elmo_c.data.corpus import corpus_files, corpus_lines, has_text
 
 logger = logging.getLogger(__name__)
 
@@ -154,51 +151,55 @@ class LmCorpusReader(DatasetReader):
         self._field_name = field_name
 
     def _read(self, file_path) -> Iterable[Instance]:
-        windows = self._windows(self._read_sentences(file_path))
+        windows = self._windows(self._read_pieces(file_path))
         shares_first_token = False
         for window in windows:
             yield Instance({self._field_name: WindowTextField(window, None, shares_first_token)})
             # (With max_sequence_length, every window after the first shares its first token.)
             shares_first_token = self._max_sequence_length is not None
 
-    def _read_sentences(self, file_path) -> Iterator[List[Token]]:
-        """This process's share of the corpus's sentences, each as its tokens between the start
-        and end tokens."""
+    def _read_pieces(self, file_path) -> Iterator[Tuple[List[Token], bool]]:
+        """This process's share of the corpus's sentences as `(tokens, ends_sentence)` pieces:
+        the start tokens before a sentence's first tokens, the end tokens in a last piece."""
         paths = corpus_files(file_path)
         logger.info("Reading sentences from %s", file_path)
         undecodable = with_nul = sentences = 0
         try:
-            for _, raw_line, first in self.shard_iterable(_numbered_lines(paths)):
-                line, bad_bytes, had_nul = decode_line(raw_line, first=first)
-                undecodable += bad_bytes
-                with_nul += had_nul
-                if not line.strip():
-                    continue
-                tokens = self._tokenizer.tokenize(line)
-                sentences += 1
-                if tokens:
-                    yield self._start_tokens + tokens + self._end_tokens
+            for line in self.shard_iterable(corpus_lines(paths)):
+                started = bad = nul = False
+                for text, bad_bytes, had_nul in line:
+                    bad, nul = bad or bad_bytes, nul or had_nul
+                    tokens = self._tokenizer.tokenize(text) if text.strip() else []
+                    if tokens:
+                        yield (tokens if started else self._start_tokens + tokens), False
+                        started = True
+                undecodable, with_nul = undecodable + bad, with_nul + nul
+                if started:
+                    sentences += 1
+                    yield list(self._end_tokens), True
         finally:
             self._warn(file_path, undecodable, with_nul)
         # Training on nothing would "succeed" with zero steps: an empty corpus is an error. (A
         # worker's shard of a small file may be empty; only a file without any text is.)
-        if not sentences and not any(_has_text(path) for path in paths):
+        if not sentences and not has_text(paths):
             raise ConfigurationError(
                 f"lm_corpus: {file_path} has no sentences (it is empty or has only blank lines)"
             )
 
-    def _windows(self, sentences: Iterable[List[Token]]) -> Iterator[List[Token]]:
-        """The windows of the stream of `sentences` (see the class docstring)."""
+    def _windows(self, pieces: Iterable[Tuple[List[Token], bool]]) -> Iterator[List[Token]]:
+        """The windows of the stream of sentence `pieces` (see the class docstring)."""
         length = self._max_sequence_length
-        if length is None:
-            yield from sentences
-            return
         # `pending` holds the stream from the last window's last token on (only the stream's
         # start before the first window): `pending[0]` is shared with the next window.
         pending: List[Token] = []
         made_one = False
-        for sentence in sentences:
-            pending.extend(sentence)
+        for tokens, ends in pieces:
+            pending.extend(tokens)
+            if length is None:
+                if ends:
+                    yield pending
+                    pending = []
+                continue
             start = 0
             while len(pending) - start >= length:
                 yield pending[start : start + length]
@@ -206,13 +207,13 @@ class LmCorpusReader(DatasetReader):
                 start += length - 1
             if start:
                 del pending[:start]
-        if len(pending) > 1 or (pending and not made_one):
+        if length is not None and (len(pending) > 1 or (pending and not made_one)):
             yield pending
 
     def count_instances(self, file_path) -> int:
         """The instances `read(file_path)` makes in this process (all its lines as one stream),
         counted by tokenizing the corpus without building instances: one pass over the text."""
-        return sum(1 for _ in self._windows(self._read_sentences(file_path)))
+        return sum(1 for _ in self._windows(self._read_pieces(file_path)))
 
     def text_to_instance(self, sentence: Union[str, List[str]]) -> Instance:  # type: ignore
         """
@@ -265,47 +266,3 @@ class LmCorpusReader(DatasetReader):
             logger.warning(
                 "%s: %d line(s) held NUL characters, read as spaces%s", file_path, with_nul, where
             )
-
-
-def corpus_files(file_path: str) -> List[str]:
-    """
-    The files of a corpus path: one file (local or a URL, through `cached_path`), or a glob
-    pattern of local files (`corpus/train-*.txt`, the shards `prepare-corpus --shard-tokens`
-    writes), read in sorted order as one stream of sentences.
-    """
-    file_path = str(file_path)
-    if glob.has_magic(file_path):
-        paths = sorted(path for path in glob.glob(file_path) if os.path.isfile(path))
-        if not paths:
-            raise ConfigurationError(f"lm_corpus: {file_path} matches no corpus file")
-        return paths
-    try:
-        path = cached_path(file_path)
-    except FileNotFoundError as error:
-        raise ConfigurationError(f"lm_corpus: corpus file {file_path} not found") from error
-    if os.path.isdir(path):
-        raise ConfigurationError(
-            f"lm_corpus: {file_path} is a directory, not a corpus file (for the shards of "
-            f"prepare-corpus --shard-tokens give a pattern, e.g. {file_path}/train-*.txt)"
-        )
-    return [path]
-
-
-def _numbered_lines(paths: List[str]) -> Iterator[Tuple[int, bytes, bool]]:
-    """(number across all files, raw line, whether it is its file's first line)."""
-    number = 0
-    for path in paths:
-        with open(path, "rb") as corpus:
-            for index, raw_line in enumerate(corpus):
-                yield number, raw_line, index == 0
-                number += 1
-
-
-def _has_text(path: str) -> bool:
-    """Whether any line of the file, read as the reader reads it (`decode_line`), holds more than
-    whitespace."""
-    with open(path, "rb") as corpus:
-        for number, raw_line in enumerate(corpus):
-            if decode_line(raw_line, first=number == 0)[0].strip():
-                return True
-    return False
