@@ -426,8 +426,6 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
                 f"{session.get('torch_threads')} torch threads), {gpus}; "
                 f"torch {session.get('torch')}"
             )
-    else:
-        lines.append("- hardware: not recorded (trained before allennlp-elmo-c recorded it)")
     lines += [
         "",
         "## Use it",

@@ -346,12 +346,14 @@ def _size(size: float) -> str:
 class Plan(PluginSubcommand):
     description = (
         "How long pretraining a config on a corpus takes on this machine, and how much memory "
-        "and disk it needs: a few real updates, measured and extrapolated."
+        "and disk it needs: a few real updates, measured and extrapolated. The config's code "
+        "runs as in allennlp train: plan only configs you trust (docs/security.md)."
     )
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("corpus", help="the training text: a file or a pattern of files")
-        subparser.add_argument("--config", required=True, help="the training config (.jsonnet)")
+        subparser.add_argument("--config", required=True,
+                               help="the training config (.jsonnet): its code runs")
         subparser.add_argument("-o", "--overrides", default="", help="JSON overrides, as for train")
         subparser.add_argument("--updates", type=int, default=10, help="updates to time")
         subparser.add_argument("--json", action="store_true", help="print one JSON object")
