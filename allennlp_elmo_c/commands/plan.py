@@ -1,16 +1,11 @@
 """
 `python -m allennlp_elmo_c plan CORPUS --config CONFIG [-o OVERRIDES] [--json]`: how long a
-pretraining run will take on this machine and how much memory and disk it needs, before it
-starts.
+pretraining run will take on this machine and the memory and disk it needs, before it starts.
 
-It reads the corpus's size (`prepare-corpus`'s manifest, or one cached count), works out the
-windows and updates the config makes of it, then trains a few real updates with that config on
-this machine (a short `allennlp train` in a temporary directory: the same model, precision,
-device, data loading and callbacks), and prints the tokens, windows, updates per epoch and in
-all, the measured seconds per update, the estimated time per epoch and in all, the peak memory
-(RAM, and GPU memory on a GPU) and the disk the checkpoints and the archive take. Where the
-config asks for bfloat16 and the machine has no fast bfloat16 products, training would stop at
-its first batch: the plan says so and measures float32.
+It sizes the run from the corpus (`corpus_size`) and the config's reader and loader, trains a
+few real updates of the config in a child `allennlp train` (so the config's code runs, as in
+training), and extrapolates the measured time per update. Where the config asks for bfloat16
+and the machine has no fast bfloat16 products, the plan says so and measures float32.
 """
 
 import argparse

@@ -1,45 +1,24 @@
 """
-`allennlp prepare-corpus`: turns raw text into the corpus format of this package (one tokenized
-sentence per line, tokens separated by single spaces: what the `lm_corpus` reader reads and what
-`train-fasttext` takes), split by document into train and validation files.
+`allennlp prepare-corpus INPUT... OUTPUT_DIR`: raw text into the corpus format of this package
+(one tokenized sentence a line, tokens separated by single spaces: what `lm_corpus` and
+`train-fasttext` read), split by document into `train.txt` (or `train-00000.txt`, ... of about
+`--shard-tokens` tokens) and `validation.txt`. docs/your-data.md describes the options.
 
-```bash
-python -m allennlp_elmo_c prepare-corpus INPUT... OUTPUT_DIR [--language en] \\
-    [--validation-fraction 0.01] [--shard-tokens N] [--seed 13] [--text-field text] [--paragraphs]
-```
-
-- INPUT: files or directories (walked recursively, in sorted order) of UTF-8 text: `.txt` and
-  `.txt.gz` (a document is a file, or with `--paragraphs` each blank-line-separated block), and
-  `.jsonl` / `.jsonl.gz` (a document is a line's JSON object, its text in `--text-field`; with
-  `--paragraphs` each blank-line-separated block of that text). Other files found in a directory
-  are skipped, and recorded as skipped.
-- Text: the lines of a blank-line-separated block are joined (hard-wrapped prose is read as
-  prose), split into sentences and tokens by `SentenceTokenizer` (spaCy's blank pipeline for
-  `--language` and its sentencizer; nothing is downloaded).
-- OUTPUT_DIR: `train.txt` (or `train-00000.txt`, `train-00001.txt`, ... of about `--shard-tokens`
-  tokens each; `lm_corpus` reads them as one stream from a pattern, `OUTPUT_DIR/train-*.txt`) and
-  `validation.txt`. A document goes wholly to one side: to validation when a
-  64-bit hash of `seed`, its source file (relative to its INPUT) and its index in the file falls
-  below `validation_fraction`, so the same inputs and seed give byte-identical outputs.
-- Exact duplicate sentences are written once (the first occurrence, across both files) when
-  they recur within `--duplicate-window` distinct sentences of each other (a `RecentSet` of
-  8-byte hashes, about 80 bytes of memory per sentence held: at most the window's, however large
-  the corpus; a sentence that keeps recurring, boilerplate, stays in it). A corpus of at most
-  half the window's distinct sentences is deduplicated exactly; the manifest counts the
-  hashes the window dropped (`duplicate_window.forgotten`: 0 when it was exact). Everything else
-  streams (a line, a block of at most `CHUNK_CHARACTERS`, or one JSON line at a time).
-- `manifest.json` (written last) holds the files, documents, sentences and tokens per split,
-  duplicates removed, every skipped input with its reason and the problems met per file; an
-  identical second run is a no-op (`--force` redoes it). Output files are written atomically
-  and renamed into place together at the end: an interrupted run leaves nothing that looks
-  finished.
-
-Bad input is counted and named (in the log and the manifest), never a crash: binary files
-(NUL bytes or undecodable bytes at a high rate in the first `SNIFF_BYTES`) and empty files are
-skipped; bytes that are not UTF-8 become U+FFFD and NUL characters spaces (counted per file); a
-line longer than `CHUNK_CHARACTERS` is cut at whitespace (a word without whitespace that long is
-cut anyway; both counted) so spaCy never sees a text over its `max_length`; a JSON line that does
-not parse or lacks the text field is counted and skipped.
+- INPUT: files, or directories walked in sorted order (links and other kinds of file skipped,
+  as `allennlp_elmo_c.data.corpus` does), of `.txt` / `.txt.gz` (a document is a file, or with
+  `--paragraphs` a blank-line-separated block) and `.jsonl` / `.jsonl.gz` (a line's JSON object,
+  its text in `--text-field`). Blocks are joined into prose, split into sentences and tokens by
+  `SentenceTokenizer` (spaCy's blank pipeline for `--language`; nothing is downloaded).
+- A document goes to validation when a 64-bit hash of the seed, its source file and its index
+  falls below `--validation-fraction`: the same inputs and seed give byte-identical outputs.
+- A sentence recurring within `--duplicate-window` distinct sentences is written once (a
+  `RecentSet` of 8-byte hashes, ~80 bytes a sentence); everything else streams, in pieces of at
+  most `CHUNK_CHARACTERS` (spaCy's `max_length` is 1,000,000).
+- `manifest.json` (written last) holds each file's bytes, sentences and tokens, the splits'
+  counts, duplicates removed, the inputs skipped with their reasons and each file's problems
+  (binary or empty files skipped; undecodable bytes, NUL characters, long lines and words cut,
+  bad JSON lines: counted). Files are written atomically and renamed into place together; an
+  identical second run is a no-op (`--force` redoes it).
 """
 
 import argparse

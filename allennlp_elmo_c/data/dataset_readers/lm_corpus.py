@@ -50,79 +50,38 @@ class WindowTextField(TextField):
 @DatasetReader.register("lm_corpus")
 class LmCorpusReader(DatasetReader):
     """
-    Reads a language modelling corpus with one sentence per line into instances with a single
-    field, `"tokens"` (a `WindowTextField`, i.e. a `TextField`; `field_name` renames it).
+    Reads a language modelling corpus, one sentence a line, into instances with one field,
+    `"tokens"` (a `WindowTextField`; `field_name` renames it).
 
-    Every sentence gets its own start and end tokens (`<S>` ... `</S>`), and the sentences are
-    concatenated, in file order, into one token stream. With `max_sequence_length` = L the
-    stream is cut into windows of L tokens, one instance each, where consecutive windows share
-    one token: window k holds the stream's tokens `k * (L - 1)` to `k * (L - 1) + L - 1` (both
-    included). A window may therefore hold the end of one sentence and the start of the next, or
-    the middle of a long sentence without any boundary token: boundary tokens are only ever where
-    a sentence really starts or ends. The last window is shorter if the stream ends in it (it is
-    kept, never dropped); a window that would only repeat the previous window's last token is
-    not made.
+    Every sentence gets its start and end tokens (`<S>` ... `</S>`) and the sentences are
+    concatenated, in file order, into one token stream. With `max_sequence_length` = L the stream
+    is cut into windows of L tokens that share one token with the next: window k holds tokens
+    `k * (L - 1)` to `k * (L - 1) + L - 1`, the last one possibly shorter. As `elmo_c` predicts
+    `w[1:]` forward and `w[:-1]` backward in a window `w`, every token of the stream is predicted
+    exactly once per direction (no LM state is carried between windows). Without
+    `max_sequence_length` every sentence is one instance.
 
-    The shared token is what makes every token of the stream predicted exactly once per
-    direction: the `elmo_c` model predicts, in a window `w`, the tokens `w[1:]` with the forward
-    LM (from `w[:-1]`) and the tokens `w[:-1]` with the backward LM (from `w[1:]`). Over all the
-    windows of a stream `s` the forward targets are exactly `s[1:]` and the backward targets
-    exactly `s[:-1]`, each token once; only the stream's first token (a `<S>`) is no forward
-    target and its last (a `</S>`) no backward target, so with boundary tokens every word is a
-    target in both directions. Each window is read on its own (no LM state is carried from one
-    window to the next, unlike the paper's stateful training), so tokens near a cut see less
-    context, but no token is skipped or predicted twice. For the same reason a vocabulary built
-    from the windows counts the shared token once (`WindowTextField`).
-
-    Without `max_sequence_length` nothing is cut: every sentence is one instance, `<S>` words
-    `</S>` (the same as `text_to_instance` makes of it).
-
-    The corpus is a file, or a glob pattern of files (`corpus/train-*.txt`: the shards of
-    `prepare-corpus --shard-tokens`) read in sorted order as one stream. It is streamed: only one
-    line (and the part of the stream not yet in a window) is held
-    at a time. Lines are
-    split on `\\n` (a trailing `\\r` is whitespace) and decoded as UTF-8; undecodable bytes become
-    U+FFFD and NUL characters become spaces, and the number of lines affected is logged as one
-    warning per file (in multi-process loading, per worker: each reports its own share of the
-    lines). Blank lines, and lines the tokenizer makes no token of, are skipped.
-
-    Sharding is done here, by line: with multi-process loading or distributed training each
-    worker and rank reads a disjoint subset of the lines (`shard_iterable`: line i goes to rank
-    i mod W and to that rank's worker (i div W) mod K) and makes its own stream of them, cut into
-    windows as above. Every line is thus read by exactly one process, and every token predicted
-    exactly once per direction within that process's stream. Token indexers are set in
-    `apply_token_indexers`, in the main process.
+    The corpus is a file or a glob pattern of files (`corpus/train-*.txt`), read in sorted order
+    as one stream through `allennlp_elmo_c.data.corpus` (links skipped, lines in bounded pieces,
+    decoded by `decode_line`; lines with undecodable bytes or NUL characters are counted in one
+    warning per file and worker). Blank lines and lines without a token are skipped. Only a
+    window's worth of the stream and one piece of a line are held at a time. With multi-process
+    loading or distributed training, line i goes to rank i mod W and to that rank's worker
+    (i div W) mod K, which makes its own stream of its lines.
 
     Registered as a `DatasetReader` with name "lm_corpus".
 
     # Parameters
 
     tokenizer : `Tokenizer`, optional (default = `WhitespaceTokenizer()`)
-        Splits a line into tokens.
-    token_indexers : `Dict[str, TokenIndexer]`, optional
-        Defaults to `{"tokens": SingleIdTokenIndexer()}`.
+    token_indexers : `Dict[str, TokenIndexer]`, optional (default = `{"tokens": single_id}`)
     max_sequence_length : `int`, optional (default = `None`)
-        If given (>= 2), the number of tokens in one window, boundary tokens and the token shared
-        with the previous window included: each window after the first adds
-        `max_sequence_length - 1` new tokens of the stream. `None` makes one instance of every
-        sentence.
+        The tokens of one window (>= 2), the token shared with the previous window included.
     start_tokens : `List[str]`, optional (default = `["<S>"]`)
-        Added before every sentence; `[]` adds none.
     end_tokens : `List[str]`, optional (default = `["</S>"]`)
-        Added after every sentence; `[]` adds none.
     field_name : `str`, optional (default = `"tokens"`)
-        The field's name: the name of the model's `forward` argument that takes it (`"source"`
-        for allennlp-models' `language_model`).
-
-    # Example
-
-    ```json
-    "dataset_reader": {
-        "type": "lm_corpus",
-        "max_sequence_length": 20,
-        "token_indexers": {"tokens": {"type": "single_id"}}
-    }
-    ```
+        The name of the model's `forward` argument that takes the field (`"source"` for
+        allennlp-models' `language_model`).
     """
 
     def __init__(
@@ -255,14 +214,7 @@ class LmCorpusReader(DatasetReader):
     def _warn(self, file_path, undecodable: int, with_nul: int) -> None:
         worker = self.get_worker_info()
         where = "" if worker is None else f" (worker {worker.id} of {worker.num_workers})"
-        if undecodable:
-            logger.warning(
-                "%s: %d line(s) held bytes that are not UTF-8, read as U+FFFD%s",
-                file_path,
-                undecodable,
-                where,
-            )
-        if with_nul:
-            logger.warning(
-                "%s: %d line(s) held NUL characters, read as spaces%s", file_path, with_nul, where
-            )
+        for count, what in ((undecodable, "bytes that are not UTF-8, read as U+FFFD"),
+                            (with_nul, "NUL characters, read as spaces")):  # fmt: skip
+            if count:
+                logger.warning("%s: %d line(s) held %s%s", file_path, count, what, where)
