@@ -46,11 +46,7 @@ class CorpusSize(NamedTuple):
 
 
 def corpus_size(paths: List[str]) -> CorpusSize:
-    """
-    The size of the corpus made of `paths` (the files of one `lm_corpus` data path, e.g. from
-    `corpus.corpus_files`): each file's counts from its directory's manifest, the cache, or
-    one read of the file.
-    """
+    """The size of the corpus made of `paths` (from `corpus.corpus_files`)."""
     sentences = tokens = 0
     sources = set()
     for path in paths:
@@ -63,12 +59,8 @@ def corpus_size(paths: List[str]) -> CorpusSize:
 
 
 def stream_windows(tokens: int, window: Optional[int]) -> int:
-    """
-    The instances `lm_corpus` makes of one stream of `tokens` tokens (boundary tokens included)
-    with `max_sequence_length` = `window`: consecutive windows share one token, so after the first
-    each adds `window - 1` tokens, and a last shorter window is kept (`ceil((tokens - 1) /
-    (window - 1))`, at least one for a stream with a token).
-    """
+    """The windows `lm_corpus` makes of one stream of `tokens` tokens (boundary tokens
+    included) with `max_sequence_length` = `window` (consecutive windows share one token)."""
     if tokens <= 0:
         return 0
     if window is None:
@@ -79,15 +71,9 @@ def stream_windows(tokens: int, window: Optional[int]) -> int:
 def corpus_windows(
     size: CorpusSize, window: Optional[int], boundary_tokens: int, streams: int = 1
 ) -> int:
-    """
-    The instances `lm_corpus` makes of a corpus read as `streams` streams (one per training
-    process and data-loader worker: each reads every `streams`-th line and cuts its own windows).
-    Exact for one stream; for several, each stream is taken to hold an equal share of the tokens:
-    the streams' windows add up to `(tokens - streams) / (window - 1)` plus less than one for each
-    stream (its last, shorter window) however the lines fall, so the error is below one window
-    per stream. Without a `window` every sentence is one
-    instance.
-    """
+    """The instances `lm_corpus` makes of a corpus read as `streams` streams (one per process
+    and worker, each cutting its own windows): exact for one stream, within one window per stream
+    for several (each taken to hold an equal share). Without a `window`, its sentences."""
     if window is None:
         return size.sentences
     total = size.tokens + boundary_tokens * size.sentences
