@@ -29,7 +29,7 @@ def chosen_bert(data: dict, minutes: str, task: str = "ner") -> Optional[str]:
     """The BERT shape with the better mean development score on `task` at `minutes`."""
     scored = [(statistics.mean(cells[minutes][task]["dev"]), system)
               for system, cells in data["cells"].items()
-              if system in BERT_SHAPES and minutes in cells and cells[minutes][task]["dev"]]  # fmt: skip
+              if system in BERT_SHAPES and cells.get(minutes, {}).get(task, {}).get("dev")]
     return max(scored)[1] if scored else None
 
 

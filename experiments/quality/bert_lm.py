@@ -146,7 +146,8 @@ def write_snapshot(run: Path, minutes: float, model, tokenizer, state: dict, per
     record = {
         "model": str(directory.resolve()), "cpu_seconds": state["seconds"],
         "steps": state["step"], "tokens": state["tokens"],
-        "words": state["tokens"] / per_word, "tokens_per_second": state["tokens"] / max(state["seconds"], 1e-9),
+        "words": state["tokens"] / per_word,
+        "tokens_per_second": state["tokens"] / max(state["seconds"], 1e-9),
         "training_loss": sum(losses) / max(len(losses), 1),
     }  # fmt: skip
     with atomic_open(run / f"{budget_name(minutes)}.json") as stream:
@@ -178,13 +179,13 @@ def train_bert(tokenizer_step: dict, run: Path, shape: str, seed: int, minutes: 
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings["learning_rate"],
                                   betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01)  # fmt: skip
     run.mkdir(parents=True, exist_ok=True)
-    state = load_checkpoint(run, model, optimizer, {"step": 0, "seconds": 0.0, "tokens": 0,
-                                                   "losses": [], "checkpoint_seconds": 0.0})  # fmt: skip
+    start = {"step": 0, "seconds": 0.0, "tokens": 0, "losses": [], "checkpoint_seconds": 0.0}
+    state = load_checkpoint(run, model, optimizer, start)
     blocks = Blocks(numpy.load(tokenizer_step["ids"]), tokenizer, settings, seed)
     masking = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
     pending = [m for m in sorted(minutes) if not (run / f"{budget_name(m)}.json").is_file()]
     if pending and state["seconds"] >= 60 * pending[0]:
-        raise RuntimeError(f"{run} trained past {pending[0]:g} CPU-minutes without a snapshot there")
+        raise RuntimeError(f"{run} trained past {pending[0]:g} CPU-minutes, with no snapshot there")
     model.train()
     while pending:
         began = time.process_time()

@@ -155,8 +155,9 @@ def bert_pretrain(args, steps: Steps, tokenizer: dict, system: str, seed: int) -
     done = steps.done(name)
     if done is not None and not set(wanted) <= set(done["budgets"]):
         (steps.root / f"{name}.json").unlink()
+    run = args.out / "runs" / name
     result = steps.run(name, lambda: {"budgets": train_bert(
-        tokenizer, args.out / "runs" / name, system, seed, args.minutes, args.bert_settings)})  # fmt: skip
+        tokenizer, run, system, seed, args.minutes, args.bert_settings)})  # fmt: skip
     if result is None:
         return None
     budgets = {}
@@ -221,14 +222,17 @@ def pretraining_entry(system: str, minutes: str, seed: int, budget: dict) -> dic
 
 
 def task_cells(args, steps: Steps, data: dict, vectors: dict, system: str, seed: int,
-               record: Optional[dict], cells: dict, settings: Optional[dict] = None) -> dict:  # fmt: skip
+               record: Optional[dict], cells: dict,
+               settings: Optional[dict] = None) -> dict:  # fmt: skip
     """`cells` (task -> cell) with the tagger runs of one snapshot on every task added (a BERT's:
     with the embedding setting of `settings`, task -> its name)."""
     def found(task: str) -> Optional[dict]:
         return record if settings is None else dict(record, embedding=settings[task])
 
-    return {task: cell(cells.get(task, cell([]))["runs"] + tagger_runs(
-        args, steps, task, data[task], vectors, system, seed, found(task))) for task in args.tasks}  # fmt: skip
+    def runs(task: str) -> List[dict]:
+        return tagger_runs(args, steps, task, data[task], vectors, system, seed, found(task))
+
+    return {task: cell(cells.get(task, cell([]))["runs"] + runs(task)) for task in args.tasks}
 
 
 def bert_settings(args, steps: Steps, data: dict, vectors: dict, system: str, record: dict,
@@ -257,9 +261,9 @@ def pretrained(args, steps: Steps, inputs: dict, system: str, seed: int) -> dict
     """A system's pretraining of seed `seed` to every budget: {"budgets": {minutes: record}}
     (empty while another step it needs is unfinished)."""
     if FLAIR.match(system):
-        found = flair_pretrain(args, steps, inputs["flair"], system, seed) if inputs["flair"] else None
+        found = inputs["flair"] and flair_pretrain(args, steps, inputs["flair"], system, seed)
     elif system in BERT_SHAPES:
-        found = bert_pretrain(args, steps, inputs["bert"], system, seed) if inputs["bert"] else None
+        found = inputs["bert"] and bert_pretrain(args, steps, inputs["bert"], system, seed)
     else:
         found = elmo_pretrain(args, steps, inputs["corpus"], inputs["vectors"], system, seed)
     return found or {"budgets": {}}
@@ -399,8 +403,8 @@ def bert_comparison(data: dict, task: str) -> List[str]:
                 difference = against(data["cells"][system][minutes][task],
                                      data["cells"][bert][minutes][task])  # fmt: skip
                 lines.append(f"| {minutes} | {bert} | {data['systems'][system]} | {difference} |")
-    lines += ["", f"Each BERT's embedding setting for {task.upper()} (chosen on dev at the smallest "
-              "budget, first pretraining seed; mean dev score of each setting):", ""]  # fmt: skip
+    lines += ["", f"Each BERT's embedding setting for {task.upper()} (chosen on dev at the "
+              "smallest budget, first pretraining seed; mean dev score of each setting):", ""]
     for system, chosen in data.get("bert_embeddings", {}).items():
         scores = ", ".join(f"{setting} {100 * statistics.mean(dev):.2f}"
                            for setting, dev in chosen[task]["dev"].items() if dev)  # fmt: skip
@@ -433,7 +437,8 @@ def render(data: dict, section: str = SECTION) -> str:
     begin, end = markers(section)
     # (The tasks, the budgets and the corpus tell such sections, and their anchors, apart.)
     against_bert = " and a small BERT" if "bert_lm" in data else ""
-    title = (f"ELMo-C against Flair's contextual string embeddings{against_bert} at equal CPU time: "
+    title = (f"ELMo-C against Flair's contextual string embeddings{against_bert} at equal CPU "
+             "time: "
              + " and ".join(task.upper() for task in tasks) + ", "
              + ", ".join(map(budget_key, data["minutes"])) + " CPU-minutes, "
              + f"{data['corpus']['train_tokens']:,}-token corpus")  # fmt: skip

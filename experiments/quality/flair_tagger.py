@@ -130,7 +130,8 @@ def bert_embeddings(model: str, setting: str):
     from flair.embeddings import TransformerWordEmbeddings
 
     return TransformerWordEmbeddings(model, fine_tune=False, layer_mean=True,
-                                     allow_long_sentences=True, **BERT_EMBEDDINGS[setting])  # fmt: skip
+                                     allow_long_sentences=True,
+                                     **BERT_EMBEDDINGS[setting])  # fmt: skip
 
 
 def contextual_embeddings(system: str, record: dict) -> Optional[list]:
