@@ -43,6 +43,7 @@ import json
 import logging
 import os
 import statistics
+import sys
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
@@ -145,6 +146,14 @@ def elmo_pretrain(args, steps: Steps, corpus: dict, vectors: dict, system: str, 
     return {"budgets": budgets}
 
 
+class FinishedSteps(Steps):
+    """`--finished-only`: the steps another run finished, none run here (an unfinished one is
+    None), so that the table of runs still going on elsewhere can be written at any time."""
+
+    def run(self, name: str, work) -> Optional[dict]:
+        return self.done(name)
+
+
 def bert_pretrain(args, steps: Steps, tokenizer: dict, system: str, seed: int) -> Optional[dict]:
     """A BERT's run to every budget (`bert_lm.train_bert`); a run kept for shorter budgets goes on
     from its checkpoint to longer ones."""
@@ -153,7 +162,7 @@ def bert_pretrain(args, steps: Steps, tokenizer: dict, system: str, seed: int) -
     name = f"pretrain-{system}-seed{seed}"
     wanted = [budget_key(m) for m in args.minutes]
     done = steps.done(name)
-    if done is not None and not set(wanted) <= set(done["budgets"]):
+    if done is not None and not set(wanted) <= set(done["budgets"]) and not args.finished_only:
         (steps.root / f"{name}.json").unlink()
     run = args.out / "runs" / name
     result = steps.run(name, lambda: {"budgets": train_bert(
@@ -161,7 +170,7 @@ def bert_pretrain(args, steps: Steps, tokenizer: dict, system: str, seed: int) -
     if result is None:
         return None
     budgets = {}
-    for minutes in wanted:
+    for minutes in (m for m in wanted if m in result["budgets"]):
         record = result["budgets"][minutes]
         budgets[minutes] = dict(record, words_per_direction=[record["words"], record["words"]])
     return {"budgets": budgets}
@@ -510,6 +519,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--report", type=Path, default=None, help="markdown file for the section")
     parser.add_argument("--render-only", action="store_true", help="run nothing: the section from --json")
     parser.add_argument("--section", default=SECTION, help="the name of the report's section")
+    parser.add_argument("--finished-only", action="store_true",
+                        help="run nothing: the table of the steps finished so far (by other runs)")
     args = parser.parse_args(argv)
     args.systems = [s for s in args.systems.split(",") if s]
     known = (*ELMO_SYSTEMS, *BERT_SHAPES)
@@ -552,12 +563,14 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         offline()
         os.environ["OMP_NUM_THREADS"] = "1"  # (and every training subprocess: `threads`)
         torch.set_num_threads(1)
-        steps = Steps(args.out)
+        steps = (FinishedSteps if args.finished_only else Steps)(args.out)
         corpus = steps.run("corpus", lambda: corpus_step(args))
         vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
         task_data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
                      for task in args.tasks}  # fmt: skip
-        command = steps_command("experiments.quality.flair_comparison", argv)
+        given = sys.argv[1:] if argv is None else argv
+        command = steps_command("experiments.quality.flair_comparison",
+                                [a for a in given if a != "--finished-only"])  # fmt: skip
 
         def write(table: dict) -> None:
             args.json.parent.mkdir(parents=True, exist_ok=True)

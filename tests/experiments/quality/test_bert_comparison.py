@@ -73,6 +73,17 @@ def test_the_bert_is_pretrained_tagged_and_compared_and_a_longer_budget_goes_on_
     assert "| ELMo-C (continuous, in-batch softmax) |" in report
     assert f"- bert_tiny: `{data['bert_embeddings']['bert_tiny']['ner']['chosen']}`" in report
 
+    # `--finished-only` tables what other runs finished (here, all of this one) and runs nothing.
+    steps = sorted(path.name for path in (tmp_path / "out" / "steps").iterdir())
+    argv = bert_argv(tmp_path, inputs)
+    argv[argv.index("--systems") + 1] = "bert_mini,bert_tiny,elmo_c_in_batch"
+    argv[argv.index("--report") : argv.index("--report") + 2] = ["--finished-only"]
+    argv += ["--json", str(tmp_path / "finished.json")]
+    finished = flair_comparison.main(argv)
+    assert finished["cells"] == data["cells"] and "bert_mini" not in finished["cells"]
+    assert sorted(path.name for path in (tmp_path / "out" / "steps").iterdir()) == steps
+    assert "--finished-only" not in finished["command"]
+
     # A longer budget: the BERT's runs go on from their checkpoints, the shorter snapshots kept.
     run = tmp_path / "out" / "runs" / "pretrain-bert_tiny-seed1"
     kept = (run / f"budget-{budgets[0]}min.json").read_text()
