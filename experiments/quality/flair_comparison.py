@@ -9,8 +9,8 @@ the same CPU-seconds of pretraining per system, which embeddings give the better
 
 Systems (`--systems`, in the order they run), each pretrained on one thread to each of
 `--minutes` CPU-minutes (`time.process_time` of the training, not wall time: a busy machine
-does not shrink a budget), with `--pretrain-seeds` seeds at the largest budget and the first
-seed at the others:
+does not shrink a budget), with `--pretrain-seeds` seeds at the largest budget (and at
+`--pretrain-seeds-at`) and the first seed at the others:
 - `flair_H`: Flair's forward and backward character LMs (1 layer of H units, e.g. `flair_512`,
   `flair_1024`), trained with Flair's `LanguageModelTrainer` and its defaults, each direction
   for half the budget (`flair_lm.py`);
@@ -18,7 +18,12 @@ seed at the others:
   encoder, the cosine loss, the in-batch softmax, ELMo-A's adaptive softmax), trained by
   `per_minute.pretrain_step` with its budget callback on the CPU clock; the shorter budgets
   are snapshots of the longest run (the learning rate is flat after the warm-up; Flair's
-  annealing on validation loss does not depend on the run's length either).
+  annealing on validation loss does not depend on the run's length either);
+- `bert_tiny`, `bert_mini`, `bert_small`: a small BERT pretrained from scratch with masked LM on
+  a WordPiece vocabulary of the corpus (`bert_lm.py`), the shorter budgets snapshots of the
+  longest run (flat learning rate after the warm-up), a longer budget going on from the run's
+  checkpoint; its tagger's subtoken pooling and layers chosen per task on dev at the smallest
+  budget (`--bert-embeddings`, `bert_settings`).
 
 Downstream, one tagger for every row (`flair_tagger.py`): Flair's `SequenceTagger`, BiLSTM-CRF
 (`--tagger-hidden`, 256), on the corpus's fastText vectors alone (the fastText-only row) or
@@ -35,7 +40,9 @@ interrupted ELMo run resumes from its checkpoint; an interrupted Flair direction
 starts again). The table (`--json`: systems x budgets x tasks, CPU seconds and words each
 budget bought, seeds, every run's scores) is written after every run, and the report's section
 (`--report`, between its markers; the rest of the file is kept) is rendered from that JSON
-alone (`--render-only`).
+alone (`--render-only`). Runs of other systems in the same OUT may go on side by side (each its own
+`--systems` and `--json`, once the shared data steps are done); `--finished-only` tables all the
+steps they have finished so far into one JSON, running none.
 """
 
 import argparse
