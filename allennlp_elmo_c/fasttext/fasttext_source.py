@@ -8,8 +8,7 @@ Where a biLM archive's fastText `.bin` is found when the archive is used, in thi
 3. the path recorded in the archive's config, if it exists. Training records it absolute
    (`absolute_config_paths`: `allennlp train` writes config.json, and so the archive, with the
    absolute path of every existing relative fastText file), so it holds from any directory; a
-   relative one (an archive trained before) is relative to the current directory, as when the
-   biLM was trained;
+   relative one is relative to the current directory;
 4. a file with the recorded file name beside the archive (copy the `.bin` next to
    `model.tar.gz` and the pair works anywhere).
 

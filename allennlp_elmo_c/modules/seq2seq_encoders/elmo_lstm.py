@@ -81,19 +81,6 @@ class _DirectionStack(torch.nn.Module):
         self.input_norm = torch.nn.LayerNorm(projection_size)
         self.layers = torch.nn.ModuleList(make_layer() for _ in range(num_layers))
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # Weights that have an input projection where the sizes are equal (archives written
-        # before the projection became conditional): build it, so that the model computes what
-        # it computed when it was trained. Runs before the children load their weights. (An
-        # optimizer built before it does not know it: a run whose checkpoint holds such weights
-        # cannot be resumed with --recover.)
-        weight = state_dict.get(prefix + "input_projection.weight")
-        if self.input_projection is None and weight is not None:
-            projection = torch.nn.Linear(weight.size(1), weight.size(0))
-            projection.requires_grad_(self.input_norm.weight.requires_grad)  # frozen with the rest
-            self.input_projection = projection.to(self.input_norm.weight)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
     def forward(
         self,
         inputs: torch.Tensor,

@@ -90,13 +90,10 @@ class FastTextEmbedder(TokenEmbedder):
         # Parameters
 
         subword_ids : `torch.LongTensor`
-            The `fasttext_subwords` indexer's ids in either of its layouts: `"padded"`, shape
-            `(batch_size, num_tokens, max_subwords)`, padded with anything; `"flat"`, shape
-            `(batch_size, total_subwords)`, each sentence's tokens' ids one after the other,
-            padded with anything (told apart by their number of dimensions).
+            Shape `(batch_size, total_subwords)`: the `fasttext_subwords` indexer's ids, each
+            sentence's tokens' ids one after the other, padded with anything.
         subword_counts : `torch.LongTensor`
-            Shape `(batch_size, num_tokens)`: how many ids each token has (the leading entries of
-            its row, padded; the next ones of its sentence, flat).
+            Shape `(batch_size, num_tokens)`: how many of the ids each token has.
         token_mask : `torch.BoolTensor`, optional
             Shape `(batch_size, num_tokens)`; unused (padding tokens have count 0 and get zeros).
         fasttext_fingerprint : `torch.LongTensor`, optional
@@ -106,22 +103,16 @@ class FastTextEmbedder(TokenEmbedder):
         # Returns
 
         `torch.Tensor` of shape `(batch_size, num_tokens, dim)`, float32; all zeros for tokens
-        with no subwords. Both layouts give the same vectors: the same rows are averaged by the
-        same `embedding_bag` call.
+        with no subwords.
         """
         if fasttext_fingerprint is not None:  # the (batch_size, 1) values synced once per batch
             self.check_indexer_fingerprint(fasttext_fingerprint)
         matrix = self._fasttext.matrix_on(subword_ids.device)
         counts = subword_counts.reshape(-1)
-        if subword_ids.dim() == subword_counts.dim():  # flat: (..., total_subwords)
-            width = subword_ids.size(-1)
-            sentences = subword_counts.sum(-1).reshape(-1)
-            valid = torch.arange(width, device=subword_ids.device) < sentences.unsqueeze(1)
-            flat_ids = subword_ids.reshape(sentences.numel(), width)[valid]
-        else:  # padded: (..., num_tokens, max_subwords)
-            width = subword_ids.size(-1)
-            valid = torch.arange(width, device=subword_ids.device) < counts.unsqueeze(1)
-            flat_ids = subword_ids.reshape(counts.numel(), width)[valid]
+        width = subword_ids.size(-1)
+        sentences = subword_counts.sum(-1).reshape(-1)
+        valid = torch.arange(width, device=subword_ids.device) < sentences.unsqueeze(1)
+        flat_ids = subword_ids.reshape(sentences.numel(), width)[valid]
         offsets = torch.cumsum(counts, 0) - counts
         vectors = torch.nn.functional.embedding_bag(flat_ids, matrix, offsets, mode="mean")
         return vectors.view(*subword_counts.shape, self._fasttext.dim)
