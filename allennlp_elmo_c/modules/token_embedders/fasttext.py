@@ -20,20 +20,13 @@ class FastTextEmbedder(TokenEmbedder):
     rows given by the `fasttext_subwords` indexer, which equals fastText's `get_word_vector` for
     in- and out-of-vocabulary words alike.
 
-    The matrix (`(num_words + bucket, dim)`, ~4.8 GB for `cc.en.300.bin`) is memory-mapped from
-    the `.bin` and is neither a parameter nor a buffer: it is not trained, not in `state_dict()`,
-    not in checkpoints or `model.tar.gz`, not broadcast by DDP and not copied by `deepcopy`. It is
-    copied to the device of the input ids on first use, once per device for all embedders that
-    use the same file. A `model_path` that does not exist (an archive loaded from another directory
-    or machine) is looked for in `$ELMO_C_FASTTEXT`, then beside the archive being loaded
-    (`allennlp_elmo_c.fasttext.fasttext_source.resolve_missing_fasttext`); or override
-    `model_path` (of this embedder and of the indexer), e.g. with `load_archive(...,
-    overrides=...)` or `allennlp ... --overrides`.
+    The matrix is memory-mapped from the `.bin` and is neither a parameter nor a buffer (not
+    trained, not in `state_dict()` or archives, not broadcast by DDP, not copied by `deepcopy`);
+    it is copied once to each other device the ids are on. A `model_path` that does not exist is
+    resolved by `allennlp_elmo_c.fasttext.fasttext_source.resolve_missing_fasttext`.
 
-    The `fasttext_subwords` indexer's output carries the fingerprint of its `.bin`
-    (`FastTextBin.fingerprint`); every batch is checked against this embedder's file, so an
-    indexer that reads another fastText model (other words, rows or subword settings: its ids
-    would be rows of another matrix) stops training with a `ConfigurationError` naming both files.
+    Every batch's fingerprint (from the `fasttext_subwords` indexer) is checked against this
+    embedder's `.bin`: another model is a `ConfigurationError` naming both files.
 
     Registered as a `TokenEmbedder` with name "fasttext".
 
@@ -42,13 +35,12 @@ class FastTextEmbedder(TokenEmbedder):
     model_path : `str`
         The fastText `.bin`.
     expected_dim : `int`, optional (default = `None`)
+        If given, a `.bin` of another dimension is a `ConfigurationError`.
         If given, a `.bin` of another dimension is a `ConfigurationError` (e.g. a model trained
         on 300-d vectors must not silently get 100-d ones).
     fingerprint : `int`, optional (default = `None`)
         The `FastTextBin.fingerprint` of the `.bin` the model was trained with: any other file is
-        a `ConfigurationError` naming both. Training records it in config.json, and so in every
-        archive (`allennlp_elmo_c.fasttext.fasttext_source.record_fingerprints`); it is not written
-        by hand.
+        a `ConfigurationError` naming both. Training records it in config.json.
     """
 
     def __init__(
