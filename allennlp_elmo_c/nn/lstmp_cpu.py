@@ -71,11 +71,8 @@ def _telling_values(count: int) -> torch.Tensor:
 
 def check_math_against_torch(threads: int) -> bool:
     """
-    Whether `_lstmp_cpu`'s sigmoid (on strided views, as `torch.sigmoid_` splits them over
-    `threads` threads) and tanh give torch's results bit for bit on probe values: views with
-    rows whose length is and is not a multiple of the vector loop's step, and views large enough
-    for torch to split them between threads mid-row, made of values that the vector and the
-    scalar loop round differently.
+    Whether `_lstmp_cpu`'s sigmoid and tanh give torch's results bit for bit on probe values
+    (views split as torch splits them over `threads` threads).
     """
     saved = torch.get_num_threads()
     torch.set_num_threads(threads)
