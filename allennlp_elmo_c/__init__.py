@@ -32,8 +32,7 @@ from allennlp_elmo_c import commands, data, models, modules, predictors, trainin
 from allennlp_elmo_c import integrations  # noqa: E402,F401  (Hugging Face Auto* and spaCy's elmo_c)
 
 # The Python API, shaped like AllenNLP's ELMo (`Elmo`, `batch_to_ids`, 0.9's `ElmoEmbedder`).
-from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbedder  # noqa: E402
-from allennlp_elmo_c.modules.elmo_c import ElmoC, batch_to_ids  # noqa: E402
+from allennlp_elmo_c.modules.elmo_c import ElmoC, ElmoCEmbedder, batch_to_ids  # noqa: E402
 
 __all__ = ["ElmoC", "ElmoCEmbedder", "batch_to_ids"]
 

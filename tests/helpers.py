@@ -791,7 +791,7 @@ def _flair(model: Path, scratch: Path) -> None:
 
 
 def _from_archive(model: Path, scratch: Path) -> None:
-    from allennlp_elmo_c.archive import PretrainedBiLM
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
     PretrainedBiLM.from_archive(str(model))
 

@@ -1,29 +1,167 @@
 """
-The conversion of a task config (a dict) that uses ELMo into one that uses an ELMo-C archive, as
-`convert-config` describes it: which embedders and indexers are replaced, which of their settings
-are kept or dropped, and which layers are resized. Reading and writing the config files, and the
-command, are in `convert_config.py`.
+`convert-config`'s conversion of a task config (a dict) that uses ELMo into one that uses an
+ELMo-C archive, and the output sizes it reads off the config.
 """
 
 import copy
 import json
 import re
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.archive import checked_fasttext, read_archive_config, representation_dim
-from allennlp_elmo_c.commands.config_sizes import (
-    ELMO_C_EMBEDDER,
-    LM_EMBEDDERS,
-    STOCK_ELMO_DIM,
-    stock_elmo_dim,
-    token_embedder_dim,
-)
+from allennlp_elmo_c.archive import checked_fasttext, read_archive_config
 from allennlp_elmo_c.commands.describe import downstream_snippet
 from allennlp_elmo_c.common.config_tree import Key, join_key, walk
+from allennlp_elmo_c.received.received_json import (
+    MAX_CONFIG_BYTES,
+    parse_received_json,
+    read_received_json,
+)
+from allennlp_elmo_c.received.safe_extract import read_member
+
+# AllenNLP's contextual embedders over a trained language_model archive (allennlp-models' lm).
+LM_EMBEDDERS = ("bidirectional_lm_token_embedder", "language_model_token_embedder")
+ELMO_C_EMBEDDER = "elmo_c_token_embedder"
+STOCK_ELMO_DIM = 1024  # elmo_2x4096_512_2048cnn_2xhighway: 2 x 512
+
+
+def _stated(read: int, stock_dim: Optional[int], path: str, source: str) -> int:
+    if stock_dim is not None and stock_dim != read:
+        raise ConfigurationError(f"{path}: --stock-dim {stock_dim}, but {source} says {read}")
+    return read
+
+
+def stock_elmo_dim(
+    params: Dict[str, Any], path: str, notes: List[str], stock_dim: Optional[int] = None
+) -> int:
+    """The output size of a stock ELMo or language-model embedder (or BCN's `Elmo`): its
+    `projection_dim`, else its local options file's, else `stock_dim`, else its options file's
+    name's (`elmo_2x4096_512_...`: 2 x 512), else 1024 with a note."""
+    if params.get("type") in LM_EMBEDDERS:
+        return stock_lm_dim(params, path, notes, stock_dim)
+    if params.get("projection_dim"):
+        return int(params["projection_dim"])
+    options = str(params.get("options_file", ""))
+    if options and Path(options).is_file():
+        try:
+            recorded = json.loads(Path(options).read_text(encoding="utf-8"))
+            read = 2 * int(recorded["lstm"]["projection_dim"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ConfigurationError(
+                f"{path}: cannot read the ELMo options file {options} ({error})"
+            )
+        return _stated(read, stock_dim, path, f"the options file {options}")
+    if stock_dim is not None:
+        return stock_dim
+    match = re.search(r"\d+x\d+_(\d+)_\d+cnn", Path(options).name)
+    if match:
+        return 2 * int(match.group(1))
+    notes.append(
+        f"{path}: ELMo size not known from options_file {options!r}; assumed {STOCK_ELMO_DIM} "
+        "(state it with --stock-dim)"
+    )
+    return STOCK_ELMO_DIM
+
+
+def _lm_archive_config(archive_file: str) -> Dict[str, Any]:
+    """The config.json of an AllenNLP archive (a model.tar.gz or a serialization directory)."""
+    path = Path(archive_file)
+    where = f"{archive_file}: config.json"
+    if path.is_dir():
+        return read_received_json(path / "config.json", where)
+    data = read_member(archive_file, "config.json", MAX_CONFIG_BYTES)
+    if data is None:
+        raise ValueError("no config.json in it")
+    return parse_received_json(data, where)
+
+
+def stock_lm_dim(
+    params: Dict[str, Any], path: str, notes: List[str], stock_dim: Optional[int] = None
+) -> int:
+    """The output size of a stock language-model embedder: its contextualizer's, from a local LM
+    archive, else `stock_dim`, else 1024 (the released transformer ELMo's) with a note."""
+    archive_file = str(params.get("archive_file", ""))
+    if archive_file and Path(archive_file).exists():
+        try:
+            config = _lm_archive_config(archive_file)
+            contextualizer = config["model"]["contextualizer"]
+        except (OSError, ValueError, KeyError, TypeError, tarfile.TarError, EOFError) as error:
+            raise ConfigurationError(
+                f"{path}: cannot read the language model archive {archive_file} ({error}); "
+                "state its output size with --stock-dim after fixing or removing the path"
+            ) from error
+        read = encoder_dim(contextualizer) if isinstance(contextualizer, dict) else None
+        if read is not None:
+            return _stated(read, stock_dim, path, f"the language model archive {archive_file}")
+        if stock_dim is None:
+            kind = (
+                contextualizer.get("type") if isinstance(contextualizer, dict) else contextualizer
+            )
+            raise ConfigurationError(
+                f"{path}: the output size of the language model in {archive_file} (a {kind!r} "
+                "contextualizer) cannot be told from its config; state it with --stock-dim"
+            )
+        return stock_dim
+    if stock_dim is not None:
+        return stock_dim
+    notes.append(
+        f"{path}: the language model's output size is not known from archive_file {archive_file!r} "
+        f"(not a local file); assumed {STOCK_ELMO_DIM} (the released transformer ELMo's; state it "
+        "with --stock-dim)"
+    )
+    return STOCK_ELMO_DIM
+
+
+def encoder_dim(encoder: Dict[str, Any]) -> Optional[int]:
+    """The output size of a seq2vec encoder's or a language model's contextualizer's config,
+    `None` where the config does not tell it."""
+    kind = encoder.get("type")
+    try:
+        if kind == "cnn":
+            if encoder.get("output_dim"):
+                return int(encoder["output_dim"])
+            filters = len(encoder.get("ngram_filter_sizes", (2, 3, 4, 5)))
+            return int(encoder["num_filters"]) * filters
+        if kind in ("lstm", "gru", "rnn", "augmented_lstm", "alternating_lstm"):
+            return int(encoder["hidden_size"]) * (2 if encoder.get("bidirectional") else 1)
+        if kind == "stacked_bidirectional_lstm":
+            return 2 * int(encoder["hidden_size"])
+        if kind in ("boe", "bag_of_embeddings"):
+            return int(encoder["embedding_dim"])
+        if kind == "cnn-highway":
+            return int(encoder["projection_dim"])
+        if kind == "bidirectional_language_model_transformer":  # forward + backward
+            return 2 * int(encoder["input_dim"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None
+
+
+def token_embedder_dim(params: Dict[str, Any]) -> Optional[int]:
+    """The output size of a token embedder's config, `None` where it cannot be told from it."""
+    kind = params.get("type", "embedding")
+    try:
+        if kind == "embedding":
+            return int(params.get("projection_dim") or params["embedding_dim"])
+        if kind == "character_encoding":
+            return encoder_dim(params.get("encoder", {}))
+        if kind == "pass_through":
+            return int(params["hidden_dim"])
+        if kind == "empty":
+            return 0
+        if kind == ELMO_C_EMBEDDER and params.get("expected_output_dim"):
+            if params.get("projection_dim"):
+                return int(params["projection_dim"])
+            mixes = int(params.get("num_output_representations", 1))
+            return int(params["expected_output_dim"]) * mixes
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None
+
 
 ELMO_EMBEDDER = "elmo_token_embedder"
 CONVERTED = (ELMO_EMBEDDER, *LM_EMBEDDERS)
@@ -111,13 +249,11 @@ class _Converter:
             raise ConfigurationError(f"--stock-dim must be positive, not {stock_dim}")
         self.stock_dim = stock_dim
         self.config = copy.deepcopy(config)
-        self.archive_file = archive_file
         self.changes: List[Change] = []
         self.notes: List[str] = []
         if not Path(archive_file).exists():
             raise ConfigurationError(f"ELMo-C archive {archive_file} does not exist")
         archive_config = read_archive_config(archive_file)
-        self.dim = representation_dim(archive_config)
         snippet = downstream_snippet(archive_config, archive_file)
         self.indexer = snippet["token_indexers"]["elmo"]
         self.embedder = snippet["token_embedders"]["elmo"]
@@ -150,8 +286,8 @@ class _Converter:
             raise ConfigurationError(
                 f"the config uses no ELMo: no {ELMO_EMBEDDER} and no model-level elmo{where}"
             )
-        for path in containers:
-            self._convert_text_field_embedder(path)
+        for path, container in containers.items():
+            self._convert_text_field_embedder(path, container)
         if bcn:
             self._convert_bcn()
         self._convert_indexers()
@@ -160,8 +296,6 @@ class _Converter:
         return Conversion(self.config, self.changes, self.notes)
 
     def _use_atomic_checkpointer(self) -> None:
-        """The trainer's checkpointer, if it is AllenNLP's default (no type, or "default"),
-        becomes the plugin's `atomic` one, with the same settings."""
         trainer = self.config.get("trainer")
         if not isinstance(trainer, dict):
             return
@@ -172,21 +306,9 @@ class _Converter:
         self.changes.append(Change("trainer.checkpointer.type", checkpointer.get("type"), "atomic",
                                    "checkpoints that survive a crash, for --recover"))  # fmt: skip
 
-    def _elmo_containers(self) -> List[str]:
-        """Paths of the dicts of token embedders that hold an elmo_token_embedder."""
-        containers: List[str] = []
-        for path, node in _dicts(self.config["model"], "model"):
-            for value in node.values():
-                if isinstance(value, dict) and value.get("type") in CONVERTED:
-                    if path not in containers:
-                        containers.append(path)
-        return containers
-
-    def _get(self, path: str) -> Any:
-        node: Any = self.config
-        for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
-            node = node[int(part[1:-1])] if part.startswith("[") else node[part]
-        return node
+    def _elmo_containers(self) -> Dict[str, Dict[str, Any]]:
+        return {path: node for path, node in _dicts(self.config["model"], "model")
+                if any(_has_type(value, kind) for value in node.values() for kind in CONVERTED)}
 
     def _new_embedder(self, stock: Dict[str, Any], path: str) -> Dict[str, Any]:
         new = dict(self.embedder)
@@ -222,8 +344,7 @@ class _Converter:
             total += dim
         return total
 
-    def _convert_text_field_embedder(self, path: str) -> None:
-        container = self._get(path)
+    def _convert_text_field_embedder(self, path: str, container: Dict[str, Any]) -> None:
         if not path.endswith(("text_field_embedder", ".token_embedders")):
             raise ConfigurationError(
                 f"cannot convert the {ELMO_EMBEDDER} in {path}: it is not in a text field "
@@ -365,13 +486,9 @@ class _Converter:
             )
 
     def _resize(self) -> None:
-        """
-        Resizes every size key (`DIM_KEYS`) of the model whose value is an old text field
-        embedder size (`self.sizes`: alone or plus a known extra feature), or a multiple of one
-        (2 to 4 x: decomposable attention's compare layer reads the embeddings twice,
-        concatenated). A size key left as it was that is at least the stock ELMo's size may
-        still include it: it is named in a note with the reason, never left silently.
-        """
+        """Resizes the size keys (`DIM_KEYS`) whose value is an old text field embedder size,
+        alone, plus a known extra feature or 2 to 4 times one; notes those it leaves that may
+        still include the stock ELMo's output."""
         mapping = {old: new for old, (new, _) in self.sizes.items() if old != new}
         if not mapping:
             return
@@ -388,9 +505,7 @@ class _Converter:
     def _resize_keys(
         self, node: Any, path: str, mapping: Dict[int, int], kept: List[Tuple[str, int]]
     ) -> bool:
-        """Resizes the size keys in `node` (at `path`) whose value `_new_size` maps, outside text
-        field embedders, POS tag embeddings and ELMo-C embedders; appends `(path, value)` of the
-        others to `kept`. Returns whether one was resized."""
+        """Whether a size key in `node` was resized; those kept are appended to `kept`."""
         resized = False
         if isinstance(node, list):
             for index, value in enumerate(node):
@@ -415,8 +530,7 @@ class _Converter:
         return resized
 
     def _new_size(self, value: int, mapping: Dict[int, int]) -> Optional[Tuple[int, str]]:
-        """The new size of a size key of `value`, with the reason, when `value` is an old text
-        field embedder size (a key of `mapping`) or 2 to 4 times one; else None."""
+        """The new size of a size key and the reason, or None."""
         if value in mapping:
             return mapping[value], self.sizes[value][1]
         for times in (2, 3, 4):
@@ -429,8 +543,6 @@ class _Converter:
         return None
 
     def _note_undecided(self, kept: List[Tuple[str, int]], mapping: Dict[int, int]) -> None:
-        """Notes each size key left as it was that may still include the stock ELMo's output: at
-        least its size and not a small multiple of another layer's output."""
         smallest_elmo = min(self.stock_elmo_dims, default=STOCK_ELMO_DIM)
         outputs = _layer_output_sizes(self.config["model"])
         for path, value in kept:
@@ -446,19 +558,16 @@ class _Converter:
 
 
 def _has_type(value: Any, kind: str) -> bool:
-    """Whether `value` is a component of type `kind`."""
     return isinstance(value, dict) and value.get("type") == kind
 
 
 def _is_size_key(key: str, value: Any) -> bool:
-    """Whether `key: value` is a layer's input size (a `DIM_KEYS` key with an int value)."""
     return key in DIM_KEYS and isinstance(value, int) and not isinstance(value, bool)
 
 
 def _layer_output_sizes(model: Dict[str, Any]) -> List[int]:
-    """The output sizes of the model's recurrent encoders (`hidden_size`, doubled when
-    bidirectional) and feedforwards (their last `hidden_dims`): a size key that is a small
-    multiple of one (ESIM's 4 x 600, BCN's 3 x 600) reads those, not the embeddings."""
+    """The output sizes of the model's recurrent encoders and feedforwards: a size key that is a
+    small multiple of one (ESIM's 4 x 600) reads those, not the embeddings."""
     sizes = set()
     for _, node in _dicts(model, "model"):
         hidden = node.get("hidden_size")
@@ -477,8 +586,6 @@ def convert_config(
     fasttext_path: Optional[str] = None,
     stock_dim: Optional[int] = None,
 ) -> Conversion:
-    """`config` (a stock task config using ELMo, as a dict) converted to use the ELMo-C archive
-    `archive_file`; `fasttext_path`, if given, replaces the archive's recorded fastText `.bin`
-    (indexer `model_path`, embedder `fasttext_path`); `stock_dim`, if given, is the output size
-    of the stock ELMo / language-model embedders where their config does not tell it."""
+    """`config` converted to use the ELMo-C archive `archive_file`, with `fasttext_path` for the
+    archive's recorded `.bin` and `stock_dim` for the stock embedders' size where given."""
     return _Converter(config, archive_file, fasttext_path, stock_dim).run()

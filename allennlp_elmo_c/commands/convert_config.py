@@ -1,29 +1,6 @@
 """
-`allennlp convert-config` (`python -m allennlp_elmo_c convert-config stock.jsonnet model.tar.gz
-converted.json`): a stock AllenNLP / allennlp-models task config that uses ELMo, converted to use
-a trained ELMo-C archive instead.
-
-- every `elmo_token_embedder` becomes an `elmo_c_token_embedder` over the archive (its settings
-  that mean the same there are kept: `dropout`, `do_layer_norm`, `requires_grad`,
-  `projection_dim`, `scalar_mix_parameters`; the others are dropped with a note), and BCN's
-  model-level `elmo` becomes one in its text field embedder (key `elmo_c`);
-- so does every `bidirectional_lm_token_embedder` / `language_model_token_embedder` (a contextual
-  embedder over an AllenNLP `language_model` archive, e.g. the transformer ELMo): `dropout` and
-  `requires_grad` kept, `archive_file`, `bos_eos_tokens`, `remove_bos_eos`, ... dropped with a
-  note; its output size is the language model's contextualizer's, read from the LM archive's
-  config.json when that is a local file, else `--stock-dim`, else assumed 1024;
-- the token indexers under those embedders' keys (`elmo_characters`) become the indexer the biLM
-  reads (`fasttext_subwords` over the archive for a fastText biLM), in every reader;
-- every input size that was sized for the old text field embedder (`input_size`, `input_dim`,
-  ... equal to its old total output size, or that total plus SRL's `binary_feature_dim` or a
-  parser's `pos_tag_embedding`) is resized for the new one: ELMo's 1024 becomes the archive's
-  representation size (2 x its projection size).
-
-Each change is listed (path, old -> new). What cannot be converted is a `ConfigurationError`.
-
-This file reads the stock config, writes the converted one and is the command; the conversion
-itself (of a config as a dict) is in `config_conversion.py`, the sizes it reads off the config in
-`config_sizes.py`.
+`allennlp convert-config`: a stock AllenNLP task config that uses ELMo, converted to use an ELMo-C
+model (`config_conversion.py`), read from .json / .jsonnet and written as .json / .jsonnet.
 """
 
 import argparse
@@ -37,13 +14,8 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.params import Params
 
-from allennlp_elmo_c.commands.config_conversion import (
-    Conversion,
-    convert_config,
-)
+from allennlp_elmo_c.commands.config_conversion import Conversion, convert_config
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
-
-# --- reading the stock config --------------------------------------------------------------------
 
 _UNDEFINED = re.compile(r"undefined external variable: (\S+)")
 
@@ -51,11 +23,8 @@ _UNDEFINED = re.compile(r"undefined external variable: (\S+)")
 def load_stock_config(
     config_file: str, ext_vars: Optional[Dict[str, str]] = None
 ) -> Dict[str, Any]:
-    """
-    A config file (.json or .jsonnet) evaluated as `allennlp train` evaluates it (external
-    variables from the environment, then `ext_vars`). An unset `std.extVar` is a
-    `ConfigurationError` naming every unset one.
-    """
+    """A config file evaluated as `allennlp train` does (`ext_vars` over the environment); an
+    unset `std.extVar` is a `ConfigurationError` naming every unset one."""
     if not Path(config_file).is_file():
         raise ConfigurationError(f"config {config_file} does not exist")
     given = dict(ext_vars or {})
@@ -97,12 +66,8 @@ def convert_config_file(
     fasttext_path: Optional[str] = None,
     stock_dim: Optional[int] = None,
 ) -> Conversion:
-    """
-    Reads `config_file`, converts it and writes the result to `output_file`. A `.jsonnet`
-    output keeps the stock config's external variables: a string equal to the value of a
-    `std.extVar` the stock config reads is written as that `std.extVar` again. A `.json` output
-    has their values baked in (a note names them).
-    """
+    """Converts `config_file` and writes `output_file`: a `.jsonnet` keeps the stock config's
+    `std.extVar`s where their values stand, a `.json` has the values (a note names them)."""
     stock = load_stock_config(config_file, ext_vars)
     conversion = convert_config(stock, archive_file, fasttext_path, stock_dim)
     variables = _used_variables(config_file, ext_vars)
@@ -131,8 +96,7 @@ _EXT_VAR = re.compile(r"std\.extVar\(\s*['\"]([^'\"]+)['\"]\s*\)")
 
 
 def _used_variables(config_file: str, ext_vars: Optional[Dict[str, str]]) -> Dict[str, str]:
-    """The external variables `config_file` reads, with the values it was evaluated with
-    (`ext_vars` over the environment); empty strings are left out."""
+    """The non-empty external variables `config_file` reads, with their values."""
     names = set(_EXT_VAR.findall(Path(config_file).read_text(encoding="utf-8")))
     values = {**os.environ, **(ext_vars or {})}
     return {name: values[name] for name in names if values.get(name)}
@@ -156,16 +120,17 @@ def _ext_var(text: str) -> Tuple[str, str]:
 @Subcommand.register("convert-config")
 class ConvertConfig(PluginSubcommand):
     description = (
-        "Convert a stock AllenNLP task config that uses ELMo (elmo_characters + "
-        "elmo_token_embedder or bidirectional_lm_token_embedder, or BCN's elmo) to use an "
-        "ELMo-C archive, resizing the layers that read it; prints every change."
+        "Convert a stock AllenNLP task config that uses ELMo (elmo_token_embedder, a language-"
+        "model embedder, or BCN's elmo) to use an ELMo-C model, resizing the layers that read "
+        "it; prints every change."
     )
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("config_file", type=str, help="the stock config (.jsonnet / .json)")
-        subparser.add_argument("archive_file", type=str, help="model.tar.gz of an elmo_c model")
+        subparser.add_argument("archive_file", type=str,
+                               help="the ELMo-C model.tar.gz or model directory")
         subparser.add_argument("output_file", type=str,
-                               help="where to write the converted JSON config")
+                               help="where to write the converted config (.json or .jsonnet)")
         subparser.add_argument(
             "--ext-var", type=_ext_var, action="append", default=[], metavar="NAME=VALUE",
             help="an external variable (std.extVar) of the config; overrides the environment",
@@ -177,8 +142,7 @@ class ConvertConfig(PluginSubcommand):
         subparser.add_argument(
             "--stock-dim", type=int, default=None, metavar="N",
             help="the output size of the stock ELMo / language-model embedder where the config "
-            "does not tell it (an options file or LM archive that is not a local file); "
-            "default: 1024",
+            "does not tell it; default: 1024",
         )  # fmt: skip
 
     def run(self, args: argparse.Namespace) -> None:

@@ -202,7 +202,7 @@ def _trainable_parameters(
             f"the tensors of {WEIGHTS_NAME}, without building the model (frozen fastText "
             "matrices are not stored)"
         )
-    from allennlp_elmo_c.archive import PretrainedBiLM
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
     try:
         model = PretrainedBiLM.from_archive(archive_file).model

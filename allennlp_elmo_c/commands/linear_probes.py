@@ -1,9 +1,5 @@
-"""
-Linear probes of a biLM's frozen features: the features of every token (each layer, their
-average and the biLM's own fastText input) and a standardized multinomial logistic regression
-fitted on them. `probe-screen` compares biLMs with them; they are what a user needs to judge a
-biLM on a labelled task without training a task model.
-"""
+"""Linear probes of a biLM's frozen features: every token's features (each layer, their average,
+the biLM's fastText input) and a standardized multinomial logistic regression fitted on them."""
 
 import time
 import warnings
@@ -15,8 +11,7 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
-# The same embedding path as `elmo-c-embed --all`: every layer per sentence, boundaries removed.
-from allennlp_elmo_c.commands.elmo_c_embed import embed_sentences
+from allennlp_elmo_c.modules.elmo_c import embed_sentences
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 
 Tagged = List[Tuple[List[str], List[str]]]
@@ -87,9 +82,8 @@ def probe(
     seed: int,
     keep_predictions: bool = False,
 ) -> Dict[str, object]:
-    """Fits the standardized multinomial logistic regression; its dev accuracy and fitting facts
-    (and its dev predictions, `keep_predictions`)."""
-    # scikit-learn is imported when a probe runs, not with every `allennlp` command.
+    """The dev accuracy and fitting facts (and dev predictions, `keep_predictions`) of a
+    standardized multinomial logistic regression; scikit-learn is imported here."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler

@@ -1,29 +1,11 @@
 """
-`allennlp probe-screen`: a fast screen of pretrained biLMs, linear probes on frozen features, a few
-minutes per biLM, no randomness but the probes' fixed seed. Each probe is a standardized multinomial
-logistic regression (`linear_probes.probe`) fitted on a task's training split and scored on its
-development split (the test split is never read: the screen chooses, the full downstream runs
-report). The features are those the downstream models of this project read, the biLM's own fastText
-input beside the average of the biLM's layers (ELMo's mix with equal weights), and, as the floor,
-that fastText input alone:
-
-- `pos`: Brown part-of-speech tags, one row per token, accuracy;
-- `ner`: UNER EWT's BIO tags, one row per token, entity F1 (exact spans of the predicted BIO
-  sequence, an `I-` after a different tag starting a span, as CoNLL's scorer reads it);
-- `sst5`: SST-5's five sentence labels, one row per sentence (features averaged over its
-  tokens), accuracy;
-- `sentiment`: the Rotten Tomatoes snippets, fresh or rotten, as `sst5`;
-- `stsb`: STS-B's three similarity bands, one row per sentence pair, `[u; v; |u - v|; u * v]`
-  of its two sentences' averaged features u and v, accuracy.
-
-The files of each task's directory and their formats are `TASK_FORMATS`, which `--help` prints.
-
-With several `--archive`s, each after the first is set against the first: the difference of
-their mean scores over the tasks and its 95% interval from a paired bootstrap over the
-development items (`paired_bootstrap`), printed and kept in the later result's `against`.
-
-    python -m allennlp_elmo_c probe-screen --archive cosine=runs/mine/model.tar.gz \
-        --archive in_batch=runs/mine_in_batch/model.tar.gz --task pos=my_tagged/ --out screen.json
+`allennlp probe-screen`: pretrained biLMs compared by linear probes (`linear_probes.probe`) on
+frozen features, fitted on a task's training split and scored on its development split: the
+biLM's fastText input beside the average of its layers, and fastText alone as the floor. POS
+and NER probe a row per token (accuracy, exact-span entity F1), SST-5 and sentiment a row per
+sentence (averaged over its tokens), STS-B a row per pair (`[u; v; |u - v|; u * v]`), all three
+by accuracy. Each later `--archive` is set against the first: the difference of their mean
+scores with a 95% interval from a paired bootstrap over the development items.
 """
 
 import argparse
@@ -39,10 +21,12 @@ import numpy
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
+from allennlp.data.dataset_readers.dataset_utils.span_utils import bio_tags_to_spans
 
 from allennlp_elmo_c.commands.linear_probes import (
     AVERAGE,
     FASTTEXT,
+    Tagged,
     named_paths,
     probe,
     read_tagged,
@@ -53,7 +37,6 @@ from allennlp_elmo_c.common.threads import set_torch_threads
 
 WITH_BILM = "fastText + average of all layers"
 
-Tagged = List[Tuple[List[str], List[str]]]
 Labelled = List[Tuple[List[str], str]]
 
 TOKEN_TASKS = ("pos", "ner")
@@ -71,8 +54,7 @@ _LEAF = re.compile(r"\(\d+ ([^()\s]+)\)")
 
 
 def read_conll(path: Path) -> Tagged:
-    """`(words, tags)` per sentence of CoNLL lines (the token first, the tag last, a blank line
-    between sentences)."""
+    """`(words, tags)` per sentence of CoNLL lines."""
     sentences: Tagged = []
     words: List[str] = []
     tags: List[str] = []
@@ -92,67 +74,43 @@ def read_conll(path: Path) -> Tagged:
     return sentences
 
 
+def _lines(path: Path, parse) -> list:
+    """`parse` of each non-blank line of `path`."""
+    with open(path, encoding="utf-8") as lines:
+        return [parse(line) for line in lines if line.strip()]
+
+
 def read_trees(path: Path) -> Labelled:
     """`(leaves, root label)` per PTB tree line (SST-5)."""
-    result: Labelled = []
-    with open(path, encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                result.append((_LEAF.findall(line), line.strip()[1:].split(None, 1)[0]))
-    return result
+    return _lines(path, lambda line: (_LEAF.findall(line), line.strip()[1:].split(None, 1)[0]))
+
+
+def _json_item(line: str) -> Tuple[List[str], str]:
+    record = json.loads(line)
+    return record["text"].split(), str(record["label"])
 
 
 def read_jsonl(path: Path) -> Labelled:
     """`(whitespace tokens of text, label)` per JSON line."""
-    result: Labelled = []
-    with open(path, encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                record = json.loads(line)
-                result.append((record["text"].split(), str(record["label"])))
-    return result
+    return _lines(path, _json_item)
 
 
 def read_pairs(path: Path) -> List[Tuple[Tuple[List[str], List[str]], str]]:
-    """`((whitespace tokens of sentence 1, of sentence 2), label)` per line of tab-separated
-    label, sentence 1, sentence 2 (quoted as Python's `csv` writes; further fields unused)."""
+    """`((tokens of sentence 1, of sentence 2), label)` per tab-separated line (as `csv`)."""
     with open(path, encoding="utf-8", newline="") as lines:
         rows = csv.reader(lines, delimiter="\t")
         return [((row[1].split(), row[2].split()), row[0]) for row in rows if row]
+
+
+READERS = {"pos": read_tagged, "ner": read_conll, "sst5": read_trees, "sentiment": read_jsonl,
+           "stsb": read_pairs}  # fmt: skip
 
 
 def read_split(task: str, directory: Path, split: str):
     path = directory / f"{split}{SPLIT_FILES[task]}"
     if not path.is_file():
         raise ConfigurationError(f"--task {task}={directory}: no {path.name} in it")
-    if task in PAIR_TASKS:
-        return read_pairs(path)
-    if task == "pos":
-        return read_tagged(path)
-    if task == "ner":
-        return read_conll(path)
-    return read_trees(path) if task == "sst5" else read_jsonl(path)
-
-
-def spans(tags: Sequence[str]) -> set:
-    """The `(start, end, type)` entity spans of one BIO tag sequence."""
-    found = set()
-    start, kind = None, None
-    for index, tag in enumerate(list(tags) + ["O"]):
-        prefix, _, name = tag.partition("-")
-        continues = prefix == "I" and kind == name
-        if start is not None and not continues:
-            found.add((start, index, kind))
-            start, kind = None, None
-        if prefix in ("B", "I") and not continues:
-            start, kind = index, name
-    return found
-
-
-def entity_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
-    """Micro F1 of exact entity spans over sentences (0 when neither side has an entity)."""
-    counts = numpy.asarray(item_counts("ner", gold, predicted), dtype=numpy.float64).reshape(-1, 3)
-    return float(items_score("ner", counts.sum(0)))
+    return READERS[task](path)
 
 
 def features(representations, sentences: List[List[str]], batch_size: int, pooled: bool):
@@ -207,7 +165,7 @@ def score(task: str, train, dev, train_x, dev_x, args) -> Dict[str, object]:
         result["items"] = item_counts(task, [tags for _, tags in dev], guessed)
     else:
         result["items"] = item_counts(task, [label for _, label in dev], predicted)
-    if task == "ner":  # entity_f1 of the predictions, from their per-sentence counts
+    if task == "ner":
         totals = numpy.asarray(result["items"], dtype=numpy.float64).sum(0)
         result["f1"] = float(items_score(task, totals))
     result["score"] = result["f1"] if task == "ner" else result["accuracy"]
@@ -215,14 +173,14 @@ def score(task: str, train, dev, train_x, dev_x, args) -> Dict[str, object]:
 
 
 def item_counts(task: str, gold: Sequence, predicted: Sequence) -> List[List[int]]:
-    """Per development item, what its task's score sums: `[correct, tokens]` per POS sentence,
-    `[true positive, predicted, gold]` entity spans per NER sentence, `[correct, 1]` per
-    sentence or pair of the others. `items_score` of their sum is the probe's score; a bootstrap
-    resamples them (`paired_bootstrap`)."""
+    """Per development item, what its task's score sums (`items_score`): `[correct, tokens]` per
+    POS sentence, `[true positive, predicted, gold]` entity spans per NER sentence, `[correct,
+    1]` per item of the others."""
     if task == "ner":
         counts = []
         for gold_tags, predicted_tags in zip(gold, predicted):
-            real, guessed = spans(gold_tags), spans(predicted_tags)
+            real = set(bio_tags_to_spans(list(gold_tags)))
+            guessed = set(bio_tags_to_spans(list(predicted_tags)))
             counts.append([len(real & guessed), len(guessed), len(real)])
         return counts
     if task in TOKEN_TASKS:
@@ -249,13 +207,8 @@ def paired_bootstrap(
     resamples: int = 1000,
     seed: int = 0,
 ) -> Dict[str, float]:
-    """
-    The difference `a - b` of the mean probe score over `tasks` between two screen results, and
-    its 95% interval from a paired bootstrap: each resample draws each task's development items
-    with replacement (the same draws for both, which were scored on the same items) and
-    recomputes every task's score from the drawn items' counts. The interval is what the
-    development sets' sampling alone allows; the probes themselves are deterministic.
-    """
+    """The difference `a - b` of two screen results' mean probe score over `tasks`, and its 95%
+    interval from a paired bootstrap (the same draws of each task's development items for both)."""
     rng = numpy.random.default_rng(seed)
     difference = numpy.zeros(resamples)
     point = 0.0
@@ -280,8 +233,8 @@ def screen_archive(
     fasttext_path: Optional[str] = None,
     with_fasttext: bool = True,
 ) -> Dict[str, object]:
-    """Probe results of one biLM on every task of `data` (`{task: (train, dev)}`): per task,
-    `{WITH_BILM: probe, FASTTEXT: probe}` (the fastText probe only `with_fasttext`)."""
+    """`{task: {WITH_BILM: probe, FASTTEXT: probe}}` of one biLM on `data` (`{task: (train,
+    dev)}`), the fastText probe only `with_fasttext`."""
     from allennlp_elmo_c.modules.subword_representations import load_representations
 
     started = time.perf_counter()
@@ -302,8 +255,7 @@ def screen_archive(
 
 
 def load_data(tasks: Dict[str, str], max_train: Dict[str, int]) -> Dict[str, Tuple[list, list]]:
-    """`{task: (train, dev)}` from each task's directory, the training split cut to
-    `max_train[task]` items (sentences) where given."""
+    """`{task: (train, dev)}`, the training split cut to `max_train[task]` items where given."""
     data = {}
     for task, directory in tasks.items():
         if task not in SPLIT_FILES:
@@ -316,7 +268,6 @@ def load_data(tasks: Dict[str, str], max_train: Dict[str, int]) -> Dict[str, Tup
 
 
 def task_formats() -> str:
-    """The files `--task TASK=DIR` reads from DIR and their formats, for `--help`."""
     lines = [
         "tasks (--task TASK=DIR, DIR holding the files train and dev with the task's suffix):",
         "  TASK       SUFFIX  FORMAT",
@@ -348,8 +299,8 @@ def add_screen_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def screen(args: argparse.Namespace) -> Dict[str, object]:
-    """Probes every `--archive` on every `--task`, prints a line per biLM and task and each later
-    biLM against the first, and returns (and writes to `--out`) the results."""
+    """Probes every `--archive` on every `--task`; prints, returns and writes (`--out`) the
+    results."""
     data = load_data(named_paths(args.task, "--task"), {"pos": args.probe_pos_sentences})
     archives = named_paths(args.archive, "--archive")
     results = {name: screen_archive(path, data, args, args.fasttext, with_fasttext=i == 0)
@@ -359,7 +310,7 @@ def screen(args: argparse.Namespace) -> Dict[str, object]:
             cells = ", ".join(f"{row}: {100 * p['score']:.2f}" for row, p in probes.items())
             print(f"{name} {task}: {cells}")
     first, *others = results
-    for name in others:  # each later biLM against the first, on the mean over the tasks
+    for name in others:
         found = paired_bootstrap(results[name], results[first], list(data))
         results[name]["against"] = {"archive": first, **found}
         print(f"{name} - {first}, mean over {', '.join(data)}: "

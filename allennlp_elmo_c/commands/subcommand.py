@@ -9,20 +9,15 @@ from typing import Any, Dict
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-# Set (to anything but "" or "0"), every plugin command shows a refusal's traceback (`--verbose`).
 DEBUG_ENV = "ELMO_C_DEBUG"
 
 
 class PluginSubcommand(Subcommand):
     """
-    A subcommand of this plugin: its help text (`description`), the arguments it takes
-    (`add_arguments`) and what it does with them (`run`). Register subclasses with
-    `@Subcommand.register(name)`. They need no `--include-package` (`requires_plugins = False`):
-    `allennlp` finds them through the plugin, `python -m allennlp_elmo_c` imports them.
-
-    A `ConfigurationError` (a refusal: a bad argument, a file that is not what it must be) is
-    printed as one line, `error: <message>`, and the command exits with status 1; with
-    `--verbose` or the environment variable `ELMO_C_DEBUG=1` it is raised with its traceback.
+    A subcommand of this plugin (`@Subcommand.register(name)`): its help text (`description`),
+    its arguments (`add_arguments`) and what it does (`run`). It needs no `--include-package`.
+    A `ConfigurationError` is printed as `error: <message>` on one line, with exit status 1;
+    with `--verbose` or `ELMO_C_DEBUG=1` it is raised with its traceback.
     """
 
     requires_plugins: bool = False
@@ -54,7 +49,6 @@ class PluginSubcommand(Subcommand):
 
     @staticmethod
     def add_build_options(subparser: argparse.ArgumentParser) -> None:
-        """`--force` and `--quiet`, the options of every command that builds a cached output."""
         subparser.add_argument("--force", action="store_true", help="redo even if up to date")
         subparser.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -63,14 +57,12 @@ class PluginSubcommand(Subcommand):
 
 
 def options(args: argparse.Namespace, *names: str) -> Dict[str, Any]:
-    """The parsed values of the options `names` (their argparse names), as keyword arguments of
-    the function a subcommand runs."""
+    """The parsed values of the options `names`, as keyword arguments."""
     return {name: getattr(args, name) for name in names}
 
 
 def one_line(message: str) -> str:
-    """`message` on one line: its lines joined, with "; " where a line does not end a sentence
-    or a clause."""
+    """`message`'s lines joined, with "; " where a line ends no sentence or clause."""
     joined = ""
     for line in filter(None, (line.strip() for line in message.splitlines())):
         if joined:

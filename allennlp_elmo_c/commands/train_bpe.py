@@ -1,20 +1,8 @@
 """
-`allennlp train-bpe`: trains the subword (BPE) vocabulary of ELMo-Sub with the `tokenizers`
-library and writes what pretraining and downstream use need:
-
-- `OUTPUT/tokenizer.json`: the BPE tokenizer (read by the `bpe` tokenizer and the
-  `bpe_first_subword` token indexer);
-- `OUTPUT/vocabulary/`: an AllenNLP vocabulary directory (`Vocabulary.save_to_files` layout) with
-  every subword in one namespace, for `"vocabulary": {"type": "from_files", "directory": ...}`;
-- `OUTPUT/manifest.json`: what it was trained from (an up-to-date output is not retrained).
-
-Words are the whitespace-separated tokens of each line (the corpus is pre-tokenized, one sentence
-per line; lines are read like the `lm_corpus` reader reads them). A word is split into a first
-subword and continuation subwords that carry the prefix `##` ("schools" -> `school`, `##s`), so
-a word's first subword is the one without the prefix (and the first of the word's pieces; the
-downstream indexer finds it by position). `<S>`, `</S>` and AllenNLP's OOV token `@@UNKNOWN@@`
-are special tokens: never split, and a character never seen in training becomes `@@UNKNOWN@@`,
-which the AllenNLP vocabulary maps to its OOV id.
+`allennlp train-bpe`: the BPE subword vocabulary of ELMo-Sub, trained with `tokenizers` on a
+whitespace-tokenized corpus (read as the `lm_corpus` reader reads it): `OUTPUT/tokenizer.json`,
+`OUTPUT/vocabulary/` (AllenNLP's `from_files` layout) and `OUTPUT/manifest.json`. Continuation
+subwords carry `##`; `<S>`, `</S>` and `@@UNKNOWN@@` are never split.
 """
 
 import argparse
@@ -54,23 +42,18 @@ def train_bpe(
     show_progress: bool = True,
 ) -> Path:
     """
-    Trains a BPE model on `corpus` and writes `tokenizer.json` and `vocabulary/` into
-    `output_directory` (see the module docstring). Returns `output_directory`.
+    Trains a BPE model on `corpus` into `output_directory`, unless it is up to date or `force`.
 
     # Parameters
 
     vocab_size : `int`
-        The most subwords, special tokens and single characters included (a small corpus may
-        give fewer: training stops when no pair is left to merge).
+        The most subwords, special tokens and single characters included.
     min_frequency : `int`
         A pair must occur this often to be merged.
     namespace : `str`
-        The vocabulary namespace of the subwords (the `single_id` indexer's, the `embedding`'s and
-        the softmax head's `vocab_namespace`). It must be a padded namespace (id 0 = padding,
-        id 1 = OOV), i.e. not match `*tags` / `*labels`.
+        The subwords' vocabulary namespace, a padded one (not `*tags` / `*labels`).
     limit_alphabet : `int`, optional
-        Keep only this many of the most frequent characters (the others become `@@UNKNOWN@@`);
-        default: all.
+        Keep only this many of the most frequent characters; default: all.
     """
     corpus, output_directory = Path(corpus), Path(output_directory)
     corpus_entries = corpus_recipe(corpus, "train-bpe")
@@ -140,9 +123,7 @@ def train_bpe(
 
 
 def _line_batches(corpus: Path, batch_size: int = 1000) -> Iterator[List[str]]:
-    """The corpus lines as the `lm_corpus` reader reads them (`decode_line`: UTF-8 with
-    replacement, NUL as a space, no byte order mark), words re-joined with single spaces (Python's
-    notion of whitespace, as at tokenization time), in batches."""
+    """The corpus lines as the `lm_corpus` reader reads them, words joined by single spaces."""
     batch: List[str] = []
     with open(corpus, "rb") as lines:
         for number, raw in enumerate(lines):
@@ -158,17 +139,21 @@ def _line_batches(corpus: Path, batch_size: int = 1000) -> Iterator[List[str]]:
 
 @Subcommand.register("train-bpe")
 class TrainBpe(PluginSubcommand):
-    description = "Train the BPE subword vocabulary of ELMo-Sub (tokenizer + vocabulary)."
+    description = "Train the BPE subword vocabulary of ELMo-Sub (tokenizer.json, vocabulary/)."
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("corpus", type=str, help="text file, whitespace-tokenized")
         subparser.add_argument(
             "output_directory", type=str, help="gets tokenizer.json and vocabulary/"
         )
-        subparser.add_argument("--vocab-size", type=int, default=30_000)
-        subparser.add_argument("--min-frequency", type=int, default=2)
-        subparser.add_argument("--namespace", type=str, default="subwords")
-        subparser.add_argument("--limit-alphabet", type=int, default=None)
+        subparser.add_argument("--vocab-size", type=int, default=30_000,
+                               help="the most subwords")
+        subparser.add_argument("--min-frequency", type=int, default=2,
+                               help="how often a pair must occur to be merged")
+        subparser.add_argument("--namespace", type=str, default="subwords",
+                               help="the subwords' vocabulary namespace")
+        subparser.add_argument("--limit-alphabet", type=int, default=None,
+                               help="keep this many of the most frequent characters (default: all)")
         self.add_build_options(subparser)
 
     def run(self, args: argparse.Namespace) -> None:

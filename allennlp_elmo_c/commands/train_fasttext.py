@@ -1,7 +1,6 @@
 """
-`allennlp train-fasttext`: trains the frozen input/target vectors of ELMo-C, a skipgram fastText
-model with character n-grams (so every string, seen or not, gets a vector), and writes a standard
-`.bin` that the fastText library (and our `fasttext` token embedder) loads.
+`allennlp train-fasttext`: the frozen input and target vectors of ELMo-C, a skipgram fastText
+model with character n-grams, written as a standard `.bin`.
 """
 
 import argparse
@@ -25,9 +24,8 @@ from allennlp_elmo_c.common.threads import thread_count
 
 logger = logging.getLogger(__name__)
 
-# fastText raises "Encountered NaN" now and then on small corpora; that many tries before giving up.
-NAN_ATTEMPTS = 3
-INIT_BLOCKS = 10  # the blocks of rows fastText initialises, one per training thread
+NAN_ATTEMPTS = 3  # fastText's spurious "Encountered NaN" on small corpora
+INIT_BLOCKS = 10
 
 
 def train_fasttext(
@@ -45,22 +43,15 @@ def train_fasttext(
     verbose: int = 2,
 ) -> Path:
     """
-    Trains a skipgram fastText model with subwords on `corpus` (plain text, tokens separated by
-    whitespace) and saves it to `output` (`.bin`). Returns `output`.
-
-    If `output` exists and was trained from the same corpus file (same size and modification
-    time) with the same settings, nothing is done unless `force`.
+    Trains a skipgram fastText model on `corpus` and saves it to `output`, unless it is up to
+    date (same corpus file and settings) or `force`.
 
     # Parameters
 
-    dim : `int`
-        Vector size (the paper uses fastText's 300-d `cc.en.300.bin` / crawl vectors).
     minn, maxn : `int`
-        Character n-gram lengths; `maxn = 0` disables subwords (then out-of-vocabulary words get
-        zero vectors, which ELMo-C cannot use as targets).
+        Character n-gram lengths; `maxn = 0` disables subwords.
     bucket : `int`
-        Hash buckets for n-grams. fastText's default of 2M makes a 100-d `.bin` of ~800 MB; 200k
-        is plenty for a few million tokens.
+        Hash buckets for n-grams (fastText's 2M makes a 100-d `.bin` of ~800 MB).
     verbose : `int`
         fastText's verbosity: 2 shows its progress line, 0 is silent.
     """
@@ -100,11 +91,8 @@ def train_fasttext(
     settings = dict(
         dim=dim, minn=minn, maxn=maxn, bucket=bucket, epoch=epoch, minCount=min_count, lr=lr
     )
-    # fastText initialises its input matrix in ten blocks of rows, one per training thread
-    # (DenseMatrix::uniform): with fewer than ten threads the other blocks keep what the
-    # allocation held, zeros for a large matrix (9 rows in 10 with one thread) and a small one's
-    # leftover heap bytes (a NaN at the first update). Ten threads or more initialise every row;
-    # they share the cores there are.
+    # fastText initialises its input matrix in ten blocks of rows, one per thread: fewer threads
+    # leave rows uninitialised.
     settings.update(
         input=str(corpus), model="skipgram", thread=max(threads, INIT_BLOCKS), verbose=verbose
     )
@@ -116,8 +104,6 @@ def train_fasttext(
         if error is None:
             break
         if "NaN" in error and attempt < NAN_ATTEMPTS:
-            # fastText's lock-free (Hogwild) training occasionally hits NaN on small corpora even
-            # at sane learning rates; a fresh run usually does not.
             logger.warning("fastText hit NaN (attempt %d of %d); retrying", attempt, NAN_ATTEMPTS)
             continue
         hint = ""
@@ -137,9 +123,8 @@ def train_fasttext(
     return output
 
 
-# Runs in a fresh interpreter that imports nothing but fastText: training inside a process that
-# has loaded torch/AllenNLP hit spurious NaNs far more often, and a C++ abort cannot take the
-# caller down.
+# A fresh interpreter that imports only fastText: fewer spurious NaNs than beside torch, and a
+# C++ abort cannot take the caller down.
 _CHILD = """
 import json, sys
 import fasttext
@@ -153,7 +138,7 @@ except (RuntimeError, ValueError) as error:
 
 
 def _train_in_child_process(settings: Dict[str, Any], output: Path) -> Optional[str]:
-    """Trains and saves to `output`; returns fastText's error message, or None on success."""
+    """fastText's error message, or None when it saved the model to `output`."""
     error_file = output.with_name(output.name + ".error")
     error_file.unlink(missing_ok=True)
     command = [sys.executable, "-c", _CHILD, json.dumps(settings), str(output), str(error_file)]
@@ -174,12 +159,13 @@ class TrainFastText(PluginSubcommand):
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("corpus", type=str, help="text file, whitespace-tokenized")
         subparser.add_argument("output", type=str, help="where to write the model (.bin)")
-        subparser.add_argument("--dim", type=int, default=100)
+        subparser.add_argument("--dim", type=int, default=100, help="vector size")
         subparser.add_argument("--minn", type=int, default=3, help="shortest character n-gram")
         subparser.add_argument("--maxn", type=int, default=6, help="longest character n-gram")
         subparser.add_argument("--bucket", type=int, default=200_000, help="n-gram hash buckets")
         subparser.add_argument("--epoch", type=int, default=5)
-        subparser.add_argument("--min-count", type=int, default=5)
+        subparser.add_argument("--min-count", type=int, default=5,
+                               help="the fewest occurrences of a word in the dictionary")
         subparser.add_argument("--lr", type=float, default=0.05)
         subparser.add_argument("--threads", type=int, default=None,
                                help="default: one per CPU this process may use")

@@ -1,8 +1,5 @@
-"""
-Build-once outputs: a directory of files plus a `manifest.json` that records what they were built
-from. Files are written atomically (`allennlp_elmo_c.common.atomic`), and the manifest is written
-last, so an interrupted build is never mistaken for a finished one.
-"""
+"""Build-once outputs: a directory of files and a `manifest.json`, written last, of what they
+were built from."""
 
 import json
 from pathlib import Path
@@ -16,9 +13,8 @@ MANIFEST = "manifest.json"
 
 
 def corpus_recipe(corpus: Path, command: str) -> Dict[str, Any]:
-    """Checks that `corpus` (the input of `command`, for the error message) is a non-empty file;
-    returns the recipe entries that identify it (path, size, modification time), so that a build
-    from it is redone when the file changes."""
+    """The recipe entries of a non-empty `corpus` file (path, size, modification time), so that a
+    build from it is redone when it changes."""
     if not corpus.is_file():
         raise ConfigurationError(f"{command}: corpus {corpus} does not exist")
     stat = corpus.stat()

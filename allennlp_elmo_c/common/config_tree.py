@@ -1,19 +1,12 @@
-"""
-The one walk of a config tree (the dicts and lists of a parsed JSON or jsonnet config) that every
-search of the package's configs goes through, and the dotted key paths it names a part by: the
-keys from the top joined with `.`, a list's item by its index (`model.token_embedders.0.type`),
-as `-o` overrides name a key and as messages show it. `convert-config` joins list indices its
-own way (`a.b[0]`, `walk`'s `join`).
-"""
+"""The walk of a config tree (parsed JSON dicts and lists) and its dotted key paths
+(`model.token_embedders.0.type`, as `-o` overrides name a key)."""
 
 from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
 
-# A dict's key or a list's index.
 Key = Union[str, int]
 
 
 def join_key(path: str, key: Key) -> str:
-    """The dotted key path of `key` (a dict's key or a list's index) in the part at `path`."""
     return f"{path}.{key}" if path else str(key)
 
 
@@ -24,20 +17,15 @@ def walk(
     join: Callable[[str, Key], str] = join_key,
 ) -> Iterator[Tuple[str, Optional[Key], Any]]:
     """
-    `(key path, key, value)` of `node` and of every value in it, at any depth, parents before
-    what they hold and in the config's order. `key` is the dict key or list index the value is
-    under (`None` for `node`). The walk holds no recursion, so a deep config cannot overflow it.
+    `(key path, key, value)` of `node` and of everything in it, parents first, in the config's
+    order, without recursion; `key` is `None` for `node`.
 
     # Parameters
 
-    node : `Any`
-        A config, or a part of one.
     path : `str`, optional (default = `""`)
-        The key path of `node` (`""` for a whole config).
+        The key path of `node`.
     skip : `frozenset`, optional (default = `frozenset()`)
-        Keys left out with all they hold, in the dicts that are not inside a list (as AllenNLP's
-        `remove_keys_from_params`, which does not descend into lists: inside a list they are
-        walked like any other key).
+        Keys left out with all they hold, outside lists (as AllenNLP's `remove_keys_from_params`).
     join : `Callable[[str, Key], str]`, optional (default = `join_key`)
         The key path of a key or index in the part at a path.
     """

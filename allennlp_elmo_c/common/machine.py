@@ -1,5 +1,3 @@
-"""What machine this is, in the words the plugin's reports use (`plan`) and the experiments'."""
-
 import platform
 
 

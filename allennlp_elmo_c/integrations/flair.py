@@ -35,7 +35,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.modules.scalar_mix import ScalarMix
 
-from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbedder
+from allennlp_elmo_c.modules.elmo_c import ElmoCEmbedder
 
 
 def _import_flair() -> None:

@@ -49,11 +49,11 @@ from allennlp.data import DatasetReader
 from allennlp.nn.util import remove_sentence_boundaries
 
 from allennlp_elmo_c.archive import (
-    PretrainedBiLM,
     input_embedder_config,
     is_model_directory,
     read_directory_config,
 )
+from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import representations_of
 from allennlp_elmo_c.received.contained_files import (

@@ -35,7 +35,7 @@ from spacy.util import minibatch
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import is_model_directory
-from allennlp_elmo_c.commands.elmo_c_embed import ElmoCEmbedder
+from allennlp_elmo_c.modules.elmo_c import ElmoCEmbedder
 from allennlp_elmo_c.common.atomic import link_or_copy
 from allennlp_elmo_c.received.contained_files import copy_regular_tree
 

@@ -50,59 +50,38 @@ def _float32(value: Any) -> Any:
 @Model.register("elmo_c")
 class ElmoCLanguageModel(Model):
     """
-    A bidirectional language model in the shape of ELMo whose output layer is swappable: with the
-    `continuous` head it is ELMo-C, which predicts the (frozen, e.g. fastText) embedding of the
-    next word (forward LM) or the previous word (backward LM) instead of a softmax over a
-    vocabulary.
-
-    Sentences are expected to carry boundary tokens (`<S>` ... `</S>`, added by the `lm_corpus`
-    reader). The forward LM's state at position t predicts token t+1 and the backward LM's state
-    at position t+1 predicts token t; the loss is the mean of the two directions' mean losses.
+    A bidirectional language model in the shape of ELMo with a swappable output layer: with the
+    `continuous` head it is ELMo-C, predicting the (frozen, e.g. fastText) embedding of the next
+    (forward) or previous (backward) word. Sentences carry boundary tokens (`lm_corpus`); the
+    loss is the mean of the two directions' mean losses.
 
     Registered as a `Model` with name "elmo_c".
 
     # Parameters
 
     vocab : `Vocabulary`
-        Unused by the continuous head (an open-vocabulary fastText input needs none).
     text_field_embedder : `TextFieldEmbedder`
         The input embeddings (frozen fastText vectors for ELMo-C).
     contextualizer : `Seq2SeqEncoder`
-        A bidirectional encoder whose output is forward || backward (`elmo_lstm`); it must not
-        let either direction see the other.
+        A bidirectional encoder, output forward || backward (`elmo_lstm`).
     output_head : `Lazy[OutputHead]`
-        Built twice, once per direction, with `input_dim` = half the contextualizer's output and
-        `target_dim` = the target embedder's output.
-    target_embedder : `TextFieldEmbedder`, optional (default = `None`)
-        The embeddings to predict. By default the input embeddings themselves (then no
-        vocabulary exists anywhere); any frozen embedder of the same tokens may be given.
+        Built once per direction (`input_dim`: half the contextualizer's output).
+    target_embedder : `TextFieldEmbedder`, optional
+        The embeddings to predict; by default the input embeddings.
     dropout : `float`, optional (default = `0.0`)
-        Dropout on the input embeddings and on the states fed to the heads (the paper's code:
-        none; the encoder's recurrent dropout is its regulariser).
-    target_ids_key : `str`, optional (default = `None`)
-        For heads over a vocabulary (softmax-type heads): the key, in the `tokens` text field, of
-        a `single_id` indexer whose ids are the words to predict. If the input embedder has no
-        embedder under that key the ids are removed before embedding, so the input can stay
-        open-vocabulary (fastText) while the output has a vocabulary.
+        On the input embeddings and on the states fed to the heads.
+    target_ids_key : `str`, optional
+        For heads over a vocabulary: the key of the `single_id` indexer whose ids are predicted
+        (removed before embedding if the input embedder has no embedder for it).
     share_output_head : `bool`, optional (default = `False`)
-        One output head for both directions, as ELMo's single softmax (by default each direction
-        has its own, as in ELMo-C, whose two LMs were trained separately).
-    nearest_neighbour_words : `str`, optional (default = `None`)
-        A file of candidate words (one per line). During validation the model then also reports
-        `*_nn_accuracy`: how often the candidate closest (cosine) to the prediction is the target
-        word, over targets that are among the candidates. Needs a target token embedder with an
-        `embed_strings` method (the `fasttext` embedder has one).
+        One output head for both directions, as ELMo's softmax.
+    nearest_neighbour_words : `str`, optional
+        A file of candidate words: validation then reports `*_nn_accuracy` (the candidate
+        closest to the prediction is the target), with a fastText target embedder.
     precision : `str`, optional (default = `"float32"`)
-        The precision `forward` runs in (training and validation, also `evaluate` and the next-word
-        predictor): `"float32"`, or `"bfloat16"`, mixed precision on CPU or GPU: `forward` runs
-        under `torch.autocast(<the inputs' device>, dtype=torch.bfloat16)`, so the encoder's matrix
-        products multiply bfloat16 operands with float32 accumulation, its cell state and recurrence
-        stay float32 (`allennlp_elmo_c.nn.lstmp`), the heads' losses stay float32, and the
-        parameters, gradients and optimizer state are float32 as always. Training on a device
-        without fast bfloat16 products (a GPU before Ampere, a CPU without AVX-512) is refused at
-        its first batch; evaluation there runs in float32. `encode`, which every embedding front
-        door calls, runs in float32 whatever the model was trained in. The configs read it from
-        `ELMO_C_PRECISION`.
+        `"float32"` or `"bfloat16"` (bfloat16 autocast in `forward`, refused in training on a
+        device without fast bfloat16 products, float32 in evaluation there; `encode` is always
+        float32). The configs read it from `ELMO_C_PRECISION`.
     initializer : `InitializerApplicator`, optional
     """
 
@@ -169,9 +148,7 @@ class ElmoCLanguageModel(Model):
             d for d in DIRECTIONS if self._heads[f"{d}_lm"].reports_perplexity
         ]
         self._dropout = torch.nn.Dropout(dropout)
-        # Metric name -> [sum, count] as tensors on the model's device: updated every batch
-        # without host syncs, summed across workers only when read (get_metrics is called on
-        # every rank at the same points, so distributed reduces always pair up).
+        # Metric name -> [sum, count] on the model's device, summed across workers when read.
         self._metric_names = [
             f"{d}_{m}" for d in DIRECTIONS for m in ("loss", "cosine", "nn_accuracy")
         ]
@@ -214,8 +191,7 @@ class ElmoCLanguageModel(Model):
 
     @property
     def input_token_embedders(self) -> Dict[str, TokenEmbedder]:
-        """The input embedder's token embedders by indexer key (`{}` if it is not a `basic` or
-        `subset` text field embedder)."""
+        """The input embedder's token embedders by indexer key."""
         return token_embedders(self._text_field_embedder)
 
     @property
@@ -228,11 +204,8 @@ class ElmoCLanguageModel(Model):
         return self._contextualizer.num_layers + 1
 
     def encode(self, embeddings: torch.Tensor, mask: torch.BoolTensor) -> List[torch.Tensor]:
-        """
-        Every representation layer for already-embedded tokens (`(batch, timesteps, dim)`, with
-        boundary tokens): needs a contextualizer with `return_all_layers` set. Layer 0 is the
-        input projection of both directions, then each LSTM layer, forward || backward.
-        """
+        """Every layer for embedded tokens `(batch, timesteps, dim)` (with boundaries): the input
+        projection, then each LSTM layer (needs `return_all_layers`)."""
         layers = self._contextualizer(embeddings, mask)
         if not isinstance(layers, list):
             raise ConfigurationError("elmo_c.encode needs contextualizer.return_all_layers = True")
@@ -251,13 +224,10 @@ class ElmoCLanguageModel(Model):
 
         # Returns
 
-        `loss` (when the heads exist), `forward_loss`, `backward_loss`, for heads that predict
-        vectors `forward_predictions` / `backward_predictions` `(batch_size, timesteps - 1, dim)`
-        (the forward prediction at index t is for token t + 1, the backward one for token t),
-        `lm_embeddings` (the top
-        layer `(batch_size, timesteps, 2 * hidden)`, or the list of all layers when the
-        contextualizer returns all layers), `noncontextual_token_embeddings`
-        `(batch_size, timesteps, embedding_dim)` and `mask` `(batch_size, timesteps)`.
+        `loss`, `forward_loss`, `backward_loss` (with heads); `forward_predictions` /
+        `backward_predictions` `(batch_size, timesteps - 1, dim)` for heads that predict vectors;
+        `lm_embeddings` (the top layer, or all layers), `noncontextual_token_embeddings` and
+        `mask`.
         """
         if self.training and self._missing_candidates is not None:
             raise ConfigurationError(
@@ -267,14 +237,11 @@ class ElmoCLanguageModel(Model):
         tokens, target_ids = self._take_target_ids(tokens)
         with self._autocast(get_text_field_mask(tokens).device):
             output = self._forward(tokens, target_ids)
-        # Under autocast the heads' predictions (and the input layer) come out in bfloat16: the
-        # outputs are float32 whatever the precision (AllenNLP hands them on as numpy arrays).
+        # Outputs are float32 whatever the precision.
         return {key: _float32(value) for key, value in output.items()}
 
     def _autocast(self, device: torch.device) -> Any:
-        """The context `forward` runs in: bfloat16 autocast on `device` for `precision`
-        "bfloat16", else none. On a device without fast bfloat16 products training is refused,
-        and evaluation runs in float32."""
+        """bfloat16 autocast on `device` for `precision` "bfloat16", else none."""
         if self.precision == "float32":
             return contextlib.nullcontext()
         reason = bfloat16_unsupported(device)
@@ -403,12 +370,10 @@ class ElmoCLanguageModel(Model):
 
     @staticmethod
     def _check_finite(losses: List[torch.Tensor]) -> None:
-        # One host sync per step (the trainer reads the loss every step anyway). AllenNLP's
-        # trainer stops on NaN only; an infinite loss would otherwise train on silently.
+        # AllenNLP's trainer stops on NaN only; an infinite loss would train on silently.
         values = torch.stack([loss.detach().float() for loss in losses])
         if is_distributed():
-            # Every rank must stop, not only the one that saw it (the others would wait in the
-            # next gradient all-reduce until the timeout): share the worst value.
+            # Every rank must stop, not only the one that saw it.
             flags = (~torch.isfinite(values)).float()
             dist.all_reduce(flags)
             values = torch.where(flags > 0, torch.full_like(values, math.nan), values)

@@ -1,47 +1,187 @@
-from typing import Dict, List, Optional, Union
+"""
+The Python front doors to a trained biLM, shaped like AllenNLP's ELMo: `ElmoC` (`Elmo`),
+`batch_to_ids`, `ElmoCEmbedder` (0.9's `ElmoEmbedder`) and `PretrainedBiLM`, the biLM they read
+(`Elmo`'s `module=`).
+"""
 
+import json
+import logging
+import os
+from itertools import chain
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+import h5py
+import numpy
 import torch
 
 from allennlp.common.checks import ConfigurationError
+from allennlp.common.tqdm import Tqdm
+from allennlp.data import DatasetReader, TokenIndexer, Tokenizer, Vocabulary
+from allennlp.models import Model
 
-from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.archive import bilm_archive, bilm_record, record_params
+from allennlp_elmo_c.common.text import check_sentences, decode_line
+from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
 from allennlp_elmo_c.modules.subword_representations import representations_of
+
+if TYPE_CHECKING:  # a layer above this one
+    from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
+
+logger = logging.getLogger(__name__)
+
+OUTPUT_MODES = ("all", "top", "average")
+
+
+class PretrainedBiLM:
+    """
+    A trained `elmo_c` biLM with what downstream code needs of it: the model (its
+    contextualizer returns all layers), its one input token embedder, and the token indexer,
+    tokenizer and boundary tokens of its pretraining reader. Read it with `from_archive`.
+
+    # Parameters
+
+    model : `ElmoCLanguageModel`
+    reader : `DatasetReader`
+        The pretraining reader (`lm_corpus`).
+    is_subword : `bool`
+        Whether the biLM reads BPE subwords (ELMo-Sub).
+    archive_file : `str`, optional
+        Where it was read from, for messages.
+    config : `Dict[str, Any]`, optional
+        Its config as trained, for `record`.
+    """
+
+    def __init__(
+        self,
+        model: "ElmoCLanguageModel",
+        reader: DatasetReader,
+        archive_file: Optional[str] = None,
+        config: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        self.archive_file = archive_file or "the biLM"
+        self.config = config
+        input_embedders = model.input_token_embedders
+        if len(input_embedders) != 1:
+            raise ConfigurationError(
+                f"{self.archive_file}: expected a biLM over one input token embedder, found "
+                f"{sorted(input_embedders)}"
+            )
+        ((self.input_key, self.token_embedder),) = input_embedders.items()
+        indexers = reader.token_indexers  # type: ignore[attr-defined]
+        if self.input_key not in indexers:
+            raise ConfigurationError(
+                f"{self.archive_file}: no token indexer for the input embedder's key "
+                f"{self.input_key!r} (the reader has {sorted(indexers)})"
+            )
+        boundary_tokens = reader.boundary_tokens  # type: ignore[attr-defined]
+        if len(boundary_tokens) != 2:
+            raise ConfigurationError(f"{archive_file}: expected one start and one end token")
+        self.model = model
+        self.token_indexer: TokenIndexer = indexers[self.input_key]
+        self.tokenizer: Tokenizer = reader.tokenizer  # type: ignore[attr-defined]
+        self.boundary_tokens: Tuple[str, str] = (boundary_tokens[0], boundary_tokens[1])
+        self.is_subword = isinstance(self.tokenizer, BpeTokenizer)
+
+    @classmethod
+    def from_archive(
+        cls,
+        archive_file: str,
+        fasttext_path: Optional[str] = None,
+        tokenizer_path: Optional[str] = None,
+    ) -> "PretrainedBiLM":
+        """
+        # Parameters
+
+        archive_file : `str`
+            A `model.tar.gz` of an `elmo_c` model, or a model directory.
+        fasttext_path : `str`, optional
+            The biLM's fastText `.bin`, if not where `fasttext_source` finds it; a `.bin` that is
+            not the one it was trained with is refused.
+        tokenizer_path : `str`, optional
+            For a biLM over BPE subwords: its tokenizer JSON, if not at the recorded path.
+        """
+        with bilm_archive(str(archive_file), fasttext_path, tokenizer_path) as (archive, config):
+            return cls(archive.model, archive.dataset_reader, str(archive_file), config)
+
+    def record(self) -> str:
+        """Its config and vocabulary (not its weights) as one JSON line for `from_record`: a task
+        model keeps it, so its archive loads without the biLM's."""
+        if self.config is None:
+            raise ConfigurationError(
+                f"{self.archive_file}: no config to record (not read from an archive)"
+            )
+        return bilm_record(self.config, self.vocab)
+
+    @classmethod
+    def from_record(
+        cls,
+        record: str,
+        archive_file: str,
+        fasttext_path: Optional[str] = None,
+        tokenizer_path: Optional[str] = None,
+    ) -> "PretrainedBiLM":
+        """The biLM of a `record()`, its weights on `meta` (`has_weights` is false) until a
+        state dict brings them (`ElmoCRepresentations` loads them)."""
+        params, vocab, config = record_params(record, archive_file, fasttext_path, tokenizer_path)
+        model = Model.from_params(vocab=vocab, params=params.pop("model"))
+        # What a state dict restores goes to meta (a non-persistent buffer keeps its value).
+        restored = {id(tensor) for tensor in model.state_dict(keep_vars=True).values()}
+        model._apply(lambda tensor: tensor.to("meta") if id(tensor) in restored else tensor)
+        reader = DatasetReader.from_params(params.pop("dataset_reader"))
+        return cls(model, reader, archive_file, config)  # type: ignore[arg-type]
+
+    @property
+    def has_weights(self) -> bool:
+        """False while a biLM of `from_record` has no storage for its weights."""
+        return not any(
+            tensor.is_meta for tensor in chain(self.model.parameters(), self.model.buffers())
+        )
+
+    def allocate_weights(self, device: torch.device) -> None:
+        """Storage on `device` for the `meta` tensors of a biLM of `from_record`, just before a
+        state dict brings their values (copying into a `meta` tensor does nothing)."""
+        self.model._apply(
+            lambda tensor: torch.empty_like(tensor, device=device) if tensor.is_meta else tensor
+        )
+
+    @property
+    def vocab(self) -> Vocabulary:
+        return self.model.vocab
+
+    @property
+    def num_layers(self) -> int:
+        """The input projection + the LSTM layers."""
+        return self.model.num_layers()
+
+    def get_output_dim(self) -> int:
+        return self.model.contextualizer.get_output_dim()
+
+    @property
+    def fasttext_path(self) -> Optional[str]:
+        """The fastText `.bin` the input embedder reads; `None` for any other input."""
+        path = getattr(self.token_embedder, "model_path", None)
+        return path if isinstance(path, str) else None
 
 
 class ElmoC(torch.nn.Module):
     """
-    AllenNLP's `allennlp.modules.elmo.Elmo` for a trained ELMo-C biLM: the same arguments (one
-    `model` path in place of the options and weight files; no `vocab_to_cache`), the same output,
-    the same handling of sentence boundaries. Porting code that uses `Elmo` changes its import
-    and the way ids are made, since ELMo-C's ids depend on the model's fastText vectors:
+    AllenNLP's `Elmo` for a trained ELMo-C biLM (word-level or ELMo-Sub): one `model` path in
+    place of the options and weight files, no `vocab_to_cache`; ids from `batch_to_ids`.
 
-        from allennlp_elmo_c import ElmoC, batch_to_ids
         elmo = ElmoC("runs/elmo_c/model.tar.gz", num_output_representations=1, dropout=0.0)
         output = elmo(batch_to_ids([["The", "council", "met", "."]], elmo))
-        vectors = output["elmo_representations"][0]  # (batch, timesteps, dim)
-
-    It mixes the biLM's layers (the input projection of both directions, then each LSTM layer,
-    forward || backward) with a `ScalarMix` per output representation (parameter names
-    `scalar_parameters`, as `Elmo`'s, so task configs' regularizer regexes match), then applies
-    dropout. A biLM over BPE subwords (ELMo-Sub) works the same way: its words are represented
-    by their first subword.
 
     # Parameters
 
     model : `str`
         The trained biLM: its model directory (`package`) or `model.tar.gz`.
     num_output_representations : `int`
-    requires_grad : `bool`, optional (default = `False`)
-        Fine-tune the biLM (its fastText matrix stays frozen).
-    do_layer_norm : `bool`, optional (default = `False`)
-    dropout : `float`, optional (default = `0.5`)
-    keep_sentence_boundaries : `bool`, optional (default = `False`)
-    scalar_mix_parameters : `List[float]`, optional
-        Fixed pre-softmax layer weights instead of trained ones.
+    requires_grad, do_layer_norm, dropout, keep_sentence_boundaries, scalar_mix_parameters :
+        As for `Elmo`.
     module : `PretrainedBiLM`, optional
-        The biLM already read (`PretrainedBiLM.from_archive`), instead of `model`, as `Elmo`'s
-        `module=` takes a ready biLM.
+        The biLM already read, instead of `model` (as `Elmo`'s `module=`).
     """
 
     def __init__(
@@ -83,7 +223,6 @@ class ElmoC(torch.nn.Module):
         return self._elmo_c
 
     def batch_to_ids(self, sentences: List[List[str]]) -> Dict[str, torch.Tensor]:
-        """`batch_to_ids(sentences, self)`."""
         return batch_to_ids(sentences, self)
 
     def forward(
@@ -112,11 +251,247 @@ class ElmoC(torch.nn.Module):
 def batch_to_ids(
     sentences: List[List[str]], elmo: Union[ElmoC, ElmoCRepresentations]
 ) -> Dict[str, torch.Tensor]:
-    """
-    The counterpart of AllenNLP's `allennlp.modules.elmo.batch_to_ids`: a batch of tokenized
-    sentences as the padded tensors `elmo` reads (`(batch, timesteps, ...)` by name). ELMo's ids
-    are characters, the same for every model; ELMo-C's are the model's fastText subword rows, so
-    the model is the second argument.
-    """
+    """AllenNLP's `batch_to_ids`: the padded tensors `elmo` reads, by name. ELMo-C's ids depend
+    on the model (its fastText subword rows), so it is the second argument."""
     representations = elmo.representations if isinstance(elmo, ElmoC) else elmo
     return index_sentences(sentences, representations.word_indexer(), representations.vocab)
+
+
+def check_arguments(
+    input_file: Path, output_file: Path, output_mode: str, batch_size: int, max_sentence_length: int
+) -> None:
+    if output_mode not in OUTPUT_MODES:
+        raise ConfigurationError(f"elmo-c-embed: output mode must be one of {OUTPUT_MODES}")
+    if batch_size < 1:
+        raise ConfigurationError("elmo-c-embed: batch size must be >= 1")
+    if max_sentence_length < 1:
+        raise ConfigurationError("elmo-c-embed: max sentence length must be >= 1")
+    if not input_file.is_file():
+        raise ConfigurationError(f"elmo-c-embed: input file {input_file} does not exist")
+    if output_file.exists():
+        raise ConfigurationError(f"elmo-c-embed: {output_file} exists; remove it to re-embed")
+
+
+def _check_lengths(sentences: List[List[str]], input_file: Path, max_sentence_length: int) -> None:
+    """Stops before anything is embedded if a sentence is longer than the maximum."""
+    too_long = [
+        i + 1 for i, sentence in enumerate(sentences) if len(sentence) > max_sentence_length
+    ]
+    if too_long:
+        raise ConfigurationError(
+            f"elmo-c-embed: {input_file} has {len(too_long)} line(s) longer than "
+            f"{max_sentence_length} tokens (line {', '.join(map(str, too_long[:5]))}"
+            f"{', ...' if len(too_long) > 5 else ''}); split them or raise --max-sentence-length"
+        )
+
+
+def _sentences_to_do(out: h5py.File, sentences: List[List[str]], partial: Path) -> List[int]:
+    """The indices of the sentences not yet in `out` (a resumed run has some)."""
+    todo = [index for index in range(len(sentences)) if str(index) not in out]
+    if len(todo) < len(sentences):
+        logger.info(
+            "Resuming %s: %d of %d sentences done",
+            partial,
+            len(sentences) - len(todo),
+            len(sentences),
+        )
+    return todo
+
+
+def _write_empty_sentences(
+    out: h5py.File,
+    sentences: List[List[str]],
+    todo: List[int],
+    representations: ElmoCRepresentations,
+    output_mode: str,
+    input_file: Path,
+) -> None:
+    """Empty lines: `(num_layers, 0, dim)` entries (`(0, dim)` unless `--all`)."""
+    empty = [index for index in todo if not sentences[index]]
+    for index in empty:
+        shape = (0, representations.get_output_dim())
+        if output_mode == "all":
+            shape = (representations.num_layers,) + shape
+        out.create_dataset(str(index), shape, dtype="float32")
+    if empty:
+        logger.warning("%s: %d empty line(s) written as 0-token entries", input_file, len(empty))
+
+
+def _write_embeddings(
+    out: h5py.File,
+    sentences: List[List[str]],
+    todo: List[int],
+    representations: ElmoCRepresentations,
+    output_mode: str,
+    batch_size: int,
+    device: torch.device,
+) -> None:
+    """Embeds the non-empty sentences of `todo` in batches and writes each, flushing after
+    every batch (so a resumed run loses at most one)."""
+    # Longest first: padding stays small and a batch that does not fit fails at once.
+    todo = sorted((i for i in todo if sentences[i]), key=lambda i: -len(sentences[i]))
+    for start in Tqdm.tqdm(range(0, len(todo), batch_size), desc="embedding"):
+        chunk = todo[start : start + batch_size]
+        vectors = embed_sentences([sentences[i] for i in chunk], representations, device)
+        for index, layers in zip(chunk, vectors):  # (num_layers, num_tokens, dim)
+            if output_mode == "top":
+                layers = layers[-1]  # (num_tokens, dim)
+            elif output_mode == "average":
+                layers = layers.mean(axis=0)  # (num_tokens, dim)
+            out.create_dataset(str(index), data=layers)
+        out.flush()
+
+
+def _write_sentence_index(out: h5py.File, sentences: List[List[str]]) -> None:
+    """The `sentence_to_index` JSON dataset (rewritten on a resumed run)."""
+    if "sentence_to_index" in out:
+        del out["sentence_to_index"]
+    mapping = {" ".join(sentence): str(index) for index, sentence in enumerate(sentences)}
+    out.create_dataset("sentence_to_index", data=numpy.array([json.dumps(mapping)], dtype=object),
+                       dtype=h5py.string_dtype())  # fmt: skip
+
+
+def read_sentences(input_file: Path) -> List[List[str]]:
+    """Whitespace-tokenized lines, decoded by `decode_line`; lines with bytes that are not UTF-8
+    and with NUL characters are counted and logged."""
+    sentences, undecodable, with_nul = [], [], []
+    with open(input_file, "rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            line, bad_bytes, had_nul = decode_line(raw, first=number == 1)
+            if bad_bytes:
+                undecodable.append(number)
+            if had_nul:
+                with_nul.append(number)
+            sentences.append(line.split())
+    for problem, numbers in (("bytes that are not UTF-8 (read as U+FFFD)", undecodable),
+                             ("NUL characters (read as spaces)", with_nul)):  # fmt: skip
+        if numbers:
+            logger.warning(
+                "%s: %d line(s) with %s, e.g. line %d",
+                input_file,
+                len(numbers),
+                problem,
+                numbers[0],
+            )
+    return sentences
+
+
+@torch.no_grad()
+def embed_sentences(
+    sentences: List[List[str]],
+    representations: ElmoCRepresentations,
+    device: torch.device,
+) -> List[numpy.ndarray]:
+    """Every layer of `representations` for each sentence: `(num_layers, len(sentence), dim)`
+    arrays, the boundary positions removed (what `elmo-c-embed --all` writes)."""
+    tensors = index_sentences(sentences, representations.word_indexer(), representations.vocab)
+    layers, _ = representations.layers(**{k: v.to(device) for k, v in tensors.items()})
+    stacked = torch.stack(layers, dim=1).float().cpu().numpy()  # (batch, layers, time + 2, dim)
+    return [stacked[row, :, 1 : len(sentence) + 1] for row, sentence in enumerate(sentences)]
+
+
+class ElmoCEmbedder:
+    """
+    AllenNLP 0.9's `ElmoEmbedder` for an ELMo-C model (stateless): every layer of the biLM for
+    tokenized sentences, as numpy arrays `(num_layers, tokens, dim)`.
+
+    # Parameters
+
+    model : `str`
+        The biLM's model directory or `model.tar.gz`.
+    cuda_device : `int`, optional (default = `-1`)
+    fasttext_path : `str`, optional
+        The biLM's fastText `.bin`, if not where it is found.
+    """
+
+    def __init__(
+        self, model: str, cuda_device: int = -1, fasttext_path: Optional[str] = None
+    ) -> None:
+        bilm = PretrainedBiLM.from_archive(str(model), fasttext_path=fasttext_path)
+        self.representations = representations_of(
+            bilm, num_output_representations=0, dropout=0.0
+        ).eval()
+        self.device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
+        self.representations.to(self.device)
+
+    def _empty(self) -> numpy.ndarray:
+        dim = self.representations.get_output_dim()
+        return numpy.zeros((self.representations.num_layers, 0, dim), dtype=numpy.float32)
+
+    def embed_batch(self, batch: List[List[str]]) -> List[numpy.ndarray]:
+        """Each sentence's layers, `(num_layers, len(sentence), dim)`; `(num_layers, 0, dim)`
+        for an empty one."""
+        check_sentences(batch, logger)
+        filled = [index for index, sentence in enumerate(batch) if sentence]
+        result = [self._empty() for _ in batch]
+        if not filled:
+            return result
+        vectors = embed_sentences([batch[i] for i in filled], self.representations, self.device)
+        for index, layers in zip(filled, vectors):
+            result[index] = layers
+        return result
+
+    def embed_sentence(self, sentence: List[str]) -> numpy.ndarray:
+        """`(num_layers, len(sentence), dim)`."""
+        return self.embed_batch([sentence])[0]
+
+    def embed_sentences(
+        self, sentences: Iterable[List[str]], batch_size: int = 64
+    ) -> Iterator[numpy.ndarray]:
+        """`embed_sentence` of each sentence, in order, `batch_size` at a time."""
+        if batch_size < 1:
+            raise ConfigurationError("ElmoCEmbedder: batch_size must be >= 1")
+        batch: List[List[str]] = []
+        for sentence in sentences:
+            batch.append(list(sentence))
+            if len(batch) == batch_size:
+                yield from self.embed_batch(batch)
+                batch = []
+        if batch:
+            yield from self.embed_batch(batch)
+
+    def embed_file(
+        self,
+        input_file: Union[str, Path, IO],
+        output_file_path: Union[str, Path],
+        output_format: str = "all",
+        batch_size: int = 64,
+        max_sentence_length: int = 10_000,
+    ) -> Path:
+        """
+        Embeds each whitespace-tokenized line of `input_file` (a path or an open file) into
+        HDF5: a dataset per line, named by its index, `(num_layers, tokens, dim)` for "all",
+        `(tokens, dim)` for "top" or "average", and a JSON `sentence_to_index`. Written as
+        `OUTPUT.partial`, renamed when complete; a rerun resumes it. A line longer than
+        `max_sentence_length` tokens stops it before anything is embedded.
+        """
+        output = Path(output_file_path)
+        if hasattr(input_file, "read"):
+            text = input_file.read()
+            copy = output.with_name(output.name + ".input.txt")
+            copy.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+            try:
+                return self._write_file(copy, output, output_format, batch_size,
+                                        max_sentence_length)  # fmt: skip
+            finally:
+                copy.unlink()
+        return self._write_file(Path(input_file), output, output_format, batch_size,
+                                max_sentence_length)  # fmt: skip
+
+    def _write_file(
+        self, input_file: Path, output_file: Path, output_mode: str, batch_size: int,
+        max_sentence_length: int,
+    ) -> Path:  # fmt: skip
+        check_arguments(input_file, output_file, output_mode, batch_size, max_sentence_length)
+        sentences = read_sentences(input_file)
+        _check_lengths(sentences, input_file, max_sentence_length)
+        partial = output_file.with_name(output_file.name + ".partial")
+        with h5py.File(partial, "a") as out:
+            todo = _sentences_to_do(out, sentences, partial)
+            _write_empty_sentences(out, sentences, todo, self.representations, output_mode,
+                                   input_file)  # fmt: skip
+            _write_embeddings(out, sentences, todo, self.representations, output_mode,
+                              batch_size, self.device)  # fmt: skip
+            _write_sentence_index(out, sentences)
+        os.replace(partial, output_file)
+        return output_file

@@ -1,5 +1,5 @@
 import logging
-from typing import Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -9,9 +9,11 @@ from allennlp.data.fields import TextField
 from allennlp.modules.scalar_mix import ScalarMix
 from allennlp.nn.util import get_text_field_mask, remove_sentence_boundaries
 
-from allennlp_elmo_c.archive import PretrainedBiLM
 from allennlp_elmo_c.common.text import check_sentences
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
+
+if TYPE_CHECKING:
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
 logger = logging.getLogger(__name__)
 
@@ -19,10 +21,8 @@ logger = logging.getLogger(__name__)
 def add_boundary_vectors(
     embeddings: torch.Tensor, mask: torch.BoolTensor, start: torch.Tensor, end: torch.Tensor
 ):
-    """
-    Puts `start` before and `end` after each (left-aligned) sequence of `embeddings`
-    `(batch, timesteps, dim)`; returns the `(batch, timesteps + 2, dim)` result and its mask.
-    """
+    """`start` before and `end` after each sequence of `embeddings` `(batch, timesteps, dim)`:
+    the `(batch, timesteps + 2, dim)` result and its mask."""
     batch, timesteps, dim = embeddings.shape
     lengths = mask.sum(1)
     result = embeddings.new_zeros(batch, timesteps + 2, dim)
@@ -38,13 +38,8 @@ def add_boundary_vectors(
 def index_sentences(
     sentences: List[List[str]], indexer: TokenIndexer, vocab: Optional[Vocabulary] = None
 ) -> Dict[str, torch.Tensor]:
-    """
-    Indexes a batch of tokenized sentences with `indexer` (e.g.
-    `ElmoCRepresentations.word_indexer()`) over `vocab` (the biLM's, for an indexer that reads
-    one) and pads them into the tensors, `(batch, timesteps, ...)` by output name, that
-    `ElmoCRepresentations` and `elmo_c_token_embedder` take by keyword. (`allennlp_elmo_c.
-    batch_to_ids(sentences, elmo)` does this with the model's own indexer.)
-    """
+    """Tokenized sentences indexed by `indexer` over `vocab` and padded: the tensors
+    `(batch, timesteps, ...)` by output name that `ElmoCRepresentations` takes by keyword."""
     check_sentences(sentences, logger)
     if not sentences:
         raise ConfigurationError("no sentences to index (an empty batch)")
@@ -58,48 +53,31 @@ def index_sentences(
 
 class ElmoCRepresentations(torch.nn.Module):
     """
-    The counterpart of AllenNLP's `Elmo` for a trained `elmo_c` archive: runs the (frozen or
-    fine-tuned) biLM on the tokens and returns `num_output_representations` softmax-weighted
-    mixes (`ScalarMix`, with gamma) of its layers: layer 0 = the input projection of both
-    directions, then every LSTM layer, forward || backward (1024-d for the paper's size).
-    Sentence boundaries are added around each sentence as in pretraining and, as in `Elmo`,
-    removed from the output unless `keep_sentence_boundaries`.
-
-    Any word-level input embedder the biLM was pretrained with works (fastText, ELMo's char-CNN,
-    a slim or plain embedding over the archive's vocabulary): index the words with the same
-    indexer as in pretraining (`word_indexer()` gives it) and pass its outputs by keyword. The
-    boundary vectors come from the embedder's `embed_strings`. A biLM over BPE subwords needs
-    `SubwordElmoCRepresentations`, which overrides the input side (`layers`, `word_indexer`).
-
-    The biLM is read from `archive_file`, or passed in ready as `bilm` (a `PretrainedBiLM`, as
-    AllenNLP's `Elmo(module=...)` takes a ready biLM): give one of them.
+    AllenNLP's `Elmo` for a trained word-level `elmo_c` biLM: `num_output_representations`
+    `ScalarMix`es of its layers (the input projection, then each LSTM layer, forward ||
+    backward), with the pretraining reader's sentence boundaries added around each sentence and,
+    unless `keep_sentence_boundaries`, removed from the output. Inputs are the outputs of
+    `word_indexer()`, by keyword.
 
     # Parameters
 
     archive_file : `str`, optional
-        A `model.tar.gz` of an `elmo_c` model.
+        The biLM's archive or model directory (or give `bilm`).
     num_output_representations : `int`, optional (default = `1`)
     requires_grad : `bool`, optional (default = `False`)
-        Fine-tune the biLM (then its dropout is active in training mode). A frozen biLM always
-        runs in inference mode. The fastText matrix stays frozen either way.
+        Fine-tune the biLM; a frozen one always runs in inference mode.
     do_layer_norm : `bool`, optional (default = `False`)
-        Passed to `ScalarMix`.
     dropout : `float`, optional (default = `0.5`)
-        Applied to each mix.
     keep_sentence_boundaries : `bool`, optional (default = `False`)
     scalar_mix_parameters : `List[float]`, optional
-        Fixed (not trained) pre-softmax layer weights, e.g. `[-9e10, 1, -9e10]` for layer 1 only.
-    fasttext_path : `str`, optional
-        Use this fastText `.bin` instead of the path recorded in the archive (e.g. when the archive
-        was trained on another machine). Its dimension must match the biLM's. Only with
-        `archive_file`.
+        Fixed pre-softmax layer weights.
+    fasttext_path, tokenizer_path : `str`, optional
+        As for `PretrainedBiLM.from_archive`, with `archive_file`.
     bilm : `PretrainedBiLM`, optional
-        The biLM, already read (`PretrainedBiLM.from_archive`), instead of `archive_file`. Its
-        output heads are dropped and its parameters frozen (unless `requires_grad`).
+        The biLM already read; its output heads are dropped.
     """
 
     reads_subwords = False
-    """Whether this class runs a biLM over BPE subwords (`SubwordElmoCRepresentations`)."""
 
     def __init__(
         self,
@@ -111,17 +89,18 @@ class ElmoCRepresentations(torch.nn.Module):
         keep_sentence_boundaries: bool = False,
         scalar_mix_parameters: Optional[List[float]] = None,
         fasttext_path: Optional[str] = None,
-        bilm: Optional[PretrainedBiLM] = None,
+        bilm: Optional["PretrainedBiLM"] = None,
+        tokenizer_path: Optional[str] = None,
     ) -> None:
         super().__init__()
         if (archive_file is None) == (bilm is None):
             raise ConfigurationError("ElmoCRepresentations: give archive_file or bilm (not both)")
         if bilm is None:
-            bilm = PretrainedBiLM.from_archive(
-                archive_file, fasttext_path=fasttext_path  # type: ignore[arg-type]
-            )
-        elif fasttext_path is not None:
-            raise ConfigurationError("fasttext_path goes with archive_file, not with bilm")
+            from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
+
+            bilm = PretrainedBiLM.from_archive(str(archive_file), fasttext_path, tokenizer_path)
+        elif fasttext_path is not None or tokenizer_path is not None:
+            raise ConfigurationError("fasttext_path and tokenizer_path go with archive_file")
         if bilm.is_subword != self.reads_subwords:
             raise ConfigurationError(
                 f"{bilm.archive_file}: expected a biLM over BPE subwords (a `bpe` tokenizer); for "
@@ -154,12 +133,10 @@ class ElmoCRepresentations(torch.nn.Module):
             for _ in range(num_output_representations)
         )
         self._dropout = torch.nn.Dropout(dropout)
-        # The <S> / </S> vectors `(2, dim)` of a frozen input embedder (a subword biLM's
-        # boundaries are subwords of the sentence itself); none while the biLM has no weights.
+        # The <S> / </S> vectors `(2, dim)` of a frozen input embedder, made at first use.
         self._boundaries: Optional[torch.Tensor] = None
         if not self.reads_subwords:
             self._string_embedder()  # an input embedder without embed_strings fails here
-        self.refresh_boundary_vectors()
         self.register_load_state_dict_post_hook(_refresh_after_loading)
 
     def _string_embedder(self) -> StringEmbedder:
@@ -176,10 +153,8 @@ class ElmoCRepresentations(torch.nn.Module):
         return self._string_embedder().embed_strings(list(self._bilm.boundary_tokens), device)
 
     def refresh_boundary_vectors(self) -> None:
-        """Recomputes the `<S>` / `</S>` vectors from the input embedder's current weights (they
-        are computed at construction, and again after every `load_state_dict` that reaches this
-        module; call this after changing a trainable input embedder's weights otherwise, e.g.
-        a char-CNN's). A biLM without weights (`PretrainedBiLM.from_record`) has none yet."""
+        """Remakes the `<S>` / `</S>` vectors from the input embedder's weights (done after
+        every `load_state_dict`; call it after changing a trainable input embedder's)."""
         if self.reads_subwords or not self._bilm.has_weights:
             self._boundaries = None
             return
@@ -190,14 +165,13 @@ class ElmoCRepresentations(torch.nn.Module):
         if not self._bilm.has_weights:
             raise ConfigurationError(
                 f"{self._bilm.archive_file} is missing and its biLM was built from a task "
-                "model's record without weights (PretrainedBiLM.from_record, as "
-                "elmo_c_token_embedder does); load that task model's state dict (load_archive) "
-                "first, or give the biLM archive"
+                "model's record without weights (PretrainedBiLM.from_record); load that task "
+                "model's state dict (load_archive) first, or give the biLM archive"
             )
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args, **kwargs) -> None:
-        # A biLM without weights gets storage for them just before its children copy them in
-        # (copying into a meta tensor does nothing), on the device the rest of this module is on.
+        # A biLM without weights gets storage (on this module's device) just before its
+        # children copy them in: copying into a meta tensor does nothing.
         keys = [key for key in state_dict if key.startswith(prefix + "_lm.")]
         assigned = local_metadata.get("assign_to_params_buffers")
         if keys and not self._bilm.has_weights and not assigned:
@@ -206,9 +180,8 @@ class ElmoCRepresentations(torch.nn.Module):
         super()._load_from_state_dict(state_dict, prefix, local_metadata, *args, **kwargs)
 
     def _apply(self, fn, recurse=True):
-        # Moves between devices skip the meta tensors of a biLM without weights (AllenNLP's
-        # load_archive moves the model before it loads the state dict; a meta tensor cannot be
-        # copied to a device): `_load_from_state_dict` places them. Dtype conversions apply.
+        # Moves skip the meta tensors of a biLM without weights (`_load_from_state_dict` places
+        # them); dtype conversions apply.
         def applied(tensor: torch.Tensor) -> torch.Tensor:
             if not tensor.is_meta:
                 return fn(tensor)
@@ -217,13 +190,11 @@ class ElmoCRepresentations(torch.nn.Module):
         return super()._apply(applied, recurse)
 
     @property
-    def bilm(self) -> PretrainedBiLM:
-        """The pretrained biLM these representations mix."""
+    def bilm(self) -> "PretrainedBiLM":
         return self._bilm
 
     def train(self, mode: bool = True) -> "ElmoCRepresentations":
-        # A frozen biLM always runs in inference mode (no recurrent dropout), as AllenNLP's ELMo:
-        # the same batch gives the same representations. Fine-tuning (requires_grad) trains it.
+        # A frozen biLM always runs in inference mode, as AllenNLP's ELMo.
         super().train(mode)
         if not self._requires_grad:
             self._lm.train(False)
@@ -234,12 +205,10 @@ class ElmoCRepresentations(torch.nn.Module):
 
     @property
     def vocab(self) -> Vocabulary:
-        """The biLM's vocabulary (what `word_indexer()` indexes with, if it uses one)."""
         return self._bilm.vocab
 
     def word_indexer(self) -> TokenIndexer:
-        """The token indexer the biLM's input embedder reads (the pretraining reader's), to
-        index words for `forward` / `layers`."""
+        """The pretraining reader's indexer of the biLM's input, for `forward` / `layers`."""
         return self._bilm.token_indexer
 
     def forward(self, **inputs: torch.Tensor) -> Dict[str, Union[torch.Tensor, List[torch.Tensor]]]:
@@ -247,8 +216,7 @@ class ElmoCRepresentations(torch.nn.Module):
         # Parameters
 
         **inputs : `torch.Tensor`
-            The outputs of `word_indexer()` for `(batch, timesteps)` words, by keyword (e.g.
-            `subword_ids`, `subword_counts`, `token_mask` of `fasttext_subwords`).
+            The outputs of `word_indexer()` for `(batch, timesteps)` words.
 
         # Returns
 
@@ -277,7 +245,6 @@ class ElmoCRepresentations(torch.nn.Module):
 
     @property
     def num_layers(self) -> int:
-        """Number of layers `layers()` returns (input projection + LSTM layers)."""
         return self._bilm.num_layers
 
     @property
@@ -301,9 +268,10 @@ class ElmoCRepresentations(torch.nn.Module):
         # Embedded as in pretraining: by the biLM's own text field embedder.
         embeddings = self._lm.text_field_embedder({self._bilm.input_key: inputs})
         if self._requires_grad and any(p.requires_grad for p in self._token_embedder.parameters()):
-            # A fine-tuned input embedder moves the boundary vectors too.
-            boundaries = self._boundary_vectors(embeddings.device)
+            boundaries = self._boundary_vectors(embeddings.device)  # fine-tuned: they move
         else:
+            if self._boundaries is None:
+                self.refresh_boundary_vectors()
             boundaries = self._boundaries
         boundaries = boundaries.to(device=embeddings.device, dtype=embeddings.dtype)  # (2, dim)
         # (batch, timesteps + 2, dim)
@@ -312,7 +280,4 @@ class ElmoCRepresentations(torch.nn.Module):
 
 
 def _refresh_after_loading(module: ElmoCRepresentations, incompatible_keys) -> None:
-    """After `load_state_dict` (called once the module's children have loaded): the boundary
-    vectors of the input embedder's weights as loaded (the same vectors when they are the
-    same weights)."""
     module.refresh_boundary_vectors()

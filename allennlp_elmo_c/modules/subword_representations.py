@@ -1,4 +1,4 @@
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import torch
 
@@ -6,20 +6,18 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import TokenIndexer
 from allennlp.data.token_indexers import SingleIdTokenIndexer
 
-from allennlp_elmo_c.archive import PretrainedBiLM, read_archive_config
+from allennlp_elmo_c.archive import read_archive_config
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from allennlp_elmo_c.received.received_model import is_subword_config
 
+if TYPE_CHECKING:
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
+
 
 def is_subword_archive(archive_file: str) -> bool:
-    """
-    True if `archive_file` is an `elmo_c` archive pretrained on BPE subwords (its reader has a
-    `bpe` tokenizer): downstream it needs `SubwordElmoCRepresentations` and the
-    `bpe_first_subword` indexer. Reads only the archive's `config.json`; False for anything
-    unreadable (loading it then reports the problem).
-    """
+    """Whether `archive_file` is a biLM over BPE subwords (False if its config is unreadable)."""
     try:
         return is_subword_config(read_archive_config(archive_file))
     except ConfigurationError:
@@ -28,47 +26,16 @@ def is_subword_archive(archive_file: str) -> bool:
 
 class SubwordElmoCRepresentations(ElmoCRepresentations):
     """
-    `ElmoCRepresentations` for a biLM pretrained on BPE subwords (ELMo-Sub: an `embedding` input
-    over a subword vocabulary and a softmax head): runs the biLM over each sentence's subwords
-    (`<S>` ... `</S>` included, as in pretraining) and represents each word by the vectors of its
-    FIRST subword, in every layer, before the layers are mixed. Inputs are the
-    `bpe_first_subword` indexer's outputs (built with the same tokenizer and the archive's
-    vocabulary; `word_indexer()` gives one). The output is word-level, exactly like
-    `ElmoCRepresentations`'s: one vector per word, the boundaries being the `<S>` and `</S>`
-    subwords' vectors.
-
-    Everything but the input side (freezing, the mixes, `forward`) is `ElmoCRepresentations`'s.
-
-    # Parameters
-
-    archive_file : `str`, optional
-        A `model.tar.gz` of an `elmo_c` model over BPE subwords (or pass `bilm`).
-    tokenizer_path : `str`, optional
-        The BPE tokenizer JSON, if not at the path recorded in the archive.
-    num_output_representations, requires_grad, do_layer_norm, dropout, keep_sentence_boundaries,
-    scalar_mix_parameters :
-        As for `ElmoCRepresentations` (`do_layer_norm` statistics are over the words).
-    bilm : `PretrainedBiLM`, optional
-        The biLM, already read, instead of `archive_file`.
+    `ElmoCRepresentations` for a biLM over BPE subwords (ELMo-Sub): each word is represented, in
+    every layer, by its first subword's vectors, the boundaries by the `<S>` and `</S>`
+    subwords'. Inputs are the `bpe_first_subword` indexer's (`word_indexer()`); the parameters
+    are `ElmoCRepresentations`'s (no `fasttext_path`).
     """
 
     reads_subwords = True
 
-    def __init__(
-        self,
-        archive_file: Optional[str] = None,
-        *,
-        tokenizer_path: Optional[str] = None,
-        bilm: Optional[PretrainedBiLM] = None,
-        **kwargs,
-    ) -> None:
-        # `**kwargs`: `ElmoCRepresentations`'s other parameters (not `fasttext_path`).
-        if archive_file is not None and bilm is None:
-            bilm = PretrainedBiLM.from_archive(archive_file, tokenizer_path=tokenizer_path)
-            archive_file = None  # read: the base class takes the biLM
-        elif tokenizer_path is not None:
-            raise ConfigurationError("tokenizer_path goes with archive_file, not with bilm")
-        super().__init__(archive_file, bilm=bilm, **kwargs)
+    def __init__(self, archive_file: Optional[str] = None, **kwargs) -> None:
+        super().__init__(archive_file, **kwargs)
         start, end = self.bilm.boundary_tokens
         tokenizer: BpeTokenizer = self.bilm.tokenizer  # type: ignore[assignment]
         indexer: SingleIdTokenIndexer = self.bilm.token_indexer  # type: ignore[assignment]
@@ -133,13 +100,15 @@ def load_representations(
     subwords, `ElmoCRepresentations` otherwise; `kwargs` are their common parameters.
     `fasttext_path` applies to the latter, `tokenizer_path` to the former.
     """
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
+
     bilm = PretrainedBiLM.from_archive(
         archive_file, fasttext_path=fasttext_path, tokenizer_path=tokenizer_path
     )
     return representations_of(bilm, **kwargs)
 
 
-def representations_of(bilm: PretrainedBiLM, **kwargs) -> ElmoCRepresentations:
+def representations_of(bilm: "PretrainedBiLM", **kwargs) -> ElmoCRepresentations:
     """`SubwordElmoCRepresentations` of a biLM over BPE subwords, `ElmoCRepresentations` of any
     other; `kwargs` are their common parameters."""
     if bilm.is_subword:

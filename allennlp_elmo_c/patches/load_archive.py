@@ -20,10 +20,8 @@ directory (AllenNLP would extract it as an archive into its cache) or a director
 holding a symbolic link (`contained_files.refuse_links`) is refused; the archive and its
 extraction directory are noted (`fasttext_source.loading_archive`), so that a fastText `.bin`
 whose recorded path does not exist is found among the archive's bundled files or beside the
-archive; then `archive.load_archive_directory` reads config.json as plain JSON and checks it as a
-received config. A model directory is read by `archive.load_model_directory`. Both build the
-model with `archive.build_archive`, the loader of every front door, within the budget of its
-weights.
+archive; then `archive.load_elmo_c_archive` reads config.json as plain JSON, checks it as a
+received config and builds the model within the budget of its weights.
 
 AllenNLP's own `load_archive` extracts through the same `safe_extract.extracted_archive` (the
 patch replaces `archival.extracted_archive`, which is all that function of AllenNLP's changes):
@@ -49,20 +47,13 @@ from allennlp.commands import evaluate as evaluate_command
 from allennlp.commands import predict as predict_command
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.file_utils import cached_path
-from allennlp.common.params import parse_overrides
 from allennlp.models import archival
 import allennlp.models
 from allennlp.predictors import predictor as predictor_module
 
-from allennlp_elmo_c.archive import is_model_directory, load_archive_directory, load_model_directory
-from allennlp_elmo_c.fasttext.fasttext_source import loading_archive
-from allennlp_elmo_c.received.contained_files import refuse_links
+from allennlp_elmo_c.archive import is_model_directory, load_elmo_c_archive
 from allennlp_elmo_c.received.received_config import is_elmo_c_config
 from allennlp_elmo_c.received.received_json import MAX_CONFIG_BYTES
-from allennlp_elmo_c.received.received_model import (
-    check_vocabulary_directory,
-    is_model_archive_member,
-)
 from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
 
 # AllenNLP's functions, kept so that their tests can show the patch is still needed.
@@ -100,32 +91,13 @@ def _load_archive(archive_file, *args, **kwargs):
     arguments = _SIGNATURE.bind(archive_file, *args, **kwargs)
     arguments.apply_defaults()
     options = arguments.arguments
-    if is_model_directory(str(archive_file)):
-        if options["weights_file"] is not None:
-            raise ConfigurationError(f"{archive_file}: a model directory has one set of weights")
-        overrides = options["overrides"]
-        if isinstance(overrides, str):
-            overrides = parse_overrides(overrides)
-        return load_model_directory(str(archive_file), overrides, options["cuda_device"])
-    resolved = cached_path(archive_file)
-    config = _archive_config(resolved)
-    if config is not None and not is_elmo_c_config(config):
-        return ORIGINALS["load_archive"](*arguments.args, **arguments.kwargs)
-    loaded = {key: options[key] for key in ("overrides", "cuda_device", "weights_file")}
-    if os.path.isdir(resolved):
-        # A directory (a run directory, an extracted archive) is read as it is: a link in it
-        # would carry the receiver's own files into the model (its vocabulary, its predictions).
-        refuse_links(resolved, str(archive_file))
-        check_vocabulary_directory(Path(resolved), str(archive_file))
-        with loading_archive(archive_file, resolved):
-            return load_archive_directory(resolved, str(archive_file), **loaded)
-    # Extracted here rather than by AllenNLP, so that the files the archive bundles are known.
-    with (
-        extracted_archive(resolved, wanted=is_model_archive_member) as directory,
-        loading_archive(archive_file, directory),
-    ):
-        check_vocabulary_directory(Path(directory), str(archive_file))
-        return load_archive_directory(directory, str(archive_file), **loaded)
+    if not is_model_directory(str(archive_file)):
+        config = _archive_config(cached_path(archive_file))
+        if config is not None and not is_elmo_c_config(config):
+            return ORIGINALS["load_archive"](*arguments.args, **arguments.kwargs)
+    return load_elmo_c_archive(
+        archive_file, options["overrides"], options["cuda_device"], options["weights_file"]
+    )
 
 
 def apply() -> None:

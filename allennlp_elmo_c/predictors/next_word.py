@@ -17,38 +17,25 @@ logger = logging.getLogger(__name__)
 @Predictor.register("elmo_c_next_word")
 class NextWordPredictor(Predictor):
     """
-    What a pretrained ELMo-C biLM predicts around each word of a sentence: for every word, the
-    `top_k` candidate words closest (cosine) to the forward LM's prediction of the next word and
-    to the backward LM's prediction of the previous word.
+    For every word of a sentence, the `top_k` candidate words closest (cosine) to the forward
+    LM's prediction of the next word and the backward LM's of the previous one.
 
-    Input: `{"sentence": "..."}` (tokenized like the pretraining corpus). Output: `tokens` (the
-    sentence's tokens, without the boundary tokens), `next_words` and `previous_words`, one list
-    per token of `{"word", "cosine"}`, best first. The next word of the last token is the one
-    after the sentence (its end token, if that is a candidate), the previous word of the first
-    token the one before it.
+    Input: `{"sentence": "..."}`. Output: `tokens`, `next_words` and `previous_words` (one list
+    of `{"word", "cosine"}` per token, best first). Candidates: `candidates_file`, else the
+    model's `nearest_neighbour_words`, else the `max_candidates` most frequent fastText words.
 
-    Candidates are the words of `candidates_file` if given, else the model's
-    `nearest_neighbour_words` (a model built from a training config; the list an archive was
-    trained with is never read from it, `allennlp_elmo_c.received.received_config`), else the
-    `max_candidates` most frequent words of the target fastText model.
-
-    Registered as a `Predictor` with name "elmo_c_next_word"; set its parameters with
-    `allennlp predict --predictor-args '{"top_k": 10}'`.
+    Registered as a `Predictor` with name "elmo_c_next_word".
 
     # Parameters
 
     model : `Model`
-        An `elmo_c` model whose output heads predict vectors (ELMo-C); softmax-type heads are a
-        `ConfigurationError`.
+        An `elmo_c` model whose output heads predict vectors.
     dataset_reader : `DatasetReader`
-        Its `lm_corpus` reader (one start and one end token).
+        Its `lm_corpus` reader.
     top_k : `int`, optional (default = `5`)
-        How many candidates to return per position.
-    candidates_file : `str`, optional (default = `None`)
+    candidates_file : `str`, optional
         Candidate words, one per line.
     max_candidates : `int`, optional (default = `100000`)
-        How many of the fastText vocabulary's most frequent words are candidates when the
-        candidates come from it.
     frozen : `bool`, optional (default = `True`)
     """
 

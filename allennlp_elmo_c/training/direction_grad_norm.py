@@ -13,12 +13,8 @@ DIRECTIONS = ("forward_lm", "backward_lm")
 
 
 def direction_groups(model: torch.nn.Module) -> Dict[str, List[torch.nn.Parameter]]:
-    """
-    The trainable parameters by language model: `forward_lm` and `backward_lm` (parameters whose
-    names say one direction only: each direction's encoder stack and output head), and `shared`
-    (the rest, e.g. a trainable input embedder or one output head for both directions). Empty
-    groups are left out.
-    """
+    """The trainable parameters by language model: `forward_lm`, `backward_lm` (parameters named
+    for one direction) and `shared` (the rest); empty groups are left out."""
     seen: Dict[int, set] = {}
     parameters: Dict[int, torch.nn.Parameter] = {}
     for name, parameter in model.named_parameters(remove_duplicate=False):
@@ -37,19 +33,12 @@ def direction_groups(model: torch.nn.Module) -> Dict[str, List[torch.nn.Paramete
 @TrainerCallback.register("grad_norm_per_direction")
 class GradNormPerDirection(TrainerCallback):
     """
-    Clips the gradient norm of each language model on its own, as the paper's code does (it
-    trains the forward and the backward LM as two models, each clipped at 1.0): the parameters of
-    the forward LM to `max_norm`, those of the backward LM to `max_norm`, and any parameters both
-    directions share (`direction_groups`) to `max_norm` as a third group. One norm over both
-    directions, the trainer's `grad_norm`, is about 1.4 times looser and lets one direction's
-    large gradients shrink the other's update.
-
-    It clips where and when the trainer clips: it takes over the trainer's `rescale_gradients`,
-    which AllenNLP calls once per optimizer update, after every backward pass of the update
-    (gradient accumulation included) and before the optimizer steps. With mixed precision the
-    gradients are unscaled first, as the trainer does. A trainer `grad_norm` given as well still
-    applies afterwards, to all parameters together. The value the trainer logs as the batch's
-    gradient norm is the norm over all parameters before any clipping.
+    Clips the gradient norm of each language model on its own, as the paper's code does: the
+    forward LM's parameters to `max_norm`, the backward LM's to `max_norm`, and the parameters
+    both share (`direction_groups`) as a third group. It replaces the trainer's
+    `rescale_gradients` (once per update, after unscaling mixed-precision gradients); a trainer
+    `grad_norm` still applies afterwards to all parameters. The logged gradient norm is the
+    norm over all parameters before clipping.
 
     Registered as a `TrainerCallback` with name "grad_norm_per_direction".
 
@@ -93,7 +82,6 @@ class GradNormPerDirection(TrainerCallback):
     def _rescale(self, trainer, groups: Dict[str, List[torch.nn.Parameter]]) -> float:
         scaler = getattr(trainer, "_scaler", None)
         if scaler is not None:
-            # Once per update; the trainer's own clip_gradient checks the same stage.
             from torch.cuda.amp.grad_scaler import OptState
 
             stage = scaler._per_optimizer_states[id(trainer.optimizer)]["stage"]

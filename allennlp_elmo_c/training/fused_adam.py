@@ -12,19 +12,14 @@ IMPLEMENTATIONS = ("fused", "foreach", "for-loop")
 class FusedAdamOptimizer(Optimizer, torch.optim.Adam):
     """
     AllenNLP's `adam` (the same arguments and update, to float32 rounding) through torch's fused
-    implementation: one kernel over all parameters of a dtype and device, where AllenNLP's
-    `adam` runs torch's default per-parameter loop on CPU, where one update of a paper-size
-    encoder is a noticeable part of a training step.
+    implementation: one kernel over all parameters of a dtype and device instead of a loop.
 
     Registered as an `Optimizer` with name "fused_adam".
 
     # Parameters
 
-    lr, betas, eps, weight_decay, amsgrad :
-        As `adam`.
     implementation : `str`, optional (default = `"fused"`)
-        `"fused"`, `"foreach"` (torch's multi-tensor implementation) or `"for-loop"` (what
-        `adam` runs). Sparse gradients need `dense_sparse_adam` or `sparse_adam`.
+        `"fused"`, `"foreach"` (torch's multi-tensor implementation) or `"for-loop"` (`adam`'s).
     """
 
     def __init__(

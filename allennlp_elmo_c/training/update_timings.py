@@ -16,21 +16,17 @@ TIMINGS = "update_timings.json"
 def with_update_timings(
     callbacks: Optional[List[Dict[str, Any]]], **options: Any
 ) -> List[Dict[str, Any]]:
-    """A trainer's `callbacks` (None for none) followed by this callback, built with `options`
-    (`write_every`)."""
+    """A trainer's `callbacks` (None for none) and this callback, with `options`."""
     return list(callbacks or []) + [{"type": "update_timings", **options}]
 
 
 @TrainerCallback.register("update_timings")
 class UpdateTimings(TrainerCallback):
     """
-    Records when each training update of the run ends (seconds on the process's monotonic clock
-    since the callback was built, i.e. since the trainer was; `start_wall` is that moment's
-    `time.time()`) and, at the end of the run, the
-    process's peak resident memory and the GPU's peak allocated memory, into
-    `update_timings.json` in the serialization directory, also every `write_every` updates (so
-    that a killed run keeps it). The `plan` command trains a few updates with it to measure a
-    machine; any run may use it to see where its time went. A resumed run starts a new record.
+    Writes `update_timings.json` to the serialization directory: when each update and
+    validation batch ended (seconds since the trainer was built, `start_wall` its `time.time()`),
+    and the peak resident and GPU memory; at the end and every `write_every` updates. `plan`
+    measures a machine with it.
 
     Registered as a `TrainerCallback` with name "update_timings".
     """
@@ -48,7 +44,7 @@ class UpdateTimings(TrainerCallback):
                  batch_grad_norm: Optional[float] = None, **kwargs) -> None:  # fmt: skip
         (self._ends if is_training else self._validation_ends).append(self._now())
         if is_primary and is_training and len(self._ends) % self.write_every == 0:
-            self._write()  # a run that is killed keeps its record up to here
+            self._write()
 
     def on_end(self, trainer, metrics: Dict[str, Any] = None, epoch: int = None,
                is_primary: bool = True, **kwargs) -> None:  # fmt: skip
@@ -74,6 +70,6 @@ class UpdateTimings(TrainerCallback):
 
 
 def _peak_rss_bytes() -> int:
-    """The process's peak resident set (Linux reports kilobytes, macOS bytes)."""
+    # Linux reports kilobytes, macOS bytes.
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if os.uname().sysname == "Darwin" else peak * 1024

@@ -45,7 +45,7 @@ from allennlp.training.util import evaluate
 from allennlp_elmo_c.archive import read_archive_config, representation_dim
 from allennlp_elmo_c.commands.plan import plan_params
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
-from allennlp_elmo_c.common.duration import training_seconds
+from experiments.common.duration import training_seconds
 from allennlp_elmo_c.fasttext.fasttext_bin import EOS, FastTextBin
 from allennlp_elmo_c.nn.products import bfloat16_unsupported
 from experiments.corpora.brown_corpus import brown_source

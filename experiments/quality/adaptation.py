@@ -250,7 +250,7 @@ def allennlp_evaluate(args, archive: str, data: str, name: str) -> dict:
 
 
 def adapt_step(args, source: dict, corpus: dict, seed: int) -> dict:
-    from allennlp_elmo_c.common.duration import training_seconds
+    from experiments.common.duration import training_seconds
 
     overrides = {
         "random_seed": seed,

@@ -50,7 +50,7 @@ logger = logging.getLogger("precision")
 def pretrain_step(args, precision: str, seed: int, corpus: dict, vectors: dict) -> dict:
     """One biLM: `args.tokens` tokens in `args.points` equal epochs; its validation metrics after
     each epoch, the tokens/s of its training, and its archive."""
-    from allennlp_elmo_c.common.duration import training_seconds
+    from experiments.common.duration import training_seconds
 
     batches = max(args.points, args.tokens // (BATCH * WINDOW))
     per_epoch = batches // args.points
@@ -139,7 +139,7 @@ def render(args, data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
+def parse_arguments(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     add_arguments(parser, "--data-dir", "--out", "--report", out=Path("runs/precision"))
     parser.add_argument("--summary", type=Path, default=None, help="default OUT/precision.json")
@@ -169,16 +169,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.out, args.data_dir = args.out.resolve(), args.data_dir.resolve()
     args.report = args.report or args.out / "QUALITY.md"
     args.summary = args.summary or args.out / "precision.json"
-    logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    steps = Steps(args.out)
-    if args.report_only:
-        steps.run = lambda name, work: steps.done(name)
-    corpus = steps.run("corpus", lambda: corpus_step(args))
-    vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
-    data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
-            for task in args.tasks}  # fmt: skip
-    if args.only == "data":
-        return
+    return args
+
+
+def pretrain_all(args, steps: Steps, corpus: dict, vectors: dict) -> Dict[str, List[dict]]:
+    """The pretraining runs finished so far: `{precision: [run per seed]}`."""
     pretrained: Dict[str, List[dict]] = {}
     for seed in range(1, args.pretrain_seeds + 1):
         for precision in args.precisions:
@@ -189,8 +184,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             found = steps.run(name, lambda p=precision, s=seed: pretrain_step(args, p, s, corpus, vectors))
             if found is not None:
                 pretrained.setdefault(precision, []).append(found)
-    if args.only == "pretrain":
-        return
+    return pretrained
+
+
+def task_scores(args, steps: Steps, pretrained: Dict[str, List[dict]], data: dict,
+                vectors: dict) -> Dict[str, Dict[str, Dict[str, List[float]]]]:  # fmt: skip
+    """`{task: {precision: {"dev": scores, "test": scores}}}` of the task runs finished so far."""
     scores: Dict[str, Dict[str, Dict[str, List[float]]]] = {}
     for task in args.tasks:
         for precision, runs in pretrained.items():
@@ -207,6 +206,25 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                     if outcome is not None:
                         for split in ("dev", "test"):
                             cell[split].append(outcome[split])
+    return scores
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_arguments(argv)
+    logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
+    steps = Steps(args.out)
+    if args.report_only:
+        steps.run = lambda name, work: steps.done(name)
+    corpus = steps.run("corpus", lambda: corpus_step(args))
+    vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
+    data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
+            for task in args.tasks}  # fmt: skip
+    if args.only == "data":
+        return
+    pretrained = pretrain_all(args, steps, corpus, vectors)
+    if args.only == "pretrain":
+        return
+    scores = task_scores(args, steps, pretrained, data, vectors)
     if not all(pretrained.get(p) for p in PRECISIONS):
         return  # nothing to compare yet
     command = steps_command("experiments.quality.precision", argv)
@@ -214,7 +232,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args.summary.write_text(json.dumps(found, indent=1) + "\n")
     replace_section(args.report, BEGIN, END, render(args, found))
     print(render(args, found))
-
 
 if __name__ == "__main__":
     main()

@@ -68,7 +68,7 @@ def pretrain_overrides(args, corpus: dict, vectors: dict, batches: int) -> dict:
 
 
 def pretrain_step(args, system: str, batches: int, corpus: dict, vectors: dict) -> dict:
-    from allennlp_elmo_c.common.duration import training_seconds
+    from experiments.common.duration import training_seconds
 
     config = SYSTEMS[system].config
     overrides = pretrain_overrides(args, corpus, vectors, batches)

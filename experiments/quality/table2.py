@@ -71,7 +71,7 @@ from experiments.quality.tasks import BASELINE, BASELINE_LABEL, DATA_STEPS, TASK
 logger = logging.getLogger("quality")
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
+def parse_arguments(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     add_arguments(parser, "--data-dir", "--out", "--report", "--shared-data", "--corpus-dir",
                   "--fasttext-bin", "--brown-source", "--sentiment-dir", "--sentiment-source",
@@ -106,17 +106,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         parser.error(f"unknown system, task or budget: {unknown or args.budgets}")
     args.out = args.out.resolve()
     args.data_dir = args.data_dir.resolve()
-    logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
-    steps = Steps(args.out)
+    return args
 
-    corpus = steps.run("corpus", lambda: corpus_step(args))
-    vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
-    if args.only in ("corpus", "fasttext"):
-        return
-    data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
-            for task in args.tasks}  # fmt: skip
-    if args.only == "data":
-        return
+
+def pretrain_all(args, steps: Steps, corpus: dict, vectors: dict) -> Dict[Tuple[str, str], dict]:
+    """`{(system, budget): pretraining result}` of every system and budget asked for."""
     token_batches = max(1, args.tokens // (BATCH * WINDOW))
     pretrained: Dict[Tuple[str, str], dict] = {}
     for system in args.systems:
@@ -140,6 +134,23 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                     else pretrain_step(args, system, batches, corpus, vectors)
                 ),
             )  # fmt: skip
+    return pretrained
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_arguments(argv)
+    logging.basicConfig(format="%(asctime)s %(message)s", level=logging.INFO)
+    steps = Steps(args.out)
+
+    corpus = steps.run("corpus", lambda: corpus_step(args))
+    vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
+    if args.only in ("corpus", "fasttext"):
+        return
+    data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
+            for task in args.tasks}  # fmt: skip
+    if args.only == "data":
+        return
+    pretrained = pretrain_all(args, steps, corpus, vectors)
     if args.only == "pretrain":
         return
 

@@ -203,7 +203,7 @@ def task_step(args, task: str, system: str, archive: Optional[str], seed: int, d
     """One downstream run; `context_dim`: the size of the biLM's vectors, by default read from
     its archive (an `elmo_c` one)."""
     from allennlp_elmo_c.archive import read_archive_config, representation_dim
-    from allennlp_elmo_c.common.duration import training_seconds
+    from experiments.common.duration import training_seconds
 
     config, metric, _ = TASKS[task]
     directory = Path(data["dir"])

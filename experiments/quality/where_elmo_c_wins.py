@@ -113,42 +113,59 @@ def words(text: str) -> Tuple[str, ...]:
     return tuple(_WORD.findall(text.lower()))
 
 
+def _conll_sentences(lines: Iterable[str]) -> Iterator[str]:
+    """CoNLL-2003 lines: token first, a blank line between sentences."""
+    sentence: List[str] = []
+    for line in lines:
+        if line.strip() and not line.startswith("-DOCSTART-"):
+            sentence.append(line.split()[0])
+        elif sentence:
+            yield " ".join(sentence)
+            sentence = []
+    if sentence:
+        yield " ".join(sentence)
+
+
+def _tagged_sentences(lines: Iterable[str]) -> Iterator[str]:
+    """word###tag tokens."""
+    for line in lines:
+        yield " ".join(token.rsplit("###", 1)[0] for token in line.split())
+
+
+def _tree_sentences(lines: Iterable[str]) -> Iterator[str]:
+    """PTB trees: the leaves."""
+    for line in lines:
+        yield " ".join(re.findall(r"\(\d+ ([^()\s]+)\)", line))
+
+
+def _pair_sentences(lines: Iterable[str]) -> Iterator[str]:
+    """Tab-separated band, sentence 1, sentence 2, score."""
+    import csv
+
+    for row in csv.reader(lines, delimiter="\t"):
+        if row:
+            yield row[1]
+            yield row[2]
+
+
+def _json_sentences(lines: Iterable[str]) -> Iterator[str]:
+    """JSON lines with the text."""
+    for line in lines:
+        if line.strip():
+            record = json.loads(line)
+            yield record.get("text") or record.get("sentence") or ""
+
+
+_TEST_SENTENCES = {"ner": _conll_sentences, "pos": _tagged_sentences, "sst5": _tree_sentences,
+                   "stsb": _pair_sentences, "sentiment": _json_sentences}  # fmt: skip
+
+
 def test_sentences(task: str, data: dict) -> Iterator[str]:
     """The text of each test sentence of a task's data step (its words separated by spaces)."""
-    import json
-
-    path = Path(data_files(data)["test"])
-    with open(path, encoding="utf-8") as lines:
-        if task == "ner":  # CoNLL-2003 lines: token first, a blank line between sentences
-            sentence: List[str] = []
-            for line in lines:
-                if line.strip() and not line.startswith("-DOCSTART-"):
-                    sentence.append(line.split()[0])
-                elif sentence:
-                    yield " ".join(sentence)
-                    sentence = []
-            if sentence:
-                yield " ".join(sentence)
-        elif task == "pos":  # word###tag tokens
-            for line in lines:
-                yield " ".join(token.rsplit("###", 1)[0] for token in line.split())
-        elif task == "sst5":  # PTB trees: the leaves
-            for line in lines:
-                yield " ".join(re.findall(r"\(\d+ ([^()\s]+)\)", line))
-        elif task == "stsb":  # tab-separated band, sentence 1, sentence 2, score
-            import csv
-
-            for row in csv.reader(lines, delimiter="\t"):
-                if row:
-                    yield row[1]
-                    yield row[2]
-        elif task == "sentiment":  # JSON lines with the text
-            for line in lines:
-                if line.strip():
-                    record = json.loads(line)
-                    yield record.get("text") or record.get("sentence") or ""
-        else:
-            raise ValueError(f"no test-sentence reader for task {task!r}")
+    if task not in _TEST_SENTENCES:
+        raise ValueError(f"no test-sentence reader for task {task!r}")
+    with open(Path(data_files(data)["test"]), encoding="utf-8") as lines:
+        yield from _TEST_SENTENCES[task](lines)
 
 
 def find_sentences(

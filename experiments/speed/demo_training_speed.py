@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default="data")
     parser.add_argument("--batches", type=int, default=300)
     args = parser.parse_args()
-    from allennlp_elmo_c.common.duration import training_seconds
+    from experiments.common.duration import training_seconds
 
     data = Path(args.data_dir).resolve()
     python = [sys.executable, "-m", "allennlp_elmo_c"]

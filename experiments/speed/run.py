@@ -62,7 +62,7 @@ def relative(path: str) -> str:
         return path
 
 
-def main(argv: Optional[List[str]] = None) -> dict:
+def parse_arguments(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_const", dest="profile", const="quick")
@@ -105,9 +105,23 @@ def main(argv: Optional[List[str]] = None) -> dict:
                             ("plot", "output_layer_scaling.png")]:  # fmt: skip
         if getattr(args, option) is None and args.profile != "smoke":
             setattr(args, option, str(PROJECT / "experiments" / "speed" / default))
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
+    if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device here")
+    return args
+
+
+def memory_budget(args: argparse.Namespace, device: torch.device) -> int:
+    """The output layers' largest batch's memory, in bytes."""
+    if args.memory_budget_gb is not None:
+        return int(args.memory_budget_gb * 2**30)
+    if device.type == "cuda":
+        return int(0.7 * torch.cuda.get_device_properties(device).total_memory)
+    return 6 * 2**30
+
+
+def main(argv: Optional[List[str]] = None) -> dict:
+    args = parse_arguments(argv)
+    device = torch.device(args.device)
     threads = args.threads[0] if args.threads else torch.get_num_threads()
     if device.type == "cpu":
         torch.set_num_threads(threads)
@@ -119,12 +133,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
         for batch in (args.e2e_batches or [default_batch])
         if args.e2e_sizes is None or size in args.e2e_sizes
     ]
-    if args.memory_budget_gb is not None:
-        budget = int(args.memory_budget_gb * 2**30)
-    elif device.type == "cuda":
-        budget = int(0.7 * torch.cuda.get_device_properties(device).total_memory)
-    else:
-        budget = 6 * 2**30
+    budget = memory_budget(args, device)
     torch.manual_seed(0)
     # The modules' objects live to the end: out of the collector's way, each memory mark's
     # `gc.collect()` then scans only what the benchmark made (seconds less per mark).

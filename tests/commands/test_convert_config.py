@@ -479,3 +479,11 @@ def test_jsonnet_output_keeps_the_external_variables(elmo_c_archive, tmp_path):
                                 str(tmp_path / "ner.json"), variables)  # fmt: skip
     assert any(note.startswith("baked into the JSON") for note in baked.notes)
     assert load_stock_config(str(tmp_path / "ner.jsonnet"), variables) == json.loads((tmp_path / "ner.json").read_text())
+
+
+def test_a_model_directory_converts_as_its_archive(model_directory):
+    directory = str(model_directory[0])
+    config = convert_config(stock("esim_elmo"), directory).config
+    assert config["dataset_reader"]["token_indexers"]["elmo"]["archive_file"] == directory
+    assert config["model"]["text_field_embedder"]["token_embedders"]["elmo"]["archive_file"] == directory
+    assert config["model"]["encoder"]["input_size"] == D

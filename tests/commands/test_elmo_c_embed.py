@@ -10,6 +10,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.commands import elmo_c_embed
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
+from allennlp_elmo_c.modules import elmo_c as front_doors
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
 from tests import PROJECT_ROOT
 from tests.helpers import fasttext_ids, run_plugin_command
@@ -54,7 +55,7 @@ def test_interrupted_run_leaves_no_complete_file_and_resumes(
     elmo_c_archive, text_file, tmp_path, monkeypatch
 ):
     calls = {"n": 0}
-    real = elmo_c_embed.embed_sentences
+    real = front_doors.embed_sentences
 
     def dies_on_second_batch(*args, **kwargs):
         calls["n"] += 1
@@ -62,12 +63,12 @@ def test_interrupted_run_leaves_no_complete_file_and_resumes(
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(elmo_c_embed, "embed_sentences", dies_on_second_batch)
+    monkeypatch.setattr(front_doors, "embed_sentences", dies_on_second_batch)
     output = tmp_path / "out.hdf5"
     with pytest.raises(KeyboardInterrupt):
         embed_file(elmo_c_archive, text_file, output, batch_size=1)
     assert not output.exists() and (tmp_path / "out.hdf5.partial").exists()
-    monkeypatch.setattr(elmo_c_embed, "embed_sentences", real)
+    monkeypatch.setattr(front_doors, "embed_sentences", real)
     embed_file(elmo_c_archive, text_file, output, batch_size=1)
     # The same batches as the resumed run: other batch sizes round float32 differently.
     fresh = embed_file(elmo_c_archive, text_file, tmp_path / "fresh.hdf5", batch_size=1)

@@ -22,7 +22,7 @@ from allennlp.models.archival import load_archive
 from allennlp.modules.token_embedders import TokenEmbedder
 
 from allennlp_elmo_c import ElmoC, ElmoCEmbedder, batch_to_ids
-from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 from allennlp_elmo_c.commands.describe import describe_archive
 from allennlp_elmo_c.commands.package import package_model
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer

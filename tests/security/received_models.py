@@ -183,7 +183,7 @@ def front_doors(model: Path, work: Path, monkeypatch, directory: bool) -> Dict[s
     import spacy
 
     import allennlp_elmo_c
-    from allennlp_elmo_c.archive import PretrainedBiLM
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
     from allennlp_elmo_c.commands.describe import describe_archive
     from allennlp_elmo_c.commands.package import package_model
 

@@ -28,7 +28,7 @@ import pytest
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c import ElmoC
-from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
     TINY_FASTTEXT,

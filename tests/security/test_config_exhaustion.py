@@ -184,7 +184,7 @@ def test_a_huge_embedding_in_a_task_archive_is_refused_before_it_is_allocated(do
 
 def test_the_budget_leaves_room_for_real_models(model_directory, elmo_c_archive):
     """The legitimate models load within their budget (and allocate nothing near the tripwire)."""
-    from allennlp_elmo_c.archive import PretrainedBiLM
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
     for model in (model_directory[0], elmo_c_archive):
         tripwire = Tripwire()

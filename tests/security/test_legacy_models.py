@@ -82,7 +82,7 @@ def test_package_through_elmo_c_embedder(received):
 def test_package_through_pretrained_bilm(received):
     """The directory's biLM is the archive's: `ElmoC` on it (`module=`) gives the archive's mix."""
     from allennlp_elmo_c import ElmoC, batch_to_ids
-    from allennlp_elmo_c.archive import PretrainedBiLM
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
     bilm = PretrainedBiLM.from_archive(str(received / "package"))
     assert bilm.num_layers == 3 and bilm.get_output_dim() == DIM

@@ -35,7 +35,7 @@ def _dropped(state: dict) -> str:
 def test_a_model_directory_missing_a_tensor_names_model_safetensors(tmp_path):
     import safetensors.torch
 
-    from allennlp_elmo_c.archive import load_model_directory
+    from allennlp_elmo_c.archive import load_elmo_c_archive
 
     directory = tmp_path / "package"
     shutil.copytree(LEGACY / "package", directory)
@@ -47,14 +47,14 @@ def test_a_model_directory_missing_a_tensor_names_model_safetensors(tmp_path):
     safetensors.torch.save_file(state, str(directory / "model.safetensors"))
     regenerate_checksums(directory)
     with pytest.raises(ConfigurationError) as error:
-        load_model_directory(str(directory))
+        load_elmo_c_archive(str(directory))
     message = str(error.value)
     assert "model.safetensors does not match" in message and str(directory) in message
     assert name.split(".", 1)[-1] in message
 
 
 def test_a_bilm_archive_missing_a_tensor_names_weights_th(tmp_path):
-    from allennlp_elmo_c.archive import PretrainedBiLM
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
     archive = tmp_path / "bilm" / "model.tar.gz"
     archive.parent.mkdir()

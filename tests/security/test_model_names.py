@@ -30,7 +30,7 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
     contained_received_copy,

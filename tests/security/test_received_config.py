@@ -149,7 +149,8 @@ def test_remote_code_in_a_task_archives_bilm_record_is_refused(elmo_c_archive, t
     """The record of its biLM a task archive keeps (in its vocabulary) goes through the biLM
     allowlist when the task archive is loaded without the biLM archive: refused, and the Python
     never runs."""
-    from allennlp_elmo_c.archive import PretrainedBiLM, read_archive_config
+    from allennlp_elmo_c.archive import read_archive_config
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
     marker = tmp_path / "marker"
     remote = write_remote_code(tmp_path / "remote", marker)
@@ -223,7 +224,7 @@ def test_each_refused_kind_of_config_names_its_key(
     (AllenNLP's loader): refused with a message naming the key path and config.json, not built
     (and so not refused by the error of what it does, or after the model is built by a message
     that names no key path, as `CASES` says a loader that does not check the config does)."""
-    from allennlp_elmo_c.archive import PretrainedBiLM
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
     edit, key = CASES[case]
     if form == "directory":

@@ -330,7 +330,7 @@ def test_an_offline_hugging_face_download_fails_fast(tmp_path, monkeypatch):
 
     import huggingface_hub.constants
 
-    from allennlp_elmo_c.archive import load_archive_directory
+    from allennlp_elmo_c.archive import load_elmo_c_archive
     from tests import FIXTURES_ROOT
     from tests.helpers import NO_NETWORK
 
@@ -351,7 +351,7 @@ def test_an_offline_hugging_face_download_fails_fast(tmp_path, monkeypatch):
         monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", offline)
         start = time.monotonic()
         with pytest.raises(ConfigurationError) as refusal:
-            load_archive_directory(str(directory), "received-task.tar.gz")
+            load_elmo_c_archive(str(directory))
         assert time.monotonic() - start < 10
         message = str(refusal.value)
         assert expected in message and "bert-base-uncased" in message and "\n" not in message, message

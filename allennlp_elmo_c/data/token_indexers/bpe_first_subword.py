@@ -18,17 +18,11 @@ logger = logging.getLogger(__name__)
 @TokenIndexer.register("bpe_first_subword")
 class BpeFirstSubwordIndexer(TokenIndexer):
     """
-    Feeds word-level tasks to an ELMo-Sub biLM (`SubwordElmoCRepresentations`), in the spirit
-    of AllenNLP's `pretrained_transformer_mismatched`: words in, the BPE subwords of the whole
-    sentence out (between the pretraining boundary tokens, `<S>` ... `</S>`), with the position of
-    each word's first subword, whose biLM vectors represent the word (as in the paper).
-
-    Subword ids are those of the pretraining vocabulary, read here from `vocabulary` (the
-    `vocabulary/` directory `train-bpe` wrote, or the ELMo-Sub `model.tar.gz`, whose
-    `vocabulary/` is read, with AllenNLP's `Vocabulary.from_files`): the task's own vocabulary is
-    never used nor extended, so the ids always match the biLM's embedding rows. Words are split
-    by the same `bpe` tokenizer as in pretraining. A word without subwords ("" or whitespace
-    only) gets `@@UNKNOWN@@`, so every word has a first subword.
+    Feeds word-level tasks to an ELMo-Sub biLM, as AllenNLP's `pretrained_transformer_mismatched`
+    does to a transformer: words in, the sentence's BPE subwords out (between `<S>` and `</S>`),
+    with the position of each word's first subword, whose vectors represent the word. The ids are
+    the pretraining vocabulary's; the task's vocabulary is never used. A word without subwords
+    gets `@@UNKNOWN@@`.
 
     Registered as a `TokenIndexer` with name "bpe_first_subword".
 
@@ -37,24 +31,17 @@ class BpeFirstSubwordIndexer(TokenIndexer):
     tokenizer_path : `str`
         The BPE tokenizer JSON the biLM was pretrained with.
     vocabulary : `Union[str, Vocabulary]`
-        The pretraining vocabulary: the output directory of `train-bpe` (or its `vocabulary/`)
-        or the ELMo-Sub archive, or the loaded biLM's `Vocabulary` itself.
+        The pretraining vocabulary: `train-bpe`'s output directory (or its `vocabulary/`), the
+        ELMo-Sub model.tar.gz or model directory, or a `Vocabulary`.
     namespace : `str`, optional (default = `"subwords"`)
-        The subword namespace of that vocabulary.
     start_token, end_token : `str`, optional (default = `"<S>"`, `"</S>"`)
-        The pretraining reader's boundary tokens.
     max_subwords_per_word : `int`, optional (default = `50`)
-        A word with more subwords (a pathological very long token) keeps its first this many, so
-        that it cannot blow up a batch; such words are counted and logged.
-    token_min_padding_length : `int`, optional (default = `0`)
-        See `TokenIndexer`.
+        A word with more subwords keeps its first this many (counted and logged).
 
     # Output
 
-    `subword_ids` `(num_subwords,)` and `subword_mask` `(num_subwords,)`: the sentence's subwords
-    with the boundary tokens; `first_subword` `(num_words,)`: the index in `subword_ids` of each
-    word's first subword (padding words point at `<S>`); `mask` `(num_words,)`: the word mask,
-    which `get_text_field_mask` returns.
+    `subword_ids` and `subword_mask` `(num_subwords,)`; `first_subword` `(num_words,)`, the
+    index of each word's first subword (padding words point at `<S>`); `mask` `(num_words,)`.
     """
 
     def __init__(
@@ -97,11 +84,9 @@ class BpeFirstSubwordIndexer(TokenIndexer):
 
     @property
     def num_truncated(self) -> int:
-        """How many words were cut to `max_subwords_per_word` subwords."""
         return self._truncations.count
 
     def word_subword_ids(self, word: str) -> List[int]:
-        """The pretraining ids of `word`'s subwords (at least one, at most the maximum)."""
         subwords = self._tokenizer.word_subwords(word)
         if not subwords:
             return [self._unknown_id]

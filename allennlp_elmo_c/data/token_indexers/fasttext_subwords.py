@@ -30,56 +30,40 @@ logger = logging.getLogger(__name__)
 class FastTextSubwordsIndexer(TokenIndexer):
     """
     Maps each token to its fastText subword rows: the word's own row if it is in the model's
-    dictionary, then the rows of its hashed character n-grams, exactly as the fastText library's
-    `get_subwords` does. The mean of those rows (see the `fasttext` token embedder) is fastText's
-    word vector, so every string gets a vector and no AllenNLP `Vocabulary` is involved.
-
-    Results are cached per token string. Only the `.bin`'s dictionary is read; its matrix is
-    memory-mapped and never touched here.
+    dictionary, then the rows of its hashed character n-grams, as fastText's `get_subwords`
+    does. Their mean (the `fasttext` token embedder) is fastText's word vector, so every string
+    gets a vector without an AllenNLP `Vocabulary`. Ids are cached per token string; only the
+    `.bin`'s dictionary is read.
 
     Registered as a `TokenIndexer` with name "fasttext_subwords".
 
     # Parameters
 
     model_path : `str`, optional
-        The fastText `.bin` (the same file the `fasttext` token embedder uses). If it does not
-        exist (an archive loaded from another directory or machine), `$ELMO_C_FASTTEXT`, then the
-        file of that name beside the archive being loaded, is used
-        (`allennlp_elmo_c.fasttext.fasttext_source.resolve_missing_fasttext`).
+        The fastText `.bin`. If it does not exist, `$ELMO_C_FASTTEXT`, then the file of that name
+        beside the archive being loaded (`fasttext_source.resolve_missing_fasttext`).
     archive_file : `str`, optional
-        Instead of `model_path`: an ELMo-C biLM archive (`model.tar.gz`), whose own fastText model
-        is used, found as the archive's users find it (the environment variable
-        `ELMO_C_FASTTEXT`, the recorded path, the recorded file name beside the archive; see
-        `allennlp_elmo_c.fasttext.fasttext_source`). Give exactly one of the two. If the archive
-        does not exist (a task archive used after the biLM archive was deleted), `ELMO_C_FASTTEXT`
-        is used.
+        Instead of `model_path`: an ELMo-C biLM archive whose fastText model is used, found as its
+        users find it (`allennlp_elmo_c.fasttext.fasttext_source`); a missing archive falls back
+        to `ELMO_C_FASTTEXT`. Give exactly one of the two.
     max_subwords_per_token : `int`, optional (default = `256`)
-        A token with more subwords (a word of roughly 60+ characters) keeps the first this many
-        (its own row first), so that a pathological 10k-character token cannot blow up a batch.
-        Such tokens are counted and logged.
+        A token with more subwords keeps the first this many (its own row first); such tokens
+        are counted and logged.
     cache_size : `int`, optional (default = `1_000_000`)
-        Token strings whose ids are kept; the cache is emptied when it is full. The strings a
-        call does not find are hashed together (`FastTextBin.subword_ids_batch`).
+        Token strings whose ids are kept; the cache is emptied when full.
     token_min_padding_length : `int`, optional (default = `0`)
         See `TokenIndexer`.
     fingerprint : `int`, optional (default = `None`)
-        The `FastTextBin.fingerprint` of the `.bin` the model was trained with: any other file is
-        a `ConfigurationError` naming both. Training records it in config.json
-        (`allennlp_elmo_c.fasttext.fasttext_source.record_fingerprints`); it is not written by hand.
+        The `FastTextBin.fingerprint` of the `.bin` the model was trained with (recorded by
+        training): any other file is a `ConfigurationError` naming both.
 
     # Output
 
-    `token_mask`: `(num_tokens,)` True for real tokens; `subword_ids`: `(total_subwords,)` every
-    token's ids one after the other, padded with 0 to the batch's longest sentence;
-    `subword_counts`: `(num_tokens,)` how many of the ids are each token's (0 for padding and for
-    strings without subwords, e.g. ""); `fasttext_fingerprint`: `(1,)` the identity of the `.bin`
-    (`FastTextBin.fingerprint`), which the `fasttext` embedder checks against its own on every
-    batch, so that indexer and embedder cannot read different models.
-
-    The token mask is deliberately not called `mask`: AllenNLP's `get_text_field_mask` refuses a
-    text field with two `mask` outputs, and task configs may index the same tokens twice (e.g.
-    fastText vectors + ELMo-C). Without a `mask` key it takes the first lowest-dimensional
-    tensor, which is `token_mask` (it comes before `subword_counts`) or another indexer's ids.
+    `token_mask` `(num_tokens,)`; `subword_ids` `(total_subwords,)`, each token's ids one after
+    the other, padded to the batch's longest sentence; `subword_counts` `(num_tokens,)` (which ids
+    are whose); `fasttext_fingerprint` `(1,)`, which the embedder checks against its own `.bin` on
+    every batch. The mask is not called `mask`: AllenNLP's `get_text_field_mask` refuses two
+    `mask` outputs in one text field, and a task may index the same tokens twice.
     """
 
     def __init__(

@@ -8,24 +8,17 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data.tokenizers import Token, Tokenizer
 
 
-# A word is a maximal run of non-whitespace characters (Python's whitespace, as `str.split`).
 _WORD = re.compile(r"\S+")
 
 
 @Tokenizer.register("bpe")
 class BpeTokenizer(Tokenizer):
     """
-    Splits whitespace-tokenized text into BPE subwords with a tokenizer JSON written by
-    `allennlp train-bpe` (the `tokenizers` library's format): each word becomes its first subword
-    followed by its continuation subwords (`##`-prefixed with `train-bpe`), so a language model
-    over the result is a language model over subwords. Special tokens of the tokenizer (`<S>`,
-    `</S>`, `@@UNKNOWN@@`) are never split; characters never seen in training become
-    `@@UNKNOWN@@`. Any padding the file sets is dropped (words are encoded one at a time).
-
-    Every word is split on its own (and cached), so the subwords of a sentence are exactly the
-    concatenation of its words' subwords: the `bpe_first_subword` indexer relies on that to find
-    each word's first subword downstream. Tokens carry their character offsets (`idx`,
-    `idx_end`) but no `text_id`: ids come from the AllenNLP vocabulary (a `single_id` indexer).
+    Splits whitespace-tokenized text into the BPE subwords of a `train-bpe` tokenizer JSON, each
+    word on its own (and cached), so a sentence's subwords are its words' subwords in order; a
+    word's first subword comes first. Special tokens are never split; characters never seen in
+    training become `@@UNKNOWN@@`. Tokens carry their character offsets; ids come from the
+    AllenNLP vocabulary.
 
     Registered as a `Tokenizer` with name "bpe".
 
@@ -50,8 +43,7 @@ class BpeTokenizer(Tokenizer):
             raise ConfigurationError(
                 f"bpe: {tokenizer_path} is not a `tokenizers` JSON file ({error})"
             ) from error
-        # Words are encoded one at a time and never padded: a file's padding (a fixed length of
-        # its choosing, allocated for every word) is dropped.
+        # Words are encoded one at a time: a file's padding is dropped.
         self._tokenizer.no_padding()
         self.tokenizer_path = str(path)
         self._cache_size = cache_size

@@ -115,6 +115,9 @@ class SoftmaxOutputHead(VocabularyOutputHead):
                 # Rebuilt from the .bin and the archived vocabulary whenever the model is built:
                 # never in checkpoints or model.tar.gz (800K x 300 floats would be ~1 GB each).
                 self.register_buffer("output_embedding", weight, persistent=False)
+                if weight.is_meta:  # built on `meta`: the rows are computed once loaded
+                    self._fasttext_rows = (vocab, vocab_namespace, output_embedding_fasttext)
+                    self.register_load_state_dict_post_hook(_fill_fasttext_rows)
             else:
                 self.output_embedding = torch.nn.Parameter(
                     weight, requires_grad=not freeze_output_embedding
@@ -161,3 +164,10 @@ class SoftmaxOutputHead(VocabularyOutputHead):
         return torch.nn.functional.linear(
             self.project(hidden), self.output_embedding, self.output_bias
         )
+
+
+def _fill_fasttext_rows(head: "SoftmaxOutputHead", incompatible_keys) -> None:
+    """After the weights of a head built on `meta` are loaded: its frozen fastText rows."""
+    if head.output_embedding.is_meta and not head.output_bias.is_meta:
+        rows = fasttext_output_embedding(*head._fasttext_rows)
+        head.register_buffer("output_embedding", rows, persistent=False)

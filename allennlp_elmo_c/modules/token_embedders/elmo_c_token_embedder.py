@@ -10,7 +10,7 @@ from allennlp.data import Vocabulary
 
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
-from allennlp_elmo_c.archive import PretrainedBiLM
+from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 from allennlp_elmo_c.common.config_defaults import ELMO_C_DIM
 from allennlp_elmo_c.fasttext.fasttext_source import archive_being_loaded
 from allennlp_elmo_c.modules.elmo_c import ElmoC
@@ -22,63 +22,36 @@ logger = logging.getLogger(__name__)
 @TokenEmbedder.register("elmo_c_token_embedder")
 class ElmoCTokenEmbedder(TokenEmbedder):
     """
-    A drop-in replacement for `elmo_token_embedder` that uses a trained `elmo_c` archive (ELMo-C
-    or any baseline trained with the `elmo_c` model): the output is a learned `ScalarMix` of the
-    biLM's layers (1024-d for the paper's size, so the `input_size` numbers of existing ELMo task
-    configs stay valid), with dropout. Index the words, under the same key, with the indexer the
-    biLM read in pretraining: `fasttext_subwords` (pointing at the biLM's fastText `.bin`) for
-    fastText input, `elmo_characters` for a char-CNN input, `bpe_first_subword` (with the
-    archive as its `vocabulary`) for ELMo-Sub, whose words are represented by their first
-    subword. The mix's parameters are AllenNLP `ScalarMix` parameters (under this embedder:
-    `_scalar_mixes.0.scalar_parameters.*`, `_scalar_mixes.0.gamma`), so the usual
-    `scalar_parameters` regularizer regexes match; the biLM's parameter names match none of the
-    `torch.nn.LSTM` initializer regexes of task configs (`.*weight_ih.*` etc.), so those never
-    re-initialise it.
+    A drop-in replacement for `elmo_token_embedder` over a trained `elmo_c` biLM: a learned
+    `ScalarMix` of its layers (parameters named as `Elmo`'s, so `scalar_parameters` regularizer
+    regexes match), with dropout. Index the words, under the same key, with the biLM's own
+    indexer (`fasttext_subwords` with `archive_file`, `elmo_characters`, `bpe_first_subword`).
+
+    The biLM's config and vocabulary (`PretrainedBiLM.record`) are kept in the task model's
+    vocabulary and its weights in the task model's state dict, so a task archive loads after the
+    biLM archive is moved or deleted (only its fastText `.bin` is still needed).
 
     Registered as a `TokenEmbedder` with name "elmo_c_token_embedder".
 
     # Parameters
 
     archive_file : `str`
-        The ELMo-C biLM: its model directory (`package`) or `model.tar.gz`.
-    do_layer_norm : `bool`, optional (default = `False`)
-    dropout : `float`, optional (default = `0.5`)
-    requires_grad : `bool`, optional (default = `False`)
-        Fine-tune the biLM.
+        The biLM's model directory or `model.tar.gz`.
+    do_layer_norm, dropout, requires_grad, scalar_mix_parameters, keep_sentence_boundaries :
+        As for `elmo_token_embedder`.
     projection_dim : `int`, optional
         Project the mix down to this size.
-    scalar_mix_parameters : `List[float]`, optional
-        Fixed, untrained pre-softmax layer weights.
-    keep_sentence_boundaries : `bool`, optional (default = `False`)
-        Keep the `<S>` / `</S>` positions in the output (then it has 2 more timesteps than the
-        input and the text field's mask no longer matches it; for custom models only).
-    fasttext_path : `str`, optional
-        The biLM's fastText `.bin` at another path than recorded in the archive.
+    fasttext_path, tokenizer_path : `str`, optional
+        As for `PretrainedBiLM.from_archive`.
     num_output_representations : `int`, optional (default = `1`)
-        Several independent mixes for models that use ELMo in several places: the output is
-        their concatenation, `num_output_representations x 1024`, mix k in slice k (split it in
-        the model). `ElmoCRepresentations` returns them as a list instead.
-    tokenizer_path : `str`, optional
-        For an ELMo-Sub archive: its BPE tokenizer JSON at another path than recorded.
+        Several mixes, concatenated (mix k in slice k).
     expected_output_dim : `int`, optional
-        The size the config assumes for the biLM's representations (2 x its projection size,
-        before `projection_dim` and `num_output_representations`); an archive of another size is
-        a `ConfigurationError` naming both sizes at construction, instead of a shape error at the
-        first batch. The downstream configs set it, and size their layers, from the environment
-        variable `ELMO_C_DIM` (default 1024, the paper's size).
+        The biLM size the config assumes (`ELMO_C_DIM`); another is refused at construction.
     bundle_fasttext : `bool`, optional (default = `True`)
-        Read when the task model is archived, not by the embedder: its `model.tar.gz` then holds
-        the biLM's fastText `.bin` (`fasttext/<fingerprint>.bin`; see
-        `allennlp_elmo_c.patches.archive_paths`), so that the task archive works alone. Set it
-        false to keep a large `.bin` (7.2 GB for `cc.en.300.bin`) out of every task archive;
-        the `.bin` is then looked for as `allennlp_elmo_c.fasttext.fasttext_source` says.
+        Read when the task model is archived: its `model.tar.gz` then holds the biLM's fastText
+        `.bin` (`patches.archive_paths`).
     vocab : `Vocabulary`, optional
-        The task model's vocabulary (AllenNLP passes it). The biLM's config and vocabulary
-        (`PretrainedBiLM.record`, no weights) are kept in it, in a namespace of their own, and so
-        in the task's archive; its weights are in the task model's state dict. A task archive
-        therefore loads (predict, evaluate) after the biLM archive was moved or deleted: the biLM
-        is then built from that record and the state dict fills in its weights (running it
-        before they are loaded is an error). Only the fastText `.bin` is still needed.
+        The task model's vocabulary, which keeps the biLM's record.
     """
 
     def __init__(
@@ -103,8 +76,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
                 "elmo_c_token_embedder: num_output_representations must be >= 1"
             )
         bilm = self._read_bilm(archive_file, fasttext_path, tokenizer_path, vocab)
-        # `ElmoC` turns the mixing options into the representations (one place for both); its
-        # `representations` are kept, not the wrapper, so state-dict keys stay `_elmo_c.*`.
+        # `ElmoC`'s representations (not the wrapper: state-dict keys stay `_elmo_c.*`).
         self._elmo_c = ElmoC(
             None,
             num_output_representations,
@@ -140,10 +112,8 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         tokenizer_path: Optional[str],
         vocab: Optional[Vocabulary],
     ) -> PretrainedBiLM:
-        """The biLM from its archive (its record then kept in `vocab`), or from the record a
-        trained task model's vocabulary holds: when the archive is gone, and always while a
-        task archive is loaded (`loading_archive`: the biLM is the one the task archive keeps,
-        never a file at the path its config records)."""
+        """The biLM from its archive (its record then kept in `vocab`), or from the record in
+        `vocab`: when the archive is gone, and always while a task archive is loaded."""
         namespace = record_namespace(archive_file)
         records = []
         if vocab is not None and namespace in vocab.get_namespaces():
@@ -191,32 +161,19 @@ class ElmoCTokenEmbedder(TokenEmbedder):
 
     @property
     def representations(self) -> ElmoCRepresentations:
-        """The mixes of the biLM's layers this embedder returns (their `word_indexer()` and
-        `vocab` index words for it)."""
         return self._elmo_c
 
     def forward(self, *tensors: torch.Tensor, **inputs: torch.Tensor) -> torch.Tensor:
-        """
-        # Parameters
-
-        *tensors, **inputs : `torch.Tensor`
-            The output of the biLM's own word indexer, `(batch_size, timesteps, ...)` (see the
-            class docstring), by keyword; AllenNLP passes the output of an indexer that has only
-            one (`elmo_characters`, `single_id`) positionally.
-
-        # Returns
-
-        `(batch_size, timesteps, output_dim)`.
-        """
+        """The outputs of the biLM's word indexer `(batch_size, timesteps, ...)` by keyword (one
+        positionally) to `(batch_size, timesteps, output_dim)`."""
         if tensors:
             if len(tensors) != 1 or inputs or len(self._input_names) != 1:
                 raise self._wrong_indexer(f"{len(tensors)} positional and {sorted(inputs)}")
             inputs = {self._input_names[0]: tensors[0]}
-        # Every batch (a few set operations): the wrong indexer fails here, not deep in torch.
+        # The wrong indexer fails here, not deep in torch.
         missing = set(self._input_names) - set(inputs) - {"fasttext_fingerprint"}
         if missing or set(inputs) - set(self._input_names):
             raise self._wrong_indexer(str(sorted(inputs)))
-        # (A biLM built from the task model's record without weights is an error there.)
         mixes = self._elmo_c(**inputs)["elmo_representations"]
         output = mixes[0] if len(mixes) == 1 else torch.cat(mixes, dim=-1)
         if self._projection is not None:
@@ -225,6 +182,5 @@ class ElmoCTokenEmbedder(TokenEmbedder):
 
 
 def record_namespace(archive_file: str) -> str:
-    """The vocabulary namespace in which a task model keeps the record of the biLM archive
-    `archive_file` (one per archive path, so several ELMo-C embedders can coexist)."""
+    """The vocabulary namespace of the record of the biLM `archive_file` (one per path)."""
     return "elmo_c_bilm_" + hashlib.blake2b(archive_file.encode("utf-8"), digest_size=6).hexdigest()

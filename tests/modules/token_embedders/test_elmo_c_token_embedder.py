@@ -187,7 +187,7 @@ def test_several_output_representations_are_concatenated(archive):
 def test_the_archive_is_read_once_and_the_bilm_can_be_passed_in(archive, monkeypatch):
     import tarfile
 
-    from allennlp_elmo_c.archive import PretrainedBiLM
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
     opened = []
     real_open = tarfile.open
@@ -266,7 +266,7 @@ def test_another_indexer_under_the_embedders_key_names_the_right_one(elmo_c_arch
 
 def test_fasttext_resolution_order(elmo_c_archive, tmp_path, monkeypatch):
     # Training records the absolute path: the moved archive loads from another directory.
-    from allennlp_elmo_c.archive import PretrainedBiLM
+    from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ELMO_C_FASTTEXT", raising=False)

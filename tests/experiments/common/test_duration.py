@@ -1,6 +1,6 @@
 import datetime
 
-from allennlp_elmo_c.common.duration import training_seconds
+from experiments.common.duration import training_seconds
 
 
 def test_training_seconds_reads_what_allennlp_writes():
