@@ -26,6 +26,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.checkpointer import Checkpointer
 
+import experiments.quality.time_budgets  # noqa: F401  (registers training_time_budgets)
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.security.received_models import ELMO_C_COMPONENTS
 

@@ -25,8 +25,6 @@ from allennlp_elmo_c.fasttext.fasttext_source import (
 
 logger = logging.getLogger(__name__)
 
-LAYOUTS = ("padded", "flat")
-
 
 @TokenIndexer.register("fasttext_subwords")
 class FastTextSubwordsIndexer(TokenIndexer):
@@ -53,9 +51,6 @@ class FastTextSubwordsIndexer(TokenIndexer):
         are counted and logged.
     cache_size : `int`, optional (default = `1_000_000`)
         Token strings whose ids are kept; the cache is emptied when full.
-    layout : `str`, optional (default = `"flat"`)
-        `"flat"`: a sentence's ids one after the other; `"padded"`: one row per token, padded to
-        the batch's most subwords. The `fasttext` embedder gives identical vectors for both.
     token_min_padding_length : `int`, optional (default = `0`)
         See `TokenIndexer`.
     fingerprint : `int`, optional (default = `None`)
@@ -64,11 +59,11 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     # Output
 
-    `token_mask` `(num_tokens,)`; `subword_ids`, flat `(total_subwords,)` padded to the batch's
-    longest sentence or padded `(num_tokens, max_subwords)`; `subword_counts` `(num_tokens,)`
-    (which ids are whose); `fasttext_fingerprint` `(1,)`, which the embedder checks against its
-    own `.bin` on every batch. The mask is not called `mask`: AllenNLP's `get_text_field_mask`
-    refuses two `mask` outputs in one text field, and a task may index the same tokens twice.
+    `token_mask` `(num_tokens,)`; `subword_ids` `(total_subwords,)`, each token's ids one after
+    the other, padded to the batch's longest sentence; `subword_counts` `(num_tokens,)` (which ids
+    are whose); `fasttext_fingerprint` `(1,)`, which the embedder checks against its own `.bin` on
+    every batch. The mask is not called `mask`: AllenNLP's `get_text_field_mask` refuses two
+    `mask` outputs in one text field, and a task may index the same tokens twice.
     """
 
     def __init__(
@@ -78,15 +73,9 @@ class FastTextSubwordsIndexer(TokenIndexer):
         max_subwords_per_token: int = 256,
         cache_size: int = 1_000_000,
         token_min_padding_length: int = 0,
-        layout: str = "flat",
         fingerprint: Optional[int] = None,
     ) -> None:
         super().__init__(token_min_padding_length)
-        if layout not in LAYOUTS:
-            raise ConfigurationError(
-                f"fasttext_subwords: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}"
-            )
-        self._flat = layout == "flat"
         if max_subwords_per_token < 1:
             raise ConfigurationError("fasttext_subwords: max_subwords_per_token must be >= 1")
         if (model_path is None) == (archive_file is None):
@@ -202,36 +191,9 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     def get_padding_lengths(self, indexed_tokens: IndexedTokenList) -> Dict[str, int]:
         num_tokens = max(len(indexed_tokens["subword_ids"]), self._token_min_padding_length)
-        if self._flat:
-            return {"subword_ids": sum(indexed_tokens["subword_counts"]), "num_tokens": num_tokens}
-        num_subwords = max((len(ids) for ids in indexed_tokens["subword_ids"]), default=0)
-        return {"subword_ids": num_tokens, "num_subwords": max(num_subwords, 1)}
+        return {"subword_ids": sum(indexed_tokens["subword_counts"]), "num_tokens": num_tokens}
 
     def as_padded_tensor_dict(
-        self, tokens: IndexedTokenList, padding_lengths: Dict[str, int]
-    ) -> Dict[str, torch.Tensor]:
-        if self._flat:
-            return self._as_flat_tensor_dict(tokens, padding_lengths)
-        num_tokens = padding_lengths["subword_ids"]
-        num_subwords = padding_lengths["num_subwords"]
-        rows = [ids[:num_subwords] for ids in tokens["subword_ids"][:num_tokens]]
-        counts = [len(row) for row in rows] + [0] * (num_tokens - len(rows))
-        padded = [row + [0] * (num_subwords - len(row)) for row in rows]
-        padded += [[0] * num_subwords] * (num_tokens - len(rows))
-        ids = torch.tensor(padded, dtype=torch.long).view(num_tokens, num_subwords)
-        counts = torch.tensor(counts, dtype=torch.long)
-        mask = torch.zeros(num_tokens, dtype=torch.bool)
-        mask[: min(len(tokens["token_mask"]), num_tokens)] = True
-        # Last: AllenNLP's get_text_field_mask takes the first lowest-dimensional output.
-        fingerprint = torch.tensor([self._model.fingerprint], dtype=torch.long)
-        return {
-            "subword_ids": ids,
-            "token_mask": mask,
-            "subword_counts": counts,
-            "fasttext_fingerprint": fingerprint,
-        }
-
-    def _as_flat_tensor_dict(
         self, tokens: IndexedTokenList, padding_lengths: Dict[str, int]
     ) -> Dict[str, torch.Tensor]:
         num_tokens = padding_lengths["num_tokens"]
