@@ -16,11 +16,6 @@ from allennlp_elmo_c.received.received_config import (
     check_task_config,
     drop_training_only,
 )
-from allennlp_elmo_c.received.received_json import (
-    MAX_DEPTH,
-    parse_received_json,
-    read_received_json,
-)
 from tests import PROJECT_ROOT
 
 import allennlp_models.classification  # noqa: F401,E402 (registers the task components)
@@ -247,26 +242,6 @@ def test_keys_allennlp_removes_are_refused_in_a_list(key, value, why):
     config = copy.deepcopy(TASK)
     config["model"][key] = value
     check_received_config(config, "task/config.json")
-
-
-def test_received_json_is_plain_capped_json(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text('{"a": [1, 2]}')
-    assert read_received_json(path, "x") == {"a": [1, 2]}
-    for text, why in [
-        ('local x = std.extVar("HOME"); {"a": x}', "is not plain JSON"),
-        ('{"a": NaN}', "is not plain JSON"),
-        ("[" * 5000 + "]" * 5000, f"nested deeper than {MAX_DEPTH} levels"),
-        ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), f"nested deeper than {MAX_DEPTH} levels"),
-    ]:
-        path.write_text(text)
-        with pytest.raises(ConfigurationError, match=why):
-            read_received_json(path, "x")
-    parse_received_json("[" * MAX_DEPTH + "]" * MAX_DEPTH, "x")
-    with pytest.raises(ConfigurationError, match="larger than 100 bytes"):
-        parse_received_json(" " * 101, "x", max_bytes=100)
-    with pytest.raises(ConfigurationError, match="unreadable"):
-        read_received_json(tmp_path / "missing.json", "x")
 
 
 # --- which configs are ELMo-C ones ----------------------------------------------------------
