@@ -308,3 +308,18 @@ def test_the_names_a_task_component_loads_may_be_published_ones():
     config["model"]["encoder"] = {"type": "lstm", "input_size": 2, "hidden_size": 2}
     config["model"]["submodel"] = {"type": "bcn", "elmo": None}
     check_task_config(config, "task/config.json")
+
+
+def test_every_registered_component_can_be_walked():
+    """The walk reads every registered constructor's signature (no annotation it cannot read):
+    a component with only its type is a refusal at most, never another error."""
+    from allennlp.common.registrable import Registrable
+
+    from allennlp_elmo_c.received.received_config import _Walk
+
+    for base, names in list(Registrable._registry.items()):
+        for name in names:
+            try:
+                _Walk("x", "", None).component({"type": name}, base, "c", frozenset())
+            except ConfigurationError:
+                pass
