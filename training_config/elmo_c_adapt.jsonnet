@@ -34,6 +34,8 @@ local warmup = std.max(1, std.floor(steps / 20));
   data_loader: { batch_size: batch_size, shuffle: true, max_instances_in_memory: batch_size * 200 },
   validation_data_loader: { batch_size: batch_size, shuffle: false },
   trainer: {
+    // gradient_descent, with an atomic checkpointer when none is named with a type.
+    type: 'elmo_c',
     num_epochs: 1,
     cuda_device: 0,
     optimizer: { type: 'fused_adam', lr: peak_lr / 10, eps: 1e-6 },  // adam's update, fused
@@ -61,6 +63,8 @@ local warmup = std.max(1, std.floor(steps / 20));
       { type: 'grad_norm_per_direction', max_norm: 1.0 },
       // Writes the source's model and reader into config.json at the end: an ordinary archive.
       { type: 'adapted_config' },
+      // hardware.json; absolute fastText paths and fingerprints in config.json at the end.
+      { type: 'elmo_c_run' },
     ],
     checkpointer: { type: 'atomic', keep_most_recent_by_count: 2 },
   },

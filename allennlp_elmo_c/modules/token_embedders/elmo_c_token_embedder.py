@@ -67,9 +67,9 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         first batch. The downstream configs set it, and size their layers, from the environment
         variable `ELMO_C_DIM` (default 1024, the paper's size).
     bundle_fasttext : `bool`, optional (default = `True`)
-        Read when the task model is archived, not by the embedder: its `model.tar.gz` then holds
-        the biLM's fastText `.bin` (`fasttext/<fingerprint>.bin`; see
-        `allennlp_elmo_c.patches.archive_paths`), so that the task archive works alone. Set it
+        Read when the task run ends, not by the embedder: the `elmo_c_run` callback links the
+        biLM's fastText `.bin` into `fasttext/<fingerprint>.bin`, which the config's
+        `include_in_archive` puts in `model.tar.gz`, so that the task archive works alone. Set it
         false to keep a large `.bin` (7.2 GB for `cc.en.300.bin`) out of every task archive;
         the `.bin` is then looked for as `allennlp_elmo_c.fasttext.fasttext_source` says.
     vocab : `Vocabulary`, optional
