@@ -26,7 +26,7 @@ local warmup = std.max(1, std.floor(steps / 20));
 {
   // The source's reader and model: the reader first, so that a wrong source archive is a
   // ConfigurationError naming it before AllenNLP's load_archive reads it.
-  dataset_reader: { type: 'from_archive', archive_file: source },
+  dataset_reader: { type: 'elmo_c_from_archive', archive_file: source },
   train_data_path: std.extVar('ELMO_C_TRAIN_DATA'),
   validation_data_path: std.extVar('ELMO_C_VALIDATION_DATA'),
   vocabulary: { type: 'empty' },

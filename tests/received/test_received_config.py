@@ -39,7 +39,7 @@ REGISTRIES = {
 }  # fmt: skip
 # The plugin's registered components that are never part of a biLM (they read a biLM, or an
 # archive), so a received biLM may not name them.
-NOT_IN_A_BILM = {("dataset_reader", "from_archive"), ("token_embedder", "elmo_c_token_embedder"),
+NOT_IN_A_BILM = {("dataset_reader", "elmo_c_from_archive"), ("token_embedder", "elmo_c_token_embedder"),
                  ("token_indexer", "bpe_first_subword")}  # fmt: skip
 # Parameters filled in when a component is built, never given in a config: the vocabulary, and
 # what the model gives its output heads.
@@ -326,7 +326,7 @@ def test_received_json_is_plain_capped_json(tmp_path):
         ({"model": {"type": "elmo_c"}}, True),
         ({"model": {"type": "crf_tagger", "text_field_embedder": {"token_embedders": {
             "elmo": {"type": "elmo_c_token_embedder"}}}}}, True),  # fmt: skip
-        ({"dataset_reader": {"type": "from_archive"}}, True),  # the plugin's reader
+        ({"dataset_reader": {"type": "elmo_c_from_archive"}}, True),  # the plugin's reader
         ({"model": {"type": "from_archive", "archive_file": "x.tar.gz"}}, False),  # AllenNLP's model
         ({"model": {"type": "basic_classifier", "text_field_embedder": {"token_embedders": {
             "tokens": {"type": "pretrained_transformer", "tokenizer_kwargs": {}}}}}}, False),  # fmt: skip
