@@ -222,9 +222,6 @@ class ElmoC(torch.nn.Module):
         """The module that does the work (its `layers()` gives every layer unmixed)."""
         return self._elmo_c
 
-    def batch_to_ids(self, sentences: List[List[str]]) -> Dict[str, torch.Tensor]:
-        return batch_to_ids(sentences, self)
-
     def forward(
         self, inputs: Optional[Dict[str, torch.Tensor]] = None, **kwargs: torch.Tensor
     ) -> Dict[str, Union[torch.Tensor, List[torch.Tensor]]]:
