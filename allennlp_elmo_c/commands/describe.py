@@ -77,7 +77,6 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
         "trainable_parameters": parameters,
         "parameters_counted_from": counted_from,
         "training": _training(config, metrics),
-        # The `elmo_c` model's `precision` (absent from configs before it existed: float32).
         "training_precision": model.get("precision", "float32"),
         "elmo_c_dim": output_dim,
         "config_snippet": downstream_snippet(config, archive_file),

@@ -38,6 +38,12 @@ class _HeadInputs(NamedTuple):
     target_ids: Optional[torch.LongTensor]
 
 
+def read_words(path: str) -> List[str]:
+    """The distinct non-blank lines of a UTF-8 file, stripped, in file order."""
+    lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    return [word for word in dict.fromkeys(line.strip() for line in lines) if word]
+
+
 def _float32(value: Any) -> Any:
     """`value` with bfloat16 tensors (alone or in a list) as float32."""
     if isinstance(value, list):
@@ -169,8 +175,7 @@ class ElmoCLanguageModel(Model):
             )
             self._missing_candidates = path
             return None
-        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-        words = [word for word in dict.fromkeys(line.strip() for line in lines) if word]
+        words = read_words(path)
         if not words:
             raise ConfigurationError(f"elmo_c: nearest_neighbour_words file {path} is empty")
         if not isinstance(self._single_target_token_embedder(), StringEmbedder):
