@@ -5,8 +5,8 @@ from setuptools import Extension, find_packages, setup
 # - the LSTMP cell's per-step pointwise work on CPU (allennlp_elmo_c/nn/lstmp_cpu.py); built for
 #   the CPU it is built on (`make install` builds where it runs), rounding as torch's operators
 #   do (no FMA contraction; torch's own expf and tanh, found in libtorch_cpu at run time);
-# - fastText subword ids (allennlp_elmo_c/fasttext/_subwords.c), several times faster than the
-#   numpy implementation that remains the fallback.
+# - fastText subword ids (allennlp_elmo_c/fasttext/_subwords.c), much faster than the
+#   pure-Python implementation that remains the fallback.
 NATIVE_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fopenmp"]
 EXTENSIONS = [
     Extension(

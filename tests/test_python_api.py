@@ -23,7 +23,6 @@ SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed"
 def test_elmo_c_equals_the_token_embedder(elmo_c_archive):
     elmo = ElmoC(str(elmo_c_archive), num_output_representations=2, dropout=0.0).eval()
     ids = batch_to_ids(SENTENCES, elmo)
-    assert ids.keys() == elmo.batch_to_ids(SENTENCES).keys()
     with torch.no_grad():
         output = elmo(ids)
     assert len(output["elmo_representations"]) == 2

@@ -77,9 +77,7 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
         "trainable_parameters": parameters,
         "parameters_counted_from": counted_from,
         "training": _training(config, metrics),
-        # The `elmo_c` model's `precision` (absent from configs before it existed: float32).
         "training_precision": model.get("precision", "float32"),
-        "elmo_c_dim": output_dim,
         "config_snippet": downstream_snippet(config, archive_file),
     }
 
@@ -314,7 +312,7 @@ def format_description(info: Dict[str, Any]) -> str:
         f"  trained in:           {shown(precision_text(info['training_precision']))}",
         "",
         "Paste into a downstream config (the environment, and the reader / text_field_embedder):",
-        f"ELMO_C_DIM={info['elmo_c_dim']}",
+        f"ELMO_C_DIM={info['output_dim']}",
         # json.dumps escapes every control character (ensure_ascii: every non-ASCII one too).
         f"token_indexers: {json.dumps(snippet['token_indexers'])}",
         f"token_embedders: {json.dumps(snippet['token_embedders'])}",

@@ -1,15 +1,13 @@
 /*
  * fastText subword ids of many words in one call: what `FastTextBin.subword_ids_and_cuts`
- * computes in numpy (allennlp_elmo_c/fasttext/fasttext_bin.py), word by word in C. The numpy
- * implementation spends its time in per-call array overhead and Python per token; this one
- * runs at several times its speed on a sentence and is used whenever it is built. Its int
- * objects are shared through a table (`shared_int`): the ids of a sentence cost references to
+ * computes in pure Python (allennlp_elmo_c/fasttext/fasttext_bin.py), in C; used whenever it
+ * is built. Its int objects are shared through a table (`shared_int`): the ids of a sentence cost references to
  * existing ints, not new objects, and a cache of a million words' ids a fraction of the memory.
  *
  * Ids of a word, as fastText's Dictionary::getSubwords: its own row if the word is in the
  * dictionary, then (unless it is "</s>") the rows `num_words + hash % bucket` of the character
  * n-grams of "<word>" computed as Dictionary::computeSubwords does: characters are UTF-8
- * characters (lone surrogates encoded with "surrogatepass", as the Python implementations do),
+ * characters (lone surrogates encoded with "surrogatepass", as the Python implementation does),
  * n-grams of `minn` to `maxn` characters by start then length, no 1-gram of the "<" or ">", and
  * FNV-1a over the bytes read as *signed* chars (bytes >= 0x80 sign-extended to 32 bits).
  */

@@ -2,11 +2,10 @@
 A fastText `.bin` model read without the fastText library: its dictionary and arguments parsed
 into Python, its input matrix memory-mapped (no RAM until rows are touched, shared by every
 process that maps it). Subword ids are computed as fastText's `Dictionary::getSubwords` does, for
-many words at once: by the C extension `_subwords` when it is built, else in numpy.
+many words at once: by the C extension `_subwords` when it is built, else in pure Python.
 """
 
 import functools
-import itertools
 import hashlib
 import logging
 import os
@@ -35,8 +34,8 @@ ARG_NAMES = (
     "dim", "ws", "epoch", "min_count", "neg", "word_ngrams", "loss", "model",
     "bucket", "minn", "maxn", "lr_update_rate",
 )  # fmt: skip
-# False forces the numpy implementation of the subword ids even where the C extension is built
-# (the tests and `experiments/speed/indexing_speed.py` compare the two).
+# False forces the pure-Python subword ids even where the C extension is built (the tests and
+# `experiments/speed/indexing_speed.py` compare the two).
 USE_NATIVE = True
 
 
@@ -47,16 +46,16 @@ def native_subwords():
         from allennlp_elmo_c.fasttext import _subwords
     except ImportError as error:
         logger.info(
-            "fastText subword ids: the C extension is not built (%s); using the slower numpy "
-            "implementation (build it with `python setup.py build_ext --inplace`)",
+            "fastText subword ids: the C extension is not built (%s); using the slower "
+            "pure-Python implementation (build it with `python setup.py build_ext --inplace`)",
             error,
         )
         return None
     if getattr(_subwords, "API", None) != NATIVE_API:
         logger.info(
             "fastText subword ids: the C extension %s was built from another version of "
-            "_subwords.c; using the slower numpy implementation (rebuild it with `python "
-            "setup.py build_ext --inplace`)",
+            "_subwords.c; using the slower pure-Python implementation (rebuild it with "
+            "`python setup.py build_ext --inplace`)",
             _subwords.__file__,
         )
         return None
@@ -278,61 +277,13 @@ class FastTextBin:
                 words, self.word_ids, self._row_ints, self.minn, self.maxn, self.bucket,
                 self.num_words, -1 if limit is None else limit,
             )
-        words = list(words)
-        if not words:
-            return [], []
-        if len(words) > _HASH_CHUNK:
-            # In chunks: the arrays are (bytes x the longest n-gram's bytes).
-            ids, cut = [], []
-            for begin in range(0, len(words), _HASH_CHUNK):
-                chunk_ids, chunk_cut = self.subword_ids_and_cuts(
-                    words[begin : begin + _HASH_CHUNK], limit
-                )
-                ids.extend(chunk_ids)
-                cut.extend(begin + i for i in chunk_cut)
-            return ids, cut
-        word_ids = np.fromiter(
-            map(self.word_ids.get, words, itertools.repeat(-1)), dtype=np.int64, count=len(words)
-        )
-        known = word_ids >= 0
-        if self.maxn <= 0 or self.bucket <= 0:
-            ids = [(int(i),) if i >= 0 else () for i in word_ids]
-            if limit is None or limit >= 1:
-                return ids, []
-            return [() for _ in ids], np.flatnonzero(known).tolist()
-        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-        hashed = words
-        if limit is not None and lengths.max() > limit + self.maxn:
-            # The first `limit` ids come from the first `limit + maxn` characters.
-            longest = limit + self.maxn
-            hashed = [word[:longest] for word in words]
-            lengths = np.minimum(lengths, longest)
-        eos = [i for i, word in enumerate(words) if word == EOS]  # in the dictionary or not
-        ngrams, counts = _batch_ngram_hashes(
-            hashed, self.minn, self.maxn, self.bucket, skip=eos, lengths=lengths
-        )
-        # One flat array: each word's own id (if it has one), then its n-grams.
-        counts += known
-        ends = np.cumsum(counts)
-        begins = ends - counts
-        ngrams += self.num_words
-        if known.any():
-            flat = np.empty(int(ends[-1]), dtype=np.int64)
-            own = begins[known]
-            is_ngram = np.ones(len(flat), dtype=bool)
-            is_ngram[own] = False
-            flat[own] = word_ids[known]
-            flat[is_ngram] = ngrams
-        else:
-            flat = ngrams
-        flat_ids = tuple(flat.tolist())
-        result = [flat_ids[b:e] for b, e in zip(begins.tolist(), ends.tolist())]
-        cut = []
-        if limit is not None:
-            cut = np.flatnonzero(counts > limit).tolist()
-            for i in cut:
-                result[i] = result[i][:limit]
-        return result, cut
+        # One id past `limit` tells which words are cut.
+        longer = None if limit is None else limit + 1
+        ids = [tuple(reference_subword_ids(self, word, longer)) for word in words]
+        cut = [] if limit is None else [i for i, row in enumerate(ids) if len(row) > limit]
+        for i in cut:
+            ids[i] = ids[i][:limit]
+        return ids, cut
 
     def word_vector(self, word: str) -> np.ndarray:
         """`word`'s vector, shape `(dim,)`, as fastText's `get_word_vector` computes it."""
@@ -393,11 +344,6 @@ class _Reader:
         return text
 
 
-_FNV_OFFSET = 2166136261
-_HASH_CHUNK = 1024  # words hashed together at most
-_FNV_PRIME = 16777619
-
-
 def _fnv1a(data: bytes) -> int:
     # fastText hashes each byte as a *signed* char: bytes >= 0x80 are sign-extended.
     h = 2166136261
@@ -408,7 +354,8 @@ def _fnv1a(data: bytes) -> int:
 
 
 def reference_subword_ids(model: FastTextBin, word: str, limit: Optional[int] = None) -> List[int]:
-    """`model.subword_ids(word, limit)` word by word in pure Python (the tests' reference)."""
+    """`model.subword_ids(word, limit)` in pure Python: the fallback where the C extension is not
+    built, and the tests' reference."""
     ids = []
     word_id = model.word_ids.get(word)
     if word_id is not None:
@@ -444,77 +391,3 @@ def _ngram_hashes(
                 hashes.append(_fnv1a(word[i:j]) % bucket)
             n += 1
     return hashes if limit is None else hashes[:limit]
-
-
-def _batch_ngram_hashes(
-    words: Sequence[str],
-    minn: int,
-    maxn: int,
-    bucket: int,
-    skip: Sequence[int] = (),
-    lengths: Optional[np.ndarray] = None,
-) -> Tuple[np.ndarray, np.ndarray]:
-    """
-    `_ngram_hashes` of every word (wrapped in `<`, `>` here) at once: a flat int64 array, word
-    after word in fastText's order, and the number of hashes of each word. Every byte starts a
-    running FNV-1a hash; after step `k` row `r` holds the hash of bytes `r..r+k`; the n-grams
-    fastText keeps are selected by a mask, in row-major order (fastText's). The words at `skip`
-    get none ("</s>"); `lengths` are the words' lengths in code points, if known.
-    """
-    if lengths is None:
-        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-    lengths = lengths + 2  # with `<` and `>`
-    data = np.frombuffer(
-        ("<" + "><".join(words) + ">").encode("utf-8", errors="surrogatepass"), dtype=np.uint8
-    )
-    # fastText's quirk: each byte is read as a signed char and sign-extended to 32 bits.
-    extended = data.view(np.int8).astype(np.uint32)
-    num_bytes = len(data)
-    char_ends = np.cumsum(lengths)  # per word, in characters
-    sizes = np.arange(1, maxn + 1)
-    if int(char_ends[-1]) == num_bytes:  # all ASCII: a byte is a character
-        steps = maxn
-        remaining = np.repeat(char_ends, lengths) - np.arange(num_bytes)  # to the word's end
-        keep = (sizes <= remaining[:, None]) & (sizes >= minn)
-        if minn <= 1:  # no 1-gram of the `<` or of the `>`
-            keep[char_ends - lengths, 0] = False
-            keep[remaining == 1, 0] = False
-        word_rows = char_ends
-    else:
-        lead = (data & 0xC0) != 0x80
-        starts = np.flatnonzero(lead)  # byte offset of each character
-        starts_end = np.append(starts, num_bytes)
-        byte_ends = starts_end[char_ends]  # per word, in bytes
-        char_of_start = np.arange(len(starts))
-        # The bytes spanned by the longest n-gram (maxn characters, within the word) of a start.
-        last = np.minimum(char_of_start + maxn, np.repeat(char_ends, lengths))
-        steps = int((starts_end[last] - starts).max())
-        # Characters before each byte position (0 .. num_bytes + steps), for n-gram lengths.
-        chars_before = np.zeros(num_bytes + steps + 1, dtype=np.int64)
-        np.cumsum(lead, out=chars_before[1 : num_bytes + 1])
-        chars_before[num_bytes + 1 :] = chars_before[num_bytes]
-        boundary = np.ones(num_bytes + steps + 1, dtype=bool)  # a character starts (or all end)
-        boundary[:num_bytes] = lead
-        rows = np.arange(num_bytes)[:, None]
-        ends = rows + np.arange(1, steps + 1)  # exclusive end byte of each (row, step)
-        n = chars_before[ends] - chars_before[rows]
-        word_end = np.repeat(byte_ends, np.diff(byte_ends, prepend=0))[:, None]
-        keep = lead[:, None] & boundary[ends] & (ends <= word_end) & (n >= minn) & (n <= maxn)
-        if minn <= 1:
-            keep[np.concatenate(([0], byte_ends[:-1])), 0] = False  # the `<` (one byte)
-            keep[byte_ends - 1, 0] = False  # the `>` (one byte, itself a start)
-        word_rows = byte_ends
-    padded = np.zeros(num_bytes + steps, dtype=np.uint32)
-    padded[:num_bytes] = extended
-    hashes = np.empty((num_bytes, steps), dtype=np.uint32)
-    running = np.full(num_bytes, _FNV_OFFSET, dtype=np.uint32)
-    prime = np.uint32(_FNV_PRIME)
-    for k in range(steps):
-        running ^= padded[k : k + num_bytes]
-        running *= prime  # uint32 arithmetic wraps modulo 2**32, as in C++
-        hashes[:, k] = running
-    word_starts = np.concatenate(([0], word_rows[:-1]))
-    for word in skip:
-        keep[word_starts[word] : word_rows[word]] = False
-    counts = np.add.reduceat(keep.sum(axis=1), word_starts)
-    return (hashes[keep] % np.uint32(bucket)).astype(np.int64), counts

@@ -8,20 +8,13 @@ ELMo-C biLM (its model directory or `model.tar.gz`), to stack with other embeddi
     embeddings = StackedEmbeddings([word_embeddings, ElmoCEmbeddings("my-elmo-c")])
 
 The layers as Flair's `ELMoEmbeddings` gave them (`embedding_mode`): `"all"` (every layer,
-concatenated: the input projection first), `"top"` (the top LSTM layer), `"average"` (the mean
-of the layers), or `"mix"`: AllenNLP's `ScalarMix` of the layers (softmax-weighted, times gamma),
-which starts as their average. With `fine_tune=True` the mix's weights and gamma are parameters
-the tagger's optimizer trains (they are saved in the tagger); the biLM itself stays frozen in
-every mode, run in inference mode.
-
-The vectors are `ElmoCEmbedder`'s (the code path of `elmo-c-embed`), on Flair's tokens; the biLM is
-read by the same loader as every other front door (`PretrainedBiLM.from_archive`: the model
-directory's checksums, the received config's checks). A saved tagger does not hold the biLM: it
-records the biLM's absolute path and its weights' fingerprint (`to_params`), and
-`SequenceTagger.load` reads the biLM from that path again, refusing a missing one, or one with other
-weights, with a one-line `ConfigurationError`. (The tagger file itself is Flair's: `torch.load` of a
-pickle, to be loaded only from a trusted source.) This module is the only one of the package that
-imports Flair; import it before `SequenceTagger.load`, so that Flair finds the class.
+concatenated: the input projection first), `"top"`, `"average"`, or `"mix"`: AllenNLP's
+`ScalarMix` of the layers, trained by the tagger with `fine_tune=True`; the biLM itself stays
+frozen. The vectors are `ElmoCEmbedder`'s. A saved tagger does not hold the biLM: it records its
+absolute path and its weights' fingerprint (`to_params`), and `SequenceTagger.load` refuses a
+missing biLM, or one with other weights, with a one-line `ConfigurationError`. (The tagger file
+is Flair's pickle: load it only from a trusted source.) Import this module before
+`SequenceTagger.load`, so that Flair finds the class.
 """
 
 import hashlib

@@ -38,6 +38,12 @@ class _HeadInputs(NamedTuple):
     target_ids: Optional[torch.LongTensor]
 
 
+def read_words(path: str) -> List[str]:
+    """The distinct non-blank lines of a UTF-8 file, stripped, in file order."""
+    lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    return [word for word in dict.fromkeys(line.strip() for line in lines) if word]
+
+
 def _float32(value: Any) -> Any:
     """`value` with bfloat16 tensors (alone or in a list) as float32."""
     if isinstance(value, list):
@@ -169,8 +175,7 @@ class ElmoCLanguageModel(Model):
             )
             self._missing_candidates = path
             return None
-        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-        words = [word for word in dict.fromkeys(line.strip() for line in lines) if word]
+        words = read_words(path)
         if not words:
             raise ConfigurationError(f"elmo_c: nearest_neighbour_words file {path} is empty")
         if not isinstance(self._single_target_token_embedder(), StringEmbedder):
@@ -257,14 +262,20 @@ class ElmoCLanguageModel(Model):
     def _forward(
         self, tokens: TextFieldTensors, target_ids: Optional[torch.LongTensor]
     ) -> Dict[str, torch.Tensor]:
-        output = self._encode_tokens(tokens)
+        mask = get_text_field_mask(tokens)  # (batch, timesteps)
+        embeddings = self._text_field_embedder(tokens)  # (batch, timesteps, embedding_dim)
+        # (batch, timesteps, 2 * hidden), or a list of num_layers() such with return_all_layers
+        contextual = self._contextualizer(self._dropout(embeddings), mask)
+        output = {
+            "lm_embeddings": contextual,
+            "noncontextual_token_embeddings": embeddings,
+            "mask": mask,
+        }
         if self._heads is None:
             return output
-        contextual = output["lm_embeddings"]
         top = contextual[-1] if isinstance(contextual, list) else contextual
-        embeddings = output["noncontextual_token_embeddings"]
         losses = []
-        shifted = self._shift_targets(top, embeddings, tokens, target_ids, output["mask"])
+        shifted = self._shift_targets(top, embeddings, tokens, target_ids, mask)
         for direction, step in shifted:
             result = self._heads[f"{direction}_lm"](
                 step.states,
@@ -300,19 +311,6 @@ class ElmoCLanguageModel(Model):
         if self._target_ids_key not in self.input_token_embedders:
             tokens = {k: v for k, v in tokens.items() if k != self._target_ids_key}
         return tokens, target_ids
-
-    def _encode_tokens(self, tokens: TextFieldTensors) -> Dict[str, Any]:
-        """The encoder's part of `forward`'s output (`lm_embeddings`,
-        `noncontextual_token_embeddings`, `mask`)."""
-        mask = get_text_field_mask(tokens)  # (batch, timesteps)
-        embeddings = self._text_field_embedder(tokens)  # (batch, timesteps, embedding_dim)
-        # (batch, timesteps, 2 * hidden), or a list of num_layers() such with return_all_layers
-        contextual = self._contextualizer(self._dropout(embeddings), mask)
-        return {
-            "lm_embeddings": contextual,
-            "noncontextual_token_embeddings": embeddings,
-            "mask": mask,
-        }
 
     def _shift_targets(
         self,
@@ -396,29 +394,20 @@ class ElmoCLanguageModel(Model):
         mask: torch.BoolTensor,
     ) -> None:
         with torch.autocast(predictions.device.type, enabled=False):  # cosines of 1 - 1e-5 below
-            self._update_vector_metrics_float32(direction, predictions, targets, mask)
-
-    def _update_vector_metrics_float32(
-        self,
-        direction: str,
-        predictions: torch.Tensor,
-        targets: torch.Tensor,
-        mask: torch.BoolTensor,
-    ) -> None:
-        mask = mask.float()
-        predictions, targets = predictions.float(), targets.float()
-        cosine = torch.nn.functional.cosine_similarity(predictions, targets, dim=-1, eps=1e-8)
-        self._record(f"{direction}_cosine", (cosine * mask).sum(), mask.sum())
-        if self._candidate_words is None or self.training:
-            return
-        candidates = self.candidate_vectors(predictions.device)
-        targets_match = torch.nn.functional.normalize(targets, dim=-1) @ candidates.t()
-        best_target_score, target_index = targets_match.max(dim=-1)
-        # Targets whose word is one of the candidates (its vector is a candidate's, cosine 1).
-        in_list = (best_target_score > 1 - 1e-5).float() * mask
-        predicted = (torch.nn.functional.normalize(predictions, dim=-1) @ candidates.t()).argmax(-1)
-        correct = (predicted == target_index).float() * in_list
-        self._record(f"{direction}_nn_accuracy", correct.sum(), in_list.sum())
+            mask = mask.float()
+            predictions, targets = predictions.float(), targets.float()
+            cosine = torch.nn.functional.cosine_similarity(predictions, targets, dim=-1, eps=1e-8)
+            self._record(f"{direction}_cosine", (cosine * mask).sum(), mask.sum())
+            if self._candidate_words is None or self.training:
+                return
+            candidates = self.candidate_vectors(predictions.device)
+            targets_match = torch.nn.functional.normalize(targets, dim=-1) @ candidates.t()
+            best_target_score, target_index = targets_match.max(dim=-1)
+            # Targets whose word is one of the candidates (its vector is a candidate's, cosine 1).
+            in_list = (best_target_score > 1 - 1e-5).float() * mask
+            unit = torch.nn.functional.normalize(predictions, dim=-1)
+            correct = ((unit @ candidates.t()).argmax(-1) == target_index).float() * in_list
+            self._record(f"{direction}_nn_accuracy", correct.sum(), in_list.sum())
 
     @property
     def predicts_vectors(self) -> bool:

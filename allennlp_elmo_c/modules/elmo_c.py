@@ -222,9 +222,6 @@ class ElmoC(torch.nn.Module):
         """The module that does the work (its `layers()` gives every layer unmixed)."""
         return self._elmo_c
 
-    def batch_to_ids(self, sentences: List[List[str]]) -> Dict[str, torch.Tensor]:
-        return batch_to_ids(sentences, self)
-
     def forward(
         self, inputs: Optional[Dict[str, torch.Tensor]] = None, **kwargs: torch.Tensor
     ) -> Dict[str, Union[torch.Tensor, List[torch.Tensor]]]:
@@ -298,41 +295,25 @@ def _sentences_to_do(out: h5py.File, sentences: List[List[str]], partial: Path) 
     return todo
 
 
-def _write_empty_sentences(
-    out: h5py.File,
-    sentences: List[List[str]],
-    todo: List[int],
-    representations: ElmoCRepresentations,
-    output_mode: str,
-    input_file: Path,
-) -> None:
-    """Empty lines: `(num_layers, 0, dim)` entries (`(0, dim)` unless `--all`)."""
-    empty = [index for index in todo if not sentences[index]]
-    for index in empty:
-        shape = (0, representations.get_output_dim())
-        if output_mode == "all":
-            shape = (representations.num_layers,) + shape
-        out.create_dataset(str(index), shape, dtype="float32")
-    if empty:
-        logger.warning("%s: %d empty line(s) written as 0-token entries", input_file, len(empty))
-
-
 def _write_embeddings(
     out: h5py.File,
     sentences: List[List[str]],
     todo: List[int],
-    representations: ElmoCRepresentations,
+    embedder: "ElmoCEmbedder",
     output_mode: str,
     batch_size: int,
-    device: torch.device,
+    input_file: Path,
 ) -> None:
-    """Embeds the non-empty sentences of `todo` in batches and writes each, flushing after
-    every batch (so a resumed run loses at most one)."""
+    """Embeds the sentences of `todo` in batches and writes each, flushing after every batch (so
+    a resumed run loses at most one); an empty line is a 0-token entry."""
+    empty = sum(not sentences[i] for i in todo)
+    if empty:
+        logger.warning("%s: %d empty line(s) written as 0-token entries", input_file, empty)
     # Longest first: padding stays small and a batch that does not fit fails at once.
-    todo = sorted((i for i in todo if sentences[i]), key=lambda i: -len(sentences[i]))
+    todo = sorted(todo, key=lambda i: -len(sentences[i]))
     for start in Tqdm.tqdm(range(0, len(todo), batch_size), desc="embedding"):
         chunk = todo[start : start + batch_size]
-        vectors = embed_sentences([sentences[i] for i in chunk], representations, device)
+        vectors = embedder.embed_batch([sentences[i] for i in chunk])
         for index, layers in zip(chunk, vectors):  # (num_layers, num_tokens, dim)
             if output_mode == "top":
                 layers = layers[-1]  # (num_tokens, dim)
@@ -488,10 +469,7 @@ class ElmoCEmbedder:
         partial = output_file.with_name(output_file.name + ".partial")
         with h5py.File(partial, "a") as out:
             todo = _sentences_to_do(out, sentences, partial)
-            _write_empty_sentences(out, sentences, todo, self.representations, output_mode,
-                                   input_file)  # fmt: skip
-            _write_embeddings(out, sentences, todo, self.representations, output_mode,
-                              batch_size, self.device)  # fmt: skip
+            _write_embeddings(out, sentences, todo, self, output_mode, batch_size, input_file)
             _write_sentence_index(out, sentences)
         os.replace(partial, output_file)
         return output_file

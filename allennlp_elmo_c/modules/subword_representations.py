@@ -2,26 +2,15 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import torch
 
-from allennlp.common.checks import ConfigurationError
 from allennlp.data import TokenIndexer
 from allennlp.data.token_indexers import SingleIdTokenIndexer
 
-from allennlp_elmo_c.archive import read_archive_config
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
-from allennlp_elmo_c.received.received_model import is_subword_config
 
 if TYPE_CHECKING:
     from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
-
-
-def is_subword_archive(archive_file: str) -> bool:
-    """Whether `archive_file` is a biLM over BPE subwords (False if its config is unreadable)."""
-    try:
-        return is_subword_config(read_archive_config(archive_file))
-    except ConfigurationError:
-        return False
 
 
 class SubwordElmoCRepresentations(ElmoCRepresentations):

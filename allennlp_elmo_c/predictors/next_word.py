@@ -11,6 +11,8 @@ from allennlp.models import Model
 from allennlp.nn.util import move_to_device
 from allennlp.predictors.predictor import Predictor
 
+from allennlp_elmo_c.models.elmo_c import read_words
+
 logger = logging.getLogger(__name__)
 
 
@@ -36,7 +38,6 @@ class NextWordPredictor(Predictor):
     candidates_file : `str`, optional
         Candidate words, one per line.
     max_candidates : `int`, optional (default = `100000`)
-    frozen : `bool`, optional (default = `True`)
     """
 
     def __init__(
@@ -46,9 +47,8 @@ class NextWordPredictor(Predictor):
         top_k: int = 5,
         candidates_file: Optional[str] = None,
         max_candidates: int = 100_000,
-        frozen: bool = True,
     ) -> None:
-        super().__init__(model, dataset_reader, frozen=frozen)
+        super().__init__(model, dataset_reader)
         if not getattr(model, "predicts_vectors", False):
             raise ConfigurationError(
                 f"elmo_c_next_word: the archive's model ({type(model).__name__}) does not "
@@ -72,13 +72,11 @@ class NextWordPredictor(Predictor):
 
     def _candidate_words(self, candidates_file: Optional[str], max_candidates: int) -> List[str]:
         if candidates_file is not None:
-            path = Path(candidates_file)
-            if not path.is_file():
+            if not Path(candidates_file).is_file():
                 raise ConfigurationError(
                     f"elmo_c_next_word: candidates_file {candidates_file} does not exist"
                 )
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-            words = [word for word in dict.fromkeys(line.strip() for line in lines) if word]
+            words = read_words(candidates_file)
             if not words:
                 raise ConfigurationError(f"elmo_c_next_word: {candidates_file} has no words")
             return words

@@ -1,10 +1,8 @@
 """
 How fast the `fasttext_subwords` indexer turns tokens into fastText subword ids with each of its
 implementations, all timed in this run: the C extension (`_subwords.c`, "native", used when it
-is built), the vectorized numpy one it falls back to (`FastTextBin.subword_ids_batch` with
-`fasttext_bin.USE_NATIVE = False`: all n-grams of a call's uncached words hashed at once), and
-a word-by-word pure-Python one as the baseline (`reference_subword_ids`, with a per-token
-cache).
+is built) and the pure-Python one it falls back to (`fasttext_bin.USE_NATIVE = False`: the
+uncached words hashed word by word by `reference_subword_ids`).
 
     OMP_NUM_THREADS=1 python -m experiments.speed.indexing_speed [--bin tests/fixtures/fasttext/tiny.bin]
 
@@ -23,7 +21,7 @@ implementations in turn, the best of `--repeats` runs:
 - the fastText library's own `get_subwords` per word (C++ hashing, but it loads the whole matrix
   into RAM: not an option for a 7 GB `cc.en.300.bin`), for scale.
 
-Prints tokens/s and the native/numpy and native/pure-Python ratios (without the native column
+Prints tokens/s and the native/pure-Python ratio (without the native column
 if the extension is not built).
 """
 
@@ -47,11 +45,7 @@ from allennlp_elmo_c.data.token_indexers.fasttext_subwords import (
     FastTextSubwordsIndexer,
 )
 from allennlp_elmo_c.fasttext import fasttext_bin
-from allennlp_elmo_c.fasttext.fasttext_bin import (
-    ARG_NAMES,
-    FastTextBin,
-    reference_subword_ids,
-)
+from allennlp_elmo_c.fasttext.fasttext_bin import ARG_NAMES, FastTextBin
 
 
 TINY = PROJECT / "tests" / "fixtures" / "fasttext" / "tiny.bin"
@@ -69,26 +63,7 @@ NON_ASCII = {
 
 
 class PurePythonIndexer(FastTextSubwordsIndexer):
-    """The baseline indexer: each uncached token hashed on its own in Python."""
-
-    def subword_ids_of(self, texts: List[str]) -> List[List[int]]:
-        return [self._pure_python_ids(text) for text in texts]
-
-    def _pure_python_ids(self, text: str) -> List[int]:
-        ids = self._cache.get(text)
-        if ids is None:
-            ids = reference_subword_ids(self._model, text, limit=self._max_subwords + 1)
-            if len(ids) > self._max_subwords:
-                self._truncations.record(text)
-                ids = ids[: self._max_subwords]
-            if len(self._cache) >= self._cache_size:
-                self._cache.clear()
-            self._cache[text] = ids
-        return ids
-
-
-class NumpyIndexer(FastTextSubwordsIndexer):
-    """Today's indexer with the numpy implementation forced (the C extension's fallback)."""
+    """Today's indexer with the pure-Python implementation forced (the C extension's fallback)."""
 
     def subword_ids_of(self, texts: List[str]) -> List[Tuple[int, ...]]:
         fasttext_bin.USE_NATIVE = False
@@ -238,7 +213,7 @@ def main() -> None:
     n = args.sentence_length
     cold_sentences = [distinct[i : i + n] for i in range(0, len(distinct), n)]
     stream = zipf_sentences(words, args.warm_tokens, n, args.seed + 1)
-    implementations = {"pure Python": PurePythonIndexer, "numpy": NumpyIndexer}
+    implementations = {"pure Python": PurePythonIndexer}
     if fasttext_bin.native_subwords() is not None:
         implementations["native"] = FastTextSubwordsIndexer
     else:
@@ -265,14 +240,13 @@ def main() -> None:
         for name in work:
             rates[name][case] = count / seconds[name]
     print(f"\nindexing, tokens/s (1 thread, best of {args.repeats}, implementations in turn):")
-    ratios = ["native/numpy", "native/Python"] if "native" in rates else []
+    ratios = ["native/Python"] if "native" in rates else []
     print(f"{'':24}" + "".join(f"{name:>15}" for name in [*rates, *ratios]))
     for case in tokens:
         line = "".join(f"{rates[name][case]:15,.0f}" for name in rates)
         if ratios:
             native = rates["native"][case]
-            for name in ("numpy", "pure Python"):
-                line += f"{native / rates[name][case]:14.1f}x"
+            line += f"{native / rates['pure Python'][case]:14.1f}x"
         print(f"{case:24}{line}")
 
     try:

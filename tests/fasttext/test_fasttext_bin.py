@@ -14,9 +14,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.fasttext import fasttext_bin
 from allennlp_elmo_c.fasttext.fasttext_bin import (
     FastTextBin,
-    _batch_ngram_hashes,
     _fnv1a,
-    _ngram_hashes,
     native_subwords,
     reference_subword_ids,
 )
@@ -107,8 +105,8 @@ def test_wrong_version(tmp_path):
 
 
 @contextlib.contextmanager
-def numpy_only():
-    """`FastTextBin.subword_ids_and_cuts` in numpy even where the C extension is built."""
+def python_only():
+    """`FastTextBin.subword_ids_and_cuts` in pure Python even where the C extension is built."""
     fasttext_bin.USE_NATIVE = False
     try:
         yield
@@ -117,11 +115,11 @@ def numpy_only():
 
 
 @pytest.fixture
-def numpy_path(monkeypatch):
+def python_path(monkeypatch):
     monkeypatch.setattr(fasttext_bin, "USE_NATIVE", False)
 
 
-# --- the vectorized hashing (`subword_ids_batch` in numpy; the C extension's below) ------------
+# --- the pure-Python subword ids against fastText (the C extension's below) --------------------
 
 TRICKY = [
     "", "<", ">", "<>", "a<b>c", "<<>>", "</s>", "</s>x", "x</s>", "<s>", "😀", "😀😀x",
@@ -130,7 +128,7 @@ TRICKY = [
 ]  # fmt: skip
 
 
-def test_tricky_words_batched_match_the_library(reference, numpy_path):
+def test_tricky_words_batched_match_the_library(reference, python_path):
     model = FastTextBin(TINY)
     words = TRICKY + model.words[:50]
     for word, ids in zip(words, model.subword_ids_batch(words)):
@@ -142,7 +140,7 @@ def test_tricky_words_batched_match_the_library(reference, numpy_path):
 
 
 @pytest.mark.parametrize("limit", [0, 1, 2, 7, 60])
-def test_batch_limit_is_a_prefix(reference, limit, numpy_path):
+def test_batch_limit_is_a_prefix(reference, limit, python_path):
     model = FastTextBin(TINY)
     words = TRICKY + ["</s>"] * 2
     for word, ids in zip(words, model.subword_ids_batch(words, limit=limit)):
@@ -155,54 +153,15 @@ unicode_words = st.text(
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(st.text(max_size=30), min_size=1, max_size=40), st.sampled_from([None, 1, 5, 30]))
-def test_batch_equals_the_word_by_word_reference(words, limit):
-    # Any str, lone surrogates included (both encode them with `surrogatepass`).
-    model = FastTextBin.load(TINY)
-    expected = [reference_subword_ids(model, word, limit) for word in words]
-    with numpy_only():
-        assert model.subword_ids_batch(words, limit=limit) == expected
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.lists(unicode_words, min_size=1, max_size=20),
-    st.integers(1, 4),
-    st.integers(0, 6),
-    st.sampled_from([1, 7, 2_000_000]),
-)
-def test_batch_hashes_equal_one_by_one_for_any_settings(words, minn, extra, bucket):
-    # Other n-gram settings than the fixture's (minn 1 has the `<`/`>` 1-gram exclusions).
-    maxn = minn + extra - 1  # includes maxn < minn (no n-grams)
-    if maxn < 1:
-        maxn = 1
-    flat, counts = _batch_ngram_hashes(words, minn, maxn, bucket)
-    ends = np.cumsum(counts)
-    for word, begin, end in zip(words, ends - counts, ends):
-        encoded = ("<" + word + ">").encode("utf-8")
-        assert flat[begin:end].tolist() == _ngram_hashes(encoded, minn, maxn, bucket)
-
-
 @settings(max_examples=40, deadline=None)
 @given(st.lists(unicode_words, min_size=1, max_size=6))
 def test_any_unicode_batch_matches_the_library(words):
     reference = fasttext.load_model(str(TINY))
     model = FastTextBin.load(TINY)
-    for implementation in (numpy_only, contextlib.nullcontext):  # numpy, and C if it is built
+    for implementation in (python_only, contextlib.nullcontext):  # Python, and C if it is built
         with implementation():
             for word, ids in zip(words, model.subword_ids_batch(words)):
                 assert ids == reference.get_subwords(word)[1].tolist()
-
-
-def test_large_batches_are_hashed_in_chunks(monkeypatch, numpy_path):
-    model = FastTextBin.load(TINY)
-    words = TRICKY * 3
-    expected = [reference_subword_ids(model, word, 30) for word in words]
-    monkeypatch.setattr(fasttext_bin, "_HASH_CHUNK", 4)
-    ids, cut = model.subword_ids_and_cuts(words, limit=30)
-    assert [list(row) for row in ids] == expected
-    assert cut == [i for i, word in enumerate(words) if len(reference_subword_ids(model, word)) > 30]
 
 
 def settings_model(word_ids, minn, maxn, bucket, extra_words) -> FastTextBin:
@@ -248,7 +207,7 @@ def encodable(word: str) -> bool:
     st.sampled_from([None, 0, 1, 5, 30]),
     st.booleans(),
 )
-def test_native_and_numpy_equal_the_reference_for_any_words_and_settings(
+def test_subword_ids_and_cuts_equal_the_reference_for_any_words_and_settings(
     words, known, minn, maxn, bucket, limit, with_eos
 ):
     # Any str (lone surrogates too), some of them in the dictionary, "</s>" in it or not (no
@@ -257,14 +216,12 @@ def test_native_and_numpy_equal_the_reference_for_any_words_and_settings(
     vocabulary = dict.fromkeys(known + words[:2] + (["</s>"] if with_eos else []))
     model = settings_model({w: i for i, w in enumerate(vocabulary)}, minn, maxn, bucket, 3)
     words = words + ["</s>"]
-    with numpy_only():  # whether the C extension is built or not
-        numpy_ids = model.subword_ids_and_cuts(words, limit)
-    check_against_reference(model, words, limit, numpy_ids)
-    if native_subwords() is not None:
-        assert model.subword_ids_and_cuts(words, limit) == numpy_ids
+    for implementation in (python_only, contextlib.nullcontext):  # Python, and C if it is built
+        with implementation():
+            check_against_reference(model, words, limit, model.subword_ids_and_cuts(words, limit))
 
 
-# --- the C extension (`_subwords.c`) against numpy, the pure-Python reference and fastText -----
+# --- the C extension (`_subwords.c`) against the pure-Python reference and fastText -----------
 
 requires_native = pytest.mark.skipif(
     native_subwords() is None,
@@ -279,31 +236,22 @@ NATIVE_TRICKY = TRICKY + [
 ]  # fmt: skip
 
 
-def native_and_numpy(model: FastTextBin, words, limit):
-    """`subword_ids_and_cuts(words, limit)` by the C extension, then by numpy."""
-    native = model.subword_ids_and_cuts(words, limit)
-    with numpy_only():
-        return native, model.subword_ids_and_cuts(words, limit)
-
-
 @requires_native
 @pytest.mark.parametrize("limit", [None, 0, 1, 2, 7, 60, 256])
-def test_native_equals_numpy_reference_and_library_on_tricky_words(reference, limit):
+def test_native_equals_the_reference_and_library_on_tricky_words(reference, limit):
     model = FastTextBin.load(TINY)
     words = NATIVE_TRICKY + model.words[:50] + ["</s>"] * 2
-    if limit is None:  # all n-grams of a 200k-character token: numpy would need GBs
+    if limit is None:  # all n-grams of a 200k-character token: slow in Python
         words = [word for word in words if len(word) < 1_000]
-    native, numpy_ids = native_and_numpy(model, words, limit)
-    assert native == numpy_ids
-    check_against_reference(model, words, limit, native, reference)
+    check_against_reference(model, words, limit, model.subword_ids_and_cuts(words, limit), reference)
 
 
 @requires_native
 def test_native_without_limit_hashes_every_ngram_of_a_long_token():
     model = FastTextBin.load(TINY)
     words = ["é" * 3_000 + "x", "x" * 20_000]
-    native, numpy_ids = native_and_numpy(model, words, None)
-    assert native == numpy_ids
+    native = model.subword_ids_and_cuts(words, None)
+    check_against_reference(model, words, None, native)
     # Every n-gram of 3 to 6 (minn, maxn) of the 20,002 characters of "<x...x>".
     assert len(native[0][1]) == sum(20_002 - n + 1 for n in range(3, 7))
 
@@ -311,7 +259,7 @@ def test_native_without_limit_hashes_every_ngram_of_a_long_token():
 @pytest.fixture(scope="module")
 def resettled_models(tmp_path_factory):
     """Copies of the fixture with other `minn`/`maxn` (the header's args; same matrix): what
-    the library and both implementations compute must follow them."""
+    the library and the C extension compute must follow them."""
     directory = tmp_path_factory.mktemp("settings")
     data = bytearray(TINY.read_bytes())
     paths = {}
@@ -329,8 +277,7 @@ def test_native_follows_other_settings_like_the_library(resettled_models, limit)
         model = FastTextBin(path)
         assert (model.minn, model.maxn) == (minn, maxn)
         words = [w for w in NATIVE_TRICKY if len(w) < 1_000] + model.words[:30] + ["</s>"]
-        native, numpy_ids = native_and_numpy(model, words, limit)
-        assert native == numpy_ids, (minn, maxn)
+        native = model.subword_ids_and_cuts(words, limit)
         check_against_reference(model, words, limit, native, fasttext.load_model(str(path)))
 
 
@@ -343,19 +290,19 @@ def test_native_shares_int_objects_and_rejects_non_strings():
     assert len(shared) >= 10 and min(shared) > 256  # not Python's cached small ints
     objects = [{value: value for value in ids} for ids in (walking, talking)]
     assert all(objects[0][value] is objects[1][value] for value in shared)
-    for implementation in (contextlib.nullcontext, numpy_only):
+    for implementation in (contextlib.nullcontext, python_only):
         with implementation(), pytest.raises(TypeError):
             model.subword_ids_and_cuts(["fine", None])
 
 
-def test_missing_extension_falls_back_to_numpy_and_says_so(monkeypatch, caplog):
+def test_missing_extension_falls_back_to_python_and_says_so(monkeypatch, caplog):
     import allennlp_elmo_c.fasttext as fasttext_package
 
     monkeypatch.delattr(fasttext_package, "_subwords", raising=False)
     monkeypatch.setitem(sys.modules, "allennlp_elmo_c.fasttext._subwords", None)  # not importable
     with caplog.at_level(logging.INFO, logger=fasttext_bin.__name__):
         assert native_subwords.__wrapped__() is None
-    assert "not built" in caplog.text and "numpy" in caplog.text
+    assert "not built" in caplog.text and "pure-Python" in caplog.text
     monkeypatch.setattr(fasttext_bin, "native_subwords", lambda: None)
     model = FastTextBin.load(TINY)
     assert model.subword_ids_batch(["schools", "café"]) == [

@@ -8,10 +8,7 @@ from allennlp.models.archival import load_archive
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
-from allennlp_elmo_c.modules.subword_representations import (
-    SubwordElmoCRepresentations,
-    is_subword_archive,
-)
+from allennlp_elmo_c.modules.subword_representations import SubwordElmoCRepresentations
 from tests.helpers import train_tiny_elmo_sub
 
 SENTENCES = [["Storms", "closed", "schools", "on", "Friday", "."], ["The", "council", "met"]]
@@ -138,15 +135,6 @@ def test_vocabulary_from_archive_equals_the_train_bpe_vocabulary(bpe, archive, i
     tensors = indexed(SENTENCES, from_directory)
     for key, value in indexed(SENTENCES, indexer).items():
         assert torch.equal(value, tensors[key]), key
-
-
-def test_is_subword_archive(archive, elmo_c_archive, tmp_path):
-    assert is_subword_archive(archive)
-    assert not is_subword_archive(str(elmo_c_archive))
-    assert not is_subword_archive(str(tmp_path / "nope.tar.gz"))
-    corrupt = tmp_path / "model.tar.gz"
-    corrupt.write_bytes(b"\x1f\x8b\x08\x00 not really gzip")
-    assert not is_subword_archive(str(corrupt))
 
 
 def test_errors(archive, elmo_c_archive, tmp_path):

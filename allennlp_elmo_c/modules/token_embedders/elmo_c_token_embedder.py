@@ -10,11 +10,11 @@ from allennlp.data import Vocabulary
 
 from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
-from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 from allennlp_elmo_c.common.config_defaults import ELMO_C_DIM
 from allennlp_elmo_c.fasttext.fasttext_source import archive_being_loaded
-from allennlp_elmo_c.modules.elmo_c import ElmoC
+from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
 from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.modules.subword_representations import representations_of
 
 logger = logging.getLogger(__name__)
 
@@ -77,17 +77,15 @@ class ElmoCTokenEmbedder(TokenEmbedder):
                 "elmo_c_token_embedder: num_output_representations must be >= 1"
             )
         bilm = self._read_bilm(archive_file, fasttext_path, tokenizer_path, vocab)
-        # `ElmoC`'s representations (not the wrapper: state-dict keys stay `_elmo_c.*`).
-        self._elmo_c = ElmoC(
-            None,
-            num_output_representations,
+        self._elmo_c = representations_of(
+            bilm,
+            num_output_representations=num_output_representations,
             requires_grad=requires_grad,
             do_layer_norm=do_layer_norm,
             dropout=dropout,
             keep_sentence_boundaries=keep_sentence_boundaries,
             scalar_mix_parameters=scalar_mix_parameters,
-            module=bilm,
-        ).representations
+        )
         bilm_dim = self._elmo_c.get_output_dim()
         if expected_output_dim is not None and expected_output_dim != bilm_dim:
             raise ConfigurationError(
