@@ -328,7 +328,7 @@ def avx2_demo_update() -> str:
     data = load(AVX2_CPU)
     machine, row = data["machine"], data["rows"][0]
     cpu = re.sub(r",[^)]*\)", ")", machine["cpu"])
-    return (f"on a {machine['cores']}-core {cpu}, {machine['vector_units']} ({machine['date']}), "
+    return (f"On a {machine['cores']}-core {cpu}, {machine['vector_units']} ({machine['date']}), "
             f"an update of the demo's pretraining took {seconds(*row['seconds'])} s on "
             f"{row['threads']} threads shared with other jobs")
 
