@@ -86,6 +86,11 @@ def load(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def cpu_of(data: dict) -> str:
+    """The CPU of a quality run's data ("Intel Xeon Processor"), from its `machine` line."""
+    return data["machine"].split(",")[0].replace("(R)", "")
+
+
 def cell(row: dict, task: str) -> dict:
     return row["test"][task]
 
@@ -190,7 +195,7 @@ def quality_table() -> str:
         lines.append(f"| {TASK_NAMES[task]} | " + " | ".join(cells) + " |")
     speeds = ["-" if row["tokens_per_second"] is None else f"{row['tokens_per_second']:,}"
               for row in rows]  # fmt: skip
-    lines.append("| pretraining tokens/s, one core | " + " | ".join(speeds) + " |")
+    lines.append(f"| pretraining tokens/s, one core of an {cpu_of(data)} | " + " | ".join(speeds) + " |")
     return "\n".join(lines)
 
 
@@ -258,7 +263,8 @@ def pretraining_speed() -> str:
     data = load(SCREEN)
     systems = sorted(("elmo_c_cosine",) + SCREEN_SYSTEMS, key=lambda s: -speed_of(data, s))
     elmo_a = speed_of(data, "elmo_a_whole")
-    lines = [f"| system | tokens/s over {TABLE_MINUTES:.0f} minutes, one core | against ELMo-A |",
+    lines = [f"| system | tokens/s over {TABLE_MINUTES:.0f} minutes, one core of an {cpu_of(data)} "
+             "| against ELMo-A |",
              "|---|---|---|"]  # fmt: skip
     for system in systems:
         lines.append(f"| {SYSTEM_NAMES[system]} | {speed_of(data, system):,} | "
@@ -273,7 +279,7 @@ def losses_table() -> str:
     budgets = " / ".join(f"{e['minutes']:.0f}" for e in against_reference(screen, SCREEN_SYSTEMS[0]))
     lines = [f"| loss | screen against the cosine, mean probe score at {budgets} minutes | "
              "downstream against the cosine, test | "
-             f"tokens/s over {TABLE_MINUTES:.0f} minutes, one core |",
+             f"tokens/s over {TABLE_MINUTES:.0f} minutes, one core of an {cpu_of(screen)} |",
              "|---|---|---|---|"]  # fmt: skip
     for loss, system in LOSSES.items():
         if system is None:
@@ -342,7 +348,8 @@ def precision_speed_table() -> str:
     for path in PRECISION_SPEED:
         data = load(path)
         machine = data["machine"]
-        where = machine["gpu"] if machine.get("gpu") else f"{machine['cpu']}, one core"
+        # bfloat16 whole steps on a CPU ran on oneDNN's AVX-512 kernels (`bfloat16_unsupported`).
+        where = machine["gpu"] if machine.get("gpu") else f"{machine['cpu']} with AVX-512, one core"
         rows = [r for r in data["sections"]["end_to_end"] if r["size"] == "paper"]
         for batch in sorted({r["batch"] for r in rows}):
             found = {}
@@ -508,7 +515,7 @@ def readme_results() -> str:
     LM on a CPU with AVX-512 and with the libraries capped at AVX2; each row links its table."""
     wins = load(WINS)
     at = {system: row_of(wins, system, TABLE_MINUTES) for system in TABLE_SYSTEMS}
-    cpu = wins["machine"].split(",")[0].replace("(R)", "")
+    cpu = cpu_of(wins)
     lines = ["| measured (its full table) | ELMo-C, in-batch softmax | compared with |", "|---|---|---|"]
     for task in ("ner",):
         found = {s: mean_std_of(cell(row, task), count=False) for s, row in at.items()}
