@@ -345,20 +345,9 @@ def _tokens_seen(training: Dict[str, Any]) -> str:
     return f"{training['tokens_seen']:,} (the positions each direction was trained to predict)"
 
 
-def _epochs(training: Dict[str, Any]) -> str:
-    if "epochs" in training:
-        return str(training["epochs"])
-    if isinstance(training.get("epoch"), int):  # a directory packaged before `epochs` was recorded
-        return str(training["epoch"] + 1)
-    return "not recorded"
-
-
 def _best_validation(training: Dict[str, Any]) -> str:
     """The validation metrics of the best epoch, e.g. "epoch 1: forward_cosine 0.6601, ..."."""
     best = dict(training.get("best_validation") or {})
-    if not best:  # a directory packaged before every metric was recorded
-        best = {key[len("best_validation_"):]: value for key, value in training.items()
-                if key.startswith("best_validation_")}  # fmt: skip
     if not best:
         return "not recorded (the run had no validation data)"
     epoch = best.pop("epoch", None)
@@ -414,7 +403,7 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
     lines += [
         f"- tokens seen: {_tokens_seen(training)}",
         f"- training time: {training.get('training_duration', 'not recorded')}",
-        f"- epochs: {_epochs(training)}",
+        f"- epochs: {training.get('epochs', 'not recorded')}",
         f"- best validation: {_best_validation(training)}",
         f"- precision: {precision_text(bilm_config['model'].get('precision', 'float32'))}",
     ]
@@ -427,8 +416,6 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
                 f"{session.get('torch_threads')} torch threads), {gpus}; "
                 f"torch {session.get('torch')}"
             )
-    else:
-        lines.append("- hardware: not recorded (trained before allennlp-elmo-c recorded it)")
     lines += [
         "",
         "## Use it",

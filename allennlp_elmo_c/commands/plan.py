@@ -1,16 +1,11 @@
 """
 `python -m allennlp_elmo_c plan CORPUS --config CONFIG [-o OVERRIDES] [--json]`: how long a
-pretraining run will take on this machine and how much memory and disk it needs, before it
-starts.
+pretraining run will take on this machine and the memory and disk it needs, before it starts.
 
-It reads the corpus's size (`prepare-corpus`'s manifest, or one cached count), works out the
-windows and updates the config makes of it, then trains a few real updates with that config on
-this machine (a short `allennlp train` in a temporary directory: the same model, precision,
-device, data loading and callbacks), and prints the tokens, windows, updates per epoch and in
-all, the measured seconds per update, the estimated time per epoch and in all, the peak memory
-(RAM, and GPU memory on a GPU) and the disk the checkpoints and the archive take. Where the
-config asks for bfloat16 and the machine has no fast bfloat16 products, training would stop at
-its first batch: the plan says so and measures float32.
+It sizes the run from the corpus (`corpus_size`) and the config's reader and loader, trains a
+few real updates of the config in a child `allennlp train` (so the config's code runs, as in
+training), and extrapolates the measured time per update. Where the config asks for bfloat16
+and the machine has no fast bfloat16 products, the plan says so and measures float32.
 """
 
 import argparse
@@ -37,7 +32,8 @@ from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.machine import cpu_name
 from allennlp_elmo_c.common.threads import usable_cpus
 from allennlp_elmo_c.data.corpus_size import CorpusSize, corpus_size, corpus_windows
-from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader, corpus_files
+from allennlp_elmo_c.data.corpus import corpus_files
+from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 from allennlp_elmo_c.nn.products import bfloat16_unsupported
 from allennlp_elmo_c.training.update_timings import TIMINGS, with_update_timings
 
@@ -121,7 +117,9 @@ def _sizes(params: Params, corpus: str) -> Dict[str, Any]:
     reader = DatasetReader.from_params(params["dataset_reader"].duplicate())
     if not isinstance(reader, LmCorpusReader):
         raise ConfigurationError("plan: the config's dataset_reader must be 'lm_corpus'")
-    size: CorpusSize = corpus_size(corpus_files(corpus))
+    size: CorpusSize = corpus_size(corpus_files(corpus, "plan"))
+    if not size.tokens:
+        raise ConfigurationError(f"plan: {corpus} has no tokens (its files are empty or blank)")
     loader = DataLoader.from_params(params["data_loader"].duplicate(), reader=reader,
                                     data_path=corpus)  # fmt: skip
     try:
@@ -343,12 +341,14 @@ def _size(size: float) -> str:
 class Plan(PluginSubcommand):
     description = (
         "How long pretraining a config on a corpus takes on this machine, and how much memory "
-        "and disk it needs: a few real updates, measured and extrapolated."
+        "and disk it needs: a few real updates, measured and extrapolated. The config's code "
+        "runs as in allennlp train: plan only configs you trust (docs/security.md)."
     )
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("corpus", help="the training text: a file or a pattern of files")
-        subparser.add_argument("--config", required=True, help="the training config (.jsonnet)")
+        subparser.add_argument("--config", required=True,
+                               help="the training config (.jsonnet): its code runs")
         subparser.add_argument("-o", "--overrides", default="", help="JSON overrides, as for train")
         subparser.add_argument("--updates", type=int, default=10, help="updates to time")
         subparser.add_argument("--json", action="store_true", help="print one JSON object")

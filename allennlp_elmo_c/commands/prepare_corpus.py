@@ -1,45 +1,24 @@
 """
-`allennlp prepare-corpus`: turns raw text into the corpus format of this package (one tokenized
-sentence per line, tokens separated by single spaces: what the `lm_corpus` reader reads and what
-`train-fasttext` takes), split by document into train and validation files.
+`allennlp prepare-corpus INPUT... OUTPUT_DIR`: raw text into the corpus format of this package
+(one tokenized sentence a line, tokens separated by single spaces: what `lm_corpus` and
+`train-fasttext` read), split by document into `train.txt` (or `train-00000.txt`, ... of about
+`--shard-tokens` tokens) and `validation.txt`. docs/your-data.md describes the options.
 
-```bash
-python -m allennlp_elmo_c prepare-corpus INPUT... OUTPUT_DIR [--language en] \\
-    [--validation-fraction 0.01] [--shard-tokens N] [--seed 13] [--text-field text] [--paragraphs]
-```
-
-- INPUT: files or directories (walked recursively, in sorted order) of UTF-8 text: `.txt` and
-  `.txt.gz` (a document is a file, or with `--paragraphs` each blank-line-separated block), and
-  `.jsonl` / `.jsonl.gz` (a document is a line's JSON object, its text in `--text-field`; with
-  `--paragraphs` each blank-line-separated block of that text). Other files found in a directory
-  are skipped, and recorded as skipped.
-- Text: the lines of a blank-line-separated block are joined (hard-wrapped prose is read as
-  prose), split into sentences and tokens by `SentenceTokenizer` (spaCy's blank pipeline for
-  `--language` and its sentencizer; nothing is downloaded).
-- OUTPUT_DIR: `train.txt` (or `train-00000.txt`, `train-00001.txt`, ... of about `--shard-tokens`
-  tokens each; `lm_corpus` reads them as one stream from a pattern, `OUTPUT_DIR/train-*.txt`) and
-  `validation.txt`. A document goes wholly to one side: to validation when a
-  64-bit hash of `seed`, its source file (relative to its INPUT) and its index in the file falls
-  below `validation_fraction`, so the same inputs and seed give byte-identical outputs.
-- Exact duplicate sentences are written once (the first occurrence, across both files) when
-  they recur within `--duplicate-window` distinct sentences of each other (a `RecentSet` of
-  8-byte hashes, about 80 bytes of memory per sentence held: at most the window's, however large
-  the corpus; a sentence that keeps recurring, boilerplate, stays in it). A corpus of at most
-  half the window's distinct sentences is deduplicated exactly; the manifest counts the
-  hashes the window dropped (`duplicate_window.forgotten`: 0 when it was exact). Everything else
-  streams (a line, a block of at most `CHUNK_CHARACTERS`, or one JSON line at a time).
-- `manifest.json` (written last) holds the files, documents, sentences and tokens per split,
-  duplicates removed, every skipped input with its reason and the problems met per file; an
-  identical second run is a no-op (`--force` redoes it). Output files are written atomically
-  and renamed into place together at the end: an interrupted run leaves nothing that looks
-  finished.
-
-Bad input is counted and named (in the log and the manifest), never a crash: binary files
-(NUL bytes or undecodable bytes at a high rate in the first `SNIFF_BYTES`) and empty files are
-skipped; bytes that are not UTF-8 become U+FFFD and NUL characters spaces (counted per file); a
-line longer than `CHUNK_CHARACTERS` is cut at whitespace (a word without whitespace that long is
-cut anyway; both counted) so spaCy never sees a text over its `max_length`; a JSON line that does
-not parse or lacks the text field is counted and skipped.
+- INPUT: files, or directories walked in sorted order (links and other kinds of file skipped,
+  as `allennlp_elmo_c.data.corpus` does), of `.txt` / `.txt.gz` (a document is a file, or with
+  `--paragraphs` a blank-line-separated block) and `.jsonl` / `.jsonl.gz` (a line's JSON object,
+  its text in `--text-field`). Blocks are joined into prose, split into sentences and tokens by
+  `SentenceTokenizer` (spaCy's blank pipeline for `--language`; nothing is downloaded).
+- A document goes to validation when a 64-bit hash of the seed, its source file and its index
+  falls below `--validation-fraction`: the same inputs and seed give byte-identical outputs.
+- A sentence recurring within `--duplicate-window` distinct sentences is written once (a
+  `RecentSet` of 8-byte hashes, ~80 bytes a sentence); everything else streams, in pieces of at
+  most `CHUNK_CHARACTERS` (spaCy's `max_length` is 1,000,000).
+- `manifest.json` (written last) holds each file's bytes, sentences and tokens, the splits'
+  counts, duplicates removed, the inputs skipped with their reasons and each file's problems
+  (binary or empty files skipped; undecodable bytes, NUL characters, long lines and words cut,
+  bad JSON lines: counted). Files are written atomically and renamed into place together; an
+  identical second run is a no-op (`--force` redoes it).
 """
 
 import argparse
@@ -68,6 +47,7 @@ from allennlp_elmo_c.common.build_cache import MANIFEST, is_built, write_manifes
 from allennlp_elmo_c.common.recent_set import RecentSet
 from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 from allennlp_elmo_c.common.text import decode_line
+from allennlp_elmo_c.data.corpus import PIECE_BYTES, file_problem, line_pieces
 from allennlp_elmo_c.received.received_json import MAX_DEPTH, json_depth
 
 logger = logging.getLogger(__name__)
@@ -77,7 +57,7 @@ TEXT_SUFFIXES = (".txt", ".txt.gz")
 JSON_SUFFIXES = (".jsonl", ".jsonl.gz")
 # The longest text given to spaCy at once (its `max_length` is 1,000,000): longer lines are cut at
 # whitespace, longer blocks at line ends.
-CHUNK_CHARACTERS = 100_000
+CHUNK_CHARACTERS = PIECE_BYTES
 # Sentence hashes held to find duplicates (`--duplicate-window`), about 80 bytes of memory each.
 DUPLICATE_WINDOW = 8_000_000
 # A `.jsonl` line (one document) longer than this is skipped, never read into memory whole.
@@ -91,7 +71,6 @@ BINARY_UNDECODABLE_FRACTION = 0.3
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 _OUTPUT_NAME = re.compile(r"^(train(-\d{5})?|validation)\.txt$")
 _BLOCK_SEPARATOR = re.compile(r"\n[ \t\r\f\v]*\n")
-_ASCII_WHITESPACE = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
 _WHITESPACE = (" ", "\t", "\n", "\r", "\x0b", "\x0c", "\u00a0", "\u3000")
 
 PathOrStr = Union[str, "os.PathLike[str]"]
@@ -193,6 +172,8 @@ def prepare_corpus(
                 "token was found); see the warnings above for the files skipped"
             )
     seconds = time.perf_counter() - start
+    for name, counts in writer.files.items():  # the sizes a reader checks the counts against
+        counts["bytes"] = (output_directory / name).stat().st_size
 
     problems = _report_inputs(usable, skipped)
     splits = splitter.splits
@@ -405,6 +386,11 @@ def _find_inputs(
     for given in inputs:
         if not given.exists():
             raise ConfigurationError(f"prepare-corpus: input {given} does not exist")
+        if given.is_symlink() and not given.is_dir():
+            raise ConfigurationError(
+                f"prepare-corpus: input {given} is a symbolic link, not followed: name the file "
+                "itself"
+            )
         if given.is_file():
             if not given.name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
                 raise ConfigurationError(
@@ -428,10 +414,8 @@ def _find_inputs(
                 elif not name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
                     skipped.append({"path": str(path), "reason": "not .txt, .txt.gz, .jsonl or "
                                     ".jsonl.gz"})
-                elif path.is_symlink():  # a link in a received directory may point anywhere
-                    skipped.append({"path": str(path), "reason": "symbolic link (not followed)"})
-                elif not path.is_file():
-                    skipped.append({"path": str(path), "reason": "not a regular file"})
+                elif file_problem(str(path)):  # a link in a received directory may point anywhere
+                    skipped.append({"path": str(path), "reason": file_problem(str(path))})
                 else:
                     files.append(_InputFile(path, source))
     return files, skipped
@@ -457,43 +441,6 @@ def _sniff(file: _InputFile) -> Optional[str]:
     if bad > BINARY_UNDECODABLE_FRACTION * len(judged):
         return f"binary or not UTF-8 ({bad} undecodable bytes in the first {len(judged)} bytes)"
     return None
-
-
-def _pieces(stream: IO[bytes], file: _InputFile) -> Iterator[Tuple[bytes, bool]]:
-    """
-    The lines of `stream` as `(bytes, ends_line)`; a line longer than `CHUNK_CHARACTERS` bytes is
-    cut after its last ASCII whitespace (which never lies inside a UTF-8 character) into pieces,
-    or, in a word that long, before a UTF-8 lead byte.
-    """
-    limit = CHUNK_CHARACTERS
-    carry = b""
-    in_long_line = False
-    while True:
-        try:
-            more = stream.readline(limit - len(carry))
-        except _READ_ERRORS as error:
-            _read_error(file, error)
-            more = b""
-        raw, carry = carry + more, b""
-        if not raw:
-            return
-        if raw.endswith(b"\n") or len(raw) < limit:
-            yield raw, True
-            in_long_line = False
-            continue
-        if not in_long_line:
-            file.count("long_lines_cut")
-            in_long_line = True
-        cut = max(raw.rfind(space) for space in _ASCII_WHITESPACE) + 1
-        if cut <= 0:
-            file.count("long_words_cut")
-            cut = len(raw)
-            while cut > len(raw) - 4 and (raw[cut - 1] & 0xC0) == 0x80:
-                cut -= 1
-            if raw[cut - 1] >= 0xC0:
-                cut -= 1
-        yield raw[:cut], False
-        carry = raw[cut:]
 
 
 def _text_chunks(text: str, file: _InputFile) -> Iterator[str]:
@@ -567,20 +514,24 @@ def _text_documents(
     size = 0
     document = 0
     first = True
-    for raw, ends_line in _pieces(stream, file):
-        text = _decode(raw, first, file)
-        first = False
-        if ends_line and not text.strip():  # a blank line ends a block
-            if block:
+    pieces = line_pieces(stream, file.count)
+    try:
+        for raw, ends_line in pieces:
+            text = _decode(raw, first, file)
+            first = False
+            if ends_line and not text.strip():  # a blank line ends a block
+                if block:
+                    yield str(document), " ".join(block)
+                    block, size = [], 0
+                    document += paragraphs
+                continue
+            if size + len(text) > CHUNK_CHARACTERS and block:
                 yield str(document), " ".join(block)
                 block, size = [], 0
-                document += paragraphs
-            continue
-        if size + len(text) > CHUNK_CHARACTERS and block:
-            yield str(document), " ".join(block)
-            block, size = [], 0
-        block.append(text)
-        size += len(text)
+            block.append(text)
+            size += len(text)
+    except _READ_ERRORS as error:
+        _read_error(file, error)
     if block:
         yield str(document), " ".join(block)
 

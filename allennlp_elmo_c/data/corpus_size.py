@@ -1,14 +1,13 @@
 """
 How big a language-modelling corpus is, before it is read: its sentences and tokens, and what the
-`lm_corpus` reader and a data loader make of them (windows, batches, updates). This sizes the
-learning-rate schedule (`rnmt_plus` with run fractions), the progress bar of a streamed corpus
-(`lm_stream`'s length) and the `plan` command.
+`lm_corpus` reader and a data loader make of them (windows, batches, updates), for `rnmt_plus`'s
+run fractions, `lm_stream`'s length and `plan`.
 
-The counts come from `prepare-corpus`'s `manifest.json` when the files are its outputs and have
-not changed since it was written; otherwise each file is read once, as the `lm_corpus` reader
-reads it (`decode_line`, then whitespace tokens: `WhitespaceTokenizer`'s split), and its count is
-cached under `$XDG_CACHE_HOME/allennlp_elmo_c/corpus_counts/` (`~/.cache` when unset), keyed by the
-file's absolute path, size and modification time. A cache that cannot be written is skipped.
+A file's counts come from the `prepare-corpus` `manifest.json` beside it when they agree with the
+file (`_from_manifest`); otherwise the file is read once as the `lm_corpus` reader reads it
+(`corpus_lines`, whitespace tokens) and its count cached under
+`$XDG_CACHE_HOME/allennlp_elmo_c/corpus_counts/` (`~/.cache` when unset), keyed by the file's
+absolute path, size and modification time. A cache that cannot be written is skipped.
 """
 
 import hashlib
@@ -17,20 +16,23 @@ import logging
 import math
 import os
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.atomic import atomic_open
 from allennlp_elmo_c.common.build_cache import MANIFEST
-from allennlp_elmo_c.common.text import decode_line
+from allennlp_elmo_c.data.corpus import corpus_lines
 from allennlp_elmo_c.received.received_json import read_received_json
 
 logger = logging.getLogger(__name__)
 
 # A manifest or cached count larger than this is not one of ours: it is ignored.
 MAX_RECORD_BYTES = 16 * 1024 * 1024
-COUNT_VERSION = 1
+COUNT_VERSION = 2
+# A manifest's counts are checked against the rate of tokens in a file's first SAMPLE_BYTES.
+SAMPLE_BYTES = 1 << 16
+MAX_COUNT = 1 << 62
 
 
 class CorpusSize(NamedTuple):
@@ -44,11 +46,7 @@ class CorpusSize(NamedTuple):
 
 
 def corpus_size(paths: List[str]) -> CorpusSize:
-    """
-    The size of the corpus made of `paths` (the files of one `lm_corpus` data path, e.g. from
-    `lm_corpus.corpus_files`): each file's counts from its directory's manifest, the cache, or
-    one read of the file.
-    """
+    """The size of the corpus made of `paths` (from `corpus.corpus_files`)."""
     sentences = tokens = 0
     sources = set()
     for path in paths:
@@ -61,12 +59,8 @@ def corpus_size(paths: List[str]) -> CorpusSize:
 
 
 def stream_windows(tokens: int, window: Optional[int]) -> int:
-    """
-    The instances `lm_corpus` makes of one stream of `tokens` tokens (boundary tokens included)
-    with `max_sequence_length` = `window`: consecutive windows share one token, so after the first
-    each adds `window - 1` tokens, and a last shorter window is kept (`ceil((tokens - 1) /
-    (window - 1))`, at least one for a stream with a token).
-    """
+    """The windows `lm_corpus` makes of one stream of `tokens` tokens (boundary tokens
+    included) with `max_sequence_length` = `window` (consecutive windows share one token)."""
     if tokens <= 0:
         return 0
     if window is None:
@@ -77,15 +71,9 @@ def stream_windows(tokens: int, window: Optional[int]) -> int:
 def corpus_windows(
     size: CorpusSize, window: Optional[int], boundary_tokens: int, streams: int = 1
 ) -> int:
-    """
-    The instances `lm_corpus` makes of a corpus read as `streams` streams (one per training
-    process and data-loader worker: each reads every `streams`-th line and cuts its own windows).
-    Exact for one stream; for several, each stream is taken to hold an equal share of the tokens:
-    the streams' windows add up to `(tokens - streams) / (window - 1)` plus less than one for each
-    stream (its last, shorter window) however the lines fall, so the error is below one window
-    per stream. Without a `window` every sentence is one
-    instance.
-    """
+    """The instances `lm_corpus` makes of a corpus read as `streams` streams (one per process
+    and worker, each cutting its own windows): exact for one stream, within one window per stream
+    for several (each taken to hold an equal share). Without a `window`, its sentences."""
     if window is None:
         return size.sentences
     total = size.tokens + boundary_tokens * size.sentences
@@ -106,9 +94,9 @@ def _file_counts(path: Path) -> "tuple[Dict[str, int], str]":
     if counts is not None:
         return counts, "manifest"
     record = _cache_file(path, stat)
-    counts = _read_record(record) if record is not None else None
-    if counts is not None and counts.get("key") == _key(path, stat):
-        return {"sentences": counts["sentences"], "tokens": counts["tokens"]}, "cache"
+    cached = _read_record(record) if record is not None else None
+    if cached is not None and cached.get("key") == _key(path, stat) and _counts(cached):
+        return _counts(cached), "cache"  # type: ignore[return-value]
     counts = count_file(path)
     if record is not None:
         _write_record(record, {"key": _key(path, stat), **counts})
@@ -120,33 +108,47 @@ def count_file(path: Path) -> Dict[str, int]:
     as the `lm_corpus` reader with its default tokenizer sees them."""
     sentences = tokens = 0
     logger.info("Counting the sentences and tokens of %s (once; the count is cached)", path)
-    with open(path, "rb") as corpus:
-        for number, raw_line in enumerate(corpus):
-            words = len(decode_line(raw_line, first=number == 0)[0].split())
-            if words:
-                sentences += 1
-                tokens += words
+    for line in corpus_lines([str(path)]):
+        words = sum(len(text.split()) for text, _, _ in line)
+        sentences += words > 0
+        tokens += words
+    return {"sentences": sentences, "tokens": tokens}
+
+
+def _counts(record: Any, size: int = MAX_COUNT) -> Optional[Dict[str, int]]:
+    """A record's sentences and tokens if they are integers a file of `size` bytes can hold."""
+    try:
+        sentences, tokens = record["sentences"], record["tokens"]
+    except (KeyError, TypeError):
+        return None
+    if type(sentences) is not int or type(tokens) is not int:
+        return None
+    if not 0 <= sentences <= tokens <= (size + 1) // 2 or (tokens and not sentences):
+        return None
     return {"sentences": sentences, "tokens": tokens}
 
 
 def _from_manifest(path: Path, stat: os.stat_result) -> Optional[Dict[str, int]]:
-    """The file's counts from a `prepare-corpus` manifest beside it, if the manifest names it and
-    was written after the file last changed."""
-    manifest = path.parent / MANIFEST
+    """The file's counts from a `prepare-corpus` manifest beside it, if they agree with the file:
+    its size as recorded, and tokens and sentences within a factor of 2 of what its first
+    `SAMPLE_BYTES` hold per byte. A smaller file is counted (as quick as a check)."""
+    if stat.st_size <= SAMPLE_BYTES:
+        return None
+    record = _read_record(path.parent / MANIFEST)
     try:
-        if manifest.stat().st_mtime_ns < stat.st_mtime_ns:
+        record = record["stats"]["files"][path.name]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+    counts = _counts(record, stat.st_size)
+    if counts is None or record.get("bytes") != stat.st_size:
+        return None
+    with open(path, "rb") as corpus:
+        sample = corpus.read(SAMPLE_BYTES)
+    rate = stat.st_size / len(sample)
+    for key, sampled in (("tokens", len(sample.split())), ("sentences", sample.count(b"\n"))):
+        if not sampled * rate / 2 < counts[key] < 2 * sampled * rate:
             return None
-    except OSError:
-        return None
-    content = _read_record(manifest)
-    try:
-        counts = content["stats"]["files"][path.name]  # type: ignore[index]
-        sentences, tokens = int(counts["sentences"]), int(counts["tokens"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    if sentences < 0 or tokens < sentences:
-        return None
-    return {"sentences": sentences, "tokens": tokens}
+    return counts
 
 
 def _key(path: Path, stat: os.stat_result) -> List:

@@ -1,15 +1,8 @@
 """
-A fastText `.bin` model read without the fastText library: its dictionary and arguments are
-parsed into Python, and its input matrix (the word and character n-gram vectors) is memory-mapped
-from the file instead of loaded, so a multi-GB `cc.en.300.bin` costs no RAM until rows are touched
-and is shared by every process on the machine that maps it (data-loader workers, DDP ranks).
-
-Subword ids are computed exactly as fastText's `Dictionary::getSubwords` does (FNV-1a hash of
-each UTF-8 character n-gram of `<word>`, modulo `bucket`, offset by the number of words), for
-many words at once (`subword_ids_batch`): by the C extension `_subwords` (`_subwords.c`, built by
-`setup.py`) when it is built, else in numpy (`_batch_ngram_hashes`). The tests check both against
-the fastText library for in- and out-of-vocabulary words, and against the word-by-word
-pure-Python implementation (`reference_subword_ids`) for random strings.
+A fastText `.bin` model read without the fastText library: its dictionary and arguments parsed
+into Python, its input matrix memory-mapped (no RAM until rows are touched, shared by every
+process that maps it). Subword ids are computed as fastText's `Dictionary::getSubwords` does, for
+many words at once: by the C extension `_subwords` when it is built, else in numpy.
 """
 
 import functools
@@ -49,11 +42,7 @@ USE_NATIVE = True
 
 @functools.lru_cache(maxsize=None)
 def native_subwords():
-    """
-    The C extension computing subword ids (`_subwords.c`), or `None` if it is not built (an
-    install without a C compiler; a source tree without `python setup.py build_ext --inplace`).
-    Which implementation is used is logged once.
-    """
+    """The C extension computing subword ids (`_subwords.c`), or `None` if it is not built."""
     try:
         from allennlp_elmo_c.fasttext import _subwords
     except ImportError as error:
@@ -120,11 +109,8 @@ class FastTextBin:
 
     def _fingerprint(self, matrix_offset: int) -> int:
         """
-        A 52-bit identity of the model's content (exact as a double: training records it in
-        config.json, which AllenNLP reads through jsonnet's double-precision numbers): a hash of
-        the file size, everything before the input matrix (the arguments, i.e. `dim`, `minn`,
-        `maxn`, `bucket`, and the whole dictionary), the matrix's first MB and the file's last MB.
-        Copies of one file share it; two trainings, even on the same corpus, practically never do.
+        A 52-bit identity of the model's content (exact as a jsonnet double): a hash of the file
+        size, everything before the input matrix, the matrix's first MB and the file's last MB.
         """
         size = os.path.getsize(self.path)
         digest = hashlib.blake2b(str(size).encode(), digest_size=8)
@@ -203,9 +189,7 @@ class FastTextBin:
             raise ConfigurationError(
                 f"{self.path} is a pruned/quantized fastText model (.ftz), which is not supported"
             )
-        # Before anything grows with them: the counts must fit in the file (each dictionary
-        # entry takes at least 10 bytes, each input matrix row `dim` floats), and there must be
-        # rows, which then bound `dim` too.
+        # Before anything grows with them: the counts must fit in the file.
         rows = self.num_words + self.bucket
         if rows == 0:
             raise ConfigurationError(
@@ -262,32 +246,22 @@ class FastTextBin:
 
     @functools.cached_property
     def _row_ints(self):
-        """
-        The C extension's table of shared int objects (`_subwords.IntTable`), from each row id
-        met to its int: the ids of all words and of every indexer reading this file are the same
-        objects (the millions of ids in an indexer's cache would otherwise be distinct ints). It
-        grows with the rows met, in pages, not with the rows the header declares.
-        """
+        """The C extension's table of shared int objects (`_subwords.IntTable`), one per row id
+        met: every indexer reading this file shares them."""
         return native_subwords().IntTable(self.num_rows)
 
     def subword_ids(self, word: str, limit: Optional[int] = None) -> List[int]:
         """
         The input-matrix rows whose mean is `word`'s vector, as fastText's `get_subwords`: the
-        word's own row if it is in the dictionary, then its hashed character n-grams. May be
-        empty (e.g. the empty string), in which case fastText's vector is all zeros. With
-        `limit`, at most the first `limit` ids (a 1M-character token has ~4M n-grams).
+        word's own row if it is in the dictionary, then its hashed character n-grams (maybe none).
+        With `limit`, at most the first `limit` ids.
         """
         return self.subword_ids_batch([word], limit)[0]
 
     def subword_ids_batch(
         self, words: Sequence[str], limit: Optional[int] = None
     ) -> List[List[int]]:
-        """
-        `subword_ids` of each of `words`: by the C extension if it is built, else the n-grams of
-        all of them hashed at once in numpy (`_batch_ngram_hashes`), faster than word by word in
-        pure Python (`reference_subword_ids`) for a sentence or more, the C extension faster
-        still (measured by `experiments/speed/indexing_speed.py`).
-        """
+        """`subword_ids` of each of `words`."""
         return [list(ids) for ids in self.subword_ids_and_cuts(words, limit)[0]]
 
     def subword_ids_and_cuts(
@@ -295,12 +269,8 @@ class FastTextBin:
     ) -> Tuple[List[Tuple[int, ...]], List[int]]:
         """
         `subword_ids_batch(words, limit)` as tuples, and the indices of the words that have more
-        than `limit` ids (cut to `limit`). Tuples of ints, unlike lists, are not tracked by
-        Python's garbage collector once it has seen them: caching millions of lists would make
-        every full collection traverse them, which in a process that has imported torch and
-        AllenNLP slows building many lists down several times.
-
-        `limit`, if given, is `>= 0`.
+        than `limit` ids (cut to `limit`; `limit >= 0`). Tuples: Python's garbage collector
+        stops tracking them, so caching millions costs no collection time.
         """
         native = native_subwords() if USE_NATIVE else None
         if native is not None:
@@ -312,8 +282,7 @@ class FastTextBin:
         if not words:
             return [], []
         if len(words) > _HASH_CHUNK:
-            # In chunks: the arrays are (bytes x the longest n-gram's bytes), so one emoji in
-            # a huge batch would widen them all.
+            # In chunks: the arrays are (bytes x the longest n-gram's bytes).
             ids, cut = [], []
             for begin in range(0, len(words), _HASH_CHUNK):
                 chunk_ids, chunk_cut = self.subword_ids_and_cuts(
@@ -334,9 +303,7 @@ class FastTextBin:
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         hashed = words
         if limit is not None and lengths.max() > limit + self.maxn:
-            # The first `limit` ids of a word come from its first `limit + 1` characters' n-grams
-            # (each start but the last yields at least one); n-grams of a start are unchanged as
-            # long as `maxn` characters follow it, so longer words are cut before hashing.
+            # The first `limit` ids come from the first `limit + maxn` characters.
             longest = limit + self.maxn
             hashed = [word[:longest] for word in words]
             lengths = np.minimum(lengths, longest)
@@ -441,10 +408,7 @@ def _fnv1a(data: bytes) -> int:
 
 
 def reference_subword_ids(model: FastTextBin, word: str, limit: Optional[int] = None) -> List[int]:
-    """
-    `model.subword_ids(word, limit)` computed word by word in pure Python: the reference the
-    tests and `experiments/speed/indexing_speed.py` compare the vectorized one with.
-    """
+    """`model.subword_ids(word, limit)` word by word in pure Python (the tests' reference)."""
     ids = []
     word_id = model.word_ids.get(word)
     if word_id is not None:
@@ -491,21 +455,11 @@ def _batch_ngram_hashes(
     lengths: Optional[np.ndarray] = None,
 ) -> Tuple[np.ndarray, np.ndarray]:
     """
-    The character n-gram hashes (modulo `bucket`) of every word (wrapped in `<`, `>` here), as
-    `_ngram_hashes` computes them one by one, computed for all words at once: a flat int64 array,
-    word after word in fastText's order, and the number of hashes of each word.
-
-    Every byte of the concatenated UTF-8 `<word>`s starts a running FNV-1a hash; step `k` feeds
-    each running hash the byte `k` places after its start, so after step `k` row `r` holds the
-    hash of bytes `r..r+k`. The n-grams that fastText keeps (starting and ending on character
-    boundaries, `minn <= n <= maxn` characters, inside the word, no lone `<` or `>`) are then
-    selected by a mask in row-major order, which is fastText's order (by start, then by length).
-    Characters are UTF-8 characters, as in fastText: a lead byte and its continuation bytes (a
-    Python code point; `surrogatepass` encodes lone surrogates the same way). All-ASCII input,
-    the common case, takes a shorter path (bytes are characters).
-
-    The words at the indices `skip` get none (fastText's "</s>"); `lengths` are the words'
-    lengths in code points, if known.
+    `_ngram_hashes` of every word (wrapped in `<`, `>` here) at once: a flat int64 array, word
+    after word in fastText's order, and the number of hashes of each word. Every byte starts a
+    running FNV-1a hash; after step `k` row `r` holds the hash of bytes `r..r+k`; the n-grams
+    fastText keeps are selected by a mask, in row-major order (fastText's). The words at `skip`
+    get none ("</s>"); `lengths` are the words' lengths in code points, if known.
     """
     if lengths is None:
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))

@@ -8,23 +8,16 @@ Where a biLM archive's fastText `.bin` is found when the archive is used, in thi
 3. the path recorded in the archive's config, if it exists. Training records it absolute
    (`absolute_config_paths`: `allennlp train` writes config.json, and so the archive, with the
    absolute path of every existing relative fastText file), so it holds from any directory; a
-   relative one (an archive trained before) is relative to the current directory, as when the
-   biLM was trained;
+   relative one is relative to the current directory;
 4. a file with the recorded file name beside the archive (copy the `.bin` next to
    `model.tar.gz` and the pair works anywhere).
 
-The `fasttext_subwords` indexer built from an archive (`archive_file`) resolves the same way, so
-indexer and embedder read the same model.
+The `fasttext_subwords` indexer built from an archive (`archive_file`) resolves the same way.
 
-Plain AllenNLP commands on a biLM archive (`allennlp evaluate model.tar.gz ...`, `allennlp
-predict ...`) build the `fasttext` embedder and `fasttext_subwords` indexer from the archived
-config, with no explicit argument. A `model_path` of theirs that does not exist is resolved by
-`resolve_missing_fasttext`: `ELMO_C_FASTTEXT`, then the file of that name beside the archive
-being loaded (known while AllenNLP's `load_archive` runs: `allennlp_elmo_c.archive` notes it,
-as the extracted copy lies in a temporary directory), logging the file used; otherwise a
-`ConfigurationError` lists every place tried and the command-line fixes
-(`ELMO_C_FASTTEXT=... allennlp evaluate ...`, or `-o` overrides of the archive's paths). An
-existing `model_path` is used as given.
+Plain AllenNLP commands on a biLM archive build the `fasttext` embedder and indexer from the
+archived config: a `model_path` that does not exist is resolved by `resolve_missing_fasttext`
+(the archive's bundled copy, `ELMO_C_FASTTEXT`, the file of that name beside the archive being
+loaded), else a `ConfigurationError` lists every place tried and the command-line fixes.
 """
 
 import contextlib
@@ -70,13 +63,9 @@ def absolute_config_paths(
 ) -> List[Tuple[str, str, str]]:
     """
     Rewrites in place, as absolute paths, the relative paths of `config` that name existing files
-    read by the biLM: `model_path` of `fasttext` embedders and `fasttext_subwords` indexers,
-    `output_embedding_fasttext`, `fasttext_path` (of `elmo_c_token_embedder`: an explicit path
-    wins over every other place, so a relative one would only hold in the training directory),
-    and `nearest_neighbour_words`. Returns `(dotted key, old, new)`
-    for each path rewritten. Paths that do not exist here (and absolute ones) are left as they
-    are, and so is a path that `keep` (another config, e.g. the config.json of a run being
-    recovered) has at the same key.
+    the biLM reads (fastText `model_path`s, `output_embedding_fasttext`, `fasttext_path`,
+    `nearest_neighbour_words`); returns `(dotted key, old, new)` for each. A path that `keep`
+    (the config.json of a run being recovered) has at the same key is left as it is.
     """
     changed: List[Tuple[str, str, str]] = []
 
@@ -117,12 +106,10 @@ def record_fingerprints(
     config: Dict[str, Any], keep: Optional[Dict[str, Any]] = None
 ) -> List[Tuple[str, int]]:
     """
-    Adds, in place, `fingerprint` to every `fasttext` embedder and `fasttext_subwords` indexer
-    of `config` whose `model_path` exists here, so that whatever is built from the trained config
-    later (its archive, a model directory, a task model's record of the biLM) refuses another
-    `.bin`. A node that `keep` (the config.json of a run being recovered) has without one is left
-    as it is, so that AllenNLP's comparison of the two configs still passes. Returns `(dotted
-    key, fingerprint)` for each node changed.
+    Adds, in place, `fingerprint` to every `fasttext` embedder and `fasttext_subwords` indexer of
+    `config` whose `model_path` exists here, so that what is built from it later refuses another
+    `.bin`. A node that `keep` (a recovered run's config.json) has without one is left as it is.
+    Returns `(dotted key, fingerprint)` for each node changed.
     """
     changed: List[Tuple[str, int]] = []
     for key, node in fasttext_nodes(config):
@@ -164,7 +151,7 @@ _LOADING_ARCHIVE: contextvars.ContextVar[Tuple[Optional[str], Optional[str]]] = 
     contextvars.ContextVar("elmo_c_loading_archive", default=(None, None))
 )
 # Where a task archive keeps the fastText models it reads: `fasttext/<fingerprint>.bin`
-# (`allennlp_elmo_c.patches.archive_paths` adds them when it archives a task model).
+# (the `elmo_c_run` callback links them there; the configs' `include_in_archive` archives them).
 BUNDLE_DIR = "fasttext"
 
 
@@ -210,11 +197,9 @@ def resolve_missing_fasttext(
     model_path: str, component: str, fingerprint: Optional[int] = None
 ) -> str:
     """
-    The copy the archive being loaded bundles (by `fingerprint`), whether `model_path` exists
-    or not (an archive's own file before a path on this machine); else `model_path` if it
-    exists; else (a config read from a moved archive, or on another machine) `$ELMO_C_FASTTEXT`,
-    then the file of that name beside the archive being loaded, with a warning naming the file
-    used; else a `ConfigurationError` listing every place tried and the command-line fixes.
+    The copy the archive being loaded bundles (by `fingerprint`); else `model_path` if it exists;
+    else `$ELMO_C_FASTTEXT`, then the file of that name beside the archive being loaded (with a
+    warning); else a `ConfigurationError` listing every place tried and the fixes.
     """
     bundled = bundled_fasttext(fingerprint)
     if bundled is not None:

@@ -68,7 +68,7 @@ from allennlp_elmo_c.received.model_directory import (
     VOCABULARY_DIR,
     write_checksums,
 )
-from allennlp_elmo_c.received.received_model import is_subword_config
+from allennlp_elmo_c.received.received_model import is_subword_config, read_directory
 from allennlp_elmo_c.received.received_vocabulary import read_vocabulary
 
 
@@ -111,23 +111,25 @@ class ElmoCConfig(PretrainedConfig):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, **kwargs):  # type: ignore[override]
-        _check_received_directory(pretrained_model_name_or_path)
-        return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        """A model directory's config as the plugin read and checked it (transformers reads none
+        of its files); the Hub's download options, which a local directory does not use, are
+        dropped."""
+        path = pretrained_model_name_or_path
+        if not isinstance(path, (str, os.PathLike)) or not os.path.isdir(path):
+            return super().from_pretrained(path, **kwargs)
+        for option in HUB_OPTIONS:
+            kwargs.pop(option, None)
+        return cls.from_dict({}, name_or_path=str(path), **kwargs)
 
     @classmethod
     def from_dict(cls, config_dict: Dict[str, Any], **kwargs: Any):  # type: ignore[override]
-        # `AutoConfig.from_pretrained(DIR)`, the way in of `AutoModel` and `AutoTokenizer`, reads
-        # config.json itself and builds the config here, with DIR as `name_or_path`.
-        _check_received_directory(kwargs.get("name_or_path"))
+        # `AutoConfig.from_pretrained(DIR)` reads config.json itself (following its
+        # `configuration_files` elsewhere) and builds the config here, with DIR as
+        # `name_or_path`: what it read is replaced by the config the plugin checked.
+        path = kwargs.get("name_or_path")
+        if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+            config_dict, _ = read_directory(str(path), resolve=False)
         return super().from_dict(config_dict, **kwargs)
-
-
-def _check_received_directory(path: Any) -> None:
-    """A local model directory passes every check of `read_directory_config` (its checksums, no
-    link, its config.json) before Hugging Face reads anything else of it: a config that names
-    another tokenizer or code is refused there."""
-    if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
-        read_directory_config(str(path))
 
 
 class ElmoCModel(PreTrainedModel):

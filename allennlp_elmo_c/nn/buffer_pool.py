@@ -1,24 +1,11 @@
 """
 CPU buffers handed out again once nothing holds them, for `allennlp_elmo_c.nn.lstmp`'s loops.
 
-At the paper's size one layer's forward and backward write about 80 MB of activations and
-gradients into buffers of a few MB each. Fresh from the allocator, such buffers are new pages
-from the kernel on every step (glibc maps them and unmaps them on free): the page faults and
-the kernel's zeroing took about 15% of a training step. The pool keeps them instead. Its
-buffers are always normal CPU tensors (made outside inference mode, whatever the default
-device); fake tensors, and tensors made while a dispatch mode traces a function, are not pooled.
-
-A buffer is free again when no tensor but the pool's own refers to its memory, which the pool
-reads from the storage's reference count. So a forward's buffers saved for its backward stay
-taken until autograd drops them (after the backward, or when the graph is freed unused), however
-many forwards run before one backward (gradient accumulation, evaluation in between), and a
-graph kept with `retain_graph=True` keeps its buffers; nothing has to hand a buffer back.
-
-The pool holds at most twice the most memory its buffers had in use at once: a new buffer evicts
-the idle ones used least recently until that holds (batches of other shapes, an evaluation, do
-not make it grow without bound). That peak is never forgotten: after one unusually large batch,
-`POOL.clear()` gives the idle memory back. GPU tensors are not pooled (torch's CUDA allocator
-caches memory already).
+A buffer is free again when no tensor but the pool's refers to its memory (the storage's
+reference count): buffers saved for a backward stay taken until autograd drops them. The pool
+holds at most twice the most memory its buffers had in use at once, evicting the idle ones used
+least recently; `POOL.clear()` gives the idle memory back. Only normal CPU tensors are pooled
+(not fake tensors, nor those made while a dispatch mode traces).
 """
 import sys
 import threading

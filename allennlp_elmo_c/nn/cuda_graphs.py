@@ -2,16 +2,12 @@
 Replaying a captured CUDA graph for a loop of small kernels (the recurrence of
 `allennlp_elmo_c.nn.lstmp` on a GPU).
 
-A per-timestep loop launches a dozen small kernels per step; on a GPU the launches, not the
-arithmetic, then set the pace. `replay` captures `function` once per key (shapes, dtypes and
-whatever else changes the kernels it launches) into a `torch.cuda.CUDAGraph` over static copies
-of its tensor arguments, and afterwards copies the new arguments into those and replays the
-graph: the same kernels on the same values, launched as one.
+`replay` captures `function` once per key into a `torch.cuda.CUDAGraph` over static copies of
+its tensor arguments, then copies new arguments in and replays it.
 
-The tensors returned are the graph's own static outputs: the next replay of the same key overwrites
-them, so a caller clones what it keeps. A shape is captured only once it has been seen
-`CAPTURE_AFTER` times; until then `function` runs eagerly on the caller's tensors (same values). Set
-`ELMO_C_CUDA_GRAPHS=0` to run the loop eagerly instead (for debugging; the results are the same).
+The tensors returned are the graph's own static outputs, overwritten by the next replay of the
+key: a caller clones what it keeps. A shape is captured once seen `CAPTURE_AFTER` times, eager
+until then; `ELMO_C_CUDA_GRAPHS=0` always runs eagerly.
 """
 
 import logging

@@ -2,20 +2,11 @@
 Standard normal vectors that are a pure function of a 64-bit key, computed with int64 tensor ops
 on the key's own device: no table, no generator state, the same numbers on every machine.
 
-Each key seeds a splitmix64 stream (Steele, Lea & Flood 2014; the generator behind Java's
-`SplittableRandom`): `state_i = mix(key ^ mix(seed ^ salt)) + i * 0x9E3779B97F4A7C15`, output
-`mix(state_i)`. Because output i depends only on (key, seed, i), any element can be computed
-independently, in parallel. The top 53 bits of two outputs give two uniforms and Box-Muller turns
-them into two independent N(0, 1) values.
-
-torch has no unsigned 64-bit arithmetic, so the unsigned algorithm runs on int64 tensors:
-additions and multiplications wrap modulo 2^64 in two's complement (the bits are those of the
-unsigned operation; this is what torch's kernels do, and the tests check it against unsigned
-Python arithmetic), and right shifts, which are arithmetic on signed tensors, are made logical by
-masking off the copied sign bits. The integer part is therefore bit-identical on every device;
-the Gaussian values are computed in float64 and rounded to float32, so devices can differ only
-where their float64 `log1p` / `cos` / `sin` differ enough to flip the float32 rounding (at most
-one float32 ulp, rarely). Needs float64 support (not on Apple MPS).
+Each key seeds a splitmix64 stream (the generator behind Java's `SplittableRandom`): output i
+is `mix(mix(key ^ mix(seed ^ salt)) + i * 0x9E3779B97F4A7C15)`; Box-Muller turns the top 53 bits
+of two outputs into two N(0, 1) values. The unsigned arithmetic runs on int64 tensors (wrapping
+multiplication, right shifts masked to be logical), so the bits are the same on every device;
+the Gaussians are computed in float64 and rounded to float32.
 """
 
 import math

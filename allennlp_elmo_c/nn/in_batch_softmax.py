@@ -10,9 +10,7 @@ import torch
 
 from allennlp_elmo_c.nn.continuous_losses import EPSILON
 
-# Cosines lie in [-1, 1], so the logits span 2 / temperature: 40 at 0.05, far more than the
-# log(distinct words) ~ 7 a batch of a thousand distinct words needs for p(true word) near 1, and
-# the value SimCSE (Gao et al., 2021) uses for its normalized in-batch contrastive loss.
+# Cosines lie in [-1, 1], so the logits span 2 / temperature; SimCSE's value (Gao et al., 2021).
 DEFAULT_TEMPERATURE = 0.05
 
 
@@ -44,21 +42,8 @@ def in_batch_softmax_loss(
         s_ik = p_i^ . u_k^ / temperature                       (N, K) logits
         loss_i = log sum_k exp(s_ik) - s_(i, y_i)              (cross-entropy, labels y)
 
-    A repeat of the true word is never a negative: it is the same u_k. The cost is O(N K d) time
-    and O(N K) memory, with no vocabulary.
-
-    The backward is autograd's. With `q_ik = softmax_k(s_ik)`, the gradient of `loss_i` with
-    respect to the logits is `q_ik - [k = y_i]`, so with respect to the unit prediction it is
-    `(sum_k q_ik u_k^ - u_(y_i)^) / temperature`: away from the true word, towards the words the
-    model currently confuses it with, each in proportion to its probability. The normalization
-    passes on only the part orthogonal to `p_i^`, divided by `||p_i||` (by `EPSILON` for a zero
-    prediction: large but finite). The targets get the mirror image: `u_k^` receives
-    `sum_i (q_ik - [k = y_i]) p_i^ / temperature`, which reaches the first row holding `u_k`
-    (frozen targets simply ignore it; for an embedding table, whose rows a word's positions
-    share, that is the word's whole gradient).
-
-    The loss runs in the inputs' dtype with autocast disabled (autocast would run the `(N, K)`
-    product in float16/bfloat16); pass float32 or float64.
+    A repeat of the true word is never a negative: it is the same u_k. O(N K d) time, O(N K)
+    memory. Runs in the inputs' dtype with autocast disabled; pass float32 or float64.
 
     # Parameters
 

@@ -1,9 +1,6 @@
 """
 One layer of ELMo-C's LSTM with a projection (LSTMP, Sak et al. 2014) over left-aligned,
-variable-length sequences, with a hand-written backward pass (backpropagation through time).
-
-Per timestep (gate order input, forget, cell, output as in torch; a row past its length is
-computed but ignored, as in the reference loop):
+variable-length sequences, with a hand-written backward pass. Per timestep (torch's gate order):
 
     i, f, g, o = σ, σ, tanh, σ of  W_ih x_t + b + W_hh h_{t-1}
     c_t = clip(f * c_{t-1} + i * g, cell_clip)         (clip optional)
@@ -11,36 +8,11 @@ computed but ignored, as in the reference loop):
     n_t = LayerNorm(p_t)                               (optional; otherwise n_t = p_t)
     h_t = n_t * d                                      (d: recurrent dropout mask, optional)
 
-`(h_t, c_t)` is both the output and the state fed back (the dropped state, as in the paper's
-code and AllenNLP's `LstmCellWithProjection`; the initial state h_0 is not dropped): exactly the
-per-step loop of `ProjectedLstmLayer`'s reference backend, in one autograd node.
-
-Why a hand-written backward: autograd through a per-step Python loop records a dozen nodes per
-step, and slicing precomputed input gates makes each slice's backward materialise a zero tensor of
-the whole `(batch, timesteps, 4 * cell)` gradient (quadratic in the sequence length; this is what
-torch's own CPU LSTM-with-projection fallback does). Here the forward pass writes every step into
-preallocated time-major buffers, the backward loop does two small matrix products per step, and
-all weight gradients are a few large matrix products over every timestep at the end.
-
-Without LayerNorm, clips and dropout it is exactly what `torch.lstm` computes with weights
-`[w_ih, w_hh, b, 0, w_hr]`; the tests compare values and gradients against `torch.lstm`, against
-the reference loop, and with gradcheck.
-
-One loop per pass runs the steps; each step's pointwise work is a few calls into a kernel
-module picked by `pointwise_kernels`: fused Triton kernels on a GPU
-(`allennlp_elmo_c.nn.lstmp_triton`), C on CPU (`allennlp_elmo_c.nn.lstmp_cpu`, its forward
-rounding exactly as the torch ops), or the same functions as torch ops
-(`allennlp_elmo_c.nn.lstmp_torch`: float64, or those switched off). On a GPU the loops are
-replayed from captured CUDA graphs (`cuda_graphs`). The float32 matrix products of both passes
-on CPU run through MKL or oneDNN, whichever has the wider vectors on the machine
-(`allennlp_elmo_c.nn.products`): equal to the reference's up to float32 rounding, as judged
-against float64. On CPU the buffers come from a pool
-(`allennlp_elmo_c.nn.buffer_pool`) rather than fresh pages every step.
-
-Under bfloat16 autocast the same passes run in mixed precision (`lstm_with_projection`,
-"Precision"): the products take bfloat16 operands (each weight cast once per pass; h_t also written
-to a bfloat16 copy for W_hh's products, dL/d(gates) likewise for W_hh's and the products over every
-step) and return float32, into the same float32 buffers the pointwise kernels read and write.
+`(h_t, c_t)` is the output and the state fed back (h_0 is not dropped), as in
+`ProjectedLstmLayer`'s reference loop, in one autograd node: the forward pass writes every step
+into time-major buffers, the backward loop does two small products per step, and the weight
+gradients are a few large products at the end. Each step's pointwise work runs in the kernel
+module `pointwise_kernels` picks; on a GPU the loops are replayed from CUDA graphs.
 """
 
 import contextlib
@@ -63,16 +35,10 @@ logger = logging.getLogger(__name__)
 
 def pointwise_kernels(tensor: torch.Tensor, stage: str = "forward") -> ModuleType:
     """
-    The module whose five functions run the per-step pointwise work of `stage` ("forward" or
-    "backward") on `tensor`'s device and dtype:
-    - on a GPU, for float32, `allennlp_elmo_c.nn.lstmp_triton` (triton importable,
-      `ELMO_C_TRITON` not "0");
-    - on CPU, for float32, `allennlp_elmo_c.nn.lstmp_cpu` (its C extension built by `setup.py`;
-      `ELMO_C_CPU_KERNELS=0` switches it off). Its forward kernels round exactly as the torch
-      ops do (torch's own sigmoid, tanh and LayerNorm arithmetic); where that cannot be
-      reproduced on the machine (`lstmp_cpu.FORWARD_AS_TORCH`), the forward steps run as torch
-      ops and only the backward ones, which multiply and add saved activations, in C;
-    - elsewhere `allennlp_elmo_c.nn.lstmp_torch`, the same functions as torch ops.
+    The module that runs the per-step pointwise work of `stage` ("forward" or "backward") on
+    `tensor`'s device and dtype: `lstmp_triton` on a GPU (float32, `ELMO_C_TRITON` not "0"),
+    `lstmp_cpu` on CPU (float32, built, `ELMO_C_CPU_KERNELS` not "0"; its forward only where it
+    rounds as torch does, `FORWARD_AS_TORCH`), else `lstmp_torch`.
     """
     if tensor.dtype == torch.float32 and tensor.device.type == "cuda":
         if os.environ.get("ELMO_C_TRITON", "1") != "0":
@@ -107,19 +73,15 @@ def _cpu_kernels() -> Optional[ModuleType]:
 
 
 def _empty_after(like: torch.Tensor, written: int, shape: Tuple[int, ...], dtype=None):
-    # A pooled buffer whose first `written` steps (dimension 0) are all written by a loop: only
-    # the rest is zeroed (at small sizes, filling whole buffers costs a few % of a step).
+    # A pooled buffer whose first `written` steps (dimension 0) the loop writes: the rest zeroed.
     buffer = POOL.empty(shape, like, dtype)
     buffer[written:] = 0
     return buffer
 
 
 class Buffers(NamedTuple):
-    """
-    What the forward pass writes, time-major so that a step's rows are one contiguous block, and
-    the backward pass reads. Every row of the first `steps` steps is written; the steps after
-    them (all rows shorter than the batch) are zero.
-    """
+    """What the forward pass writes and the backward pass reads, time-major; the steps after the
+    first `steps` are zero."""
 
     gates: torch.Tensor  # (timesteps, batch, 4 * cell): W_ih x + b, then the activations
     cells: torch.Tensor  # (timesteps + 1, batch, cell): c_0, then c_t
@@ -162,13 +124,9 @@ def _forward_steps(
     product_dtype: Optional[torch.dtype] = None,
 ) -> Buffers:
     """
-    The recurrence over `steps` steps, each step's pointwise work in two of `kernels`' functions
-    (see `pointwise_kernels`), its two matrix products on `product_dtype` operands (by default
-    `gates.dtype`; the results in `gates.dtype`). `gates` `(timesteps, batch, 4 * cell)` holds
-    W_ih x + b and becomes the buffers' `gates`. Every step runs on all rows, as the reference
-    loop does: a row past its length computes values nobody reads (its state is taken at its
-    length, its outputs are zeroed, its gradients are zero), and each step's products keep one
-    shape.
+    The recurrence over `steps` steps; `gates` `(timesteps, batch, 4 * cell)` holds W_ih x + b
+    and becomes the buffers' `gates`. The products take `product_dtype` operands (by default
+    `gates.dtype`). Every step runs on all rows, as the reference loop does.
     """
     timesteps, batch, _ = gates.shape
     cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
@@ -190,8 +148,6 @@ def _forward_steps(
     )  # fmt: skip
     buffers.cells[0], buffers.hiddens[0], buffers.recurrent[0] = c0, h0, h0  # (1 and 2: float32)
     memory = POOL.empty((batch, cell_size), gates)  # o * tanh(c_t), the input of W_hr
-    # `Products`: oneDNN or torch.mm (see there); weights cast (and
-    # for bfloat16 oneDNN, reordered) once for all steps.
     products = Products(gates, product_dtype)
     w_hh, w_hr = products.weight(w_hh, batch), products.weight(w_hr, batch)
     for t in range(steps):
@@ -220,23 +176,16 @@ def _backward_steps(
     product_dtype: Optional[torch.dtype] = None,
 ) -> Tuple[torch.Tensor, ...]:
     """
-    Backpropagation through the `steps` steps, each step's pointwise work in three of `kernels`'
-    functions, its two matrix products on `product_dtype` operands (by default the buffers'
-    dtype). `grad_outputs` `(timesteps, batch, projection)` (rows may lie apart); `dh_carry`
-    and `dc_carry` `(batch, *)` start as the gradients of the final states and are updated in
-    place. With `running` `(timesteps, batch, 1)`, every step works on all rows and keeps the
-    results of the running ones (shapes that do not change from batch to batch: what a captured
-    CUDA graph needs); with `batch_sizes` instead (`lstmp_torch` only), step t works on the
-    rows still running (`[:batch_sizes[t]]`). Rows of a product are independent, so both give
-    the running rows the same values. Returns dL/d(gates), dL/dn_t (the state before its
-    dropout) and dL/dp_t (zeros where nothing ran), the carries, and dL/d(gates) in
-    `product_dtype` (the operand of the products over every step: the same tensor in float32).
+    Backpropagation through the `steps` steps. `dh_carry` and `dc_carry` `(batch, *)` start as
+    the final states' gradients and are updated in place. With `running` `(timesteps, batch, 1)`
+    every step works on all rows and keeps the running ones' results (fixed shapes, for CUDA
+    graphs); with `batch_sizes` (`lstmp_torch` only) step t works on `[:batch_sizes[t]]`.
+    Returns dL/d(gates), dL/dn_t, dL/dp_t, the carries, and dL/d(gates) in `product_dtype`.
     """
     timesteps, batch, four_cells = buffers.gates.shape
     projection_size = w_hr.size(0)
     product_dtype = buffers.gates.dtype if product_dtype is None else product_dtype
-    # Zero where the loop writes nothing: the steps after `steps`, and, unless every row of each
-    # step is written, the rows past their length.
+    # Zero where the loop writes nothing.
     written = steps if batch_sizes is None else 0
     grad_gates, grad_hiddens, grad_projected = (
         _empty_after(buffers.gates, written, (timesteps, batch, size))
@@ -291,9 +240,7 @@ class _LstmpFunction(torch.autograd.Function):
         dropout: Optional[torch.Tensor],
         product_dtype: torch.dtype,
     ):
-        # inputs: (batch, timesteps, in), rows sorted by length, descending; batch_sizes[t] rows
-        # are still running at step t. Buffers are time-major so that step t's rows are one
-        # contiguous block [t, :n].
+        # inputs: (batch, timesteps, in), rows sorted by length, descending.
         batch, timesteps, _ = inputs.shape
         steps = sum(1 for n in batch_sizes if n > 0)
         # (timesteps, batch, 4 * cell): W_ih x + b, overwritten step by step by the activations.
@@ -371,18 +318,13 @@ class _LstmpFunction(torch.autograd.Function):
         else:
             results = loop(*tensors)
             grad_gates, grad_hiddens, grad_projected, dh_carry, dc_carry, low_grad_gates = results
-        # The products over every timestep, on `product_dtype` operands (dL/d(gates) as the
-        # loop left it in that dtype; the others cast once here): a @ b as
-        # products.linear(a, b.t()).
+        # The products over every timestep: a @ b as products.linear(a, b.t()).
         products = Products(inputs, product_dtype)
         flat_gates = low_grad_gates.view(timesteps * batch, -1)
         time_major_inputs = inputs.transpose(0, 1).reshape(timesteps * batch, input_size)
         grad_inputs = products.linear(flat_gates, w_ih.t())
         grad_inputs = grad_inputs.view(timesteps, batch, input_size).transpose(0, 1)
-        # W_ih's and W_hh's gradients as two products (one product against [x_t, r_t] would
-        # return non-contiguous halves, which autograd copies: 10% slower at the paper's size),
-        # into pooled buffers (32 MB each at the paper's size): autograd hands them on as the
-        # weights' `.grad` or adds them there, and the pool takes them back once dropped.
+        # Into pooled buffers: autograd hands them on as `.grad`; the pool takes them back.
         grad_w_ih = products.linear(
             flat_gates.t(), time_major_inputs.t(), out=POOL.empty(w_ih.shape, w_ih)
         )
@@ -455,54 +397,23 @@ def lstm_with_projection(
 
     # Precision
 
-    Without autocast everything runs in the inputs' dtype. Under bfloat16 autocast (CPU or
-    GPU) the layer is mixed precision: the three matrix products (input, recurrent,
-    projection), forward and backward, weight gradients included, multiply bfloat16 operands
-    with float32 accumulation (`allennlp_elmo_c.nn.products`; each weight is cast once per
-    pass), and everything else runs in float32 as without autocast: the cell state, the gate
-    nonlinearities, clips, LayerNorm, the state carried from step to step (of which the
-    recurrent product reads a bfloat16 copy), the outputs, final states and every gradient
-    returned (float32, for float32 parameters). Under float16 autocast the whole layer runs in
-    float32 (no loss scaling here; on a GPU its products then follow torch's float32 precision
-    setting, TF32 when allowed).
+    Under bfloat16 autocast the three matrix products take bfloat16 operands with float32
+    accumulation (`allennlp_elmo_c.nn.products`); everything else, and every output and gradient,
+    is float32. Under float16 autocast the layer runs in float32. Otherwise in the inputs' dtype.
     """
     if (norm_weight is None) != (norm_bias is None):
         raise ValueError("lstm_with_projection: give both norm_weight and norm_bias, or neither")
-    device_type = inputs.device.type
+    device_type, product_dtype = inputs.device.type, inputs.dtype
+    autocast = contextlib.nullcontext()
     if device_type in ("cpu", "cuda") and torch.is_autocast_enabled(device_type):
         bfloat16 = torch.get_autocast_dtype(device_type) == torch.bfloat16
-        tensors = (hidden, cell, w_ih, w_hh, bias, w_hr, norm_weight, norm_bias, dropout)
+        product_dtype = torch.bfloat16 if bfloat16 else torch.float32
+        inputs, hidden, cell, w_ih, w_hh, bias, w_hr, norm_weight, norm_bias, dropout = (
+            None if t is None else t.float()
+            for t in (inputs, hidden, cell, w_ih, w_hh, bias, w_hr, norm_weight, norm_bias, dropout)
+        )
         # Autocast off inside: the hand-written passes choose each operation's precision.
-        with torch.autocast(device_type, enabled=False):
-            return _lstm_with_projection(
-                inputs.float(), lengths, *(None if t is None else t.float() for t in tensors),
-                norm_eps, cell_clip, projection_clip,
-                torch.bfloat16 if bfloat16 else torch.float32,
-            )  # fmt: skip
-    return _lstm_with_projection(
-        inputs, lengths, hidden, cell, w_ih, w_hh, bias, w_hr, norm_weight, norm_bias, dropout,
-        norm_eps, cell_clip, projection_clip, inputs.dtype,
-    )  # fmt: skip
-
-
-def _lstm_with_projection(
-    inputs: torch.Tensor,
-    lengths: torch.Tensor,
-    hidden: torch.Tensor,
-    cell: torch.Tensor,
-    w_ih: torch.Tensor,
-    w_hh: torch.Tensor,
-    bias: torch.Tensor,
-    w_hr: torch.Tensor,
-    norm_weight: Optional[torch.Tensor],
-    norm_bias: Optional[torch.Tensor],
-    dropout: Optional[torch.Tensor],
-    norm_eps: float,
-    cell_clip: Optional[float],
-    projection_clip: Optional[float],
-    product_dtype: torch.dtype,
-) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    # `lstm_with_projection` with the matrix products' operand dtype decided.
+        autocast = torch.autocast(device_type, enabled=False)
     order = torch.argsort(lengths, descending=True, stable=True)
     unsort = torch.argsort(order)
 
@@ -512,16 +423,14 @@ def _lstm_with_projection(
     def unsorted(tensor: torch.Tensor) -> torch.Tensor:
         return permute(tensor, 0, unsort, order)
 
-    timesteps = inputs.size(1)
-    steps = torch.arange(timesteps, device=lengths.device)
+    steps = torch.arange(inputs.size(1), device=lengths.device)
     batch_sizes = (lengths.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
-    # Triton kernels and graph captures run on the current CUDA device: make it the inputs'
-    # (a single-process run on cuda:1 leaves the current device at cuda:0).
+    # Triton kernels and graph captures run on the current CUDA device: make it the inputs'.
     device = torch.cuda.device(inputs.device) if inputs.is_cuda else contextlib.nullcontext()
-    with device:
+    with autocast, device:
         outputs, h_n, c_n = _LstmpFunction.apply(
             rows(inputs), batch_sizes, rows(hidden), rows(cell), w_ih, w_hh, bias, w_hr,
             norm_weight, norm_bias, norm_eps, cell_clip, projection_clip,
             None if dropout is None else dropout.index_select(0, order), product_dtype,
         )  # fmt: skip
-    return unsorted(outputs), unsorted(h_n), unsorted(c_n)
+        return unsorted(outputs), unsorted(h_n), unsorted(c_n)

@@ -1,26 +1,16 @@
 """
-The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s LSTMP cell on CPU, in C
-(`_lstmp_cpu.c`, built by `setup.py`): the five functions of `lstmp_torch`, same arguments, same
-results. A step of the cell at the demo size (batch 64, cell 256) is two small matrix products
-and a dozen (forward) to two dozen (backward) pointwise torch operators whose dispatch, a few
-microseconds each, costs as much as their arithmetic; here each group is one call that reads its
-inputs once. `lstmp.pointwise_kernels` picks this module for float32 CPU tensors when the
-extension is built (`ELMO_C_CPU_KERNELS=0` runs the torch ops instead).
+The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s cell on CPU, in C (`_lstmp_cpu.c`,
+built by `setup.py`): the five functions of `lstmp_torch`, same arguments, same results, each one
+call instead of a dozen torch operators.
 
-The forward functions round exactly as `lstmp_torch`'s torch ops (the reference
-backend's) do: one float32 operation at a time, torch's own LayerNorm, and torch's own sigmoid
-and tanh arithmetic, from the libraries torch runs (SLEEF's vector `expf` for the vector width
-of torch's CPU capability, glibc's `expf` where torch's scalar loop runs, MKL's `vmsTanh`).
-`FORWARD_AS_TORCH` says whether that was found and reproduced torch bit for bit on this
-machine (checked at import); where not, the forward steps run as torch ops. The backward
-functions only multiply and add saved activations (LayerNorm's statistics accumulated in
-double): gradients within float32 rounding of the torch ops' (tests/nn/test_lstmp_cpu.py).
-With `torch.get_num_threads()` above one, each call splits its rows between that many OpenMP
-threads (torch's own pool); results do not depend on it.
+The forward functions round exactly as `lstmp_torch`'s torch ops do (torch's own sigmoid, tanh
+and LayerNorm arithmetic, from the libraries torch runs); `FORWARD_AS_TORCH` says whether that
+was reproduced bit for bit on this machine (checked at import), else the forward steps run as
+torch ops. The backward functions give gradients within float32 rounding of the torch ops'. Rows
+are split between torch's OpenMP threads; results do not depend on their number.
 
-Every tensor must be float32 (masks: bool), contiguous (`grad_outputs`: contiguous rows), on
-the CPU, with the shapes documented in `lstmp_torch`; this is checked before the C code reads
-their memory.
+Every tensor must be float32 (masks: bool), contiguous, on the CPU, with the shapes documented
+in `lstmp_torch`; this is checked before the C code reads their memory.
 """
 import ctypes
 import logging
@@ -81,11 +71,8 @@ def _telling_values(count: int) -> torch.Tensor:
 
 def check_math_against_torch(threads: int) -> bool:
     """
-    Whether `_lstmp_cpu`'s sigmoid (on strided views, as `torch.sigmoid_` splits them over
-    `threads` threads) and tanh give torch's results bit for bit on probe values: views with
-    rows whose length is and is not a multiple of the vector loop's step, and views large enough
-    for torch to split them between threads mid-row, made of values that the vector and the
-    scalar loop round differently.
+    Whether `_lstmp_cpu`'s sigmoid and tanh give torch's results bit for bit on probe values
+    (views split as torch splits them over `threads` threads).
     """
     saved = torch.get_num_threads()
     torch.set_num_threads(threads)

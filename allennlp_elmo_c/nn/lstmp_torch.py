@@ -2,14 +2,9 @@
 The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s LSTMP cell: the interface of the step
 kernels (`Cell`, `Step`, `StepGradients` and five functions) and its implementation as torch
 operators, on any device and dtype. `lstmp_cpu` (C) and `lstmp_triton` (GPU) implement the same
-five functions for float32; `lstmp.pointwise_kernels` picks this module where neither serves
-(float64, `ELMO_C_CPU_KERNELS=0`, `ELMO_C_TRITON=0`, the C extension not built). It is also what
-the other two are tested against (tests/nn/kernel_checks.py).
-
-The forward functions round as the reference backend's per-step loop does (one torch operator per
-term, torch's own LayerNorm). Unlike the other two modules, the backward functions also take
-`running` None ("every row runs"): `lstmp` then hands them only the rows still running at each
-step (`[:batch_sizes[t]]`), rather than every row and a mask.
+five functions for float32 and are tested against this one; `lstmp.pointwise_kernels` picks it
+where neither serves. The forward functions round as the reference loop does. Its backward
+functions also take `running` None: `lstmp` then hands them only the rows still running.
 """
 from typing import NamedTuple, Optional
 

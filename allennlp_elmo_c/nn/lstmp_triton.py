@@ -1,11 +1,7 @@
 """
 The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s LSTMP cell as Triton kernels (GPU).
 
-Between its two matrix products a step of the cell does a dozen small pointwise operations
-forward (gate activations, cell update, clips and their masks, tanh, LayerNorm, dropout) and
-about twice as many backward; run as torch ops, even inside a captured CUDA graph, each is a
-kernel launch and a round trip through memory. Here they are five kernels, each reading its
-inputs once and writing everything the rest of the pass needs:
+Five kernels, each reading its inputs once and writing everything the rest of the pass needs:
 
 forward, per step t, after `gates[t] += h_{t-1} W_hh^T`:
     `cell_forward`        over (row, cell): activations written over `gates[t]`, c_t (clipped),
@@ -17,15 +13,9 @@ backward, per step t (every row, results kept for the rows still running):
     `gate_backward`       over (row, cell): dL/d(gate pre-activations), the cell carry;
     `carry_backward`      over (row, projection): the hidden carry dL/d(gates) W_hh.
 
-The math is exactly `lstmp_torch`'s, the same five functions as torch ops (values agree to float32
-rounding; tests/nn/test_lstmp_triton.py). The kernels run on float32 only (under bfloat16
-autocast only the matrix products between them take bfloat16 operands, the pointwise work stays
-float32, see `lstm_with_projection`); `lstmp.pointwise_kernels` falls back to `lstmp_torch` for
-any other dtype and on CPU. LayerNorm statistics are those of
-`torch.native_layer_norm` (biased variance, rstd = 1 / sqrt(var + eps)), accumulated in float32.
-Each launch has a grid fixed by the shapes and no host synchronisation: capturable in a CUDA
-graph. The rows of a LayerNorm or its backward live in one program (`projection_size` up to a
-few thousand).
+The math is `lstmp_torch`'s, on float32 only; LayerNorm statistics as
+`torch.native_layer_norm`'s, accumulated in float32. Each launch has a grid fixed by the shapes
+and no host synchronisation: capturable in a CUDA graph. A LayerNorm's row lives in one program.
 """
 
 from typing import Optional

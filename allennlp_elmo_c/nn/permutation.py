@@ -1,8 +1,6 @@
 """
 `permute`: a permutation along one dimension whose gradient goes back by the inverse
-permutation, a gather. Autograd's own backward of `index_select` / `gather` scatter-adds into
-zeros (serially on CPU, a few % of a demo-size training step for the LSTM's row sort and the
-backward LM's sequence reversal); for a permutation the gather computes the same values.
+permutation, a gather (rather than autograd's scatter-add into zeros).
 """
 import torch
 

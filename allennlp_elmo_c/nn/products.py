@@ -1,46 +1,15 @@
 """
-The matrix products of `allennlp_elmo_c.nn.lstmp`'s fused backend, forward and backward, on CPU
-through MKL (`torch.mm`) or oneDNN, whichever multiplies float32 with the wider vectors here.
+The matrix products of `allennlp_elmo_c.nn.lstmp`, forward and backward: on CPU through MKL
+(`torch.mm`) or oneDNN (`torch.ops.mkldnn._linear_pointwise`), whichever multiplies float32 with
+the wider vectors here (`onednn_preferred`; `ELMO_C_ONEDNN=1` takes oneDNN wherever it works,
+`0` never); on a GPU through cuBLAS. oneDNN is used outside grad mode only (the op has no
+derivative), after a check against float64 products on first use. The backends round
+differently; they are judged against a float64 run of the reference.
 
-On CPU, torch's float32 `mm` calls MKL, which on AMD processors runs its AVX2 code: on an
-AVX-512 AMD EPYC, at the shapes of the LSTM's per-step products (16 rows against a 16384 x 512
-weight at the paper's size), well under the machine's AVX-512 rate. oneDNN, which torch ships
-for its own CPU inference (`torch.ops.mkldnn._linear_pointwise`, what inductor's frozen linear
-layers call), picks its kernels by instruction set: on one core of that EPYC it ran the
-backward's products at 120 to 220 GFLOP/s against MKL's 60 to 100
-(`experiments/speed/product_rates.py`, `experiments/speed/RESULTS.md`). Where MKL runs the same
-instruction set as oneDNN (Intel processors; AMD ones without AVX-512), MKL was as fast or faster
-at every shape measured, and by 1.2-1.9x at the small encoder's (batch 64, cell 256), where
-oneDNN's result is also copied into the step's buffer: there `torch.mm` runs them
-(`onednn_preferred`). `ELMO_C_ONEDNN=1` takes oneDNN wherever it works, `0` never.
-
-A different summation order rounds differently, and over long clipped sequences the recurrence
-carries a one-ulp difference forward (4e-5 after 40 steps at the demo size). That is float32
-rounding, not another function: the backends are judged against a float64 run of the reference,
-within twice the float32 reference's own error (which is of that size), for every layer's values
-and every gradient (tests/modules/seq2seq_encoders/test_backend_agreement.py,
-tests/nn/test_products.py).
-
-oneDNN generates a kernel for each new product shape (about 3 ms here), kept in its primitive
-cache (`ONEDNN_PRIMITIVE_CACHE_CAPACITY`, 1024 by default). With the C kernels (`lstmp_cpu`)
-every step's products take the whole batch, so a run with fixed batch and window sizes meets a
-handful of shapes and pays once for each; without them each step takes the rows still running,
-up to two shapes per distinct row count.
-
-`Products(tensor)` uses oneDNN for float32 CPU tensors outside grad mode (the op has no
-derivative) on a machine `onednn_preferred` names, when torch has the op and it passes a check
-against float64 products on first use. Otherwise it runs `torch.mm`, MKL on CPU, cuBLAS on a
-GPU.
-
-Mixed precision. `Products(tensor, torch.bfloat16)` multiplies bfloat16 operands (the encoder
-under bf16 autocast) with float32 accumulation, and its results are float32 like `tensor`:
-`weight` casts a weight once for all the products that use it, `linear` and `accumulate` cast
-their other operand. On a GPU cuBLAS writes float32 results directly (`torch.mm`'s `out_dtype`).
-On CPU torch has no such product (`out_dtype` is CUDA-only; MKL's `cblas_gemm_bf16bf16f32`
-runs AVX2 code on AMD processors, no faster than float32): oneDNN's bfloat16 linear (AVX512-BF16
-or AMX) accumulates in float32 and rounds its result to bfloat16 once, which is then added or
-copied into the float32 buffer. That rounding is one more relative error of 2^-9 per entry, the
-size of the error the operands' own rounding to bfloat16 already brings.
+`Products(tensor, torch.bfloat16)` multiplies bfloat16 operands with float32 accumulation and
+float32 results: cuBLAS writes them directly (`out_dtype`); oneDNN's bfloat16 linear rounds its
+result to bfloat16 once (one more relative error of 2^-9), then adds or copies it into the
+float32 buffer.
 """
 import functools
 import logging
@@ -58,9 +27,8 @@ _BLOCK_BYTES = 8 << 20
 
 class Products:
     """
-    `linear(inputs, weight)` = `inputs @ weight.T`, as `torch.nn.functional.linear` without a
-    bias, through oneDNN where it serves `like`'s device and dtype (see the module docstring)
-    and `torch.mm` elsewhere.
+    `linear(inputs, weight)` = `inputs @ weight.T` through oneDNN where it serves `like`'s
+    device and dtype, `torch.mm` elsewhere.
 
     # Parameters
 
@@ -89,15 +57,8 @@ class Products:
     def weight(self, weight: torch.Tensor, rows: Optional[int] = None) -> torch.Tensor:
         """
         `weight` `(out, in)` in the layout and dtype `linear` reads fastest, for a weight used in
-        many products of `rows` rows: oneDNN streams rows, so a transposed view is copied once
-        here (into a pooled buffer: at the paper's size W_hh is 32 MB), as is a weight of
-        another dtype than the operands' (cast once, not at every product). oneDNN's bfloat16
-        kernels read a weight in a blocked layout of their own, which they would otherwise
-        reorder at every product: given `rows`, a weight cast to bfloat16 for oneDNN is
-        reordered once here (an opaque tensor for `linear` and `accumulate` alone). At the
-        paper's size, batch 16, one core, that took the forward's product with W_hh from 3.3 to
-        2.0 ms, and the forward from 0.58 to 0.51 s; the backward's transposed weights are
-        better copied (reordering a transposed view cost more than it saved).
+        many products of `rows` rows: contiguous for oneDNN, cast once to the operands' dtype,
+        and, given `rows`, reordered once for oneDNN's bfloat16 kernels.
         """
         if self.mixed and weight.dtype != self.dtype:
             # Cast in the weight's own layout (a transposed view stays one) ...
@@ -126,9 +87,7 @@ class Products:
         weight : `torch.Tensor`
             `(out, in)`, any strides.
         out : `torch.Tensor`, optional
-            `(rows, out)`, where the product is written (`torch.mm` writes it there, so that a
-            captured CUDA graph allocates nothing; oneDNN's is copied there, a few MB at a
-            time).
+            `(rows, out)`, where the product is written (allocating nothing with `torch.mm`).
 
         # Returns
 
@@ -136,16 +95,12 @@ class Products:
             `(rows, out)`, contiguous: `inputs @ weight.T`, in `like`'s dtype.
         """
         inputs, weight = self._operand(inputs), self._operand(weight)
-        # (oneDNN has no empty inner dimension. Its linear copies strided inputs into rows
-        # first: for the bfloat16 weight gradients, whose inputs are transposed views, that copy
-        # took longer than the product, while `torch.mm` reads them in place; a weight
-        # reordered for oneDNN is oneDNN's alone.)
+        # (oneDNN has no empty inner dimension; its linear copies strided inputs first.)
         rows_or_reordered = inputs.stride(1) == 1 or weight.is_mkldnn
         if self.onednn and inputs.size(1) > 0 and (not self.mixed or rows_or_reordered):
             if out is None:
                 return _onednn_linear(inputs, weight).to(self.result_dtype)
-            # oneDNN returns a new tensor: in blocks of rows small enough that the allocator
-            # serves them from memory it keeps (glibc maps 32 MB and more afresh every time).
+            # oneDNN returns a new tensor: in blocks the allocator serves from memory it keeps.
             rows = max(1, _BLOCK_BYTES // (inputs.element_size() * max(1, weight.size(0))))
             for start in range(0, inputs.size(0), rows):
                 block = _onednn_linear(inputs[start : start + rows], weight)
@@ -186,9 +141,8 @@ class Products:
 def onednn_preferred(capability: str, vendor: str) -> bool:
     """
     Whether oneDNN multiplies float32 with wider vectors than MKL on a CPU of torch's
-    `capability` (`torch.backends.cpu.get_cpu_capability()`) and `vendor` (`/proc/cpuinfo`'s
-    `vendor_id`): on AMD processors with AVX-512, where MKL runs its AVX2 code and oneDNN
-    AVX-512. Elsewhere both run the same instruction set and MKL was the faster.
+    `capability` and `vendor` (`/proc/cpuinfo`'s `vendor_id`): AMD with AVX-512, where MKL runs
+    its AVX2 code.
     """
     return capability == "AVX512" and vendor == "AuthenticAMD"
 
@@ -226,10 +180,8 @@ def _onednn_linear(inputs: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return torch.ops.mkldnn._linear_pointwise(inputs, weight, None, "none", [], "")
 
 
-# How far a product of the check's operands may be from their float64 product: float32 rounding
-# over 300 terms of size ~1 gives absolute errors around 1e-5 (bfloat16 arithmetic would be
-# ~0.1); a bfloat16 product accumulated in float32 is rounded once, a relative error of at most
-# 2^-9 (accumulated in bfloat16 it would be off by far more in the entries that cancel).
+# How far a product of the check's operands may be from their float64 product (absolute for
+# float32, relative for bfloat16 operands accumulated in float32).
 _CHECK_TOLERANCE = {torch.float32: 1e-3, torch.bfloat16: 2.0**-7}
 
 
@@ -285,9 +237,7 @@ def _onednn_multiplies(dtype: torch.dtype) -> bool:
 @functools.lru_cache(maxsize=None)
 def _cublas_results_work(dtype: torch.dtype) -> bool:
     """Whether this torch's `mm` and `addmm` take `out_dtype` (float32 results of `dtype`
-    operands) on a GPU (torch 2.8 and later). Only asked, never read back: no host
-    synchronisation, so the first call may come inside a CUDA graph capture; the values are
-    tested (tests/nn/test_products.py)."""
+    operands) on a GPU. Never read back, so it may run inside a CUDA graph capture."""
     operands = torch.ones(1, 1, dtype=dtype, device="cuda")
     total = torch.ones(1, 1, device="cuda")
     try:
@@ -300,10 +250,8 @@ def _cublas_results_work(dtype: torch.dtype) -> bool:
 
 def bfloat16_unsupported(device: torch.device) -> Optional[str]:
     """
-    Why `device` has no fast bfloat16 matrix products (None where it has them): on a GPU,
-    bfloat16 tensor cores (Ampere and later); on CPU, oneDNN's bfloat16 kernels (AVX-512, at
-    full speed with AVX512-BF16 or AMX). Elsewhere torch would still multiply bfloat16, but in
-    slow fallback kernels.
+    Why `device` has no fast bfloat16 matrix products (None where it has them: bfloat16 tensor
+    cores on a GPU, oneDNN's bfloat16 kernels on CPU).
     """
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported(including_emulation=False):

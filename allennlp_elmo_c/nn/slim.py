@@ -1,11 +1,8 @@
 """
-Slim embedding tables (Li, Kulhanek, Wang, Zhao & Wu, "Slim Embedding Layers for Recurrent Neural
-Language Models", AAAI 2018): every word vector of size `d` is the concatenation of `K`
-sub-vectors of size `d / K`. Sub-vector position `k` takes its sub-vector from its own sub-pool
-`S_k` of `M / K` trainable sub-vectors, through a fixed random assignment `a(w, k)`. `M` counts
-the sub-vectors of all K sub-pools together, so a vocabulary of `V` words costs `M * d / K`
-parameters instead of `V * d`, and the output layer's first step (every hidden chunk `h_k`
-against its own sub-pool `S_k`) costs `O(M * d / K)` per position.
+Slim embedding tables (Li et al., "Slim Embedding Layers for Recurrent Neural Language Models",
+AAAI 2018): a word vector of size `d` is the concatenation of `K` sub-vectors of size `d / K`,
+position `k`'s from its own sub-pool `S_k` of `M / K` trainable sub-vectors, through a fixed
+random assignment `a(w, k)`: `M * d / K` parameters instead of `V * d`.
 """
 
 import logging
@@ -22,30 +19,15 @@ def balanced_assignment(
     num_words: int, num_subvectors: int, pool_size: int, seed: int
 ) -> torch.LongTensor:
     """
-    The fixed random assignment of sub-vectors to words, as in the paper: for each position `k`,
-    the `V * K / M` copies of `range(M / K)` (the ids of sub-pool `S_k`) are concatenated and
-    shuffled once, and word `w` takes entry `w` of the shuffled sequence as `a(w, k)`. Every
-    sub-vector is therefore used `floor(V * K / M)` or `ceil(V * K / M)` times, and neighbouring
-    words (which are of similar frequency in a frequency-sorted vocabulary) share sub-vectors as
-    often as any other two. When `M / K` does not divide `V`, the last copy contributes a random
-    subset of `range(M / K)` of the missing size (so that no id gets more than one use over the
-    others). Only `seed` determines the result (a private generator; the global RNG is
-    untouched).
-
-    # Parameters
-
-    num_words : `int`
-        V.
-    num_subvectors : `int`
-        K.
-    pool_size : `int`
-        M, the sub-vectors of all K sub-pools together; a multiple of K.
-    seed : `int`
+    The fixed random assignment, as in the paper: for each position `k`, copies of
+    `range(M / K)` (the last one a random part of it) shuffled once; word `w` takes entry `w`.
+    Every sub-vector is used `floor(V * K / M)` or `ceil(V * K / M)` times. Only `seed` decides
+    it (a private generator).
 
     # Returns
 
-    `torch.LongTensor` of shape `(num_words, num_subvectors)`: entry `(w, k)` is `a(w, k)`, an
-    index into sub-pool `k`, in `[0, pool_size / num_subvectors)`.
+    `(num_words, num_subvectors)`: entry `(w, k)` is `a(w, k)`, in `[0, pool_size /
+    num_subvectors)`.
     """
     if pool_size % num_subvectors:
         raise ValueError(f"pool_size {pool_size} is not a multiple of {num_subvectors}")
@@ -64,15 +46,10 @@ def balanced_assignment(
 
 class SlimTable(torch.nn.Module):
     """
-    `num_words` (V) virtual word vectors of size `embedding_dim` (d): the vector of word `w` is
-    `[S_1[a(w, 1)]; ...; S_K[a(w, K)]]`, the concatenation of one sub-vector of size `d / K`
-    from each of the K disjoint sub-pools `S_k` (`M / K` trainable sub-vectors each). The
-    assignment `a` is fixed and random (`balanced_assignment`), and stored as a persistent buffer
-    (`(V, K)`, int32, indices into each position's own sub-pool) so that an archive reloads
-    exactly the assignment it was trained with. The `(V, d)` matrix itself is never built.
-    Shared by the `slim_embedding` token embedder and the `slim_softmax` output head.
-
-    Parameters: `pool`, `(K, M / K, d / K)`: `pool[k]` is `S_k`; `M * d / K` numbers in all.
+    `num_words` (V) word vectors of size `embedding_dim` (d), word `w`'s being
+    `[S_1[a(w, 1)]; ...; S_K[a(w, K)]]`; `pool` `(K, M / K, d / K)` holds the sub-pools. The
+    assignment (`balanced_assignment`) is a persistent int32 buffer `(V, K)`, so an archive
+    reloads the one it was trained with. The `(V, d)` matrix is never built.
 
     # Parameters
 
@@ -83,9 +60,8 @@ class SlimTable(torch.nn.Module):
     num_subvectors : `int`
         K, the number of sub-vectors per word (and of sub-pools).
     pool_size : `int`
-        M, the number of trainable sub-vectors of all K sub-pools together (each sub-pool has
-        `M / K`): a multiple of K, with `(M / K) ** K >= num_words` (else some words would
-        necessarily share a vector).
+        M, the sub-vectors of all K sub-pools together: a multiple of K, with
+        `(M / K) ** K >= num_words`.
     seed : `int`
         Seeds the assignment.
     owner : `str`, optional (default = `"slim"`)
@@ -151,9 +127,8 @@ class SlimTable(torch.nn.Module):
         self._index: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
 
     def rows(self, ids: torch.Tensor) -> torch.LongTensor:
-        """The rows of the flat pool `pool.view(M, d / K)` that make up the vectors of `ids`
-        `(...)`: `(..., K)`, row `k * M / K + a(w, k)` for position `k` (sub-pool `k` is the
-        block of rows `[k * M / K, (k + 1) * M / K)`)."""
+        """The rows of the flat pool `pool.view(M, d / K)` that make up the vectors of `ids`:
+        `(..., K)`."""
         return self._global_rows(self.assignment[ids])
 
     def _global_rows(self, assignment: torch.Tensor) -> torch.LongTensor:
@@ -178,25 +153,17 @@ class SlimTable(torch.nn.Module):
         return subvectors.reshape(*ids.shape, self.embedding_dim)
 
     def scores(self, hidden: torch.Tensor) -> torch.Tensor:
-        """
-        Dot products of `hidden` `(num_positions, embedding_dim)` with every word vector
-        (`slim_scores`): per position, O(M * d / K) for the partial products (each chunk of
-        `hidden` against its own sub-pool), then O(V * K) for each word's sum of its K of them.
-
-        # Returns
-
-        `(num_words, num_positions)`: transposed, words first (the layout the gather writes).
-        """
+        """Dot products of `hidden` `(num_positions, embedding_dim)` with every word vector
+        (`slim_scores`): `(num_words, num_positions)`."""
         return slim_scores(self.pool, hidden, *self.score_index(hidden.device))
 
     def score_index(
         self, device: torch.device
     ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """
-        The index `slim_scores` needs, built once per device: `rows` `(V, K)`, word v's score
-        sums the partial products of rows `rows[v]` of the flat pool; and its inverse for the
-        backward pass (for each row, the words that use it: `slot_words[row_starts[r]:...]`),
-        rather than sorted again at every step. All int32.
+        The index `slim_scores` needs, built once per device (int32): `rows` `(V, K)`, the flat
+        pool's rows each word sums; and, for the backward pass, the words that use each row
+        (`slot_words[row_starts[r]:...]`).
         """
         if self._index is None or self._index[0].device != device:
             k = self.num_subvectors
@@ -210,15 +177,6 @@ class SlimTable(torch.nn.Module):
     def _load_from_state_dict(
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
     ):
-        pool = state_dict.get(prefix + "pool")
-        if pool is not None and pool.dim() == 2:
-            error_msgs.append(
-                f"{prefix}pool is {tuple(pool.shape)}, one pool shared by all sub-vector "
-                "positions (the slim layout of earlier versions of allennlp_elmo_c); this "
-                f"version has K disjoint sub-pools, {tuple(self.pool.shape)}, and a different "
-                "assignment: the weights cannot be converted, train the model again"
-            )
-            return
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
@@ -233,11 +191,9 @@ def slim_scores(
     row_starts: torch.Tensor,
 ) -> torch.Tensor:
     """
-    The paper's two-step output layer: the score of word `w` for a hidden state `h` split into
-    K chunks `h_1..h_K` is `sum_k <h_k, S_k[a(w, k)]>`. Step 1 takes each chunk against every
-    sub-vector of its own sub-pool (`K` products of `(M / K, d / K) x (d / K, N)`: O(M d / K) per
-    position); step 2 sums each word's K partial products (O(V K) per position). Gradients are
-    exact (a custom backward for step 2 only; `tests/nn/test_slim.py` gradchecks it).
+    The paper's two-step output layer: word `w`'s score for `h = [h_1; ...; h_K]` is
+    `sum_k <h_k, S_k[a(w, k)]>`. Step 1 takes each chunk against its own sub-pool (O(M d / K) per
+    position), step 2 sums each word's K partial products (O(V K)), with a custom backward.
 
     # Parameters
 

@@ -1,32 +1,13 @@
 """
 A received model is built within a memory budget derived from what its weights really hold, so
 that a config declaring huge sizes (a 2 KB `config.json` with `cell_size: 1e9`) is refused before
-the memory is allocated, not after.
-
-The sizes a config declares cannot all be compared with the weights before building: some
-components compute their tensors' values while they are built (a fastText-initialised output
-layer, the hashed pools of the slim layers), and AllenNLP's `Embedding` allocates with a legacy
-constructor that ignores a default device. Instead, `allocation_budget` watches every tensor
-operation while the model is built (a `TorchDispatchMode`), and every operation's output is
-counted *before* it runs: from its `size` argument (`torch.empty`, `zeros`, `randn`,
-`new_empty`, ... and every `nn.Parameter` made from them), or, for an operation without one
-(`repeat`, `arange`, `cat`, `clone` of an `expand`ed view ...), by running it first on `meta`
-tensors of the same shapes, which computes the output's shape without allocating. An operation
-that would take the bytes created so far past the budget is refused before it runs. (An
-operation whose output's size depends on its inputs' values, such as `nonzero`, is counted after
-it: its output is no larger than its inputs, which were counted.)
-
-`dry_run` builds a model the same way with every tensor on the `meta` device, counting what the
-real build would allocate: it gives the model's state dict (names, shapes, dtypes) before any of
-its memory exists, so that a loader compares it with the weights first (`archive`).
-
-The budget is `BUDGET_FACTOR` times the bytes the weights hold (`received_weights`: only their
-non-zero pages, so a sparse or all-zero tensor, or a header's claims, buy nothing; and a loader
-counts only the tensors the model uses) plus `BUDGET_SLACK`: building a model creates each
-parameter once plus its initialisation's temporaries (about 5 times the weights for an
-`elmo_lstm` with orthogonal initialisation).
+the memory is allocated. While it is built, a `TorchDispatchMode` counts every operation's output
+before it runs (from its `size` argument, else by running it on `meta` tensors), and refuses the
+one that would pass the budget. `dry_run` builds on `meta` only, counting what a real build would
+allocate. The budget: `BUDGET_FACTOR` times the bytes the used weights hold
+(`received_weights`: their non-zero pages) plus `BUDGET_SLACK` (a build makes each parameter once
+plus its initialisation's temporaries, about 5 times the weights).
 """
-
 import contextlib
 import math
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -49,13 +30,11 @@ def budget_of(held: int) -> int:
 
 
 class _OverBudget(MemoryError):
-    """Raised inside the build (not a `ConfigurationError`, which AllenNLP's `from_params` catches
-    to try the next type of a `Union`); `allocation_budget` turns it into one."""
+    """Not a `ConfigurationError`, which `from_params` catches to try a `Union`'s next type."""
 
 
 class _Budget(TorchDispatchMode):
-    """Counts (and bounds) the bytes of the tensors operations create; with `dry`, every tensor
-    is created on the `meta` device instead, and counted as if it were not."""
+    """Counts and bounds the bytes operations create (with `dry`, on `meta`, counted anyway)."""
 
     def __init__(self, limit: int, dry: bool = False) -> None:
         super().__init__()
@@ -82,9 +61,8 @@ class _Budget(TorchDispatchMode):
 
 
 def _aliases_a_real_tensor(func, args) -> bool:
-    """Whether `func` returns a view of (or changes in place) a tensor that is not on the `meta`
-    device: a dry run leaves it as it is (it allocates nothing), so that a tensor made outside the
-    build (a memory-mapped fastText matrix, cached for later builds) stays real."""
+    """Whether `func` views or changes in place a real tensor (made outside the build: a dry run
+    leaves it real)."""
     returns = func._schema.returns
     if not returns or any(r.alias_info is None for r in returns):
         return False
@@ -107,10 +85,8 @@ def _meta(value: Any) -> Any:
 
 
 def _predicted_bytes(func, args, kwargs, count_meta: bool = False) -> Optional[int]:
-    """The bytes `func(*args, **kwargs)` will create, before it runs: from a `size` argument, or
-    from a run on `meta` tensors; 0 for views and in-place operations, and for outputs on the
-    `meta` device unless `count_meta`; None where it cannot be told before (an output whose size
-    depends on values)."""
+    """The bytes `func` will create (0 for views, in-place and uncounted `meta` outputs; None
+    where its size depends on values, counted after it runs)."""
     schema = func._schema
     returns = schema.returns
     if returns and all(r.alias_info is not None for r in returns):
@@ -168,11 +144,8 @@ _ENFORCED: List[_Budget] = []
 
 
 def spend(size: int, what: str) -> None:
-    """
-    Counts `size` bytes that are about to be allocated outside torch (`what`: an HDF5 dataset
-    read into numpy, say) against the budget being enforced, if any: past its limit, the build
-    is refused before they are allocated (the `ConfigurationError` names `what`).
-    """
+    """Counts `size` bytes about to be allocated outside torch (`what`) against the budget
+    being enforced, if any."""
     if _ENFORCED:
         budget = _ENFORCED[-1]
         if budget.used + size > budget.limit:
@@ -182,12 +155,8 @@ def spend(size: int, what: str) -> None:
 
 
 def allow(size: int) -> None:
-    """
-    Raises the limit of the budget being enforced, if any, by `size` bytes: for a tensor whose
-    size the model's own files fix rather than its config, and which its weights do not hold (a
-    frozen output embedding of fastText vectors: the archived vocabulary's words times the
-    fingerprint-checked `.bin`'s dimension, rebuilt whenever the model is built).
-    """
+    """Raises the budget being enforced, if any, by `size` bytes: for a tensor the model's own
+    files size and its weights do not hold (a frozen fastText output embedding)."""
     if _ENFORCED:
         _ENFORCED[-1].limit += size
 
@@ -200,13 +169,9 @@ def allocation_budget(
     dry: bool = False,
     sizes: Optional[List[Tuple[str, int]]] = None,
 ) -> Iterator["_Budget"]:
-    """
-    While inside, tensors created past `limit` bytes in all (plus what `allow` adds) are refused:
-    a `ConfigurationError` naming `where`, the budget, and the largest sizes of the config (from
-    `sizes`, what a checked config declares, else found in `config`): the likely culprit. With
-    `dry`, nothing is allocated: every tensor is made on the `meta` device and counted as if it
-    were not (`dry_run`). Yields the budget (its `used` bytes).
-    """
+    """While inside, tensors past `limit` bytes in all are refused: a `ConfigurationError`
+    naming `where` and the config's largest `sizes` (else found in `config`). With `dry`, every
+    tensor is made on `meta` and counted. Yields the budget."""
     budget = _Budget(limit, dry)
     _ENFORCED.append(budget)
     try:

@@ -1,15 +1,8 @@
 """
-The files of a directory received from someone else (a model directory, the copy of one inside a
-spaCy pipeline), read and copied only as what they are inside it: names given by its files are
-plain relative names that resolve inside it, links are refused rather than followed, and copies
-take regular files only.
-
-A symbolic link in a received directory would carry the receiver's own files (anything the link
-points at) into what they read, and into what they later share (`package`, `save_pretrained`,
-spaCy's `to_disk`): such directories are refused, naming the link. Hard links need no check: a
-directory's hard link is one of its own files (a sender cannot link to the receiver's files).
+The files of a directory received from someone else, read and copied only as what they are
+inside it: names resolve inside it, symbolic links are refused rather than followed (they would
+carry the receiver's files into what they read and later share), copies take regular files only.
 """
-
 import os
 import shutil
 import stat
@@ -25,11 +18,8 @@ PathOrStr = Union[str, "os.PathLike[str]"]
 
 
 def inside_path(root: PathOrStr, name: object, what: str) -> Path:
-    """
-    `root / name` for a `name` (what the directory's files call `what`) that is a plain relative
-    name resolving inside `root` through no symbolic link; else a `ConfigurationError` naming
-    the directory, `what` and the name.
-    """
+    """`root / name` for a plain relative `name` inside `root` through no link (`what` names it
+    in the `ConfigurationError` otherwise)."""
     root = Path(root)
     if not isinstance(name, str) or not name or "\x00" in name or "\\" in name:
         raise ConfigurationError(
@@ -57,12 +47,8 @@ def inside_path(root: PathOrStr, name: object, what: str) -> Path:
 
 
 def refuse_links(root: PathOrStr, source: str = "") -> List[str]:
-    """
-    The names (relative, `/`-separated, sorted) of the regular files under `root`; a
-    `ConfigurationError` naming the first symbolic link, or other non-regular file (a FIFO, a
-    socket, a device), found under it. `source` names the directory in messages (default
-    `root`).
-    """
+    """The relative names of the regular files under `root`, sorted; a `ConfigurationError`
+    names the first link or other non-regular file (`source` names the directory)."""
     root = Path(root)
     source = source or str(root)
     files: List[str] = []
@@ -87,12 +73,8 @@ def refuse_links(root: PathOrStr, source: str = "") -> List[str]:
 
 
 def copy_regular_file(source: PathOrStr, target: PathOrStr, link: bool = True) -> str:
-    """
-    `target` made a hard link to the regular file `source` (never following a symbolic link),
-    or a copy of it (another filesystem, or `link` false); atomically. A `source` that is a
-    symbolic link or not a regular file is a `ConfigurationError`. Returns `target` (so that it
-    serves as `shutil.copytree`'s `copy_function`).
-    """
+    """`target` made atomically a hard link to (or with `link` false, a copy of) the regular file
+    `source`, never through a link; returns `target`."""
     descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):

@@ -1,13 +1,8 @@
 """
-SHA-256 digests of files, each file hashed once per process while it is unchanged.
-
-A digest is kept, in this process only (never in a file beside the one hashed), under the file's
-identity and state: device, inode, size, modification and change times (`st_ctime_ns`, which no
-user can set back). Any write, rename onto it or `touch` changes the key, and the file is hashed
-again. So checking a multi-GB fastText `.bin` against `checksums.sha256` costs one read per
-process, however many times its directory is loaded.
+SHA-256 digests of files, each hashed once per process while unchanged: kept in memory under
+the file's device, inode, size, modification and change times (`st_ctime_ns`, which no user
+can set back).
 """
-
 import hashlib
 import os
 import stat

@@ -1,34 +1,25 @@
 """
-The Hugging Face models a received task archive names (AllenNLP's `pretrained_transformer`
-tokenizers, indexers and embedders, the `srl` reader's BERT), checked before anything is built:
-one that is not in the local cache would be downloaded by transformers, and on a machine without
-network transformers tries for a minute and more before failing with a long traceback.
-`check_hub_models` fails fast instead, with one line: a model missing from the cache is refused
-when `HF_HUB_OFFLINE=1`, and otherwise the Hub is asked once, with a short timeout
-(`PROBE_SECONDS`), whether it is reachable.
+The Hugging Face models a received task archive names (`model_name`, `bert_model_name`), found
+in the local cache before anything is built: one missing would be downloaded, and without network
+transformers retries for a minute before a long traceback. `check_hub_models` refuses it in one
+line when `HF_HUB_OFFLINE=1` or the Hub does not answer within `PROBE_SECONDS`.
 """
 
 from typing import Any, Iterator, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.config_tree import join_key, walk
-from allennlp_elmo_c.received.task_components import HUB_MODEL, TASK_COMPONENTS
+from allennlp_elmo_c.common.config_tree import walk
 
 # How long the Hub may take to answer before a model missing from the cache is refused.
 PROBE_SECONDS = 5.0
 
 
 def hub_model_names(config: Any, path: str = "") -> Iterator[Tuple[str, str]]:
-    """`(dotted key, model name)` of every key of a config's components that names a Hugging
-    Face model (`HUB_MODEL` in `received.task_components`: a `pretrained_transformer*`
-    component's `model_name`, the `srl` reader's `bert_model_name`)."""
-    for where, _, node in walk(config, path):
-        kind = node.get("type") if isinstance(node, dict) else None
-        keys = TASK_COMPONENTS.get(kind, {}) if isinstance(kind, str) else {}
-        for key in sorted(key for key, rule in keys.items() if rule == HUB_MODEL):
-            if isinstance(node.get(key), str):
-                yield join_key(where, key), node[key]
+    """`(dotted key, name)` of every Hugging Face model name (`*model_name`) of a config."""
+    for where, key, value in walk(config, path):
+        if isinstance(key, str) and key.endswith("model_name") and isinstance(value, str):
+            yield where, value
 
 
 def is_cached(name: str) -> bool:

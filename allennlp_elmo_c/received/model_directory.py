@@ -1,24 +1,10 @@
 """
-A model directory's files (`python -m allennlp_elmo_c package`): what it holds, and its listing,
-`checksums.sha256`, written and checked here.
-
-A model directory holds exactly what `package` (and `ElmoCModel.save_pretrained`) writes:
-
-    config.json         model_type "elmo_c", the biLM's config, `files` naming the files below
-    model.safetensors   the weights
-    vocabulary/*.txt    the AllenNLP vocabulary (and the empty `.lock` AllenNLP's reader leaves)
-    <files>             the files its biLM reads (the fastText .bin, a BPE tokenizer), each
-                        under its kind in `config.json`'s `files` (`FILE_KINDS`)
-    checksums.sha256    every other file's SHA-256
-    README.md           the model card
-
-A received directory holding anything else (a `tokenizer_config.json`, a second weights file, a
-subdirectory) is refused by every loader (`check_directory_files`), whatever its listing says;
-so is a `files` entry of another kind or naming a file its biLM does not read
-(`check_files_list`), and a file its biLM reads under a name Hugging Face's loaders read
-(`HUGGING_FACE_FILES`: `AutoTokenizer` would read a `tokenizer_config.json` before any check).
+A model directory's files (`python -m allennlp_elmo_c package`) and its listing,
+`checksums.sha256`, written and checked here. It holds exactly: config.json, model.safetensors,
+vocabulary/*.txt (and AllenNLP's empty `.lock`), the files its biLM reads (named in `files`, by
+kind), checksums.sha256 and README.md. Anything else (a subdirectory, a `tokenizer_config.json`,
+a file its biLM does not read, one under a name Hugging Face's loaders read) is refused.
 """
-
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -40,6 +26,11 @@ MODEL_CARD = "README.md"
 VOCABULARY_LOCK = f"{VOCABULARY_DIR}/.lock"
 # The files of every model directory (beside the vocabulary and the files `files` names).
 FIXED_FILES = (CONFIG_FILE, WEIGHTS_FILE, CHECKSUMS_FILE, MODEL_CARD)
+# The keys of config.json `package` writes (beside transformers' own).
+CONFIG_KEYS = frozenset({
+    "model_type", "architectures", "bilm", "files", "fasttext", "hidden_size", "num_hidden_layers",
+    "elmo_c_format", "parameters", "packaged", "training",
+})  # fmt: skip
 # The kinds of file `files` may name (what `package` copies beside the weights).
 FILE_KINDS = ("fasttext", "tokenizer")
 # The files Hugging Face's `from_pretrained` loaders read from a directory by name, beside
@@ -58,8 +49,7 @@ PathOrStr = Union[str, "os.PathLike[str]"]
 
 
 def write_checksums(directory: Path) -> None:
-    """`checksums.sha256` for every file of `directory` (sorted, `sha256sum`'s format); a
-    directory holding a symbolic link (or other non-regular file) is refused, naming it."""
+    """`checksums.sha256` for every file of `directory` (`sha256sum`'s format)."""
     lines: List[str] = []
     for name in refuse_links(directory):
         if name == CHECKSUMS_FILE or is_vocabulary_lock(directory, name):
@@ -73,26 +63,19 @@ def write_checksums(directory: Path) -> None:
 
 
 def is_vocabulary_lock(root: Path, name: str) -> bool:
-    """`vocabulary/.lock`, empty: what reading the vocabulary leaves, not part of the model."""
     return name == VOCABULARY_LOCK and (root / name).stat().st_size == 0
 
 
 def _shown(name: str) -> str:
-    """`name` for a message: as it is, or quoted where a space at either end or a character that
-    does not print would hide what it is; cut to 120 characters."""
     if len(name) > 120:
         return f"{name[:120]!r}... ({len(name)} characters)"
     return name if name.isprintable() and name == name.strip() else repr(name)
 
 
 def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
-    """
-    A model directory's `checksums.sha256` (`sha256sum`'s format, as `sha256sum --check` reads
-    it: a name may start with `./`) and its files: `({name: expected digest}, files present)`.
-    The listing must name exactly the directory's files (plain relative names, each once, not
-    itself; the empty `vocabulary/.lock` AllenNLP's reader leaves may be absent from either),
-    and the directory holds no symbolic link; a `ConfigurationError` names the first that fails.
-    """
+    """`({name: digest}, files present)` of a model directory whose `checksums.sha256` lists
+    exactly its files (its empty `vocabulary/.lock` may be absent from either) and no link; a
+    `ConfigurationError` names the first that fails."""
     present = set(refuse_links(root, f"model directory {root}"))
     if CHECKSUMS_FILE not in present:
         raise ConfigurationError(
@@ -158,8 +141,7 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
 
 
 def check_digests(root: Path, listed: Dict[str, str], names: Iterable[str]) -> None:
-    """Every file of `names` matches its digest in `listed` (`received.file_digests`: hashed once
-    per process while unchanged); a `ConfigurationError` names the first that does not."""
+    """Every file of `names` matches its digest in `listed`."""
     for name in names:
         if file_sha256(root / name) != listed[name]:
             raise ConfigurationError(
@@ -169,13 +151,15 @@ def check_digests(root: Path, listed: Dict[str, str], names: Iterable[str]) -> N
 
 
 def check_directory_files(root: Path, present: Iterable[str], named: Iterable[str]) -> None:
-    """
-    The files of a model directory are what `package` writes (see the module docstring): the
-    fixed files, `vocabulary/*.txt` (and its `.lock`), and those its config.json `named` (in
-    `files`, or by a key of its biLM that names a file); anything else is a
-    `ConfigurationError` naming it.
-    """
+    """The files `present` are what `package` writes: the fixed ones, `vocabulary/*.txt` and
+    those its config.json `named`; no directory but `vocabulary/`."""
     named = set(named)
+    for path in sorted(root.rglob("*")):  # no link: `refuse_links` refused them
+        if path.is_dir() and path.relative_to(root).as_posix() != VOCABULARY_DIR:
+            raise ConfigurationError(
+                f"model directory {root}: {_shown(path.relative_to(root).as_posix())} is a "
+                f"directory; a model directory holds no directory but {VOCABULARY_DIR}/"
+            )
     for name in sorted(named & HUGGING_FACE_FILES):
         raise ConfigurationError(
             f"model directory {root}: its biLM reads {_shown(name)}, a name Hugging Face's "
@@ -202,11 +186,8 @@ def check_directory_files(root: Path, present: Iterable[str], named: Iterable[st
 
 
 def check_files_list(root: Path, files: Dict[str, object], read: Iterable[str]) -> List[str]:
-    """
-    A model directory's `files` (kind -> name): each of a kind of `FILE_KINDS`, naming a file
-    its biLM reads (`read`, the names its config's file keys give); anything else is a
-    `ConfigurationError` naming the entry. Returns the names.
-    """
+    """A model directory's `files` (kind -> name): each of `FILE_KINDS`, naming a file its biLM
+    reads (`read`). Returns the names."""
     read = {os.path.normpath(name) for name in read}
     for kind, name in files.items():
         entry = f"`files.{_shown(str(kind))}` of {CONFIG_FILE}"

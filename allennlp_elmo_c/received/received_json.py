@@ -1,12 +1,8 @@
 """
-Reading JSON received from elsewhere (a model's `config.json`, `meta.json`, `metrics.json`,
-an ELMo `options.json`, a safetensors header, a line of a `.jsonl` corpus, a training run's
-records): plain JSON only, its size capped before it is read and its nesting depth before it is
-parsed, so that neither a large file nor a deeply nested one (which Python's parser would take
-down with a `RecursionError`, or worse with a raised recursion limit) costs more than the cap. A
-refusal is one `ConfigurationError` line naming the file.
+Reading JSON received from elsewhere (a config.json, meta.json, a safetensors header, a corpus's
+`.jsonl` line, a run's records): plain JSON only, its size capped before it is read and its
+nesting depth before it is parsed; a refusal is one `ConfigurationError` line naming the file.
 """
-
 import json
 import math
 import os
@@ -31,12 +27,8 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 def read_received_json(
     path: Union[str, Path], where: str, max_bytes: int = MAX_CONFIG_BYTES, follow_links: bool = True
 ) -> Any:
-    """
-    A received JSON file (`where` names it in messages), read as plain JSON: larger than
-    `max_bytes`, not JSON (jsonnet included), or nested deeper than `MAX_DEPTH` is a
-    `ConfigurationError`. With `follow_links` false, a symbolic link or anything but a regular
-    file is refused too, unopened.
-    """
+    """A received JSON file as plain JSON of at most `max_bytes`, nested at most `MAX_DEPTH`
+    (with `follow_links` false, a link or anything but a regular file is refused, unopened)."""
     try:
         flags = os.O_RDONLY | (0 if follow_links else os.O_NOFOLLOW | os.O_NONBLOCK)
         descriptor = os.open(path, flags)

@@ -1,9 +1,7 @@
 """
-An archive's `meta.json` (the AllenNLP version it was saved with), read as received JSON: a
-regular file of at most `MAX_META_BYTES`, an object whose `version` is a short version string,
-else a `ConfigurationError`; then AllenNLP's version check (a warning for another major version).
+An archive's `meta.json` (AllenNLP's version), read as received JSON and checked, then compared
+with this AllenNLP's version as AllenNLP does.
 """
-
 import re
 from pathlib import Path
 from typing import Optional

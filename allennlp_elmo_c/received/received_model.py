@@ -1,16 +1,11 @@
 """
 One pass from a received biLM's files to a checked description of it, `ReceivedBiLM`, from which
-`archive` builds the model: nothing of it is read again, and no check is made twice.
-
-For a model directory (`received.model_directory`): its listing, exactly its files and only what
-`package` writes, config.json's digest then its content (plain JSON, checked:
-`received_config.check_bilm_config`, whose one walk of the components also gives the fastText
-components, the keys naming files and the sizes), the files it names resolved inside it, the
-other digests. For an archive: the members a model archive is made of, extracted
-(`safe_extract`), and its config.json, checked the same way. Then, for both: the fastText `.bin`
-found and its fingerprint checked (`fasttext_source`), the load-time overrides, and the weights'
-tensors (`received_weights`: names, shapes, the bytes each really holds), from which the budget
-comes (`allocation_budget`).
+`archive` builds the model. A model directory: its listing and digests
+(`received.model_directory`), its config.json checked (`received_config`), the files it names
+resolved inside it. An archive: the members a model archive is made of, extracted
+(`safe_extract`), its config.json checked. Then the fastText `.bin` found and its fingerprint
+checked, the load-time overrides, and the weights' tensors (`received_weights`), which give the
+budget (`allocation_budget`).
 """
 
 import contextlib
@@ -70,24 +65,8 @@ def is_model_archive_member(name: str) -> bool:
 
 @dataclass
 class ReceivedModel:
-    """
-    A received model, checked: build it with `archive.build_archive`.
-
-    # Parameters
-
-    source : `str`
-        What it was read from (the user's path), for messages.
-    root : `Path`
-        The directory of its files: the model directory, or the archive's extraction directory
-        (which exists only while the archive is being loaded).
-    is_directory : `bool`
-        A model directory (else an archive).
-    config : `Dict[str, Any]`
-        Its AllenNLP config as trained, checked as a received one.
-    weights_file : `Path`
-    weights : `Dict[str, Tensor]`
-        The weights' tensors, with the bytes each holds.
-    """
+    """A received model, checked (`root`: the directory of its files, a model directory or the
+    archive's extraction directory; `weights`: its tensors with the bytes each holds)."""
 
     source: str
     root: Path
@@ -102,7 +81,6 @@ class ReceivedModel:
 
     @property
     def budget(self) -> int:
-        """The most bytes building it may take: from what its weights hold."""
         return budget_of(held_total(self.weights))
 
     @property
@@ -111,31 +89,13 @@ class ReceivedModel:
 
     @property
     def sizes(self) -> Optional[List[Tuple[str, int]]]:
-        """The sizes its config declares, where checking it found them (`allocation_budget`
-        names the largest when the budget is exceeded; else it looks for them in `config`)."""
         return None
 
 
 @dataclass(kw_only=True)
 class ReceivedBiLM(ReceivedModel):
-    """
-    A received `elmo_c` biLM (`received_bilm`): a `ReceivedModel` with what the front doors
-    need beside it.
-
-    # Parameters
-
-    parts : `BiLMConfigParts`
-        What checking the config found (fastText components, file keys, sizes). The config is
-        the biLM's, a directory's files by their paths inside it, the fastText fingerprint
-        recorded where it was checked.
-    overrides : `Dict[str, Any]`
-        The load-time overrides: all layers returned, no candidate word list, every fastText path
-        the `.bin` found, a BPE tokenizer's path.
-    fasttext_path : `str`, optional
-        The fastText `.bin` found (its fingerprint checked), if the biLM reads one.
-    directory_config : `Dict[str, Any]`, optional
-        A model directory's whole config.json.
-    """
+    """A received `elmo_c` biLM: what checking its config found (`parts`), its load-time
+    `overrides`, the fastText `.bin` found, a model directory's whole config.json."""
 
     parts: BiLMConfigParts
     overrides: Dict[str, Any]
@@ -147,11 +107,12 @@ class ReceivedBiLM(ReceivedModel):
         return self.parts.sizes
 
 
-def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
-    """
-    A model directory's config.json, checked (see the module docstring), with the file names of
-    its biLM config made paths into the directory; and what checking its biLM found.
-    """
+def read_directory(
+    directory: str, resolve: bool = True
+) -> Tuple[Dict[str, Any], BiLMConfigParts]:
+    """A model directory's config.json, checked (see the module docstring), with the file names of
+    its biLM config made paths into the directory (unless not `resolve`: as the file says them);
+    and what checking its biLM found."""
     root = Path(directory)
     listed, present = read_listing(root)
     if CONFIG_FILE not in listed:
@@ -196,7 +157,9 @@ def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
             and Path(value).is_relative_to(inside)
         ):
             value = Path(value).relative_to(inside).as_posix()
-        node[name] = str(inside_path(inside, value, f"`bilm.{key}` of {CONFIG_FILE}"))
+        path = inside_path(inside, value, f"`bilm.{key}` of {CONFIG_FILE}")
+        if resolve:
+            node[name] = str(path)
         named.append(value)
     check_files_list(root, files, named)
     check_directory_files(root, present, named)
@@ -205,8 +168,7 @@ def read_directory(directory: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
 
 
 def check_vocabulary_directory(root: Path, source: str) -> None:
-    """A received model's `vocabulary` must be a real directory (AllenNLP would extract a file
-    there as an archive, into its cache)."""
+    """`vocabulary` must be a real directory (AllenNLP would extract a file there)."""
     vocabulary = inside_path(root, VOCABULARY_DIR, "vocabulary")
     if not vocabulary.is_dir():
         raise ConfigurationError(
@@ -222,8 +184,7 @@ def checked_bilm(
     prefix: str = "",
     in_directory: bool = False,
 ) -> BiLMConfigParts:
-    """An `elmo_c` biLM's config, checked as a received one (`check_bilm_config`; `where` names
-    the file in messages, `prefix` the key of the config in it); what the check found."""
+    """An `elmo_c` biLM's config, checked (`check_bilm_config`); what the check found."""
     if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
         raise ConfigurationError(f"ELMo-C archive {source} has no model in its config.json")
     model_type = config["model"].get("type")
@@ -233,8 +194,7 @@ def checked_bilm(
 
 
 def read_archive_member_config(archive_file: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
-    """An archive's config.json, read without extracting it (`safe_extract.read_member`: AllenNLP
-    writes it first, so reading stops there), and checked."""
+    """An archive's config.json, read without extracting the archive, and checked."""
     try:
         data = read_member(archive_file, CONFIG_FILE, MAX_CONFIG_BYTES)
     except (tarfile.TarError, EOFError, OSError, ValueError) as error:
@@ -244,8 +204,7 @@ def read_archive_member_config(archive_file: str) -> Tuple[Dict[str, Any], BiLMC
 
 
 def read_bilm_config(path: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
-    """The biLM's AllenNLP config of a model directory or an archive, checked, without its
-    weights read."""
+    """The biLM's config of a model directory or an archive, checked; no weights read."""
     if Path(path).is_dir():
         config, parts = read_directory(path)
         return config["bilm"], parts
@@ -253,15 +212,13 @@ def read_bilm_config(path: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
 
 
 def unreadable_archive(archive_file: str, error: Exception) -> ConfigurationError:
-    """The error for an archive that cannot be read (truncated, not a tar.gz, ...)."""
     return ConfigurationError(
         f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
     )
 
 
 def is_subword_config(config: Dict[str, Any]) -> bool:
-    """True for the config of a biLM pretrained on BPE subwords (its reader has a `bpe`
-    tokenizer)."""
+    """Whether a biLM was pretrained on BPE subwords (its reader has a `bpe` tokenizer)."""
     tokenizer = config.get("dataset_reader", {}).get("tokenizer") or {}
     return tokenizer.get("type") == "bpe"
 
@@ -291,15 +248,9 @@ def checked_fasttext_of(
     fasttext_path: Optional[str] = None,
     is_directory: bool = False,
 ) -> Tuple[str, Optional[int]]:
-    """
-    The fastText `.bin` of a checked config (read from `source`), and the fingerprint it was
-    checked against: `fasttext_path` if given, else found as `fasttext_source` says (a model
-    directory's own file, for a directory). A `.bin` that is not the model the biLM was trained
-    with is a `ConfigurationError` naming both. An archive trained before fingerprints were
-    recorded is checked against the file it recorded, if that still exists (its fingerprint is
-    then returned, to be kept); else a warning says the check could not be made, and the
-    fingerprint is None.
-    """
+    """The fastText `.bin` of a checked config (`fasttext_path`, else as `fasttext_source` finds
+    it; a directory's own) and the fingerprint it matched (None: none recorded, the recorded file
+    gone, a warning said so)."""
     recorded = recorded_fasttext(parts, source)
     if recorded is None:
         raise ConfigurationError(f"{source}: the biLM reads no fastText file")
@@ -328,12 +279,9 @@ def prepared(
     tokenizer_path: Optional[str],
     is_directory: bool = False,
 ) -> Tuple[Dict[str, Any], BiLMConfigParts, Dict[str, Any], Optional[str]]:
-    """
-    The config to record (with the fingerprint of the biLM's fastText model) and its parts, the
-    load-time overrides (all layers returned, the training-only candidate list dropped, every
-    fastText path pointed at the `.bin` found, which must be the one the biLM was trained with; a
-    BPE tokenizer at `tokenizer_path`), and the `.bin` found.
-    """
+    """The config to record (with the fastText fingerprint) and its parts, the load-time
+    overrides (all layers, no candidate list, every fastText path the checked `.bin` found, a BPE
+    tokenizer at `tokenizer_path`), and the `.bin` found."""
     subword = is_subword_config(config)
     if subword and fasttext_path is not None:
         raise ConfigurationError(f"{source} is a BPE subword biLM: it reads no fastText")
@@ -341,7 +289,6 @@ def prepared(
         raise ConfigurationError(f"{source} is not a BPE subword biLM: no tokenizer_path")
     overrides: Dict[str, Any] = {
         "model.contextualizer.return_all_layers": True,
-        # Only used in validation, and the file may not exist where the archive is used.
         "model.nearest_neighbour_words": None,
     }
     resolved = None
@@ -366,10 +313,7 @@ def prepared(
 def received_bilm(
     path: str, fasttext_path: Optional[str] = None, tokenizer_path: Optional[str] = None
 ) -> Iterator[ReceivedBiLM]:
-    """
-    The `ReceivedBiLM` of a model directory or a biLM archive (`model.tar.gz`, extracted for as
-    long as the context lasts), read and checked in one pass (see the module docstring).
-    """
+    """The `ReceivedBiLM` of a model directory or a biLM archive (extracted while inside)."""
     if Path(path).is_dir():
         directory_config, parts = read_directory(path)
         yield _described(path, Path(path), True, directory_config["bilm"], parts, fasttext_path,

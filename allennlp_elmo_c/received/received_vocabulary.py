@@ -1,15 +1,8 @@
 """
-A received model's AllenNLP vocabulary (`vocabulary/`), checked before AllenNLP reads it:
-AllenNLP's `Vocabulary.from_files` reads each namespace file whole into two dictionaries (about
-`ENTRY_BYTES` per line), and asserts (an `AssertionError`, not a refusal) that a padded namespace
-holds `@@UNKNOWN@@`.
-
-`vocabulary_bytes` counts the files' lines by streaming them (no line is kept), checks that each
-padded namespace starts with `@@UNKNOWN@@` (where AllenNLP writes it: id 1, after the padding),
-and returns the memory reading them will take, which a loader holds to its budget before
-`read_vocabulary` reads them.
+A received model's AllenNLP vocabulary, checked before AllenNLP reads it (whole, into two
+dictionaries): its lines counted by streaming (each costs about `ENTRY_BYTES`), held to the
+budget, each padded namespace starting with `@@UNKNOWN@@` (AllenNLP asserts it).
 """
-
 import codecs
 import copy
 import stat

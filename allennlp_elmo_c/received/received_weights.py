@@ -1,20 +1,10 @@
 """
-The tensors of a received model's weights, known before any is loaded, and what of them the
-receiver can trust: their names, dtypes and shapes, and the bytes each really holds.
-
-- `model.safetensors`: its header's length (the file's first 8 bytes) is read and bounded
-  (`MAX_SAFETENSORS_HEADER_BYTES`) before the header is parsed (as plain JSON), and every entry
-  must be a known dtype and a shape whose bytes fill exactly its span of the file. `safetensors`
-  then loads only a file whose header was checked here.
-- `weights.th` (an AllenNLP archive's): loaded with `torch.load(weights_only=True, mmap=True)`,
-  its tensors mapped from the file, not read.
-
-The bytes a tensor *holds* are those of its 4 KiB pages that are not all zeros: a hole in a
-sparse file reads as zeros, so neither a sparse tensor nor an all-zero one holds anything, and
-what a header claims holds nothing until the file has it. `allocation_budget` derives a model's
-budget from these bytes.
+The tensors of a received model's weights, known before any is loaded: names, dtypes, shapes and
+the bytes each really holds (its 4 KiB pages that are not all zeros: a sparse or all-zero tensor,
+or a header's claims, hold nothing). A `.safetensors` header is bounded
+(`MAX_SAFETENSORS_HEADER_BYTES`) before it is parsed and must fill the file exactly; a torch file
+(`weights.th`) is loaded weights-only and memory-mapped.
 """
-
 import math
 import struct
 from pathlib import Path
@@ -44,8 +34,6 @@ PathOrStr = Union[str, Path]
 
 
 class Tensor(NamedTuple):
-    """One tensor of a weights file: its dtype and shape, and the bytes of the file it holds (its
-    non-zero pages, at most its size)."""
 
     dtype: torch.dtype
     shape: Tuple[int, ...]
@@ -59,11 +47,7 @@ class Tensor(NamedTuple):
 def safetensors_header(
     path: PathOrStr, where: str
 ) -> Dict[str, Tuple[torch.dtype, Tuple[int, ...], int, int]]:
-    """
-    `{name: (dtype, shape, begin, end)}` of a `.safetensors` file (`begin`, `end`: the tensor's
-    bytes in the file), its header bounded before it is parsed and checked against the file's
-    size; a `ConfigurationError` naming `where` otherwise.
-    """
+    """`{name: (dtype, shape, begin, end)}` of a `.safetensors` file, its header checked."""
     path = Path(path)
     size = path.stat().st_size
     with open(path, "rb") as stream:
@@ -114,8 +98,6 @@ def safetensors_header(
 
 
 def held_bytes(path: PathOrStr, begin: int, end: int) -> int:
-    """The bytes of `path[begin:end]` in pages (`PAGE_BYTES`, from `begin`) that are not all
-    zeros."""
     held = 0
     with open(path, "rb") as stream:
         stream.seek(begin)
@@ -149,8 +131,7 @@ def tensor_held_bytes(tensor: torch.Tensor) -> int:
 
 
 def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
-    """The tensors of a weights file (`.safetensors`, or a torch file such as `weights.th`), by
-    name, with the bytes each holds; nothing is loaded into memory but a page at a time."""
+    """The tensors of a weights file by name, with the bytes each holds."""
     path = Path(path)
     try:
         if path.suffix == ".safetensors":
@@ -181,8 +162,6 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
 
 
 def held_total(table: Dict[str, Tensor], names: Optional[Iterable[str]] = None) -> int:
-    """The bytes held by the tensors of `table` (only those `names`, if given; each counted at
-    most for its size)."""
     chosen = table.values() if names is None else (table[name] for name in names if name in table)
     return sum(min(tensor.held, tensor.bytes) for tensor in chosen)
 

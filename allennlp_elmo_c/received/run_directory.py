@@ -1,13 +1,8 @@
 """
-A training run's directory resumed with `allennlp train --recover`, which may come from
-someone else (a run shared to be continued): AllenNLP appends to its `out.log` and
-`stderr.log`, writes into its `vocabulary/`, and replaces its checkpoints and metrics, all by
-name. A symbolic link there would send those writes into whatever file it points at (a log
-line of the sender's choosing appended to a shell start-up file, say), so a run directory
-holding a link, or anything but regular files and directories, is refused before anything in it
-is opened; the run then writes only its own regular files.
+A run directory resumed with `allennlp train --recover` may come from someone else: AllenNLP
+writes into it by name, so a symbolic link there would redirect its writes. One holding a link,
+or anything but regular files and directories, is refused before anything in it is opened.
 """
-
 from pathlib import Path
 from typing import Union
 

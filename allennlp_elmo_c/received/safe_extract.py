@@ -2,32 +2,18 @@
 Extracting a tar archive received from someone else (a `model.tar.gz`, a task archive) without
 writing outside the extraction directory or filling the disk.
 
-Every member is checked before any is extracted, and a refusal is a `ConfigurationError` naming
-the archive and the member:
-- names must be relative and stay inside (no absolute name, no `..` component), each once;
-- only regular files and directories are extracted, and hard links to a regular file the archive
-  itself holds before them (what `tarfile` writes for a file added twice); symbolic links,
-  hard links to anything else, devices, FIFOs and other member types are refused. A hard link
-  counts as the bytes of the file it links to (`tarfile` extracts it as a full copy when that
-  file is not extracted), against the bounds below;
-- the archive may hold at most `MAX_MEMBERS` members and `MAX_EXTRACTED_BYTES` bytes of files,
-  and, above `RATIO_FLOOR_BYTES`, at most `MAX_COMPRESSION_RATIO` times its own size on disk.
-  Members are checked as their headers are read, so a member declaring too much is refused
-  before its data is decompressed, and the decompressed stream itself stops at that bound;
-- what `tarfile` reads into memory before a member is known is bounded before it is read: an
-  extended header (a pax header, a GNU long name or link) holds at most `MAX_HEADER_BYTES`, at
-  most `MAX_CHAINED_HEADERS` of them come before one member (`tarfile` reads a chain of them
-  recursively), and a name is at most `MAX_NAME_BYTES`;
-- what extraction creates is counted: the directories a member's name implies count as members,
-  and an extracted name is at most `MAX_DEPTH` components deep.
-An extraction may take only some members (`wanted`: a model archive's loaders take the files a
-model archive is made of); the others are checked as above but never written. Then the members
-are extracted with `tarfile`'s `data` filter (Python 3.11.4+), which also drops set-uid bits,
-group/other write permission and ownership. Names are quoted in messages cut to
-`SHOWN_NAME_CHARACTERS`.
-
-These bounds are module constants: a trusted archive beyond them is extracted after raising the
-constant, e.g. `allennlp_elmo_c.received.safe_extract.MAX_EXTRACTED_BYTES = 100 << 30`.
+Every member is checked as its header is read, before anything is extracted; a refusal is one
+`ConfigurationError` naming the archive and the member. Python's own `tarfile.data_filter`
+(3.11.4+) refuses climbing names, links outside and special files, and extraction goes through it
+too (no set-uid bits, no ownership); beside it, a received archive may hold no absolute name, no
+symbolic link, a hard link only to a regular file before it, each name once, at most `MAX_DEPTH`
+components deep. One budget bounds what it extracts: `MAX_MEMBERS` members (with the directories
+their names imply), `MAX_EXTRACTED_BYTES` bytes of files and, beyond `RATIO_FLOOR_BYTES`,
+`MAX_COMPRESSION_RATIO` times its size on disk; the decompressed stream itself stops there, and
+what `tarfile` reads into memory before a member is known (extended headers: `MAX_HEADER_BYTES`
+each, `MAX_CHAINED_HEADERS` before one member; names of `MAX_NAME_BYTES`) is bounded before it
+is read. A trusted archive beyond them is extracted after raising the constant, e.g.
+`allennlp_elmo_c.received.safe_extract.MAX_EXTRACTED_BYTES = 100 << 30`.
 """
 
 import bz2
@@ -47,29 +33,16 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.received.shown_text import quoted
 
-# The most bytes of files an archive may extract (a task archive bundling a 7 GB fastText model
-# is well within).
-MAX_EXTRACTED_BYTES = 32 << 30
-# The most bytes extracted per byte of the archive on disk, checked once more than
-# RATIO_FLOOR_BYTES are extracted (model weights and fastText vectors hardly compress; a file of
-# zeros compresses about 1000 times with gzip).
-MAX_COMPRESSION_RATIO = 50
+MAX_EXTRACTED_BYTES = 32 << 30  # a task archive bundling a 7 GB fastText model is well within
+MAX_COMPRESSION_RATIO = 50  # weights hardly compress; a file of zeros about 1000 times
 RATIO_FLOOR_BYTES = 64 << 20
-# The most members (files, directories, links) of an archive.
 MAX_MEMBERS = 10_000
-# The most bytes of one extended header (pax, GNU long name or link), read into memory by tarfile.
 MAX_HEADER_BYTES = 64 << 10
-# The most extended headers (pax, GNU long name or link) before one member (tar writes two at
-# most: a long name and a long link name, or one pax header).
-MAX_CHAINED_HEADERS = 4
-# The longest member name (bytes of UTF-8; a path on Linux is at most 4096).
+MAX_CHAINED_HEADERS = 4  # tar writes two at most: a long name and a long link name
 MAX_NAME_BYTES = 4096
-# The most components of an extracted member's name (a model archive's are 1 or 2 deep).
-MAX_DEPTH = 32
-# The most characters of a name quoted in a message.
+MAX_DEPTH = 32  # a model archive's names are 1 or 2 deep
 SHOWN_NAME_CHARACTERS = 120
-# Bytes of tar headers and padding allowed per member beyond its data, in the decompressed stream.
-_HEADER_BYTES = 3 * tarfile.BLOCKSIZE
+_HEADER_BYTES = 3 * tarfile.BLOCKSIZE  # tar headers and padding per member, beyond its data
 
 _COMPRESSIONS = (
     (b"\x1f\x8b", gzip.GzipFile),
@@ -96,15 +69,12 @@ def _limits_text() -> str:
 
 
 def shown_name(name: str) -> str:
-    """`name` quoted for a message, its control characters escaped, cut to
-    `SHOWN_NAME_CHARACTERS` (its length said)."""
     return quoted(name, SHOWN_NAME_CHARACTERS)
 
 
 class _BoundedTarInfo(tarfile.TarInfo):
-    """A `TarInfo` that refuses an extended header (pax, GNU long name or link) larger than
-    `MAX_HEADER_BYTES` before `tarfile` reads it into memory (a 60 MB pax name otherwise costs
-    several copies of itself), and a name longer than `MAX_NAME_BYTES`."""
+    """Refuses an extended header over `MAX_HEADER_BYTES` before `tarfile` reads it into memory,
+    more than `MAX_CHAINED_HEADERS` of them, and a name over `MAX_NAME_BYTES`."""
 
     def _proc_member(self, tarfile_):  # tarfile's hook, called once the 512-byte header is read
         extended = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
@@ -127,21 +97,20 @@ class _BoundedTarInfo(tarfile.TarInfo):
         return member
 
 
+# Not `tarfile` errors, which `tarfile` would take for the end of the archive.
 class _HeaderTooLarge(Exception):
-    """An extended header over `MAX_HEADER_BYTES` (turned into a `ConfigurationError` naming the
-    archive; not a `tarfile` error, which `tarfile` would take for the end of the archive)."""
+    pass
 
 
 class _HeadersChained(Exception):
-    """More than `MAX_CHAINED_HEADERS` extended headers before one member."""
+    pass
 
 
 class _NameTooLong(Exception):
-    """A member name over `MAX_NAME_BYTES`."""
+    pass
 
 
 def extracted_bytes_limit(archive_size: int) -> int:
-    """The most bytes of files an archive of `archive_size` bytes on disk may extract."""
     return min(MAX_EXTRACTED_BYTES, max(RATIO_FLOOR_BYTES, MAX_COMPRESSION_RATIO * archive_size))
 
 
@@ -196,7 +165,6 @@ class _BoundedStream(io.RawIOBase):
 
 
 def _decompressed(path: Path) -> IO[bytes]:
-    """`path`'s tar stream: decompressed (gzip, bzip2, xz) or the file itself."""
     with open(path, "rb") as probe:
         magic = probe.read(6)
     for prefix, opener in _COMPRESSIONS:
@@ -222,14 +190,27 @@ def _normalized(name: str) -> str:
     return PurePosixPath(*parts).as_posix() if parts else "."
 
 
+# What `tarfile.data_filter` refuses, said for a message.
+_FILTERED = {
+    tarfile.OutsideDestinationError: "climbs out of the extraction directory",
+    tarfile.SpecialFileError: "is a device or FIFO (a special file)",
+    tarfile.AbsolutePathError: "has an absolute name",
+}
+_DESTINATION = "/extraction-directory"
+
+
 def _member_name(member: tarfile.TarInfo, archive_file: str) -> str:
-    """The member's name without a leading `./`, refused if absolute or climbing out."""
-    name = member.name
-    if not name or name.startswith(("/", "\\")) or os.path.isabs(name):
-        raise _refused(archive_file, name, "has an absolute name")
-    if ".." in PurePosixPath(name).parts:
-        raise _refused(archive_file, name, "climbs out of the extraction directory (..)")
-    return _normalized(name)
+    """The member's name without a leading `./`, refused where `tarfile.data_filter` refuses it
+    or is absolute (which the filter would make relative)."""
+    if not member.name or member.name.startswith(("/", "\\")) or os.path.isabs(member.name):
+        raise _refused(archive_file, member.name, "has an absolute name")
+    if not member.issym():  # refused below, wherever it points
+        try:
+            tarfile.data_filter(member, _DESTINATION)
+        except tarfile.FilterError as error:
+            why = _FILTERED.get(type(error), "is a hard link outside the extraction directory")
+            raise _refused(archive_file, member.name, why) from None
+    return _normalized(member.name)
 
 
 def checked_members(
@@ -238,17 +219,9 @@ def checked_members(
     archive_size: int,
     wanted: Optional[Callable[[str], bool]] = None,
 ) -> List[tarfile.TarInfo]:
-    """
-    The members of `archive` (opened for reading, not yet iterated) to extract: every member is
-    checked as its header is read (see the module docstring), those `wanted` (by their names
-    without `./`; all by default) are returned. A `ConfigurationError` names the first refused
-    member.
-    """
-    return [
-        member
-        for member, take in _checked_members(archive, archive_file, archive_size, wanted)
-        if take
-    ]
+    """The members of `archive` (not yet iterated) to extract, every member checked as its header
+    is read (see the module docstring), those `wanted` (by name without `./`; all by default)."""
+    return [m for m, take in _checked_members(archive, archive_file, archive_size, wanted) if take]
 
 
 def _checked_members(
@@ -257,7 +230,6 @@ def _checked_members(
     archive_size: int,
     wanted: Optional[Callable[[str], bool]] = None,
 ) -> Iterator[Tuple[tarfile.TarInfo, bool]]:
-    """`checked_members`, one member at a time, with whether it is to be extracted."""
     limit = extracted_bytes_limit(archive_size)
     files: Dict[str, tarfile.TarInfo] = {}
     names: Set[str] = set()
@@ -284,10 +256,6 @@ def _checked_members(
                     "the archive before it",
                 )  # fmt: skip
             total += files[_normalized(member.linkname)].size  # extracted as a copy if need be
-        elif member.ischr() or member.isblk():
-            raise _refused(archive_file, member.name, "is a device")
-        elif member.isfifo():
-            raise _refused(archive_file, member.name, "is a FIFO")
         elif member.isfile():
             total += member.size
             files[name] = member
@@ -328,19 +296,14 @@ def _checked_members(
 def open_checked_archive(
     archive_file: PathOrStr, wanted: Optional[Callable[[str], bool]] = None
 ) -> Iterator[Tuple[tarfile.TarFile, List[tarfile.TarInfo]]]:
-    """
-    `archive_file` opened for reading with every member checked, and the members `wanted`
-    (`checked_members`): reading them (`extractfile`) or extracting them (`extract_archive`)
-    decompresses no more than the bounds allow. A corrupt archive raises `tarfile.ReadError`.
-    """
+    """`archive_file` opened with every member checked, and the members `wanted`; a corrupt
+    archive raises `tarfile.ReadError`."""
     with _bounded_archive(archive_file) as (archive, size):
         yield archive, checked_members(archive, str(archive_file), size, wanted)
 
 
 @contextlib.contextmanager
 def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile, int]]:
-    """`archive_file` opened for reading over a bounded decompressed stream, its members not yet
-    read, with its size on disk."""
     path = Path(archive_file)
     size = path.stat().st_size
     stream = _BoundedStream(
@@ -378,14 +341,9 @@ def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile,
 
 
 def read_member(archive_file: PathOrStr, name: str, max_bytes: int) -> Optional[bytes]:
-    """
-    The bytes of the regular file `name` (or `./name`) of `archive_file`, `None` if it has no
-    such member. Members are read in order, each header checked as `open_checked_archive` checks
-    it, up to the first named `name` (an AllenNLP archive's `config.json` comes first, so the rest
-    is not decompressed). A member `name` that is not a regular file, or holds more than
-    `max_bytes` bytes, is a `ConfigurationError` naming the archive and the member. A corrupt
-    archive raises `tarfile.ReadError`.
-    """
+    """The bytes of the regular file `name` (or `./name`) of `archive_file` (at most
+    `max_bytes`), `None` if it has none; members are checked and read in order up to it only (an
+    AllenNLP archive's `config.json` comes first)."""
     wanted = _normalized(name)
     with _bounded_archive(archive_file) as (archive, size):
         for member, _ in _checked_members(archive, str(archive_file), size):
@@ -407,13 +365,8 @@ def read_member(archive_file: PathOrStr, name: str, max_bytes: int) -> Optional[
 def extract_archive(
     archive_file: PathOrStr, directory: PathOrStr, wanted: Optional[Callable[[str], bool]] = None
 ) -> None:
-    """Extracts the members `wanted` (all by default) of `archive_file` into `directory` (an
-    existing directory), every member checked first (see the module docstring)."""
-    if not hasattr(tarfile, "data_filter"):  # Python before 3.11.4
-        raise ConfigurationError(
-            f"extracting {archive_file} needs Python's tarfile data filter (Python 3.11.4 or "
-            "newer): upgrade Python"
-        )
+    """Extracts the members `wanted` (all by default) of `archive_file` into `directory`, every
+    member checked first."""
     with open_checked_archive(archive_file, wanted) as (archive, members):
         archive.extractall(directory, members=members, filter="data")
 
@@ -424,12 +377,8 @@ def extracted_archive(
     cleanup: bool = True,
     wanted: Optional[Callable[[str], bool]] = None,
 ) -> Iterator[str]:
-    """
-    AllenNLP's `allennlp.models.archival.extracted_archive` (same arguments), extracting
-    through `extract_archive` (only the members `wanted`, if given): yields a new temporary
-    directory holding the archive's files, removed at the end unless `cleanup` is false (then the
-    caller removes it). If the extraction fails, the directory is removed and nothing is yielded.
-    """
+    """AllenNLP's `extracted_archive` (same arguments) through `extract_archive`: a temporary
+    directory of the archive's files (`wanted` only), removed at the end unless not `cleanup`."""
     directory = tempfile.mkdtemp()
     try:
         extract_archive(resolved_archive_file, directory, wanted)

@@ -1,10 +1,7 @@
 """
-A value read from a received file, as the package quotes it in a message or prints it
-(`describe`, every refusal): control characters (terminal escape sequences, carriage returns,
-newlines, bidirectional overrides) shown as escapes rather than sent, and cut to a length, so a
-sender can neither shape the receiver's terminal nor turn one line into megabytes.
+A value read from a received file as a message shows it: control characters escaped (no
+terminal escape sequences, no line breaks) and cut to a length.
 """
-
 from typing import Any
 
 # The most characters of one received value quoted in a message or printed.

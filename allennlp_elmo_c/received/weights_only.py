@@ -1,10 +1,8 @@
 """
-`torch.load` of a file that may come from someone else (a biLM archive's `weights.th`, a run
-directory's checkpoints) without running code: `weights_only=True`, passed explicitly (torch's
-default is the same, but the environment variable `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1` turns the
-default off), and a refusal that names the file and what it holds.
+`torch.load` of a file that may come from someone else with `weights_only=True` passed explicitly
+(`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1` turns torch's default off), refused in one line naming the
+file and what it holds.
 """
-
 import os
 import pickle
 import re

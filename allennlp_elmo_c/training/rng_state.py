@@ -3,6 +3,7 @@ from typing import Any, Dict
 
 import torch
 
+from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import is_distributed
 from allennlp.training.callbacks.callback import TrainerCallback
 
@@ -13,18 +14,12 @@ logger = logging.getLogger(__name__)
 class RngStateCallback(TrainerCallback):
     """
     Saves torch's random number generator states (CPU and every CUDA device) with each training
-    checkpoint and restores them on `allennlp train --recover`, so that a run resumed from a
-    mid-epoch checkpoint draws the same dropout masks as the uninterrupted run and ends with the
-    same weights (on CPU: bit for bit). Without it the resumed batches use the generator state
-    of a freshly seeded process.
+    checkpoint and restores them on `allennlp train --recover`, so that a run resumed mid-epoch
+    draws the same dropout masks as the uninterrupted run (on CPU: the same weights, bit for bit).
+    A state that is not the tensor torch saves is refused in one line.
 
-    Data order needs nothing: AllenNLP re-seeds Python's `random` at start-up, replays the
-    interrupted epoch's shuffle and skips the batches already done.
-
-    In distributed training only the primary process writes the training state, and by then
-    each rank's generator has drawn for its own batches (same seed, different shapes), so rank
-    0's state is not the others': the states are restored in single-process runs only, and a
-    resumed distributed run is statistically, not bitwise, the same.
+    In distributed training rank 0's state is not the others', so the states are restored in
+    single-process runs only.
 
     Registered as a `TrainerCallback` with name "rng_state".
     """
@@ -41,16 +36,25 @@ class RngStateCallback(TrainerCallback):
         if is_distributed():
             logger.info("rng_state: distributed run, random generator states not restored")
             return
-        torch.set_rng_state(state_dict["torch"])
+        torch.set_rng_state(_checked(state_dict.get("torch"), torch.get_rng_state(), "CPU"))
         if "cuda" in state_dict and torch.cuda.is_available():
             states = state_dict["cuda"]
-            if len(states) == torch.cuda.device_count():
-                torch.cuda.set_rng_state_all(states)
+            if isinstance(states, (list, tuple)) and len(states) == torch.cuda.device_count():
+                like = torch.cuda.get_rng_state()
+                torch.cuda.set_rng_state_all([_checked(s, like, "CUDA") for s in states])
             else:
-                logger.warning(
-                    "rng_state: the checkpoint has %d CUDA generator states, this machine %d "
-                    "devices; CUDA states not restored",
-                    len(states),
-                    torch.cuda.device_count(),
-                )
+                logger.warning("rng_state: the checkpoint's CUDA generator states do not match "
+                               "this machine's devices; not restored")  # fmt: skip
         logger.info("rng_state: random generator states restored from the checkpoint")
+
+
+def _checked(state: Any, like: torch.Tensor, device: str) -> torch.Tensor:
+    if isinstance(state, torch.Tensor) and state.dtype == like.dtype and state.shape == like.shape:
+        return state
+    shown = f"a {state.dtype} tensor of shape {tuple(state.shape)}" if isinstance(
+        state, torch.Tensor) else f"a {type(state).__name__}"  # fmt: skip
+    raise ConfigurationError(
+        f"rng_state: the checkpoint's {device} generator state is {shown}, not the "
+        f"{like.dtype} tensor of shape {tuple(like.shape)} torch saves; resume from another "
+        "checkpoint or start afresh"
+    )

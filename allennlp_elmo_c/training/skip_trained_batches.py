@@ -2,6 +2,8 @@ import logging
 
 from allennlp.training.callbacks.callback import TrainerCallback
 
+from allennlp_elmo_c.training.training_state import checked_count
+
 logger = logging.getLogger(__name__)
 
 
@@ -22,8 +24,11 @@ class SkipTrainedBatches(TrainerCallback):
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         # The position restored from the checkpoint (set by the trainer before `on_start`).
-        epochs = getattr(trainer, "_start_after_epochs_completed", 0)
-        batches = getattr(trainer, "_start_after_batches_in_epoch_completed", 0)
+        where = "skip_trained_batches: the checkpoint's"
+        epochs = checked_count(getattr(trainer, "_start_after_epochs_completed", 0),
+                               "epochs_completed", where)  # fmt: skip
+        batches = checked_count(getattr(trainer, "_start_after_batches_in_epoch_completed", 0),
+                                "batches_in_epoch_completed", where)  # fmt: skip
         if not (epochs or batches):
             return
         resume = getattr(trainer.data_loader, "resume", None)

@@ -61,14 +61,12 @@ class StepPhases(TrainerCallback):
       the learning-rate scheduler, the optimizer step, other callbacks' `on_batch` work before
       this one's; with distributed training, waiting for the gradients' all-reduce).
 
-    The phases of a step add up to the step. Left out: the first step of each epoch (its start
-    would include the previous epoch's validation and checkpoint) and a step in which the model
-    ran more than one forward (a callback's would be timed as part of some phase), counted as
-    `unmeasured`. After `batches` steps it writes `step_phases.json` into the serialization
-    directory (mean seconds per step of each phase, the median and mean step, tokens predicted
-    per step) and removes its hooks; a run that ends normally before then writes what it
-    measured, a failed one nothing. The timestamps are the host's: on a GPU they mark kernel
-    launches, not their work (a warning says so), so the split is meant for CPU runs.
+    The phases of a step add up to the step. Left out, as `unmeasured`: the first step of each
+    epoch and a step in which the model ran more than one forward. After `batches` steps it
+    writes `step_phases.json` into the serialization directory (mean seconds per step of each
+    phase, the median and mean step, tokens predicted per step) and removes its hooks; a run that
+    ends normally before then writes what it measured. Meant for CPU runs (the timestamps are the
+    host's).
 
     Registered as a `TrainerCallback` with name "step_phases".
 

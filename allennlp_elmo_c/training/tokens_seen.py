@@ -13,6 +13,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.nn.util import get_text_field_mask
 from allennlp.training.callbacks.callback import TrainerCallback
 
+from allennlp_elmo_c.training.training_state import checked_count
+
 logger = logging.getLogger(__name__)
 
 
@@ -50,7 +52,8 @@ class TokensSeen(TrainerCallback):
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         if state_dict:
-            self.tokens = int(state_dict["tokens"])
+            self.tokens = checked_count(state_dict.get("tokens"), "tokens", "tokens_seen: the "
+                                        "checkpoint's")  # fmt: skip
 
     def on_batch(self, trainer, batch_inputs, batch_outputs, batch_metrics, epoch, batch_number,
                  is_training, is_primary=True, batch_grad_norm=None, **kwargs) -> None:  # fmt: skip

@@ -1,6 +1,7 @@
 """
 Reading a checkpoint's training state (`training_state_e*_b*.th`, which `allennlp train
---recover` resumes from) without running code: a run directory may come from someone else.
+--recover` resumes from) without running code, its counters checked: a run directory may come
+from someone else.
 
 AllenNLP writes the training state with `torch.save` (a pickle). Its trainer, learning rate and
 momentum schedulers, metric tracker, moving average and this plugin's callbacks (`rng_state`,
@@ -17,7 +18,13 @@ from typing import Any, List, Union
 
 import numpy as np
 
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_elmo_c.received.shown_text import printable
 from allennlp_elmo_c.received.weights_only import load_weights_only
+
+# The largest counter (epochs, batches, tokens) a training state may hold.
+MAX_COUNT = 1 << 53
 
 # What a numpy scalar pickles as: `numpy._core.multiarray.scalar(dtype, bytes)`, the dtype
 # rebuilt by `numpy.dtype(...)` and its state set on an instance of the dtype's class.
@@ -35,10 +42,11 @@ def load_training_state(path: Union[str, os.PathLike]) -> Any:
     `TRAINING_STATE_GLOBALS` (the trainer moves it to the device).
 
     A pickle holding anything else raises a `ConfigurationError` naming the file and the global
-    it names. A callback of one's own run that stores other objects can allow their types with
+    it names, and so does a state whose counters are not `checked_count`s. A callback of one's
+    own run that stores other objects can allow their types with
     `torch.serialization.add_safe_globals` in the package it is `--include-package`d from.
     """
-    return load_weights_only(
+    state = load_weights_only(
         path,
         TRAINING_STATE_GLOBALS,
         holds="tensors, numbers, strings and numpy scalars",
@@ -46,3 +54,19 @@ def load_training_state(path: Union[str, os.PathLike]) -> Any:
         "their types with torch.serialization.add_safe_globals in your --include-package module",
         map_location="cpu",
     )
+    if not isinstance(state, dict):
+        raise ConfigurationError(f"{path}: holds a {type(state).__name__}, not a training state")
+    for key in ("epochs_completed", "batches_in_epoch_completed"):
+        checked_count(state.get(key), key, str(path))
+    return state
+
+
+def checked_count(value: Any, name: str, where: str) -> int:
+    """`value` if it is an integer from 0 to `MAX_COUNT`; else a one-line `ConfigurationError`
+    naming `where` and the counter `name`."""
+    if type(value) is not int or not 0 <= value <= MAX_COUNT:
+        raise ConfigurationError(
+            f"{where}: {name} is {printable(repr(value), 40)}, not a count from 0 to {MAX_COUNT}; "
+            "this is not the state a run saved: resume from another checkpoint or start afresh"
+        )
+    return value

@@ -9,8 +9,8 @@ the same CPU-seconds of pretraining per system, which embeddings give the better
 
 Systems (`--systems`, in the order they run), each pretrained on one thread to each of
 `--minutes` CPU-minutes (`time.process_time` of the training, not wall time: a busy machine
-does not shrink a budget), with `--pretrain-seeds` seeds at the largest budget and the first
-seed at the others:
+does not shrink a budget), with `--pretrain-seeds` seeds at the largest budget (and at
+`--pretrain-seeds-at`) and the first seed at the others:
 - `flair_H`: Flair's forward and backward character LMs (1 layer of H units, e.g. `flair_512`,
   `flair_1024`), trained with Flair's `LanguageModelTrainer` and its defaults, each direction
   for half the budget (`flair_lm.py`);
@@ -18,7 +18,12 @@ seed at the others:
   encoder, the cosine loss, the in-batch softmax, ELMo-A's adaptive softmax), trained by
   `per_minute.pretrain_step` with its budget callback on the CPU clock; the shorter budgets
   are snapshots of the longest run (the learning rate is flat after the warm-up; Flair's
-  annealing on validation loss does not depend on the run's length either).
+  annealing on validation loss does not depend on the run's length either);
+- `bert_tiny`, `bert_mini`, `bert_small`: a small BERT pretrained from scratch with masked LM on
+  a WordPiece vocabulary of the corpus (`bert_lm.py`), the shorter budgets snapshots of the
+  longest run (flat learning rate after the warm-up), a longer budget going on from the run's
+  checkpoint; its tagger's subtoken pooling and layers chosen per task on dev at the smallest
+  budget (`--bert-embeddings`, `bert_settings`).
 
 Downstream, one tagger for every row (`flair_tagger.py`): Flair's `SequenceTagger`, BiLSTM-CRF
 (`--tagger-hidden`, 256), on the corpus's fastText vectors alone (the fastText-only row) or
@@ -35,7 +40,9 @@ interrupted ELMo run resumes from its checkpoint; an interrupted Flair direction
 starts again). The table (`--json`: systems x budgets x tasks, CPU seconds and words each
 budget bought, seeds, every run's scores) is written after every run, and the report's section
 (`--report`, between its markers; the rest of the file is kept) is rendered from that JSON
-alone (`--render-only`).
+alone (`--render-only`). Runs of other systems in the same OUT may go on side by side (each its own
+`--systems` and `--json`, once the shared data steps are done); `--finished-only` tables all the
+steps they have finished so far into one JSON, running none.
 """
 
 import argparse
@@ -43,6 +50,7 @@ import json
 import logging
 import os
 import statistics
+import sys
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
@@ -56,7 +64,8 @@ from experiments.quality.flair_tagger import write_pos_columns
 from experiments.quality.pretraining import corpus_step, fasttext_step
 from experiments.quality.report import downstream_difference, partial_note
 from experiments.quality.steps import Steps, steps_command
-from experiments.quality.systems import BILMS
+from experiments.quality.bert_choice import BERT_EMBEDDINGS, chosen_bert
+from experiments.quality.systems import BERT_SHAPES, BILMS
 from experiments.quality.tasks import ner_step, pos_step
 
 SECTION = "flair-comparison"  # the report's section (`--section`)
@@ -87,6 +96,9 @@ def label(system: str) -> str:
         return f"Flair char LMs (hidden {found.group(1)}, forward + backward)"
     if system == BASELINE:
         return "fastText only (no context)"
+    if system in BERT_SHAPES:
+        layers, hidden, _ = BERT_SHAPES[system]
+        return f"BERT from scratch ({layers} layers, hidden {hidden}, masked LM)"
     return BILMS[system].label
 
 
@@ -141,21 +153,60 @@ def elmo_pretrain(args, steps: Steps, corpus: dict, vectors: dict, system: str, 
     return {"budgets": budgets}
 
 
+class FinishedSteps(Steps):
+    """`--finished-only`: the steps another run finished, none run here (an unfinished one is
+    None), so that the table of runs still going on elsewhere can be written at any time."""
+
+    def run(self, name: str, work) -> Optional[dict]:
+        return self.done(name)
+
+
+def bert_pretrain(args, steps: Steps, tokenizer: dict, system: str, seed: int) -> Optional[dict]:
+    """A BERT's run to every budget (`bert_lm.train_bert`); a run kept for shorter budgets goes on
+    from its checkpoint to longer ones."""
+    from experiments.quality.bert_lm import train_bert
+
+    name = f"pretrain-{system}-seed{seed}"
+    wanted = [budget_key(m) for m in args.minutes]
+    done = steps.done(name)
+    if done is not None and not set(wanted) <= set(done["budgets"]) and not args.finished_only:
+        (steps.root / f"{name}.json").unlink()
+    run = args.out / "runs" / name
+    result = steps.run(name, lambda: {"budgets": train_bert(
+        tokenizer, run, system, seed, args.minutes, args.bert_settings)})  # fmt: skip
+    if result is None:
+        return None
+    budgets = {}
+    for minutes in (m for m in wanted if m in result["budgets"]):
+        record = result["budgets"][minutes]
+        budgets[minutes] = dict(record, words_per_direction=[record["words"], record["words"]])
+    return {"budgets": budgets}
+
+
 def pretrain_seeds(args, minutes: float) -> List[int]:
-    """The pretraining seeds at `minutes`: all at the largest budget, the first elsewhere."""
-    return list(range(1, args.pretrain_seeds + 1)) if minutes == max(args.minutes) else [1]
+    """The pretraining seeds at `minutes`: all at the largest budget and at `--pretrain-seeds-at`,
+    the first elsewhere."""
+    every = minutes == max(args.minutes) or minutes in args.pretrain_seeds_at
+    return list(range(1, args.pretrain_seeds + 1)) if every else [1]
+
+
+def run_name(task: str, system: str, seed: int, record: Optional[dict], task_seed: int) -> str:
+    """A tagger run's step: its task, snapshot (and a BERT's embedding setting) and seed."""
+    if record is None:
+        return f"task-{task}-{BASELINE}-seed{task_seed}"
+    setting = f"-{record['embedding']}" if "embedding" in record else ""
+    return f"task-{task}-{system}-{record['minutes']}min-p{seed}{setting}-seed{task_seed}"
 
 
 def tagger_runs(args, steps: Steps, task: str, data: dict, vectors: dict, system: str, seed: int,
-                record: Optional[dict]) -> List[dict]:  # fmt: skip
+                record: Optional[dict], seeds: Optional[int] = None) -> List[dict]:  # fmt: skip
     """The `task` tagger runs of one pretrained snapshot (`record`; None: fastText alone), each
-    seed."""
+    of the first `seeds` seeds (default `--seeds`)."""
     from experiments.quality.flair_tagger import contextual_embeddings, tagger_step
 
     runs = []
-    for task_seed in range(1, args.seeds + 1):
-        name = (f"task-{task}-{BASELINE}-seed{task_seed}" if record is None
-                else f"task-{task}-{system}-{record['minutes']}min-p{seed}-seed{task_seed}")  # fmt: skip
+    for task_seed in range(1, (seeds or args.seeds) + 1):
+        name = run_name(task, system, seed, record, task_seed)
 
         def work(name: str = name, task_seed: int = task_seed) -> dict:
             contextual = [] if record is None else contextual_embeddings(system, record)
@@ -180,44 +231,96 @@ def cell(runs: List[dict]) -> dict:
 def pretraining_entry(system: str, minutes: str, seed: int, budget: dict) -> dict:
     entry = {"system": system, "minutes": float(minutes), "pretrain_seed": seed,
              "cpu_seconds": budget["cpu_seconds"], "words_per_direction": budget["words_per_direction"]}  # fmt: skip
-    if "characters" in budget:
-        entry["characters"] = budget["characters"]
+    for count in ("characters", "tokens", "steps"):  # (Flair's characters; a BERT's WordPieces)
+        if count in budget and system not in ELMO_SYSTEMS:
+            entry[count] = budget[count]
     return entry
 
 
 def task_cells(args, steps: Steps, data: dict, vectors: dict, system: str, seed: int,
-               record: Optional[dict], cells: dict) -> dict:  # fmt: skip
-    """`cells` (task -> cell) with the tagger runs of one snapshot on every task added."""
-    return {task: cell(cells.get(task, cell([]))["runs"] + tagger_runs(
-        args, steps, task, data[task], vectors, system, seed, record)) for task in args.tasks}  # fmt: skip
+               record: Optional[dict], cells: dict,
+               settings: Optional[dict] = None) -> dict:  # fmt: skip
+    """`cells` (task -> cell) with the tagger runs of one snapshot on every task added (a BERT's:
+    with the embedding setting of `settings`, task -> its name)."""
+    def found(task: str) -> Optional[dict]:
+        return record if settings is None else dict(record, embedding=settings[task])
+
+    def runs(task: str) -> List[dict]:
+        return tagger_runs(args, steps, task, data[task], vectors, system, seed, found(task))
+
+    return {task: cell(cells.get(task, cell([]))["runs"] + runs(task)) for task in args.tasks}
+
+
+def bert_settings(args, steps: Steps, data: dict, vectors: dict, system: str, record: dict,
+                  table: dict) -> dict:  # fmt: skip
+    """A BERT's embedding setting for each task, chosen on dev at the smallest budget of its first
+    pretraining seed (`record`) from `--bert-embeddings` (each tagged with the first
+    `--bert-choice-seeds` seeds), kept in `table["bert_embeddings"]`; the same setting then for
+    every budget and seed."""
+    chosen = table.setdefault("bert_embeddings", {}).get(system)
+    if chosen is not None:
+        return {task: found["chosen"] for task, found in chosen.items()}
+    chosen = {}
+    for task in args.tasks:
+        dev = {}
+        for setting in args.bert_embeddings:
+            runs = tagger_runs(args, steps, task, data[task], vectors, system, 1,
+                               dict(record, embedding=setting), args.bert_choice_seeds)  # fmt: skip
+            dev[setting] = [r["dev"] for r in runs]
+        scored = {s: statistics.mean(d) for s, d in dev.items() if d}
+        chosen[task] = {"chosen": max(scored, key=scored.get) if scored else None, "dev": dev}
+    table["bert_embeddings"][system] = chosen
+    return {task: found["chosen"] for task, found in chosen.items()}
+
+
+def pretrained(args, steps: Steps, inputs: dict, system: str, seed: int) -> dict:
+    """A system's pretraining of seed `seed` to every budget: {"budgets": {minutes: record}}
+    (empty while another step it needs is unfinished)."""
+    if FLAIR.match(system):
+        found = inputs["flair"] and flair_pretrain(args, steps, inputs["flair"], system, seed)
+    elif system in BERT_SHAPES:
+        found = inputs["bert"] and bert_pretrain(args, steps, inputs["bert"], system, seed)
+    else:
+        found = elmo_pretrain(args, steps, inputs["corpus"], inputs["vectors"], system, seed)
+    return found or {"budgets": {}}
+
+
+def shared_inputs(args, steps: Steps, corpus: dict, vectors: dict) -> dict:
+    """What the systems' pretraining reads: the corpus, its vectors, Flair's corpus folder and
+    the BERT's WordPiece tokenizer (each made when a system needs it)."""
+    inputs = {"corpus": corpus, "vectors": vectors, "flair": None, "bert": None}
+    if any(FLAIR.match(s) for s in args.systems):
+        from experiments.quality.flair_lm import flair_corpus_step
+
+        inputs["flair"] = steps.run("flair-corpus", lambda: flair_corpus_step(
+            args.out, corpus, args.flair_splits, args.flair_valid_characters))  # fmt: skip
+    if any(s in BERT_SHAPES for s in args.systems):
+        from experiments.quality.bert_lm import bert_tokenizer_step
+
+        inputs["bert"] = steps.run("bert-tokenizer", lambda: bert_tokenizer_step(
+            args.out, corpus, args.bert_vocabulary_size))  # fmt: skip
+    return inputs
 
 
 def run_all(args, steps: Steps, corpus: dict, vectors: dict, data: dict, write) -> dict:
     """Every pretraining run and tagger, seed by seed and system by system (`write(table)`
     after each snapshot's taggers; `data`: task -> its data step); returns the table."""
-    flair_corpus = None
-    if any(FLAIR.match(s) for s in args.systems):
-        from experiments.quality.flair_lm import flair_corpus_step
-
-        flair_corpus = steps.run("flair-corpus", lambda: flair_corpus_step(
-            args.out, corpus, args.flair_splits, args.flair_valid_characters))  # fmt: skip
+    inputs = shared_inputs(args, steps, corpus, vectors)
     table = {"pretraining": [], "cells": {BASELINE: {}}}
     table["cells"][BASELINE]["0"] = task_cells(args, steps, data, vectors, BASELINE, 0, None, {})
     write(table)
     for seed in range(1, args.pretrain_seeds + 1):
         for system in args.systems:
-            if FLAIR.match(system):
-                pretrained = flair_pretrain(args, steps, flair_corpus, system, seed) if flair_corpus else None
-            else:
-                pretrained = elmo_pretrain(args, steps, corpus, vectors, system, seed)
-            for minutes, budget in (pretrained or {"budgets": {}})["budgets"].items():
+            for minutes, budget in pretrained(args, steps, inputs, system, seed)["budgets"].items():
                 if seed not in pretrain_seeds(args, float(minutes)):
                     continue
                 table["pretraining"].append(pretraining_entry(system, minutes, seed, budget))
                 record = dict(budget, minutes=minutes)
+                settings = (bert_settings(args, steps, data, vectors, system, record, table)
+                            if system in BERT_SHAPES else None)  # fmt: skip
                 cells = table["cells"].setdefault(system, {})
                 cells[minutes] = task_cells(args, steps, data, vectors, system, seed, record,
-                                            cells.get(minutes, {}))  # fmt: skip
+                                            cells.get(minutes, {}), settings)  # fmt: skip
                 write(table)
     return table
 
@@ -230,6 +333,11 @@ def expected_runs(args) -> int:
 def summary(args, table: dict, corpus: dict, data: dict, command: str) -> dict:
     finished = sum(len(found["runs"]) for cells in table["cells"].values()
                    for tasks in cells.values() for found in tasks.values())  # fmt: skip
+    bert = {}
+    if any(system in BERT_SHAPES for system in args.systems):
+        bert = {"bert_lm": dict(args.bert_settings, vocabulary_size=args.bert_vocabulary_size,
+                                embeddings=args.bert_embeddings,
+                                choice_seeds=args.bert_choice_seeds)}  # fmt: skip
     return {
         "command": command, "machine": machine(),
         "corpus": {"train": corpus["train"], "train_tokens": corpus["train_tokens"]},
@@ -237,7 +345,7 @@ def summary(args, table: dict, corpus: dict, data: dict, command: str) -> dict:
         "minutes": args.minutes, "pretrain_seeds": args.pretrain_seeds, "task_seeds": args.seeds,
         "systems": {s: label(s) for s in [BASELINE, *args.systems]},
         "tagger": args.tagger_settings, "flair_lm": args.flair_settings,
-        "expected_runs": expected_runs(args), "finished_runs": finished, **table,
+        "expected_runs": expected_runs(args), "finished_runs": finished, **bert, **table,
     }  # fmt: skip
 
 
@@ -291,7 +399,52 @@ def task_table(data: dict, task: str) -> List[str]:
             if system in ELMO_SYSTEMS and minutes in cells and flair:
                 difference = against(cells[minutes][task], data["cells"][flair][minutes][task])
                 lines.append(f"| {minutes} | {flair} | {data['systems'][system]} | {difference} |")
+    return lines + bert_comparison(data, task)
+
+
+def bert_comparison(data: dict, task: str) -> List[str]:
+    """The other systems against the BERT shape chosen on dev at each budget, and the embedding
+    setting each BERT's tagger was given (none without BERT rows)."""
+    if not any(system in BERT_SHAPES for system in data["cells"]):
+        return []
+    metric = METRIC[task]
+    lines = ["", f"ELMo-C and Flair against the BERT at the same budget (the BERT's shape and "
+             f"Flair's size chosen on dev), test {metric}, theirs − the BERT's ± 2 SE:", "",
+             "| budget | BERT chosen | system | difference |", "|---|---|---|---|"]  # fmt: skip
+    for minutes in map(budget_key, data["minutes"]):
+        bert = chosen_bert(data, minutes, task)
+        others = [*ELMO_SYSTEMS, chosen_flair(data, minutes, task)]
+        for system in others:
+            if bert and system in data["cells"] and minutes in data["cells"][system]:
+                difference = against(data["cells"][system][minutes][task],
+                                     data["cells"][bert][minutes][task])  # fmt: skip
+                lines.append(f"| {minutes} | {bert} | {data['systems'][system]} | {difference} |")
+    lines += ["", f"Each BERT's embedding setting for {task.upper()} (chosen on dev at the "
+              "smallest budget, first pretraining seed; mean dev score of each setting):", ""]
+    for system, chosen in data.get("bert_embeddings", {}).items():
+        scores = ", ".join(f"{setting} {100 * statistics.mean(dev):.2f}"
+                           for setting, dev in chosen[task]["dev"].items() if dev)  # fmt: skip
+        lines.append(f"- {system}: `{chosen[task]['chosen']}` ({scores})")
     return lines
+
+
+def bert_note(data: dict) -> List[str]:
+    """How the BERT rows were made (none without them)."""
+    if "bert_lm" not in data:
+        return []
+    bert = data["bert_lm"]
+    return [
+        "BERT: a cased WordPiece vocabulary of " f"{bert['vocabulary_size']:,} trained with "
+        "`tokenizers` on the corpus; transformers' `BertForMaskedLM` from scratch, masked LM "
+        "(15% of the WordPieces, 80-10-10) on blocks of the concatenated corpus of "
+        f"{bert['block_size']} WordPieces, batches of {bert['batch_size']}, AdamW at "
+        f"{bert['learning_rate']:g} after a linear warm-up of {bert['warmup_steps']} updates, then "
+        "flat (the shorter budgets are snapshots of the longest run); its vectors through Flair's "
+        "`TransformerWordEmbeddings` (frozen), the subtoken pooling and layers chosen per task on "
+        f"dev from {', '.join(bert['embeddings'])} (`first`/`mean` pooling; the top layer or the "
+        "mean of all) at the smallest budget. Words seen by a BERT: the WordPieces it read / the "
+        "corpus's WordPieces per word (it reads each word once, with both contexts).", "",
+    ]  # fmt: skip
 
 
 def render(data: dict, section: str = SECTION) -> str:
@@ -299,7 +452,9 @@ def render(data: dict, section: str = SECTION) -> str:
     tasks = data["tasks"]
     begin, end = markers(section)
     # (The tasks, the budgets and the corpus tell such sections, and their anchors, apart.)
-    title = ("ELMo-C against Flair's contextual string embeddings at equal CPU time: "
+    against_bert = " and a small BERT" if "bert_lm" in data else ""
+    title = (f"ELMo-C against Flair's contextual string embeddings{against_bert} at equal CPU "
+             "time: "
              + " and ".join(task.upper() for task in tasks) + ", "
              + ", ".join(map(budget_key, data["minutes"])) + " CPU-minutes, "
              + f"{data['corpus']['train_tokens']:,}-token corpus")  # fmt: skip
@@ -328,7 +483,7 @@ def render(data: dict, section: str = SECTION) -> str:
         "(and the pretraining seeds). Words seen: per direction (Flair: characters / the corpus's "
         "characters per word).", "",
     ]  # fmt: skip
-    lines += partial_note(data["finished_runs"], data["expected_runs"])
+    lines += bert_note(data) + partial_note(data["finished_runs"], data["expected_runs"])
     for number, task in enumerate(tasks):
         if len(tasks) > 1:
             lines += ([""] if number else []) + [f"### {tasks[task]['label']}", ""]
@@ -345,12 +500,24 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
     parser.add_argument("--minutes", default="5,15", help="CPU-minutes of pretraining per system")
     parser.add_argument("--pretrain-seeds", type=int, default=2)
+    parser.add_argument("--pretrain-seeds-at", default="",
+                        help="budgets tagged with every pretraining seed (besides the largest)")
     parser.add_argument("--seeds", type=int, default=3, help="tagger seeds per pretrained snapshot")
     parser.add_argument("--pretrain-overrides", default="{}", help="per_minute.py's: for the ELMo systems")
     parser.add_argument("--flair-sequence-length", type=int, default=250)
     parser.add_argument("--flair-batch-size", type=int, default=100)
     parser.add_argument("--flair-splits", type=int, default=20, help="training files (Flair validates after each)")
     parser.add_argument("--flair-valid-characters", type=int, default=50_000)
+    parser.add_argument("--bert-vocabulary-size", type=int, default=16_000)
+    parser.add_argument("--bert-block-size", type=int, default=128, help="WordPieces a sequence")
+    parser.add_argument("--bert-batch-size", type=int, default=32)
+    parser.add_argument("--bert-learning-rate", type=float, default=5e-4)
+    parser.add_argument("--bert-warmup-steps", type=int, default=50)
+    parser.add_argument("--bert-checkpoint-minutes", type=float, default=10.0)
+    parser.add_argument("--bert-embeddings", default=",".join(BERT_EMBEDDINGS),
+                        help="the settings a BERT's tagger is chosen from on dev")
+    parser.add_argument("--bert-choice-seeds", type=int, default=1,
+                        help="tagger seeds of each setting in that choice")
     parser.add_argument("--tagger-hidden", type=int, default=256)
     parser.add_argument("--tagger-epochs", type=int, default=10)
     parser.add_argument("--tagger-batch-size", type=int, default=32)
@@ -359,12 +526,19 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--report", type=Path, default=None, help="markdown file for the section")
     parser.add_argument("--render-only", action="store_true", help="run nothing: the section from --json")
     parser.add_argument("--section", default=SECTION, help="the name of the report's section")
+    parser.add_argument("--finished-only", action="store_true",
+                        help="run nothing: the table of the steps finished so far (by other runs)")
     args = parser.parse_args(argv)
     args.systems = [s for s in args.systems.split(",") if s]
-    unknown = [s for s in args.systems if not FLAIR.match(s) and s not in ELMO_SYSTEMS]
+    known = (*ELMO_SYSTEMS, *BERT_SHAPES)
+    unknown = [s for s in args.systems if not FLAIR.match(s) and s not in known]
     if unknown:
-        parser.error(f"unknown systems {unknown}: flair_HIDDEN or one of {', '.join(ELMO_SYSTEMS)}")
+        parser.error(f"unknown systems {unknown}: flair_HIDDEN or one of {', '.join(known)}")
     args.minutes = sorted(float(m) for m in args.minutes.split(",") if m)
+    args.pretrain_seeds_at = [float(m) for m in args.pretrain_seeds_at.split(",") if m]
+    args.bert_embeddings = [e for e in args.bert_embeddings.split(",") if e]
+    if not args.bert_embeddings or set(args.bert_embeddings) - set(BERT_EMBEDDINGS):
+        parser.error(f"--bert-embeddings: some of {', '.join(BERT_EMBEDDINGS)}")
     args.tasks = [t for t in args.tasks.split(",") if t]
     if not args.tasks or set(args.tasks) - set(TASKS):
         parser.error(f"--tasks: a comma-separated list of {', '.join(TASKS)}, got {args.tasks}")
@@ -373,6 +547,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     args.threads = 1
     args.flair_settings = {"sequence_length": args.flair_sequence_length,
                            "mini_batch_size": args.flair_batch_size}  # fmt: skip
+    args.bert_settings = {"block_size": args.bert_block_size, "batch_size": args.bert_batch_size,
+                          "learning_rate": args.bert_learning_rate,
+                          "warmup_steps": args.bert_warmup_steps,
+                          "checkpoint_minutes": args.bert_checkpoint_minutes}  # fmt: skip
     args.tagger_settings = {"hidden_size": args.tagger_hidden, "max_epochs": args.tagger_epochs,
                             "mini_batch_size": args.tagger_batch_size,
                             "learning_rate": args.tagger_learning_rate}  # fmt: skip
@@ -387,14 +565,19 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     else:
         import torch
 
+        from experiments.quality.bert_lm import offline
+
+        offline()
         os.environ["OMP_NUM_THREADS"] = "1"  # (and every training subprocess: `threads`)
         torch.set_num_threads(1)
-        steps = Steps(args.out)
+        steps = (FinishedSteps if args.finished_only else Steps)(args.out)
         corpus = steps.run("corpus", lambda: corpus_step(args))
         vectors = steps.run("fasttext", lambda: fasttext_step(args, corpus))
         task_data = {task: steps.run(f"data-{task}", lambda task=task: DATA_STEPS[task](args))
                      for task in args.tasks}  # fmt: skip
-        command = steps_command("experiments.quality.flair_comparison", argv)
+        given = sys.argv[1:] if argv is None else argv
+        command = steps_command("experiments.quality.flair_comparison",
+                                [a for a in given if a != "--finished-only"])  # fmt: skip
 
         def write(table: dict) -> None:
             args.json.parent.mkdir(parents=True, exist_ok=True)

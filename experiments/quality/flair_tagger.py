@@ -122,13 +122,28 @@ def tagger_step(task: str, data: dict, vectors: dict, contextual: list, seed: in
     }  # fmt: skip
 
 
+def bert_embeddings(model: str, setting: str):
+    """Flair's `TransformerWordEmbeddings` of a local Hugging Face model directory, frozen, with
+    the `bert_choice.BERT_EMBEDDINGS` setting `setting` (several layers: their mean)."""
+    from allennlp_elmo_c.integrations.flair import flair  # noqa: F401
+    from experiments.quality.bert_choice import BERT_EMBEDDINGS
+    from flair.embeddings import TransformerWordEmbeddings
+
+    return TransformerWordEmbeddings(model, fine_tune=False, layer_mean=True,
+                                     allow_long_sentences=True,
+                                     **BERT_EMBEDDINGS[setting])  # fmt: skip
+
+
 def contextual_embeddings(system: str, record: dict) -> Optional[list]:
     """The system's Flair embeddings from a pretraining record: Flair's forward and backward
-    `FlairEmbeddings` from their `.pt` files, or our `ElmoCEmbeddings` (every layer, the
-    default mode of Flair's ELMo embeddings) from an ELMo archive."""
+    `FlairEmbeddings` from their `.pt` files, a BERT's `bert_embeddings` (its setting:
+    `record["embedding"]`), or our `ElmoCEmbeddings` (every layer, the default mode of Flair's
+    ELMo embeddings) from an ELMo archive."""
     from allennlp_elmo_c.integrations.flair import ElmoCEmbeddings
     from flair.embeddings import FlairEmbeddings
 
+    if system.startswith("bert"):
+        return [bert_embeddings(record["model"], record["embedding"])]
     if system.startswith("flair"):
         return [FlairEmbeddings(record["forward"]["model"]),
                 FlairEmbeddings(record["backward"]["model"])]  # fmt: skip

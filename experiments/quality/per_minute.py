@@ -142,7 +142,8 @@ def pretrain_step(args, system: str, corpus: dict, vectors: dict, seed: Optional
             overrides.update({"random_seed": 13370 + seed, "numpy_seed": 1337 + seed,
                               "pytorch_seed": 133 + seed})  # fmt: skip
         allennlp_train(TRAINING_CONFIG / config, run, overrides,
-                       {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads)  # fmt: skip
+                       {"ELMO_C_DATA_DIR": str(args.data_dir)}, args.threads,
+                       ["experiments.quality.time_budgets"])  # fmt: skip
         if not last.is_file():
             raise RuntimeError(f"pretraining {system} ended before its last budget: see "
                                f"{run.name}.log in {run.parent}")  # fmt: skip

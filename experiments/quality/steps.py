@@ -99,9 +99,11 @@ def allennlp_train(
     overrides: dict,
     environment: Dict[str, str],
     threads: int,
+    include_packages: Sequence[str] = (),
 ) -> dict:
     """
-    `allennlp train` in a subprocess (its log beside the run directory); returns metrics.json.
+    `allennlp train` in a subprocess (its log beside the run directory), with `include_packages`
+    (e.g. the module of an experiments' callback); returns metrics.json.
     A run that finished (its model.tar.gz, written atomically, and metrics.json exist) is reused;
     an interrupted one resumes from its last checkpoint (see `resumable`).
     """
@@ -112,6 +114,7 @@ def allennlp_train(
     command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(config), "-s",
                str(serialization_dir), "-o", json.dumps(overrides), "--file-friendly-logging"]  # fmt: skip
     command += ["--recover"] if recover else []
+    command += [arg for package in include_packages for arg in ("--include-package", package)]
     env = dict(os.environ, **environment, OMP_NUM_THREADS=str(threads))
     log = serialization_dir.parent / f"{serialization_dir.name}.log"
     with open(log, "a" if recover else "w") as output:

@@ -33,3 +33,18 @@ OVERRIDES: Dict[str, dict] = {
     "elmo_a_whole": {"vocabulary.min_count.lm_targets": MIN_COUNT},
     "elmo_fixed": {"vocabulary.min_count.lm_targets": MIN_COUNT},
 }
+
+
+class BertShape(NamedTuple):
+    layers: int
+    hidden: int
+    heads: int  # (the feed-forward layer: 4 x hidden, as BERT's)
+
+
+# The small BERTs pretrained from scratch by `flair_comparison.py` (`bert_lm.py`): the shapes of
+# Turc et al.'s (2019) BERT miniatures.
+BERT_SHAPES: Dict[str, BertShape] = {
+    "bert_tiny": BertShape(2, 128, 2),
+    "bert_mini": BertShape(4, 256, 4),
+    "bert_small": BertShape(4, 512, 8),
+}

@@ -98,3 +98,12 @@ def test_on_several_cpus_the_plan_advises_a_process_a_cpu_and_says_what_it_does_
     assert processes_advice(sizes, torch.device("cpu"), 1) is None
     assert processes_advice(sizes, torch.device("cuda", 0), 4) is None
     assert processes_advice({**sizes, "processes": 2}, torch.device("cpu"), 2) is None
+
+
+
+def test_the_help_says_the_config_runs_as_code(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["allennlp", "plan", "--help"])
+    with pytest.raises(SystemExit):
+        allennlp_main(prog="allennlp")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "code runs as in allennlp train: plan only configs you trust" in text

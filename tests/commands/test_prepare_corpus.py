@@ -10,6 +10,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.commands import prepare_corpus as module
 from allennlp_elmo_c.commands.prepare_corpus import prepare_corpus
 from allennlp_elmo_c.commands.train_fasttext import train_fasttext
+from allennlp_elmo_c.data import corpus as corpus_module
 from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 
 QUIET = dict(show_progress=False)
@@ -48,8 +49,8 @@ def test_known_documents_sentence_by_sentence(tmp_path):
     stats = manifest(out)["stats"]
     assert stats["splits"]["train"] == {"documents": 2, "sentences": 5, "tokens": 35}
     assert stats["files"] == {
-        "train.txt": {"sentences": 5, "tokens": 35},
-        "validation.txt": {"sentences": 0, "tokens": 0},
+        "train.txt": {"bytes": 132, "sentences": 5, "tokens": 35},
+        "validation.txt": {"bytes": 0, "sentences": 0, "tokens": 0},
     }
     assert stats["duplicates_removed"] == 0 and stats["skipped"] == [] and stats["problems"] == {}
 
@@ -265,6 +266,7 @@ def test_huge_line_without_newline_is_cut_at_whitespace(tmp_path):
 
 def test_word_longer_than_a_piece_is_cut_between_characters(tmp_path, monkeypatch):
     monkeypatch.setattr(module, "CHUNK_CHARACTERS", 64)
+    monkeypatch.setattr(corpus_module, "PIECE_BYTES", 64)
     word = "é" * 50  # 100 bytes: no whitespace to cut at
     write(tmp_path / "a.txt", f"Short start here {word} tail.\n")
     write(tmp_path / "b.jsonl", json.dumps({"text": "ж" * 70 + " next"}) + "\n")

@@ -2,6 +2,7 @@
 Hugging Face transformers: `AutoConfig` / `AutoModel` / `AutoTokenizer` on a model directory
 (moved after its run and fastText file were deleted, no `ELMO_C_*` variable set).
 """
+import json
 import shutil
 
 import pytest
@@ -122,3 +123,70 @@ def test_from_pretrained_takes_config_attributes_and_refuses_loading_options(loa
     for option in ({"device_map": "cpu"}, {"torch_dtype": torch.float64}):
         with pytest.raises(ConfigurationError, match=rf"\['{next(iter(option))}'\].*\.to\(device\)"):
             AutoModel.from_pretrained(str(directory), **option)
+
+
+# --- a received model directory: transformers builds only the config the plugin checked ---------
+
+
+def _crafted(model_directory, tmp_path, edit, before_checksums=None):
+    from tests.security.received_models import craft_directory
+
+    def both(config):
+        edit(config)
+        if before_checksums is not None:
+            before_checksums(tmp_path / "received")
+
+    return str(craft_directory(model_directory[0], tmp_path / "received", both))
+
+
+def _refused_everywhere(directory, why):
+    from allennlp.common.checks import ConfigurationError
+
+    for load in (AutoConfig.from_pretrained, AutoModel.from_pretrained, ElmoCModel.from_pretrained,
+                 AutoTokenizer.from_pretrained):  # fmt: skip
+        with pytest.raises(ConfigurationError, match=why) as error:
+            load(directory)
+        assert "\n" not in str(error.value)
+
+
+def test_num_labels_beyond_the_budget_is_refused(model_directory, tmp_path, monkeypatch):
+    """Unchecked, `num_labels: 2000000` builds label tables of +1.1 GiB."""
+    without_elmo_c_variables(monkeypatch)
+    directory = _crafted(model_directory, tmp_path, lambda c: c.update(num_labels=2_000_000))
+    _refused_everywhere(directory, "num_labels: 2000000 is not a size between 0 and 65536")
+
+
+@pytest.mark.parametrize("target", ["empty", "climbing", "vocabulary"])
+def test_configuration_files_cannot_redirect_transformers(target, model_directory, tmp_path, monkeypatch):
+    """`configuration_files` makes transformers read another config.json than the checked one: an
+    empty directory in the model, a `..` path to a file of the receiver, a vocabulary file that
+    carries `auto_map` and `trust_remote_code`. Each is refused; the receiver's file is not
+    adopted."""
+    without_elmo_c_variables(monkeypatch)
+    receiver = tmp_path / "config.9.0.0.json"  # a JSON file of the receiver's, beside the model
+    receiver.write_text('{"model_type": "elmo_c", "secret": "the receiver\'s"}')
+    names = {"empty": "sub/../../config.9.0.0.json", "climbing": "../config.9.0.0.json",
+             "vocabulary": "vocabulary/config.1.0.0.json.txt"}  # fmt: skip
+
+    def files(root):
+        if target == "empty":
+            (root / "sub").mkdir()
+        if target == "vocabulary":
+            (root / names[target]).write_text(json.dumps(
+                {"model_type": "elmo_c", "auto_map": {"AutoConfig": "x.Y"}, "trust_remote_code": True}))
+
+    directory = _crafted(model_directory, tmp_path,
+                         lambda c: c.update(configuration_files=[names[target]]), files)  # fmt: skip
+    _refused_everywhere(directory, "configuration_files: it would make Hugging Face")
+
+
+def test_a_directory_in_a_model_directory_is_refused(model_directory, tmp_path, monkeypatch):
+    without_elmo_c_variables(monkeypatch)
+    directory = _crafted(model_directory, tmp_path, lambda c: None, lambda root: (root / "sub").mkdir())
+    _refused_everywhere(directory, "sub is a directory; a model directory holds no directory but")
+
+
+def test_an_unknown_key_of_the_directory_config_is_refused(model_directory, tmp_path, monkeypatch):
+    without_elmo_c_variables(monkeypatch)
+    directory = _crafted(model_directory, tmp_path, lambda c: c.update(secret="x"))
+    _refused_everywhere(directory, "secret: is not a key of a model directory's config.json")

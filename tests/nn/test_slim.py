@@ -139,13 +139,6 @@ def test_assignment_is_a_persistent_buffer():
     )
 
 
-def test_weights_of_the_former_shared_pool_layout_are_refused_clearly():
-    table = SlimTable(20, 8, 2, 12, seed=5)
-    former = {"pool": torch.randn(12, 4), "assignment": torch.randint(0, 12, (20, 2)).int()}
-    with pytest.raises(RuntimeError, match="one pool shared by all sub-vector positions"):
-        table.load_state_dict(former)
-
-
 @pytest.mark.parametrize(
     "sizes, message",
     [

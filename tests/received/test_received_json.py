@@ -43,3 +43,18 @@ def test_a_link_or_fifo_is_refused_unopened_when_links_are_not_followed(tmp_path
         read_received_json(fifo, "x", follow_links=False)  # a plain open() would wait for a writer
     with pytest.raises(ConfigurationError, match="unreadable"):
         read_received_json(tmp_path / "absent.json", "x", follow_links=False)
+
+
+def test_received_json_is_plain_capped_json(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"a": [1, 2]}')
+    assert read_received_json(path, "x") == {"a": [1, 2]}
+    for text in ('local x = std.extVar("HOME"); {"a": x}', '{"a": NaN}'):
+        path.write_text(text)
+        with pytest.raises(ConfigurationError, match="is not plain JSON"):
+            read_received_json(path, "x")
+    path.write_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(ConfigurationError, match=f"nested deeper than {MAX_DEPTH} levels"):
+        read_received_json(path, "x")
+    with pytest.raises(ConfigurationError, match="larger than 100 bytes"):
+        parse_received_json(" " * 101, "x", max_bytes=100)

@@ -1,5 +1,6 @@
 """
-Every key of a model directory's biLM config that names a file (`received_config.FILE_KEYS`:
+Every key of a model directory's biLM config that names a file (a parameter of the plugin's
+components whose name says it reads a file:
 fastText `.bin`s, a BPE tokenizer, a char-CNN's ELMo options and weights) names one of the
 directory's own files, by a plain name resolved against the directory, never the working
 directory.
@@ -22,7 +23,7 @@ import pytest
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import read_directory_config
-from allennlp_elmo_c.received.received_config import FILE_KEYS, named_files
+from allennlp_elmo_c.received.received_config import check_bilm_config
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
     contained_received_copy,
@@ -62,13 +63,14 @@ def add_char_cnn(config: dict, place: str, options_file: str, weight_file: str) 
     return "bilm.model.text_field_embedder.token_embedders.chars.options_file"
 
 
-def test_every_file_key_is_an_allowed_key():
-    from allennlp_elmo_c.received.received_config import COMPONENTS
-
-    allowed = set().union(*(keys for types in COMPONENTS.values() for keys in types.values()))
-    assert FILE_KEYS <= allowed
-    config = {"a": {"options_file": "x", "b": [{"model_path": None}]}, "weight_file": "y"}
-    assert [key for key, _, _ in named_files(config)] == ["a.b.0.model_path", "a.options_file", "weight_file"]
+def test_the_file_keys_are_found_from_the_constructors():
+    config = {"model": {"type": "elmo_c", "text_field_embedder": {"token_embedders": {
+        "chars": {"type": "elmo_char_cnn", "options_file": "o.json", "weight_file": "w.hdf5"},
+        "tokens": {"type": "fasttext", "model_path": "v.bin"}}}}}  # fmt: skip
+    files = [path for path, _, _ in check_bilm_config(config, "x").files]
+    embedders = "model.text_field_embedder.token_embedders"
+    assert files == [f"{embedders}.chars.options_file", f"{embedders}.chars.weight_file",
+                     f"{embedders}.tokens.model_path"]  # fmt: skip
 
 
 @pytest.mark.parametrize("door", ["ElmoC", "PretrainedBiLM.from_archive"])

@@ -1,6 +1,6 @@
 """
-A received model is data, not a program: its config may only build the plugin's own biLM
-components, with their keys (`allennlp_elmo_c.received.received_config`), and is refused before
+A received model is data, not a program: its config may only build registered components,
+with their constructors' keys (`allennlp_elmo_c.received.received_config`), and is refused before
 anything is built otherwise, through every front door.
 
 The issue's attack: one extra `pretrained_transformer` indexer with `tokenizer_kwargs:
@@ -185,7 +185,7 @@ CASES = {
         lambda config, nested: config["dataset_reader"]["token_indexers"].update(
             extra={"type": "pretrained_transformer", "model_name": "bert-base-uncased"}
         ),
-        "dataset_reader.token_indexers.extra.type",
+        "dataset_reader.token_indexers.extra.model_name",
     ),
     "a *_kwargs key": (  # AllenNLP's check of extra parameters refuses it, after the model is built
         lambda config, nested: config["dataset_reader"]["token_indexers"]["tokens"].update(tokenizer_kwargs={}),

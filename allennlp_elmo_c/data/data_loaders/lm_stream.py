@@ -11,7 +11,8 @@ from allennlp.data.tokenizers import WhitespaceTokenizer
 from allennlp.nn import util as nn_util
 
 from allennlp_elmo_c.data import corpus_size
-from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader, corpus_files
+from allennlp_elmo_c.data.corpus import corpus_files
+from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 
 logger = logging.getLogger(__name__)
 
@@ -19,28 +20,19 @@ logger = logging.getLogger(__name__)
 @DataLoader.register("lm_stream")
 class LmStreamDataLoader(MultiProcessDataLoader):
     """
-    AllenNLP's `multiprocess` data loader for a corpus too large to hold in memory: at most
-    `max_instances_in_memory` instances are held at a time, whatever the corpus's size, and it
-    still knows its length, so the progress bar has a total and an ETA, and a learning-rate
-    schedule can be sized from the run (AllenNLP hands `num_steps_per_epoch` to the scheduler).
+    AllenNLP's `multiprocess` loader for a corpus too large to hold in memory (at most
+    `max_instances_in_memory` instances at a time) that knows its length, so the progress bar
+    has a total and a learning-rate schedule can be sized from the run.
 
-    - **Length.** With the `lm_corpus` reader and its default (whitespace) tokenizer, the number
-      of batches an epoch makes comes from the corpus's size (`corpus_size`: `prepare-corpus`'s
-      manifest, or one cached count of each file), the window length, the batch size, the number
-      of data-loader workers and of training processes. It is exact for one process without
-      workers; with several streams (workers x processes, each cutting its own windows) within one
-      batch per stream. With another reader or tokenizer the length is unknown, as for AllenNLP's
-      loader (`TypeError`).
-    - **Shuffling** (`shuffle: true`): the stream is cut into chunks of `max_instances_in_memory`
-      instances, and each chunk is shuffled and then batched. The order is drawn from `seed`, the
-      epoch, the chunk, the process and the worker alone, so an epoch's order is the same every
-      time it is trained, in a resumed run too. Instances are indexed after the shuffle, batch by
-      batch, so only the batches trained are indexed.
-    - **Resuming.** With the `skip_trained_batches` callback in the trainer, `allennlp train
-      --recover` does not re-read what was trained: epochs already done make no batches, and in
-      the interrupted epoch the chunks already trained are read but neither indexed nor
-      tensorized, so the trainer's skipping of the batches it has done costs little. This needs
-      at most one data-loader worker (with several, batches arrive in no fixed order).
+    - **Length**: with `lm_corpus` and its whitespace tokenizer, from `corpus_size` (the
+      manifest or one cached count), the window length, batch size, workers and processes: exact
+      for one stream, within one batch per stream for several. With another tokenizer this
+      process's windows are counted; with another reader the length is unknown (`TypeError`).
+    - **Shuffling** (`shuffle: true`): each chunk of `max_instances_in_memory` instances is
+      shuffled, from `seed`, the epoch, chunk, process and worker alone (a resumed run's order is
+      the same), then indexed batch by batch.
+    - **Resuming**: with the `skip_trained_batches` callback, `--recover` makes no batches for
+      the epochs done and empty placeholders for the batches done (at most one worker).
 
     Registered as a `DataLoader` with name "lm_stream".
 
@@ -50,13 +42,10 @@ class LmStreamDataLoader(MultiProcessDataLoader):
     cuda_device, quiet, collate_fn
         As for AllenNLP's `multiprocess` loader.
     max_instances_in_memory : `int`, optional (default = `batch_size * 200`)
-        The instances held at a time (a multiple of `batch_size`, so that every chunk but the last
-        makes full batches).
+        A multiple of `batch_size`.
     shuffle : `bool`, optional (default = `False`)
-        Shuffle within each chunk of `max_instances_in_memory` instances.
     seed : `int`, optional (default = `None`)
-        The seed of the shuffles; `None` draws one from Python's `random`, which AllenNLP seeds
-        from the config's `random_seed` before it builds the loader.
+        The shuffles' seed; `None` draws one from Python's `random` (seeded by the config).
     """
 
     def __init__(

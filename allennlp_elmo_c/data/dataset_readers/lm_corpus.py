@@ -1,18 +1,15 @@
-import glob
 import logging
-import os
 from copy import deepcopy
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
-from allennlp.common.file_utils import cached_path
 from allennlp.data.dataset_readers.dataset_reader import DatasetReader
 from allennlp.data.fields import TextField
 from allennlp.data.instance import Instance
 from allennlp.data.token_indexers import SingleIdTokenIndexer, TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer, WhitespaceTokenizer
 
-from allennlp_elmo_c.common.text import decode_line
+from allennlp_elmo_c.data.corpus import corpus_files, corpus_lines, has_text
 
 logger = logging.getLogger(__name__)
 
@@ -53,79 +50,38 @@ class WindowTextField(TextField):
 @DatasetReader.register("lm_corpus")
 class LmCorpusReader(DatasetReader):
     """
-    Reads a language modelling corpus with one sentence per line into instances with a single
-    field, `"tokens"` (a `WindowTextField`, i.e. a `TextField`; `field_name` renames it).
+    Reads a language modelling corpus, one sentence a line, into instances with one field,
+    `"tokens"` (a `WindowTextField`; `field_name` renames it).
 
-    Every sentence gets its own start and end tokens (`<S>` ... `</S>`), and the sentences are
-    concatenated, in file order, into one token stream. With `max_sequence_length` = L the
-    stream is cut into windows of L tokens, one instance each, where consecutive windows share
-    one token: window k holds the stream's tokens `k * (L - 1)` to `k * (L - 1) + L - 1` (both
-    included). A window may therefore hold the end of one sentence and the start of the next, or
-    the middle of a long sentence without any boundary token: boundary tokens are only ever where
-    a sentence really starts or ends. The last window is shorter if the stream ends in it (it is
-    kept, never dropped); a window that would only repeat the previous window's last token is
-    not made.
+    Every sentence gets its start and end tokens (`<S>` ... `</S>`) and the sentences are
+    concatenated, in file order, into one token stream. With `max_sequence_length` = L the stream
+    is cut into windows of L tokens that share one token with the next: window k holds tokens
+    `k * (L - 1)` to `k * (L - 1) + L - 1`, the last one possibly shorter. As `elmo_c` predicts
+    `w[1:]` forward and `w[:-1]` backward in a window `w`, every token of the stream is predicted
+    exactly once per direction (no LM state is carried between windows). Without
+    `max_sequence_length` every sentence is one instance.
 
-    The shared token is what makes every token of the stream predicted exactly once per
-    direction: the `elmo_c` model predicts, in a window `w`, the tokens `w[1:]` with the forward
-    LM (from `w[:-1]`) and the tokens `w[:-1]` with the backward LM (from `w[1:]`). Over all the
-    windows of a stream `s` the forward targets are exactly `s[1:]` and the backward targets
-    exactly `s[:-1]`, each token once; only the stream's first token (a `<S>`) is no forward
-    target and its last (a `</S>`) no backward target, so with boundary tokens every word is a
-    target in both directions. Each window is read on its own (no LM state is carried from one
-    window to the next, unlike the paper's stateful training), so tokens near a cut see less
-    context, but no token is skipped or predicted twice. For the same reason a vocabulary built
-    from the windows counts the shared token once (`WindowTextField`).
-
-    Without `max_sequence_length` nothing is cut: every sentence is one instance, `<S>` words
-    `</S>` (the same as `text_to_instance` makes of it).
-
-    The corpus is a file, or a glob pattern of files (`corpus/train-*.txt`: the shards of
-    `prepare-corpus --shard-tokens`) read in sorted order as one stream. It is streamed: only one
-    line (and the part of the stream not yet in a window) is held
-    at a time. Lines are
-    split on `\\n` (a trailing `\\r` is whitespace) and decoded as UTF-8; undecodable bytes become
-    U+FFFD and NUL characters become spaces, and the number of lines affected is logged as one
-    warning per file (in multi-process loading, per worker: each reports its own share of the
-    lines). Blank lines, and lines the tokenizer makes no token of, are skipped.
-
-    Sharding is done here, by line: with multi-process loading or distributed training each
-    worker and rank reads a disjoint subset of the lines (`shard_iterable`: line i goes to rank
-    i mod W and to that rank's worker (i div W) mod K) and makes its own stream of them, cut into
-    windows as above. Every line is thus read by exactly one process, and every token predicted
-    exactly once per direction within that process's stream. Token indexers are set in
-    `apply_token_indexers`, in the main process.
+    The corpus is a file or a glob pattern of files (`corpus/train-*.txt`), read in sorted order
+    as one stream through `allennlp_elmo_c.data.corpus` (links skipped, lines in bounded pieces,
+    decoded by `decode_line`; lines with undecodable bytes or NUL characters are counted in one
+    warning per file and worker). Blank lines and lines without a token are skipped. Only a
+    window's worth of the stream and one piece of a line are held at a time. With multi-process
+    loading or distributed training, line i goes to rank i mod W and to that rank's worker
+    (i div W) mod K, which makes its own stream of its lines.
 
     Registered as a `DatasetReader` with name "lm_corpus".
 
     # Parameters
 
     tokenizer : `Tokenizer`, optional (default = `WhitespaceTokenizer()`)
-        Splits a line into tokens.
-    token_indexers : `Dict[str, TokenIndexer]`, optional
-        Defaults to `{"tokens": SingleIdTokenIndexer()}`.
+    token_indexers : `Dict[str, TokenIndexer]`, optional (default = `{"tokens": single_id}`)
     max_sequence_length : `int`, optional (default = `None`)
-        If given (>= 2), the number of tokens in one window, boundary tokens and the token shared
-        with the previous window included: each window after the first adds
-        `max_sequence_length - 1` new tokens of the stream. `None` makes one instance of every
-        sentence.
+        The tokens of one window (>= 2), the token shared with the previous window included.
     start_tokens : `List[str]`, optional (default = `["<S>"]`)
-        Added before every sentence; `[]` adds none.
     end_tokens : `List[str]`, optional (default = `["</S>"]`)
-        Added after every sentence; `[]` adds none.
     field_name : `str`, optional (default = `"tokens"`)
-        The field's name: the name of the model's `forward` argument that takes it (`"source"`
-        for allennlp-models' `language_model`).
-
-    # Example
-
-    ```json
-    "dataset_reader": {
-        "type": "lm_corpus",
-        "max_sequence_length": 20,
-        "token_indexers": {"tokens": {"type": "single_id"}}
-    }
-    ```
+        The name of the model's `forward` argument that takes the field (`"source"` for
+        allennlp-models' `language_model`).
     """
 
     def __init__(
@@ -154,51 +110,55 @@ class LmCorpusReader(DatasetReader):
         self._field_name = field_name
 
     def _read(self, file_path) -> Iterable[Instance]:
-        windows = self._windows(self._read_sentences(file_path))
+        windows = self._windows(self._read_pieces(file_path))
         shares_first_token = False
         for window in windows:
             yield Instance({self._field_name: WindowTextField(window, None, shares_first_token)})
             # (With max_sequence_length, every window after the first shares its first token.)
             shares_first_token = self._max_sequence_length is not None
 
-    def _read_sentences(self, file_path) -> Iterator[List[Token]]:
-        """This process's share of the corpus's sentences, each as its tokens between the start
-        and end tokens."""
+    def _read_pieces(self, file_path) -> Iterator[Tuple[List[Token], bool]]:
+        """This process's share of the corpus's sentences as `(tokens, ends_sentence)` pieces:
+        the start tokens before a sentence's first tokens, the end tokens in a last piece."""
         paths = corpus_files(file_path)
         logger.info("Reading sentences from %s", file_path)
         undecodable = with_nul = sentences = 0
         try:
-            for _, raw_line, first in self.shard_iterable(_numbered_lines(paths)):
-                line, bad_bytes, had_nul = decode_line(raw_line, first=first)
-                undecodable += bad_bytes
-                with_nul += had_nul
-                if not line.strip():
-                    continue
-                tokens = self._tokenizer.tokenize(line)
-                sentences += 1
-                if tokens:
-                    yield self._start_tokens + tokens + self._end_tokens
+            for line in self.shard_iterable(corpus_lines(paths)):
+                started = bad = nul = False
+                for text, bad_bytes, had_nul in line:
+                    bad, nul = bad or bad_bytes, nul or had_nul
+                    tokens = self._tokenizer.tokenize(text) if text.strip() else []
+                    if tokens:
+                        yield (tokens if started else self._start_tokens + tokens), False
+                        started = True
+                undecodable, with_nul = undecodable + bad, with_nul + nul
+                if started:
+                    sentences += 1
+                    yield list(self._end_tokens), True
         finally:
             self._warn(file_path, undecodable, with_nul)
         # Training on nothing would "succeed" with zero steps: an empty corpus is an error. (A
         # worker's shard of a small file may be empty; only a file without any text is.)
-        if not sentences and not any(_has_text(path) for path in paths):
+        if not sentences and not has_text(paths):
             raise ConfigurationError(
                 f"lm_corpus: {file_path} has no sentences (it is empty or has only blank lines)"
             )
 
-    def _windows(self, sentences: Iterable[List[Token]]) -> Iterator[List[Token]]:
-        """The windows of the stream of `sentences` (see the class docstring)."""
+    def _windows(self, pieces: Iterable[Tuple[List[Token], bool]]) -> Iterator[List[Token]]:
+        """The windows of the stream of sentence `pieces` (see the class docstring)."""
         length = self._max_sequence_length
-        if length is None:
-            yield from sentences
-            return
         # `pending` holds the stream from the last window's last token on (only the stream's
         # start before the first window): `pending[0]` is shared with the next window.
         pending: List[Token] = []
         made_one = False
-        for sentence in sentences:
-            pending.extend(sentence)
+        for tokens, ends in pieces:
+            pending.extend(tokens)
+            if length is None:
+                if ends:
+                    yield pending
+                    pending = []
+                continue
             start = 0
             while len(pending) - start >= length:
                 yield pending[start : start + length]
@@ -206,13 +166,13 @@ class LmCorpusReader(DatasetReader):
                 start += length - 1
             if start:
                 del pending[:start]
-        if len(pending) > 1 or (pending and not made_one):
+        if length is not None and (len(pending) > 1 or (pending and not made_one)):
             yield pending
 
     def count_instances(self, file_path) -> int:
         """The instances `read(file_path)` makes in this process (all its lines as one stream),
         counted by tokenizing the corpus without building instances: one pass over the text."""
-        return sum(1 for _ in self._windows(self._read_sentences(file_path)))
+        return sum(1 for _ in self._windows(self._read_pieces(file_path)))
 
     def text_to_instance(self, sentence: Union[str, List[str]]) -> Instance:  # type: ignore
         """
@@ -254,58 +214,7 @@ class LmCorpusReader(DatasetReader):
     def _warn(self, file_path, undecodable: int, with_nul: int) -> None:
         worker = self.get_worker_info()
         where = "" if worker is None else f" (worker {worker.id} of {worker.num_workers})"
-        if undecodable:
-            logger.warning(
-                "%s: %d line(s) held bytes that are not UTF-8, read as U+FFFD%s",
-                file_path,
-                undecodable,
-                where,
-            )
-        if with_nul:
-            logger.warning(
-                "%s: %d line(s) held NUL characters, read as spaces%s", file_path, with_nul, where
-            )
-
-
-def corpus_files(file_path: str) -> List[str]:
-    """
-    The files of a corpus path: one file (local or a URL, through `cached_path`), or a glob
-    pattern of local files (`corpus/train-*.txt`, the shards `prepare-corpus --shard-tokens`
-    writes), read in sorted order as one stream of sentences.
-    """
-    file_path = str(file_path)
-    if glob.has_magic(file_path):
-        paths = sorted(path for path in glob.glob(file_path) if os.path.isfile(path))
-        if not paths:
-            raise ConfigurationError(f"lm_corpus: {file_path} matches no corpus file")
-        return paths
-    try:
-        path = cached_path(file_path)
-    except FileNotFoundError as error:
-        raise ConfigurationError(f"lm_corpus: corpus file {file_path} not found") from error
-    if os.path.isdir(path):
-        raise ConfigurationError(
-            f"lm_corpus: {file_path} is a directory, not a corpus file (for the shards of "
-            f"prepare-corpus --shard-tokens give a pattern, e.g. {file_path}/train-*.txt)"
-        )
-    return [path]
-
-
-def _numbered_lines(paths: List[str]) -> Iterator[Tuple[int, bytes, bool]]:
-    """(number across all files, raw line, whether it is its file's first line)."""
-    number = 0
-    for path in paths:
-        with open(path, "rb") as corpus:
-            for index, raw_line in enumerate(corpus):
-                yield number, raw_line, index == 0
-                number += 1
-
-
-def _has_text(path: str) -> bool:
-    """Whether any line of the file, read as the reader reads it (`decode_line`), holds more than
-    whitespace."""
-    with open(path, "rb") as corpus:
-        for number, raw_line in enumerate(corpus):
-            if decode_line(raw_line, first=number == 0)[0].strip():
-                return True
-    return False
+        for count, what in ((undecodable, "bytes that are not UTF-8, read as U+FFFD"),
+                            (with_nul, "NUL characters, read as spaces")):  # fmt: skip
+            if count:
+                logger.warning("%s: %d line(s) held %s%s", file_path, count, what, where)

@@ -17,14 +17,10 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
     cluster share a full softmax (the head); the words of tail cluster `i`, `[cutoffs[i],
     cutoffs[i + 1])`, get a softmax over a `input_dim / div_value^(i + 1)`-dimensional
     projection, reached through the head's entry for that cluster. The layers are the torch
-    module's; the loss and log-probabilities are computed as its `forward` / `log_prob` do, but
-    with every log-softmax in float32 (under autocast the torch module would normalise in the
-    low-precision dtype on CPU and fail to mix dtypes).
+    module's; every log-softmax runs in float32, also under autocast.
 
-    The clusters are ranges of ids, so the ids must be sorted by decreasing frequency. A
-    `Vocabulary` built from instances is: after `@@PADDING@@` (id 0) and `@@UNKNOWN@@` (id 1),
-    which therefore sit in the head, tokens are ordered by count (`min_count` / `max_vocab_size`
-    only cut the tail). A vocabulary read from a file keeps the file's order.
+    The clusters are ranges of ids, so the ids must be sorted by decreasing frequency, as in a
+    `Vocabulary` built from instances.
 
     Registered as an `OutputHead` with name "adaptive_softmax".
 
@@ -41,10 +37,7 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
     head_bias : `bool`, optional (default = `False`)
         A bias in the head's linear layer.
     positions_per_chunk : `int`, optional (default = `None`)
-        Score the training loss this many positions at a time, each chunk recomputed in the
-        backward pass (`VocabularyOutputHead`): the memory of the head's and the clusters'
-        log-probabilities grows with `positions_per_chunk` instead of the number of positions.
-        The loss and gradients are the same.
+        See `VocabularyOutputHead`.
     """
 
     def __init__(

@@ -12,9 +12,8 @@ from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 class ContinuousOutputHead(OutputHead):
     """
     ELMo-C's output layer: `Linear(input_dim -> target_dim)` predicts the target word's (frozen)
-    embedding, and a loss between the prediction and that embedding replaces the softmax. Its
-    cost is O(target_dim) per token whatever the vocabulary size (`in_batch_softmax`: O(distinct
-    target words of the batch x target_dim) per token, still no vocabulary).
+    embedding, and a loss between the prediction and that embedding replaces the softmax: no
+    vocabulary.
 
     Registered as an `OutputHead` with name "continuous".
 
@@ -24,17 +23,18 @@ class ContinuousOutputHead(OutputHead):
     target_dim : `int`
         Both filled in by the model.
     loss : `str`, optional (default = `"cosine"`)
-        The name of a registered `ContinuousLoss` (`allennlp_elmo_c/modules/output_heads/losses/`,
-        one file each): `"cosine"` (1 - cosine similarity, the paper's default), `"l2"` (squared
-        distance), `"vmf"` (von Mises-Fisher negative log-likelihood, Kumar & Tsvetkov 2019) or
-        `"in_batch_softmax"` (a softmax of the cosines between the prediction and the batch's
-        distinct target vectors, the other words of the batch the negatives). All but
-        `in_batch_softmax` are per position.
+        The name of a registered `ContinuousLoss`: `"cosine"` (the paper's default), `"l2"`,
+        `"vmf"` (Kumar & Tsvetkov 2019) or `"in_batch_softmax"` (against the batch's distinct
+        target vectors).
     vmf_lambda_1 : `float`, optional (default = `0.0`)
     vmf_lambda_2 : `float`, optional (default = `1.0`)
+        `vmf` only: its `lambda_1` and `lambda_2`.
         `vmf` only: its `lambda_1` (adds `lambda_1 * ||prediction||`) and `lambda_2` (scales the
         `prediction . target` term, use < 1).
     temperature : `float`, optional (default = `0.05`)
+        `in_batch_softmax` only: divides the cosines.
+
+    Each of the last three keys is refused with another loss unless it holds its default.
         `in_batch_softmax` only: divides the cosines (finite, > 0).
 
     Each of the last three keys is its loss's own setting (`ContinuousLoss.head_keys`), refused

@@ -20,12 +20,9 @@ class OutputHead(torch.nn.Module, Registrable):
     target_dim : `int`
         Size of the target embeddings (e.g. 300 for fastText); heads that predict ids may ignore it.
 
-    The model also offers `vocab` (`Vocabulary`) and `text_field_embedder` (the input embedder,
-    e.g. to tie weights to) when it builds a head; a subclass receives them by naming them in its
-    constructor. Subclasses over a vocabulary set `needs_target_ids = True` (the model then
-    requires `target_ids_key`); heads whose loss is a negative log-likelihood per token set
-    `reports_perplexity = True`. Subclasses implement `score`; `forward` checks that the targets
-    the head needs were given.
+    The model also offers `vocab` and `text_field_embedder` to a subclass that names them.
+    Subclasses over a vocabulary set `needs_target_ids = True`; heads whose loss is a negative
+    log-likelihood per token set `reports_perplexity = True`. Subclasses implement `score`.
     """
 
     needs_target_ids = False

@@ -17,8 +17,7 @@ logger = logging.getLogger(__name__)
 def log_uniform_probabilities(ids: torch.Tensor, num_words: int) -> torch.Tensor:
     """
     P(id) = log((id + 2) / (id + 1)) / log(num_words + 1), the log-uniform (Zipfian) distribution
-    over `[0, num_words)` (TensorFlow's `log_uniform_candidate_sampler`). Written with `log1p`
-    so that it stays accurate in float32 for large ids, where the two logarithms nearly cancel.
+    over `[0, num_words)` (TensorFlow's `log_uniform_candidate_sampler`), with `log1p`.
     """
     ids = ids.to(torch.float32)
     return torch.log1p(1.0 / (ids + 1.0)) / math.log(num_words + 1)
@@ -29,8 +28,7 @@ def sample_log_uniform(
 ) -> Tuple[torch.LongTensor, int]:
     """
     `num_samples` distinct ids from the log-uniform distribution over `[0, num_words)`, drawn as
-    TensorFlow's unique sampler does: ids are drawn one after another, repeats are skipped, and
-    drawing stops at the `num_samples`-th new id. Vectorised in chunks on `device`.
+    TensorFlow's unique sampler does (repeats skipped).
 
     # Returns
 
@@ -78,38 +76,24 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
     from that position's softmax. In evaluation (`not self.training`) it is the full softmax of
     its parent class, so validation perplexity is exact.
 
-    The candidates are the ids that can be targets. `@@PADDING@@` (id 0 of a padded namespace)
-    never is one (the model scores only real positions, and a padding target is a
-    `ValueError`): it is never sampled, and its logit is -inf in the full softmax of evaluation
-    (training never moves its output vector or bias, so it must not take probability mass from
-    the words). `@@UNKNOWN@@` (id 1) stays a candidate: the `single_id` indexer reads every word
-    outside the vocabulary (e.g. under its `min_count`) as it, so it is a (frequent) target.
-    The sampler draws the candidates' ranks `r` in `[0, C)` (`C` = the number of candidates;
-    id = `r + 1` in a padded namespace) with P(r) = log((r + 2) / (r + 1)) / log(C + 1), and the
-    correction uses that same distribution.
-
-    The log-uniform sampler assumes the ids are sorted by decreasing frequency, which is what a
-    `Vocabulary` built from instances does (`@@PADDING@@` = 0, never sampled, and
-    `@@UNKNOWN@@` = 1 come first; the latter is sampled often, so its score is pushed down as for
-    any frequent word).
+    The candidates are the ids that can be targets: not `@@PADDING@@` (id 0 of a padded
+    namespace; its logit is -inf in evaluation), but `@@UNKNOWN@@`. The sampler draws their
+    ranks `r` in `[0, C)` with P(r) = log((r + 2) / (r + 1)) / log(C + 1), assuming ids sorted by
+    decreasing frequency (as a `Vocabulary` built from instances is), and the correction uses
+    the same distribution.
 
     The output embedding options are those of `softmax`: with `freeze_output_embedding` and
-    `output_embedding_fasttext` this is the paper's FIXED layer (a sampled softmax over a frozen
-    fastText output embedding). The training loss (and so the training perplexity) is the
-    sampled one and is not comparable with the validation loss.
+    `output_embedding_fasttext` this is the paper's FIXED layer. The training loss is the
+    sampled one, not comparable with the validation loss.
 
     Registered as an `OutputHead` with name "sampled_softmax".
 
     # Parameters
 
     num_samples : `int`, optional (default = `8192`)
-        Distinct negative samples per batch (ELMo's setting). Capped at half the candidates
-        (beyond that drawing distinct ids gets slow and a full softmax costs about the same).
+        Distinct negative samples per batch (ELMo's setting), at most half the candidates.
     positions_per_chunk : `int`, optional (default = `None`)
-        Score the training loss this many positions at a time, each chunk recomputed in the
-        backward pass (`VocabularyOutputHead`): memory O(positions_per_chunk x num_samples)
-        instead of O(num_positions x num_samples) for the sampled logits. The samples are
-        drawn once per batch and shared by the chunks, so the loss and gradients are the same.
+        See `VocabularyOutputHead`; the samples are drawn once per batch, shared by the chunks.
 
     The other parameters are those of `softmax`.
     """

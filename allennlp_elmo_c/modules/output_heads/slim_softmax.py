@@ -14,20 +14,9 @@ from allennlp_elmo_c.nn.slim import SlimTable
 class SlimSoftmaxOutputHead(VocabularyOutputHead):
     """
     A full softmax over a closed vocabulary whose output word vectors are slim (Li et al.,
-    AAAI 2018, the paper's output layer): the vector of word `w` is the concatenation of
-    `num_subvectors` (K) sub-vectors of size `input_dim / K`, the `k`-th from its own trainable
-    sub-pool `S_k`; the K disjoint sub-pools hold `pool_size` (M) sub-vectors together, `M / K`
-    each. The assignment `a(w, k)` is fixed and random (one shuffle per sub-pool of `V K / M`
-    copies of its ids, seeded by `seed`, stored in the weights; `SlimTable`). The logit of `w`
-    for a hidden state split into K chunks `h_1..h_K` is `b_w + sum_k <h_k, S_k[a(w, k)]>`,
-    computed in the paper's two steps: each chunk `h_k` against every sub-vector of `S_k`
-    (O(M * input_dim / K) per position), then each word's sum of its K partial products
-    (O(V * K) per position); the `(V, input_dim)` matrix is never built.
-
-    Trainable parameters: `M * input_dim / K` (the sub-pools) + `V` (the biases, if `bias`)
-    instead of `V * input_dim` (+ `V`).
-
-    The word vectors have the hidden state's size (`input_dim`); no projection is added.
+    AAAI 2018; `allennlp_elmo_c.nn.slim.SlimTable`): the logit of `w` is
+    `b_w + sum_k <h_k, S_k[a(w, k)]>`, computed in the paper's two steps without building the
+    `(V, input_dim)` matrix. The word vectors have the hidden state's size.
 
     Registered as an `OutputHead` with name "slim_softmax".
 
@@ -54,10 +43,7 @@ class SlimSoftmaxOutputHead(VocabularyOutputHead):
     seed : `int`, optional (default = `0`)
         Seeds the assignment of sub-vectors to words.
     positions_per_chunk : `int`, optional (default = `None`)
-        If given, the training loss scores at most this many positions at a time and recomputes
-        each chunk's logits during the backward pass (`VocabularyOutputHead`), so memory grows
-        with `positions_per_chunk * V` instead of `num_positions * V`, for one more forward pass
-        of the logits. The loss and gradients are the same (up to float summation order).
+        See `VocabularyOutputHead`.
     """
 
     def __init__(

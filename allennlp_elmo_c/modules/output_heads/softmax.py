@@ -54,22 +54,12 @@ def fasttext_output_embedding(vocab: Vocabulary, namespace: str, path: str) -> t
 @OutputHead.register("softmax")
 class SoftmaxOutputHead(VocabularyOutputHead):
     """
-    A full softmax over the words of `vocab_namespace`: `logits = W h + b` with an output
-    embedding `W` of shape `(vocab_size, embedding_dim)` and a bias `b` (always trainable). Its
-    cost is O(vocab_size) per token.
-
-    The output embedding is, by default, a trainable `N(0, 1 / input_dim)` matrix (as AllenNLP's
-    `SoftmaxLoss`). It can instead be
-
-    * tied to the input embedding (`tie_input_embedding`; ELMo-Sub): the input embedder must
-      hold exactly one token embedder with a `weight` of shape `(vocab_size, input_dim)` over
-      the same namespace (e.g. an `embedding` token embedder). The Parameter itself is shared,
-      so both uses train it together;
-    * initialised with the fastText vectors of the vocabulary's words
-      (`output_embedding_fasttext`), and/or frozen (`freeze_output_embedding`). Both together
-      give the paper's FIXED output layer. When the fastText dimension differs from `input_dim`,
-      a trainable `Linear(input_dim -> fasttext_dim)` projects the hidden state into the
-      fastText space before the dot product.
+    A full softmax over the words of `vocab_namespace`: `logits = W h + b`, `W`
+    `(vocab_size, embedding_dim)`, `b` trainable. `W` is a trainable `N(0, 1 / input_dim)` matrix,
+    or tied to the input embedding (`tie_input_embedding`, ELMo-Sub: the input embedder's one
+    token embedder with a `weight` of shape `(vocab_size, input_dim)`), or initialised with the
+    words' fastText vectors (`output_embedding_fasttext`, with a trainable projection of `h` when
+    the sizes differ) and/or frozen (`freeze_output_embedding`): both give the paper's FIXED layer.
 
     Registered as an `OutputHead` with name "softmax".
 
@@ -88,9 +78,7 @@ class SoftmaxOutputHead(VocabularyOutputHead):
     output_embedding_fasttext : `str`, optional (default = `None`)
         A fastText `.bin` whose word vectors initialise the output embedding.
     positions_per_chunk : `int`, optional (default = `None`)
-        Score the training loss this many positions at a time, each chunk recomputed in the
-        backward pass: memory O(positions_per_chunk x V) for the logits instead of
-        O(num_positions x V), the same loss and gradients (`VocabularyOutputHead`).
+        See `VocabularyOutputHead`.
     """
 
     def __init__(

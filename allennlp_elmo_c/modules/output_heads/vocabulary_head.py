@@ -16,11 +16,9 @@ EVAL_LOGITS_PER_CHUNK = 1 << 26
 class VocabularyOutputHead(OutputHead):
     """
     The shared part of output heads that predict a word id from a closed vocabulary (softmax,
-    sampled, adaptive, slim): the vocabulary size, the target ids, the selection of the real
-    positions, the summed negative log-likelihood and its computation in chunks of positions
-    (`positions_per_chunk`, see `loss`), which every such head therefore offers. A subclass
-    implements `logits` (full scores over the vocabulary) and may override `full_loss` (a
-    cheaper exact loss) or `loss_function` (e.g. a sampled loss in training).
+    sampled, adaptive, slim): the targets, the real positions, the summed negative
+    log-likelihood, in chunks of positions (`loss`). A subclass implements `logits` and may
+    override `full_loss` (a cheaper exact loss) or `loss_function` (e.g. a sampled loss).
 
     Not registered itself.
 
@@ -34,11 +32,8 @@ class VocabularyOutputHead(OutputHead):
     vocab_namespace : `str`, optional (default = `"tokens"`)
         The namespace of the `single_id` indexer named by the model's `target_ids_key`.
     positions_per_chunk : `int`, optional (default = `None`)
-        If given (>= 1), the training loss scores at most this many positions at a time and
-        recomputes each chunk's logits in the backward pass (gradient checkpointing, see
-        `loss`): memory O(positions_per_chunk x V) instead of O(num_positions x V), for one
-        more forward pass of the logits. The loss and gradients are the same (up to float
-        summation order).
+        If given (>= 1), the training loss scores at most this many positions at a time, each
+        chunk recomputed in the backward pass: memory O(positions_per_chunk x V), the same loss.
     """
 
     needs_target_ids = True
@@ -85,17 +80,9 @@ class VocabularyOutputHead(OutputHead):
     def loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
         """
         Summed negative log-likelihood of `target_ids` `(num_positions,)` given `hidden`
-        `(num_positions, input_dim)`, by the per-chunk loss of `loss_function` (a full softmax,
-        `full_loss`, unless a subclass approximates it), in chunks of positions:
-
-        * in training (gradients enabled), chunks of `positions_per_chunk` positions if set, each
-          recomputed in the backward pass (gradient checkpointing): memory O(chunk x V) instead
-          of O(num_positions x V) for one more forward pass of the logits. The loss and the
-          gradients equal the unchunked ones (up to float summation order): every chunk uses
-          the same batch-level tensors (`loss_function`), e.g. the same negative samples;
-        * without gradients (validation), always chunks of at most `EVAL_LOGITS_PER_CHUNK`
-          logits: a full softmax over 800K words for a batch of 768 windows would otherwise need
-          ~50 GB of logits at once.
+        `(num_positions, input_dim)`, by `loss_function`, in chunks of positions: in training,
+        of `positions_per_chunk` (if set), each recomputed in the backward pass; without
+        gradients, of at most `EVAL_LOGITS_PER_CHUNK` logits.
         """
         chunk_loss, shared = self.loss_function(hidden, target_ids)
         recompute = torch.is_grad_enabled()
@@ -120,12 +107,9 @@ class VocabularyOutputHead(OutputHead):
         self, hidden: torch.Tensor, target_ids: torch.LongTensor
     ) -> Tuple[Callable[..., torch.Tensor], Tuple[torch.Tensor, ...]]:
         """
-        What `loss` computes for the batch `hidden` `(num_positions, input_dim)`, `target_ids`
-        `(num_positions,)`: a function `chunk_loss(hidden_chunk, target_ids_chunk, *shared)`
-        giving the summed negative log-likelihood of a chunk of positions, and `shared`, the
-        tensors computed once per batch that every chunk uses (e.g. a sampled softmax's negative
-        samples, so that chunked and unchunked are the same loss). By default the full softmax,
-        `full_loss`, and nothing shared.
+        What `loss` computes for the batch: `chunk_loss(hidden_chunk, target_ids_chunk, *shared)`,
+        the summed negative log-likelihood of a chunk, and `shared`, the tensors every chunk uses
+        (e.g. negative samples). By default `full_loss` and nothing shared.
         """
         return self.full_loss, ()
 

@@ -13,12 +13,8 @@ class AllenNlpElmoLstmEncoder(BiLmEncoder):
     """
     AllenNLP's own ELMo biLSTM (`allennlp.modules.elmo_lstm.ElmoLstm`: a per-step Python loop of
     `LstmCellWithProjection`, residual connections from the second layer) as a registered
-    `Seq2SeqEncoder`, for the softmax baselines that users of allennlp-models train: its
-    `language_model` takes it as its contextualizer, and `language_model_token_embedder` reads
-    its layers. AllenNLP does not register `ElmoLstm` itself.
-
-    Stateless: the carried state of `ElmoLstm` (which AllenNLP's ELMo keeps from one batch to the
-    next) is reset before every batch, as ELMo-C trains, since training windows are shuffled.
+    `Seq2SeqEncoder`, for the softmax baselines of allennlp-models' `language_model`. Stateless:
+    `ElmoLstm`'s carried state is reset before every batch.
 
     Registered as a `Seq2SeqEncoder` with name "allennlp_elmo_lstm".
 
@@ -32,9 +28,8 @@ class AllenNlpElmoLstmEncoder(BiLmEncoder):
     recurrent_dropout : `float`, optional (default = `0.1`)
     cell_clip, projection_clip : `float`, optional (default = `3.0`)
     return_all_layers : `bool`, optional (default = `False`)
-        Return the list of every layer's output, each `(batch, timesteps, 2 * projection_size)`,
-        as `language_model_token_embedder` asks its contextualizer to (it mixes them with the
-        input embeddings itself); otherwise the top layer alone.
+        Return the list of every layer's output, each `(batch, timesteps, 2 * projection_size)`
+        (as `language_model_token_embedder` asks), not the top layer alone.
     """
 
     def __init__(

@@ -58,8 +58,8 @@ class BiLmEncoder(Seq2SeqEncoder):
 
 class _DirectionStack(torch.nn.Module):
     """
-    One direction: input projection + LayerNorm (LayerNorm alone where the input already has the
-    projection's size, as in the paper's code), then `num_layers` LSTM layers, each made by
+    One direction: input projection + LayerNorm (LayerNorm alone for an input of the projection's
+    size), then `num_layers` LSTM layers, each made by
     `make_layer` (residual from the 2nd).
     """
 
@@ -80,19 +80,6 @@ class _DirectionStack(torch.nn.Module):
         )
         self.input_norm = torch.nn.LayerNorm(projection_size)
         self.layers = torch.nn.ModuleList(make_layer() for _ in range(num_layers))
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # Weights that have an input projection where the sizes are equal (archives written
-        # before the projection became conditional): build it, so that the model computes what
-        # it computed when it was trained. Runs before the children load their weights. (An
-        # optimizer built before it does not know it: a run whose checkpoint holds such weights
-        # cannot be resumed with --recover.)
-        weight = state_dict.get(prefix + "input_projection.weight")
-        if self.input_projection is None and weight is not None:
-            projection = torch.nn.Linear(weight.size(1), weight.size(0))
-            projection.requires_grad_(self.input_norm.weight.requires_grad)  # frozen with the rest
-            self.input_projection = projection.to(self.input_norm.weight)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(
         self,
@@ -118,15 +105,12 @@ class _DirectionStack(torch.nn.Module):
 class ElmoLstmEncoder(BiLmEncoder):
     """
     The encoder of an ELMo-shaped bidirectional language model: two independent stacks, one
-    reading left to right (forward LM) and one right to left (backward LM). No layer of one
-    direction ever sees the other direction's states, so the forward output at position t depends
-    only on tokens 0..t and the backward output only on tokens t..n-1.
+    reading left to right (forward LM) and one right to left (backward LM), neither seeing the
+    other's states.
 
     Each direction: `Linear(input_size -> projection_size)` + LayerNorm (LayerNorm alone when
-    `input_size == projection_size`, as the paper's code; weights saved with a Linear there still
-    load it), then `num_layers` LSTM layers with a projection (cell `cell_size`, output
-    `projection_size`) and LayerNorm, with a residual connection around every layer from the second
-    on.
+    `input_size == projection_size`), then `num_layers` LSTM layers with a projection (cell
+    `cell_size`, output `projection_size`) and LayerNorm, residual from the second on.
 
     Registered as a `Seq2SeqEncoder` with name "elmo_lstm".
 
@@ -138,29 +122,21 @@ class ElmoLstmEncoder(BiLmEncoder):
     cell_size : `int`, optional (default = `4096`)
     num_layers : `int`, optional (default = `2`)
     backend : `str`, optional (default = `"fused"`)
-        How the layers run, never what they compute: `"fused"` (one autograd node per layer with
-        a hand-written backward; cuDNN for `recurrence_norm: "outside"` on a GPU) or
-        `"reference"` (a per-timestep loop through autograd). Same parameters, same function.
+        How the layers run, never what they compute: `"fused"` or `"reference"` (see
+        `ProjectedLstmLayer`).
     cell_clip : `float`, optional (default = `3.0`)
     projection_clip : `float`, optional (default = `3.0`)
         Clipping of the cell and projected states inside the recurrence.
     recurrent_dropout : `float`, optional (default = `0.1`)
-        Variational dropout (one mask per sequence) on each layer's state, as the paper's cell
-        and AllenNLP's ELMo apply it: the dropped state is fed back into the recurrence and
-        emitted to the next layer, the residual sum and the output heads.
+        Variational dropout (one mask per sequence) on each layer's state, fed back and emitted.
     recurrence_norm : `str`, optional (default = `"inside"`)
-        `"inside"`: the paper's cell, LayerNorm (after clipping) on the projected state inside
-        the recurrence. `"outside"`: a different model that cuDNN can run on a GPU: a plain LSTM
-        with projection, LayerNorm and the dropout mask on each layer's outputs; clips must be
-        null. See `ProjectedLstmLayer`.
+        `"inside"` (the paper's cell) or `"outside"` (clips must be null); see
+        `ProjectedLstmLayer`.
     residual : `bool`, optional (default = `True`)
     stateful : `bool`, optional (default = `False`)
         Carry each row's final states over to the next call (same batch size), detached, e.g. for
         consecutive windows of a long text; `reset_states(mask)` clears them (for the rows where
-        `mask` is True, or all). As in AllenNLP's ELMo, both directions carry their state: the
-        backward LM then starts a window from the state it had after reading the previous
-        window (right to left), which is a useful warm start but not the text's true right
-        context.
+        `mask` is True, or all). Both directions carry their state, as in AllenNLP's ELMo.
     return_all_layers : `bool`, optional (default = `False`)
         Return a list of `num_layers + 1` tensors instead of the top layer alone: layer 0 is the
         input projection of both directions concatenated, layer k the outputs of LSTM layer k of

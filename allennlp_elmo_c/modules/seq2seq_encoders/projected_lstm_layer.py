@@ -1,29 +1,18 @@
 """
-One layer, one direction of ELMo-C's LSTM with a projection (Sak et al. 2014): the cell state has
-`cell_size` units, the hidden state fed back into the recurrence and passed to the next layer is
-a `projection_size` linear projection of it.
+One layer, one direction of ELMo-C's LSTM with a projection (Sak et al. 2014): `cell_size`
+cell units, a `projection_size` hidden state fed back and passed on.
 
-Two functions, chosen by `recurrence_norm` (a model choice, saved with the weights' config):
+`recurrence_norm` chooses the function (a model choice):
 
-- `"inside"` (default, the paper's cell, as its code and AllenNLP's `LstmCellWithProjection`
-  compute it): per step, cell clipping, projection, projection clipping, LayerNorm on the
-  projected state *inside* the recurrence, then the variational dropout mask (one per sequence).
-  The dropped state is the one fed back into the recurrence *and* the one the layer emits (to
-  the next layer, the residual sum and the output heads), and the final state.
-- `"outside"`: a plain LSTM with projection (no clipping, no normalisation inside the recurrence:
-  what cuDNN can run), then LayerNorm on the layer's outputs, and the dropout mask (one per
-  sequence, shared over time) on those outputs. A different model, offered for speed on GPUs;
-  setting clips with it is a `ConfigurationError`.
+- `"inside"` (the paper's cell, as AllenNLP's `LstmCellWithProjection`): per step, cell clip,
+  projection, projection clip, LayerNorm, then the variational dropout mask; the dropped state is
+  fed back, emitted and the final state.
+- `"outside"`: a plain LSTM with projection (what cuDNN runs), then LayerNorm and the dropout
+  mask on the layer's outputs; clips are a `ConfigurationError`.
 
-Two backends, chosen by `backend`, compute the same function (the tests compare values and
-gradients):
-
-- `reference`: a per-timestep Python loop through autograd, written to read like the equations.
-- `fused`: `allennlp_elmo_c.nn.lstmp` (one autograd node with a hand-written backward), on any
-  device. For `"outside"` on a GPU it is cuDNN's `torch.lstm` over packed sequences instead.
-
-Both backends keep their parameters under names that task-config initializer regexes for
-`torch.nn.LSTM` (`.*weight_ih.*`, `.*weight_hh.*`, `.*bias_ih.*`, `.*bias_hh.*`) do not match.
+`backend` chooses how it runs, never what it computes: `reference`, a per-timestep loop through
+autograd; `fused`, `allennlp_elmo_c.nn.lstmp` (cuDNN for `"outside"` on a GPU). Parameter names
+do not match the `torch.nn.LSTM` initializer regexes (`.*weight_ih.*`, ...).
 """
 
 from typing import Optional, Tuple
@@ -43,11 +32,8 @@ RECURRENCE_NORMS = ("inside", "outside")
 
 def layer_norm(norm: torch.nn.LayerNorm, inputs: torch.Tensor) -> torch.Tensor:
     """
-    `norm(inputs)`, called functionally, so that module hooks do not see it: AllenNLP's
-    NormalizationBiasVerification confidence check flags any biased layer followed by a norm
-    module, a rule for BatchNorm that does not hold for LayerNorm (the bias is inside the
-    per-token standard deviation), and the kernel between two LayerNorms of one recurrence is
-    invisible to hooks, so it would otherwise see "norm followed by norm".
+    `norm(inputs)`, called functionally, so that AllenNLP's NormalizationBiasVerification hooks
+    do not flag a biased layer followed by a LayerNorm.
     """
     return torch.nn.functional.layer_norm(
         inputs, norm.normalized_shape, norm.weight, norm.bias, norm.eps

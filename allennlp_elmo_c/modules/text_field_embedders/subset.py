@@ -15,15 +15,9 @@ from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 class SubsetTextFieldEmbedder(BasicTextFieldEmbedder):
     """
     A `basic` text field embedder that embeds only the indexer keys it has token embedders for
-    and ignores the other keys of the text field. One `tokens` field can then feed embedders that
-    read different indexers: e.g. the `elmo_c` model's input embedder reads the fastText subwords
-    while its `target_embedder` (which receives the same, whole field) reads the `word_hash` or
-    `elmo_characters` key. `basic` would refuse the extra keys; `empty` embedders for them would
-    work in the model but add token embedders, which code that expects a single one (the model's
-    `nearest_neighbour_words`, the downstream `elmo_c_token_embedder`) rejects.
-
-    A key it has an embedder for but the field lacks is still an error (so a misspelt key does
-    not silently embed nothing).
+    and ignores the field's other keys, so one `tokens` field can feed embedders that read
+    different indexers (the `elmo_c` model's input and target embedders). A key it has an
+    embedder for but the field lacks is still an error.
 
     Registered as a `TextFieldEmbedder` with name "subset".
 

@@ -22,18 +22,10 @@ class ElmoCharCnnEmbedder(TokenEmbedder):
     ELMo's character CNN (character embedding, max-pooled convolutions, highway layers, linear
     projection), loaded from an ELMo options `.json` + weights `.hdf5` pair (the layout of the
     released ELMo models; AllenNLP's `_ElmoCharacterEncoder` does the loading). Unlike that
-    encoder it adds no sentence boundaries: every token, `<S>` / `</S>` included, is embedded on
-    its own, because the `lm_corpus` reader already adds the boundary tokens. The paper's
-    ablations use it frozen, as the input embedding (ELMo-C with ELMo's CNN input) or as the
-    target embedding (predicting the CNN's vectors).
-
-    Use it with AllenNLP's `elmo_characters` indexer (output key `elmo_tokens`). ELMo's mapper
-    gives the strings `<S>` and `</S>` exactly the character ids of ELMo's own sentence
-    boundaries, so they get the vectors the CNN was trained with (`tokens_to_add: {"<S>": 256,
-    "</S>": 257}` in the indexer gives the same ids, spelled out).
-
-    Each distinct token of a batch goes through the CNN once (a batch of text repeats most of
-    its tokens; the convolutions of ELMo's CNN need ~370 KB of activations per token).
+    encoder it adds no sentence boundaries (the `lm_corpus` reader already adds them). Use it
+    with AllenNLP's `elmo_characters` indexer (output key `elmo_tokens`), whose `<S>` and `</S>`
+    get the ids of ELMo's own boundaries. Each distinct token of a batch goes through the CNN
+    once.
 
     Registered as a `TokenEmbedder` with name "elmo_char_cnn".
 

@@ -20,20 +20,13 @@ class FastTextEmbedder(TokenEmbedder):
     rows given by the `fasttext_subwords` indexer, which equals fastText's `get_word_vector` for
     in- and out-of-vocabulary words alike.
 
-    The matrix (`(num_words + bucket, dim)`, ~4.8 GB for `cc.en.300.bin`) is memory-mapped from
-    the `.bin` and is neither a parameter nor a buffer: it is not trained, not in `state_dict()`,
-    not in checkpoints or `model.tar.gz`, not broadcast by DDP and not copied by `deepcopy`. It is
-    copied to the device of the input ids on first use, once per device for all embedders that
-    use the same file. A `model_path` that does not exist (an archive loaded from another directory
-    or machine) is looked for in `$ELMO_C_FASTTEXT`, then beside the archive being loaded
-    (`allennlp_elmo_c.fasttext.fasttext_source.resolve_missing_fasttext`); or override
-    `model_path` (of this embedder and of the indexer), e.g. with `load_archive(...,
-    overrides=...)` or `allennlp ... --overrides`.
+    The matrix is memory-mapped from the `.bin` and is neither a parameter nor a buffer (not
+    trained, not in `state_dict()` or archives, not broadcast by DDP, not copied by `deepcopy`);
+    it is copied once to each other device the ids are on. A `model_path` that does not exist is
+    resolved by `allennlp_elmo_c.fasttext.fasttext_source.resolve_missing_fasttext`.
 
-    The `fasttext_subwords` indexer's output carries the fingerprint of its `.bin`
-    (`FastTextBin.fingerprint`); every batch is checked against this embedder's file, so an
-    indexer that reads another fastText model (other words, rows or subword settings: its ids
-    would be rows of another matrix) stops training with a `ConfigurationError` naming both files.
+    Every batch's fingerprint (from the `fasttext_subwords` indexer) is checked against this
+    embedder's `.bin`: another model is a `ConfigurationError` naming both files.
 
     Registered as a `TokenEmbedder` with name "fasttext".
 
@@ -42,13 +35,12 @@ class FastTextEmbedder(TokenEmbedder):
     model_path : `str`
         The fastText `.bin`.
     expected_dim : `int`, optional (default = `None`)
+        If given, a `.bin` of another dimension is a `ConfigurationError`.
         If given, a `.bin` of another dimension is a `ConfigurationError` (e.g. a model trained
         on 300-d vectors must not silently get 100-d ones).
     fingerprint : `int`, optional (default = `None`)
         The `FastTextBin.fingerprint` of the `.bin` the model was trained with: any other file is
-        a `ConfigurationError` naming both. Training records it in config.json, and so in every
-        archive (`allennlp_elmo_c.fasttext.fasttext_source.record_fingerprints`); it is not written
-        by hand.
+        a `ConfigurationError` naming both. Training records it in config.json.
     """
 
     def __init__(
@@ -90,13 +82,10 @@ class FastTextEmbedder(TokenEmbedder):
         # Parameters
 
         subword_ids : `torch.LongTensor`
-            The `fasttext_subwords` indexer's ids in either of its layouts: `"padded"`, shape
-            `(batch_size, num_tokens, max_subwords)`, padded with anything; `"flat"`, shape
-            `(batch_size, total_subwords)`, each sentence's tokens' ids one after the other,
-            padded with anything (told apart by their number of dimensions).
+            Shape `(batch_size, total_subwords)`: the `fasttext_subwords` indexer's ids, each
+            sentence's tokens' ids one after the other, padded with anything.
         subword_counts : `torch.LongTensor`
-            Shape `(batch_size, num_tokens)`: how many ids each token has (the leading entries of
-            its row, padded; the next ones of its sentence, flat).
+            Shape `(batch_size, num_tokens)`: how many of the ids each token has.
         token_mask : `torch.BoolTensor`, optional
             Shape `(batch_size, num_tokens)`; unused (padding tokens have count 0 and get zeros).
         fasttext_fingerprint : `torch.LongTensor`, optional
@@ -106,22 +95,16 @@ class FastTextEmbedder(TokenEmbedder):
         # Returns
 
         `torch.Tensor` of shape `(batch_size, num_tokens, dim)`, float32; all zeros for tokens
-        with no subwords. Both layouts give the same vectors: the same rows are averaged by the
-        same `embedding_bag` call.
+        with no subwords.
         """
         if fasttext_fingerprint is not None:  # the (batch_size, 1) values synced once per batch
             self.check_indexer_fingerprint(fasttext_fingerprint)
         matrix = self._fasttext.matrix_on(subword_ids.device)
         counts = subword_counts.reshape(-1)
-        if subword_ids.dim() == subword_counts.dim():  # flat: (..., total_subwords)
-            width = subword_ids.size(-1)
-            sentences = subword_counts.sum(-1).reshape(-1)
-            valid = torch.arange(width, device=subword_ids.device) < sentences.unsqueeze(1)
-            flat_ids = subword_ids.reshape(sentences.numel(), width)[valid]
-        else:  # padded: (..., num_tokens, max_subwords)
-            width = subword_ids.size(-1)
-            valid = torch.arange(width, device=subword_ids.device) < counts.unsqueeze(1)
-            flat_ids = subword_ids.reshape(counts.numel(), width)[valid]
+        width = subword_ids.size(-1)
+        sentences = subword_counts.sum(-1).reshape(-1)
+        valid = torch.arange(width, device=subword_ids.device) < sentences.unsqueeze(1)
+        flat_ids = subword_ids.reshape(sentences.numel(), width)[valid]
         offsets = torch.cumsum(counts, 0) - counts
         vectors = torch.nn.functional.embedding_bag(flat_ids, matrix, offsets, mode="mean")
         return vectors.view(*subword_counts.shape, self._fasttext.dim)

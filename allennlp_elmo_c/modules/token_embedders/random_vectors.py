@@ -13,12 +13,9 @@ from allennlp_elmo_c.nn.hashed_normal import hashed_normal
 class RandomVectorsEmbedder(TokenEmbedder):
     """
     A fixed random N(0, 1) vector per word string, without a vocabulary or a table: the vector
-    is a deterministic function of the string's stable 64-bit hash (the `word_hash` indexer) and
-    `seed`, generated on the fly on the input's device (counter-based splitmix64 + Box-Muller, see
-    `allennlp_elmo_c.nn.hashed_normal`). The same string gets the same vector in every process,
-    on every machine and device, in training and after loading an archive; different strings get
-    independent vectors. This is the random output (or input) embedding of the paper's ELMo-C-Rnd
-    ablation, for an open vocabulary. Nothing is trained and nothing is stored.
+    is a function of the string's 64-bit hash (the `word_hash` indexer) and `seed`, generated on
+    the input's device (`allennlp_elmo_c.nn.hashed_normal`): the same everywhere, nothing trained
+    or stored. The random embedding of the paper's ELMo-C-Rnd ablation, for an open vocabulary.
 
     Registered as a `TokenEmbedder` with name "random_vectors".
 

@@ -12,14 +12,9 @@ from allennlp_elmo_c.nn.slim import SlimTable
 @TokenEmbedder.register("slim_embedding")
 class SlimEmbedding(TokenEmbedder):
     """
-    A trainable word embedding with slim storage (Li et al., AAAI 2018), in the same layout as
-    the `slim_softmax` output head (`SlimTable`): the vector of word `w` is the concatenation of
-    `num_subvectors` (K) sub-vectors of size `embedding_dim / K`, the `k`-th from its own
-    trainable sub-pool `S_k`; the K disjoint sub-pools hold `pool_size` (M) sub-vectors
-    together, `M / K` each. The assignment is fixed and random (seeded by `seed`, stored in the
-    weights, so archives reload it exactly). Trainable parameters: `M * embedding_dim / K`
-    instead of `vocab_size * embedding_dim`. Used like AllenNLP's `embedding` over a `single_id`
-    indexer.
+    A trainable word embedding with slim storage (Li et al., AAAI 2018), the layout of the
+    `slim_softmax` head (`allennlp_elmo_c.nn.slim.SlimTable`). Used like AllenNLP's `embedding`
+    over a `single_id` indexer.
 
     Registered as a `TokenEmbedder` with name "slim_embedding".
 

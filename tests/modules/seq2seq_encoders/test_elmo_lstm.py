@@ -735,34 +735,3 @@ def test_input_of_the_projection_size_gets_layer_norm_alone():
     assert all(
         stack.input_projection is not None for stack in encoder(projection_size=8).stacks.values()
     )
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_weights_with_an_input_linear_of_equal_sizes_still_load_and_compute_the_same(backend):
-    """Weights saved when the encoder always had an input Linear (an archive of ELMo-CCNN or
-    ELMo-Sub, 512-d inputs): loaded into today's encoder, the Linear is back, and the outputs are
-    the ones the old model computed."""
-    torch.manual_seed(0)
-    old = ElmoLstmEncoder(8, projection_size=8, cell_size=6, num_layers=2, backend=backend,
-                          return_all_layers=True).eval()  # fmt: skip
-    for stack in old.stacks.values():  # the old layout: a Linear for equal sizes too
-        stack.input_projection = torch.nn.Linear(8, 8)
-    randomise_norms(old)
-    state = old.state_dict()
-    assert "stacks.forward_lm.input_projection.weight" in state
-    inputs, mask = torch.randn(3, 5, 8), mask_for([5, 3, 0], 5)
-    with torch.no_grad():
-        expected = old(inputs, mask)
-    torch.manual_seed(1)
-    new = ElmoLstmEncoder(8, projection_size=8, cell_size=6, num_layers=2, backend=backend,
-                          return_all_layers=True).eval()  # fmt: skip
-    new.load_state_dict(state)  # strict: every key has its place
-    with torch.no_grad():
-        outputs = new(inputs, mask)
-    for ours, theirs in zip(outputs, expected):
-        assert torch.equal(ours, theirs)
-    # Frozen (as a downstream embedder freezes its biLM before loading): the rebuilt Linear too.
-    frozen = ElmoLstmEncoder(8, projection_size=8, cell_size=6, num_layers=2, backend=backend)
-    frozen.requires_grad_(False)
-    frozen.load_state_dict(state)
-    assert not any(p.requires_grad for p in frozen.parameters())

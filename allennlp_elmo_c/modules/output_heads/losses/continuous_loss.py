@@ -11,13 +11,9 @@ class ContinuousLoss(Registrable):
     """
     A loss of the continuous output head between its predicted vectors and the target word
     vectors at the batch's real positions: `(N, d) x (N, d) -> (N,)`, finite (value and gradient)
-    for zero vectors and large norms. The numerics are pure functions in `allennlp_elmo_c/nn/`;
-    a subclass holds the loss's settings, checks them and calls its function. A new loss is one
-    file of this package: a subclass registered with `@ContinuousLoss.register("name")`, which
-    the head's config then names (`loss: "name"`).
-
-    The continuous head takes its loss's settings as its own keys (`vmf_lambda_1`,
-    `temperature`); `head_keys` maps each such key of a subclass to its constructor argument.
+    for zero vectors and large norms. A subclass, registered with
+    `@ContinuousLoss.register("name")`, holds its settings and calls its function in
+    `allennlp_elmo_c/nn/`; `head_keys` maps the continuous head's keys to its arguments.
     """
 
     default_implementation = "cosine"

@@ -13,18 +13,14 @@ class InBatchSoftmaxLoss(ContinuousLoss):
     """
     `-log` of the true word's probability under a softmax of the cosines between the prediction
     and the batch's distinct target vectors over `temperature` (`in_batch_softmax_loss`): the
-    other words of the batch's real positions are the negatives, repeats of the true word are
-    not. Its value for a position depends on the rest of the batch (and, in distributed
-    training, on each worker's own batch).
+    other words of the batch are the negatives, repeats of the true word are not.
 
     Registered as a `ContinuousLoss` with name "in_batch_softmax".
 
     # Parameters
 
     temperature : `float`, optional (default = `0.05`)
-        Divides the cosines (finite, > 0; the head's `temperature`). The default is SimCSE's for
-        its normalized in-batch contrastive loss; the logits then span 2 / 0.05 = 40, room for
-        p(true word) to approach 1 against thousands of distinct words.
+        Divides the cosines (finite, > 0; the head's `temperature`; SimCSE's default).
     """
 
     head_keys = {"temperature": "temperature"}

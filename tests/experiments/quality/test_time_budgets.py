@@ -7,8 +7,8 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import load_archive
 
-from allennlp_elmo_c.training import time_budgets
-from allennlp_elmo_c.training.time_budgets import TrainingTimeBudgets
+from experiments.quality import time_budgets
+from experiments.quality.time_budgets import TrainingTimeBudgets
 from allennlp_elmo_c.training.tokens_seen import predicted_tokens
 from tests.helpers import FIXTURES_ROOT, PROJECT_ROOT, train_config
 

@@ -1,3 +1,9 @@
+"""
+The `training_time_budgets` callback, for the experiments that compare models at equal budgets of
+training time (`per_minute.py`, `flair_comparison.py`). An `allennlp train` run registers it with
+`--include-package experiments.quality.time_budgets`.
+"""
+
 import json
 import logging
 import math
@@ -8,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from allennlp.common.checks import ConfigurationError
-from allennlp.models.archival import archive_model
+from allennlp.models import archival
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.common.atomic import atomic_open, atomic_path
@@ -142,7 +148,8 @@ class TrainingTimeBudgets(TrainerCallback):
         weights = directory / f"{name}.th"
         with atomic_path(weights) as temporary:
             torch.save(trainer.model.state_dict(), temporary)
-        archive_model(directory, weights=weights.name, archive_path=directory / f"{name}.tar.gz")
+        # From its home module at call time: the plugin may have replaced it there.
+        archival.archive_model(directory, weights=weights.name, archive_path=directory / f"{name}.tar.gz")
         weights.unlink()
         self._write(f"{name}.json", {
             "minutes": budget, "training_seconds": self.seconds, "batches": self.batches,
