@@ -86,6 +86,11 @@ def load(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def cpu_of(data: dict) -> str:
+    """The CPU of a quality run's data ("Intel Xeon Processor"), from its `machine` line."""
+    return data["machine"].split(",")[0].replace("(R)", "")
+
+
 def cell(row: dict, task: str) -> dict:
     return row["test"][task]
 
@@ -190,7 +195,7 @@ def quality_table() -> str:
         lines.append(f"| {TASK_NAMES[task]} | " + " | ".join(cells) + " |")
     speeds = ["-" if row["tokens_per_second"] is None else f"{row['tokens_per_second']:,}"
               for row in rows]  # fmt: skip
-    lines.append("| pretraining tokens/s, one core | " + " | ".join(speeds) + " |")
+    lines.append(f"| pretraining tokens/s, one core of an {cpu_of(data)} | " + " | ".join(speeds) + " |")
     return "\n".join(lines)
 
 
@@ -258,7 +263,8 @@ def pretraining_speed() -> str:
     data = load(SCREEN)
     systems = sorted(("elmo_c_cosine",) + SCREEN_SYSTEMS, key=lambda s: -speed_of(data, s))
     elmo_a = speed_of(data, "elmo_a_whole")
-    lines = [f"| system | tokens/s over {TABLE_MINUTES:.0f} minutes, one core | against ELMo-A |",
+    lines = [f"| system | tokens/s over {TABLE_MINUTES:.0f} minutes, one core of an {cpu_of(data)} "
+             "| against ELMo-A |",
              "|---|---|---|"]  # fmt: skip
     for system in systems:
         lines.append(f"| {SYSTEM_NAMES[system]} | {speed_of(data, system):,} | "
@@ -273,7 +279,7 @@ def losses_table() -> str:
     budgets = " / ".join(f"{e['minutes']:.0f}" for e in against_reference(screen, SCREEN_SYSTEMS[0]))
     lines = [f"| loss | screen against the cosine, mean probe score at {budgets} minutes | "
              "downstream against the cosine, test | "
-             f"tokens/s over {TABLE_MINUTES:.0f} minutes, one core |",
+             f"tokens/s over {TABLE_MINUTES:.0f} minutes, one core of an {cpu_of(screen)} |",
              "|---|---|---|---|"]  # fmt: skip
     for loss, system in LOSSES.items():
         if system is None:
@@ -313,10 +319,24 @@ def demo_result() -> str:
 
 
 def demo_machine() -> str:
+    """The demo's date and CPU: bfloat16 pretraining says the CPU has AVX-512's bfloat16 kernels
+    (the demo takes bfloat16 only where `bfloat16_unsupported` finds them)."""
     result = load(DEMO)
     machine = result["machine"]
-    return (f"{machine['date'][:10]}, {machine['cpu']}, {machine['cpu_cores']} cores, ELMo-C "
-            f"pretrained in {result['precision']}")
+    units = " with AVX-512" if result["precision"] == "bfloat16" else ""
+    return (f"{machine['date'][:10]}, a {machine['cpu_cores']}-core {machine['cpu']}{units}, "
+            f"ELMo-C pretrained in {result['precision']}")
+
+
+def avx2_demo_update() -> str:
+    """A sentence: the demo's pretraining update on the CPU without AVX-512 (avx2_epyc.json's
+    first row)."""
+    data = load(AVX2_CPU)
+    machine, row = data["machine"], data["rows"][0]
+    cpu = re.sub(r",[^)]*\)", ")", machine["cpu"])
+    return (f"On a {machine['cores']}-core {cpu}, {machine['vector_units']} ({machine['date']}), "
+            f"an update of the demo's pretraining took {seconds(*row['seconds'])} s on "
+            f"{row['threads']} threads shared with other jobs")
 
 
 def precision_speed_table() -> str:
@@ -328,7 +348,8 @@ def precision_speed_table() -> str:
     for path in PRECISION_SPEED:
         data = load(path)
         machine = data["machine"]
-        where = machine["gpu"] if machine.get("gpu") else f"{machine['cpu']}, one core"
+        # bfloat16 whole steps on a CPU ran on oneDNN's AVX-512 kernels (`bfloat16_unsupported`).
+        where = machine["gpu"] if machine.get("gpu") else f"{machine['cpu']} with AVX-512, one core"
         rows = [r for r in data["sections"]["end_to_end"] if r["size"] == "paper"]
         for batch in sorted({r["batch"] for r in rows}):
             found = {}
@@ -389,7 +410,8 @@ def avx2_cpu_table() -> str:
 
 def at_user_scale_table() -> str:
     """The own-text path as the corpus grows (experiments/scale): the streamed run's peak memory
-    at each size, the plan's errors on quiet cores, and the 100M-token run."""
+    at each size, the plan's errors and the runs' speed on quiet cores, and the 100M-token run
+    (beside other work)."""
     memory, accuracy, at_size = (load(SCALE / name) for name in
                                  ("memory.json", "plan_accuracy.json", "at_size.json"))  # fmt: skip
     mib = 2**20
@@ -400,10 +422,14 @@ def at_user_scale_table() -> str:
         f"{row['tokens']:,} tokens: time {row['estimated_seconds'] / row['seconds'] - 1:+.0%}, "
         f"memory {row['estimated_peak_memory_bytes'] / row['peak_memory_bytes'] - 1:+.0%}"
         for row in accuracy["rows"])  # fmt: skip
+    quiet = "; ".join(
+        f"{row['tokens']:,} tokens: {row['seconds'] / row['updates_trained']:.2f} s an update, "
+        f"{row['tokens'] / row['seconds']:,.0f} tokens/s" for row in accuracy["rows"])  # fmt: skip
     first = at_size["first"]
     lines = [f"| {memory['machine']}, `elmo_c_small` | measured |", "|---|---|",
              f"| peak memory of the same short run ({memory['date']}) | {peaks} |",
              f"| the plan against the whole run, quiet cores ({accuracy['date']}) | {errors} |",
+             f"| the whole planned run's speed, quiet cores ({accuracy['date']}) | {quiet} |",
              f"| 100M tokens ({at_size['date']}, other work on the cores): first update, speed, "
              f"peak memory | {first['seconds_to_first_update']:.0f} s, "
              f"{first['tokens_per_second']:,.0f} tokens/s, {first['peak_memory_bytes'] / mib:,.0f} "
@@ -444,8 +470,9 @@ def peer_by_cpu_table() -> str:
     for path in PEER_BY_CPU:
         data = load(path)
         machine = data["machine"]
-        cpu = machine["cpu"] + (", libraries capped at AVX2" if "instruction_set_cap" in data else "")
         rows = data["sections"]["end_to_end"]
+        cpu = machine["cpu"] + (" with AVX-512" if any(r.get("precision") == "bfloat16" for r in rows) else "")
+        cpu += ", libraries capped at AVX2" if "instruction_set_cap" in data else ""
         ours = next(r for r in rows if r["model"] == "ELMo-C" and r["precision"] == "float32")
         peer = next(r for r in rows if r["model"].startswith("peer"))
         if "elmo_c_speedup" in peer:
@@ -455,6 +482,61 @@ def peer_by_cpu_table() -> str:
             lead = f"{ours['tokens_per_s'] / peer['tokens_per_s']:.2f}x"
         lines.append(f"| {cpu} | {ours['size']}, {ours['batch']} | {ours['tokens_per_s']:,.0f} | "
                      f"{peer['tokens_per_s']:,.0f} | {lead} | {machine['date'][:10]} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+README_TASKS = {"ner": "NER F1, UNER EWT"}
+QUALITY_LINK = "docs/choosing-a-bilm.md#quality-what-each-bilm-is-good-for"
+FLAIR_LINK = "docs/choosing-a-bilm.md#elmo-c-or-flair"
+PEER_LINK = "docs/pretraining.md#on-cpu"
+AVX2_CAPPED_PEER = PROJECT / "experiments" / "speed" / "peer" / "intel_xeon_amx_avx2_capped_paper_b16.json"
+
+
+def peer_row(path: Path, size: str, batch: int) -> Tuple[dict, dict, str]:
+    """ELMo-C's float32 and the peer's whole-step rows of a PEER_BY_CPU file at `size` and
+    `batch`, and its CPU: with AVX-512 where the file has bfloat16 steps (their kernels need it),
+    and the instruction set the libraries were capped at, if any."""
+    data = load(path)
+    rows = [r for r in data["sections"]["end_to_end"] if r["size"] == size and r["batch"] == batch]
+    ours = next(r for r in rows if r["model"] == "ELMo-C" and r.get("precision", "float32") == "float32")
+    peer = next(r for r in rows if r["model"].startswith("peer"))
+    cpu = data["machine"]["cpu"].replace("(R)", "")
+    if any(r.get("precision") == "bfloat16" for r in rows):
+        cpu += " with AVX-512"
+    if "instruction_set_cap" in data:
+        cpu += ", torch's libraries capped at AVX2"
+    return ours, peer, cpu
+
+
+def readme_results() -> str:
+    """The README's compact results: NER of the in-batch softmax biLM against ELMo-A and
+    fastText alone after `TABLE_MINUTES` on one core, against Flair's character LMs at 10
+    CPU-minutes, the pretraining speed, and whole paper-size steps against allennlp-models' ELMo
+    LM on a CPU with AVX-512 and with the libraries capped at AVX2; each row links its table."""
+    wins = load(WINS)
+    at = {system: row_of(wins, system, TABLE_MINUTES) for system in TABLE_SYSTEMS}
+    cpu = cpu_of(wins)
+    lines = ["| measured (its full table) | ELMo-C, in-batch softmax | compared with |", "|---|---|---|"]
+    for task in ("ner",):
+        found = {s: mean_std_of(cell(row, task), count=False) for s, row in at.items()}
+        lines.append(f"| [{README_TASKS[task]}]({QUALITY_LINK}), after {TABLE_MINUTES:.0f} min "
+                     f"on one core | {found['elmo_c_in_batch']} | ELMo-A {found['elmo_a_whole']}; "
+                     f"fastText alone {found['fasttext']} |")  # fmt: skip
+    flair = load(FLAIR)
+    (minutes, _, mine, theirs), = [p for p in against_flair(flair, "ner")
+                                   if p[0] == "10" and p[1] == "elmo_c_in_batch"]  # fmt: skip
+    hidden = chosen_flair(flair, minutes, "ner").split("_")[1]
+    lines.append(f"| [{README_TASKS['ner']}]({FLAIR_LINK}), after {minutes} CPU-minutes | "
+                 f"{mean_std_of(mine, count=False)} | Flair's character LMs (hidden {hidden}) "
+                 f"{mean_std_of(theirs, count=False)} |")  # fmt: skip
+    lines.append(f"| [pretraining tokens/s]({QUALITY_LINK}), demo size, one core of an {cpu} | "
+                 f"{at['elmo_c_in_batch']['tokens_per_second']:,} | ELMo-A "
+                 f"{at['elmo_a_whole']['tokens_per_second']:,} |")  # fmt: skip
+    for path in (PRECISION_SPEED[1], AVX2_CAPPED_PEER):
+        ours, peer, where = peer_row(path, "paper", 16)
+        lines.append(f"| [training tokens/s]({PEER_LINK}), paper size, one thread of an {where} | "
+                     f"{ours['tokens_per_s']:,.0f} | allennlp-models' ELMo LM "
+                     f"{peer['tokens_per_s']:,.0f} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -579,6 +661,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "losses-table": losses_table,
     "demo-result": demo_result,
     "demo-machine": demo_machine,
+    "avx2-demo-update": avx2_demo_update,
+    "readme-results": readme_results,
     "precision-speed": precision_speed_table,
     "precision-quality": precision_quality_table,
     "avx2-cpu": avx2_cpu_table,

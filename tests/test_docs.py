@@ -8,7 +8,7 @@ and the package read.
 Each block carries a marker comment on the line before its fence (see docs/development.md):
 
 - `<!-- run -->`: run here, as written, in a scratch directory that holds a tiny trained biLM at
-  `runs/elmo_c/` and small inputs under the names the docs use (`test_run_blocks_run`);
+  `runs/elmo_c/` and `runs/mine/`, and small inputs under the names the docs use (`test_run_blocks_run`);
 - `<!-- walkthrough -->`, `<!-- python-quick-start -->`, `<!-- package -->`,
   `<!-- front-doors -->`, `<!-- flair -->`: run by the test module named in `RUN_ELSEWHERE`;
 - `<!-- parse-only: NAME -->`: NAME is a key of `PARSE_ONLY` (`test_parse_only_block_parses`).
@@ -91,8 +91,9 @@ PARSE_ONLY = {
     "quality-per-minute": "three 60-minute pretraining runs, task training, the UNER EWT data",
     "training-profile": "the pretraining corpus and fastText vectors of quality-per-minute's runs",
     "where-elmo-c-wins": "the general corpus, five 60-minute pretraining runs, the UNER EWT data",
-    "flair-comparison": "eight pretraining runs of up to 15 CPU-minutes and 39 taggers: about 6 "
-    "hours on one core (tests/experiments/quality/test_flair_comparison.py runs it at fixture size)",
+    "flair-comparison": "five systems pretrained for up to 10 CPU-minutes, then two for 30, and "
+    "three taggers for each: hours on one core (tests/experiments/quality/test_flair_comparison.py "
+    "runs it at fixture size)",
 }
 PARSE_ONLY_MARKER = re.compile(r"^parse-only: (\S+)$")
 # Programs whose commands cannot be checked here beyond their shell syntax.
@@ -306,14 +307,15 @@ def test_a_drifted_command_fails_its_parse_check(monkeypatch):
 
 @pytest.fixture
 def scratch(tmp_path, elmo_c_archive):
-    """What the run blocks expect to find: a trained biLM at runs/elmo_c/ (the tiny fixture
-    model's run directory), tokenized sentences, JSON lines, held-out text, a stock-shaped ELMo
+    """What the run blocks expect to find: a trained biLM at runs/elmo_c/ and runs/mine/ (the tiny
+    fixture model's run directory), tokenized sentences, JSON lines, held-out text, a stock-shaped ELMo
     NER config with its data (its GloVe, a URL in allennlp-models, is the fixture's local file,
     through the variable the fixture config reads)."""
     for name in ("training_config", "downstream_configs"):
         (tmp_path / name).symlink_to(PROJECT_ROOT / name)
     (tmp_path / "runs").mkdir()
-    shutil.copytree(elmo_c_archive.parent, tmp_path / "runs" / "elmo_c")
+    for name in ("elmo_c", "mine"):  # the docs' paper-size run, the README's own-text run
+        shutil.copytree(elmo_c_archive.parent, tmp_path / "runs" / name)
     sentences = LM_DATA.joinpath("sentences.txt").read_text(encoding="utf-8").splitlines()[:12]
     (tmp_path / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
     (tmp_path / "sentences.jsonl").write_text(

@@ -93,7 +93,7 @@ def test_the_readme_quick_start_runs(elmo_c_archive):
     block = quick_start.code
     assert len(block.strip().splitlines()) <= 10
     namespace: dict = {}
-    exec(block.replace("runs/elmo_c/model.tar.gz", str(elmo_c_archive)), namespace)
+    exec(block.replace("runs/mine/model.tar.gz", str(elmo_c_archive)), namespace)
     assert namespace["vectors"].shape == (2, 4, 16)
     assert namespace["layers"].shape == (3, 4, 16)
 
