@@ -430,9 +430,10 @@ def test_documented_commands_print_only_their_own_lines_offline(tmp_path, monkey
     commands = documented_commands()
     assert {("allennlp", "train"), ("allennlp", "predict"), ("allennlp", "evaluate"),
             ("python", "-m", "allennlp_elmo_c", "describe")} <= set(commands)  # fmt: skip
-    # What such a machine shows without the fix: allennlp-models' NarrativeQA tool, which every
+    # What such a machine shows without the plugin: allennlp-models' NarrativeQA tool, which every
     # `allennlp` command imports before any plugin, fails to download NLTK data and says so
-    # (unless NLTK finds punkt installed somewhere).
+    # (unless NLTK finds punkt installed somewhere): allennlp-models' own lines, whose cost
+    # docs/install.md states; the plugin may add none.
     probe = [sys.executable, "-c", "import nltk\ntry:\n nltk.data.find('tokenizers/punkt')\n"
              " print('punkt installed')\nexcept LookupError:\n pass\n"
              "import allennlp_models.rc.tools.narrativeqa"]  # fmt: skip
@@ -456,9 +457,12 @@ def test_documented_commands_print_only_their_own_lines_offline(tmp_path, monkey
     assert not problems, "\n".join(problems)
     assert trained.returncode == 0, trained.stderr[-3000:]
     output = trained.stdout + trained.stderr
-    foreign = [line for line in output.splitlines() if FOREIGN.search(line)]
+    theirs = set(control.stderr.splitlines())
+    foreign = [line for line in output.splitlines() if FOREIGN.search(line) and line not in theirs]
     assert not foreign, "\n".join(foreign[:20])
-    assert LOG_LINE.match(trained.stderr or trained.stdout), (trained.stderr or trained.stdout)[:500]
+    own = "\n".join(line for line in (trained.stderr or trained.stdout).splitlines()
+                     if line not in theirs)  # fmt: skip
+    assert LOG_LINE.match(own), own[:500]
     assert not (tmp_path / "home" / "nltk_data").exists(), "a command downloaded NLTK data"
 
 
