@@ -25,50 +25,34 @@ from allennlp_elmo_c.fasttext.fasttext_source import (
 
 logger = logging.getLogger(__name__)
 
-LAYOUTS = ("padded", "flat")
-
 
 @TokenIndexer.register("fasttext_subwords")
 class FastTextSubwordsIndexer(TokenIndexer):
     """
-    Maps each token to its fastText subword rows: the word's own row if it is in the model's
-    dictionary, then the rows of its hashed character n-grams, as fastText's `get_subwords`
-    does. Their mean (the `fasttext` token embedder) is fastText's word vector, so every string
-    gets a vector without an AllenNLP `Vocabulary`. Ids are cached per token string; only the
-    `.bin`'s dictionary is read.
+    Maps each token to its fastText subword rows (its own row if in the dictionary, then its
+    hashed character n-grams, as fastText's `get_subwords`), so every string gets a vector.
 
     Registered as a `TokenIndexer` with name "fasttext_subwords".
 
     # Parameters
 
     model_path : `str`, optional
-        The fastText `.bin`. If it does not exist, `$ELMO_C_FASTTEXT`, then the file of that name
-        beside the archive being loaded (`fasttext_source.resolve_missing_fasttext`).
+        The fastText `.bin`; if missing, found as `fasttext_source.resolve_missing_fasttext` says.
     archive_file : `str`, optional
-        Instead of `model_path`: an ELMo-C biLM archive whose fastText model is used, found as its
-        users find it (`allennlp_elmo_c.fasttext.fasttext_source`); a missing archive falls back
-        to `ELMO_C_FASTTEXT`. Give exactly one of the two.
+        Instead of `model_path`: an ELMo-C biLM archive whose fastText model is used.
     max_subwords_per_token : `int`, optional (default = `256`)
-        A token with more subwords keeps the first this many (its own row first); such tokens
-        are counted and logged.
+        A token with more subwords keeps the first this many (logged).
     cache_size : `int`, optional (default = `1_000_000`)
-        Token strings whose ids are kept; the cache is emptied when full.
-    layout : `str`, optional (default = `"flat"`)
-        `"flat"`: a sentence's ids one after the other; `"padded"`: one row per token, padded to
-        the batch's most subwords. The `fasttext` embedder gives identical vectors for both.
+        Token strings whose ids are cached; the cache is emptied when full.
     token_min_padding_length : `int`, optional (default = `0`)
-        See `TokenIndexer`.
     fingerprint : `int`, optional (default = `None`)
-        The `FastTextBin.fingerprint` of the `.bin` the model was trained with (recorded by
-        training): any other file is a `ConfigurationError` naming both.
+        The `FastTextBin.fingerprint` the model was trained with; any other `.bin` is refused.
 
     # Output
 
-    `token_mask` `(num_tokens,)`; `subword_ids`, flat `(total_subwords,)` padded to the batch's
-    longest sentence or padded `(num_tokens, max_subwords)`; `subword_counts` `(num_tokens,)`
-    (which ids are whose); `fasttext_fingerprint` `(1,)`, which the embedder checks against its
-    own `.bin` on every batch. The mask is not called `mask`: AllenNLP's `get_text_field_mask`
-    refuses two `mask` outputs in one text field, and a task may index the same tokens twice.
+    `token_mask` `(num_tokens,)`; `subword_ids` `(total_subwords,)`, a sentence's ids one after
+    the other; `subword_counts` `(num_tokens,)`; `fasttext_fingerprint` `(1,)`, which the
+    embedder checks. (Not `mask`: a text field may hold two indexers' outputs.)
     """
 
     def __init__(
@@ -78,15 +62,9 @@ class FastTextSubwordsIndexer(TokenIndexer):
         max_subwords_per_token: int = 256,
         cache_size: int = 1_000_000,
         token_min_padding_length: int = 0,
-        layout: str = "flat",
         fingerprint: Optional[int] = None,
     ) -> None:
         super().__init__(token_min_padding_length)
-        if layout not in LAYOUTS:
-            raise ConfigurationError(
-                f"fasttext_subwords: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}"
-            )
-        self._flat = layout == "flat"
         if max_subwords_per_token < 1:
             raise ConfigurationError("fasttext_subwords: max_subwords_per_token must be >= 1")
         if (model_path is None) == (archive_file is None):
@@ -202,36 +180,9 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     def get_padding_lengths(self, indexed_tokens: IndexedTokenList) -> Dict[str, int]:
         num_tokens = max(len(indexed_tokens["subword_ids"]), self._token_min_padding_length)
-        if self._flat:
-            return {"subword_ids": sum(indexed_tokens["subword_counts"]), "num_tokens": num_tokens}
-        num_subwords = max((len(ids) for ids in indexed_tokens["subword_ids"]), default=0)
-        return {"subword_ids": num_tokens, "num_subwords": max(num_subwords, 1)}
+        return {"subword_ids": sum(indexed_tokens["subword_counts"]), "num_tokens": num_tokens}
 
     def as_padded_tensor_dict(
-        self, tokens: IndexedTokenList, padding_lengths: Dict[str, int]
-    ) -> Dict[str, torch.Tensor]:
-        if self._flat:
-            return self._as_flat_tensor_dict(tokens, padding_lengths)
-        num_tokens = padding_lengths["subword_ids"]
-        num_subwords = padding_lengths["num_subwords"]
-        rows = [ids[:num_subwords] for ids in tokens["subword_ids"][:num_tokens]]
-        counts = [len(row) for row in rows] + [0] * (num_tokens - len(rows))
-        padded = [row + [0] * (num_subwords - len(row)) for row in rows]
-        padded += [[0] * num_subwords] * (num_tokens - len(rows))
-        ids = torch.tensor(padded, dtype=torch.long).view(num_tokens, num_subwords)
-        counts = torch.tensor(counts, dtype=torch.long)
-        mask = torch.zeros(num_tokens, dtype=torch.bool)
-        mask[: min(len(tokens["token_mask"]), num_tokens)] = True
-        # Last: AllenNLP's get_text_field_mask takes the first lowest-dimensional output.
-        fingerprint = torch.tensor([self._model.fingerprint], dtype=torch.long)
-        return {
-            "subword_ids": ids,
-            "token_mask": mask,
-            "subword_counts": counts,
-            "fasttext_fingerprint": fingerprint,
-        }
-
-    def _as_flat_tensor_dict(
         self, tokens: IndexedTokenList, padding_lengths: Dict[str, int]
     ) -> Dict[str, torch.Tensor]:
         num_tokens = padding_lengths["num_tokens"]

@@ -39,14 +39,6 @@ def test_from_config_and_ids_match_the_library(reference):
     assert indexed["subword_counts"][2] == 0  # "" has no subwords (and a zero vector)
 
 
-def test_padding_and_mask():
-    indexer = FastTextSubwordsIndexer(TINY, layout="padded")
-    tensors = tensors_for([["schools", "are", "closed"], ["a"]], indexer)
-    assert tensors["subword_ids"].shape[:2] == (2, 3)
-    assert tensors["token_mask"].tolist() == [[True, True, True], [True, False, False]]
-    assert tensors["subword_counts"][1, 1:].tolist() == [0, 0]
-
-
 def test_long_tokens_are_truncated_and_logged(caplog):
     indexer = FastTextSubwordsIndexer(TINY, max_subwords_per_token=10)
     ids = indexer.tokens_to_indices([Token("y" * 10_000)], Vocabulary())["subword_ids"][0]
@@ -173,7 +165,7 @@ def test_indexer_from_a_missing_archive_takes_the_environment_variable(tmp_path,
     ).model_path
 
 
-# --- layouts ---------------------------------------------------------------------------------
+# --- ragged batches ------------------------------------------------------------------------
 
 RAGGED = [
     ["schools", "are", "closed", "", "x" * 300, "Zürich"],
@@ -191,21 +183,15 @@ def batch_tensors(sentences, indexer):
     return batch.as_tensor_dict()["t"]["ft"]
 
 
-def test_flat_and_padded_layouts_give_identical_vectors(reference):
+def test_ragged_batch_gives_fasttext_vectors(reference):
     embedder = FastTextEmbedder(TINY)
-    padded_indexer = TokenIndexer.from_params(
-        Params({"type": "fasttext_subwords", "model_path": TINY, "layout": "padded",
-                "max_subwords_per_token": 40})
-    )  # fmt: skip
-    padded = batch_tensors(RAGGED, padded_indexer)
-    # The default: flat.
-    flat = batch_tensors(RAGGED, FastTextSubwordsIndexer(TINY, max_subwords_per_token=40))
-    assert padded["subword_ids"].dim() == 3 and flat["subword_ids"].dim() == 2
-    assert torch.equal(flat["subword_counts"], padded["subword_counts"])
-    assert torch.equal(flat["token_mask"], padded["token_mask"])
-    assert flat["subword_ids"].size(1) == padded["subword_counts"].sum(1).max()
-    vectors = embedder(**padded)
-    assert torch.equal(embedder(**flat), vectors)
+    indexer = TokenIndexer.from_params(
+        Params({"type": "fasttext_subwords", "model_path": TINY, "max_subwords_per_token": 40})
+    )
+    flat = batch_tensors(RAGGED, indexer)
+    assert flat["subword_ids"].dim() == 2
+    assert flat["subword_ids"].size(1) == flat["subword_counts"].sum(1).max()
+    vectors = embedder(**flat)
     for row, sentence in enumerate(RAGGED):
         for column, word in enumerate(sentence):
             if len(word) < 30:  # not truncated
@@ -214,28 +200,13 @@ def test_flat_and_padded_layouts_give_identical_vectors(reference):
                 )
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.lists(st.text(max_size=12), max_size=8), min_size=1, max_size=5))
-def test_layouts_agree_on_any_ragged_batch(sentences):
-    sentences = [
-        [w for w in s if w.encode("utf-8", errors="ignore").decode("utf-8") == w]
-        for s in sentences
-    ]
-    embedder = FastTextEmbedder(TINY)
-    padded = batch_tensors(sentences, FastTextSubwordsIndexer(TINY, layout="padded"))
-    flat = batch_tensors(sentences, FastTextSubwordsIndexer(TINY, layout="flat"))
-    assert torch.equal(embedder(**flat), embedder(**padded))
-
-
-def test_flat_layout_mask_and_wrong_layout():
+def test_flat_layout_mask():
     from allennlp.nn.util import get_text_field_mask
 
-    flat = batch_tensors([["a", "b"], ["c"]], FastTextSubwordsIndexer(TINY, layout="flat"))
+    flat = batch_tensors([["a", "b"], ["c"]], FastTextSubwordsIndexer(TINY))
     # The first 2-d output is the token mask (not the flat ids).
     assert list(flat)[0] == "token_mask"
     assert get_text_field_mask({"x": flat}).tolist() == [[True, True], [True, False]]
-    with pytest.raises(ConfigurationError, match="layout must be one of padded, flat"):
-        FastTextSubwordsIndexer(TINY, layout="ragged")
 
 
 def test_flat_layout_shapes():
@@ -247,7 +218,7 @@ def test_flat_layout_shapes():
 
 
 def test_flat_padding_to_shorter_lengths_keeps_counts_consistent():
-    indexer = FastTextSubwordsIndexer(TINY, layout="flat")
+    indexer = FastTextSubwordsIndexer(TINY)
     indexed = indexer.tokens_to_indices([Token("schools"), Token("unseenword")], Vocabulary())
     first = indexed["subword_counts"][0]
     tensors = indexer.as_padded_tensor_dict(indexed, {"subword_ids": first + 2, "num_tokens": 3})
