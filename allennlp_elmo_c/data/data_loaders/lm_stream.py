@@ -20,32 +20,22 @@ logger = logging.getLogger(__name__)
 @DataLoader.register("lm_stream")
 class LmStreamDataLoader(MultiProcessDataLoader):
     """
-    AllenNLP's `multiprocess` loader for a corpus too large to hold in memory (at most
-    `max_instances_in_memory` instances at a time) that knows its length, so the progress bar
-    has a total and a learning-rate schedule can be sized from the run.
-
-    - **Length**: with `lm_corpus` and its whitespace tokenizer, from `corpus_size` (the
-      manifest or one cached count), the window length, batch size, workers and processes: exact
-      for one stream, within one batch per stream for several. With another tokenizer this
-      process's windows are counted; with another reader the length is unknown (`TypeError`).
-    - **Shuffling** (`shuffle: true`): each chunk of `max_instances_in_memory` instances is
-      shuffled, from `seed`, the epoch, chunk, process and worker alone (a resumed run's order is
-      the same), then indexed batch by batch.
-    - **Resuming**: with the `skip_trained_batches` callback, `--recover` makes no batches for
-      the epochs done and empty placeholders for the batches done (at most one worker).
+    AllenNLP's `multiprocess` loader for a streamed corpus that knows its length (from
+    `corpus_size` with `lm_corpus`'s whitespace tokenizer, else counted), shuffles each chunk of
+    `max_instances_in_memory` instances from `seed`, the epoch, chunk, rank and worker alone, and
+    skips the batches already trained on `--recover` (with `skip_trained_batches`).
 
     Registered as a `DataLoader` with name "lm_stream".
 
     # Parameters
 
-    reader, data_path, batch_size, drop_last, batches_per_epoch, num_workers, start_method,
-    cuda_device, quiet, collate_fn
-        As for AllenNLP's `multiprocess` loader.
     max_instances_in_memory : `int`, optional (default = `batch_size * 200`)
         A multiple of `batch_size`.
     shuffle : `bool`, optional (default = `False`)
     seed : `int`, optional (default = `None`)
         The shuffles' seed; `None` draws one from Python's `random` (seeded by the config).
+
+    The others are as for AllenNLP's `multiprocess` loader.
     """
 
     def __init__(
@@ -120,9 +110,8 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         return length
 
     def resume(self, epochs_completed: int, batches_completed: int) -> None:
-        """Called before the first epoch of a resumed run (the `skip_trained_batches` callback):
-        the epochs already trained make no batches, and the first `batches_completed` batches of
-        the next are empty placeholders that the trainer skips."""
+        """Before a resumed run's first epoch: the epochs trained make no batches, and the first
+        `batches_completed` of the next are empty placeholders that the trainer skips."""
         if self.num_workers > 1:
             logger.warning(
                 "lm_stream: %d data-loader workers deliver batches in no fixed order, so the "
