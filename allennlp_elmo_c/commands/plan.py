@@ -160,12 +160,7 @@ def _validation_batches(params: Params, reader: LmCorpusReader) -> int:
     if not path:
         return 0
     loader_params = params.get("validation_data_loader", params["data_loader"]).duplicate()
-    validation_reader = reader
-    if "validation_dataset_reader" in params:
-        validation_reader = DatasetReader.from_params(
-            params["validation_dataset_reader"].duplicate()
-        )
-    loader = DataLoader.from_params(loader_params, reader=validation_reader, data_path=path)
+    loader = DataLoader.from_params(loader_params, reader=reader, data_path=path)
     try:
         return len(loader)
     except TypeError:

@@ -1,9 +1,9 @@
 import logging
 import random
-from itertools import islice
 from typing import Any, Iterable, Iterator, List, Optional
 
 from allennlp.common.checks import ConfigurationError
+from allennlp.common.util import lazy_groups_of
 from allennlp.data.data_loaders.data_loader import DataLoader, TensorDict
 from allennlp.data.data_loaders.multiprocess_data_loader import MultiProcessDataLoader
 from allennlp.data.instance import Instance
@@ -44,15 +44,9 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         data_path,
         *,
         batch_size: int,
-        drop_last: bool = False,
         shuffle: bool = False,
-        batches_per_epoch: Optional[int] = None,
-        num_workers: int = 0,
         max_instances_in_memory: Optional[int] = None,
         seed: Optional[int] = None,
-        start_method: str = "fork",
-        cuda_device=None,
-        quiet: bool = False,
         **kwargs: Any,
     ) -> None:
         if batch_size is None or batch_size < 1:
@@ -65,10 +59,8 @@ class LmStreamDataLoader(MultiProcessDataLoader):
                 f"multiple of batch_size ({batch_size}), so that each chunk makes full batches"
             )
         super().__init__(
-            reader, data_path, batch_size=batch_size, drop_last=drop_last, shuffle=False,
-            batches_per_epoch=batches_per_epoch, num_workers=num_workers,
-            max_instances_in_memory=max_instances_in_memory, start_method=start_method,
-            cuda_device=cuda_device, quiet=quiet, **kwargs,
+            reader, data_path, batch_size=batch_size, shuffle=False,
+            max_instances_in_memory=max_instances_in_memory, **kwargs,
         )  # fmt: skip
         self.shuffle_chunks = shuffle
         self.seed = random.randrange(2**32) if seed is None else int(seed)
@@ -141,7 +133,7 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         rank = self.reader.get_distributed_info()
         stream = f"{self.seed}:{0 if rank is None else rank.global_rank}:" \
                  f"{0 if worker is None else worker.id}:{self._epoch}"  # fmt: skip
-        chunks = _chunks(instance_iterator, self.max_instances_in_memory)
+        chunks = lazy_groups_of(instance_iterator, self.max_instances_in_memory)
         for number, chunk in enumerate(chunks):
             per_chunk = corpus_size.batches(len(chunk), self.batch_size, self.drop_last)
             if skip >= per_chunk:
@@ -163,12 +155,3 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         if move_to_device and self.cuda_device is not None:
             tensors = nn_util.move_to_device(tensors, self.cuda_device)
         return tensors
-
-
-def _chunks(iterator: Iterable[Instance], size: int) -> Iterator[List[Instance]]:
-    iterator = iter(iterator)
-    while True:
-        chunk = list(islice(iterator, size))
-        if not chunk:
-            return
-        yield chunk
