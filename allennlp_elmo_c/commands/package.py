@@ -175,12 +175,6 @@ def _training_record(
         record["best_validation"] = dict(best, epoch=metrics["best_epoch"] + 1)
     if _is_count(metrics.get("tokens_seen")):  # the `tokens_seen` callback
         record["tokens_seen"] = metrics["tokens_seen"]
-    timeline = _run_file(run_dir / "budget-timeline.json", dict)  # `training_time_budgets`
-    points = timeline.get("points") if timeline else None
-    if isinstance(points, list) and points and _is_point(points[-1]):
-        seconds, tokens = points[-1]
-        record.setdefault("tokens_seen", int(tokens))
-        record["training_seconds_counted"] = float(seconds)
     hardware = _run_file(run_dir / "hardware.json", list)
     if hardware:
         record["hardware"] = hardware
@@ -265,10 +259,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _is_point(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 2 and all(_is_number(item) for item in value)
-
-
 def _directory_config(
     bilm: PretrainedBiLM, stored: Dict[str, Any], files: Dict[str, str], training: Dict[str, Any]
 ) -> Dict[str, Any]:
@@ -306,8 +296,7 @@ def _replace_directory(staging: Path, target: Path) -> None:
 
 def _tokens_seen(training: Dict[str, Any]) -> str:
     if not isinstance(training.get("tokens_seen"), int):
-        return ("not recorded (the run's trainer had neither the `tokens_seen` nor the "
-                "`training_time_budgets` callback)")  # fmt: skip
+        return "not recorded (the run's trainer had no `tokens_seen` callback)"
     return f"{training['tokens_seen']:,} (the positions each direction was trained to predict)"
 
 
