@@ -96,8 +96,6 @@ def prepare_corpus(
     `force`.
     """
     output_directory = Path(output_directory)
-    _check_options(inputs, validation_fraction, shard_tokens, text_field, duplicate_window)
-    files, skipped = _find_inputs([Path(p) for p in inputs], output_directory)
     options = {
         "language": language,
         "validation_fraction": validation_fraction,
@@ -107,6 +105,8 @@ def prepare_corpus(
         "paragraphs": paragraphs,
         "duplicate_window": duplicate_window,
     }
+    _check_options(inputs, options)
+    files, skipped = _find_inputs([Path(p) for p in inputs], output_directory)
     recipe = _recipe(files, skipped, options)
     if not force and is_built(output_directory, recipe):
         logger.info("%s is up to date (prepare-corpus with the same inputs and options)",
@@ -166,30 +166,22 @@ def prepare_corpus(
     return output_directory
 
 
-def _check_options(
-    inputs: Sequence[PathOrStr],
-    validation_fraction: float,
-    shard_tokens: Optional[int],
-    text_field: str,
-    duplicate_window: int,
-) -> None:
+def _check_options(inputs: Sequence[PathOrStr], options: Dict[str, Any]) -> None:
     """Refuses options `prepare_corpus` cannot run with, naming the one to change."""
     if not inputs:
         raise ConfigurationError("prepare-corpus: give at least one INPUT file or directory")
-    if not 0.0 <= validation_fraction < 1.0:
+    if not 0.0 <= options["validation_fraction"] < 1.0:
+        raise ConfigurationError("prepare-corpus: --validation-fraction must be in [0, 1), got "
+                                 f"{options['validation_fraction']}")  # fmt: skip
+    if options["shard_tokens"] is not None and options["shard_tokens"] < 1:
         raise ConfigurationError(
-            f"prepare-corpus: --validation-fraction must be in [0, 1), got {validation_fraction}"
+            f"prepare-corpus: --shard-tokens must be >= 1, got {options['shard_tokens']}"
         )
-    if shard_tokens is not None and shard_tokens < 1:
-        raise ConfigurationError(
-            f"prepare-corpus: --shard-tokens must be >= 1, got {shard_tokens}"
-        )
-    if not text_field:
+    if not options["text_field"]:
         raise ConfigurationError("prepare-corpus: --text-field must not be empty")
-    if duplicate_window < 2:
-        raise ConfigurationError(
-            f"prepare-corpus: --duplicate-window must be >= 2 sentences, got {duplicate_window}"
-        )
+    if options["duplicate_window"] < 2:
+        raise ConfigurationError("prepare-corpus: --duplicate-window must be >= 2 sentences, got "
+                                 f"{options['duplicate_window']}")  # fmt: skip
 
 
 def _recipe(
@@ -265,7 +257,7 @@ class _Splitter:
         """Writes the new `sentences` of document `key` of `file`; returns the tokens read."""
         if self._document is None or self._document[0] is not file or self._document[1] != key:
             self._document = (file, key)  # a new document (two inputs may have one file name)
-            hashed = _document_hash(self._seed, file.source, key)
+            hashed = _hash64(f"{self._seed}\0{file.source}\0{key}")
             self._split = "validation" if hashed < self._threshold else "train"
             self._counted = False
         counts = self.splits[self._split]
@@ -277,9 +269,7 @@ class _Splitter:
             file.sentences += 1
             tokens_read += len(tokens)
             line = " ".join(tokens)
-            digest = hashlib.blake2b(line.encode("utf-8"), digest_size=8).digest()
-            fingerprint = int.from_bytes(digest, "big")
-            if self.seen.seen(fingerprint):
+            if self.seen.seen(_hash64(line)):
                 self.duplicates += 1
                 continue
             self._writer.write(self._split, line, len(tokens))
@@ -314,9 +304,8 @@ def _identity(path: Path) -> Dict[str, Any]:
     }
 
 
-def _document_hash(seed: int, source: str, key: str) -> int:
-    digest = hashlib.blake2b(f"{seed}\0{source}\0{key}".encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 def _describe(counts: Dict[str, Any]) -> str:
