@@ -4,8 +4,7 @@ implementations, all timed in this run: the C extension (`_subwords.c`, "native"
 is built), the vectorized numpy one it falls back to (`FastTextBin.subword_ids_batch` with
 `fasttext_bin.USE_NATIVE = False`: all n-grams of a call's uncached words hashed at once), and
 a word-by-word pure-Python one as the baseline (`reference_subword_ids`, with a per-token
-cache); and how long the `fasttext` embedder takes on the indexer's two layouts (`padded`,
-`flat`).
+cache).
 
     OMP_NUM_THREADS=1 python -m experiments.speed.indexing_speed [--bin tests/fixtures/fasttext/tiny.bin]
 
@@ -22,10 +21,7 @@ implementations in turn, the best of `--repeats` runs:
   in a process past its first batches (the first of the runs starts with it empty);
 - warm: a Zipfian token stream indexed a second time (every word cached);
 - the fastText library's own `get_subwords` per word (C++ hashing, but it loads the whole matrix
-  into RAM: not an option for a 7 GB `cc.en.300.bin`), for scale;
-- embedding (no gradient: the matrix is frozen): AllenNLP batches of `--batch-size` Zipfian
-  sentences of 10 to 40 tokens in each layout, timed in turn (`timing.time_in_turn`); the
-  collation (`Batch.as_tensor_dict`) is timed too, and the two layouts' vectors are compared.
+  into RAM: not an option for a 7 GB `cc.en.300.bin`), for scale.
 
 Prints tokens/s and the native/numpy and native/pure-Python ratios (without the native column
 if the extension is not built).
@@ -45,8 +41,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 import numpy as np
 import torch
 
-from allennlp.data import Batch, Instance, Token, Vocabulary
-from allennlp.data.fields import TextField
+from allennlp.data import Token, Vocabulary
 
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import (
     FastTextSubwordsIndexer,
@@ -57,9 +52,7 @@ from allennlp_elmo_c.fasttext.fasttext_bin import (
     FastTextBin,
     reference_subword_ids,
 )
-from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 
-from experiments.common.timing import time_in_turn
 
 TINY = PROJECT / "tests" / "fixtures" / "fasttext" / "tiny.bin"
 # English letter frequencies (%), for generated words.
@@ -195,7 +188,7 @@ def with_buckets(source: str, bucket: int, directory: str) -> str:
     A copy of the fastText `.bin` `source` with `bucket` n-gram buckets (fastText's default and
     `cc.en.300.bin`'s is 2,000,000; the fixture has far fewer): the same words and settings, the
     header's bucket count and the input matrix's rows changed, the n-gram rows random (their
-    values do not matter to indexing; the embedding section reads them). Ids then spread over
+    values do not matter to indexing). Ids then spread over
     as many rows as a real model's, and so do the shared ints of the C extension.
     """
     model = FastTextBin(source)
@@ -226,8 +219,6 @@ def main() -> None:
     parser.add_argument("--cold-tokens", type=int, default=100_000, help="distinct words, cold")
     parser.add_argument("--warm-tokens", type=int, default=500_000)
     parser.add_argument("--sentence-length", type=int, default=25)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--batches", type=int, default=20, help="embedding batches timed")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args()
@@ -295,66 +286,6 @@ def main() -> None:
               "whole matrix in RAM)")
     except ImportError:
         print("fastText library not installed: get_subwords not timed")
-
-    embedding(args, model_path, words)
-
-
-def embedding(args, model_path: str, words: List[str]) -> None:
-    """Padded vs flat: collation and embedding time, and equality of the vectors."""
-    rng = random.Random(args.seed + 2)
-    stream = zipf_sentences(words, args.batches * args.batch_size * 40, 1, args.seed + 3)
-    sentences, start = [], 0
-    for _ in range(args.batches * args.batch_size):
-        length = rng.randint(10, 40)
-        sentences.append([w for (w,) in stream[start : start + length]])
-        start += length
-    embedder = FastTextEmbedder(model_path)
-    instances = {}
-    for layout in ("padded", "flat"):
-        indexer = FastTextSubwordsIndexer(model_path, layout=layout)
-        instances[layout] = [
-            [Instance({"t": TextField([Token(w) for w in s], {"ft": indexer})}) for s in
-             sentences[i : i + args.batch_size]]
-            for i in range(0, len(sentences), args.batch_size)
-        ]  # fmt: skip
-        for batch in instances[layout]:
-            for instance in batch:
-                instance.index_fields(Vocabulary())
-
-    def collate(layout: str):
-        return [Batch(batch).as_tensor_dict()["t"]["ft"] for batch in instances[layout]]
-
-    tensors = {layout: collate(layout) for layout in instances}
-    shapes = {layout: tuple(tensors[layout][0]["subword_ids"].shape) for layout in tensors}
-    for padded, flat in zip(tensors["padded"], tensors["flat"]):
-        with torch.no_grad():
-            if not torch.equal(embedder(**padded), embedder(**flat)):
-                raise AssertionError("padded and flat layouts give different vectors")
-    cpu = torch.device("cpu")
-
-    def embed(layout: str):
-        def run() -> None:
-            with torch.no_grad():
-                for batch in tensors[layout]:
-                    embedder(**batch)
-
-        return run
-
-    steps, warmup = max(args.repeats, 5), 1
-    embed_times, _ = time_in_turn({k: embed(k) for k in tensors}, steps, warmup, cpu)
-    collate_times, _ = time_in_turn(
-        {k: (lambda k=k: collate(k)) for k in tensors}, steps, warmup, cpu
-    )
-    num_tokens = sum(len(s) for s in sentences)
-    print(f"\nembedding {len(tensors['flat'])} batches of {args.batch_size} sentences "
-          f"({num_tokens:,} tokens), no gradient, 1 thread, median of {steps}; vectors equal")
-    print(f"{'layout':8}{'first batch ids':>20}{'embed ms':>10}{'collate ms':>12}"
-          f"{'embed tok/s':>14}")
-    for layout in tensors:
-        print(f"{layout:8}{str(shapes[layout]):>20}{embed_times[layout] * 1e3:10.1f}"
-              f"{collate_times[layout] * 1e3:12.1f}{num_tokens / embed_times[layout]:14,.0f}")
-    print(f"flat / padded time: embed {embed_times['flat'] / embed_times['padded']:.2f}, "
-          f"collate {collate_times['flat'] / collate_times['padded']:.2f}")
 
 
 if __name__ == "__main__":
