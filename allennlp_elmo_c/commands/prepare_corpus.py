@@ -495,49 +495,39 @@ def _json_documents(
                 yield key, chunk
 
 
-class _Writer:
+class _Writer(contextlib.ExitStack):
     """The output files, renamed into place together when the `with` block ends without error."""
 
     def __init__(self, directory: Path, shard_tokens: Optional[int]) -> None:
+        super().__init__()
         self._directory = directory
         self._shard_tokens = shard_tokens
-        self._stack = contextlib.ExitStack()
-        self._streams: Dict[str, IO[str]] = {}
         self._shard_size = 0
-        self._shards = 0
-        self._names: Dict[str, str] = {}
+        self._outputs: Dict[str, Tuple[IO[str], Dict[str, int]]] = {}
         self.files: Dict[str, Dict[str, int]] = {}
 
     def __enter__(self) -> "_Writer":
-        self._stack.__enter__()
+        super().__enter__()
         self._open("validation", "validation.txt")
         self._open("train", "train.txt" if self._shard_tokens is None else "train-00000.txt")
         return self
 
-    def __exit__(self, *exc_info: Any) -> Optional[bool]:
-        for stream in self._streams.values():
-            stream.close()
-        return self._stack.__exit__(*exc_info)
-
     def _open(self, split: str, name: str) -> None:
-        if split in self._streams:
-            self._streams[split].close()
-        temporary = self._stack.enter_context(atomic_path(self._directory / name))
-        self._streams[split] = self._stack.enter_context(
-            open(temporary, "w", encoding="utf-8", newline="\n")
-        )
+        if split in self._outputs:
+            self._outputs[split][0].close()
+        temporary = self.enter_context(atomic_path(self._directory / name))
+        stream = self.enter_context(open(temporary, "w", encoding="utf-8", newline="\n"))
         self.files[name] = {"sentences": 0, "tokens": 0}
-        self._names[split] = name
+        self._outputs[split] = (stream, self.files[name])
 
     def write(self, split: str, line: str, tokens: int) -> None:
         if split == "train" and self._shard_tokens is not None:
             if self._shard_size >= self._shard_tokens:
-                self._shards += 1
-                self._open("train", f"train-{self._shards:05d}.txt")
+                self._open("train", f"train-{len(self.files) - 1:05d}.txt")
                 self._shard_size = 0
             self._shard_size += tokens
-        self._streams[split].write(line + "\n")
-        counts = self.files[self._names[split]]
+        stream, counts = self._outputs[split]
+        stream.write(line + "\n")
         counts["sentences"] += 1
         counts["tokens"] += tokens
 
