@@ -82,12 +82,11 @@ def _file_counts(path: Path) -> "tuple[Dict[str, int], str]":
     if counts is not None:
         return counts, "manifest"
     record = _cache_file(path, stat)
-    cached = _read_record(record) if record is not None else None
+    cached = _read_record(record)
     if cached is not None and cached.get("key") == _key(path, stat) and _counts(cached):
         return _counts(cached), "cache"  # type: ignore[return-value]
     counts = count_file(path)
-    if record is not None:
-        _write_record(record, {"key": _key(path, stat), **counts})
+    _write_record(record, {"key": _key(path, stat), **counts})
     return counts, "counted"
 
 
@@ -141,10 +140,8 @@ def _key(path: Path, stat: os.stat_result) -> List:
     return [COUNT_VERSION, str(path.resolve()), stat.st_size, stat.st_mtime_ns]
 
 
-def _cache_file(path: Path, stat: os.stat_result) -> Optional[Path]:
+def _cache_file(path: Path, stat: os.stat_result) -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not base:
-        return None
     name = hashlib.sha256(json.dumps(_key(path, stat)).encode("utf-8")).hexdigest()[:32]
     return Path(base) / "allennlp_elmo_c" / "corpus_counts" / f"{name}.json"
 
