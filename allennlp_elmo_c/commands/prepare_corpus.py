@@ -290,7 +290,8 @@ def _report_inputs(usable: List[_InputFile], skipped: List[Dict[str, str]]) -> D
         logger.warning("prepare-corpus skipped %s: %s", entry["path"], entry["reason"])
     problems = {str(f.path): f.problems for f in usable if f.problems}
     for path, counts in problems.items():
-        logger.warning("prepare-corpus: %s: %s", path, _describe(counts))
+        shown = (f"{name.replace('_', ' ')}: {value}" for name, value in sorted(counts.items()))
+        logger.warning("prepare-corpus: %s: %s", path, ", ".join(shown))
     return problems
 
 
@@ -306,10 +307,6 @@ def _identity(path: Path) -> Dict[str, Any]:
 
 def _hash64(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
-
-
-def _describe(counts: Dict[str, Any]) -> str:
-    return ", ".join(f"{name.replace('_', ' ')}: {value}" for name, value in sorted(counts.items()))
 
 
 def _find_inputs(
