@@ -1,23 +1,8 @@
 """
-`python -m allennlp_elmo_c package RUN_DIR_OR_ARCHIVE OUT_DIR`: a trained biLM as one directory
-that holds everything its representations need, the unit to hand to a colleague. Every consumer
-takes the directory's path where it takes an archive: `ElmoC`, `ElmoCEmbedder`, `elmo-c-embed`,
-`elmo_c_token_embedder`, the `fasttext_subwords` indexer (`archive_file`), `describe`,
-`convert-config`, `allennlp evaluate / predict`, the spaCy component and Hugging Face's
-`AutoModel`. Copied anywhere, it needs no environment variable and no other file.
-
-    OUT_DIR/
-      config.json        model_type "elmo_c" (Hugging Face's AutoConfig reads it), sizes, the
-                         fastText model's file name and fingerprint, the biLM's AllenNLP config
-                         (`bilm`, its files by name)
-      model.safetensors  the biLM's weights (all of them, output heads included)
-      vocabulary/        its AllenNLP vocabulary
-      <name>.bin         the fastText model (hard-linked when on the same filesystem, else copied)
-      checksums.sha256   every file's SHA-256 (`sha256sum -c checksums.sha256` checks them)
-      README.md          the model card
-
-The directory is written under a temporary name and renamed into place, so it is complete or
-absent.
+`python -m allennlp_elmo_c package RUN_DIR_OR_ARCHIVE OUT_DIR`: a trained biLM as one
+self-contained model directory (docs/using-a-model.md): `config.json`, `model.safetensors`,
+`vocabulary/`, the fastText `.bin`, `checksums.sha256` and a model card, written under a
+temporary name and renamed into place. Every consumer of an archive takes its path.
 """
 
 import argparse
@@ -61,19 +46,9 @@ ARCHIVE_NAME = "model.tar.gz"
 
 def package_model(source: str, output: str, force: bool = False, copy: bool = False) -> Path:
     """
-    Writes the model directory of `source` (a training run directory, its `model.tar.gz`, or
-    another model directory) to `output` and returns its path.
-
-    # Parameters
-
-    source : `str`
-    output : `str`
-        Must not exist (or be an empty directory) unless `force`.
-    force : `bool`, optional (default = `False`)
-        Replace an existing `output`.
-    copy : `bool`, optional (default = `False`)
-        Copy the fastText `.bin` even where a hard link would do (a hard link shares the file:
-        rewriting the original in place changes both, which the fingerprint check then refuses).
+    Writes the model directory of `source` (a training run directory, its `model.tar.gz`, or a
+    model directory) to `output`, which must not exist or be empty unless `force`, and returns
+    its path. `copy` copies the fastText `.bin` where a hard link would do.
     """
     archive, run_dir = _locate(Path(source))
     target = Path(output)
@@ -149,8 +124,7 @@ def _copy_files(bilm: PretrainedBiLM, config: Dict[str, Any], staging: Path, cop
 
 
 def _relative_config(config: Dict[str, Any], files: Dict[str, str]) -> Dict[str, Any]:
-    """The biLM config to store: its files by their names in the directory, and without the
-    training-only candidate list."""
+    """The biLM config to store: its files by their names in the directory."""
     stored = json.loads(json.dumps(config))
     if "fasttext" in files:
         for dotted in recorded_fasttext_paths(stored):
@@ -165,11 +139,10 @@ def _relative_config(config: Dict[str, Any], files: Dict[str, str]) -> Dict[str,
 def _save_weights(bilm: PretrainedBiLM, path: Path) -> None:
     import safetensors.torch
 
-    # Contiguous copies: safetensors refuses views and tensors that share memory (tied weights).
+    # Copies: safetensors refuses views and tensors that share memory (tied weights).
     state = {name: tensor.detach().clone().contiguous()
              for name, tensor in bilm.model.state_dict().items()}  # fmt: skip
-    # Written with a plain open(), so with the permissions of the directory's other files:
-    # safetensors' own save_file creates its file with mode 0600, unreadable to a colleague.
+    # Not safetensors' save_file: it creates the file with mode 0600.
     data = safetensors.torch.save(state, metadata={"format": "pt"})
     with open(path, "wb") as weights:
         weights.write(data)
@@ -178,11 +151,9 @@ def _save_weights(bilm: PretrainedBiLM, path: Path) -> None:
 def _training_record(
     config: Dict[str, Any], run_dir: Optional[Path], archive: Path
 ) -> Dict[str, Any]:
-    """What the run directory says of the training: corpus (its manifest), time, tokens,
-    validation metrics, hardware. Only a training run's own files are read, each a regular file
-    (a symbolic link is refused, never followed) of the shape the run writes: the data path of
-    an archive or model directory received from elsewhere is recorded as it is, never opened,
-    and a model directory's training record is checked to that shape too."""
+    """What the run directory says of the training (corpus manifest, time, tokens, validation
+    metrics, hardware), each file checked to the shape the run writes; of a model directory,
+    its own record, checked the same way."""
     record: Dict[str, Any] = {"train_data_path": config.get("train_data_path")}
     manifest = _corpus_manifest(config.get("train_data_path")) if run_dir is not None else None
     if manifest is not None:
@@ -204,12 +175,6 @@ def _training_record(
         record["best_validation"] = dict(best, epoch=metrics["best_epoch"] + 1)
     if _is_count(metrics.get("tokens_seen")):  # the `tokens_seen` callback
         record["tokens_seen"] = metrics["tokens_seen"]
-    timeline = _run_file(run_dir / "budget-timeline.json", dict)  # `training_time_budgets`
-    points = timeline.get("points") if timeline else None
-    if isinstance(points, list) and points and _is_point(points[-1]):
-        seconds, tokens = points[-1]
-        record.setdefault("tokens_seen", int(tokens))
-        record["training_seconds_counted"] = float(seconds)
     hardware = _run_file(run_dir / "hardware.json", list)
     if hardware:
         record["hardware"] = hardware
@@ -217,7 +182,7 @@ def _training_record(
 
 
 def _corpus_manifest(train_data_path: Any) -> Optional[Dict[str, Any]]:
-    """The corpus's `manifest.json` (from `prepare-corpus` and the demo's builders), if any."""
+    """The sources and stats of the corpus's `manifest.json`, if any."""
     if not isinstance(train_data_path, str):
         return None
     manifest = _run_file(Path(train_data_path).parent / "manifest.json", dict)
@@ -230,17 +195,13 @@ def _corpus_manifest(train_data_path: Any) -> Optional[Dict[str, Any]]:
     return {"sources": sources or [], "stats": manifest.get("stats", {})}
 
 
-# A run's record files are a few KB.
 MAX_RECORD_BYTES = 1 << 20
-# What a run's hardware record and a corpus manifest's source may hold: short scalars and lists
-# of them.
 _SCALARS = (str, int, float, bool, type(None))
 
 
 def _run_file(path: Path, kind: type) -> Any:
-    """A JSON record of a training run (`kind`: a `dict` or a `list` at its top), `None` if
-    absent; a link, anything but a regular file, or another JSON shape is a
-    `ConfigurationError` (nothing of another file is carried into the model directory)."""
+    """A run's JSON record of `kind`, `None` if absent; a link, anything but a regular file, or
+    another JSON shape is a `ConfigurationError`."""
     if not os.path.lexists(path):
         return None
     where = f"package: {path}"
@@ -254,8 +215,7 @@ def _run_file(path: Path, kind: type) -> Any:
 
 
 def _checked_record(record: Dict[str, Any], where: str) -> Dict[str, Any]:
-    """`record` (a training record, for config.json and the model card), if of the shape
-    `_training_record` makes: else a `ConfigurationError`."""
+    """`record`, if of the shape `_training_record` makes; else a `ConfigurationError`."""
     problem = _record_problem(record)
     if problem:
         raise ConfigurationError(f"package: {where}: {printable(problem)}; remove or fix it")
@@ -299,10 +259,6 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _is_point(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 2 and all(_is_number(item) for item in value)
-
-
 def _directory_config(
     bilm: PretrainedBiLM, stored: Dict[str, Any], files: Dict[str, str], training: Dict[str, Any]
 ) -> Dict[str, Any]:
@@ -340,13 +296,11 @@ def _replace_directory(staging: Path, target: Path) -> None:
 
 def _tokens_seen(training: Dict[str, Any]) -> str:
     if not isinstance(training.get("tokens_seen"), int):
-        return ("not recorded (the run's trainer had neither the `tokens_seen` nor the "
-                "`training_time_budgets` callback)")  # fmt: skip
+        return "not recorded (the run's trainer had no `tokens_seen` callback)"
     return f"{training['tokens_seen']:,} (the positions each direction was trained to predict)"
 
 
 def _best_validation(training: Dict[str, Any]) -> str:
-    """The validation metrics of the best epoch, e.g. "epoch 1: forward_cosine 0.6601, ..."."""
     best = dict(training.get("best_validation") or {})
     if not best:
         return "not recorded (the run had no validation data)"

@@ -1,11 +1,7 @@
 """
-`python -m allennlp_elmo_c plan CORPUS --config CONFIG [-o OVERRIDES] [--json]`: how long a
-pretraining run will take on this machine and the memory and disk it needs, before it starts.
-
-It sizes the run from the corpus (`corpus_size`) and the config's reader and loader, trains a
-few real updates of the config in a child `allennlp train` (so the config's code runs, as in
-training), and extrapolates the measured time per update. Where the config asks for bfloat16
-and the machine has no fast bfloat16 products, the plan says so and measures float32.
+`python -m allennlp_elmo_c plan CORPUS --config CONFIG`: how long a pretraining run takes on this
+machine and the memory and disk it needs, from the corpus's size and a few real updates of the
+config trained in a child `allennlp train`, extrapolated.
 """
 
 import argparse
@@ -39,8 +35,7 @@ from allennlp_elmo_c.training.update_timings import TIMINGS, with_update_timings
 
 logger = logging.getLogger(__name__)
 
-# Updates trained before the timed ones (the first ones include reading the first chunk of the
-# corpus and torch's warm-up).
+# Updates trained before the timed ones.
 WARMUP_UPDATES = 2
 VALIDATION_BATCHES = 3
 CHECKPOINT_PATTERNS = ("model_state_*", "training_state_*")
@@ -55,11 +50,10 @@ def plan(
     work_dir: Optional[str] = None,
 ) -> Dict[str, Any]:
     """
-    The plan of training `config` (with `overrides`) on `corpus` (a file or a pattern of files):
-    the corpus's size, the run's length, and a short training run's measurements on this machine,
-    extrapolated. `updates` updates are timed after `WARMUP_UPDATES`. The config's external
-    variables come from the environment and `ext_vars`, with `corpus` as `ELMO_C_TRAIN_DATA`;
-    the short run's files go to a temporary directory in `work_dir` (removed).
+    The plan of training `config` (with `overrides`) on `corpus` (a file or a pattern), timing
+    `updates` updates. The config's external variables are the environment's and `ext_vars`,
+    with `corpus` as `ELMO_C_TRAIN_DATA`; the short run writes to a temporary directory in
+    `work_dir`.
     """
     environment = _environment(corpus, ext_vars or {})
     params = Params.from_file(config, overrides, ext_vars=environment)
@@ -73,8 +67,7 @@ def plan_params(
     environment: Optional[Dict[str, str]] = None,
     work_dir: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """`plan` of an evaluated config, `params`, trained on `corpus`; the short run's process
-    gets `environment` (default: this process's)."""
+    """`plan` of an evaluated config; the short run gets `environment` (default: this one's)."""
     if updates < 1:
         raise ConfigurationError(f"plan: --updates must be >= 1, got {updates}")
     environment = dict(os.environ) if environment is None else environment
@@ -104,8 +97,6 @@ def plan_params(
 
 
 def _environment(corpus: str, ext_vars: Dict[str, str]) -> Dict[str, str]:
-    """The configs' external variables: the environment's and `ext_vars`, with the corpus as the
-    training data (and as the validation data where none is set)."""
     environment = {**os.environ, **ext_vars}
     environment["ELMO_C_TRAIN_DATA"] = corpus
     environment.setdefault("ELMO_C_VALIDATION_DATA", corpus)
@@ -113,7 +104,7 @@ def _environment(corpus: str, ext_vars: Dict[str, str]) -> Dict[str, str]:
 
 
 def _sizes(params: Params, corpus: str) -> Dict[str, Any]:
-    """The corpus's size and the run's length, from the config's own reader and data loader."""
+    """The corpus's size and the run's length, from the config's reader and data loader."""
     reader = DatasetReader.from_params(params["dataset_reader"].duplicate())
     if not isinstance(reader, LmCorpusReader):
         raise ConfigurationError("plan: the config's dataset_reader must be 'lm_corpus'")
@@ -153,10 +144,8 @@ def _sizes(params: Params, corpus: str) -> Dict[str, Any]:
 
 
 def processes_advice(sizes: Dict[str, Any], device: torch.device, cpus: int) -> Optional[str]:
-    """On a CPU with several usable CPUs, for a config that trains in one process: the override
-    that trains one process per CPU instead (AllenNLP's gloo processes; each takes one thread,
-    `cpu_threads`), which trains more tokens a second than one process on every CPU at the
-    small size (docs/pretraining.md, "Every core"), and what it does to the run."""
+    """For a one-process config on several CPUs: the override that trains one process a CPU
+    (docs/pretraining.md, "Every core"), and what it does to the run."""
     if device.type != "cpu" or sizes["processes"] != 1 or cpus < 2:
         return None
     devices = json.dumps({"distributed": {"cuda_devices": [-1] * cpus}})
@@ -171,12 +160,7 @@ def _validation_batches(params: Params, reader: LmCorpusReader) -> int:
     if not path:
         return 0
     loader_params = params.get("validation_data_loader", params["data_loader"]).duplicate()
-    validation_reader = reader
-    if "validation_dataset_reader" in params:
-        validation_reader = DatasetReader.from_params(
-            params["validation_dataset_reader"].duplicate()
-        )
-    loader = DataLoader.from_params(loader_params, reader=validation_reader, data_path=path)
+    loader = DataLoader.from_params(loader_params, reader=reader, data_path=path)
     try:
         return len(loader)
     except TypeError:
@@ -196,8 +180,8 @@ def _short_run(
     environment: Dict[str, str],
     scratch: Path,
 ) -> Dict[str, Any]:
-    """Trains `WARMUP_UPDATES + updates` updates of `params` (the evaluated config) in a child
-    `allennlp train` and returns its timings, peak memory and the sizes of what it wrote."""
+    """Trains `WARMUP_UPDATES + updates` updates of `params` in a child `allennlp train`; returns
+    its timings, peak memory and the sizes of what it wrote."""
     config = params.duplicate().as_dict(quiet=True)
     trainer = config.setdefault("trainer", {})
     accumulation = int(trainer.get("num_gradient_accumulation_steps", 1))
@@ -340,9 +324,9 @@ def _size(size: float) -> str:
 @Subcommand.register("plan")
 class Plan(PluginSubcommand):
     description = (
-        "How long pretraining a config on a corpus takes on this machine, and how much memory "
-        "and disk it needs: a few real updates, measured and extrapolated. The config's code "
-        "runs as in allennlp train: plan only configs you trust (docs/security.md)."
+        "How long pretraining a config on a corpus takes on this machine, and the memory and "
+        "disk it needs. The config's code runs as in allennlp train: plan only configs you "
+        "trust (docs/security.md)."
     )
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:

@@ -1,24 +1,8 @@
 """
-`allennlp prepare-corpus INPUT... OUTPUT_DIR`: raw text into the corpus format of this package
-(one tokenized sentence a line, tokens separated by single spaces: what `lm_corpus` and
-`train-fasttext` read), split by document into `train.txt` (or `train-00000.txt`, ... of about
-`--shard-tokens` tokens) and `validation.txt`. docs/your-data.md describes the options.
-
-- INPUT: files, or directories walked in sorted order (links and other kinds of file skipped,
-  as `allennlp_elmo_c.data.corpus` does), of `.txt` / `.txt.gz` (a document is a file, or with
-  `--paragraphs` a blank-line-separated block) and `.jsonl` / `.jsonl.gz` (a line's JSON object,
-  its text in `--text-field`). Blocks are joined into prose, split into sentences and tokens by
-  `SentenceTokenizer` (spaCy's blank pipeline for `--language`; nothing is downloaded).
-- A document goes to validation when a 64-bit hash of the seed, its source file and its index
-  falls below `--validation-fraction`: the same inputs and seed give byte-identical outputs.
-- A sentence recurring within `--duplicate-window` distinct sentences is written once (a
-  `RecentSet` of 8-byte hashes, ~80 bytes a sentence); everything else streams, in pieces of at
-  most `CHUNK_CHARACTERS` (spaCy's `max_length` is 1,000,000).
-- `manifest.json` (written last) holds each file's bytes, sentences and tokens, the splits'
-  counts, duplicates removed, the inputs skipped with their reasons and each file's problems
-  (binary or empty files skipped; undecodable bytes, NUL characters, long lines and words cut,
-  bad JSON lines: counted). Files are written atomically and renamed into place together; an
-  identical second run is a no-op (`--force` redoes it).
+`allennlp prepare-corpus INPUT... OUTPUT_DIR`: raw text (`.txt`, `.jsonl`, gzipped or not) into
+the corpus format of this package (one tokenized sentence a line), split by document into
+`train.txt` (or shards) and `validation.txt`, with a `manifest.json` of counts and problems.
+docs/your-data.md describes the options.
 """
 
 import argparse
@@ -55,8 +39,7 @@ logger = logging.getLogger(__name__)
 RECIPE_VERSION = 1
 TEXT_SUFFIXES = (".txt", ".txt.gz")
 JSON_SUFFIXES = (".jsonl", ".jsonl.gz")
-# The longest text given to spaCy at once (its `max_length` is 1,000,000): longer lines are cut at
-# whitespace, longer blocks at line ends.
+# The longest text given to spaCy at once (its `max_length` is 1,000,000).
 CHUNK_CHARACTERS = PIECE_BYTES
 # Sentence hashes held to find duplicates (`--duplicate-window`), about 80 bytes of memory each.
 DUPLICATE_WINDOW = 8_000_000
@@ -85,10 +68,6 @@ class _InputFile:
         self.problems: Dict[str, Any] = {}
         self.sentences = 0
 
-    @property
-    def is_json(self) -> bool:
-        return self.path.name.endswith(JSON_SUFFIXES)
-
     def count(self, problem: str) -> None:
         self.problems[problem] = self.problems.get(problem, 0) + 1
 
@@ -112,30 +91,11 @@ def prepare_corpus(
     show_progress: bool = True,
 ) -> Path:
     """
-    Writes the corpus of `inputs` into `output_directory` (see the module docstring) and returns
-    the directory.
-
-    # Parameters
-
-    language : `str`
-        The spaCy language code of the blank pipeline that tokenizes the text.
-    validation_fraction : `float`
-        The expected fraction of documents that go to `validation.txt` (0 <= f < 1).
-    shard_tokens : `int`, optional
-        Write the training sentences to shards of about this many tokens (a shard ends at the
-        first sentence end after it) instead of one `train.txt`.
-    seed : `int`
-        Decides, with each document's name, which documents are held out.
-    text_field : `str`
-        The field of a `.jsonl` line that holds the text.
-    paragraphs : `bool`
-        Blank-line-separated blocks, not files (or JSON lines), are the documents.
-    duplicate_window : `int`
-        The most sentence hashes held to find duplicates (`RecentSet`, >= 2).
+    Writes the corpus of `inputs` (files or directories) into `output_directory` and returns it;
+    the options are the command's (docs/your-data.md). An identical second run is a no-op unless
+    `force`.
     """
     output_directory = Path(output_directory)
-    _check_options(inputs, validation_fraction, shard_tokens, text_field, duplicate_window)
-    files, skipped = _find_inputs([Path(p) for p in inputs], output_directory)
     options = {
         "language": language,
         "validation_fraction": validation_fraction,
@@ -145,6 +105,8 @@ def prepare_corpus(
         "paragraphs": paragraphs,
         "duplicate_window": duplicate_window,
     }
+    _check_options(inputs, options)
+    files, skipped = _find_inputs([Path(p) for p in inputs], output_directory)
     recipe = _recipe(files, skipped, options)
     if not force and is_built(output_directory, recipe):
         logger.info("%s is up to date (prepare-corpus with the same inputs and options)",
@@ -166,7 +128,7 @@ def prepare_corpus(
     with progress, writer:
         for file, key, sentences in _tokenized(tokenizer, usable, text_field, paragraphs):
             progress.update(splitter.add(file, key, sentences))
-        if not splitter.sentences:
+        if not any(split["sentences"] for split in splitter.splits.values()):
             raise ConfigurationError(
                 f"prepare-corpus: {[str(p) for p in inputs]} hold no text (no sentence with a "
                 "token was found); see the warnings above for the files skipped"
@@ -187,7 +149,7 @@ def prepare_corpus(
         "files": writer.files,
         "splits": splits,
         "duplicates_removed": splitter.duplicates,
-        "duplicate_window": {"sentences": duplicate_window, "forgotten": splitter.forgotten},
+        "duplicate_window": {"sentences": duplicate_window, "forgotten": splitter.seen.forgotten},
         "inputs_read": len(usable),
         "skipped": skipped,
         "problems": problems,
@@ -204,37 +166,28 @@ def prepare_corpus(
     return output_directory
 
 
-def _check_options(
-    inputs: Sequence[PathOrStr],
-    validation_fraction: float,
-    shard_tokens: Optional[int],
-    text_field: str,
-    duplicate_window: int,
-) -> None:
+def _check_options(inputs: Sequence[PathOrStr], options: Dict[str, Any]) -> None:
     """Refuses options `prepare_corpus` cannot run with, naming the one to change."""
     if not inputs:
         raise ConfigurationError("prepare-corpus: give at least one INPUT file or directory")
-    if not 0.0 <= validation_fraction < 1.0:
+    if not 0.0 <= options["validation_fraction"] < 1.0:
+        raise ConfigurationError("prepare-corpus: --validation-fraction must be in [0, 1), got "
+                                 f"{options['validation_fraction']}")  # fmt: skip
+    if options["shard_tokens"] is not None and options["shard_tokens"] < 1:
         raise ConfigurationError(
-            f"prepare-corpus: --validation-fraction must be in [0, 1), got {validation_fraction}"
+            f"prepare-corpus: --shard-tokens must be >= 1, got {options['shard_tokens']}"
         )
-    if shard_tokens is not None and shard_tokens < 1:
-        raise ConfigurationError(
-            f"prepare-corpus: --shard-tokens must be >= 1, got {shard_tokens}"
-        )
-    if not text_field:
+    if not options["text_field"]:
         raise ConfigurationError("prepare-corpus: --text-field must not be empty")
-    if duplicate_window < 2:
-        raise ConfigurationError(
-            f"prepare-corpus: --duplicate-window must be >= 2 sentences, got {duplicate_window}"
-        )
+    if options["duplicate_window"] < 2:
+        raise ConfigurationError("prepare-corpus: --duplicate-window must be >= 2 sentences, got "
+                                 f"{options['duplicate_window']}")  # fmt: skip
 
 
 def _recipe(
     files: List[_InputFile], skipped: List[Dict[str, str]], options: Dict[str, Any]
 ) -> Dict[str, Any]:
-    """What a build is made from: the command, its version, spaCy's version, every input found
-    (read or skipped) and the options; an output directory built from the same is up to date."""
+    """What a build is made from; an output directory built from the same is up to date."""
     inputs = [_identity(f.path) for f in files] + [_identity(Path(s["path"])) for s in skipped]
     return {
         "command": "prepare-corpus",
@@ -248,8 +201,7 @@ def _recipe(
 def _usable_files(
     files: List[_InputFile], skipped: List[Dict[str, str]], inputs: Sequence[PathOrStr]
 ) -> List[_InputFile]:
-    """The `files` that can be read as text; the others are added to `skipped` with the reason.
-    Raises when none can."""
+    """The `files` that can be read as text; the others go to `skipped`. Raises when none can."""
     usable: List[_InputFile] = []
     for file in files:
         reason = _sniff(file)
@@ -269,8 +221,7 @@ def _usable_files(
 def _tokenized(
     tokenizer: SentenceTokenizer, files: List[_InputFile], text_field: str, paragraphs: bool
 ) -> Iterator[Tuple[_InputFile, str, List[List[str]]]]:
-    """`(file, document key, sentences)` for each text of `files` in order, the sentences (lists
-    of tokens) from `tokenizer`."""
+    """`(file, document key, sentences)` for each text of `files` in order."""
     pending: Deque[Tuple[_InputFile, str]] = deque()
 
     def texts() -> Iterator[str]:
@@ -285,8 +236,7 @@ def _tokenized(
 
 
 class _Splitter:
-    """Sends each document's sentences to its split (by `_document_hash`) and writes each
-    distinct sentence once, counting documents, sentences and tokens per split."""
+    """Writes each distinct sentence once to its document's split, counting per split."""
 
     def __init__(
         self, writer: "_Writer", seed: int, validation_fraction: float, duplicate_window: int
@@ -294,7 +244,7 @@ class _Splitter:
         self._writer = writer
         self._seed = seed
         self._threshold = int(validation_fraction * (1 << 64))
-        self._seen = RecentSet(duplicate_window)  # 8-byte hashes of the recent sentences
+        self.seen = RecentSet(duplicate_window)  # 8-byte hashes of the recent sentences
         self._document: Optional[Tuple[_InputFile, str]] = None
         self._split = "train"
         self._counted = False  # whether the current document is counted in its split
@@ -303,22 +253,11 @@ class _Splitter:
             name: {"documents": 0, "sentences": 0, "tokens": 0} for name in ("train", "validation")
         }
 
-    @property
-    def forgotten(self) -> int:
-        """Sentence hashes the duplicate window dropped (0: every duplicate was found)."""
-        return self._seen.forgotten
-
-    @property
-    def sentences(self) -> int:
-        """The sentences written, in both splits."""
-        return self.splits["train"]["sentences"] + self.splits["validation"]["sentences"]
-
     def add(self, file: _InputFile, key: str, sentences: List[List[str]]) -> int:
-        """Writes the `sentences` of one text of document `key` of `file` that were not seen
-        before, and returns the number of tokens read (duplicates included)."""
+        """Writes the new `sentences` of document `key` of `file`; returns the tokens read."""
         if self._document is None or self._document[0] is not file or self._document[1] != key:
             self._document = (file, key)  # a new document (two inputs may have one file name)
-            hashed = _document_hash(self._seed, file.source, key)
+            hashed = _hash64(f"{self._seed}\0{file.source}\0{key}")
             self._split = "validation" if hashed < self._threshold else "train"
             self._counted = False
         counts = self.splits[self._split]
@@ -330,9 +269,7 @@ class _Splitter:
             file.sentences += 1
             tokens_read += len(tokens)
             line = " ".join(tokens)
-            digest = hashlib.blake2b(line.encode("utf-8"), digest_size=8).digest()
-            fingerprint = int.from_bytes(digest, "big")
-            if self._seen.seen(fingerprint):
+            if self.seen.seen(_hash64(line)):
                 self.duplicates += 1
                 continue
             self._writer.write(self._split, line, len(tokens))
@@ -342,8 +279,8 @@ class _Splitter:
 
 
 def _report_inputs(usable: List[_InputFile], skipped: List[Dict[str, str]]) -> Dict[str, Any]:
-    """Adds the `usable` files that gave no sentence to `skipped` and sorts it, logs every skipped
-    input and every file's problems, and returns the problems by file."""
+    """Adds the files that gave no sentence to `skipped`, logs it and the files' problems, and
+    returns the problems by file."""
     for file in usable:
         if not file.sentences:
             skipped.append({"path": str(file.path), "reason": "no text (only whitespace or "
@@ -353,7 +290,8 @@ def _report_inputs(usable: List[_InputFile], skipped: List[Dict[str, str]]) -> D
         logger.warning("prepare-corpus skipped %s: %s", entry["path"], entry["reason"])
     problems = {str(f.path): f.problems for f in usable if f.problems}
     for path, counts in problems.items():
-        logger.warning("prepare-corpus: %s: %s", path, _describe(counts))
+        shown = (f"{name.replace('_', ' ')}: {value}" for name, value in sorted(counts.items()))
+        logger.warning("prepare-corpus: %s: %s", path, ", ".join(shown))
     return problems
 
 
@@ -367,13 +305,8 @@ def _identity(path: Path) -> Dict[str, Any]:
     }
 
 
-def _document_hash(seed: int, source: str, key: str) -> int:
-    digest = hashlib.blake2b(f"{seed}\0{source}\0{key}".encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
-
-
-def _describe(counts: Dict[str, Any]) -> str:
-    return ", ".join(f"{name.replace('_', ' ')}: {value}" for name, value in sorted(counts.items()))
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 def _find_inputs(
@@ -414,8 +347,8 @@ def _find_inputs(
                 elif not name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
                     skipped.append({"path": str(path), "reason": "not .txt, .txt.gz, .jsonl or "
                                     ".jsonl.gz"})
-                elif file_problem(str(path)):  # a link in a received directory may point anywhere
-                    skipped.append({"path": str(path), "reason": file_problem(str(path))})
+                elif problem := file_problem(str(path)):  # a link may point anywhere
+                    skipped.append({"path": str(path), "reason": problem})
                 else:
                     files.append(_InputFile(path, source))
     return files, skipped
@@ -469,11 +402,10 @@ def _decode(raw: bytes, first: bool, file: _InputFile) -> str:
 def _read_documents(
     file: _InputFile, text_field: str, paragraphs: bool
 ) -> Iterator[Tuple[str, str]]:
-    """`(document key, text)` for the texts of `file`, each at most `CHUNK_CHARACTERS` long (a
-    document may have several)."""
+    """`(document key, text)` for the texts of `file`, each at most `CHUNK_CHARACTERS` long."""
     try:
         with file.open() as stream:
-            if file.is_json:
+            if file.path.name.endswith(JSON_SUFFIXES):
                 yield from _json_documents(stream, file, text_field, paragraphs)
             else:
                 yield from _text_documents(stream, file, paragraphs)
@@ -482,14 +414,12 @@ def _read_documents(
 
 
 def _read_error(file: _InputFile, error: BaseException) -> None:
-    """Records that `file` could not be read to its end (a truncated .gz, a disk error)."""
     file.problems["read_error"] = f"{error} (the text before it was kept)"
 
 
 def _lines(stream: IO[bytes], file: _InputFile) -> Iterator[bytes]:
-    """The lines of `stream`, up to the end or to a read error (recorded). A line longer than
-    `MAX_JSON_LINE_BYTES` is skipped (counted) without being held in memory; the line numbers of
-    the others stay as in the file."""
+    """The lines of `stream` up to its end or a read error; a line longer than
+    `MAX_JSON_LINE_BYTES` is read past (counted) and given as an empty one."""
     while True:
         try:
             line = stream.readline(MAX_JSON_LINE_BYTES + 1)
@@ -562,57 +492,45 @@ def _json_documents(
                 yield key, chunk
 
 
-class _Writer:
-    """The output files, written to temporaries and renamed into place together when the `with`
-    block ends without an error (removed when it raises)."""
+class _Writer(contextlib.ExitStack):
+    """The output files, renamed into place together when the `with` block ends without error."""
 
     def __init__(self, directory: Path, shard_tokens: Optional[int]) -> None:
+        super().__init__()
         self._directory = directory
         self._shard_tokens = shard_tokens
-        self._stack = contextlib.ExitStack()
-        self._streams: Dict[str, IO[str]] = {}
         self._shard_size = 0
-        self._shards = 0
-        self._names: Dict[str, str] = {}
+        self._outputs: Dict[str, Tuple[IO[str], Dict[str, int]]] = {}
         self.files: Dict[str, Dict[str, int]] = {}
 
     def __enter__(self) -> "_Writer":
-        self._stack.__enter__()
+        super().__enter__()
         self._open("validation", "validation.txt")
         self._open("train", "train.txt" if self._shard_tokens is None else "train-00000.txt")
         return self
 
-    def __exit__(self, *exc_info: Any) -> Optional[bool]:
-        for stream in self._streams.values():
-            stream.close()
-        return self._stack.__exit__(*exc_info)
-
     def _open(self, split: str, name: str) -> None:
-        if split in self._streams:
-            self._streams[split].close()
-        temporary = self._stack.enter_context(atomic_path(self._directory / name))
-        self._streams[split] = self._stack.enter_context(
-            open(temporary, "w", encoding="utf-8", newline="\n")
-        )
+        if split in self._outputs:
+            self._outputs[split][0].close()
+        temporary = self.enter_context(atomic_path(self._directory / name))
+        stream = self.enter_context(open(temporary, "w", encoding="utf-8", newline="\n"))
         self.files[name] = {"sentences": 0, "tokens": 0}
-        self._names[split] = name
+        self._outputs[split] = (stream, self.files[name])
 
     def write(self, split: str, line: str, tokens: int) -> None:
         if split == "train" and self._shard_tokens is not None:
             if self._shard_size >= self._shard_tokens:
-                self._shards += 1
-                self._open("train", f"train-{self._shards:05d}.txt")
+                self._open("train", f"train-{len(self.files) - 1:05d}.txt")
                 self._shard_size = 0
             self._shard_size += tokens
-        self._streams[split].write(line + "\n")
-        counts = self.files[self._names[split]]
+        stream, counts = self._outputs[split]
+        stream.write(line + "\n")
         counts["sentences"] += 1
         counts["tokens"] += tokens
 
 
 def _remove_stale_outputs(directory: Path, written: set) -> None:
-    """Removes train/validation files of an earlier run that this run did not write (more
-    shards, or shards then none)."""
+    """Removes the train/validation files of an earlier run that this run did not write."""
     for path in directory.iterdir():
         if _OUTPUT_NAME.match(path.name) and path.name not in written:
             path.unlink()
@@ -646,8 +564,7 @@ class PrepareCorpus(PluginSubcommand):
                                help="each blank-line-separated block is a document")
         subparser.add_argument(
             "--duplicate-window", type=int, default=DUPLICATE_WINDOW, metavar="SENTENCES",
-            help="duplicates are found among this many recent distinct sentences (memory: about "
-                 "80 bytes each; exact for a corpus of at most half as many)",
+            help="duplicates are found among this many recent sentences (about 80 bytes each)",
         )
         self.add_build_options(subparser)
 

@@ -7,16 +7,9 @@ from typing import Hashable
 
 class RecentSet:
     """
-    The keys added most recently, at most `limit` of them: two generations of at most
-    `limit // 2` keys each, the older dropped whole when the newer is full. So a key is found
-    if fewer than `limit // 2` other keys were added since it was last given (often when more
-    were), and a key never given is never found. A key found in the older generation moves to the
-    newer, so a key that keeps coming back is never forgotten.
-
-    # Parameters
-
-    limit : `int`
-        The most keys held (>= 2).
+    The keys given most recently, at most `limit` (>= 2): two generations of `limit // 2` keys,
+    the older dropped whole when the newer is full. A key is found if fewer than `limit // 2`
+    others were given since it was last given; a key never given is never found.
     """
 
     def __init__(self, limit: int) -> None:

@@ -1,7 +1,5 @@
 """
-Deterministic sentence splitting and word tokenization of raw text, used to turn raw prose into
-the "one tokenized sentence per line" format of our corpora (`prepare-corpus`, the demo's corpus
-builders).
+Deterministic sentence splitting and word tokenization of raw text (`prepare-corpus`).
 """
 
 import re
@@ -13,7 +11,7 @@ from spacy.tokens import Doc
 from allennlp.common.checks import ConfigurationError
 
 
-# Zero-width and byte-order characters carry no text; they are removed before tokenizing.
+# Zero-width and byte-order characters, removed before tokenizing.
 _INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
 # The most texts and characters tokenized in one spaCy memory zone (see `split`).
 ZONE_TEXTS = 1000
@@ -22,31 +20,18 @@ ZONE_CHARACTERS = 2_000_000
 
 class SentenceTokenizer:
     """
-    Splits raw text into sentences and sentences into tokens with the rule-based tokenizer of
-    spaCy's blank pipeline for `language` (`spacy.blank(language)`) and its punctuation-based
-    `sentencizer`. No statistical model is needed (nothing is downloaded), and the output depends
-    only on the input, the language and the pinned spaCy version.
-
-    The sentencizer attaches a quote that follows sentence-final punctuation to the sentence it
-    ends; when that leaves the sentence with an odd number of `"` tokens, the quote actually opens
-    the next sentence and is moved there.
-
-    Text is NFC-normalised, whitespace runs (including non-breaking spaces and newlines) are
-    treated as single spaces, zero-width characters are dropped, and tokens that are pure
-    whitespace are never emitted.
-
-    A text must be shorter than spaCy's `max_length` (1,000,000 characters); `prepare-corpus`
-    cuts longer ones at whitespace first.
+    Splits raw text into sentences and tokens with spaCy's blank pipeline for `language` and its
+    `sentencizer` (nothing is downloaded), after NFC normalisation, whitespace runs made single
+    spaces and zero-width characters dropped. A quote the sentencizer leaves at the end of a
+    sentence with an odd number of `"` opens the next one and is moved there. A text must be
+    shorter than spaCy's `max_length` (1,000,000 characters).
 
     # Parameters
 
     batch_size : `int`, optional (default = `64`)
-        Number of texts spaCy processes at once.
+        Texts spaCy processes at once.
     language : `str`, optional (default = `"en"`)
-        A language code spaCy has a blank pipeline for (`en`, `de`, `fr`, `ru`, `el`, ..., `xx`
-        for a language-neutral one). Languages written without spaces between words need
-        packages that are not installed (`ja`, `th`, `ko`, `vi`: a `ConfigurationError` says so),
-        or tokenize into single characters (`zh`).
+        A language code spaCy has a blank pipeline for (`xx`: language-neutral).
     """
 
     def __init__(self, batch_size: int = 64, language: str = "en") -> None:
@@ -76,11 +61,9 @@ class SentenceTokenizer:
 
     def split(self, texts: Iterable[str]) -> Iterator[List[List[str]]]:
         """
-        Yields, for each input text, its sentences as lists of tokens (empty list for a text with
-        no tokens). Reads `texts` lazily, in groups of at most `ZONE_TEXTS` texts and
-        `ZONE_CHARACTERS` characters, each tokenized in a spaCy memory zone: the words spaCy
-        adds to its vocabulary are forgotten after each group, so memory does not grow with the
-        number of distinct words in a long stream.
+        Each text's sentences as lists of tokens, read lazily in groups of at most `ZONE_TEXTS`
+        texts and `ZONE_CHARACTERS` characters, each in a spaCy memory zone (so memory does not
+        grow with the distinct words of a long stream).
         """
         normalized = (self.normalize(text) for text in texts)
         while True:

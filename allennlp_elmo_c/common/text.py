@@ -1,6 +1,6 @@
 """
-What every reader of a raw corpus line does the same way: decoding, and the throttled warning
-of a word cut to a maximum number of subwords.
+What every reader of raw text does the same way: decoding a line, checking tokenized sentences,
+and warnings throttled to the 1st, 10th, 100th and every 10,000th.
 """
 
 import logging
@@ -11,14 +11,8 @@ BYTE_ORDER_MARK = "\ufeff"
 
 def decode_line(raw: bytes, first: bool = False) -> Tuple[str, bool, bool]:
     """
-    One raw corpus line as the package reads text everywhere (the `lm_corpus` reader,
-    `elmo-c-embed`, `train-bpe`): UTF-8, with U+FFFD for bytes that are not UTF-8, NUL characters
-    as spaces, and a byte order mark removed from the file's `first` line.
-
-    # Returns
-
-    `(line, undecodable, had_nul)`: the text, and whether it held bytes that are not UTF-8 and
-    NUL characters (for the callers' counts).
+    `(line, undecodable, had_nul)` of one raw corpus line: UTF-8 with U+FFFD for other bytes,
+    NUL characters as spaces, a byte order mark removed from the file's `first` line.
     """
     try:
         line = raw.decode("utf-8")
@@ -34,21 +28,14 @@ def decode_line(raw: bytes, first: bool = False) -> Tuple[str, bool, bool]:
     return line, undecodable, had_nul
 
 
+def _worth_logging(count: int) -> bool:
+    return count in (1, 10, 100) or count % 10_000 == 0
+
+
 class TruncationWarnings:
     """
-    Counts the words an indexer cut to its maximum number of subwords and logs the 1st, 10th,
-    100th and every 10,000th (a corpus with many of them must not flood the log).
-
-    # Parameters
-
-    logger : `logging.Logger`
-        The indexer's logger.
-    what : `str`
-        The units, e.g. "token(s)" or "word(s)".
-    max_subwords : `int`
-        The indexer's maximum, named in the message.
-    subwords : `str`, optional (default = `"subwords"`)
-        The name of the subwords in the message, e.g. "fastText subwords".
+    Counts the words an indexer cut to `max_subwords` and logs some of them (`_worth_logging`).
+    `what` names the units (e.g. "token(s)"), `subwords` the subwords.
     """
 
     def __init__(
@@ -63,16 +50,11 @@ class TruncationWarnings:
     def record(self, text: str) -> None:
         """One more truncated `text`."""
         self.count += 1
-        if self.count in (1, 10, 100) or self.count % 10_000 == 0:
+        if _worth_logging(self.count):
             self._logger.warning(
                 "%d %s had more than %d %s and were truncated (latest: %d characters starting %r)",
-                self.count,
-                self._what,
-                self._max_subwords,
-                self._subwords,
-                len(text),
-                text[:20],
-            )
+                self.count, self._what, self._max_subwords, self._subwords, len(text), text[:20],
+            )  # fmt: skip
 
 
 _ODD_WORDS = {"count": 0}
@@ -80,13 +62,9 @@ _ODD_WORDS = {"count": 0}
 
 def check_sentences(sentences: object, logger: logging.Logger) -> None:
     """
-    What the Python front doors (`batch_to_ids`, `ElmoCEmbedder`, the Hugging Face tokenizer,
-    the spaCy component) accept as tokenized text: a list of sentences, each a list of strings.
-    Anything else is a `ConfigurationError` naming the first bad item. Words that are empty,
-    whitespace or hold control characters (NUL, ...) are embedded as given (one vector per word,
-    as the caller's alignment expects), but counted and logged (1st, 10th, 100th, every 10,000th):
-    they are usually a tokenization mistake, and `elmo-c-embed`, which splits lines on
-    whitespace, never makes them.
+    Refuses, naming the first bad item, anything but a list of sentences that are lists of
+    strings (what the Python front doors take). Words that are empty, whitespace or hold control
+    characters are kept but counted and logged, as they are usually a tokenization mistake.
     """
     from allennlp.common.checks import ConfigurationError
 
@@ -110,7 +88,7 @@ def check_sentences(sentences: object, logger: logging.Logger) -> None:
             if not word.strip() or not word.isprintable():
                 _ODD_WORDS["count"] += 1
                 count = _ODD_WORDS["count"]
-                if count in (1, 10, 100) or count % 10_000 == 0:
+                if _worth_logging(count):
                     logger.warning(
                         "%d word(s) were empty, whitespace or held control characters, embedded as "
                         "given (latest: sentence %d, word %d: %r)",

@@ -1,13 +1,8 @@
 """
-How big a language-modelling corpus is, before it is read: its sentences and tokens, and what the
-`lm_corpus` reader and a data loader make of them (windows, batches, updates), for `rnmt_plus`'s
-run fractions, `lm_stream`'s length and `plan`.
-
-A file's counts come from the `prepare-corpus` `manifest.json` beside it when they agree with the
-file (`_from_manifest`); otherwise the file is read once as the `lm_corpus` reader reads it
-(`corpus_lines`, whitespace tokens) and its count cached under
-`$XDG_CACHE_HOME/allennlp_elmo_c/corpus_counts/` (`~/.cache` when unset), keyed by the file's
-absolute path, size and modification time. A cache that cannot be written is skipped.
+How big a language-modelling corpus is before it is read (for `lm_stream`'s length and `plan`):
+a file's counts come from the `prepare-corpus` manifest beside it when they agree with the file,
+else from one read, cached under `$XDG_CACHE_HOME/allennlp_elmo_c/corpus_counts/` by the file's
+path, size and modification time.
 """
 
 import hashlib
@@ -27,7 +22,6 @@ from allennlp_elmo_c.received.received_json import read_received_json
 
 logger = logging.getLogger(__name__)
 
-# A manifest or cached count larger than this is not one of ours: it is ignored.
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 COUNT_VERSION = 2
 # A manifest's counts are checked against the rate of tokens in a file's first SAMPLE_BYTES.
@@ -58,29 +52,23 @@ def corpus_size(paths: List[str]) -> CorpusSize:
     return CorpusSize(len(paths), sentences, tokens, source)
 
 
-def stream_windows(tokens: int, window: Optional[int]) -> int:
-    """The windows `lm_corpus` makes of one stream of `tokens` tokens (boundary tokens
-    included) with `max_sequence_length` = `window` (consecutive windows share one token)."""
-    if tokens <= 0:
-        return 0
-    if window is None:
-        raise ValueError("stream_windows needs a window length; without one each sentence is one")
-    return max(1, math.ceil((tokens - 1) / (window - 1)))
+def _stream_windows(tokens: int, window: int) -> int:
+    """The windows `lm_corpus` makes of a stream of `tokens` tokens (they share one token)."""
+    return max(1, math.ceil((tokens - 1) / (window - 1))) if tokens > 0 else 0
 
 
 def corpus_windows(
     size: CorpusSize, window: Optional[int], boundary_tokens: int, streams: int = 1
 ) -> int:
     """The instances `lm_corpus` makes of a corpus read as `streams` streams (one per process
-    and worker, each cutting its own windows): exact for one stream, within one window per stream
-    for several (each taken to hold an equal share). Without a `window`, its sentences."""
+    and worker): exact for one, within one window per stream for several."""
     if window is None:
         return size.sentences
     total = size.tokens + boundary_tokens * size.sentences
     streams = max(1, min(streams, size.sentences)) if size.sentences else 1
     if streams == 1:
-        return stream_windows(total, window)
-    return streams * stream_windows(round(total / streams), window)
+        return _stream_windows(total, window)
+    return streams * _stream_windows(round(total / streams), window)
 
 
 def batches(instances: int, batch_size: int, drop_last: bool = False) -> int:
@@ -94,18 +82,16 @@ def _file_counts(path: Path) -> "tuple[Dict[str, int], str]":
     if counts is not None:
         return counts, "manifest"
     record = _cache_file(path, stat)
-    cached = _read_record(record) if record is not None else None
+    cached = _read_record(record)
     if cached is not None and cached.get("key") == _key(path, stat) and _counts(cached):
         return _counts(cached), "cache"  # type: ignore[return-value]
     counts = count_file(path)
-    if record is not None:
-        _write_record(record, {"key": _key(path, stat), **counts})
+    _write_record(record, {"key": _key(path, stat), **counts})
     return counts, "counted"
 
 
 def count_file(path: Path) -> Dict[str, int]:
-    """One read of a corpus file: its lines with at least one whitespace token, and its tokens,
-    as the `lm_corpus` reader with its default tokenizer sees them."""
+    """A corpus file's sentences and whitespace tokens, as `lm_corpus` reads them."""
     sentences = tokens = 0
     logger.info("Counting the sentences and tokens of %s (once; the count is cached)", path)
     for line in corpus_lines([str(path)]):
@@ -129,9 +115,8 @@ def _counts(record: Any, size: int = MAX_COUNT) -> Optional[Dict[str, int]]:
 
 
 def _from_manifest(path: Path, stat: os.stat_result) -> Optional[Dict[str, int]]:
-    """The file's counts from a `prepare-corpus` manifest beside it, if they agree with the file:
-    its size as recorded, and tokens and sentences within a factor of 2 of what its first
-    `SAMPLE_BYTES` hold per byte. A smaller file is counted (as quick as a check)."""
+    """The file's counts from a manifest beside it, if they agree with its size and, within a
+    factor of 2, with its first `SAMPLE_BYTES` (a smaller file is counted)."""
     if stat.st_size <= SAMPLE_BYTES:
         return None
     record = _read_record(path.parent / MANIFEST)
@@ -155,17 +140,14 @@ def _key(path: Path, stat: os.stat_result) -> List:
     return [COUNT_VERSION, str(path.resolve()), stat.st_size, stat.st_mtime_ns]
 
 
-def _cache_file(path: Path, stat: os.stat_result) -> Optional[Path]:
+def _cache_file(path: Path, stat: os.stat_result) -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not base:
-        return None
     name = hashlib.sha256(json.dumps(_key(path, stat)).encode("utf-8")).hexdigest()[:32]
     return Path(base) / "allennlp_elmo_c" / "corpus_counts" / f"{name}.json"
 
 
 def _read_record(path: Path) -> Optional[dict]:
-    """A manifest or cached count as the JSON object it holds; None for a missing file, one too
-    large or deep, or one that is not a JSON object."""
+    """A manifest or cached count's JSON object; None for anything else."""
     if not path.is_file():
         return None
     try:

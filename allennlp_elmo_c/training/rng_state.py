@@ -13,13 +13,9 @@ logger = logging.getLogger(__name__)
 @TrainerCallback.register("rng_state")
 class RngStateCallback(TrainerCallback):
     """
-    Saves torch's random number generator states (CPU and every CUDA device) with each training
-    checkpoint and restores them on `allennlp train --recover`, so that a run resumed mid-epoch
-    draws the same dropout masks as the uninterrupted run (on CPU: the same weights, bit for bit).
-    A state that is not the tensor torch saves is refused in one line.
-
-    In distributed training rank 0's state is not the others', so the states are restored in
-    single-process runs only.
+    Saves torch's random generator states (CPU and CUDA) with each checkpoint and restores them
+    on `allennlp train --recover` (single-process runs only), so a resumed run draws the same
+    dropout masks as the uninterrupted one.
 
     Registered as a `TrainerCallback` with name "rng_state".
     """

@@ -10,14 +10,9 @@ logger = logging.getLogger(__name__)
 @TrainerCallback.register("skip_trained_batches")
 class SkipTrainedBatches(TrainerCallback):
     """
-    Makes `allennlp train --recover` resume without re-reading what was trained. AllenNLP's
-    trainer resumes mid-epoch by iterating its data loader from the start of the run and skipping
-    the batches already trained: with a streamed corpus that reads, indexes and tensorizes every
-    one of them again (minutes at 100M tokens, an hour at 1B). At the start of a resumed run this
-    tells a data loader that can skip (`lm_stream`) where the checkpoint left off, so that it
-    makes nothing for the epochs done and cheap placeholders for the batches done; the trainer
-    skips those, as it does on any resume, and the data order is the uninterrupted run's. With
-    another data loader it does nothing.
+    On `allennlp train --recover`, tells a data loader that can skip (`lm_stream`) where the
+    checkpoint left off, so that it makes nothing for the epochs done and cheap placeholders for
+    the batches done instead of re-reading them; the data order stays the uninterrupted run's.
 
     Registered as a `TrainerCallback` with name "skip_trained_batches".
     """

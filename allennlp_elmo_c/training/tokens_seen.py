@@ -1,7 +1,5 @@
 """
-How much text a language-model run has trained on: the positions each direction predicted,
-counted per batch (`predicted_tokens`) and kept in the run's metrics by the `tokens_seen`
-callback, for the model card that `package` writes and for `describe`.
+How much text a language-model run has trained on, for the model card and `describe`.
 """
 
 import logging
@@ -19,8 +17,7 @@ logger = logging.getLogger(__name__)
 
 
 def predicted_tokens(batch: Dict[str, Any]) -> int:
-    """The positions each direction predicts in a batch of language-model sequences: every
-    sequence's tokens but one (the first text field's mask, less one per non-empty sequence)."""
+    """The positions each direction predicts in a batch: every sequence's tokens but one."""
     for value in batch.values():
         if isinstance(value, dict):  # a text field's tensors
             mask = get_text_field_mask(value)  # (batch, timesteps)
@@ -31,16 +28,10 @@ def predicted_tokens(batch: Dict[str, Any]) -> int:
 @TrainerCallback.register("tokens_seen")
 class TokensSeen(TrainerCallback):
     """
-    Counts the positions each direction of the language model was trained to predict
-    (`predicted_tokens` of every training batch) and puts the count into the run's metrics as
-    `tokens_seen` at the end of every epoch: in `metrics.json` when training ends, and in each
-    `metrics_epoch_<n>.json` from the next epoch on (AllenNLP writes that file before calling
-    callbacks). With several worker processes each counts its own batches and the counts are
-    summed. The count is kept with the training checkpoints, so `allennlp train --recover`
-    counts on from the last checkpoint.
+    Counts the `predicted_tokens` of every training batch (summed over distributed workers, kept
+    with the checkpoints) into the run's metrics as `tokens_seen` at the end of every epoch.
 
-    Registered as a `TrainerCallback` with name "tokens_seen". Every training config of this
-    project has it; `package` reads it into the model card.
+    Registered as a `TrainerCallback` with name "tokens_seen".
     """
 
     def __init__(self, serialization_dir: str) -> None:

@@ -1,16 +1,7 @@
 """
-Reading a checkpoint's training state (`training_state_e*_b*.th`, which `allennlp train
---recover` resumes from) without running code, its counters checked: a run directory may come
-from someone else.
-
-AllenNLP writes the training state with `torch.save` (a pickle). Its trainer, learning rate and
-momentum schedulers, metric tracker, moving average and this plugin's callbacks (`rng_state`,
-`training_time_budgets`, ...) store tensors, numbers, strings, lists, tuples, dicts and `None`,
-which torch's `weights_only=True` unpickler accepts, plus one kind it refuses by default: numpy
-scalars, where a metric is computed in numpy (e.g. the coreference F1) and lands in the metric
-tracker's `best_so_far` or in `reduce_on_plateau`'s `best`. Those are allowed by
-`TRAINING_STATE_GLOBALS` and nothing else: a pickle naming any other Python global (a class with
-a `__reduce__` that runs code, a function) is refused before anything in it is called.
+Reading a checkpoint's training state (`training_state_e*_b*.th`) without running code: torch's
+`weights_only` unpickler with numpy scalars (what metric trackers may hold) allowed, and its
+counters checked.
 """
 
 import os
@@ -26,8 +17,7 @@ from allennlp_elmo_c.received.weights_only import load_weights_only
 # The largest counter (epochs, batches, tokens) a training state may hold.
 MAX_COUNT = 1 << 53
 
-# What a numpy scalar pickles as: `numpy._core.multiarray.scalar(dtype, bytes)`, the dtype
-# rebuilt by `numpy.dtype(...)` and its state set on an instance of the dtype's class.
+# What a numpy scalar pickles as: `numpy._core.multiarray.scalar(dtype, bytes)`.
 _NUMERIC_TYPE_CODES = "?bhilqBHILQefd"
 TRAINING_STATE_GLOBALS: List[Any] = [
     np._core.multiarray.scalar,
@@ -38,13 +28,8 @@ TRAINING_STATE_GLOBALS: List[Any] = [
 
 def load_training_state(path: Union[str, os.PathLike]) -> Any:
     """
-    The training state in `path`, loaded onto the CPU with `torch.load(weights_only=True)` and
-    `TRAINING_STATE_GLOBALS` (the trainer moves it to the device).
-
-    A pickle holding anything else raises a `ConfigurationError` naming the file and the global
-    it names, and so does a state whose counters are not `checked_count`s. A callback of one's
-    own run that stores other objects can allow their types with
-    `torch.serialization.add_safe_globals` in the package it is `--include-package`d from.
+    The training state in `path`, loaded onto the CPU; any other global in the pickle, or a
+    counter that is not a `checked_count`, is a `ConfigurationError` naming the file.
     """
     state = load_weights_only(
         path,

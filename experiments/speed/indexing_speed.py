@@ -163,7 +163,7 @@ def with_buckets(source: str, bucket: int, directory: str) -> str:
     A copy of the fastText `.bin` `source` with `bucket` n-gram buckets (fastText's default and
     `cc.en.300.bin`'s is 2,000,000; the fixture has far fewer): the same words and settings, the
     header's bucket count and the input matrix's rows changed, the n-gram rows random (their
-    values do not matter to indexing; the embedding section reads them). Ids then spread over
+    values do not matter to indexing). Ids then spread over
     as many rows as a real model's, and so do the shared ints of the C extension.
     """
     model = FastTextBin(source)

@@ -70,9 +70,9 @@ def test_a_run_directory_of_regular_files_may_be_recovered(elmo_c_archive, tmp_p
     check_run_directory(linked)
 
 
-@pytest.mark.parametrize("name", ["hardware.json", "metrics.json", "budget-timeline.json"])
+@pytest.mark.parametrize("name", ["hardware.json", "metrics.json"])
 def test_package_never_follows_a_linked_run_record(name, elmo_c_archive, tmp_path):
-    """`package RUN_DIR` copies the run's hardware, metrics and timeline into the model directory:
+    """`package RUN_DIR` copies the run's hardware and metrics into the model directory:
     a link there (to the receiver's file) is refused, not copied."""
     run = received_run(elmo_c_archive, tmp_path / "run")
     secret = tmp_path / "secret.json"
@@ -90,7 +90,7 @@ def test_package_never_follows_a_linked_run_record(name, elmo_c_archive, tmp_pat
     ("hardware.json", {"cpu": "x"}, "not the list"),
     ("hardware.json", ["a string, not a machine"], "hardware"),
     ("metrics.json", [1, 2], "not the dict"),
-    ("budget-timeline.json", "[" * 100 + "]" * 100, "nested deeper"),
+    ("metrics.json", "[" * 100 + "]" * 100, "nested deeper"),
 ])  # fmt: skip
 def test_package_refuses_a_run_record_of_another_shape_in_one_line(name, content, why, elmo_c_archive, tmp_path):
     run = received_run(elmo_c_archive, tmp_path / "run")

@@ -1,9 +1,9 @@
 import logging
 import random
-from itertools import islice
 from typing import Any, Iterable, Iterator, List, Optional
 
 from allennlp.common.checks import ConfigurationError
+from allennlp.common.util import lazy_groups_of
 from allennlp.data.data_loaders.data_loader import DataLoader, TensorDict
 from allennlp.data.data_loaders.multiprocess_data_loader import MultiProcessDataLoader
 from allennlp.data.instance import Instance
@@ -20,32 +20,22 @@ logger = logging.getLogger(__name__)
 @DataLoader.register("lm_stream")
 class LmStreamDataLoader(MultiProcessDataLoader):
     """
-    AllenNLP's `multiprocess` loader for a corpus too large to hold in memory (at most
-    `max_instances_in_memory` instances at a time) that knows its length, so the progress bar
-    has a total and a learning-rate schedule can be sized from the run.
-
-    - **Length**: with `lm_corpus` and its whitespace tokenizer, from `corpus_size` (the
-      manifest or one cached count), the window length, batch size, workers and processes: exact
-      for one stream, within one batch per stream for several. With another tokenizer this
-      process's windows are counted; with another reader the length is unknown (`TypeError`).
-    - **Shuffling** (`shuffle: true`): each chunk of `max_instances_in_memory` instances is
-      shuffled, from `seed`, the epoch, chunk, process and worker alone (a resumed run's order is
-      the same), then indexed batch by batch.
-    - **Resuming**: with the `skip_trained_batches` callback, `--recover` makes no batches for
-      the epochs done and empty placeholders for the batches done (at most one worker).
+    AllenNLP's `multiprocess` loader for a streamed corpus that knows its length (from
+    `corpus_size` with `lm_corpus`'s whitespace tokenizer, else counted), shuffles each chunk of
+    `max_instances_in_memory` instances from `seed`, the epoch, chunk, rank and worker alone, and
+    skips the batches already trained on `--recover` (with `skip_trained_batches`).
 
     Registered as a `DataLoader` with name "lm_stream".
 
     # Parameters
 
-    reader, data_path, batch_size, drop_last, batches_per_epoch, num_workers, start_method,
-    cuda_device, quiet, collate_fn
-        As for AllenNLP's `multiprocess` loader.
     max_instances_in_memory : `int`, optional (default = `batch_size * 200`)
         A multiple of `batch_size`.
     shuffle : `bool`, optional (default = `False`)
     seed : `int`, optional (default = `None`)
         The shuffles' seed; `None` draws one from Python's `random` (seeded by the config).
+
+    The others are as for AllenNLP's `multiprocess` loader.
     """
 
     def __init__(
@@ -54,15 +44,9 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         data_path,
         *,
         batch_size: int,
-        drop_last: bool = False,
         shuffle: bool = False,
-        batches_per_epoch: Optional[int] = None,
-        num_workers: int = 0,
         max_instances_in_memory: Optional[int] = None,
         seed: Optional[int] = None,
-        start_method: str = "fork",
-        cuda_device=None,
-        quiet: bool = False,
         **kwargs: Any,
     ) -> None:
         if batch_size is None or batch_size < 1:
@@ -75,10 +59,8 @@ class LmStreamDataLoader(MultiProcessDataLoader):
                 f"multiple of batch_size ({batch_size}), so that each chunk makes full batches"
             )
         super().__init__(
-            reader, data_path, batch_size=batch_size, drop_last=drop_last, shuffle=False,
-            batches_per_epoch=batches_per_epoch, num_workers=num_workers,
-            max_instances_in_memory=max_instances_in_memory, start_method=start_method,
-            cuda_device=cuda_device, quiet=quiet, **kwargs,
+            reader, data_path, batch_size=batch_size, shuffle=False,
+            max_instances_in_memory=max_instances_in_memory, **kwargs,
         )  # fmt: skip
         self.shuffle_chunks = shuffle
         self.seed = random.randrange(2**32) if seed is None else int(seed)
@@ -120,9 +102,8 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         return length
 
     def resume(self, epochs_completed: int, batches_completed: int) -> None:
-        """Called before the first epoch of a resumed run (the `skip_trained_batches` callback):
-        the epochs already trained make no batches, and the first `batches_completed` batches of
-        the next are empty placeholders that the trainer skips."""
+        """Before a resumed run's first epoch: the epochs trained make no batches, and the first
+        `batches_completed` of the next are empty placeholders that the trainer skips."""
         if self.num_workers > 1:
             logger.warning(
                 "lm_stream: %d data-loader workers deliver batches in no fixed order, so the "
@@ -152,7 +133,7 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         rank = self.reader.get_distributed_info()
         stream = f"{self.seed}:{0 if rank is None else rank.global_rank}:" \
                  f"{0 if worker is None else worker.id}:{self._epoch}"  # fmt: skip
-        chunks = _chunks(instance_iterator, self.max_instances_in_memory)
+        chunks = lazy_groups_of(instance_iterator, self.max_instances_in_memory)
         for number, chunk in enumerate(chunks):
             per_chunk = corpus_size.batches(len(chunk), self.batch_size, self.drop_last)
             if skip >= per_chunk:
@@ -174,12 +155,3 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         if move_to_device and self.cuda_device is not None:
             tensors = nn_util.move_to_device(tensors, self.cuda_device)
         return tensors
-
-
-def _chunks(iterator: Iterable[Instance], size: int) -> Iterator[List[Instance]]:
-    iterator = iter(iterator)
-    while True:
-        chunk = list(islice(iterator, size))
-        if not chunk:
-            return
-        yield chunk

@@ -16,10 +16,9 @@ logger = logging.getLogger(__name__)
 
 class WindowTextField(TextField):
     """
-    The `TextField` of one window of `lm_corpus`'s token stream. If `shares_first_token`, its
-    first token is the previous window's last: it is counted for a vocabulary only there, so a
-    vocabulary built from the windows counts every token of the corpus once (as `min_count`
-    expects). Everything else is a `TextField`'s.
+    The `TextField` of one window of `lm_corpus`'s stream. If `shares_first_token`, its first
+    token (the previous window's last) is not counted for a vocabulary, so every token of the
+    corpus is counted once.
     """
 
     __slots__ = ["shares_first_token"]
@@ -40,8 +39,7 @@ class WindowTextField(TextField):
                 indexer.count_vocab_items(token, counter)
 
     def duplicate(self) -> "WindowTextField":
-        # `TextField.duplicate` would make a plain `TextField`; the indexers are shared, not
-        # copied, as there.
+        # `TextField.duplicate` would make a plain `TextField`.
         copy = WindowTextField(deepcopy(self.tokens), self._token_indexers, self.shares_first_token)
         copy._indexed_tokens = deepcopy(self._indexed_tokens)
         return copy
@@ -50,24 +48,14 @@ class WindowTextField(TextField):
 @DatasetReader.register("lm_corpus")
 class LmCorpusReader(DatasetReader):
     """
-    Reads a language modelling corpus, one sentence a line, into instances with one field,
-    `"tokens"` (a `WindowTextField`; `field_name` renames it).
+    Reads a language modelling corpus, one sentence a line (a file or a glob pattern of files,
+    through `allennlp_elmo_c.data.corpus`), into instances with one `WindowTextField`.
 
-    Every sentence gets its start and end tokens (`<S>` ... `</S>`) and the sentences are
-    concatenated, in file order, into one token stream. With `max_sequence_length` = L the stream
-    is cut into windows of L tokens that share one token with the next: window k holds tokens
-    `k * (L - 1)` to `k * (L - 1) + L - 1`, the last one possibly shorter. As `elmo_c` predicts
-    `w[1:]` forward and `w[:-1]` backward in a window `w`, every token of the stream is predicted
-    exactly once per direction (no LM state is carried between windows). Without
-    `max_sequence_length` every sentence is one instance.
-
-    The corpus is a file or a glob pattern of files (`corpus/train-*.txt`), read in sorted order
-    as one stream through `allennlp_elmo_c.data.corpus` (links skipped, lines in bounded pieces,
-    decoded by `decode_line`; lines with undecodable bytes or NUL characters are counted in one
-    warning per file and worker). Blank lines and lines without a token are skipped. Only a
-    window's worth of the stream and one piece of a line are held at a time. With multi-process
-    loading or distributed training, line i goes to rank i mod W and to that rank's worker
-    (i div W) mod K, which makes its own stream of its lines.
+    Every sentence gets its start and end tokens and the sentences are concatenated into one
+    stream, cut into windows of `max_sequence_length` tokens that share one token with the next,
+    so that `elmo_c` predicts every token once per direction; without it every sentence is one
+    instance. With several workers or ranks, line i goes to rank i mod W and to that rank's
+    worker (i div W) mod K.
 
     Registered as a `DatasetReader` with name "lm_corpus".
 
@@ -80,8 +68,8 @@ class LmCorpusReader(DatasetReader):
     start_tokens : `List[str]`, optional (default = `["<S>"]`)
     end_tokens : `List[str]`, optional (default = `["</S>"]`)
     field_name : `str`, optional (default = `"tokens"`)
-        The name of the model's `forward` argument that takes the field (`"source"` for
-        allennlp-models' `language_model`).
+        The model's `forward` argument that takes the field (`"source"` for allennlp-models'
+        `language_model`).
     """
 
     def __init__(
@@ -102,9 +90,9 @@ class LmCorpusReader(DatasetReader):
                 "lm_corpus: max_sequence_length must be >= 2 (or null): consecutive windows "
                 f"share one token, so a window needs at least two; got {max_sequence_length}"
             )
-        self._tokenizer = tokenizer or WhitespaceTokenizer()
-        self._token_indexers = token_indexers or {"tokens": SingleIdTokenIndexer()}
-        self._max_sequence_length = max_sequence_length
+        self.tokenizer = tokenizer or WhitespaceTokenizer()
+        self.token_indexers = token_indexers or {"tokens": SingleIdTokenIndexer()}
+        self.max_sequence_length = max_sequence_length
         self._start_tokens = [Token(t) for t in (["<S>"] if start_tokens is None else start_tokens)]
         self._end_tokens = [Token(t) for t in (["</S>"] if end_tokens is None else end_tokens)]
         self._field_name = field_name
@@ -115,11 +103,11 @@ class LmCorpusReader(DatasetReader):
         for window in windows:
             yield Instance({self._field_name: WindowTextField(window, None, shares_first_token)})
             # (With max_sequence_length, every window after the first shares its first token.)
-            shares_first_token = self._max_sequence_length is not None
+            shares_first_token = self.max_sequence_length is not None
 
     def _read_pieces(self, file_path) -> Iterator[Tuple[List[Token], bool]]:
-        """This process's share of the corpus's sentences as `(tokens, ends_sentence)` pieces:
-        the start tokens before a sentence's first tokens, the end tokens in a last piece."""
+        """This process's share of the sentences as `(tokens, ends_sentence)` pieces, with the
+        start and end tokens."""
         paths = corpus_files(file_path)
         logger.info("Reading sentences from %s", file_path)
         undecodable = with_nul = sentences = 0
@@ -128,7 +116,7 @@ class LmCorpusReader(DatasetReader):
                 started = bad = nul = False
                 for text, bad_bytes, had_nul in line:
                     bad, nul = bad or bad_bytes, nul or had_nul
-                    tokens = self._tokenizer.tokenize(text) if text.strip() else []
+                    tokens = self.tokenizer.tokenize(text) if text.strip() else []
                     if tokens:
                         yield (tokens if started else self._start_tokens + tokens), False
                         started = True
@@ -138,16 +126,14 @@ class LmCorpusReader(DatasetReader):
                     yield list(self._end_tokens), True
         finally:
             self._warn(file_path, undecodable, with_nul)
-        # Training on nothing would "succeed" with zero steps: an empty corpus is an error. (A
-        # worker's shard of a small file may be empty; only a file without any text is.)
+        # A worker's shard of a small file may be empty; a corpus without text is an error.
         if not sentences and not has_text(paths):
             raise ConfigurationError(
                 f"lm_corpus: {file_path} has no sentences (it is empty or has only blank lines)"
             )
 
     def _windows(self, pieces: Iterable[Tuple[List[Token], bool]]) -> Iterator[List[Token]]:
-        """The windows of the stream of sentence `pieces` (see the class docstring)."""
-        length = self._max_sequence_length
+        length = self.max_sequence_length
         # `pending` holds the stream from the last window's last token on (only the stream's
         # start before the first window): `pending[0]` is shared with the next window.
         pending: List[Token] = []
@@ -170,18 +156,13 @@ class LmCorpusReader(DatasetReader):
             yield pending
 
     def count_instances(self, file_path) -> int:
-        """The instances `read(file_path)` makes in this process (all its lines as one stream),
-        counted by tokenizing the corpus without building instances: one pass over the text."""
+        """The instances `read(file_path)` makes in this process, counted without making them."""
         return sum(1 for _ in self._windows(self._read_pieces(file_path)))
 
     def text_to_instance(self, sentence: Union[str, List[str]]) -> Instance:  # type: ignore
-        """
-        One instance from one sentence, as a string (tokenized like the corpus; NUL characters
-        are spaces) or as a list of tokens (strings or `Token`s): its tokens between the start
-        and end tokens. It is never cut into windows.
-        """
+        """One instance of one sentence (a string, or a list of tokens), never cut into windows."""
         if isinstance(sentence, str):
-            tokens = self._tokenizer.tokenize(sentence.replace("\x00", " "))
+            tokens = self.tokenizer.tokenize(sentence.replace("\x00", " "))
         else:
             tokens = [token if isinstance(token, Token) else Token(token) for token in sentence]
         return Instance(
@@ -189,27 +170,12 @@ class LmCorpusReader(DatasetReader):
         )
 
     @property
-    def max_sequence_length(self) -> Optional[int]:
-        """The tokens of one window (`None`: one instance a sentence)."""
-        return self._max_sequence_length
-
-    @property
-    def tokenizer(self) -> Tokenizer:
-        """The tokenizer that splits a line into tokens."""
-        return self._tokenizer
-
-    @property
-    def token_indexers(self) -> Dict[str, TokenIndexer]:
-        """The token indexers of the field, by key."""
-        return self._token_indexers
-
-    @property
     def boundary_tokens(self) -> List[str]:
         """The start tokens then the end tokens added around every sentence."""
         return [token.text for token in self._start_tokens + self._end_tokens]
 
     def apply_token_indexers(self, instance: Instance) -> None:
-        instance[self._field_name].token_indexers = self._token_indexers  # type: ignore
+        instance[self._field_name].token_indexers = self.token_indexers  # type: ignore
 
     def _warn(self, file_path, undecodable: int, with_nul: int) -> None:
         worker = self.get_worker_info()

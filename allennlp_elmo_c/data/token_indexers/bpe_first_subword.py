@@ -18,11 +18,9 @@ logger = logging.getLogger(__name__)
 @TokenIndexer.register("bpe_first_subword")
 class BpeFirstSubwordIndexer(TokenIndexer):
     """
-    Feeds word-level tasks to an ELMo-Sub biLM, as AllenNLP's `pretrained_transformer_mismatched`
-    does to a transformer: words in, the sentence's BPE subwords out (between `<S>` and `</S>`),
-    with the position of each word's first subword, whose vectors represent the word. The ids are
-    the pretraining vocabulary's; the task's vocabulary is never used. A word without subwords
-    gets `@@UNKNOWN@@`.
+    Feeds word-level tasks to an ELMo-Sub biLM, as `pretrained_transformer_mismatched` does to a
+    transformer: words in, the sentence's BPE subwords (pretraining vocabulary ids, between `<S>`
+    and `</S>`) out, with the position of each word's first subword, which represents the word.
 
     Registered as a `TokenIndexer` with name "bpe_first_subword".
 
