@@ -21,8 +21,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tarfile
 
 import pytest
@@ -31,6 +29,7 @@ import torch
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from tests import PROJECT_ROOT
+from tests.reliability import forked
 from tests.helpers import DEMO_AT_FIXTURE_SIZE, DEMO_CONFIG, KILL_ENV, make_demo_data_dir
 from tests.write_faults import fail, faulty_torch_save
 
@@ -77,8 +76,9 @@ EVERY_2_BATCHES = {
 
 
 def run_training(config, run, overrides, variables, recover=False, fault=None, kill_at=None):
-    """`allennlp train` of `config` in a subprocess with the fault injectors of this module
-    (`overrides` must name them among the callbacks) and the environment `variables`."""
+    """`allennlp train` of `config` in a process of its own (forked: `tests.reliability.forked`)
+    with the fault injectors of this module (`overrides` must name them among the callbacks) and
+    the environment `variables`."""
     environment = dict(os.environ, OMP_NUM_THREADS="1", **variables)
     environment.pop(KILL_ENV, None)
     environment.pop(FAULT_ENV, None)
@@ -86,12 +86,9 @@ def run_training(config, run, overrides, variables, recover=False, fault=None, k
         environment[KILL_ENV] = str(kill_at)
     if fault is not None:
         environment[FAULT_ENV] = fault
-    command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(config), "-s", str(run)]
-    command += ["-o", json.dumps(overrides), "--include-package", __name__]
-    command += ["--file-friendly-logging"] + (["--recover"] if recover else [])
-    return subprocess.run(
-        command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=600
-    )
+    command = ["train", str(config), "-s", str(run), "-o", json.dumps(overrides)]
+    command += ["--include-package", __name__, "--file-friendly-logging"]
+    return forked.run(command + (["--recover"] if recover else []), environment, PROJECT_ROOT)
 
 
 def train(data_dir, run, recover=False, fault=None, kill_at=None, spelling="dotted"):

@@ -12,8 +12,6 @@ that the training subprocess (and its spawned ranks) import through `--include-p
 import json
 import math
 import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Iterable, List
@@ -28,6 +26,7 @@ from allennlp.models.archival import load_archive
 from allennlp_elmo_c.data.dataset_readers.lm_corpus import LmCorpusReader
 from tests import PROJECT_ROOT
 from tests.helpers import DEMO_AT_FIXTURE_SIZE, make_demo_data_dir
+from tests.reliability import forked
 
 DEMO_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c_demo.jsonnet"
 MAX_SEQUENCE_LENGTH = 21  # the demo config's
@@ -107,12 +106,9 @@ def test_demo_config_trains_on_two_gloo_workers_with_a_sharded_corpus(tmp_path):
     }
     environment = dict(os.environ, ELMO_C_DATA_DIR=str(data), OMP_NUM_THREADS="1")
     environment["MKL_NUM_THREADS"] = "1"
-    command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(DEMO_CONFIG)]
-    command += ["-s", str(run), "-o", json.dumps(overrides), "--file-friendly-logging"]
-    command += ["--include-package", __name__]
-    result = subprocess.run(
-        command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=600
-    )
+    command = ["train", str(DEMO_CONFIG), "-s", str(run), "-o", json.dumps(overrides)]
+    command += ["--file-friendly-logging", "--include-package", __name__]
+    result = forked.run(command, environment, PROJECT_ROOT)  # a process of its own
     assert result.returncode == 0, result.stderr[-5000:]
 
     # Both ranks trained (each has its own log) and the primary wrote finite metrics.

@@ -11,7 +11,7 @@ kills node 1 (its whole process group, like a machine that dies) in the middle o
 node 0 stops with gloo's connection error instead of hanging, and rerunning both nodes with
 `--recover` resumes both from their newest checkpoint and finishes.
 
-Every node is a subprocess with a generous time limit, so a hang fails the test instead of
+Every node is a process of its own with a generous time limit, so a hang fails the test instead of
 hanging it.
 """
 
@@ -20,8 +20,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 import tarfile
 import time
 from pathlib import Path
@@ -33,6 +31,7 @@ from allennlp.common import Params
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from tests import PROJECT_ROOT
+from tests.reliability import forked
 from tests.helpers import LM_DATA, SENTENCES, TINY_FASTTEXT, TINY_SIZES
 
 PAPER_CONFIG = PROJECT_ROOT / "training_config" / "elmo_c.jsonnet"
@@ -77,46 +76,37 @@ def environment(train_data: Path) -> Dict[str, str]:
 
 
 def start_nodes(run: Path, overrides: dict, variables, recover=False, kill_node_1_at=None):
-    """Both nodes' `allennlp train`, each in its own session, output in `run/node<r>.out`."""
+    """Both nodes' `allennlp train`, each a process in its own session (forked:
+    `tests.reliability.forked`), output in `run/node<r>.out`."""
     nodes = []
     for rank in range(NODES):
-        command = [sys.executable, "-m", "allennlp_elmo_c", "train", str(PAPER_CONFIG)]
-        command += ["-s", str(run / f"node{rank}"), "-o", json.dumps(overrides)]
-        command += ["--node-rank", str(rank), "--file-friendly-logging"]
+        command = ["train", str(PAPER_CONFIG), "-s", str(run / f"node{rank}")]
+        command += ["-o", json.dumps(overrides), "--node-rank", str(rank)]
+        command += ["--file-friendly-logging"]
         command += ["--include-package", "allennlp_elmo_c", "--include-package", __name__]
         command += ["--recover"] if recover else []
         node_variables = dict(variables)
         if rank == 1 and kill_node_1_at is not None:
             node_variables[KILL_NODE_ENV] = str(kill_node_1_at)
-        output = open(run / f"node{rank}{'.recover' if recover else ''}.out", "w")
-        nodes.append(
-            subprocess.Popen(
-                command,
-                cwd=PROJECT_ROOT,
-                env=node_variables,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
-        output.close()
+        output = run / f"node{rank}{'.recover' if recover else ''}.out"
+        output.write_text("")
+        nodes.append(forked.start(command, node_variables, PROJECT_ROOT, output, new_session=True))
     return nodes
 
 
-def wait_for(nodes: List[subprocess.Popen], run: Path) -> List[int]:
+def wait_for(nodes, run: Path) -> List[int]:
     """The nodes' exit codes; kills them all and fails if any is still running after
     `TIME_LIMIT` seconds."""
     deadline = time.monotonic() + TIME_LIMIT
-    try:
+    for node in nodes:
+        node.join(timeout=max(deadline - time.monotonic(), 1))
+    if any(node.exitcode is None for node in nodes):
         for node in nodes:
-            node.wait(timeout=max(deadline - time.monotonic(), 1))
-    except subprocess.TimeoutExpired:
-        for node in nodes:
-            if node.poll() is None:
+            if node.exitcode is None:
                 os.killpg(node.pid, signal.SIGKILL)
-                node.wait()
+                node.join()
         raise AssertionError(f"a node ran past {TIME_LIMIT} s (hung?):\n{outputs(run)}")
-    return [node.returncode for node in nodes]
+    return [node.exitcode for node in nodes]
 
 
 def outputs(run: Path) -> str:

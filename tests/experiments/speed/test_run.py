@@ -3,12 +3,13 @@ folder. Output format only (JSON keys, the Markdown section between its markers,
 timing assertions."""
 import json
 import os
-import subprocess
-import sys
 
 from tests import PROJECT_ROOT
+from tests.reliability import forked
 
 BEGIN, END = "<!-- report: speed-run -->", "<!-- /report -->"
+# `python -m experiments.speed.run`, in a process of its own (forked: tests/reliability/forked.py)
+RUN = "experiments.speed.run"
 
 
 def test_smoke_run_writes_json_markdown_and_plot(tmp_path):
@@ -17,11 +18,10 @@ def test_smoke_run_writes_json_markdown_and_plot(tmp_path):
     report.write_text(f"# Results\n\nkept before\n\n{BEGIN}\nstale numbers\n{END}\n\nkept after\n")
     environment = dict(os.environ, OMP_NUM_THREADS="1",
                        PYTHONPATH=os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
-    command = [sys.executable, "-m", "experiments.speed.run", "--smoke",
+    command = ["--smoke",
                "--device", "cpu", "--threads", "1", "--out", str(out), "--markdown", str(report),
                "--plot", str(figure)]  # fmt: skip
-    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+    finished = forked.run(command, environment, PROJECT_ROOT, module=RUN, timeout=300)
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert "Summary:" in finished.stdout
 
@@ -74,11 +74,10 @@ def test_end_to_end_rows_for_each_thread_count_and_batch(tmp_path):
     out, report = tmp_path / "results.json", tmp_path / "RESULTS.md"
     environment = dict(os.environ, OMP_NUM_THREADS="1",
                        PYTHONPATH=os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
-    command = [sys.executable, "-m", "experiments.speed.run", "--smoke", "--device", "cpu",
+    command = ["--smoke", "--device", "cpu",
                "--sections", "end_to_end", "--threads", "1", "2", "--e2e-batches", "2", "3",
                "--out", str(out), "--markdown", str(report), "--profile-ops", "0"]  # fmt: skip
-    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+    finished = forked.run(command, environment, PROJECT_ROOT, module=RUN, timeout=300)
     assert finished.returncode == 0, finished.stderr[-3000:]
     rows = json.loads(out.read_text())["sections"]["end_to_end"]
     assert {(row["threads"], row["batch"]) for row in rows} == {(1, 2), (1, 3), (2, 2), (2, 3)}
@@ -96,12 +95,11 @@ def test_smoke_run_leaves_the_committed_results_alone(tmp_path):
     report = tmp_path / "RESULTS.md"
     environment = dict(os.environ, OMP_NUM_THREADS="1",
                        PYTHONPATH=os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
-    command = [sys.executable, "-m", "experiments.speed.run", "--smoke", "--device", "cpu",
+    command = ["--smoke", "--device", "cpu",
                "--sections", "end_to_end", "output_layers", "--threads", "1", "--profile-ops", "0",
                "--markdown", str(report)]  # fmt: skip
     try:
-        finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True,
-                                  text=True, timeout=300)  # fmt: skip
+        finished = forked.run(command, environment, PROJECT_ROOT, module=RUN, timeout=300)
         after = {path: path.read_bytes() for path in committed}
     finally:
         for path, content in before.items():  # a regression must not leave toy numbers behind
