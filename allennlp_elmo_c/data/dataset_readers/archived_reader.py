@@ -8,8 +8,9 @@ class ArchivedReader(DatasetReader):
     """
     The dataset reader an `elmo_c` archive was trained with, built from its config.json (no
     weights read): `{"type": "elmo_c_from_archive", "archive_file": ...}`, as AllenNLP's
-    `from_archive` model type gives an archive's model. Continued pretraining (`elmo_c_adapt.jsonnet`) reads
-    new text with it, windowed, tokenized and indexed as the source biLM's corpus was.
+    `from_archive` model type gives an archive's model. Continued pretraining
+    (`elmo_c_adapt.jsonnet`) reads new text with it, windowed, tokenized and indexed as the
+    source biLM's corpus was.
 
     Registered as a `DatasetReader` with name "elmo_c_from_archive".
     """
