@@ -8,10 +8,11 @@ archive whose config has ELMo-C components (`is_elmo_c_config`) and for a model 
 plugin's way; AllenNLP's own `load_archive` loads any other archive, as it would without the
 plugin.
 
-Which it is, is decided from the archive's config.json, read as JSON without extracting the
-archive (`safe_extract.read_member`: AllenNLP writes it first) or from the directory. A
-config.json that cannot be read so (hand-made jsonnet, a trailing comma; a corrupt archive) is
-AllenNLP's to load or refuse, as without the plugin.
+Which it is, is decided from the archive's config.json, read without extracting the archive
+(`safe_extract.read_member`: AllenNLP writes it first) or from the directory: as JSON where it
+parses; otherwise (hand-made jsonnet, a trailing comma) by whether its text names a component
+only this plugin registers. A config.json the plugin cannot read (over 4 MiB, a corrupt archive)
+is refused in one line.
 
 The plugin's way: the archive is extracted through `received.safe_extract` (no member is written
 outside its place; the files of a model archive only); a `vocabulary` that is not a real
@@ -36,7 +37,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from allennlp.commands import evaluate as evaluate_command
 from allennlp.commands import predict as predict_command
@@ -47,7 +48,7 @@ import allennlp.models
 from allennlp.predictors import predictor as predictor_module
 
 from allennlp_elmo_c.archive import is_model_directory, load_elmo_c_archive
-from allennlp_elmo_c.received.received_config import is_elmo_c_config
+from allennlp_elmo_c.received.received_config import is_elmo_c_config, plugin_component_names
 from allennlp_elmo_c.received.received_json import MAX_CONFIG_BYTES
 from allennlp_elmo_c.received.safe_extract import read_member
 
@@ -69,26 +70,41 @@ LOOKED_UP_IN_IF_IMPORTED = (
 _SIGNATURE = inspect.signature(archival.load_archive)
 
 
-def _archive_config(resolved: str) -> Optional[Any]:
-    """The config.json of an archive or directory as JSON; `None` where it cannot be read so."""
+def _is_plugin_archive(resolved: str) -> bool:
+    """Whether the config.json of an archive or directory builds a component of this plugin:
+    decided from its JSON where it parses as JSON; else (jsonnet, a trailing comma, nested too
+    deep) from whether its text names one of the plugin's own components as a string; a
+    config.json the plugin cannot read at all (over `MAX_CONFIG_BYTES`, a malformed archive) is
+    the plugin's to refuse."""
     try:
         if os.path.isdir(resolved):
-            data: Optional[bytes] = (Path(resolved) / archival.CONFIG_NAME).read_bytes()
+            path = Path(resolved) / archival.CONFIG_NAME
+            if path.stat().st_size > MAX_CONFIG_BYTES:
+                return True
+            data: Optional[bytes] = path.read_bytes()
         else:
             data = read_member(resolved, archival.CONFIG_NAME, MAX_CONFIG_BYTES)
-        return None if data is None else json.loads(data)
-    except (ConfigurationError, OSError, ValueError, EOFError, RecursionError):
-        return None
+    except FileNotFoundError:
+        return False
+    except (ConfigurationError, OSError, EOFError):
+        return True
+    if data is None:
+        return False
+    try:
+        return is_elmo_c_config(json.loads(data))
+    except (ValueError, RecursionError):
+        text = data.decode("utf-8", errors="replace")
+        return any(f'"{name}"' in text or f"'{name}'" in text for name in plugin_component_names())
 
 
 def _load_archive(archive_file, *args, **kwargs):
     arguments = _SIGNATURE.bind(archive_file, *args, **kwargs)
     arguments.apply_defaults()
     options = arguments.arguments
-    if not is_model_directory(str(archive_file)):
-        config = _archive_config(cached_path(archive_file))
-        if config is None or not is_elmo_c_config(config):
-            return ORIGINALS["load_archive"](*arguments.args, **arguments.kwargs)
+    if not is_model_directory(str(archive_file)) and not _is_plugin_archive(
+        cached_path(archive_file)
+    ):
+        return ORIGINALS["load_archive"](*arguments.args, **arguments.kwargs)
     return load_elmo_c_archive(
         archive_file, options["overrides"], options["cuda_device"], options["weights_file"]
     )

@@ -102,6 +102,12 @@ def _plugin_registrations() -> Tuple[Dict[str, frozenset], frozenset]:
     return {name: frozenset(bases) for name, bases in mine.items()}, frozenset(others)
 
 
+def plugin_component_names() -> frozenset:
+    """The names only this plugin registers."""
+    mine, others = _plugin_registrations()
+    return frozenset(mine) - others
+
+
 def is_elmo_c_config(config: Any) -> bool:
     """Whether a config's built sections build a component this plugin registers (a name other
     packages register too counts only as a section's own type). Only these configs are checked

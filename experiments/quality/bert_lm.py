@@ -130,7 +130,7 @@ def load_checkpoint(run: Path, model, optimizer, state: dict) -> dict:
 
     if not (run / CHECKPOINT).is_file():
         return state
-    saved = torch.load(run / CHECKPOINT, weights_only=False)
+    saved = torch.load(run / CHECKPOINT, weights_only=True)
     model.load_state_dict(saved.pop("model"))
     optimizer.load_state_dict(saved.pop("optimizer"))
     torch.set_rng_state(saved.pop("rng"))

@@ -61,7 +61,10 @@ def rewritten_archive(source: Path, target: Path, replace: Dict[str, bytes], ext
     target.parent.mkdir(parents=True, exist_ok=True)
     stream = io.BytesIO()
     with tarfile.open(fileobj=stream, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        added = {info.name for info, _ in extra}  # an added member takes the place of its namesake
         for info, data in _members(source):
+            if info.name in added:
+                continue
             if info.name in replace:
                 data = replace[info.name]
                 info.size = len(data)
