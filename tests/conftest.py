@@ -7,6 +7,9 @@ import torch
 # AllenNLP's test helpers (ModelTestCase, train_model_from_file) do not import plugins: importing
 # the package here registers every component and applies the torch compatibility fixes.
 import allennlp_elmo_c  # noqa: F401
+# The suite uses the Hugging Face doors as a user who imports the integration does (import
+# registers nothing outside AllenNLP: tests/test_startup.py checks it in a fresh process).
+import allennlp_elmo_c.integrations.huggingface  # noqa: F401,E402
 
 from tests import FIXTURES_ROOT
 from tests.helpers import (
