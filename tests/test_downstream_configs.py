@@ -78,7 +78,11 @@ TRAINED = {
                                                  "data_loader.batch_size": 2}}),
     "ner": (CONFIGS / "ner_elmo_c_tiny.jsonnet", "f1-measure-overall", {}),
     "pos": (PROJECT_ROOT / "downstream_configs" / "pos_elmo_c.jsonnet", "accuracy", {}),
-    "snli": (CONFIGS / "snli_elmo_c_tiny.jsonnet", "accuracy", {}),
+    # At the paper's rate (4e-4) the tiny ESIM's loss stays within noise of its first epoch's
+    # on some seeds, the config's among them once the biLM is built on `meta` (which draws no
+    # random numbers); at 4e-3 it learns on the config's seed, 0 and 11 (seed 7 still does not).
+    "snli": (CONFIGS / "snli_elmo_c_tiny.jsonnet", "accuracy",
+             {baseline: {"trainer.optimizer.lr": 0.004} for baseline in ("none", "fasttext")}),
     "srl": (CONFIGS / "srl_elmo_c_tiny.jsonnet", "f1-measure-overall", {}),
     "sst5": (CONFIGS / "sst5_elmo_c_tiny.jsonnet", "accuracy", {}),
     # The baseline's input is the fastText .bin, 300-d in the config and 16-d in the fixture.
