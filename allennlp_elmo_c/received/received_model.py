@@ -9,8 +9,6 @@ budget (`allocation_budget`).
 """
 
 import contextlib
-import copy
-import logging
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +16,6 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from allennlp_elmo_c.fasttext.fasttext_source import check_fingerprint, resolve_fasttext_path
 from allennlp_elmo_c.received.allocation_budget import budget_of
 from allennlp_elmo_c.received.contained_files import inside_path
@@ -45,8 +42,6 @@ from allennlp_elmo_c.received.received_json import (
 )
 from allennlp_elmo_c.received.received_weights import Tensor, held_total, weights_table
 from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
-
-logger = logging.getLogger(__name__)
 
 # AllenNLP's names for an archive's files.
 ARCHIVE_WEIGHTS = "weights.th"
@@ -234,40 +229,30 @@ def recorded_fasttext(parts: BiLMConfigParts, source: str) -> Optional[str]:
     return next(iter(paths), None)
 
 
-def recorded_fingerprint_of(parts: BiLMConfigParts, source: str) -> Optional[int]:
-    """The fastText fingerprint a checked config records; `None` for one trained before."""
-    values = {node["fingerprint"] for _, node in parts.fasttext_components if "fingerprint" in node}
-    if len(values) > 1:
-        raise ConfigurationError(f"{source} records several fastText fingerprints {sorted(values)}")
-    return next(iter(values), None)
-
-
 def checked_fasttext_of(
     parts: BiLMConfigParts,
     source: str,
     fasttext_path: Optional[str] = None,
     is_directory: bool = False,
-) -> Tuple[str, Optional[int]]:
+) -> Tuple[str, int]:
     """The fastText `.bin` of a checked config (`fasttext_path`, else as `fasttext_source` finds
-    it; a directory's own) and the fingerprint it matched (None: none recorded, the recorded file
-    gone, a warning said so)."""
+    it; a directory's own) and the fingerprint it recorded and the `.bin` matched."""
     recorded = recorded_fasttext(parts, source)
     if recorded is None:
         raise ConfigurationError(f"{source}: the biLM reads no fastText file")
     if fasttext_path is None and is_directory:
         fasttext_path = recorded  # a model directory's own .bin, whatever the environment says
-    expected = recorded_fingerprint_of(parts, source)
+    values = {node.get("fingerprint") for _, node in parts.fasttext_components}
+    if None in values:
+        raise ConfigurationError(
+            f"{source} records no fastText fingerprint: it was not trained with allennlp_elmo_c "
+            "imported; train it again with `--include-package allennlp_elmo_c`"
+        )
+    if len(values) > 1:
+        raise ConfigurationError(f"{source} records several fastText fingerprints {sorted(values)}")
+    expected = values.pop()
     resolved = resolve_fasttext_path(recorded, source, fasttext_path, expected)
-    if expected is None and Path(recorded).is_file():
-        expected = FastTextBin.load(recorded).fingerprint
-    if expected is None:
-        logger.warning(
-            "%s was trained before fastText fingerprints were recorded and its .bin %s is not at "
-            "its recorded path: that %s is the same model cannot be checked",
-            source, recorded, resolved,
-        )  # fmt: skip
-    else:
-        check_fingerprint(resolved, expected, f"{recorded}, recorded in {source}")
+    check_fingerprint(resolved, expected, f"{recorded}, recorded in {source}")
     return resolved, expected
 
 
@@ -279,9 +264,9 @@ def prepared(
     tokenizer_path: Optional[str],
     is_directory: bool = False,
 ) -> Tuple[Dict[str, Any], BiLMConfigParts, Dict[str, Any], Optional[str]]:
-    """The config to record (with the fastText fingerprint) and its parts, the load-time
-    overrides (all layers, no candidate list, every fastText path the checked `.bin` found, a BPE
-    tokenizer at `tokenizer_path`), and the `.bin` found."""
+    """The config and its parts, the load-time overrides (all layers, no candidate list, every
+    fastText path the checked `.bin` found, a BPE tokenizer at `tokenizer_path`), and the `.bin`
+    found."""
     subword = is_subword_config(config)
     if subword and fasttext_path is not None:
         raise ConfigurationError(f"{source} is a BPE subword biLM: it reads no fastText")
@@ -293,14 +278,7 @@ def prepared(
     }
     resolved = None
     if not subword and recorded_fasttext(parts, source) is not None:
-        resolved, expected = checked_fasttext_of(parts, source, fasttext_path, is_directory)
-        if expected is not None and any(
-            node.get("fingerprint") != expected for _, node in parts.fasttext_components
-        ):
-            config = copy.deepcopy(config)
-            parts = check_bilm_config(config, source)  # the copy's nodes
-            for _, node in parts.fasttext_components:
-                node["fingerprint"] = expected
+        resolved, _ = checked_fasttext_of(parts, source, fasttext_path, is_directory)
         overrides.update({path: resolved for path, _, _ in parts.fasttext_keys})
     elif fasttext_path is not None:
         raise ConfigurationError(f"{source}: the biLM reads no fastText file (fasttext_path)")
