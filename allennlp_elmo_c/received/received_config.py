@@ -40,12 +40,10 @@ from allennlp.common.registrable import Registrable
 
 from allennlp_elmo_c.common.config_tree import walk
 from allennlp_elmo_c.fasttext.fasttext_source import FASTTEXT_COMPONENTS, FASTTEXT_KEYS
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.model_directory import CONFIG_KEYS
 from allennlp_elmo_c.received.shown_text import printable, quoted
 
-# The largest size (a tensor's dimension, a count of rows) and the most layers a config may give.
-MAX_SIZE = (1 << 31) - 1
-MAX_LAYERS = 64
 # Integer parameters that are identifiers, not sizes.
 NOT_SIZES = frozenset({"seed", "fingerprint"})
 # The sections of an AllenNLP training config that no loader reads (a record of the training).
@@ -341,7 +339,7 @@ class _Walk:
             raise self.refuse(path, f"{quoted(value, 40)} is not a size (a non-negative integer)")
         if key in NOT_SIZES:
             return
-        limit = MAX_LAYERS if key == "num_layers" else MAX_SIZE
+        limit = limits.MAX_LAYERS if key == "num_layers" else limits.MAX_SIZE
         if not 0 <= value <= limit:
             raise self.refuse(path, f"{value} is not a size between 0 and {limit}")
         if self.parts is not None:
@@ -385,10 +383,6 @@ DIRECTORY_REFUSED = frozenset({
 })  # fmt: skip
 
 
-# The most labels a model directory's config.json may size (transformers builds a table of them).
-MAX_LABELS = 1 << 16
-
-
 def check_directory_config(config: Dict[str, Any], where: str) -> None:
     """A model directory's config.json outside its `bilm`: no `trust_remote_code` anywhere, no
     key of `DIRECTORY_REFUSED` and no `*_kwargs`; every other key one `package` writes or of
@@ -407,6 +401,7 @@ def check_directory_config(config: Dict[str, Any], where: str) -> None:
             raise _refusal(where, key, "is not a key of a model directory's config.json (its "
                            "own, or one of transformers' PretrainedConfig)")  # fmt: skip
     labels = config.get("num_labels", 0)
-    if isinstance(labels, bool) or not isinstance(labels, int) or not 0 <= labels <= MAX_LABELS:
+    is_size = isinstance(labels, int) and not isinstance(labels, bool)
+    if not is_size or not 0 <= labels <= limits.MAX_LABELS:
         raise _refusal(where, "num_labels", f"{printable(labels, 40)} is not a size between 0 and "
-                       f"{MAX_LABELS}")  # fmt: skip
+                       f"{limits.MAX_LABELS}")  # fmt: skip

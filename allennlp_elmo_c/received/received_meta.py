@@ -9,12 +9,11 @@ from typing import Optional
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Meta, _check_version_compatibility
 
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.received_json import read_received_json
 from allennlp_elmo_c.received.shown_text import quoted
 
 META_NAME = "meta.json"
-# AllenNLP's meta.json is `{"version": "2.10.1"}`.
-MAX_META_BYTES = 4096
 _VERSION = re.compile(r"^\d{1,9}\.\d{1,9}\.[0-9A-Za-z.+\-]{1,40}$")
 
 
@@ -25,7 +24,7 @@ def read_meta(root: Path, source: str) -> Optional[Meta]:
     if not path.exists() and not path.is_symlink():
         return None
     where = f"{source}: {META_NAME}"
-    data = read_received_json(path, where, MAX_META_BYTES, follow_links=False)
+    data = read_received_json(path, where, limits.MAX_META_BYTES, follow_links=False)
     version = data.get("version") if isinstance(data, dict) else None
     if not isinstance(version, str) or not _VERSION.match(version):
         got = version if isinstance(data, dict) else type(data).__name__

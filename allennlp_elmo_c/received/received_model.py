@@ -35,11 +35,8 @@ from allennlp_elmo_c.received.received_config import (
     check_bilm_config,
     check_directory_config,
 )
-from allennlp_elmo_c.received.received_json import (
-    MAX_CONFIG_BYTES,
-    parse_received_json,
-    read_received_json,
-)
+from allennlp_elmo_c.received.limits import MAX_CONFIG_BYTES
+from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
 from allennlp_elmo_c.received.received_weights import Tensor, held_total, weights_table
 from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
 

@@ -1,9 +1,9 @@
 """
 The tensors of a received model's weights, known before any is loaded: names, dtypes, shapes and
 the bytes each really holds (its 4 KiB pages that are not all zeros: a sparse or all-zero tensor,
-or a header's claims, hold nothing). A `.safetensors` header is bounded
-(`MAX_SAFETENSORS_HEADER_BYTES`) before it is parsed and must fill the file exactly; a torch file
-(`weights.th`) is loaded weights-only and memory-mapped.
+or a header's claims, hold nothing). A `.safetensors` header is bounded (`received.limits`)
+before it is parsed and must fill the file exactly; a torch file (`weights.th`) is loaded
+weights-only and memory-mapped.
 """
 import math
 import struct
@@ -15,11 +15,10 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.received_json import parse_received_json
 from allennlp_elmo_c.received.shown_text import printable
 
-# The largest safetensors header read (the paper-size biLM's is ~10 KB).
-MAX_SAFETENSORS_HEADER_BYTES = 1 << 20
 # A page: the unit of a file's content that counts as held (one non-zero byte makes it held).
 PAGE_BYTES = 4096
 _CHUNK_PAGES = 1024
@@ -57,14 +56,14 @@ def safetensors_header(
                 f"{where}: not a safetensors file (shorter than its header's length)"
             )
         (length,) = struct.unpack("<Q", prefix)
-        if length > MAX_SAFETENSORS_HEADER_BYTES or length > size - 8:
+        readable = min(limits.MAX_SAFETENSORS_HEADER_BYTES, size - 8)
+        if length > readable:
             raise ConfigurationError(
                 f"{where}: its safetensors header declares {length} bytes, more than the "
-                f"{min(MAX_SAFETENSORS_HEADER_BYTES, size - 8)} read (a model's header is a few "
-                "KB); refused before parsing it"
+                f"{readable} read (a model's header is a few KB); refused before parsing it"
             )
         text = stream.read(length)
-    header = parse_received_json(text, f"{where} (its header)", MAX_SAFETENSORS_HEADER_BYTES)
+    header = parse_received_json(text, f"{where} (its header)", limits.MAX_SAFETENSORS_HEADER_BYTES)
     if not isinstance(header, dict):
         raise ConfigurationError(f"{where}: its safetensors header is not a JSON object")
     data_start = 8 + length
