@@ -43,7 +43,6 @@ from allennlp_elmo_c.received.received_config import (
     is_bilm_config,
 )
 from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
-from allennlp_elmo_c.received.received_meta import read_meta
 from allennlp_elmo_c.received.received_model import (
     ReceivedModel,
     check_vocabulary_directory,
@@ -53,6 +52,7 @@ from allennlp_elmo_c.received.received_model import (
     prepared,
     read_bilm_config,
     read_directory,
+    read_meta,
     received_bilm,
     unreadable_archive,
 )

@@ -9,12 +9,14 @@ budget (`allocation_budget`).
 """
 
 import contextlib
+import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import Meta, _check_version_compatibility
 
 from allennlp_elmo_c.fasttext.fasttext_source import check_fingerprint, resolve_fasttext_path
 from allennlp_elmo_c.received.allocation_budget import budget_of
@@ -35,10 +37,11 @@ from allennlp_elmo_c.received.received_config import (
     check_bilm_config,
     check_directory_config,
 )
-from allennlp_elmo_c.received.limits import MAX_CONFIG_BYTES
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
 from allennlp_elmo_c.received.received_weights import Tensor, held_total, weights_table
 from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
+from allennlp_elmo_c.received.shown_text import quoted
 
 # AllenNLP's names for an archive's files.
 ARCHIVE_WEIGHTS = "weights.th"
@@ -46,6 +49,29 @@ ARCHIVE_META = "meta.json"
 BUNDLE_DIR = "fasttext"
 ARCHIVE_FILES = frozenset({CONFIG_FILE, ARCHIVE_META, ARCHIVE_WEIGHTS})
 ARCHIVE_DIRECTORIES = frozenset({VOCABULARY_DIR, BUNDLE_DIR})
+
+
+_VERSION = re.compile(r"^\d{1,9}\.\d{1,9}\.[0-9A-Za-z.+\-]{1,40}$")
+
+
+def read_meta(root: Path, source: str) -> Optional[Meta]:
+    """The `meta.json` of the extracted archive `root` (`source` names it in messages), checked
+    and compared with this AllenNLP's version as AllenNLP does; `None` if there is none."""
+    path = Path(root) / ARCHIVE_META
+    if not path.exists() and not path.is_symlink():
+        return None
+    where = f"{source}: {ARCHIVE_META}"
+    data = read_received_json(path, where, limits.MAX_META_BYTES, follow_links=False)
+    version = data.get("version") if isinstance(data, dict) else None
+    if not isinstance(version, str) or not _VERSION.match(version):
+        got = version if isinstance(data, dict) else type(data).__name__
+        raise ConfigurationError(
+            f"{where}: not AllenNLP's record of its version (an object with a version such as "
+            f"'2.10.1'; got {quoted(got, 60)}); remove it, or save the archive again"
+        )
+    meta = Meta(version=version)
+    _check_version_compatibility(source, meta)
+    return meta
 
 
 def is_model_archive_member(name: str) -> bool:
@@ -188,7 +214,7 @@ def checked_bilm(
 def read_archive_member_config(archive_file: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
     """An archive's config.json, read without extracting the archive, and checked."""
     try:
-        data = read_member(archive_file, CONFIG_FILE, MAX_CONFIG_BYTES)
+        data = read_member(archive_file, CONFIG_FILE, limits.MAX_CONFIG_BYTES)
     except (tarfile.TarError, EOFError, OSError, ValueError) as error:
         raise unreadable_archive(archive_file, error) from error
     config = None if data is None else parse_received_json(data, f"{archive_file}: {CONFIG_FILE}")
