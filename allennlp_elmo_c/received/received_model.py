@@ -211,22 +211,17 @@ def checked_bilm(
     return check_bilm_config(config, where or f"{source}: {CONFIG_FILE}", prefix, in_directory)
 
 
-def read_archive_member_config(archive_file: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
-    """An archive's config.json, read without extracting the archive, and checked."""
-    try:
-        data = read_member(archive_file, CONFIG_FILE, limits.MAX_CONFIG_BYTES)
-    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
-        raise unreadable_archive(archive_file, error) from error
-    config = None if data is None else parse_received_json(data, f"{archive_file}: {CONFIG_FILE}")
-    return config, checked_bilm(config, archive_file)  # type: ignore[return-value]
-
-
 def read_bilm_config(path: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
-    """The biLM's config of a model directory or an archive, checked; no weights read."""
+    """The biLM's config of a model directory or an archive (not extracted), checked."""
     if Path(path).is_dir():
         config, parts = read_directory(path)
         return config["bilm"], parts
-    return read_archive_member_config(path)
+    try:
+        data = read_member(path, CONFIG_FILE, limits.MAX_CONFIG_BYTES)
+    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
+        raise unreadable_archive(path, error) from error
+    config = None if data is None else parse_received_json(data, f"{path}: {CONFIG_FILE}")
+    return config, checked_bilm(config, path)  # type: ignore[return-value]
 
 
 def unreadable_archive(archive_file: str, error: Exception) -> ConfigurationError:

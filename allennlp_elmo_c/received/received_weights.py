@@ -96,37 +96,16 @@ def safetensors_header(
     return tensors
 
 
-def held_bytes(path: PathOrStr, begin: int, end: int) -> int:
+def _held(data: np.ndarray) -> int:
+    """The bytes of `data` (uint8) in its non-zero pages, read a chunk at a time."""
     held = 0
-    with open(path, "rb") as stream:
-        stream.seek(begin)
-        position = begin
-        while position < end:
-            data = stream.read(min(end - position, PAGE_BYTES * _CHUNK_PAGES))
-            if not data:
-                break
-            held += _held_in(np.frombuffer(data, dtype=np.uint8))
-            position += len(data)
+    for start in range(0, len(data), PAGE_BYTES * _CHUNK_PAGES):
+        chunk = data[start : start + PAGE_BYTES * _CHUNK_PAGES]
+        whole = len(chunk) // PAGE_BYTES * PAGE_BYTES
+        held += int(chunk[:whole].reshape(-1, PAGE_BYTES).any(axis=1).sum()) * PAGE_BYTES
+        if whole < len(chunk) and chunk[whole:].any():
+            held += len(chunk) - whole
     return held
-
-
-def _held_in(data: np.ndarray) -> int:
-    """The bytes of `data` (uint8) in its non-zero pages."""
-    whole = len(data) // PAGE_BYTES * PAGE_BYTES
-    pages = data[:whole].reshape(-1, PAGE_BYTES)
-    held = int(pages.any(axis=1).sum()) * PAGE_BYTES
-    if whole < len(data) and data[whole:].any():
-        held += len(data) - whole
-    return held
-
-
-def tensor_held_bytes(tensor: torch.Tensor) -> int:
-    """`held_bytes` of a (CPU, memory-mapped) tensor's own bytes."""
-    if tensor.numel() == 0:
-        return 0
-    data = tensor.detach().contiguous().view(-1).view(torch.uint8).numpy()
-    return sum(_held_in(data[start : start + PAGE_BYTES * _CHUNK_PAGES])
-               for start in range(0, len(data), PAGE_BYTES * _CHUNK_PAGES))  # fmt: skip
 
 
 def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
@@ -134,9 +113,11 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
     path = Path(path)
     try:
         if path.suffix == ".safetensors":
+            header = safetensors_header(path, where)
+            data = np.memmap(path, dtype=np.uint8, mode="r")
             return {
-                name: Tensor(dtype, shape, held_bytes(path, begin, end))
-                for name, (dtype, shape, begin, end) in safetensors_header(path, where).items()
+                name: Tensor(dtype, shape, _held(data[begin:end]))
+                for name, (dtype, shape, begin, end) in header.items()
             }
         from allennlp_elmo_c.received.weights_only import load_weights_only
 
@@ -155,7 +136,8 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
         raise ConfigurationError(f"{where}: not a state dict of tensors")
     return {
-        name: Tensor(tensor.dtype, tuple(tensor.shape), tensor_held_bytes(tensor))
+        name: Tensor(tensor.dtype, tuple(tensor.shape),
+                     _held(tensor.detach().contiguous().view(-1).view(torch.uint8).numpy()))
         for name, tensor in state.items()
     }
 

@@ -202,17 +202,6 @@ def _member_name(member: tarfile.TarInfo, archive_file: str) -> str:
     return _normalized(member.name)
 
 
-def checked_members(
-    archive: tarfile.TarFile,
-    archive_file: str,
-    archive_size: int,
-    wanted: Optional[Callable[[str], bool]] = None,
-) -> List[tarfile.TarInfo]:
-    """The members of `archive` (not yet iterated) to extract, every member checked as its header
-    is read (see the module docstring), those `wanted` (by name without `./`; all by default)."""
-    return [m for m, take in _checked_members(archive, archive_file, archive_size, wanted) if take]
-
-
 def _checked_members(
     archive: tarfile.TarFile,
     archive_file: str,
@@ -285,10 +274,12 @@ def _checked_members(
 def open_checked_archive(
     archive_file: PathOrStr, wanted: Optional[Callable[[str], bool]] = None
 ) -> Iterator[Tuple[tarfile.TarFile, List[tarfile.TarInfo]]]:
-    """`archive_file` opened with every member checked, and the members `wanted`; a corrupt
+    """`archive_file` opened with every member checked as its header is read (see the module
+    docstring), and the members `wanted` (by name without `./`; all by default); a corrupt
     archive raises `tarfile.ReadError`."""
     with _bounded_archive(archive_file) as (archive, size):
-        yield archive, checked_members(archive, str(archive_file), size, wanted)
+        checked = _checked_members(archive, str(archive_file), size, wanted)
+        yield archive, [member for member, take in checked if take]
 
 
 @contextlib.contextmanager
