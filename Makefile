@@ -18,7 +18,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 
 install: $(STAMP)
 
-$(STAMP): constraints.txt requirements.txt setup.py allennlp_elmo_c_startup.pth $(wildcard allennlp_elmo_c/*/*.c)
+$(STAMP): constraints.txt requirements.txt setup.py allennlp_elmo_c_spacy.py $(wildcard allennlp_elmo_c/*/*.c)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -c constraints.txt -r requirements.txt
 	$(PIP) install --no-deps -c constraints.txt allennlp==2.10.1 allennlp-models==2.10.1
@@ -26,14 +26,12 @@ $(STAMP): constraints.txt requirements.txt setup.py allennlp_elmo_c_startup.pth 
 	$(PIP) install --no-deps -c constraints.txt flair deprecated segtok lxml bioc gdown beautifulsoup4 \
 		soupsieve transformer-smaller-training-vocab
 	$(PIP) install --no-deps --no-build-isolation -e .
-	@# setup.py's data_files put the .pth into site-packages in a wheel install; setuptools'
-	@# editable install leaves data files out (its editable_wheel asks the distribution for
-	@# `has_data`, whose method is `has_data_files`), so it is copied here.
-	cp allennlp_elmo_c_startup.pth "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/"
+	@# An earlier install's start-up hook, no longer part of the package.
+	rm -f "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/allennlp_elmo_c_startup.pth"
 	@touch $(STAMP)
 
 lint: install
-	$(VENV)/bin/ruff check allennlp_elmo_c allennlp_elmo_c_startup.py tests experiments
+	$(VENV)/bin/ruff check allennlp_elmo_c allennlp_elmo_c_spacy.py tests experiments
 
 test: lint
 	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder

@@ -1,6 +1,3 @@
-import os
-import sysconfig
-
 from setuptools import Extension, find_packages, setup
 
 # Two C extensions, both optional: an install without a C compiler still succeeds, and slower
@@ -28,11 +25,6 @@ EXTENSIONS = [
     ),
 ]
 
-# allennlp_elmo_c_startup.pth goes into site-packages itself (a .pth is read only there), given as
-# a data file relative to the installation prefix: lib/python3.11/site-packages in a venv. At
-# interpreter start it does something in the `allennlp` command only (allennlp_elmo_c_startup.py).
-SITE_PACKAGES = os.path.relpath(sysconfig.get_path("purelib"), sysconfig.get_path("data"))
-
 # allennlp==2.10.1 and allennlp-models==2.10.1 are deliberately NOT listed in install_requires:
 # their metadata pins torch<1.13, which has no Python 3.11 wheels, so pip could never resolve them.
 # `make install` installs them with --no-deps on top of the pinned set in constraints.txt.
@@ -46,14 +38,12 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(exclude=["tests", "tests.*", "experiments", "experiments.*"]),
-    py_modules=["allennlp_elmo_c_startup"],
-    data_files=[(SITE_PACKAGES, ["allennlp_elmo_c_startup.pth"])],
+    # spaCy's factory alone (spaCy imports it whenever it builds a pipeline), outside the package.
+    py_modules=["allennlp_elmo_c_spacy"],
     python_requires=">=3.11",
     install_requires=["torch>=2.6", "numpy>=2", "scipy", "h5py", "jsonnet", "fasttext-numpy2"],
     license="Apache-2.0",
     ext_modules=EXTENSIONS,
     # spacy.load finds the `elmo_c` pipeline component without `import allennlp_elmo_c`.
-    entry_points={
-        "spacy_factories": ["elmo_c = allennlp_elmo_c.integrations.spacy_pipe:make_elmo_c"]
-    },
+    entry_points={"spacy_factories": ["elmo_c = allennlp_elmo_c_spacy:make_elmo_c"]},
 )

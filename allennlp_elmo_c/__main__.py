@@ -1,12 +1,10 @@
-"""`python -m allennlp_elmo_c ...`: the `allennlp` command line with this plugin loaded.
-
-Python imports the package (`allennlp_elmo_c/__init__.py`) before this module; its first line
-sets OpenMP's wait policy, before anything imports torch (`allennlp_elmo_c_startup.wait_passively`).
-"""
+"""`python -m allennlp_elmo_c ...`: the `allennlp` command line with this plugin loaded, on torch
+threads chosen from the free CPUs (`allennlp_elmo_c.use_free_cpus`)."""
 
 from allennlp.commands import main
 
-import allennlp_elmo_c  # noqa: F401  (applies its patches, registers components)
+from allennlp_elmo_c import use_free_cpus
 
 if __name__ == "__main__":
+    use_free_cpus()
     main(prog="python -m allennlp_elmo_c")

@@ -97,12 +97,20 @@ local span_dim = 2 * 2 * context_hidden + feature_size + text_dim;
     max_antecedents: 100,
   },
   data_loader: { batch_sampler: { type: 'bucket', padding_noise: 0.0, batch_size: 1 } },
+  // The task archive carries the biLM's fastText model (linked there by `elmo_c_run`).
+  include_in_archive: ['fasttext/*.bin'],
   trainer: {
+    type: 'elmo_c',
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
     checkpointer: { type: 'atomic' },
     // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
-    callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
+    callbacks: [
+      { type: 'console_logger', should_log_inputs: false },
+      { type: 'rng_state' },
+      { type: 'cpu_threads' },
+      { type: 'elmo_c_run' },  // hardware.json; the biLM's fastText .bin for include_in_archive
+    ],
     num_epochs: 150,
     grad_norm: 5.0,
     patience: 10,

@@ -66,12 +66,20 @@ local hidden = 64;
   },
   data_loader: { batch_size: 32, shuffle: true },
   validation_data_loader: { batch_size: 128, shuffle: false },
+  // The task archive carries the biLM's fastText model (linked there by `elmo_c_run`).
+  include_in_archive: ['fasttext/*.bin'],
   trainer: {
+    type: 'elmo_c',
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
     checkpointer: { type: 'atomic' },
     // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
-    callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
+    callbacks: [
+      { type: 'console_logger', should_log_inputs: false },
+      { type: 'rng_state' },
+      { type: 'cpu_threads' },
+      { type: 'elmo_c_run' },  // hardware.json; the biLM's fastText .bin for include_in_archive
+    ],
     num_epochs: 6,
     cuda_device: -1,
     // Light dropout: with 0.25-0.3 both variants underfit (training accuracy below 0.70).

@@ -63,11 +63,19 @@ local data = std.extVar('POS_DATA_DIR');
   },
   data_loader: { batch_size: 32, shuffle: true },
   validation_data_loader: { batch_size: 128, shuffle: false },
+  // The task archive carries the biLM's fastText model (linked there by `elmo_c_run`).
+  include_in_archive: ['fasttext/*.bin'],
   trainer: {
+    type: 'elmo_c',
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
     // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
-    callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
+    callbacks: [
+      { type: 'console_logger', should_log_inputs: false },
+      { type: 'rng_state' },
+      { type: 'cpu_threads' },
+      { type: 'elmo_c_run' },  // hardware.json; the biLM's fastText .bin for include_in_archive
+    ],
     optimizer: { type: 'adam', lr: 0.001 },
     // Two kept: --recover falls back to the older one if the newest is damaged.
     checkpointer: { type: 'atomic', keep_most_recent_by_count: 2 },

@@ -46,11 +46,19 @@ local bilm = import 'elmo_c.libsonnet';
     regularizer: { regexes: [['.*scalar_parameters.*', { type: 'l2', alpha: 0.001 }]] },
   },
   data_loader: { batch_sampler: { type: 'bucket', batch_size: 80 } },
+  // The task archive carries the biLM's fastText model (linked there by `elmo_c_run`).
+  include_in_archive: ['fasttext/*.bin'],
   trainer: {
+    type: 'elmo_c',
     // AllenNLP's default console logger also logs the first batch's raw tensors.
     enable_default_callbacks: false,
     // rng_state: a run resumed with --recover draws the same dropout masks (ends bit-identical).
-    callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
+    callbacks: [
+      { type: 'console_logger', should_log_inputs: false },
+      { type: 'rng_state' },
+      { type: 'cpu_threads' },
+      { type: 'elmo_c_run' },  // hardware.json; the biLM's fastText .bin for include_in_archive
+    ],
     num_epochs: 500,
     grad_clipping: 1.0,
     patience: 200,

@@ -28,7 +28,12 @@ snli {
     output_logit+: { input_dim: hidden },
   },
   trainer+: {
-    callbacks: [{ type: 'console_logger', should_log_inputs: false }, { type: 'rng_state' }],
+    callbacks: [
+      { type: 'console_logger', should_log_inputs: false },
+      { type: 'rng_state' },
+      { type: 'cpu_threads' },
+      { type: 'elmo_c_run' },  // hardware.json; the biLM's fastText .bin for include_in_archive
+    ],
     num_epochs: 30,
   },
 }

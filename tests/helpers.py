@@ -760,6 +760,8 @@ def _auto(kind: str):
     def load(model: Path, scratch: Path) -> None:
         import transformers
 
+        import allennlp_elmo_c.integrations.huggingface  # noqa: F401  (registers the Auto classes)
+
         getattr(transformers, kind).from_pretrained(str(model))
 
     return load

@@ -1,58 +1,83 @@
 """
-OpenMP's threads wait passively in every way in where the plugin comes before torch: the
-`allennlp` command (the startup hook), `python -m allennlp_elmo_c`, and a script that imports
-the plugin before torch; a user's own OMP_WAIT_POLICY wins, and once torch is loaded the plugin
-changes nothing. What OpenMP read is what it prints itself as it loads (`OMP_DISPLAY_ENV=VERBOSE`:
-GNU OpenMP's spin count at a barrier, 0 when waiting passively).
+Installing and importing the plugin changes nothing outside AllenNLP's registries: no `.pth` is
+installed, `import allennlp_elmo_c` writes no environment variable and registers nothing with
+Hugging Face or spaCy, and spaCy's entry point imports spaCy's factory alone.
 """
-import re
+
+import ast
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
-
-from tests.helpers import user_environment
-
-SPIN_COUNT = re.compile(r"GOMP_SPINCOUNT = '(\d+)'")
-PYTHON, ALLENNLP = sys.executable, str(Path(sys.executable).with_name("allennlp"))
-PRINT_POLICY = "import os; print('policy', os.environ.get('OMP_WAIT_POLICY'))"
-
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="GNU OpenMP: torch's Linux wheels")
+from tests import PROJECT_ROOT
 
 
-def spin_counts(command, **variables):
-    """The spin counts every OpenMP library `command` loaded read, and what it printed."""
-    environment = {name: value for name, value in user_environment(**variables).items()
-                   if name != "OMP_WAIT_POLICY" or "OMP_WAIT_POLICY" in variables}  # fmt: skip
-    environment["OMP_DISPLAY_ENV"] = "VERBOSE"
-    result = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    counts = {int(count) for count in SPIN_COUNT.findall(result.stderr)}
-    assert counts, result.stderr[-3000:]
-    return counts, result.stdout
+def _run(script: str) -> str:
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600, cwd=PROJECT_ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
 
 
-@pytest.mark.parametrize("command", [
-    [ALLENNLP, "--help"],
-    [PYTHON, "-m", "allennlp_elmo_c", "--help"],
-    [PYTHON, "-c", "import allennlp_elmo_c, torch; torch.ones(2).sum()"],
-], ids=["allennlp", "python -m allennlp_elmo_c", "plugin before torch"])  # fmt: skip
-def test_openmp_waits_passively_where_the_plugin_comes_first(command):
-    counts, _ = spin_counts(command)
-    assert counts == {0}
+def test_importing_the_plugin_changes_no_environment_variable_and_no_other_registry():
+    """What torch, AllenNLP, transformers and spaCy set as they load is theirs: they are
+    imported first."""
+    printed = _run(
+        "import os, sys, torch, allennlp.commands, transformers, spacy\n"
+        "before = dict(os.environ)\n"
+        "import allennlp_elmo_c\n"
+        "from transformers.models.auto.configuration_auto import CONFIG_MAPPING\n"
+        "print('changed', sorted(k for k in set(before) | set(os.environ)"
+        " if before.get(k) != os.environ.get(k)))\n"
+        "print('auto', 'elmo_c' in CONFIG_MAPPING)\n"
+        "print('hf', 'allennlp_elmo_c.integrations.huggingface' in sys.modules)\n"
+    )
+    assert "changed []" in printed and "auto False" in printed and "hf False" in printed
 
 
-def test_the_users_own_policy_wins():
-    counts, _ = spin_counts([ALLENNLP, "--help"], OMP_WAIT_POLICY="ACTIVE")
-    assert counts and 0 not in counts
+def test_the_hugging_face_auto_classes_are_registered_by_the_integration():
+    printed = _run(
+        "import allennlp_elmo_c.integrations.huggingface\n"
+        "from transformers.models.auto.configuration_auto import CONFIG_MAPPING\n"
+        "print('auto', 'elmo_c' in CONFIG_MAPPING)\n"
+    )
+    assert "auto True" in printed
 
 
-def test_after_torch_the_plugin_sets_nothing():
-    counts, printed = spin_counts([PYTHON, "-c", "import torch, allennlp_elmo_c; " + PRINT_POLICY])
-    assert 0 not in counts and "policy None" in printed
+def test_spacys_entry_point_imports_the_factory_alone():
+    setup = (PROJECT_ROOT / "setup.py").read_text(encoding="utf-8")
+    assert '"spacy_factories": ["elmo_c = allennlp_elmo_c_spacy:make_elmo_c"]' in setup
+    printed = _run(
+        "import sys, allennlp_elmo_c_spacy\n"
+        "from spacy.language import Language\n"
+        "print('factory', Language.has_factory('elmo_c'))\n"
+        "print('plugin', any(m.startswith('allennlp_elmo_c.') or m == 'allennlp_elmo_c'"
+        " for m in sys.modules))\n"
+    )
+    assert "factory True" in printed and "plugin False" in printed
 
 
-def test_other_programs_are_left_alone():
-    counts, printed = spin_counts([PYTHON, "-c", "import torch; " + PRINT_POLICY])
-    assert 0 not in counts and "policy None" in printed
+def test_no_pth_file_is_installed():
+    assert not list(PROJECT_ROOT.glob("*.pth"))
+    tree = ast.parse((PROJECT_ROOT / "setup.py").read_text(encoding="utf-8"))
+    keywords = {k.arg for node in ast.walk(tree) if isinstance(node, ast.Call)
+                for k in node.keywords}  # fmt: skip
+    assert "data_files" not in keywords
+    makefile = (PROJECT_ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
+    assert not [line for line in makefile if ".pth" in line and "rm -f" not in line]
+
+
+def test_use_free_cpus_sets_torch_threads(monkeypatch):
+    import torch
+
+    from allennlp_elmo_c import use_free_cpus
+    from allennlp_elmo_c.common import threads
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "free_cpus", lambda: 1)
+    try:
+        assert use_free_cpus() == 1 and torch.get_num_threads() == 1
+        monkeypatch.setattr(threads, "usable_cpus", lambda: 2)
+        assert use_free_cpus(2) == 2 and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

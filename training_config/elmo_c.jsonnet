@@ -84,6 +84,8 @@ local batch_size = 768;
     max_instances_in_memory: batch_size * 50,
   },
   trainer: {
+    // gradient_descent, with an atomic checkpointer when none is named with a type.
+    type: 'elmo_c',
     num_epochs: 10,
     cuda_device: 0,
     // AllenNLP's adam update through torch's fused kernel (fused_adam: the same numbers to float32
@@ -123,6 +125,8 @@ local batch_size = 768;
       { type: 'grad_norm_per_direction', max_norm: 1.0 },
       // --recover resumes without re-reading the batches already trained (with lm_stream).
       { type: 'skip_trained_batches' },
+      // hardware.json; absolute fastText paths and fingerprints in config.json at the end.
+      { type: 'elmo_c_run' },
     ],
     // Atomic checkpoint writes; --recover resumes from the newest checkpoint that loads, and
     // the one before it is kept to fall back to (docs/pretraining.md, "Long runs").

@@ -26,7 +26,7 @@ local warmup = std.max(1, std.floor(steps / 20));
 {
   // The source's reader and model: the reader first, so that a wrong source archive is a
   // ConfigurationError naming it before AllenNLP's load_archive reads it.
-  dataset_reader: { type: 'from_archive', archive_file: source },
+  dataset_reader: { type: 'elmo_c_from_archive', archive_file: source },
   train_data_path: std.extVar('ELMO_C_TRAIN_DATA'),
   validation_data_path: std.extVar('ELMO_C_VALIDATION_DATA'),
   vocabulary: { type: 'empty' },
@@ -34,6 +34,8 @@ local warmup = std.max(1, std.floor(steps / 20));
   data_loader: { batch_size: batch_size, shuffle: true, max_instances_in_memory: batch_size * 200 },
   validation_data_loader: { batch_size: batch_size, shuffle: false },
   trainer: {
+    // gradient_descent, with an atomic checkpointer when none is named with a type.
+    type: 'elmo_c',
     num_epochs: 1,
     cuda_device: 0,
     optimizer: { type: 'fused_adam', lr: peak_lr / 10, eps: 1e-6 },  // adam's update, fused
@@ -61,6 +63,8 @@ local warmup = std.max(1, std.floor(steps / 20));
       { type: 'grad_norm_per_direction', max_norm: 1.0 },
       // Writes the source's model and reader into config.json at the end: an ordinary archive.
       { type: 'adapted_config' },
+      // hardware.json; absolute fastText paths and fingerprints in config.json at the end.
+      { type: 'elmo_c_run' },
     ],
     checkpointer: { type: 'atomic', keep_most_recent_by_count: 2 },
   },

@@ -166,6 +166,8 @@ def token_embedder_dim(params: Dict[str, Any]) -> Optional[int]:
 ELMO_EMBEDDER = "elmo_token_embedder"
 CONVERTED = (ELMO_EMBEDDER, *LM_EMBEDDERS)
 ELMO_INDEXER = "elmo_characters"
+# What the `elmo_c_run` callback links into a task run, for its archive.
+BUNDLED = "fasttext/*.bin"
 # ELMo variants whose inputs or outputs differ from elmo_token_embedder's.
 UNCONVERTIBLE = {
     "elmo_token_embedder_multilang": "a multilingual ELMo (one biLM per language)",
@@ -293,6 +295,7 @@ class _Converter:
         self._convert_indexers()
         self._resize()
         self._use_atomic_checkpointer()
+        self._use_plugin_trainer()
         return Conversion(self.config, self.changes, self.notes)
 
     def _use_atomic_checkpointer(self) -> None:
@@ -305,6 +308,27 @@ class _Converter:
         trainer["checkpointer"] = {**checkpointer, "type": "atomic"}
         self.changes.append(Change("trainer.checkpointer.type", checkpointer.get("type"), "atomic",
                                    "checkpoints that survive a crash, for --recover"))  # fmt: skip
+
+    def _use_plugin_trainer(self) -> None:
+        """A `gradient_descent` trainer becomes `elmo_c`, with the `elmo_c_run` callback, and
+        the archive includes the fastText `.bin` that callback links (`BUNDLED`)."""
+        trainer = self.config.get("trainer")
+        if not isinstance(trainer, dict):
+            return
+        if trainer.get("type", "gradient_descent") == "gradient_descent":
+            why = "gradient_descent, atomic when -o drops the type"
+            self.changes.append(Change("trainer.type", trainer.get("type"), "elmo_c", why))
+            trainer["type"] = "elmo_c"
+        callbacks = trainer.setdefault("callbacks", [])
+        if isinstance(callbacks, list) and {"type": "elmo_c_run"} not in callbacks:
+            callbacks.append({"type": "elmo_c_run"})
+            why = "the biLM's fastText .bin linked for the archive"
+            self.changes.append(Change("trainer.callbacks", None, "elmo_c_run", why))
+        include = self.config.setdefault("include_in_archive", [])
+        if isinstance(include, list) and BUNDLED not in include:
+            include.append(BUNDLED)
+            why = "the task archive carries the biLM's fastText model"
+            self.changes.append(Change("include_in_archive", None, BUNDLED, why))
 
     def _elmo_containers(self) -> Dict[str, Dict[str, Any]]:
         return {path: node for path, node in _dicts(self.config["model"], "model")

@@ -86,35 +86,6 @@ def atomic_path(path: PathOrStr) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_files_in(directory: PathOrStr) -> Iterator[Path]:
-    """
-    Yields an empty temporary directory beside `directory`, for a writer that fills a directory
-    (AllenNLP's `Vocabulary.save_to_files`). When the block ends normally every file written
-    there is fsynced and renamed into `directory` (created if needed), each replacing the file of
-    its name atomically; files of `directory` the writer did not write stay. The temporary
-    directory is removed either way. Each file is atomic, the set is not: a kill between two
-    renames leaves some files new and the others as they were.
-    """
-    directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    temporary = temporary_name(directory)
-    temporary.mkdir()
-    _IN_PROGRESS.add(temporary.absolute())
-    try:
-        yield temporary
-        written = sorted(p for p in temporary.iterdir() if p.is_file() and not p.is_symlink())
-        for file in written:
-            _fsync_file(file)
-        directory.mkdir(exist_ok=True)
-        for file in written:
-            os.replace(file, directory / file.name)
-        fsync_directory(directory)
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
-        _IN_PROGRESS.discard(temporary.absolute())
-
-
-@contextlib.contextmanager
 def atomic_open(path: PathOrStr, mode: str = "w") -> Iterator[IO]:
     """
     Opens `path` for writing (`mode` "w" or "wb"; text is UTF-8 with "\\n" line ends); the file
@@ -133,7 +104,7 @@ def atomic_open(path: PathOrStr, mode: str = "w") -> Iterator[IO]:
 
 def remove_stale_temporaries(directory: PathOrStr) -> List[Path]:
     """
-    Removes the temporaries that `atomic_path` and `atomic_files_in` left in `directory` (not
+    Removes the temporaries that `atomic_path` left in `directory` (not
     below it) when their process was killed: those of processes that no longer run, and this
     process's own that it is not writing now. Returns what it removed.
     """

@@ -4,8 +4,7 @@ How many threads this process runs its CPU work on: one per CPU it may use, neve
 A process may be allowed fewer CPUs than the machine has (`taskset`, a container's or a batch
 scheduler's cpuset); `os.cpu_count()` counts the machine's. More threads than allowed CPUs only
 wait for each other, so every thread count the plugin chooses or is given goes through
-`thread_count`. How torch's OpenMP threads wait for each other is set before torch is imported:
-`allennlp_elmo_c_startup.wait_passively`.
+`thread_count`.
 
 A CPU this process may use is not free when another process keeps it busy (a browser, a second
 training run, a neighbour on a shared server). A thread of ours on it waits for the other
@@ -13,6 +12,8 @@ process's time slices, and the threads that wait for that thread at each of a st
 barriers wait with it: two threads beside one busy process run a small step slower than one.
 `CpuLoad` measures, from the kernel's per-CPU counters and this process's own CPU time, how many
 of the usable CPUs others kept busy over an interval, and `free_cpus` is what is left.
+`use_free_cpus` is the one call that sets torch's threads so: the plugin's commands and its
+`cpu_threads` training callback make it, and a user's own process can.
 """
 
 import logging
@@ -159,3 +160,17 @@ def free_cpus(load: Optional[CpuLoad] = None, interval: float = 0.25) -> int:
     if others is None:
         return usable
     return max(1, min(usable, usable - int(others + 0.5)))
+
+
+def use_free_cpus(threads: Optional[int] = None) -> int:
+    """
+    Sets torch's intra-op threads to the free CPUs of this process (`free_cpus`, measured over a
+    quarter of a second), or to `threads` (at most one per usable CPU) when given or when
+    `OMP_NUM_THREADS` is set (torch's count, left as it is); returns the count. What the
+    plugin's commands do as they start; for a user's own process: `allennlp_elmo_c.use_free_cpus()`.
+    """
+    import torch
+
+    if threads is None and os.environ.get("OMP_NUM_THREADS"):
+        return torch.get_num_threads()  # torch read it as it loaded
+    return set_torch_threads(threads if threads is not None else free_cpus())

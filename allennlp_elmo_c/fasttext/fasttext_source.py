@@ -151,7 +151,7 @@ _LOADING_ARCHIVE: contextvars.ContextVar[Tuple[Optional[str], Optional[str]]] = 
     contextvars.ContextVar("elmo_c_loading_archive", default=(None, None))
 )
 # Where a task archive keeps the fastText models it reads: `fasttext/<fingerprint>.bin`
-# (`allennlp_elmo_c.patches.archive_paths` adds them when it archives a task model).
+# (the `elmo_c_run` callback links them there; the configs' `include_in_archive` archives them).
 BUNDLE_DIR = "fasttext"
 
 

@@ -1,6 +1,5 @@
-"""Front doors outside AllenNLP: Hugging Face transformers (`huggingface`: `AutoConfig`,
-`AutoModel`, `AutoTokenizer` for a model directory) and spaCy (`spacy_pipe`: the `elmo_c`
-pipeline component). Importing registers both. Flair's (`flair`: `ElmoCEmbeddings`) is
-imported only by its own name, `allennlp_elmo_c.integrations.flair`: nothing else imports Flair."""
-
-from allennlp_elmo_c.integrations import huggingface, spacy_pipe  # noqa: F401
+"""Front doors outside AllenNLP, each imported by its own name only, which registers it with its
+library: `huggingface` (`AutoConfig`, `AutoModel`, `AutoTokenizer` for a model directory),
+`spacy_pipe` (the `elmo_c` pipeline component; spaCy's entry point registers the factory through
+the top-level `allennlp_elmo_c_spacy`, which imports nothing of the plugin) and `flair`
+(`ElmoCEmbeddings`)."""

@@ -17,8 +17,8 @@ Settings (`config={...}`):
 
 The vectors come from `ElmoCEmbedder` (the code path of `elmo-c-embed`), on spaCy's tokens.
 `nlp.to_disk` stores the model directory inside the pipeline (its files hard-linked where they
-can be), so `spacy.load` needs nothing else; the factory is registered through the
-`spacy_factories` entry point, so `spacy.load` finds it without importing this package.
+can be), so `spacy.load` needs nothing else. The factory is `allennlp_elmo_c_spacy.make_elmo_c`
+(spaCy's `spacy_factories` entry point), which imports this module when a component is made.
 """
 
 import os
@@ -38,8 +38,8 @@ from allennlp_elmo_c.archive import is_model_directory
 from allennlp_elmo_c.modules.elmo_c import ElmoCEmbedder
 from allennlp_elmo_c.common.atomic import link_or_copy
 from allennlp_elmo_c.received.contained_files import copy_regular_tree
+from allennlp_elmo_c_spacy import FACTORY, make_elmo_c  # noqa: F401  (registers the factory)
 
-FACTORY = "elmo_c"
 LAYERS_EXTENSION = "elmo_c_layers"
 MODEL_SUBDIRECTORY = "model"
 
@@ -169,20 +169,3 @@ def _doc_vector(doc) -> numpy.ndarray:
     if not len(doc):
         return numpy.zeros(doc.tensor.shape[-1:], dtype=numpy.float32)
     return doc.tensor.mean(0)
-
-
-@Language.factory(
-    FACTORY,
-    default_config={"layer": None, "batch_size": 32, "device": None},
-)
-def make_elmo_c(
-    nlp: Language,
-    name: str,
-    model: str,
-    layer: Optional[int],
-    batch_size: int,
-    device: Optional[str],
-) -> ElmoCComponent:
-    """The `elmo_c` component: `nlp.add_pipe("elmo_c", config={"model": DIR})`."""
-    return ElmoCComponent(nlp, name, model, layer=layer, batch_size=batch_size, device=device)
-

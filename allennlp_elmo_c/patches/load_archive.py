@@ -10,9 +10,8 @@ plugin.
 
 Which it is, is decided from the archive's config.json, read as JSON without extracting the
 archive (`safe_extract.read_member`: AllenNLP writes it first) or from the directory. A
-config.json that cannot be read so (not JSON: hand-made jsonnet; a corrupt archive) is loaded
-the plugin's way, which refuses it: whether it holds ELMo-C components cannot be known without
-evaluating it.
+config.json that cannot be read so (hand-made jsonnet, a trailing comma; a corrupt archive) is
+AllenNLP's to load or refuse, as without the plugin.
 
 The plugin's way: the archive is extracted through `received.safe_extract` (no member is written
 outside its place; the files of a model archive only); a `vocabulary` that is not a real
@@ -22,10 +21,6 @@ extraction directory are noted (`fasttext_source.loading_archive`), so that a fa
 whose recorded path does not exist is found among the archive's bundled files or beside the
 archive; then `archive.load_elmo_c_archive` reads config.json as plain JSON, checks it as a
 received config and builds the model within the budget of its weights.
-
-AllenNLP's own `load_archive` extracts through the same `safe_extract.extracted_archive` (the
-patch replaces `archival.extracted_archive`, which is all that function of AllenNLP's changes):
-a member that would be written outside the extraction directory is refused for every archive.
 
 Where the patched function is looked up: `allennlp.models.archival.load_archive` (what
 `Model.from_archive`, the `from_archive` model and AllenNLP's other late imports read when they
@@ -54,12 +49,11 @@ from allennlp.predictors import predictor as predictor_module
 from allennlp_elmo_c.archive import is_model_directory, load_elmo_c_archive
 from allennlp_elmo_c.received.received_config import is_elmo_c_config
 from allennlp_elmo_c.received.received_json import MAX_CONFIG_BYTES
-from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
+from allennlp_elmo_c.received.safe_extract import read_member
 
 # AllenNLP's functions, kept so that their tests can show the patch is still needed.
 ORIGINALS = {
     "load_archive": archival.load_archive,
-    "extracted_archive": archival.extracted_archive,
 }
 # The AllenNLP modules that import `load_archive` by name when they are imported (the others
 # import it from `allennlp.models.archival` when they run).
@@ -93,7 +87,7 @@ def _load_archive(archive_file, *args, **kwargs):
     options = arguments.arguments
     if not is_model_directory(str(archive_file)):
         config = _archive_config(cached_path(archive_file))
-        if config is not None and not is_elmo_c_config(config):
+        if config is None or not is_elmo_c_config(config):
             return ORIGINALS["load_archive"](*arguments.args, **arguments.kwargs)
     return load_elmo_c_archive(
         archive_file, options["overrides"], options["cuda_device"], options["weights_file"]
@@ -101,8 +95,7 @@ def _load_archive(archive_file, *args, **kwargs):
 
 
 def apply() -> None:
-    """Replaces `load_archive` where AllenNLP looks it up (`LOOKED_UP_IN`) and the
-    `extracted_archive` AllenNLP's own `load_archive` calls (once)."""
+    """Replaces `load_archive` where AllenNLP looks it up (`LOOKED_UP_IN`), once."""
     if archival.load_archive is _load_archive:
         return
     _load_archive.__doc__ = ORIGINALS["load_archive"].__doc__
@@ -113,4 +106,3 @@ def apply() -> None:
         module = sys.modules.get(name)
         if module is not None and getattr(module, "load_archive", None) is original:
             module.load_archive = _load_archive  # type: ignore[attr-defined]
-    archival.extracted_archive = extracted_archive

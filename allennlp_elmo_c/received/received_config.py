@@ -51,6 +51,7 @@ TRAINING_ONLY = frozenset({
     "train_data_path", "validation_data_path", "test_data_path", "datasets_for_vocab_creation",
     "evaluate_on_test", "data_loader", "validation_data_loader", "test_data_loader", "trainer",
     "distributed", "random_seed", "numpy_seed", "pytorch_seed", "batch_weight_key", "type",
+    "include_in_archive",
 })  # fmt: skip
 BUILT = ("model", "dataset_reader", "validation_dataset_reader")
 # Keys AllenNLP's `Model.load` removes from a model's config before building it.

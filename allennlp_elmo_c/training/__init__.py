@@ -2,6 +2,8 @@ from allennlp_elmo_c.training.adapted_config import AdaptedConfigCallback
 from allennlp_elmo_c.training.atomic_checkpointer import AtomicCheckpointer
 from allennlp_elmo_c.training.cpu_threads import CpuThreads
 from allennlp_elmo_c.training.direction_grad_norm import GradNormPerDirection
+from allennlp_elmo_c.training.elmo_c_run import ElmoCRun
+from allennlp_elmo_c.training.elmo_c_trainer import ElmoCTrainer
 from allennlp_elmo_c.training.fused_adam import FusedAdamOptimizer
 from allennlp_elmo_c.training.rnmt_plus import RnmtPlusLearningRateScheduler
 from allennlp_elmo_c.training.rng_state import RngStateCallback

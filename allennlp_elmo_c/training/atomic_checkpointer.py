@@ -71,9 +71,8 @@ class AtomicCheckpointer(Checkpointer):
     Everything else (when to save, which checkpoints to keep) is AllenNLP's `Checkpointer`.
 
     Registered as a `Checkpointer` with name "atomic": a run gets it when its config names it
-    (`trainer.checkpointer.type: 'atomic'`, as every config of this repository does). AllenNLP's
-    "default" stays AllenNLP's own `Checkpointer`; an ELMo-C run without the atomic one is
-    warned about when it starts (`allennlp_elmo_c.patches.archive_paths`).
+    (`trainer.checkpointer.type: 'atomic'`), and the `elmo_c` trainer's checkpointer is this one
+    when none is named with a type. AllenNLP's "default" stays AllenNLP's own `Checkpointer`.
 
     # Parameters
 

@@ -1,7 +1,7 @@
 """
 `hardware.json` in a training run's directory: the machine each session of the run (the first
 one and every `--recover`) ended on, for the model card that `package` writes. Appended to by the
-`train_model` patch (`allennlp_elmo_c.patches.archive_paths`) when training returns.
+`elmo_c_run` callback when training ends.
 """
 
 import json

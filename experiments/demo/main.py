@@ -38,7 +38,6 @@ from allennlp.common.plugins import import_plugins
 from allennlp.data import DatasetReader, Vocabulary
 from allennlp.data.data_loaders import SimpleDataLoader
 from allennlp.models import Model
-from allennlp.models.archival import load_archive
 from allennlp.predictors import Predictor
 from allennlp.training.util import evaluate
 
@@ -116,9 +115,8 @@ def next_word_neighbours(archive_path: Path, contexts: Sequence[str], k: int = 5
     # The run's own candidate list, named here: loading an archive never reads the one it records.
     words = read_archive_config(str(archive_path))["model"].get("nearest_neighbour_words")
     extra_args = {"top_k": k, **({"candidates_file": words} if words else {})}
-    predictor = Predictor.from_archive(
-        load_archive(str(archive_path)), "elmo_c_next_word", extra_args=extra_args
-    )
+    # `allennlp predict`'s way in: AllenNLP's `load_archive`, looked up where it is called.
+    predictor = Predictor.from_path(str(archive_path), "elmo_c_next_word", **extra_args)
     lines = []
     for context in contexts:
         after_last = predictor.predict_json({"sentence": context})["next_words"][-1]

@@ -122,10 +122,14 @@ def test_stock_configs_convert(elmo_c_archive, name):
     assert changed == {path: sizes for path, sizes in resized.items()}
     reported = {c.path: (c.old, c.new) for c in conversion.changes if c.path.split(".")[-1] in DIM_KEYS}
     assert reported == resized
-    # The checkpointer is the atomic one (reported), with the stock settings; the rest of the
-    # config is untouched.
-    checkpointer = original["trainer"].get("checkpointer", {})
-    assert config["trainer"] == {**original["trainer"], "checkpointer": {**checkpointer, "type": "atomic"}}
+    # The checkpointer is the atomic one (reported), with the stock settings, the trainer the
+    # plugin's with its run callback, the bundled .bin archived; the rest is untouched.
+    trainer = original["trainer"]
+    checkpointer = trainer.get("checkpointer", {})
+    assert config["trainer"] == {**trainer, "checkpointer": {**checkpointer, "type": "atomic"},
+                                 "type": "elmo_c", "callbacks": [
+                                     *trainer.get("callbacks", []), {"type": "elmo_c_run"}]}  # fmt: skip
+    assert config["include_in_archive"] == ["fasttext/*.bin"]
     assert [c.new for c in conversion.changes if c.path == "trainer.checkpointer.type"] == ["atomic"]
     for section in ("data_loader", "train_data_path", "validation_data_path"):
         assert config[section] == original[section]

@@ -15,7 +15,7 @@ from tests import PROJECT_ROOT
 from tests.helpers import TINY_ELMO_C_DIM, TINY_FASTTEXT, moved_archive
 
 # The fixture config (tests/fixtures/configs/elmo_c.jsonnet): projection 8, cell 12, 2 layers.
-# Training records the fastText path absolute (allennlp_elmo_c.training.archive_paths).
+# Training records the fastText path absolute (the elmo_c_run callback).
 RECORDED_FASTTEXT = str(PROJECT_ROOT / "tests/fixtures/fasttext/tiny.bin")
 
 

@@ -5,7 +5,6 @@ import sys
 import pytest
 
 from allennlp_elmo_c.common.atomic import (
-    atomic_files_in,
     atomic_open,
     atomic_path,
     remove_stale_temporaries,
@@ -40,23 +39,6 @@ def test_atomic_path_hides_the_temporary_and_cleans_up_on_interrupt(tmp_path):
             temporary.write_bytes(b"half")
             raise KeyboardInterrupt
     assert os.listdir(tmp_path) == []
-
-
-def test_atomic_files_in_moves_each_file_and_keeps_others(tmp_path):
-    directory = tmp_path / "vocabulary"
-    directory.mkdir()
-    (directory / "old.txt").write_text("kept")
-    (directory / "tokens.txt").write_text("old")
-    with pytest.raises(OSError):
-        with atomic_files_in(directory) as temporary:
-            (temporary / "tokens.txt").write_text("half")
-            raise disk_full()
-    assert (directory / "tokens.txt").read_text() == "old"
-    with atomic_files_in(directory) as temporary:
-        (temporary / "tokens.txt").write_text("new")
-    assert (directory / "tokens.txt").read_text() == "new"
-    assert sorted(os.listdir(tmp_path)) == ["vocabulary"]
-    assert sorted(os.listdir(directory)) == ["old.txt", "tokens.txt"]
 
 
 def test_remove_stale_temporaries_spares_running_writers(tmp_path):

@@ -3,12 +3,14 @@ the package assigns to (or `setattr`s, or deletes) an attribute of anything it i
 AllenNLP or allennlp-models, and no module re-registers a name AllenNLP registers."""
 
 import ast
-from typing import Iterator, Set
+import sys
+from typing import Iterator, List, Set
 
 from allennlp.common.registrable import Registrable
 
 import allennlp_elmo_c  # noqa: F401  (every component registered)
 from allennlp_elmo_c.patches import PATCHES
+from allennlp_elmo_c.patches import load_archive as load_archive_patch
 from tests import PROJECT_ROOT
 
 PACKAGE = PROJECT_ROOT / "allennlp_elmo_c"
@@ -117,3 +119,54 @@ def test_the_package_imports_its_patches_from_one_place():
                if ".apply()" in path.read_text(encoding="utf-8")
                and path.relative_to(PACKAGE).parts[0] != "patches" and path.name != "__init__.py"]  # fmt: skip
     assert not callers
+
+
+def _every_module(package: str):
+    """Every module of `package` (a path under the project root), imported."""
+    import importlib
+    import pkgutil
+
+    root = importlib.import_module(package)
+    yield root
+    for info in pkgutil.walk_packages(root.__path__, package + "."):
+        if info.name.rsplit(".", 1)[-1] == "__main__":
+            continue
+        yield importlib.import_module(info.name)
+
+
+def stale_allennlp_functions(modules) -> List[str]:
+    """`module.name` for each AllenNLP function a module holds that its home module no longer has
+    under that name (imported by name before a patch replaced it)."""
+    import types
+
+    stale = []
+    for module in modules:
+        for name, value in vars(module).items():
+            if not isinstance(value, types.FunctionType) or "." in value.__qualname__:
+                continue
+            home = sys.modules.get(value.__module__)
+            if home is None or value.__module__.split(".")[0] not in ALLENNLP:
+                continue
+            if getattr(home, value.__name__, value) is not value:
+                stale.append(f"{module.__name__}.{name} (not {value.__module__}'s)")
+    return stale
+
+
+def test_no_module_holds_an_allennlp_function_that_its_home_module_replaced():
+    modules = list(_every_module("allennlp_elmo_c")) + list(_every_module("experiments"))
+    assert len(modules) > 100
+    assert not stale_allennlp_functions(modules)
+
+
+def test_the_check_finds_a_function_imported_before_its_patch():
+    import types
+
+    from allennlp.models import archival
+
+    original = load_archive_patch.ORIGINALS["load_archive"]
+    early = types.ModuleType("imported_before_the_plugin")
+    early.load_archive = original
+    assert archival.load_archive is not original
+    assert stale_allennlp_functions([early]) == [
+        "imported_before_the_plugin.load_archive (not allennlp.models.archival's)"
+    ]

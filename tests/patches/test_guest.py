@@ -129,7 +129,8 @@ def runs(tmp_path_factory) -> Path:
     for name, config in configs(bert, work / "data.jsonl").items():
         (work / f"{name}.json").write_text(json.dumps(config))
     environment = offline_environment(work / "home")
-    environment.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    # PYTHONHASHSEED: AllenNLP writes non_padded_namespaces.txt from a set.
+    environment.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONHASHSEED="0")
     for mode in ("plain", "plugin"):
         (work / mode).mkdir()
         lines = [line for name in MODELS for line in commands(work, name, mode, mode == "plugin")]
@@ -160,6 +161,39 @@ def test_training_is_the_same_with_and_without_the_plugin(runs, name):
     assert _labels(plugin) == _labels(plain) and set(_labels(plain).split()) == {"pos", "neg"}
     names = {path.name for path in plain.iterdir()}
     assert {path.name for path in plugin.iterdir()} == names  # no file of the plugin's added
+
+
+def _archive_members(archive: Path) -> Dict[str, bytes]:
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        return {member.name: tar.extractfile(member).read() for member in tar.getmembers()
+                if member.isfile()}  # fmt: skip
+
+
+def _gzip_name(archive: Path) -> bytes:
+    """The file name in the gzip header (FNAME, RFC 1952), as AllenNLP's tarfile writes it."""
+    header = archive.read_bytes()[:512]
+    assert header[:2] == b"\x1f\x8b" and header[3] & 0x08
+    return header[10:header.index(b"\0", 10)]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_runs_files_are_allennlps_with_and_without_the_plugin(runs, name):
+    """The vocabulary (its `.lock` included), the weights and the archive's members, byte for
+    byte; the archive's gzip header names `model.tar`, as AllenNLP's does."""
+    plain, plugin = runs / "plain" / name, runs / "plugin" / name
+    for path in sorted((plain / "vocabulary").iterdir()):
+        assert (plugin / "vocabulary" / path.name).read_bytes() == path.read_bytes(), path.name
+    assert {p.name for p in (plugin / "vocabulary").iterdir()} == {
+        p.name for p in (plain / "vocabulary").iterdir()} >= {".lock", "labels.txt"}  # fmt: skip
+    plain_members = _archive_members(plain / "model.tar.gz")
+    plugin_members = _archive_members(plugin / "model.tar.gz")
+    assert set(plugin_members) == set(plain_members)
+    for member, data in plain_members.items():
+        assert plugin_members[member] == data, member
+    assert _gzip_name(plugin / "model.tar.gz") == _gzip_name(plain / "model.tar.gz")
+    assert _gzip_name(plain / "model.tar.gz") == b"model.tar"  # gzip drops the `.gz`
 
 
 @pytest.mark.parametrize("name", MODELS)

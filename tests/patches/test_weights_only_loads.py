@@ -1,5 +1,5 @@
-"""`patches.weights_only_loads`: AllenNLP's checkpoint, archive-weight and best.th loads are
-`weights_only=True`; AllenNLP's own functions fail on torch 2.6+ or run a pickle."""
+"""`patches.weights_only_loads`: `--recover` with AllenNLP's checkpointer loads the training
+state on torch 2.6+, where AllenNLP's own `load_checkpoint` fails."""
 
 import pickle
 
@@ -38,7 +38,7 @@ def test_recover_loads_training_state_with_non_tensor_objects(tmp_path):
     assert isinstance(loaded.trainer_state["learning_rate_scheduler"]["best"], np.float32)
     # The unpatched checkpointer uses torch.load's weights_only default and refuses the state.
     with pytest.raises(pickle.UnpicklingError, match="[Ww]eights only load failed"):
-        weights_only_loads.ORIGINALS["load_checkpoint"](Checkpointer(tmp_path))
+        weights_only_loads.ORIGINAL(Checkpointer(tmp_path))
 
 
 def test_apply_is_idempotent():
@@ -68,37 +68,3 @@ def test_allennlp_train_then_recover(tmp_path):
     # Epoch 1 was not run again: its metrics file is untouched.
     assert (tmp_path / "metrics_epoch_0.json").stat().st_mtime_ns == first_epoch_stamp
     assert (tmp_path / "model.tar.gz").is_file()
-
-
-class _WritesMarker:
-    def __init__(self, path):
-        self.path = path
-
-    def __reduce__(self):
-        return (exec, (f"open({str(self.path)!r}, 'w').close()",))
-
-
-def test_allennlp_weight_loads_are_weights_only_whatever_the_environment(tmp_path, monkeypatch):
-    """`read_state_dict` (every archive's weights.th) and the trainer's reload of best.th refuse
-    a pickle that runs code even with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1, which makes AllenNLP's
-    own calls (no weights_only) run it."""
-    from allennlp.common.checks import ConfigurationError
-    from allennlp.nn import util as nn_util
-    from allennlp.training.gradient_descent_trainer import GradientDescentTrainer
-
-    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
-    marker, path = tmp_path / "marker", tmp_path / "weights.th"
-    torch.save({"weight": torch.ones(2), "x": _WritesMarker(marker)}, path)
-    with pytest.raises(ConfigurationError, match="weights.th: refused"):
-        nn_util.read_state_dict(path)
-    trainer = GradientDescentTrainer.__new__(GradientDescentTrainer)
-    trainer._ddp_wrapped_model, trainer.model = None, torch.nn.Linear(2, 1)
-    with pytest.raises(ConfigurationError, match="weights.th: refused"):
-        trainer._load_model_state(str(path))
-    assert not marker.exists()
-    torch.save(trainer.model.state_dict(), tmp_path / "best.th")
-    trainer._load_model_state(str(tmp_path / "best.th"))
-    assert set(nn_util.read_state_dict(tmp_path / "best.th")) == {"weight", "bias"}
-    with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"):
-        weights_only_loads.ORIGINALS["read_state_dict"](path)
-    assert marker.exists()  # AllenNLP's own function ran the pickle

@@ -253,7 +253,7 @@ def test_keys_allennlp_removes_are_refused_in_a_list(key, value, why):
         ({"model": {"type": "elmo_c"}}, True),
         ({"model": {"type": "crf_tagger", "text_field_embedder": {"token_embedders": {
             "elmo": {"type": "elmo_c_token_embedder"}}}}}, True),  # fmt: skip
-        ({"dataset_reader": {"type": "from_archive"}}, True),  # the plugin's reader
+        ({"dataset_reader": {"type": "elmo_c_from_archive"}}, True),  # the plugin's reader
         ({"model": {"type": "from_archive", "archive_file": "x.tar.gz"}}, False),  # AllenNLP's model
         ({"model": {"type": "basic_classifier", "text_field_embedder": {"token_embedders": {
             "tokens": {"type": "pretrained_transformer", "tokenizer_kwargs": {}}}}}}, False),  # fmt: skip

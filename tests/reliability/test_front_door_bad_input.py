@@ -17,6 +17,7 @@ from allennlp.models.archival import load_archive
 from allennlp.predictors import Predictor
 
 from allennlp_elmo_c import ElmoC, ElmoCEmbedder, batch_to_ids
+import allennlp_elmo_c.integrations.huggingface  # noqa: F401  (registers the Auto classes)
 from tests import PROJECT_ROOT
 
 HUGE = "x" * 100_000

@@ -152,23 +152,6 @@ def test_a_best_model_path_outside_the_run_is_not_read(finished_run, tmp_path):
         Checkpointer.by_name("atomic")(str(run)).load_checkpoint()
 
 
-def test_recover_reads_the_run_config_as_plain_json(
-    finished_run, tmp_path, monkeypatch, capsys, caplog
-):
-    """A received run directory's config.json written as jsonnet that reads an environment
-    variable is refused before it is evaluated (AllenNLP's own `--recover` would evaluate it,
-    with every environment variable, and log the value it differs by)."""
-    run = crashed_copy(finished_run, tmp_path / "run")
-    monkeypatch.setenv("S3_TEST_SECRET", "the-receivers-secret")
-    text = (run / "config.json").read_text()
-    text = text.replace('"basic_classifier"', 'std.extVar("S3_TEST_SECRET")', 1)
-    (run / "config.json").write_text(text)
-    with pytest.raises(ConfigurationError, match="config.json is not plain JSON"):
-        train_model(params(**{"trainer.num_epochs": 2}), run, recover=True)
-    seen = caplog.text + "".join(capsys.readouterr()) + (run / "out.log").read_text()
-    assert "the-receivers-secret" not in seen
-
-
 UNPICKLERS = ("pickle", "cPickle", "_pickle", "dill", "joblib", "marshal", "yaml")
 
 

@@ -48,8 +48,9 @@ class ElmoCTokenEmbedder(TokenEmbedder):
     expected_output_dim : `int`, optional
         The biLM size the config assumes (`ELMO_C_DIM`); another is refused at construction.
     bundle_fasttext : `bool`, optional (default = `True`)
-        Read when the task model is archived: its `model.tar.gz` then holds the biLM's fastText
-        `.bin` (`patches.archive_paths`).
+        Read when the task run ends: the `elmo_c_run` callback links the biLM's fastText
+        `.bin` into `fasttext/`, which the config's `include_in_archive` puts in
+        `model.tar.gz`. False keeps a large `.bin` out of every task archive.
     vocab : `Vocabulary`, optional
         The task model's vocabulary, which keeps the biLM's record.
     """
