@@ -1,11 +1,8 @@
 """
-A received model is built within a memory budget derived from what its weights really hold, so
-that a config declaring huge sizes (a 2 KB `config.json` with `cell_size: 1e9`) is refused before
-the memory is allocated. While it is built, a `TorchDispatchMode` counts every operation's output
-before it runs (from its `size` argument, else by running it on `meta` tensors), and refuses the
-one that would pass the budget. `dry_run` builds on `meta` only, counting what a real build would
-allocate. The budget (`received.limits`): `BUDGET_FACTOR` times the bytes the used weights hold
-(their non-zero pages) plus `BUDGET_SLACK`.
+A received model is built within a memory budget derived from the bytes its used weights hold
+(`budget_of`, from `received.limits`): a `TorchDispatchMode` counts every operation's output
+before it runs and refuses the one that would pass the budget, so that a config declaring huge
+sizes is refused before the memory is allocated. `dry` builds on `meta`, counting the same.
 """
 import contextlib
 import math

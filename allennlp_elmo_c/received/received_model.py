@@ -1,11 +1,7 @@
 """
-One pass from a received biLM's files to a checked description of it, `ReceivedBiLM`, from which
-`archive` builds the model. A model directory: its listing and digests
-(`received.model_directory`), its config.json checked (`received_config`), the files it names
-resolved inside it. An archive: the members a model archive is made of, extracted
-(`safe_extract`), its config.json checked. Then the fastText `.bin` found and its fingerprint
-checked, the load-time overrides, and the weights' tensors (`received_weights`), which give the
-budget (`allocation_budget`).
+From a received biLM's files (a model directory or an archive) to a checked description,
+`ReceivedBiLM`: its listing, config, fastText `.bin` and fingerprint, load-time overrides and the
+weights' tensors, which give the allocation budget `archive` builds it within.
 """
 
 import contextlib
