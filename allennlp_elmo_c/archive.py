@@ -33,6 +33,7 @@ from allennlp_elmo_c.fasttext.fasttext_source import loading_archive
 from allennlp_elmo_c.received.allocation_budget import allocation_budget, spend
 from allennlp_elmo_c.received.contained_files import refuse_links
 from allennlp_elmo_c.received.hub_models import check_hub_models
+from allennlp_elmo_c.received.limits import ENTRY_BYTES
 from allennlp_elmo_c.received.model_directory import MODEL_TYPE
 from allennlp_elmo_c.received.received_config import (
     REMOVED_ON_LOAD,
@@ -42,7 +43,6 @@ from allennlp_elmo_c.received.received_config import (
     is_bilm_config,
 )
 from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
-from allennlp_elmo_c.received.received_meta import read_meta
 from allennlp_elmo_c.received.received_model import (
     ReceivedModel,
     check_vocabulary_directory,
@@ -52,10 +52,11 @@ from allennlp_elmo_c.received.received_model import (
     prepared,
     read_bilm_config,
     read_directory,
+    read_meta,
     received_bilm,
     unreadable_archive,
 )
-from allennlp_elmo_c.received.received_vocabulary import ENTRY_BYTES, read_vocabulary
+from allennlp_elmo_c.received.received_vocabulary import read_vocabulary
 from allennlp_elmo_c.received.received_weights import weights_table
 from allennlp_elmo_c.received.safe_extract import extracted_archive
 from allennlp_elmo_c.received.shown_text import quoted

@@ -32,11 +32,8 @@ from allennlp_elmo_c.fasttext.fasttext_source import (
 )
 from allennlp_elmo_c.nn.in_batch_softmax import DEFAULT_TEMPERATURE
 from allennlp_elmo_c.received.model_directory import WEIGHTS_FILE
-from allennlp_elmo_c.received.received_json import (
-    MAX_CONFIG_BYTES,
-    parse_received_json,
-    read_received_json,
-)
+from allennlp_elmo_c.received.limits import MAX_CONFIG_BYTES
+from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
 from allennlp_elmo_c.received.received_model import is_subword_config, unreadable_archive
 from allennlp_elmo_c.received.received_weights import safetensors_header, weights_table
 from allennlp_elmo_c.received.safe_extract import open_checked_archive

@@ -1,12 +1,8 @@
 """
-A received model is built within a memory budget derived from what its weights really hold, so
-that a config declaring huge sizes (a 2 KB `config.json` with `cell_size: 1e9`) is refused before
-the memory is allocated. While it is built, a `TorchDispatchMode` counts every operation's output
-before it runs (from its `size` argument, else by running it on `meta` tensors), and refuses the
-one that would pass the budget. `dry_run` builds on `meta` only, counting what a real build would
-allocate. The budget: `BUDGET_FACTOR` times the bytes the used weights hold
-(`received_weights`: their non-zero pages) plus `BUDGET_SLACK` (a build makes each parameter once
-plus its initialisation's temporaries, about 5 times the weights).
+A received model is built within a memory budget derived from the bytes its used weights hold
+(`budget_of`, from `received.limits`): a `TorchDispatchMode` counts every operation's output
+before it runs and refuses the one that would pass the budget, so that a config declaring huge
+sizes is refused before the memory is allocated. `dry` builds on `meta`, counting the same.
 """
 import contextlib
 import math
@@ -19,14 +15,12 @@ from torch.utils._pytree import tree_map
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.config_tree import walk
-
-BUDGET_FACTOR = 8
-BUDGET_SLACK = 64 << 20
+from allennlp_elmo_c.received import limits
 
 
 def budget_of(held: int) -> int:
     """The budget for building a model whose (used) weights hold `held` bytes."""
-    return BUDGET_FACTOR * held + BUDGET_SLACK
+    return limits.BUDGET_FACTOR * held + limits.BUDGET_SLACK
 
 
 class _OverBudget(MemoryError):

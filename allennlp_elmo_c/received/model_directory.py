@@ -5,15 +5,16 @@ vocabulary/*.txt (and AllenNLP's empty `.lock`), the files its biLM reads (named
 kind), checksums.sha256 and README.md. Anything else (a subdirectory, a `tokenizer_config.json`,
 a file its biLM does not read, one under a name Hugging Face's loaders read) is refused.
 """
+import hashlib
 import os
 import re
+import stat
 from pathlib import Path, PurePosixPath
 from typing import Dict, Iterable, List, Set, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.received.contained_files import inside_path, refuse_links
-from allennlp_elmo_c.received.file_digests import file_sha256
 
 MODEL_TYPE = "elmo_c"  # its config.json's `model_type` (Hugging Face's `AutoConfig` key too)
 DIRECTORY_FORMAT = 1
@@ -46,6 +47,32 @@ _EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85
 _HEX = re.compile(r"[0-9a-fA-F]{64}")
 
 PathOrStr = Union[str, "os.PathLike[str]"]
+# Digests computed, by (device, inode, size, modification and change times) of the file.
+_DIGESTS: Dict[Tuple[int, int, int, int, int], str] = {}
+_CHUNK = 1 << 22
+
+
+def file_sha256(path: PathOrStr) -> str:
+    """The SHA-256 (hex) of the regular file `path` (not through a link), once per process while
+    the file is unchanged."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        before = os.fstat(descriptor)
+        if not stat.S_ISREG(before.st_mode):
+            raise ConfigurationError(f"{path} is not a regular file")
+        key = (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns, before.st_ctime_ns)
+        if key in _DIGESTS:
+            return _DIGESTS[key]
+        digest = hashlib.sha256()
+        with os.fdopen(os.dup(descriptor), "rb") as stream:
+            for chunk in iter(lambda: stream.read(_CHUNK), b""):
+                digest.update(chunk)
+        after = os.fstat(descriptor)
+        if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == key[2:]:
+            _DIGESTS[key] = digest.hexdigest()
+        return digest.hexdigest()
+    finally:
+        os.close(descriptor)
 
 
 def write_checksums(directory: Path) -> None:

@@ -1,29 +1,14 @@
 """
-What the config of a received model may say: it is data, not a program. Every loader reads it
-with `read_received_json` (plain JSON, never jsonnet) and checks it here before anything is
-built; a refusal is one `ConfigurationError` line naming the file, the key path and why.
+What the config of a received model may say: it is data, not a program, read with
+`read_received_json` and checked here before anything is built; a refusal is one
+`ConfigurationError` line naming the file, the key path and why.
 
-One walk (`_Walk`) checks every built section (`model`, `dataset_reader`,
-`validation_dataset_reader`) against AllenNLP's own registries and the constructors' signatures,
-as `from_params` will read it: each component's `type` must be registered (without importing
-anything) for the base class its parameter is annotated with, each key must be a parameter of
-the constructor registered under it, and each value must be of its annotated kind (an integer
-size within `MAX_SIZE`, `num_layers` within `MAX_LAYERS`). Whatever the component:
-
-- refused anywhere: `trust_remote_code`; in the built sections, `*_kwargs` keys, URLs (nothing is
-  fetched), archive names and nested archives (`from_archive`, `_pretrained`, `archive_file`
-  but on the plugin's own components of a task model, whose biLM is read as a received one);
-- a parameter whose name says it reads a file, directory or program (`_LOADS`: `*_path`,
-  `*_file`, `*_dir`, ...) is refused on components of other packages; on the plugin's own, its
-  loaders find the file (inside a model directory, or as `fasttext_source` says);
-- a model name (`model_name`, `bert_model_name`, `language`) is refused in a biLM (built from its
-  own files) and must not be a local path in a task model;
-- in a biLM, `initializer`, `regularizer` and `pretrained_file` are refused; in a task model
-  they are what AllenNLP's loader removes (`REMOVED_ON_LOAD`) outside lists, and are refused
-  inside one.
-
-`vocabulary` is checked for its `type` only (the files come from the model's `vocabulary/`);
-`TRAINING_ONLY` sections are a record of the training and are not read by any loader.
+One walk (`_Walk`) checks the built sections against AllenNLP's registries and the registered
+constructors' signatures, as `from_params` will read them: registered types, known parameters,
+values of their annotated kind (sizes within `received.limits`). Refused whatever the component:
+`trust_remote_code`, `*_kwargs`, URLs, archive names and nested archives; parameters that read a
+file (`_LOADS`) on other packages' components; model names in a biLM, local paths as model names
+in a task model; `REFUSED_KEYS` in a biLM, and in a task model inside lists.
 """
 
 import inspect
@@ -40,12 +25,10 @@ from allennlp.common.registrable import Registrable
 
 from allennlp_elmo_c.common.config_tree import walk
 from allennlp_elmo_c.fasttext.fasttext_source import FASTTEXT_COMPONENTS, FASTTEXT_KEYS
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.model_directory import CONFIG_KEYS
 from allennlp_elmo_c.received.shown_text import printable, quoted
 
-# The largest size (a tensor's dimension, a count of rows) and the most layers a config may give.
-MAX_SIZE = (1 << 31) - 1
-MAX_LAYERS = 64
 # Integer parameters that are identifiers, not sizes.
 NOT_SIZES = frozenset({"seed", "fingerprint"})
 # The sections of an AllenNLP training config that no loader reads (a record of the training).
@@ -348,7 +331,7 @@ class _Walk:
             raise self.refuse(path, f"{quoted(value, 40)} is not a size (a non-negative integer)")
         if key in NOT_SIZES:
             return
-        limit = MAX_LAYERS if key == "num_layers" else MAX_SIZE
+        limit = limits.MAX_LAYERS if key == "num_layers" else limits.MAX_SIZE
         if not 0 <= value <= limit:
             raise self.refuse(path, f"{value} is not a size between 0 and {limit}")
         if self.parts is not None:
@@ -392,10 +375,6 @@ DIRECTORY_REFUSED = frozenset({
 })  # fmt: skip
 
 
-# The most labels a model directory's config.json may size (transformers builds a table of them).
-MAX_LABELS = 1 << 16
-
-
 def check_directory_config(config: Dict[str, Any], where: str) -> None:
     """A model directory's config.json outside its `bilm`: no `trust_remote_code` anywhere, no
     key of `DIRECTORY_REFUSED` and no `*_kwargs`; every other key one `package` writes or of
@@ -414,6 +393,7 @@ def check_directory_config(config: Dict[str, Any], where: str) -> None:
             raise _refusal(where, key, "is not a key of a model directory's config.json (its "
                            "own, or one of transformers' PretrainedConfig)")  # fmt: skip
     labels = config.get("num_labels", 0)
-    if isinstance(labels, bool) or not isinstance(labels, int) or not 0 <= labels <= MAX_LABELS:
+    is_size = isinstance(labels, int) and not isinstance(labels, bool)
+    if not is_size or not 0 <= labels <= limits.MAX_LABELS:
         raise _refusal(where, "num_labels", f"{printable(labels, 40)} is not a size between 0 and "
-                       f"{MAX_LABELS}")  # fmt: skip
+                       f"{limits.MAX_LABELS}")  # fmt: skip

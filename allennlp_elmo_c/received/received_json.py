@@ -14,11 +14,9 @@ import numpy
 
 from allennlp.common.checks import ConfigurationError
 
-# A received JSON file larger than this is refused before it is parsed (the paper-size biLM's
-# config is ~3 KB; a task archive's a few KB).
-MAX_CONFIG_BYTES = 4 << 20
-# JSON nesting deeper than this is refused (a biLM's config is 6 levels deep).
-MAX_DEPTH = 64
+from allennlp_elmo_c.received import limits
+from allennlp_elmo_c.received.limits import MAX_CONFIG_BYTES
+from allennlp_elmo_c.received.limits import MAX_JSON_DEPTH as MAX_DEPTH  # noqa: F401 (callers')
 
 # A JSON string (a `"` up to the next `"` not escaped), whose brackets do not nest.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -27,7 +25,7 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 def read_received_json(
     path: Union[str, Path], where: str, max_bytes: int = MAX_CONFIG_BYTES, follow_links: bool = True
 ) -> Any:
-    """A received JSON file as plain JSON of at most `max_bytes`, nested at most `MAX_DEPTH`
+    """A received JSON file as plain JSON of at most `max_bytes`, nested at most `MAX_JSON_DEPTH`
     (with `follow_links` false, a link or anything but a regular file is refused, unopened)."""
     try:
         flags = os.O_RDONLY | (0 if follow_links else os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -63,16 +61,18 @@ def parse_received_json(
             f"{where}: larger than {max_bytes} bytes; a model's config is a few KB, so it is not "
             "read"
         )
-    if json_depth(data) > MAX_DEPTH:
+    if json_depth(data) > limits.MAX_JSON_DEPTH:
         raise ConfigurationError(
-            f"{where}: nested deeper than {MAX_DEPTH} levels; it is not parsed"
+            f"{where}: nested deeper than {limits.MAX_JSON_DEPTH} levels; it is not parsed"
         )
     try:
         return json.loads(
             data, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int64
         )
     except RecursionError:
-        raise ConfigurationError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+        raise ConfigurationError(
+            f"{where}: nested deeper than {limits.MAX_JSON_DEPTH} levels"
+        ) from None
     except ValueError as error:  # UnicodeDecodeError included
         raise ConfigurationError(
             f"{where} is not plain JSON ({str(error)[:200]}); a received file is read as JSON "

@@ -1,24 +1,19 @@
 """
-One pass from a received biLM's files to a checked description of it, `ReceivedBiLM`, from which
-`archive` builds the model. A model directory: its listing and digests
-(`received.model_directory`), its config.json checked (`received_config`), the files it names
-resolved inside it. An archive: the members a model archive is made of, extracted
-(`safe_extract`), its config.json checked. Then the fastText `.bin` found and its fingerprint
-checked, the load-time overrides, and the weights' tensors (`received_weights`), which give the
-budget (`allocation_budget`).
+From a received biLM's files (a model directory or an archive) to a checked description,
+`ReceivedBiLM`: its listing, config, fastText `.bin` and fingerprint, load-time overrides and the
+weights' tensors, which give the allocation budget `archive` builds it within.
 """
 
 import contextlib
-import copy
-import logging
+import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import Meta, _check_version_compatibility
 
-from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from allennlp_elmo_c.fasttext.fasttext_source import check_fingerprint, resolve_fasttext_path
 from allennlp_elmo_c.received.allocation_budget import budget_of
 from allennlp_elmo_c.received.contained_files import inside_path
@@ -38,15 +33,11 @@ from allennlp_elmo_c.received.received_config import (
     check_bilm_config,
     check_directory_config,
 )
-from allennlp_elmo_c.received.received_json import (
-    MAX_CONFIG_BYTES,
-    parse_received_json,
-    read_received_json,
-)
+from allennlp_elmo_c.received import limits
+from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
 from allennlp_elmo_c.received.received_weights import Tensor, held_total, weights_table
 from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
-
-logger = logging.getLogger(__name__)
+from allennlp_elmo_c.received.shown_text import quoted
 
 # AllenNLP's names for an archive's files.
 ARCHIVE_WEIGHTS = "weights.th"
@@ -54,6 +45,29 @@ ARCHIVE_META = "meta.json"
 BUNDLE_DIR = "fasttext"
 ARCHIVE_FILES = frozenset({CONFIG_FILE, ARCHIVE_META, ARCHIVE_WEIGHTS})
 ARCHIVE_DIRECTORIES = frozenset({VOCABULARY_DIR, BUNDLE_DIR})
+
+
+_VERSION = re.compile(r"^\d{1,9}\.\d{1,9}\.[0-9A-Za-z.+\-]{1,40}$")
+
+
+def read_meta(root: Path, source: str) -> Optional[Meta]:
+    """The `meta.json` of the extracted archive `root` (`source` names it in messages), checked
+    and compared with this AllenNLP's version as AllenNLP does; `None` if there is none."""
+    path = Path(root) / ARCHIVE_META
+    if not path.exists() and not path.is_symlink():
+        return None
+    where = f"{source}: {ARCHIVE_META}"
+    data = read_received_json(path, where, limits.MAX_META_BYTES, follow_links=False)
+    version = data.get("version") if isinstance(data, dict) else None
+    if not isinstance(version, str) or not _VERSION.match(version):
+        got = version if isinstance(data, dict) else type(data).__name__
+        raise ConfigurationError(
+            f"{where}: not AllenNLP's record of its version (an object with a version such as "
+            f"'2.10.1'; got {quoted(got, 60)}); remove it, or save the archive again"
+        )
+    meta = Meta(version=version)
+    _check_version_compatibility(source, meta)
+    return meta
 
 
 def is_model_archive_member(name: str) -> bool:
@@ -193,22 +207,17 @@ def checked_bilm(
     return check_bilm_config(config, where or f"{source}: {CONFIG_FILE}", prefix, in_directory)
 
 
-def read_archive_member_config(archive_file: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
-    """An archive's config.json, read without extracting the archive, and checked."""
-    try:
-        data = read_member(archive_file, CONFIG_FILE, MAX_CONFIG_BYTES)
-    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
-        raise unreadable_archive(archive_file, error) from error
-    config = None if data is None else parse_received_json(data, f"{archive_file}: {CONFIG_FILE}")
-    return config, checked_bilm(config, archive_file)  # type: ignore[return-value]
-
-
 def read_bilm_config(path: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
-    """The biLM's config of a model directory or an archive, checked; no weights read."""
+    """The biLM's config of a model directory or an archive (not extracted), checked."""
     if Path(path).is_dir():
         config, parts = read_directory(path)
         return config["bilm"], parts
-    return read_archive_member_config(path)
+    try:
+        data = read_member(path, CONFIG_FILE, limits.MAX_CONFIG_BYTES)
+    except (tarfile.TarError, EOFError, OSError, ValueError) as error:
+        raise unreadable_archive(path, error) from error
+    config = None if data is None else parse_received_json(data, f"{path}: {CONFIG_FILE}")
+    return config, checked_bilm(config, path)  # type: ignore[return-value]
 
 
 def unreadable_archive(archive_file: str, error: Exception) -> ConfigurationError:
@@ -234,40 +243,30 @@ def recorded_fasttext(parts: BiLMConfigParts, source: str) -> Optional[str]:
     return next(iter(paths), None)
 
 
-def recorded_fingerprint_of(parts: BiLMConfigParts, source: str) -> Optional[int]:
-    """The fastText fingerprint a checked config records; `None` for one trained before."""
-    values = {node["fingerprint"] for _, node in parts.fasttext_components if "fingerprint" in node}
-    if len(values) > 1:
-        raise ConfigurationError(f"{source} records several fastText fingerprints {sorted(values)}")
-    return next(iter(values), None)
-
-
 def checked_fasttext_of(
     parts: BiLMConfigParts,
     source: str,
     fasttext_path: Optional[str] = None,
     is_directory: bool = False,
-) -> Tuple[str, Optional[int]]:
+) -> Tuple[str, int]:
     """The fastText `.bin` of a checked config (`fasttext_path`, else as `fasttext_source` finds
-    it; a directory's own) and the fingerprint it matched (None: none recorded, the recorded file
-    gone, a warning said so)."""
+    it; a directory's own) and the fingerprint it recorded and the `.bin` matched."""
     recorded = recorded_fasttext(parts, source)
     if recorded is None:
         raise ConfigurationError(f"{source}: the biLM reads no fastText file")
     if fasttext_path is None and is_directory:
         fasttext_path = recorded  # a model directory's own .bin, whatever the environment says
-    expected = recorded_fingerprint_of(parts, source)
+    values = {node.get("fingerprint") for _, node in parts.fasttext_components}
+    if None in values:
+        raise ConfigurationError(
+            f"{source} records no fastText fingerprint: it was not trained with allennlp_elmo_c "
+            "imported; train it again with `--include-package allennlp_elmo_c`"
+        )
+    if len(values) > 1:
+        raise ConfigurationError(f"{source} records several fastText fingerprints {sorted(values)}")
+    expected = values.pop()
     resolved = resolve_fasttext_path(recorded, source, fasttext_path, expected)
-    if expected is None and Path(recorded).is_file():
-        expected = FastTextBin.load(recorded).fingerprint
-    if expected is None:
-        logger.warning(
-            "%s was trained before fastText fingerprints were recorded and its .bin %s is not at "
-            "its recorded path: that %s is the same model cannot be checked",
-            source, recorded, resolved,
-        )  # fmt: skip
-    else:
-        check_fingerprint(resolved, expected, f"{recorded}, recorded in {source}")
+    check_fingerprint(resolved, expected, f"{recorded}, recorded in {source}")
     return resolved, expected
 
 
@@ -279,9 +278,9 @@ def prepared(
     tokenizer_path: Optional[str],
     is_directory: bool = False,
 ) -> Tuple[Dict[str, Any], BiLMConfigParts, Dict[str, Any], Optional[str]]:
-    """The config to record (with the fastText fingerprint) and its parts, the load-time
-    overrides (all layers, no candidate list, every fastText path the checked `.bin` found, a BPE
-    tokenizer at `tokenizer_path`), and the `.bin` found."""
+    """The config and its parts, the load-time overrides (all layers, no candidate list, every
+    fastText path the checked `.bin` found, a BPE tokenizer at `tokenizer_path`), and the `.bin`
+    found."""
     subword = is_subword_config(config)
     if subword and fasttext_path is not None:
         raise ConfigurationError(f"{source} is a BPE subword biLM: it reads no fastText")
@@ -293,14 +292,7 @@ def prepared(
     }
     resolved = None
     if not subword and recorded_fasttext(parts, source) is not None:
-        resolved, expected = checked_fasttext_of(parts, source, fasttext_path, is_directory)
-        if expected is not None and any(
-            node.get("fingerprint") != expected for _, node in parts.fasttext_components
-        ):
-            config = copy.deepcopy(config)
-            parts = check_bilm_config(config, source)  # the copy's nodes
-            for _, node in parts.fasttext_components:
-                node["fingerprint"] = expected
+        resolved, _ = checked_fasttext_of(parts, source, fasttext_path, is_directory)
         overrides.update({path: resolved for path, _, _ in parts.fasttext_keys})
     elif fasttext_path is not None:
         raise ConfigurationError(f"{source}: the biLM reads no fastText file (fasttext_path)")

@@ -15,12 +15,9 @@ from allennlp.common.util import namespace_match
 from allennlp.data import Vocabulary
 from allennlp.data.vocabulary import DEFAULT_OOV_TOKEN, NAMESPACE_PADDING_FILE
 
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.shown_text import printable, quoted
 
-# What one vocabulary line costs once read (its string, its entries in two dictionaries).
-ENTRY_BYTES = 256
-# The most bytes of `non_padded_namespaces.txt` read.
-_MAX_PATTERNS_BYTES = 1 << 16
 _CHUNK = 1 << 20
 
 
@@ -70,10 +67,11 @@ def vocabulary_bytes(directory: Path, where: str) -> int:
     patterns: List[str] = []
     if patterns_file.is_file():
         with open(patterns_file, "rb") as stream:
-            data = stream.read(_MAX_PATTERNS_BYTES + 1)
-        if len(data) > _MAX_PATTERNS_BYTES:
+            data = stream.read(limits.MAX_PATTERNS_BYTES + 1)
+        if len(data) > limits.MAX_PATTERNS_BYTES:
             raise ConfigurationError(
-                f"{where}: {NAMESPACE_PADDING_FILE} is larger than {_MAX_PATTERNS_BYTES} bytes"
+                f"{where}: {NAMESPACE_PADDING_FILE} is larger than "
+                f"{limits.MAX_PATTERNS_BYTES} bytes"
             )
         patterns = [line for line in data.decode("utf-8", "replace").splitlines() if line]
     total = 0
@@ -87,7 +85,7 @@ def vocabulary_bytes(directory: Path, where: str) -> int:
                 f"line is {quoted(first, 40)}, not {DEFAULT_OOV_TOKEN}: not a vocabulary "
                 "AllenNLP wrote"
             )
-        total += size + lines * ENTRY_BYTES
+        total += size + lines * limits.ENTRY_BYTES
     return total
 
 

@@ -1,9 +1,9 @@
 """
 The tensors of a received model's weights, known before any is loaded: names, dtypes, shapes and
 the bytes each really holds (its 4 KiB pages that are not all zeros: a sparse or all-zero tensor,
-or a header's claims, hold nothing). A `.safetensors` header is bounded
-(`MAX_SAFETENSORS_HEADER_BYTES`) before it is parsed and must fill the file exactly; a torch file
-(`weights.th`) is loaded weights-only and memory-mapped.
+or a header's claims, hold nothing). A `.safetensors` header is bounded (`received.limits`)
+before it is parsed and must fill the file exactly; a torch file (`weights.th`) is loaded
+weights-only and memory-mapped.
 """
 import math
 import struct
@@ -15,11 +15,10 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.received_json import parse_received_json
 from allennlp_elmo_c.received.shown_text import printable
 
-# The largest safetensors header read (the paper-size biLM's is ~10 KB).
-MAX_SAFETENSORS_HEADER_BYTES = 1 << 20
 # A page: the unit of a file's content that counts as held (one non-zero byte makes it held).
 PAGE_BYTES = 4096
 _CHUNK_PAGES = 1024
@@ -57,14 +56,14 @@ def safetensors_header(
                 f"{where}: not a safetensors file (shorter than its header's length)"
             )
         (length,) = struct.unpack("<Q", prefix)
-        if length > MAX_SAFETENSORS_HEADER_BYTES or length > size - 8:
+        readable = min(limits.MAX_SAFETENSORS_HEADER_BYTES, size - 8)
+        if length > readable:
             raise ConfigurationError(
                 f"{where}: its safetensors header declares {length} bytes, more than the "
-                f"{min(MAX_SAFETENSORS_HEADER_BYTES, size - 8)} read (a model's header is a few "
-                "KB); refused before parsing it"
+                f"{readable} read (a model's header is a few KB); refused before parsing it"
             )
         text = stream.read(length)
-    header = parse_received_json(text, f"{where} (its header)", MAX_SAFETENSORS_HEADER_BYTES)
+    header = parse_received_json(text, f"{where} (its header)", limits.MAX_SAFETENSORS_HEADER_BYTES)
     if not isinstance(header, dict):
         raise ConfigurationError(f"{where}: its safetensors header is not a JSON object")
     data_start = 8 + length
@@ -97,37 +96,16 @@ def safetensors_header(
     return tensors
 
 
-def held_bytes(path: PathOrStr, begin: int, end: int) -> int:
+def _held(data: np.ndarray) -> int:
+    """The bytes of `data` (uint8) in its non-zero pages, read a chunk at a time."""
     held = 0
-    with open(path, "rb") as stream:
-        stream.seek(begin)
-        position = begin
-        while position < end:
-            data = stream.read(min(end - position, PAGE_BYTES * _CHUNK_PAGES))
-            if not data:
-                break
-            held += _held_in(np.frombuffer(data, dtype=np.uint8))
-            position += len(data)
+    for start in range(0, len(data), PAGE_BYTES * _CHUNK_PAGES):
+        chunk = data[start : start + PAGE_BYTES * _CHUNK_PAGES]
+        whole = len(chunk) // PAGE_BYTES * PAGE_BYTES
+        held += int(chunk[:whole].reshape(-1, PAGE_BYTES).any(axis=1).sum()) * PAGE_BYTES
+        if whole < len(chunk) and chunk[whole:].any():
+            held += len(chunk) - whole
     return held
-
-
-def _held_in(data: np.ndarray) -> int:
-    """The bytes of `data` (uint8) in its non-zero pages."""
-    whole = len(data) // PAGE_BYTES * PAGE_BYTES
-    pages = data[:whole].reshape(-1, PAGE_BYTES)
-    held = int(pages.any(axis=1).sum()) * PAGE_BYTES
-    if whole < len(data) and data[whole:].any():
-        held += len(data) - whole
-    return held
-
-
-def tensor_held_bytes(tensor: torch.Tensor) -> int:
-    """`held_bytes` of a (CPU, memory-mapped) tensor's own bytes."""
-    if tensor.numel() == 0:
-        return 0
-    data = tensor.detach().contiguous().view(-1).view(torch.uint8).numpy()
-    return sum(_held_in(data[start : start + PAGE_BYTES * _CHUNK_PAGES])
-               for start in range(0, len(data), PAGE_BYTES * _CHUNK_PAGES))  # fmt: skip
 
 
 def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
@@ -135,9 +113,11 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
     path = Path(path)
     try:
         if path.suffix == ".safetensors":
+            header = safetensors_header(path, where)
+            data = np.memmap(path, dtype=np.uint8, mode="r")
             return {
-                name: Tensor(dtype, shape, held_bytes(path, begin, end))
-                for name, (dtype, shape, begin, end) in safetensors_header(path, where).items()
+                name: Tensor(dtype, shape, _held(data[begin:end]))
+                for name, (dtype, shape, begin, end) in header.items()
             }
         from allennlp_elmo_c.received.weights_only import load_weights_only
 
@@ -156,7 +136,8 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
         raise ConfigurationError(f"{where}: not a state dict of tensors")
     return {
-        name: Tensor(tensor.dtype, tuple(tensor.shape), tensor_held_bytes(tensor))
+        name: Tensor(tensor.dtype, tuple(tensor.shape),
+                     _held(tensor.detach().contiguous().view(-1).view(torch.uint8).numpy()))
         for name, tensor in state.items()
     }
 

@@ -4,16 +4,10 @@ writing outside the extraction directory or filling the disk.
 
 Every member is checked as its header is read, before anything is extracted; a refusal is one
 `ConfigurationError` naming the archive and the member. Python's own `tarfile.data_filter`
-(3.11.4+) refuses climbing names, links outside and special files, and extraction goes through it
-too (no set-uid bits, no ownership); beside it, a received archive may hold no absolute name, no
-symbolic link, a hard link only to a regular file before it, each name once, at most `MAX_DEPTH`
-components deep. One budget bounds what it extracts: `MAX_MEMBERS` members (with the directories
-their names imply), `MAX_EXTRACTED_BYTES` bytes of files and, beyond `RATIO_FLOOR_BYTES`,
-`MAX_COMPRESSION_RATIO` times its size on disk; the decompressed stream itself stops there, and
-what `tarfile` reads into memory before a member is known (extended headers: `MAX_HEADER_BYTES`
-each, `MAX_CHAINED_HEADERS` before one member; names of `MAX_NAME_BYTES`) is bounded before it
-is read. A trusted archive beyond them is extracted after raising the constant, e.g.
-`allennlp_elmo_c.received.safe_extract.MAX_EXTRACTED_BYTES = 100 << 30`.
+refuses climbing names, links outside and special files, and extraction goes through it too;
+beside it, a received archive may hold no absolute name, no symbolic link, a hard link only to a
+regular file before it, each name once. What it extracts, and what `tarfile` reads into memory
+before a member is known, is bounded by the archive limits of `received.limits`.
 """
 
 import bz2
@@ -31,16 +25,9 @@ from typing import IO, Callable, Dict, Iterator, List, Optional, Set, Tuple, Uni
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.shown_text import quoted
 
-MAX_EXTRACTED_BYTES = 32 << 30  # a task archive bundling a 7 GB fastText model is well within
-MAX_COMPRESSION_RATIO = 50  # weights hardly compress; a file of zeros about 1000 times
-RATIO_FLOOR_BYTES = 64 << 20
-MAX_MEMBERS = 10_000
-MAX_HEADER_BYTES = 64 << 10
-MAX_CHAINED_HEADERS = 4  # tar writes two at most: a long name and a long link name
-MAX_NAME_BYTES = 4096
-MAX_DEPTH = 32  # a model archive's names are 1 or 2 deep
 SHOWN_NAME_CHARACTERS = 120
 _HEADER_BYTES = 3 * tarfile.BLOCKSIZE  # tar headers and padding per member, beyond its data
 
@@ -56,15 +43,16 @@ PathOrStr = Union[str, "os.PathLike[str]"]
 
 
 _FIX = (
-    "If the archive is trusted, raise the bounds in allennlp_elmo_c.received.safe_extract "
+    "If the archive is trusted, raise the bounds in allennlp_elmo_c.received.limits "
     "(MAX_EXTRACTED_BYTES, MAX_COMPRESSION_RATIO, MAX_MEMBERS) before loading it."
 )
 
 
 def _limits_text() -> str:
     return (
-        f"at most {MAX_EXTRACTED_BYTES} bytes, {MAX_MEMBERS} members and directories, and "
-        f"{MAX_COMPRESSION_RATIO} times the archive's size beyond {RATIO_FLOOR_BYTES} bytes"
+        f"at most {limits.MAX_EXTRACTED_BYTES} bytes, {limits.MAX_MEMBERS} members and "
+        f"directories, and {limits.MAX_COMPRESSION_RATIO} times the archive's size beyond "
+        f"{limits.RATIO_FLOOR_BYTES} bytes"
     )
 
 
@@ -79,11 +67,11 @@ class _BoundedTarInfo(tarfile.TarInfo):
     def _proc_member(self, tarfile_):  # tarfile's hook, called once the 512-byte header is read
         extended = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
                     tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)  # fmt: skip
-        if self.type in extended and self.size > MAX_HEADER_BYTES:
+        if self.type in extended and self.size > limits.MAX_HEADER_BYTES:
             raise _HeaderTooLarge(self.size)
         chained = getattr(tarfile_, "_elmo_c_chained_headers", 0)
         if self.type in extended:
-            if chained >= MAX_CHAINED_HEADERS:
+            if chained >= limits.MAX_CHAINED_HEADERS:
                 raise _HeadersChained(chained + 1)
             # The next header is read within this call.
             tarfile_._elmo_c_chained_headers = chained + 1
@@ -92,7 +80,7 @@ class _BoundedTarInfo(tarfile.TarInfo):
         finally:
             tarfile_._elmo_c_chained_headers = chained
         for value in (member.name, member.linkname):
-            if len(value.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            if len(value.encode("utf-8", "surrogateescape")) > limits.MAX_NAME_BYTES:
                 raise _NameTooLong(value)
         return member
 
@@ -111,7 +99,8 @@ class _NameTooLong(Exception):
 
 
 def extracted_bytes_limit(archive_size: int) -> int:
-    return min(MAX_EXTRACTED_BYTES, max(RATIO_FLOOR_BYTES, MAX_COMPRESSION_RATIO * archive_size))
+    ratio_bound = max(limits.RATIO_FLOOR_BYTES, limits.MAX_COMPRESSION_RATIO * archive_size)
+    return min(limits.MAX_EXTRACTED_BYTES, ratio_bound)
 
 
 class _BoundedStream(io.RawIOBase):
@@ -213,17 +202,6 @@ def _member_name(member: tarfile.TarInfo, archive_file: str) -> str:
     return _normalized(member.name)
 
 
-def checked_members(
-    archive: tarfile.TarFile,
-    archive_file: str,
-    archive_size: int,
-    wanted: Optional[Callable[[str], bool]] = None,
-) -> List[tarfile.TarInfo]:
-    """The members of `archive` (not yet iterated) to extract, every member checked as its header
-    is read (see the module docstring), those `wanted` (by name without `./`; all by default)."""
-    return [m for m, take in _checked_members(archive, archive_file, archive_size, wanted) if take]
-
-
 def _checked_members(
     archive: tarfile.TarFile,
     archive_file: str,
@@ -239,9 +217,9 @@ def _checked_members(
     for member in archive:  # lazily: the next header is read once this one is accepted
         name = _member_name(member, archive_file)
         count += 1
-        if count > MAX_MEMBERS:
-            raise _refused(archive_file, member.name, f"is beyond the {MAX_MEMBERS} members an "
-                           "archive may hold", _FIX)  # fmt: skip
+        if count > limits.MAX_MEMBERS:
+            why = f"is beyond the {limits.MAX_MEMBERS} members an archive may hold"
+            raise _refused(archive_file, member.name, why, _FIX)
         if name in names and name != ".":
             raise _refused(archive_file, member.name, "appears twice")
         if member.issym():
@@ -274,20 +252,20 @@ def _checked_members(
         take = wanted is None or name == "." or wanted(name)
         if take and name != ".":
             parts = PurePosixPath(name).parts
-            if len(parts) > MAX_DEPTH:
+            if len(parts) > limits.MAX_PATH_DEPTH:
                 raise _refused(
                     archive_file, member.name,
-                    f"is {len(parts)} directories deep, beyond the {MAX_DEPTH} an extracted name "
-                    "may be",
+                    f"is {len(parts)} directories deep, beyond the {limits.MAX_PATH_DEPTH} an "
+                    "extracted name may be",
                 )  # fmt: skip
             created.update(
                 PurePosixPath(*parts[:end]).as_posix() for end in range(1, len(parts) + 1)
             )
-            if len(created) > MAX_MEMBERS:
+            if len(created) > limits.MAX_MEMBERS:
                 raise _refused(
                     archive_file, member.name,
                     f"brings the files and directories extracting the archive creates beyond "
-                    f"{MAX_MEMBERS}", _FIX,
+                    f"{limits.MAX_MEMBERS}", _FIX,
                 )  # fmt: skip
         yield member, take
 
@@ -296,10 +274,12 @@ def _checked_members(
 def open_checked_archive(
     archive_file: PathOrStr, wanted: Optional[Callable[[str], bool]] = None
 ) -> Iterator[Tuple[tarfile.TarFile, List[tarfile.TarInfo]]]:
-    """`archive_file` opened with every member checked, and the members `wanted`; a corrupt
+    """`archive_file` opened with every member checked as its header is read (see the module
+    docstring), and the members `wanted` (by name without `./`; all by default); a corrupt
     archive raises `tarfile.ReadError`."""
     with _bounded_archive(archive_file) as (archive, size):
-        yield archive, checked_members(archive, str(archive_file), size, wanted)
+        checked = _checked_members(archive, str(archive_file), size, wanted)
+        yield archive, [member for member, take in checked if take]
 
 
 @contextlib.contextmanager
@@ -308,7 +288,7 @@ def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile,
     size = path.stat().st_size
     stream = _BoundedStream(
         _decompressed(path),
-        extracted_bytes_limit(size) + (MAX_MEMBERS + 20) * _HEADER_BYTES,
+        extracted_bytes_limit(size) + (limits.MAX_MEMBERS + 20) * _HEADER_BYTES,
         str(archive_file),
     )
     try:
@@ -322,19 +302,20 @@ def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile,
     except _HeaderTooLarge as error:
         raise ConfigurationError(
             f"archive {archive_file}: a member's extended header (pax or GNU long name) holds "
-            f"{error.args[0]} bytes, more than the {MAX_HEADER_BYTES} allowed; refused before it "
-            "was read, nothing was extracted. A model archive's names are short: rebuild the "
-            "archive."
+            f"{error.args[0]} bytes, more than the {limits.MAX_HEADER_BYTES} allowed; refused "
+            "before it was read, nothing was extracted. A model archive's names are short: "
+            "rebuild the archive."
         ) from None
     except _HeadersChained as error:
         raise ConfigurationError(
             f"archive {archive_file}: {error.args[0]} extended headers (pax or GNU long name) "
-            f"come before one member, more than the {MAX_CHAINED_HEADERS} allowed; refused, "
+            f"come before one member, more than the {limits.MAX_CHAINED_HEADERS} allowed; refused, "
             "nothing was extracted. Rebuild the archive with an ordinary tar."
         ) from None
     except _NameTooLong as error:
         raise _refused(
-            str(archive_file), error.args[0], f"has a name longer than {MAX_NAME_BYTES} bytes"
+            str(archive_file), error.args[0],
+            f"has a name longer than {limits.MAX_NAME_BYTES} bytes",
         ) from None
     finally:
         stream.close()

@@ -4,8 +4,7 @@ terminal escape sequences, no line breaks) and cut to a length.
 """
 from typing import Any
 
-# The most characters of one received value quoted in a message or printed.
-SHOWN_CHARACTERS = 200
+from allennlp_elmo_c.received.limits import SHOWN_CHARACTERS
 
 
 def printable(value: Any, limit: int = SHOWN_CHARACTERS) -> str:

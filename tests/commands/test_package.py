@@ -197,17 +197,13 @@ def test_a_directory_refuses_another_bin_and_ignores_the_variable(model_director
     assert (vectors - reference).abs().max().item() <= 1e-6
 
 
-def without_fingerprints(archive: Path, target: Path, fasttext: str = "") -> Path:
-    """A copy of `archive` as archives trained before fingerprints were recorded are (with
-    `fasttext`, recording that path for its fastText model)."""
+def without_fingerprints(archive: Path, target: Path) -> Path:
+    """A copy of `archive` with no fastText fingerprint in its config."""
     with tarfile.open(archive) as source, tarfile.open(target, "w:gz") as copy:
         for member in source:
             data = source.extractfile(member) if member.isfile() else None
             if member.name == "config.json":
                 config = _strip(json.load(data))  # type: ignore[arg-type]
-                if fasttext:
-                    config["model"]["text_field_embedder"]["token_embedders"]["tokens"]["model_path"] = fasttext
-                    config["dataset_reader"]["token_indexers"]["tokens"]["model_path"] = fasttext
                 text = json.dumps(config).encode()
                 member.size = len(text)
                 data = io.BytesIO(text)
@@ -223,26 +219,10 @@ def _strip(node):
     return node
 
 
-def test_an_old_archive_is_checked_against_its_recorded_bin(elmo_c_archive, other_fasttext,
-                                                            tmp_path, monkeypatch, caplog):  # fmt: skip
+def test_an_archive_without_fingerprints_is_refused_in_one_line(elmo_c_archive, tmp_path):
     old = without_fingerprints(elmo_c_archive, tmp_path / "old.tar.gz")
-    # It loads, and its record holds the fingerprint of the file it names from then on.
-    bilm = PretrainedBiLM.from_archive(str(old))
-    assert '"fingerprint"' in bilm.record()
-    monkeypatch.setenv("ELMO_C_FASTTEXT", str(other_fasttext))
-    with pytest.raises(ConfigurationError, match="not the one this model was trained with"):
+    with pytest.raises(ConfigurationError, match="records no fastText fingerprint"):
         PretrainedBiLM.from_archive(str(old))
-
-
-def test_an_old_archive_without_its_bin_loads_with_a_warning(elmo_c_archive, tmp_path,
-                                                             caplog):  # fmt: skip
-    # Its recorded .bin is gone; the copy beside the archive is used, and cannot be checked.
-    old = without_fingerprints(elmo_c_archive, tmp_path / "model.tar.gz",
-                               fasttext=str(tmp_path / "gone" / "tiny.bin"))  # fmt: skip
-    shutil.copy(FIXTURES_ROOT / "fasttext" / "tiny.bin", tmp_path / "tiny.bin")
-    with caplog.at_level("WARNING"):
-        PretrainedBiLM.from_archive(str(old))
-    assert "cannot be checked" in caplog.text
 
 
 # --- a task model from a converted stock config, used after the biLM directory is gone ---------

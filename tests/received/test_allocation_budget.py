@@ -9,9 +9,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
 from allennlp.models import Model
 
+from allennlp_elmo_c.received.limits import BUDGET_FACTOR, BUDGET_SLACK
 from allennlp_elmo_c.received.allocation_budget import (
-    BUDGET_FACTOR,
-    BUDGET_SLACK,
     allocation_budget,
     budget_of,
     largest_sizes,

@@ -16,7 +16,7 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.received import safe_extract
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.safe_extract import extract_archive, extracted_archive, read_member
 
 
@@ -97,11 +97,11 @@ def test_read_member_stops_at_a_long_name_beyond_the_stream_bound(format, tmp_pa
     """A 4 MB member name (read into memory whole by tarfile) before config.json, in an archive
     of a few KB, with the bounds lowered to keep the test small (and the caps on one header and
     one name raised: they would refuse it first)."""
-    monkeypatch.setattr(safe_extract, "MAX_HEADER_BYTES", 1 << 30)
-    monkeypatch.setattr(safe_extract, "MAX_NAME_BYTES", 1 << 30)
-    monkeypatch.setattr(safe_extract, "RATIO_FLOOR_BYTES", 1 << 16)
-    monkeypatch.setattr(safe_extract, "MAX_COMPRESSION_RATIO", 1)
-    monkeypatch.setattr(safe_extract, "MAX_MEMBERS", 10)
+    monkeypatch.setattr(limits, "MAX_HEADER_BYTES", 1 << 30)
+    monkeypatch.setattr(limits, "MAX_NAME_BYTES", 1 << 30)
+    monkeypatch.setattr(limits, "RATIO_FLOOR_BYTES", 1 << 16)
+    monkeypatch.setattr(limits, "MAX_COMPRESSION_RATIO", 1)
+    monkeypatch.setattr(limits, "MAX_MEMBERS", 10)
     members = [("a" * (4 << 20), b"x"), ("config.json", b"{}")]
     archive = _archive_of(tmp_path / "model.tar.gz", members, format)
     assert archive.stat().st_size < 1 << 16

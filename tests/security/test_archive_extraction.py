@@ -228,10 +228,10 @@ def test_a_decompression_bomb_is_refused_before_extraction(door, elmo_c_archive,
 def test_the_size_bound_holds_for_incompressible_members(elmo_c_archive, tmp_path, scratch, monkeypatch):
     """What an archive extracts is bounded, incompressible members included (here a 3 MB member
     of random bytes against a bound lowered to 1 MB, standing for a disk-filling one): refused."""
-    import allennlp_elmo_c.received.safe_extract as safe_extract
+    from allennlp_elmo_c.received import limits
 
-    monkeypatch.setattr(safe_extract, "MAX_EXTRACTED_BYTES", 1 << 20)
-    monkeypatch.setattr(safe_extract, "RATIO_FLOOR_BYTES", 1 << 20)
+    monkeypatch.setattr(limits, "MAX_EXTRACTED_BYTES", 1 << 20)
+    monkeypatch.setattr(limits, "RATIO_FLOOR_BYTES", 1 << 20)
     archive = crafted(elmo_c_archive, tmp_path / "model.tar.gz", [regular("noise.bin", TINY_FASTTEXT.read_bytes() * 60)])
     with pytest.raises(ConfigurationError, match="noise.bin.*MAX_EXTRACTED_BYTES"):
         PretrainedBiLM.from_archive(str(archive))
@@ -241,9 +241,9 @@ def test_the_size_bound_holds_for_incompressible_members(elmo_c_archive, tmp_pat
 def test_too_many_members_are_refused(elmo_c_archive, tmp_path, scratch, monkeypatch):
     """The number of members (each an inode) is bounded: more than `MAX_MEMBERS` are refused,
     nothing extracted."""
-    import allennlp_elmo_c.received.safe_extract as safe_extract
+    from allennlp_elmo_c.received import limits
 
-    monkeypatch.setattr(safe_extract, "MAX_MEMBERS", 20)
+    monkeypatch.setattr(limits, "MAX_MEMBERS", 20)
     extra = [regular(f"many/{index}.txt", b"") for index in range(30)]
     archive = crafted(elmo_c_archive, tmp_path / "model.tar.gz", extra)
     with pytest.raises(ConfigurationError, match="MAX_MEMBERS"):
@@ -280,7 +280,8 @@ def test_a_directory_bomb_creates_nothing(depth, elmo_c_archive, tmp_path, scrat
     in a `RecursionError` after 31 s. Only the members a model archive is made of are extracted
     (the archive loads), and an extraction of every member refuses the depth."""
     from allennlp_elmo_c.received.received_model import is_model_archive_member
-    from allennlp_elmo_c.received.safe_extract import MAX_DEPTH, extract_archive
+    from allennlp_elmo_c.received.limits import MAX_PATH_DEPTH
+    from allennlp_elmo_c.received.safe_extract import extract_archive
 
     archive = directory_bomb(elmo_c_archive, tmp_path / "received" / "model.tar.gz", 100, depth)
     assert archive.stat().st_size < 64 << 10
@@ -296,16 +297,16 @@ def test_a_directory_bomb_creates_nothing(depth, elmo_c_archive, tmp_path, scrat
     assert sum(p.is_dir() for p in extracted.rglob("*")) == 1  # vocabulary/
     everything = tmp_path / "everything"
     everything.mkdir()
-    with pytest.raises(ConfigurationError, match=f"is {depth + 1} directories deep, beyond the {MAX_DEPTH}"):
+    with pytest.raises(ConfigurationError, match=f"is {depth + 1} directories deep, beyond the {MAX_PATH_DEPTH}"):
         extract_archive(archive, everything)
     assert list(everything.iterdir()) == []
 
 
 def test_the_directories_a_name_implies_count_as_members(elmo_c_archive, tmp_path, scratch, monkeypatch):
     """Each directory an extracted member's name creates counts toward `MAX_MEMBERS`."""
-    import allennlp_elmo_c.received.safe_extract as safe_extract
+    from allennlp_elmo_c.received import limits, safe_extract
 
-    monkeypatch.setattr(safe_extract, "MAX_MEMBERS", 30)
+    monkeypatch.setattr(limits, "MAX_MEMBERS", 30)
     archive = directory_bomb(elmo_c_archive, tmp_path / "model.tar.gz", 1, 30)
     with pytest.raises(ConfigurationError, match="files and directories .* beyond 30"):
         safe_extract.extract_archive(archive, scratch)

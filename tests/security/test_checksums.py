@@ -25,7 +25,7 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.received import file_digests
+from allennlp_elmo_c.received import model_directory as directory_files
 from allennlp_elmo_c.received.model_directory import CHECKSUMS_FILE, WEIGHTS_FILE, verify_checksums
 from tests.helpers import RECEIVED_MODEL_DOORS, outcome, regenerate_checksums, without_elmo_c_variables
 
@@ -111,11 +111,11 @@ def test_a_listed_name_outside_the_directory_is_refused(form, door, received, tm
 @pytest.mark.parametrize("door", DOORS)
 def test_a_large_file_is_checked(door, received, tmp_path, monkeypatch):
     """No file is skipped on load for its size (here or over 1 GiB): a large file is hashed in
-    chunks of `file_digests._CHUNK` bytes (4 MiB). Here a chunk is 1 KiB, so that the weights
+    chunks of `directory_files._CHUNK` bytes (4 MiB). Here a chunk is 1 KiB, so that the weights
     (~21 KB) are hashed as a large file is, and their last chunk is changed: refused."""
-    monkeypatch.setattr(file_digests, "_CHUNK", 1024)
+    monkeypatch.setattr(directory_files, "_CHUNK", 1024)
     weights = received / WEIGHTS_FILE
-    assert weights.stat().st_size > 8 * file_digests._CHUNK
+    assert weights.stat().st_size > 8 * directory_files._CHUNK
     assert WEIGHTS_FILE in verify_checksums(received)  # every chunk hashed: the listing's digest
     tamper(weights)
     refused(door, received, tmp_path, f"{WEIGHTS_FILE} does not match its checksum")

@@ -25,7 +25,7 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.received import safe_extract
+from allennlp_elmo_c.received import limits, safe_extract
 from tests.helpers import (
     RECEIVED_MODEL_DOORS,
     outcome,
@@ -236,7 +236,7 @@ def test_a_crafted_model_is_refused_in_one_line_by_every_door(
     monkeypatch.setattr(tarfile.TarFile, "extractall", measured_extractall)
     error = outcome(lambda: RECEIVED_MODEL_DOORS[door](model, work))
     assert sorted(p for p in tmp_path.iterdir() if p.name not in ("scratch", "work", "cache", "crafted")) == outside
-    assert peak["bytes"] < safe_extract.RATIO_FLOOR_BYTES, f"{peak['bytes']:,} bytes extracted"
+    assert peak["bytes"] < limits.RATIO_FLOOR_BYTES, f"{peak['bytes']:,} bytes extracted"
     assert not [p for p in scratch.rglob("*") if p.is_file()], "an extraction was left behind"
     if door in case.held_by and not isinstance(error, ConfigurationError):
         assert error is None, f"{door}: {type(error).__name__}: {error}"

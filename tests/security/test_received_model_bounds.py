@@ -143,7 +143,8 @@ def test_an_allocation_without_a_size_argument_is_counted_before_it_runs(num_emb
     would peak at 2.93 GiB (2^31 words 16 GiB). `repeat` is counted from a run on meta tensors
     before it runs: refused before allocating, naming the size."""
     from allennlp_elmo_c.modules.token_embedders.slim_embedding import SlimEmbedding
-    from allennlp_elmo_c.received.allocation_budget import BUDGET_SLACK, allocation_budget
+    from allennlp_elmo_c.received.allocation_budget import allocation_budget
+    from allennlp_elmo_c.received.limits import BUDGET_SLACK
 
     limit = 8 * (model_directory[0] / WEIGHTS_FILE).stat().st_size + BUDGET_SLACK
     tripwire = Tripwire()
@@ -192,7 +193,8 @@ def test_a_bin_header_sets_no_budget(dim, rows_stored, tmp_path, model_directory
     from allennlp.data import Vocabulary
 
     from allennlp_elmo_c.modules.output_heads.softmax import SoftmaxOutputHead
-    from allennlp_elmo_c.received.allocation_budget import BUDGET_SLACK, allocation_budget
+    from allennlp_elmo_c.received.allocation_budget import allocation_budget
+    from allennlp_elmo_c.received.limits import BUDGET_SLACK
 
     path = header_only_bin(tmp_path / "crafted.bin", dim, rows_stored)
     assert path.stat().st_blocks * 512 < MiB
