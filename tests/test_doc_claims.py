@@ -207,10 +207,6 @@ def test_no_docs_line_is_over_800_characters(name):
 
 # --- the commands the plugin adds, the shipped task configs, what each command takes ---------------
 
-# Claims on pages others own that are false at this commit (issue 73); each xfails until fixed.
-FALSE_ELSEWHERE = "false on a page another change owns (issue 73); remove the mark once it passes"
-
-
 def plugin_commands() -> Dict[str, type]:
     from allennlp.commands.subcommand import Subcommand
 
@@ -218,14 +214,12 @@ def plugin_commands() -> Dict[str, type]:
             if found.__module__.startswith("allennlp_elmo_c.")}  # fmt: skip
 
 
-@pytest.mark.xfail(reason=FALSE_ELSEWHERE)
 def test_the_install_page_names_every_command_the_plugin_adds():
     text = " ".join(section("docs/install.md", "## Loading the plugin").split())
     listed = text[text.index("The plugin's own commands") :].split(")", 1)[0]
     assert set(re.findall(r"`([\w-]+)`", listed)) == set(plugin_commands())
 
 
-@pytest.mark.xfail(reason=FALSE_ELSEWHERE)
 def test_the_shipped_task_config_table_lists_every_task_config():
     table = section("docs/using-a-model.md", "### The shipped task configs")
     listed = set(re.findall(r"^\| `(\w+\.jsonnet)` \|", table, flags=re.MULTILINE))
@@ -233,7 +227,6 @@ def test_the_shipped_task_config_table_lists_every_task_config():
     assert listed == shipped
 
 
-@pytest.mark.xfail(reason=FALSE_ELSEWHERE)
 def test_every_command_that_takes_a_model_says_it_takes_a_model_directory_too():
     # Every way in takes a `model.tar.gz` or a model directory (docs/using-a-model.md).
     parser = argparse.ArgumentParser(prog="allennlp")

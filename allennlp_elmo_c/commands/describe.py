@@ -325,7 +325,9 @@ class Describe(PluginSubcommand):
     )
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("archive_file", type=str, help="model.tar.gz of an elmo_c model")
+        subparser.add_argument(
+            "archive_file", type=str, help="model.tar.gz or model directory of an elmo_c model"
+        )
         subparser.add_argument("--json", action="store_true", help="machine-readable output")
 
     def run(self, args: argparse.Namespace) -> None:

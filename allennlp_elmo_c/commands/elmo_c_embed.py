@@ -38,7 +38,7 @@ class ElmoCEmbed(PluginSubcommand):
     description = "Write ELMo-C representations of a tokenized text file to HDF5."
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("archive_file", help="the ELMo-C model.tar.gz")
+        subparser.add_argument("archive_file", help="the ELMo-C model.tar.gz or model directory")
         subparser.add_argument("input_file", help="one whitespace-tokenized sentence per line")
         subparser.add_argument("output_file", help="the HDF5 file to write")
         mode = subparser.add_mutually_exclusive_group()
