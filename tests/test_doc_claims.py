@@ -193,14 +193,7 @@ def test_the_readme_is_at_most_1000_words_and_500_characters_a_line():
     assert long_lines("README.md", README_LINE) == []
 
 
-# Pages whose long lines are their owner's to break (issue 73); xfail until then.
-LONG_LINES_ELSEWHERE = {"docs/security.md"}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(reason="lines over 800 characters, issue 73"))
-    if name in LONG_LINES_ELSEWHERE else name
-    for name in DOC_FILES if name != "README.md"])  # fmt: skip
+@pytest.mark.parametrize("name", [name for name in DOC_FILES if name != "README.md"])
 def test_no_docs_line_is_over_800_characters(name):
     assert long_lines(name, DOCS_LINE) == []
 
