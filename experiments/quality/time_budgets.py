@@ -18,6 +18,7 @@ from allennlp.models import archival
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.common.atomic import atomic_open, atomic_path
+from allennlp_elmo_c.training.elmo_c_run import record_run_files
 from allennlp_elmo_c.training.tokens_seen import predicted_tokens
 
 logger = logging.getLogger(__name__)
@@ -148,8 +149,11 @@ class TrainingTimeBudgets(TrainerCallback):
         weights = directory / f"{name}.th"
         with atomic_path(weights) as temporary:
             torch.save(trainer.model.state_dict(), temporary)
-        # From its home module at call time: the plugin may have replaced it there.
-        archival.archive_model(directory, weights=weights.name, archive_path=directory / f"{name}.tar.gz")
+        # A snapshot is archived before the run's end, where `elmo_c_run` records the fastText
+        # paths and fingerprints a received archive must carry: record them now.
+        bundled = record_run_files(str(directory))
+        archival.archive_model(directory, weights=weights.name,
+                               archive_path=directory / f"{name}.tar.gz", include_in_archive=bundled)
         weights.unlink()
         self._write(f"{name}.json", {
             "minutes": budget, "training_seconds": self.seconds, "batches": self.batches,

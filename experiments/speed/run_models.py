@@ -152,11 +152,14 @@ def elmo_c_batch(words, rows: int, device, generator) -> Dict[str, Dict[str, tor
     """`fasttext_subwords`-shaped input: realistic subword counts (cc.en.300's 3- to 6-grams of
     each word), random row ids (a word row from the first half, n-grams from the buckets)."""
     counts = torch.tensor([[fasttext_subword_count(w) for w in row] for row in words])
-    width = int(counts.max())
+    # The indexer's layout: each sentence's tokens' ids one after the other, each token's first
+    # id its word row.
     half = max(1, rows // 2)
-    ids = torch.randint(half, rows, (*counts.shape, width), generator=generator)
-    ids[:, :, 0] = torch.randint(0, half, counts.shape, generator=generator)
-    tensors = {"subword_ids": ids, "token_mask": torch.ones(counts.shape, dtype=torch.bool),
+    ids = torch.randint(half, rows, (counts.size(0), int(counts.sum(1).max())), generator=generator)
+    starts = torch.cumsum(counts, 1) - counts
+    ids.scatter_(1, starts, torch.randint(0, half, counts.shape, generator=generator))
+    # The token mask first: AllenNLP's `get_text_field_mask` takes the first 2-d tensor.
+    tensors = {"token_mask": torch.ones(counts.shape, dtype=torch.bool), "subword_ids": ids,
                "subword_counts": counts}  # fmt: skip
     # `elmo_c`'s forward argument `tokens`: a text field with one indexer, `tokens`.
     return {"tokens": {"tokens": {key: value.to(device) for key, value in tensors.items()}}}

@@ -48,7 +48,7 @@ def file_mappings(pid: int, path: Path) -> List[Tuple[int, int, Dict[str, int]]]
 def _look_up_every_row(embedder: FastTextEmbedder, pointer, ready, release) -> None:
     torch.set_num_threads(1)
     rows = embedder._fasttext.num_rows
-    ids = torch.arange(rows).view(1, rows, 1)
+    ids = torch.arange(rows).view(1, rows)  # one sentence of every row, one subword a token
     vectors = embedder(ids, torch.ones(1, rows, dtype=torch.long))
     assert vectors.shape == (1, rows, embedder.get_output_dim())
     pointer.value = embedder._fasttext.matrix_on(torch.device("cpu")).data_ptr()

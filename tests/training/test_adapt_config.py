@@ -78,7 +78,7 @@ def test_adapted_model_starts_at_the_source_loss(in_project_root, monkeypatch, e
     params = Params.from_file(str(ADAPT_CONFIG))
     reader = DatasetReader.from_params(params.pop("dataset_reader"))
     model = Model.from_params(vocab=Vocabulary.empty(), params=params.pop("model"))
-    assert reader._max_sequence_length == source.dataset_reader._max_sequence_length == 12
+    assert reader.max_sequence_length == source.dataset_reader.max_sequence_length == 12
     assert math.isfinite(expected) and expected > 0
     assert validation_loss(reader, model, validation) == pytest.approx(expected, abs=1e-6)
 

@@ -29,30 +29,41 @@ logger = logging.getLogger(__name__)
 @TokenIndexer.register("fasttext_subwords")
 class FastTextSubwordsIndexer(TokenIndexer):
     """
-    Maps each token to its fastText subword rows (its own row if in the dictionary, then its
-    hashed character n-grams, as fastText's `get_subwords`), so every string gets a vector.
+    Maps each token to its fastText subword rows: the word's own row if it is in the model's
+    dictionary, then the rows of its hashed character n-grams, as fastText's `get_subwords`
+    does. Their mean (the `fasttext` token embedder) is fastText's word vector, so every string
+    gets a vector without an AllenNLP `Vocabulary`. Ids are cached per token string; only the
+    `.bin`'s dictionary is read.
 
     Registered as a `TokenIndexer` with name "fasttext_subwords".
 
     # Parameters
 
     model_path : `str`, optional
-        The fastText `.bin`; if missing, found as `fasttext_source.resolve_missing_fasttext` says.
+        The fastText `.bin`. If it does not exist, `$ELMO_C_FASTTEXT`, then the file of that name
+        beside the archive being loaded (`fasttext_source.resolve_missing_fasttext`).
     archive_file : `str`, optional
-        Instead of `model_path`: an ELMo-C biLM archive whose fastText model is used.
+        Instead of `model_path`: an ELMo-C biLM archive whose fastText model is used, found as its
+        users find it (`allennlp_elmo_c.fasttext.fasttext_source`); a missing archive falls back
+        to `ELMO_C_FASTTEXT`. Give exactly one of the two.
     max_subwords_per_token : `int`, optional (default = `256`)
-        A token with more subwords keeps the first this many (logged).
+        A token with more subwords keeps the first this many (its own row first); such tokens
+        are counted and logged.
     cache_size : `int`, optional (default = `1_000_000`)
-        Token strings whose ids are cached; the cache is emptied when full.
+        Token strings whose ids are kept; the cache is emptied when full.
     token_min_padding_length : `int`, optional (default = `0`)
+        See `TokenIndexer`.
     fingerprint : `int`, optional (default = `None`)
-        The `FastTextBin.fingerprint` the model was trained with; any other `.bin` is refused.
+        The `FastTextBin.fingerprint` of the `.bin` the model was trained with (recorded by
+        training): any other file is a `ConfigurationError` naming both.
 
     # Output
 
-    `token_mask` `(num_tokens,)`; `subword_ids` `(total_subwords,)`, a sentence's ids one after
-    the other; `subword_counts` `(num_tokens,)`; `fasttext_fingerprint` `(1,)`, which the
-    embedder checks. (Not `mask`: a text field may hold two indexers' outputs.)
+    `token_mask` `(num_tokens,)`; `subword_ids` `(total_subwords,)`, each token's ids one after
+    the other, padded to the batch's longest sentence; `subword_counts` `(num_tokens,)` (which ids
+    are whose); `fasttext_fingerprint` `(1,)`, which the embedder checks against its own `.bin` on
+    every batch. The mask is not called `mask`: AllenNLP's `get_text_field_mask` refuses two
+    `mask` outputs in one text field, and a task may index the same tokens twice.
     """
 
     def __init__(

@@ -112,9 +112,10 @@ def test_empty_batches_and_shared_matrix():
     import copy
 
     embedder = FastTextEmbedder(TINY)
-    for shape in [(2, 0, 1), (0, 3, 1)]:
-        ids = torch.zeros(shape, dtype=torch.long)
-        assert embedder(ids, torch.zeros(shape[:2], dtype=torch.long)).shape == (*shape[:2], 16)
+    for ids_shape, counts_shape in [((2, 0), (2, 0)), ((0, 1), (0, 3))]:
+        ids = torch.zeros(ids_shape, dtype=torch.long)
+        counts = torch.zeros(counts_shape, dtype=torch.long)
+        assert embedder(ids, counts).shape == (*counts_shape, 16)
     assert embedder.embed_strings([]).shape == (0, 16)
     # deepcopy and a second embedder share the one memory-mapped matrix, not copies of it.
     clone, other = copy.deepcopy(embedder), FastTextEmbedder(TINY)
@@ -165,7 +166,7 @@ def test_indexer_from_a_missing_archive_takes_the_environment_variable(tmp_path,
     ).model_path
 
 
-# --- ragged batches ------------------------------------------------------------------------
+# --- batches ---------------------------------------------------------------------------------
 
 RAGGED = [
     ["schools", "are", "closed", "", "x" * 300, "Zürich"],
@@ -183,30 +184,30 @@ def batch_tensors(sentences, indexer):
     return batch.as_tensor_dict()["t"]["ft"]
 
 
-def test_ragged_batch_gives_fasttext_vectors(reference):
+def test_batched_vectors_equal_get_word_vector(reference):
     embedder = FastTextEmbedder(TINY)
     indexer = TokenIndexer.from_params(
         Params({"type": "fasttext_subwords", "model_path": TINY, "max_subwords_per_token": 40})
     )
-    flat = batch_tensors(RAGGED, indexer)
-    assert flat["subword_ids"].dim() == 2
-    assert flat["subword_ids"].size(1) == flat["subword_counts"].sum(1).max()
-    vectors = embedder(**flat)
+    tensors = batch_tensors(RAGGED, indexer)
+    assert tensors["subword_ids"].size(1) == tensors["subword_counts"].sum(1).max()
+    vectors = embedder(**tensors)
     for row, sentence in enumerate(RAGGED):
         for column, word in enumerate(sentence):
             if len(word) < 30:  # not truncated
                 np.testing.assert_allclose(
                     vectors[row, column].numpy(), reference.get_word_vector(word), atol=1e-5
                 )
+    assert not vectors[3].any() and not vectors[1, 1:].any()  # "" and padding: zeros
 
 
-def test_flat_layout_mask():
+def test_mask_comes_first():
     from allennlp.nn.util import get_text_field_mask
 
-    flat = batch_tensors([["a", "b"], ["c"]], FastTextSubwordsIndexer(TINY))
+    tensors = batch_tensors([["a", "b"], ["c"]], FastTextSubwordsIndexer(TINY))
     # The first 2-d output is the token mask (not the flat ids).
-    assert list(flat)[0] == "token_mask"
-    assert get_text_field_mask({"x": flat}).tolist() == [[True, True], [True, False]]
+    assert list(tensors)[0] == "token_mask"
+    assert get_text_field_mask({"x": tensors}).tolist() == [[True, True], [True, False]]
 
 
 def test_flat_layout_shapes():
