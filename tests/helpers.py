@@ -492,7 +492,7 @@ def embedder(dim=INPUT, num_embeddings=None, namespace=NAMESPACE):
 def fasttext_ids(sentences: List[List[str]], model_path=TINY_FASTTEXT):
     """`sentences` indexed for an ELMo-C biLM over the fastText model at `model_path`."""
     from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
-    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+    from allennlp_elmo_c.modules.elmo_c import index_sentences
 
     return index_sentences(sentences, FastTextSubwordsIndexer(str(model_path)))
 
@@ -563,7 +563,7 @@ def embedder_vectors(model: str, sentences=MODEL_SENTENCES) -> torch.Tensor:
     from allennlp.common import Params
     from allennlp.modules.token_embedders import TokenEmbedder
 
-    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+    from allennlp_elmo_c.modules.elmo_c import index_sentences
 
     embedder = TokenEmbedder.from_params(Params(
         {"type": "elmo_c_token_embedder", "archive_file": model, "dropout": 0.0}

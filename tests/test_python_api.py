@@ -13,7 +13,7 @@ from allennlp.modules.token_embedders import TokenEmbedder
 
 from allennlp_elmo_c import ElmoC, ElmoCEmbedder, batch_to_ids
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
-from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from allennlp_elmo_c.modules.elmo_c import index_sentences
 from tests.helpers import doc_blocks
 
 SENTENCES = [["The", "council", "met", "on", "Friday", "."], ["Storms", "closed", "schools"],

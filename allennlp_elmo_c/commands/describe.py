@@ -66,7 +66,7 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
         "contextualizer": contextualizer.get("type"),
         "output_dim": output_dim,
         "projection_size": int(contextualizer["projection_size"]),
-        # As ElmoCRepresentations.layers() returns them: the input projection + each LSTM layer.
+        # As ElmoC.layers() returns them: the input projection + each LSTM layer.
         "num_layers": lstm_layers + 1,
         "lstm_layers": lstm_layers,
         "cell_size": int(contextualizer["cell_size"]),

@@ -235,11 +235,11 @@ def screen_archive(
 ) -> Dict[str, object]:
     """`{task: {WITH_BILM: probe, FASTTEXT: probe}}` of one biLM on `data` (`{task: (train,
     dev)}`), the fastText probe only `with_fasttext`."""
-    from allennlp_elmo_c.modules.subword_representations import load_representations
+    from allennlp_elmo_c.modules.elmo_c import ElmoC
 
     started = time.perf_counter()
     set_torch_threads(args.threads, "probe-screen: threads")
-    representations = load_representations(
+    representations = ElmoC(
         archive, num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
     ).eval()
     result: Dict[str, object] = {"archive": archive, "tasks": {}}

@@ -1,7 +1,7 @@
 """
 Where a biLM archive's fastText `.bin` is found when the archive is used, in this order:
 
-1. the explicit argument (`fasttext_path` of `elmo_c_token_embedder`, `ElmoCRepresentations`,
+1. the explicit argument (`fasttext_path` of `elmo_c_token_embedder`, `ElmoC`,
    `PretrainedBiLM.from_archive`; `--fasttext-path` of `elmo-c-embed`);
 2. the environment variable `ELMO_C_FASTTEXT`, if it names an existing file (the downstream and
    training configs read the same variable);
@@ -42,7 +42,7 @@ FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
 FASTTEXT_COMPONENTS = ("fasttext", "fasttext_subwords")
 # How the explicit argument is named in messages (the elmo-c-embed command names its flag only).
 ARGUMENT_HINT = (
-    "fasttext_path (elmo_c_token_embedder, ElmoCRepresentations; --fasttext-path of elmo-c-embed)"
+    "fasttext_path (elmo_c_token_embedder, ElmoC; --fasttext-path of elmo-c-embed)"
 )
 
 

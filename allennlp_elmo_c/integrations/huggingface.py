@@ -54,8 +54,7 @@ from allennlp_elmo_c.archive import (
     read_directory_config,
 )
 from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
-from allennlp_elmo_c.modules.subword_representations import representations_of
+from allennlp_elmo_c.modules.elmo_c import ElmoC, index_sentences
 from allennlp_elmo_c.received.contained_files import (
     copy_regular_file,
     copy_regular_tree,
@@ -155,8 +154,8 @@ class ElmoCModel(PreTrainedModel):
         pretrained = PretrainedBiLM.from_archive(self.directory)
         self.bilm = pretrained.model
         # Not a submodule (its biLM is `self.bilm`): runs the layers with the boundaries added.
-        self._layers: List[ElmoCRepresentations] = [
-            representations_of(pretrained, num_output_representations=0, dropout=0.0)
+        self._layers: List[ElmoC] = [
+            ElmoC(module=pretrained, num_output_representations=0, dropout=0.0)
         ]
         self.post_init()
 
@@ -323,7 +322,7 @@ class ElmoCTokenizer:
             if not all(isinstance(word, str) for word in sentence):
                 raise ValueError("ElmoCTokenizer: words must be strings")
         indexed = dict(index_sentences(sentences, self._indexer, self._vocab))
-        mask = ElmoCRepresentations.word_mask(indexed)
+        mask = ElmoC.word_mask(indexed)
         indexed.pop("token_mask", None)
         indexed["attention_mask"] = mask.long()
         return BatchEncoding(indexed, tensor_type=None)

@@ -1,7 +1,6 @@
 """
 The Python front doors to a trained biLM, shaped like AllenNLP's ELMo: `ElmoC` (`Elmo`),
-`batch_to_ids`, `ElmoCEmbedder` (0.9's `ElmoEmbedder`) and `PretrainedBiLM`, the biLM they read
-(`Elmo`'s `module=`).
+`batch_to_ids`, `ElmoCEmbedder` (0.9's `ElmoEmbedder`) and `PretrainedBiLM` (`Elmo`'s `module=`).
 """
 
 import json
@@ -17,14 +16,17 @@ import torch
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
-from allennlp.data import DatasetReader, TokenIndexer, Tokenizer, Vocabulary
+from allennlp.data import Batch, DatasetReader, Instance, Token, TokenIndexer, Vocabulary
+from allennlp.data.fields import TextField
 from allennlp.models import Model
+from allennlp.modules.scalar_mix import ScalarMix
+from allennlp.nn.util import get_text_field_mask, remove_sentence_boundaries
 
 from allennlp_elmo_c.archive import bilm_archive, bilm_record, record_params
 from allennlp_elmo_c.common.text import check_sentences, decode_line
+from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
-from allennlp_elmo_c.modules.subword_representations import representations_of
+from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 
 if TYPE_CHECKING:  # a layer above this one
     from allennlp_elmo_c.models.elmo_c import ElmoCLanguageModel
@@ -36,21 +38,9 @@ OUTPUT_MODES = ("all", "top", "average")
 
 class PretrainedBiLM:
     """
-    A trained `elmo_c` biLM with what downstream code needs of it: the model (its
-    contextualizer returns all layers), its one input token embedder, and the token indexer,
-    tokenizer and boundary tokens of its pretraining reader. Read it with `from_archive`.
-
-    # Parameters
-
-    model : `ElmoCLanguageModel`
-    reader : `DatasetReader`
-        The pretraining reader (`lm_corpus`).
-    is_subword : `bool`
-        Whether the biLM reads BPE subwords (ELMo-Sub).
-    archive_file : `str`, optional
-        Where it was read from, for messages.
-    config : `Dict[str, Any]`, optional
-        Its config as trained, for `record`.
+    A trained `elmo_c` biLM (`model`, whose contextualizer returns all layers) with its one
+    input token embedder and its pretraining reader's (`lm_corpus`) indexer, tokenizer and
+    boundary tokens. `archive_file` names it in messages; `config` is what `record` keeps.
     """
 
     def __init__(
@@ -80,7 +70,7 @@ class PretrainedBiLM:
             raise ConfigurationError(f"{archive_file}: expected one start and one end token")
         self.model = model
         self.token_indexer: TokenIndexer = indexers[self.input_key]
-        self.tokenizer: Tokenizer = reader.tokenizer  # type: ignore[attr-defined]
+        self.tokenizer = reader.tokenizer  # type: ignore[attr-defined]
         self.boundary_tokens: Tuple[str, str] = (boundary_tokens[0], boundary_tokens[1])
         self.is_subword = isinstance(self.tokenizer, BpeTokenizer)
 
@@ -92,15 +82,9 @@ class PretrainedBiLM:
         tokenizer_path: Optional[str] = None,
     ) -> "PretrainedBiLM":
         """
-        # Parameters
-
-        archive_file : `str`
-            A `model.tar.gz` of an `elmo_c` model, or a model directory.
-        fasttext_path : `str`, optional
-            The biLM's fastText `.bin`, if not where `fasttext_source` finds it; a `.bin` that is
-            not the one it was trained with is refused.
-        tokenizer_path : `str`, optional
-            For a biLM over BPE subwords: its tokenizer JSON, if not at the recorded path.
+        The biLM of a `model.tar.gz` or model directory. `fasttext_path`: its fastText `.bin`,
+        if not where `fasttext_source` finds it (another `.bin` than it was trained with is
+        refused); `tokenizer_path`: a BPE biLM's tokenizer JSON, if not at the recorded path.
         """
         with bilm_archive(str(archive_file), fasttext_path, tokenizer_path) as (archive, config):
             return cls(archive.model, archive.dataset_reader, str(archive_file), config)
@@ -123,7 +107,7 @@ class PretrainedBiLM:
         tokenizer_path: Optional[str] = None,
     ) -> "PretrainedBiLM":
         """The biLM of a `record()`, its weights on `meta` (`has_weights` is false) until a
-        state dict brings them (`ElmoCRepresentations` loads them)."""
+        state dict brings them (`ElmoC` loads them)."""
         params, vocab, config = record_params(record, archive_file, fasttext_path, tokenizer_path)
         model = Model.from_params(vocab=vocab, params=params.pop("model"))
         # What a state dict restores goes to meta (a non-persistent buffer keeps its value).
@@ -137,13 +121,6 @@ class PretrainedBiLM:
         """False while a biLM of `from_record` has no storage for its weights."""
         return not any(
             tensor.is_meta for tensor in chain(self.model.parameters(), self.model.buffers())
-        )
-
-    def allocate_weights(self, device: torch.device) -> None:
-        """Storage on `device` for the `meta` tensors of a biLM of `from_record`, just before a
-        state dict brings their values (copying into a `meta` tensor does nothing)."""
-        self.model._apply(
-            lambda tensor: torch.empty_like(tensor, device=device) if tensor.is_meta else tensor
         )
 
     @property
@@ -165,10 +142,44 @@ class PretrainedBiLM:
         return path if isinstance(path, str) else None
 
 
+def add_boundary_vectors(
+    embeddings: torch.Tensor, mask: torch.BoolTensor, start: torch.Tensor, end: torch.Tensor
+):
+    """`start` before and `end` after each sequence of `embeddings` `(batch, timesteps, dim)`:
+    the `(batch, timesteps + 2, dim)` result and its mask."""
+    batch, timesteps, dim = embeddings.shape
+    lengths = mask.sum(1)
+    result = embeddings.new_zeros(batch, timesteps + 2, dim)
+    result[:, 1:-1] = embeddings * mask.unsqueeze(-1)
+    result[:, 0] = start
+    result[torch.arange(batch, device=embeddings.device), lengths + 1] = end
+    new_mask = torch.arange(timesteps + 2, device=mask.device) < (lengths + 2).unsqueeze(1)
+    return result, new_mask
+
+
+def index_sentences(
+    sentences: List[List[str]], indexer: TokenIndexer, vocab: Optional[Vocabulary] = None
+) -> Dict[str, torch.Tensor]:
+    """Tokenized sentences indexed by `indexer` over `vocab` and padded: the tensors
+    `(batch, timesteps, ...)` by output name that `ElmoC` takes."""
+    check_sentences(sentences, logger)
+    if not sentences:
+        raise ConfigurationError("no sentences to index (an empty batch)")
+    fields = [
+        TextField([Token(word) for word in sentence], {"words": indexer}) for sentence in sentences
+    ]
+    batch = Batch([Instance({"words": field}) for field in fields])
+    batch.index_instances(vocab if vocab is not None else Vocabulary())
+    return batch.as_tensor_dict()["words"]["words"]
+
+
 class ElmoC(torch.nn.Module):
     """
-    AllenNLP's `Elmo` for a trained ELMo-C biLM (word-level or ELMo-Sub): one `model` path in
-    place of the options and weight files, no `vocab_to_cache`; ids from `batch_to_ids`.
+    AllenNLP's `Elmo` for a trained ELMo-C biLM (word-level or ELMo-Sub):
+    `num_output_representations` `ScalarMix`es of its layers (the input projection, then each
+    LSTM layer, forward || backward). The pretraining reader's sentence boundaries are added
+    around each sentence and, unless `keep_sentence_boundaries`, removed from the output. Over
+    BPE subwords each word is its first subword's vectors. Inputs come from `batch_to_ids`.
 
         elmo = ElmoC("runs/elmo_c/model.tar.gz", num_output_representations=1, dropout=0.0)
         output = elmo(batch_to_ids([["The", "council", "met", "."]], elmo))
@@ -177,81 +188,242 @@ class ElmoC(torch.nn.Module):
 
     model : `str`
         The trained biLM: its model directory (`package`) or `model.tar.gz`.
-    num_output_representations : `int`
-    requires_grad, do_layer_norm, dropout, keep_sentence_boundaries, scalar_mix_parameters :
-        As for `Elmo`.
+    num_output_representations, requires_grad, do_layer_norm, dropout,
+    keep_sentence_boundaries, scalar_mix_parameters :
+        As for `Elmo`; a frozen biLM always runs in inference mode.
     module : `PretrainedBiLM`, optional
-        The biLM already read, instead of `model` (as `Elmo`'s `module=`).
+        The biLM already read, instead of `model` (its output heads are dropped).
+    fasttext_path, tokenizer_path : `str`, optional
+        As for `PretrainedBiLM.from_archive`, with `model`.
     """
 
     def __init__(
         self,
-        model: Optional[str],
-        num_output_representations: int,
+        model: Optional[str] = None,
+        num_output_representations: int = 1,
         requires_grad: bool = False,
         do_layer_norm: bool = False,
         dropout: float = 0.5,
         keep_sentence_boundaries: bool = False,
         scalar_mix_parameters: Optional[List[float]] = None,
         module: Optional[PretrainedBiLM] = None,
+        fasttext_path: Optional[str] = None,
+        tokenizer_path: Optional[str] = None,
     ) -> None:
         super().__init__()
         if (model is None) == (module is None):
             raise ConfigurationError("ElmoC: give the model's path or a ready module, not both")
-        bilm = module if module is not None else PretrainedBiLM.from_archive(str(model))
-        self._elmo_c: ElmoCRepresentations = representations_of(
-            bilm,
-            num_output_representations=num_output_representations,
-            requires_grad=requires_grad,
-            do_layer_norm=do_layer_norm,
-            dropout=dropout,
-            keep_sentence_boundaries=keep_sentence_boundaries,
-            scalar_mix_parameters=scalar_mix_parameters,
+        if module is None:
+            module = PretrainedBiLM.from_archive(str(model), fasttext_path, tokenizer_path)
+        elif fasttext_path is not None or tokenizer_path is not None:
+            raise ConfigurationError("ElmoC: fasttext_path and tokenizer_path go with model")
+        if scalar_mix_parameters is not None and len(scalar_mix_parameters) != module.num_layers:
+            raise ConfigurationError(
+                f"scalar_mix_parameters has {len(scalar_mix_parameters)} weights, the biLM has "
+                f"{module.num_layers} layers"
+            )
+        self._bilm = module
+        module.model.delete_softmax()
+        self._lm = module.model
+        self._token_embedder = module.token_embedder
+        for parameter in self._lm.parameters():
+            parameter.requires_grad_(requires_grad)
+        self._requires_grad = requires_grad
+        self._lm.train(False)
+        self._keep_sentence_boundaries = keep_sentence_boundaries
+        self._scalar_mixes = torch.nn.ModuleList(
+            ScalarMix(
+                module.num_layers,
+                do_layer_norm=do_layer_norm,
+                initial_scalar_parameters=scalar_mix_parameters,
+                trainable=scalar_mix_parameters is None,
+            )
+            for _ in range(num_output_representations)
         )
+        self._dropout = torch.nn.Dropout(dropout)
+        # The <S> / </S> vectors `(2, dim)` of a frozen word-level input embedder, when used.
+        self._boundaries: Optional[torch.Tensor] = None
+        self._word_indexer = module.token_indexer
+        if module.is_subword:
+            start, end = module.boundary_tokens
+            self._word_indexer = BpeFirstSubwordIndexer(
+                module.tokenizer.tokenizer_path,
+                module.vocab,
+                namespace=module.token_indexer.namespace,  # type: ignore[attr-defined]
+                start_token=start,
+                end_token=end,
+            )
+        elif not isinstance(self._token_embedder, StringEmbedder):
+            raise ConfigurationError(
+                f"{module.archive_file}: its input embedder "
+                f"({type(self._token_embedder).__name__}) has no embed_strings method, so the "
+                "sentence boundary vectors cannot be made"
+            )
+        self.register_load_state_dict_post_hook(lambda module, _: module.refresh_boundary_vectors())
 
-    def get_output_dim(self) -> int:
-        return self._elmo_c.get_output_dim()
+    @property
+    def bilm(self) -> PretrainedBiLM:
+        return self._bilm
+
+    @property
+    def vocab(self) -> Vocabulary:
+        return self._bilm.vocab
 
     @property
     def num_layers(self) -> int:
         """The layers mixed: the input projection and each LSTM layer."""
-        return self._elmo_c.num_layers
+        return self._bilm.num_layers
+
+    def get_output_dim(self) -> int:
+        return self._bilm.get_output_dim()
+
+    def word_indexer(self) -> TokenIndexer:
+        """The indexer of the words `forward` and `layers` read (`batch_to_ids` uses it)."""
+        return self._word_indexer
 
     @property
-    def representations(self) -> ElmoCRepresentations:
-        """The module that does the work (its `layers()` gives every layer unmixed)."""
-        return self._elmo_c
+    def fasttext_path(self) -> str:
+        """The fastText `.bin` the biLM reads, if its input is fastText."""
+        path = self._bilm.fasttext_path
+        if path is None:
+            raise ConfigurationError(
+                f"this biLM reads {type(self._token_embedder).__name__} input, not fastText: "
+                "index words with its word_indexer()"
+            )
+        return path
+
+    def refresh_boundary_vectors(self) -> None:
+        """Remakes the `<S>` / `</S>` vectors from the input embedder's weights (done after
+        every `load_state_dict`; call it after changing a trainable input embedder's)."""
+        self._boundaries = None
+        if not self._bilm.is_subword and self._bilm.has_weights:
+            with torch.no_grad():
+                self._boundaries = self._boundary_vectors()
+
+    def _boundary_vectors(self, device: Optional[torch.device] = None) -> torch.Tensor:
+        """The input embedder's vectors of the pretraining reader's boundary tokens, `(2, dim)`."""
+        embedder: StringEmbedder = self._token_embedder  # type: ignore[assignment]
+        return embedder.embed_strings(list(self._bilm.boundary_tokens), device)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args, **kwargs) -> None:
+        # A biLM without weights gets storage (on this module's device) just before its
+        # children copy them in: copying into a meta tensor does nothing.
+        keys = [key for key in state_dict if key.startswith(prefix + "_lm.")]
+        assigned = local_metadata.get("assign_to_params_buffers")
+        if keys and not self._bilm.has_weights and not assigned:
+            placed = [tensor for tensor in self.parameters() if not tensor.is_meta]
+            device = placed[0].device if placed else state_dict[keys[0]].device
+            self._lm._apply(
+                lambda tensor: torch.empty_like(tensor, device=device) if tensor.is_meta else tensor
+            )
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, *args, **kwargs)
+
+    def _apply(self, fn, recurse=True):
+        # Moves skip the meta tensors of a biLM without weights (`_load_from_state_dict` places
+        # them); dtype conversions apply.
+        def applied(tensor: torch.Tensor) -> torch.Tensor:
+            if not tensor.is_meta:
+                return fn(tensor)
+            return tensor.to(dtype=fn(torch.empty(0, dtype=tensor.dtype)).dtype)
+
+        return super()._apply(applied, recurse)
+
+    def train(self, mode: bool = True) -> "ElmoC":
+        super().train(mode)
+        if not self._requires_grad:
+            self._lm.train(False)
+        return self
 
     def forward(
         self, inputs: Optional[Dict[str, torch.Tensor]] = None, **kwargs: torch.Tensor
     ) -> Dict[str, Union[torch.Tensor, List[torch.Tensor]]]:
         """
-        # Parameters
-
-        inputs : `Dict[str, torch.Tensor]`
-            What `batch_to_ids` returns for `(batch, timesteps)` words (or the same tensors by
-            keyword).
-
-        # Returns
-
-        `{"elmo_representations": [(batch, timesteps, dim)] * num_output_representations,
-        "mask": (batch, timesteps)}` (timesteps + 2 with `keep_sentence_boundaries`).
+        `inputs`: what `batch_to_ids` returns for `(batch, timesteps)` words (or the same tensors
+        by keyword). Returns `{"elmo_representations": [(batch, timesteps, dim)] *
+        num_output_representations, "mask": (batch, timesteps)}` (timesteps + 2 with
+        `keep_sentence_boundaries`).
         """
         tensors = dict(inputs or {}, **kwargs)
         if not tensors:
             raise ConfigurationError(
                 "ElmoC: no inputs; make them with batch_to_ids(sentences, elmo)"
             )
-        return self._elmo_c(**tensors)
+        layers, full_mask = self.layers(**tensors)
+        representations = []
+        for scalar_mix in self._scalar_mixes:
+            mixed = scalar_mix(layers, full_mask)
+            if not self._keep_sentence_boundaries:
+                mixed, _ = remove_sentence_boundaries(mixed, full_mask)
+            representations.append(self._dropout(mixed))
+        return {
+            "elmo_representations": representations,
+            "mask": full_mask if self._keep_sentence_boundaries else self.word_mask(tensors),
+        }
+
+    @staticmethod
+    def word_mask(inputs: Dict[str, torch.Tensor]) -> torch.BoolTensor:
+        """The `(batch, timesteps)` mask of the words in an indexer's output."""
+        for key in ("token_mask", "mask"):
+            if key in inputs:
+                return inputs[key].bool()
+        return get_text_field_mask({"words": inputs})
+
+    def layers(self, **inputs: torch.Tensor) -> Tuple[List[torch.Tensor], torch.BoolTensor]:
+        """
+        Every layer of the biLM, `(batch, timesteps + 2, dim)` each, with the boundary positions
+        (`<S>` first, `</S>` after each sentence's last token), and their mask.
+        """
+        if not self._bilm.has_weights:
+            raise ConfigurationError(
+                f"{self._bilm.archive_file} is missing and its biLM was built from a task "
+                "model's record without weights (PretrainedBiLM.from_record); load that task "
+                "model's state dict (load_archive) first, or give the biLM archive"
+            )
+        if self._bilm.is_subword:
+            return self._subword_layers(**inputs)
+        mask = self.word_mask(inputs)  # (batch, timesteps)
+        # Embedded as in pretraining: by the biLM's own text field embedder.
+        embeddings = self._lm.text_field_embedder({self._bilm.input_key: inputs})
+        if self._requires_grad and any(p.requires_grad for p in self._token_embedder.parameters()):
+            boundaries = self._boundary_vectors(embeddings.device)  # fine-tuned: they move
+        else:
+            if self._boundaries is None:
+                self.refresh_boundary_vectors()
+            boundaries = self._boundaries
+        boundaries = boundaries.to(device=embeddings.device, dtype=embeddings.dtype)  # (2, dim)
+        embeddings, full_mask = add_boundary_vectors(embeddings, mask, boundaries[0], boundaries[1])
+        return self._lm.encode(embeddings, full_mask), full_mask
+
+    def _subword_layers(
+        self,
+        subword_ids: torch.LongTensor,
+        subword_mask: torch.BoolTensor,
+        first_subword: torch.LongTensor,
+        mask: torch.BoolTensor,
+    ) -> Tuple[List[torch.Tensor], torch.BoolTensor]:
+        """`layers` over the `bpe_first_subword` indexer's subwords (with boundaries) `(batch,
+        num_subwords)`: each word's first subword's vectors, then `</S>`'s after the last."""
+        subword_mask, mask = subword_mask.bool(), mask.bool()
+        subword_layers = self._lm.encode(self._token_embedder(subword_ids), subword_mask)
+        batch, timesteps = first_subword.shape
+        rows = torch.arange(batch, device=mask.device)
+        num_words = mask.sum(1)
+        positions = first_subword.new_zeros(batch, timesteps + 2)  # column 0: <S> at subword 0
+        positions[:, 1:-1] = first_subword * mask
+        positions[rows, num_words + 1] = subword_mask.sum(1) - 1  # </S>: the last subword
+        full_mask = torch.arange(timesteps + 2, device=mask.device) < (num_words + 2).unsqueeze(1)
+        index = positions.unsqueeze(-1).expand(-1, -1, subword_layers[0].size(-1))
+        word_layers = [
+            layer.gather(1, index) * full_mask.unsqueeze(-1).to(layer.dtype)
+            for layer in subword_layers
+        ]
+        return word_layers, full_mask
 
 
-def batch_to_ids(
-    sentences: List[List[str]], elmo: Union[ElmoC, ElmoCRepresentations]
-) -> Dict[str, torch.Tensor]:
+def batch_to_ids(sentences: List[List[str]], elmo: ElmoC) -> Dict[str, torch.Tensor]:
     """AllenNLP's `batch_to_ids`: the padded tensors `elmo` reads, by name. ELMo-C's ids depend
     on the model (its fastText subword rows), so it is the second argument."""
-    representations = elmo.representations if isinstance(elmo, ElmoC) else elmo
-    return index_sentences(sentences, representations.word_indexer(), representations.vocab)
+    return index_sentences(sentences, elmo.word_indexer(), elmo.vocab)
 
 
 def check_arguments(
@@ -360,7 +532,7 @@ def read_sentences(input_file: Path) -> List[List[str]]:
 @torch.no_grad()
 def embed_sentences(
     sentences: List[List[str]],
-    representations: ElmoCRepresentations,
+    representations: ElmoC,
     device: torch.device,
 ) -> List[numpy.ndarray]:
     """Every layer of `representations` for each sentence: `(num_layers, len(sentence), dim)`
@@ -373,27 +545,18 @@ def embed_sentences(
 
 class ElmoCEmbedder:
     """
-    AllenNLP 0.9's `ElmoEmbedder` for an ELMo-C model (stateless): every layer of the biLM for
-    tokenized sentences, as numpy arrays `(num_layers, tokens, dim)`.
-
-    # Parameters
-
-    model : `str`
-        The biLM's model directory or `model.tar.gz`.
-    cuda_device : `int`, optional (default = `-1`)
-    fasttext_path : `str`, optional
-        The biLM's fastText `.bin`, if not where it is found.
+    AllenNLP 0.9's `ElmoEmbedder` for an ELMo-C model (stateless): every layer of the biLM
+    (`model`: its model directory or `model.tar.gz`) for tokenized sentences, as numpy arrays
+    `(num_layers, tokens, dim)`. `fasttext_path`: its `.bin`, if not where it is found.
     """
 
     def __init__(
         self, model: str, cuda_device: int = -1, fasttext_path: Optional[str] = None
     ) -> None:
-        bilm = PretrainedBiLM.from_archive(str(model), fasttext_path=fasttext_path)
-        self.representations = representations_of(
-            bilm, num_output_representations=0, dropout=0.0
-        ).eval()
         self.device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
-        self.representations.to(self.device)
+        self.representations = ElmoC(
+            str(model), 0, dropout=0.0, fasttext_path=fasttext_path
+        ).eval().to(self.device)
 
     def _empty(self) -> numpy.ndarray:
         dim = self.representations.get_output_dim()

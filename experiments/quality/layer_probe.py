@@ -7,7 +7,7 @@ file is never read):
 - the majority tag of each word (its most frequent training tag, else the most frequent tag
   overall): the floor every probe must beat;
 - the static fastText vector of each word: the biLM's own frozen input, the no-context baseline;
-- each layer the representations module returns (`ElmoCRepresentations.layers`, as
+- each layer the representations module returns (`ElmoC.layers`, as
   `elmo-c-embed --all` writes them): layer 0 is the input projection (a linear map of the
   fastText vector and a LayerNorm, per direction: no context), layers 1.. the LSTM layers, each
   forward || backward;
@@ -47,7 +47,7 @@ from allennlp_elmo_c.commands.linear_probes import (
     read_tagged,
     token_features,
 )
-from allennlp_elmo_c.modules.subword_representations import load_representations
+from allennlp_elmo_c.modules.elmo_c import ElmoC
 from allennlp_elmo_c.common.threads import set_torch_threads
 
 MAJORITY = "majority tag of the word"
@@ -102,7 +102,7 @@ def run_archive(
     args: argparse.Namespace,
 ) -> Dict[str, object]:
     started = time.perf_counter()
-    representations = load_representations(
+    representations = ElmoC(
         path, num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
     ).eval()
     result: Dict[str, object] = {"fasttext": representations.bilm.fasttext_path}

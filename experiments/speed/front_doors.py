@@ -9,7 +9,7 @@ What a model directory and each front door cost, against the bare module.
 2. Embedding throughput (tokens/s, CPU, `--threads` threads) of the same `--sentences`
    sentences of `--text` (whitespace-tokenized), in batches of `--batch-size`, from words to
    float vectors, through:
-   - `module`: the bare module, `ElmoCRepresentations` (all layers, no mix) on
+   - `module`: the bare module, `ElmoC` (all layers, no mix) on
      `index_sentences` ids: what every front door does at least;
    - `ElmoC`: `batch_to_ids` + `ElmoC` (one mix);
    - `ElmoCEmbedder`: `embed_batch` (NumPy arrays, every layer);
@@ -61,11 +61,10 @@ def front_doors(directory: str, sentences: List[List[str]], batch_size: int) -> 
     from transformers import AutoModel, AutoTokenizer
 
     from allennlp_elmo_c import ElmoC, ElmoCEmbedder, batch_to_ids
-    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
-    from allennlp_elmo_c.modules.subword_representations import load_representations
+    from allennlp_elmo_c.modules.elmo_c import index_sentences
 
     groups = batches(sentences, batch_size)
-    module = load_representations(directory, num_output_representations=0, dropout=0.0).eval()
+    module = ElmoC(directory, num_output_representations=0, dropout=0.0).eval()
     indexer, vocab = module.word_indexer(), module.vocab
     elmo = ElmoC(directory, 1, dropout=0.0).eval()
     embedder = ElmoCEmbedder(directory)

@@ -11,7 +11,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.commands import elmo_c_embed
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 from allennlp_elmo_c.modules import elmo_c as front_doors
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.modules.elmo_c import ElmoC
 from tests import PROJECT_ROOT
 from tests.helpers import fasttext_ids, run_plugin_command
 
@@ -27,7 +27,7 @@ def text_file(tmp_path):
 
 def test_all_layers_match_the_embedder(elmo_c_archive, text_file, tmp_path):
     output = embed_file(elmo_c_archive, text_file, tmp_path / "out.hdf5", batch_size=2)
-    representations = ElmoCRepresentations(str(elmo_c_archive), num_output_representations=0).eval()
+    representations = ElmoC(str(elmo_c_archive), num_output_representations=0).eval()
     with h5py.File(output, "r") as hdf5:
         assert sorted(k for k in hdf5 if k != "sentence_to_index") == ["0", "1", "2", "3"]
         assert hdf5["0"].shape == (3, 6, 16) and hdf5["1"].shape == (3, 0, 16)

@@ -282,7 +282,7 @@ def test_another_bin_for_the_converter_is_refused(elmo_c_archive, other_fasttext
 def test_an_indexer_over_another_bin_is_refused(elmo_c_archive, other_fasttext):
     """The indexer's .bin is checked against the embedder's on every batch (and each against the
     fingerprint recorded at training): a batch from the wrong indexer after good ones too."""
-    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+    from allennlp_elmo_c.modules.elmo_c import index_sentences
 
     embedder = TokenEmbedder.from_params(Params(
         {"type": "elmo_c_token_embedder", "archive_file": str(elmo_c_archive)}

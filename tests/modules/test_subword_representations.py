@@ -7,8 +7,7 @@ from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations, index_sentences
-from allennlp_elmo_c.modules.subword_representations import SubwordElmoCRepresentations
+from allennlp_elmo_c.modules.elmo_c import ElmoC, index_sentences
 from tests.helpers import train_tiny_elmo_sub
 
 SENTENCES = [["Storms", "closed", "schools", "on", "Friday", "."], ["The", "council", "met"]]
@@ -61,13 +60,13 @@ def test_word_vectors_are_the_bilm_layers_at_first_subwords(bpe, archive, indexe
     for layer in range(3):
         weights = [-9e10] * 3
         weights[layer] = 1.0
-        representations = SubwordElmoCRepresentations(
+        representations = ElmoC(
             archive, dropout=0.0, scalar_mix_parameters=weights
         ).eval()
         output = representations(**indexed([sentence], indexer))["elmo_representations"][0]
         assert output.shape == (1, len(sentence), layers[layer].size(-1))
         torch.testing.assert_close(output[0], layers[layer][positions], atol=1e-5, rtol=1e-5)
-        boundaries = SubwordElmoCRepresentations(
+        boundaries = ElmoC(
             archive, dropout=0.0, scalar_mix_parameters=weights, keep_sentence_boundaries=True
         ).eval()(**indexed([sentence], indexer))["elmo_representations"][0]
         torch.testing.assert_close(
@@ -76,7 +75,7 @@ def test_word_vectors_are_the_bilm_layers_at_first_subwords(bpe, archive, indexe
 
 
 def test_layers_mix_as_scalar_mix(archive, indexer):
-    representations = SubwordElmoCRepresentations(
+    representations = ElmoC(
         archive, dropout=0.0, scalar_mix_parameters=[0.0, 1.0, 2.0]
     ).eval()
     tensors = indexed(SENTENCES, indexer)
@@ -90,7 +89,7 @@ def test_layers_mix_as_scalar_mix(archive, indexer):
 
 
 def test_shapes_masks_padding_and_frozen_determinism(archive, indexer):
-    representations = SubwordElmoCRepresentations(
+    representations = ElmoC(
         archive, num_output_representations=2, dropout=0.0
     )
     representations.train()  # a frozen biLM stays in inference mode: no recurrent dropout
@@ -109,7 +108,7 @@ def test_shapes_masks_padding_and_frozen_determinism(archive, indexer):
     torch.testing.assert_close(
         alone[0], first["elmo_representations"][0][1, :3], atol=1e-5, rtol=1e-5
     )
-    kept = SubwordElmoCRepresentations(archive, keep_sentence_boundaries=True, dropout=0.0)
+    kept = ElmoC(archive, keep_sentence_boundaries=True, dropout=0.0)
     output = kept.eval()(**tensors)
     assert output["elmo_representations"][0].shape == (2, 8, 16)
     assert output["mask"].sum(1).tolist() == [8, 5]
@@ -117,10 +116,10 @@ def test_shapes_masks_padding_and_frozen_determinism(archive, indexer):
 
 
 def test_trainable_parameters(archive, indexer):
-    frozen = SubwordElmoCRepresentations(archive)
+    frozen = ElmoC(archive)
     trainable = {name for name, p in frozen.named_parameters() if p.requires_grad}
     assert trainable and all("_scalar_mixes" in name for name in trainable)
-    tuned = SubwordElmoCRepresentations(archive, requires_grad=True, dropout=0.0)
+    tuned = ElmoC(archive, requires_grad=True, dropout=0.0)
     tuned.train()
     assert tuned._lm.training
     output = tuned(**indexed(SENTENCES, indexer))["elmo_representations"][0]
@@ -137,14 +136,10 @@ def test_vocabulary_from_archive_equals_the_train_bpe_vocabulary(bpe, archive, i
         assert torch.equal(value, tensors[key]), key
 
 
-def test_errors(archive, elmo_c_archive, tmp_path):
-    with pytest.raises(ConfigurationError, match="expected a biLM over BPE subwords"):
-        SubwordElmoCRepresentations(str(elmo_c_archive))
+def test_errors(archive, tmp_path):
     with pytest.raises(ConfigurationError, match="does not exist"):
-        SubwordElmoCRepresentations(str(tmp_path / "nope.tar.gz"))
+        ElmoC(str(tmp_path / "nope.tar.gz"))
     with pytest.raises(ConfigurationError, match="has 2 weights, the biLM has 3 layers"):
-        SubwordElmoCRepresentations(archive, scalar_mix_parameters=[0.0, 1.0])
+        ElmoC(archive, scalar_mix_parameters=[0.0, 1.0])
     with pytest.raises(ConfigurationError, match="not fastText.*word_indexer"):
-        SubwordElmoCRepresentations(archive).fasttext_path
-    with pytest.raises(ConfigurationError, match="use SubwordElmoCRepresentations"):
-        ElmoCRepresentations(archive)
+        ElmoC(archive).fasttext_path

@@ -21,7 +21,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.commands.elmo_c_embed import embed_file
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
-from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from allennlp_elmo_c.modules.elmo_c import index_sentences
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
@@ -245,11 +245,11 @@ def test_bad_fasttext_bin_for_a_trained_archive(
 
 def test_archive_whose_fasttext_file_moved(elmo_c_archive, tmp_path):
     # The archive records the .bin's path; if it is gone the error says how to point elsewhere.
-    from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+    from allennlp_elmo_c.modules.elmo_c import ElmoC
 
     moved = tmp_path / "moved.bin"
     shutil.copy(TINY, moved)
     archive = tmp_path / "model.tar.gz"
     shutil.copy(elmo_c_archive, archive)
-    representations = ElmoCRepresentations(str(archive), fasttext_path=str(moved))
+    representations = ElmoC(str(archive), fasttext_path=str(moved))
     assert representations.fasttext_path == str(moved)

@@ -21,7 +21,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 from allennlp_elmo_c.fasttext import fasttext_bin
 from allennlp_elmo_c.fasttext.fasttext_bin import FASTTEXT_MAGIC, FASTTEXT_VERSION, FastTextBin
-from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from allennlp_elmo_c.modules.elmo_c import index_sentences
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 
 WORDS = ["the", "schools", "café", "</s>"]

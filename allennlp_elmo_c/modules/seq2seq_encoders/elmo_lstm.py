@@ -36,7 +36,7 @@ class BiLmEncoder(Seq2SeqEncoder):
     """
     What every biLM encoder here shares: `(batch, timesteps, input_size)` in, forward ||
     backward states of `projection_size` each out, from `num_layers` LSTM layers (the attributes
-    the language model and `ElmoCRepresentations` read). AllenNLP's stateful machinery is not
+    the language model and `ElmoC` read). AllenNLP's stateful machinery is not
     used (`stateful=False`).
     """
 

@@ -12,9 +12,7 @@ from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 
 from allennlp_elmo_c.common.config_defaults import ELMO_C_DIM
 from allennlp_elmo_c.fasttext.fasttext_source import archive_being_loaded
-from allennlp_elmo_c.modules.elmo_c import PretrainedBiLM
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
-from allennlp_elmo_c.modules.subword_representations import representations_of
+from allennlp_elmo_c.modules.elmo_c import ElmoC, PretrainedBiLM
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +75,8 @@ class ElmoCTokenEmbedder(TokenEmbedder):
                 "elmo_c_token_embedder: num_output_representations must be >= 1"
             )
         bilm = self._read_bilm(archive_file, fasttext_path, tokenizer_path, vocab)
-        self._elmo_c = representations_of(
-            bilm,
+        self._elmo_c = ElmoC(
+            module=bilm,
             num_output_representations=num_output_representations,
             requires_grad=requires_grad,
             do_layer_norm=do_layer_norm,
@@ -159,7 +157,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         return self.output_dim
 
     @property
-    def representations(self) -> ElmoCRepresentations:
+    def representations(self) -> ElmoC:
         return self._elmo_c
 
     def forward(self, *tensors: torch.Tensor, **inputs: torch.Tensor) -> torch.Tensor:

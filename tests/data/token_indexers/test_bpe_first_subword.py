@@ -15,7 +15,7 @@ from allennlp.nn.util import get_text_field_mask
 from allennlp_elmo_c.commands.train_bpe import train_bpe
 from allennlp_elmo_c.data.token_indexers.bpe_first_subword import BpeFirstSubwordIndexer
 from allennlp_elmo_c.data.tokenizers.bpe import BpeTokenizer
-from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from allennlp_elmo_c.modules.elmo_c import index_sentences
 
 SENTENCES = [["The", "council", "approved", "a", "budget", "."], ["Storms", "closed", "schools"]]
 

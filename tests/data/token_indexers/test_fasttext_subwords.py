@@ -14,7 +14,7 @@ from allennlp.data.token_indexers import TokenIndexer
 from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
 from allennlp_elmo_c.fasttext import fasttext_bin
 from allennlp_elmo_c.fasttext.fasttext_bin import native_subwords
-from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from allennlp_elmo_c.modules.elmo_c import index_sentences
 from allennlp_elmo_c.modules.token_embedders.fasttext import FastTextEmbedder
 from tests import FIXTURES_ROOT
 

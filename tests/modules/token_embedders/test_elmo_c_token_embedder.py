@@ -10,7 +10,7 @@ from allennlp.models.archival import load_archive
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.nn import InitializerApplicator
 
-from allennlp_elmo_c.modules.elmo_c_representations import ElmoCRepresentations
+from allennlp_elmo_c.modules.elmo_c import ElmoC
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from tests import FIXTURES_ROOT
 from tests.helpers import fasttext_ids, moved_archive, train_tiny_elmo_c
@@ -52,13 +52,13 @@ def test_equals_the_pretraining_representations(archive):
     for layer in range(3):
         weights = [-9e10] * 3
         weights[layer] = 1.0
-        representations = ElmoCRepresentations(archive, dropout=0.0, scalar_mix_parameters=weights)
+        representations = ElmoC(archive, dropout=0.0, scalar_mix_parameters=weights)
         output = representations.eval()(**fasttext_ids([SENTENCES[0]]))["elmo_representations"][0]
         torch.testing.assert_close(output[0], layers[layer][0, 1:-1], atol=1e-5, rtol=1e-5)
 
 
 def test_keep_sentence_boundaries_and_several_representations(archive):
-    representations = ElmoCRepresentations(
+    representations = ElmoC(
         archive, num_output_representations=2, keep_sentence_boundaries=True, dropout=0.0
     ).eval()
     output = representations(**fasttext_ids(SENTENCES))
@@ -161,7 +161,7 @@ def test_archive_with_a_candidate_word_list_loads_without_it(archive, tmp_path):
 
     assert read_archive_config(archive)["model"]["nearest_neighbour_words"]
     assert "nearest_neighbour_words" not in load_archive(archive).config.as_dict(quiet=True)["model"]
-    assert ElmoCRepresentations(archive)._lm.candidate_words is None
+    assert ElmoC(archive)._lm.candidate_words is None
 
 
 def test_several_output_representations_are_concatenated(archive):
@@ -204,18 +204,18 @@ def test_the_archive_is_read_once_and_the_bilm_can_be_passed_in(archive, monkeyp
     bilm = PretrainedBiLM.from_archive(archive)
     assert bilm.num_layers == 3 and bilm.get_output_dim() == 16
     assert bilm.fasttext_path.endswith("tiny.bin")
-    given = ElmoCRepresentations(bilm=bilm, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
-    read = ElmoCRepresentations(archive, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
+    given = ElmoC(module=bilm, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
+    read = ElmoC(archive, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
     tensors = fasttext_ids(SENTENCES)
     torch.testing.assert_close(
         given.eval()(**tensors)["elmo_representations"][0],
         read.eval()(**tensors)["elmo_representations"][0],
     )
     assert embedder.representations.word_indexer() is embedder.representations.bilm.token_indexer
-    with pytest.raises(ConfigurationError, match="archive_file or bilm"):
-        ElmoCRepresentations(archive, bilm=bilm)
-    with pytest.raises(ConfigurationError, match="archive_file or bilm"):
-        ElmoCRepresentations()
+    with pytest.raises(ConfigurationError, match="not both"):
+        ElmoC(archive, module=bilm)
+    with pytest.raises(ConfigurationError, match="not both"):
+        ElmoC()
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +233,7 @@ def other_fasttext(tmp_path_factory):
 @pytest.mark.parametrize("rows", ["fewer", "more"])
 def test_an_indexer_over_another_fasttext_model_is_refused(elmo_c_archive, other_fasttext, rows):
     from allennlp_elmo_c.data.token_indexers.fasttext_subwords import FastTextSubwordsIndexer
-    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+    from allennlp_elmo_c.modules.elmo_c import index_sentences
 
     other = other_fasttext[rows]
     embedder = ElmoCTokenEmbedder(str(elmo_c_archive), dropout=0.0).eval()
@@ -251,7 +251,7 @@ def test_another_indexer_under_the_embedders_key_names_the_right_one(elmo_c_arch
     from allennlp.data.token_indexers import ELMoTokenCharactersIndexer
     from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 
-    from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+    from allennlp_elmo_c.modules.elmo_c import index_sentences
 
     token_embedder = ElmoCTokenEmbedder(str(elmo_c_archive))
     embedder = BasicTextFieldEmbedder({"elmo": token_embedder})

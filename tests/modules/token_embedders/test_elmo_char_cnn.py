@@ -16,7 +16,7 @@ from allennlp.modules.elmo import _ElmoCharacterEncoder
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.nn.util import remove_sentence_boundaries
 
-from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from allennlp_elmo_c.modules.elmo_c import index_sentences
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
 from tests import FIXTURES_ROOT
 from tests.helpers import write_elmo_files

@@ -19,7 +19,7 @@ from allennlp.data import Batch
 from allennlp.models.archival import load_archive
 
 from allennlp_elmo_c.archive import read_archive_config, representation_dim
-from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from allennlp_elmo_c.modules.elmo_c import index_sentences
 from allennlp_elmo_c.modules.token_embedders.elmo_c_token_embedder import ElmoCTokenEmbedder
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.helpers import bpe_environment, train_tiny_bpe
@@ -206,7 +206,7 @@ def test_every_biLM_is_rebuilt_from_the_task_record_without_its_archive(archives
     torch.testing.assert_close(rebuilt(**inputs), expected)
     original = trained.representations._boundaries
     if original is None:  # a subword biLM: its boundaries are subwords of the sentence
-        assert trained.representations.reads_subwords
+        assert trained.representations.bilm.is_subword
         return
     # The boundary vectors remade at the load are the original ones; a load into a biLM read
     # from its archive (the same weights) remakes the same vectors.

@@ -9,7 +9,7 @@ from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 from allennlp.modules.token_embedders import TokenEmbedder
 
 from allennlp_elmo_c.data.token_indexers.word_hash import WordHashIndexer
-from allennlp_elmo_c.modules.elmo_c_representations import index_sentences
+from allennlp_elmo_c.modules.elmo_c import index_sentences
 from allennlp_elmo_c.modules.token_embedders.random_vectors import RandomVectorsEmbedder
 
 ODD_TOKENS = ["", "\x00", "😀", "👩‍👩‍👧", "日本語", "\ud800", "x" * 10_000, "<S>", "</S>"]
