@@ -55,7 +55,7 @@ def token_features(
     layers = numpy.concatenate(per_sentence, axis=1)  # type: ignore[arg-type]
     features: Dict[str, numpy.ndarray] = {}
     embedder = representations.bilm.token_embedder
-    if not representations.reads_subwords and isinstance(embedder, StringEmbedder):
+    if not representations.bilm.is_subword and isinstance(embedder, StringEmbedder):
         vocabulary = sorted({word for sentence in sentences for word in sentence})
         with torch.no_grad():
             table = embedder.embed_strings(vocabulary).float().cpu().numpy()
