@@ -235,13 +235,12 @@ def screen_archive(
 ) -> Dict[str, object]:
     """`{task: {WITH_BILM: probe, FASTTEXT: probe}}` of one biLM on `data` (`{task: (train,
     dev)}`), the fastText probe only `with_fasttext`."""
-    from allennlp_elmo_c.modules.elmo_c import ElmoC
+    from allennlp_elmo_c.modules.elmo_c import ElmoC, PretrainedBiLM
 
     started = time.perf_counter()
     set_torch_threads(args.threads, "probe-screen: threads")
-    representations = ElmoC(
-        archive, num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
-    ).eval()
+    bilm = PretrainedBiLM.from_archive(archive, fasttext_path)
+    representations = ElmoC(None, 0, dropout=0.0, module=bilm).eval()
     result: Dict[str, object] = {"archive": archive, "tasks": {}}
     for task, (train, dev) in data.items():
         train_x = task_features(representations, task, train, args.batch_size)

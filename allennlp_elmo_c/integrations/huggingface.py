@@ -155,7 +155,7 @@ class ElmoCModel(PreTrainedModel):
         self.bilm = pretrained.model
         # Not a submodule (its biLM is `self.bilm`): runs the layers with the boundaries added.
         self._layers: List[ElmoC] = [
-            ElmoC(module=pretrained, num_output_representations=0, dropout=0.0)
+            ElmoC(None, 0, dropout=0.0, module=pretrained)
         ]
         self.post_init()
 

@@ -193,30 +193,24 @@ class ElmoC(torch.nn.Module):
         As for `Elmo`; a frozen biLM always runs in inference mode.
     module : `PretrainedBiLM`, optional
         The biLM already read, instead of `model` (its output heads are dropped).
-    fasttext_path, tokenizer_path : `str`, optional
-        As for `PretrainedBiLM.from_archive`, with `model`.
     """
 
     def __init__(
         self,
-        model: Optional[str] = None,
-        num_output_representations: int = 1,
+        model: Optional[str],
+        num_output_representations: int,
         requires_grad: bool = False,
         do_layer_norm: bool = False,
         dropout: float = 0.5,
         keep_sentence_boundaries: bool = False,
         scalar_mix_parameters: Optional[List[float]] = None,
         module: Optional[PretrainedBiLM] = None,
-        fasttext_path: Optional[str] = None,
-        tokenizer_path: Optional[str] = None,
     ) -> None:
         super().__init__()
         if (model is None) == (module is None):
             raise ConfigurationError("ElmoC: give the model's path or a ready module, not both")
         if module is None:
-            module = PretrainedBiLM.from_archive(str(model), fasttext_path, tokenizer_path)
-        elif fasttext_path is not None or tokenizer_path is not None:
-            raise ConfigurationError("ElmoC: fasttext_path and tokenizer_path go with model")
+            module = PretrainedBiLM.from_archive(str(model))
         if scalar_mix_parameters is not None and len(scalar_mix_parameters) != module.num_layers:
             raise ConfigurationError(
                 f"scalar_mix_parameters has {len(scalar_mix_parameters)} weights, the biLM has "
@@ -554,9 +548,8 @@ class ElmoCEmbedder:
         self, model: str, cuda_device: int = -1, fasttext_path: Optional[str] = None
     ) -> None:
         self.device = torch.device("cpu" if cuda_device < 0 else f"cuda:{cuda_device}")
-        self.representations = ElmoC(
-            str(model), 0, dropout=0.0, fasttext_path=fasttext_path
-        ).eval().to(self.device)
+        bilm = PretrainedBiLM.from_archive(str(model), fasttext_path)
+        self.representations = ElmoC(None, 0, dropout=0.0, module=bilm).eval().to(self.device)
 
     def _empty(self) -> numpy.ndarray:
         dim = self.representations.get_output_dim()

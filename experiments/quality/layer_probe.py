@@ -47,7 +47,7 @@ from allennlp_elmo_c.commands.linear_probes import (
     read_tagged,
     token_features,
 )
-from allennlp_elmo_c.modules.elmo_c import ElmoC
+from allennlp_elmo_c.modules.elmo_c import ElmoC, PretrainedBiLM
 from allennlp_elmo_c.common.threads import set_torch_threads
 
 MAJORITY = "majority tag of the word"
@@ -102,9 +102,8 @@ def run_archive(
     args: argparse.Namespace,
 ) -> Dict[str, object]:
     started = time.perf_counter()
-    representations = ElmoC(
-        path, num_output_representations=0, dropout=0.0, fasttext_path=fasttext_path
-    ).eval()
+    bilm = PretrainedBiLM.from_archive(path, fasttext_path)
+    representations = ElmoC(None, 0, dropout=0.0, module=bilm).eval()
     result: Dict[str, object] = {"fasttext": representations.bilm.fasttext_path}
     train_features = token_features(representations, [w for w, _ in train], args.batch_size)
     dev_features = token_features(representations, [w for w, _ in dev], args.batch_size)

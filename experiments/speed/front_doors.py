@@ -64,7 +64,7 @@ def front_doors(directory: str, sentences: List[List[str]], batch_size: int) -> 
     from allennlp_elmo_c.modules.elmo_c import index_sentences
 
     groups = batches(sentences, batch_size)
-    module = ElmoC(directory, num_output_representations=0, dropout=0.0).eval()
+    module = ElmoC(directory, 0, dropout=0.0).eval()
     indexer, vocab = module.word_indexer(), module.vocab
     elmo = ElmoC(directory, 1, dropout=0.0).eval()
     embedder = ElmoCEmbedder(directory)

@@ -27,7 +27,7 @@ def text_file(tmp_path):
 
 def test_all_layers_match_the_embedder(elmo_c_archive, text_file, tmp_path):
     output = embed_file(elmo_c_archive, text_file, tmp_path / "out.hdf5", batch_size=2)
-    representations = ElmoC(str(elmo_c_archive), num_output_representations=0).eval()
+    representations = ElmoC(str(elmo_c_archive), 0).eval()
     with h5py.File(output, "r") as hdf5:
         assert sorted(k for k in hdf5 if k != "sentence_to_index") == ["0", "1", "2", "3"]
         assert hdf5["0"].shape == (3, 6, 16) and hdf5["1"].shape == (3, 0, 16)

@@ -61,13 +61,13 @@ def test_word_vectors_are_the_bilm_layers_at_first_subwords(bpe, archive, indexe
         weights = [-9e10] * 3
         weights[layer] = 1.0
         representations = ElmoC(
-            archive, dropout=0.0, scalar_mix_parameters=weights
+            archive, 1, dropout=0.0, scalar_mix_parameters=weights
         ).eval()
         output = representations(**indexed([sentence], indexer))["elmo_representations"][0]
         assert output.shape == (1, len(sentence), layers[layer].size(-1))
         torch.testing.assert_close(output[0], layers[layer][positions], atol=1e-5, rtol=1e-5)
         boundaries = ElmoC(
-            archive, dropout=0.0, scalar_mix_parameters=weights, keep_sentence_boundaries=True
+            archive, 1, dropout=0.0, scalar_mix_parameters=weights, keep_sentence_boundaries=True
         ).eval()(**indexed([sentence], indexer))["elmo_representations"][0]
         torch.testing.assert_close(
             boundaries[0], layers[layer][[0, *positions, end]], atol=1e-5, rtol=1e-5
@@ -76,7 +76,7 @@ def test_word_vectors_are_the_bilm_layers_at_first_subwords(bpe, archive, indexe
 
 def test_layers_mix_as_scalar_mix(archive, indexer):
     representations = ElmoC(
-        archive, dropout=0.0, scalar_mix_parameters=[0.0, 1.0, 2.0]
+        archive, 1, dropout=0.0, scalar_mix_parameters=[0.0, 1.0, 2.0]
     ).eval()
     tensors = indexed(SENTENCES, indexer)
     layers, full_mask = representations.layers(**tensors)
@@ -90,7 +90,7 @@ def test_layers_mix_as_scalar_mix(archive, indexer):
 
 def test_shapes_masks_padding_and_frozen_determinism(archive, indexer):
     representations = ElmoC(
-        archive, num_output_representations=2, dropout=0.0
+        archive, 2, dropout=0.0
     )
     representations.train()  # a frozen biLM stays in inference mode: no recurrent dropout
     assert not representations._lm.training and representations.training
@@ -108,7 +108,7 @@ def test_shapes_masks_padding_and_frozen_determinism(archive, indexer):
     torch.testing.assert_close(
         alone[0], first["elmo_representations"][0][1, :3], atol=1e-5, rtol=1e-5
     )
-    kept = ElmoC(archive, keep_sentence_boundaries=True, dropout=0.0)
+    kept = ElmoC(archive, 1, keep_sentence_boundaries=True, dropout=0.0)
     output = kept.eval()(**tensors)
     assert output["elmo_representations"][0].shape == (2, 8, 16)
     assert output["mask"].sum(1).tolist() == [8, 5]
@@ -116,10 +116,10 @@ def test_shapes_masks_padding_and_frozen_determinism(archive, indexer):
 
 
 def test_trainable_parameters(archive, indexer):
-    frozen = ElmoC(archive)
+    frozen = ElmoC(archive, 1)
     trainable = {name for name, p in frozen.named_parameters() if p.requires_grad}
     assert trainable and all("_scalar_mixes" in name for name in trainable)
-    tuned = ElmoC(archive, requires_grad=True, dropout=0.0)
+    tuned = ElmoC(archive, 1, requires_grad=True, dropout=0.0)
     tuned.train()
     assert tuned._lm.training
     output = tuned(**indexed(SENTENCES, indexer))["elmo_representations"][0]
@@ -138,8 +138,8 @@ def test_vocabulary_from_archive_equals_the_train_bpe_vocabulary(bpe, archive, i
 
 def test_errors(archive, tmp_path):
     with pytest.raises(ConfigurationError, match="does not exist"):
-        ElmoC(str(tmp_path / "nope.tar.gz"))
+        ElmoC(str(tmp_path / "nope.tar.gz"), 1)
     with pytest.raises(ConfigurationError, match="has 2 weights, the biLM has 3 layers"):
-        ElmoC(archive, scalar_mix_parameters=[0.0, 1.0])
+        ElmoC(archive, 1, scalar_mix_parameters=[0.0, 1.0])
     with pytest.raises(ConfigurationError, match="not fastText.*word_indexer"):
-        ElmoC(archive).fasttext_path
+        ElmoC(archive, 1).fasttext_path

@@ -245,11 +245,11 @@ def test_bad_fasttext_bin_for_a_trained_archive(
 
 def test_archive_whose_fasttext_file_moved(elmo_c_archive, tmp_path):
     # The archive records the .bin's path; if it is gone the error says how to point elsewhere.
-    from allennlp_elmo_c.modules.elmo_c import ElmoC
+    from allennlp_elmo_c.modules.elmo_c import ElmoC, PretrainedBiLM
 
     moved = tmp_path / "moved.bin"
     shutil.copy(TINY, moved)
     archive = tmp_path / "model.tar.gz"
     shutil.copy(elmo_c_archive, archive)
-    representations = ElmoC(str(archive), fasttext_path=str(moved))
+    representations = ElmoC(None, 1, module=PretrainedBiLM.from_archive(str(archive), str(moved)))
     assert representations.fasttext_path == str(moved)

@@ -76,13 +76,14 @@ class ElmoCTokenEmbedder(TokenEmbedder):
             )
         bilm = self._read_bilm(archive_file, fasttext_path, tokenizer_path, vocab)
         self._elmo_c = ElmoC(
-            module=bilm,
-            num_output_representations=num_output_representations,
+            None,
+            num_output_representations,
             requires_grad=requires_grad,
             do_layer_norm=do_layer_norm,
             dropout=dropout,
             keep_sentence_boundaries=keep_sentence_boundaries,
             scalar_mix_parameters=scalar_mix_parameters,
+            module=bilm,
         )
         bilm_dim = self._elmo_c.get_output_dim()
         if expected_output_dim is not None and expected_output_dim != bilm_dim:

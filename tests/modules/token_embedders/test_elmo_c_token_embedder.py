@@ -52,14 +52,14 @@ def test_equals_the_pretraining_representations(archive):
     for layer in range(3):
         weights = [-9e10] * 3
         weights[layer] = 1.0
-        representations = ElmoC(archive, dropout=0.0, scalar_mix_parameters=weights)
+        representations = ElmoC(archive, 1, dropout=0.0, scalar_mix_parameters=weights)
         output = representations.eval()(**fasttext_ids([SENTENCES[0]]))["elmo_representations"][0]
         torch.testing.assert_close(output[0], layers[layer][0, 1:-1], atol=1e-5, rtol=1e-5)
 
 
 def test_keep_sentence_boundaries_and_several_representations(archive):
     representations = ElmoC(
-        archive, num_output_representations=2, keep_sentence_boundaries=True, dropout=0.0
+        archive, 2, keep_sentence_boundaries=True, dropout=0.0
     ).eval()
     output = representations(**fasttext_ids(SENTENCES))
     assert len(output["elmo_representations"]) == 2
@@ -161,7 +161,7 @@ def test_archive_with_a_candidate_word_list_loads_without_it(archive, tmp_path):
 
     assert read_archive_config(archive)["model"]["nearest_neighbour_words"]
     assert "nearest_neighbour_words" not in load_archive(archive).config.as_dict(quiet=True)["model"]
-    assert ElmoC(archive)._lm.candidate_words is None
+    assert ElmoC(archive, 1)._lm.candidate_words is None
 
 
 def test_several_output_representations_are_concatenated(archive):
@@ -204,8 +204,8 @@ def test_the_archive_is_read_once_and_the_bilm_can_be_passed_in(archive, monkeyp
     bilm = PretrainedBiLM.from_archive(archive)
     assert bilm.num_layers == 3 and bilm.get_output_dim() == 16
     assert bilm.fasttext_path.endswith("tiny.bin")
-    given = ElmoC(module=bilm, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
-    read = ElmoC(archive, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
+    given = ElmoC(None, 1, module=bilm, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
+    read = ElmoC(archive, 1, dropout=0.0, scalar_mix_parameters=[0.0, 0.0, 0.0])
     tensors = fasttext_ids(SENTENCES)
     torch.testing.assert_close(
         given.eval()(**tensors)["elmo_representations"][0],
@@ -213,9 +213,9 @@ def test_the_archive_is_read_once_and_the_bilm_can_be_passed_in(archive, monkeyp
     )
     assert embedder.representations.word_indexer() is embedder.representations.bilm.token_indexer
     with pytest.raises(ConfigurationError, match="not both"):
-        ElmoC(archive, module=bilm)
+        ElmoC(archive, 1, module=bilm)
     with pytest.raises(ConfigurationError, match="not both"):
-        ElmoC()
+        ElmoC(None, 1)
 
 
 @pytest.fixture(scope="module")
