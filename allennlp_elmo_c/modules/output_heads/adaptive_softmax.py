@@ -12,32 +12,11 @@ from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutpu
 @OutputHead.register("adaptive_softmax")
 class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
     """
-    An adaptive softmax (Grave et al. 2017; `torch.nn.AdaptiveLogSoftmaxWithLoss`), the output
-    layer of the paper's ELMo-A: the `cutoffs[0]` most frequent words and one entry per tail
-    cluster share a full softmax (the head); the words of tail cluster `i`, `[cutoffs[i],
-    cutoffs[i + 1])`, get a softmax over a `input_dim / div_value^(i + 1)`-dimensional
-    projection, reached through the head's entry for that cluster. The layers are the torch
-    module's; every log-softmax runs in float32, also under autocast.
-
-    The clusters are ranges of ids, so the ids must be sorted by decreasing frequency, as in a
-    `Vocabulary` built from instances.
-
-    Registered as an `OutputHead` with name "adaptive_softmax".
-
-    # Parameters
-
-    input_dim : `int`
-    target_dim : `int`
-    vocab : `Vocabulary`
-    cutoffs : `List[int]`
-        Increasing ids, each below the vocabulary size: the head is `[0, cutoffs[0])`.
-    vocab_namespace : `str`, optional (default = `"tokens"`)
-    div_value : `float`, optional (default = `4.0`)
-        Each tail cluster's projection is `div_value` times smaller than the previous one's.
-    head_bias : `bool`, optional (default = `False`)
-        A bias in the head's linear layer.
-    positions_per_chunk : `int`, optional (default = `None`)
-        See `VocabularyOutputHead`.
+    An adaptive softmax (Grave et al. 2017; `torch.nn.AdaptiveLogSoftmaxWithLoss`), ELMo-A's
+    output layer: the `cutoffs[0]` most frequent words and one entry per tail cluster share
+    the head softmax; tail cluster `i`, ids `[cutoffs[i], cutoffs[i + 1])`, has a softmax over
+    a `input_dim / div_value^(i + 1)`-dimensional projection. Ids must be sorted by decreasing
+    frequency. `head_bias`: a bias in the head's layer. Log-softmaxes run in float32.
     """
 
     def __init__(
@@ -78,8 +57,7 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
         return torch.log_softmax(layer(hidden).float(), dim=-1)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        # Normalised log-probabilities `(N, vocab_size)` (`AdaptiveLogSoftmaxWithLoss.log_prob`),
-        # which are also valid logits.
+        # Normalised log-probabilities (`AdaptiveLogSoftmaxWithLoss.log_prob`): valid logits.
         adaptive = self.adaptive
         head = self._log_softmax(adaptive.head, hidden)
         clusters = [head[:, : adaptive.shortlist_size]]
@@ -90,8 +68,7 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
 
     def full_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
         # `AdaptiveLogSoftmaxWithLoss.forward`, summed: each target's head entry (itself or its
-        # cluster) plus, for tail words, its log-probability within the cluster. Exact, and
-        # cheaper than a softmax over `logits`; `loss` scores it in chunks of positions.
+        # cluster) plus, for tail words, its log-probability within the cluster.
         adaptive = self.adaptive
         cutoffs = torch.tensor(adaptive.cutoffs[:-1], device=target_ids.device)
         cluster = torch.bucketize(target_ids, cutoffs, right=True)  # 0 = head

@@ -12,33 +12,15 @@ from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 class ContinuousOutputHead(OutputHead):
     """
     ELMo-C's output layer: `Linear(input_dim -> target_dim)` predicts the target word's (frozen)
-    embedding, and a loss between the prediction and that embedding replaces the softmax: no
-    vocabulary.
-
-    Registered as an `OutputHead` with name "continuous".
+    embedding, and a `ContinuousLoss` against it replaces the softmax: no vocabulary.
 
     # Parameters
 
-    input_dim : `int`
-    target_dim : `int`
-        Both filled in by the model.
     loss : `str`, optional (default = `"cosine"`)
-        The name of a registered `ContinuousLoss`: `"cosine"` (the paper's default), `"l2"`,
-        `"vmf"` (Kumar & Tsvetkov 2019) or `"in_batch_softmax"` (against the batch's distinct
-        target vectors).
-    vmf_lambda_1 : `float`, optional (default = `0.0`)
-    vmf_lambda_2 : `float`, optional (default = `1.0`)
-        `vmf` only: its `lambda_1` and `lambda_2`.
-        `vmf` only: its `lambda_1` (adds `lambda_1 * ||prediction||`) and `lambda_2` (scales the
-        `prediction . target` term, use < 1).
-    temperature : `float`, optional (default = `0.05`)
-        `in_batch_softmax` only: divides the cosines.
-
-    Each of the last three keys is refused with another loss unless it holds its default.
-        `in_batch_softmax` only: divides the cosines (finite, > 0).
-
-    Each of the last three keys is its loss's own setting (`ContinuousLoss.head_keys`), refused
-    with another loss unless it holds its default.
+        A registered `ContinuousLoss`: `"cosine"`, `"l2"`, `"vmf"` or `"in_batch_softmax"`.
+    vmf_lambda_1, vmf_lambda_2, temperature : `float`, optional
+        The settings of `vmf` (0.0, 1.0) and `in_batch_softmax` (0.05), refused with another
+        loss unless they hold its default.
     """
 
     def __init__(
@@ -67,9 +49,7 @@ class ContinuousOutputHead(OutputHead):
                 f"the head predicts {self.target_dim}"
             )
         predictions = self.projection(hidden)
-        # Only real positions go through the loss, so padding can never produce NaN/inf. The loss
-        # runs in float32 at least: under fp16/bf16 autocast, squared norms of 300-d vectors
-        # overflow float16 (max 65504) and bfloat16 keeps only 8 bits of mantissa.
+        # Only real positions, in float32 at least (squared norms overflow float16).
         dtype = torch.promote_types(predictions.dtype, torch.float32)
         losses = self._loss(predictions[mask].to(dtype), target_embeddings[mask].to(dtype))
         return {"loss": losses.sum(), "count": mask.sum(), "predictions": predictions}

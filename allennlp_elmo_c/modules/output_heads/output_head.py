@@ -8,21 +8,12 @@ from allennlp.common.checks import ConfigurationError
 
 class OutputHead(torch.nn.Module, Registrable):
     """
-    The output layer of one direction of a language model: turns the encoder's hidden states into
-    a loss against the targets (the next word for the forward LM, the previous word for the
-    backward LM). Heads are swappable in config; the `elmo_c` model builds one per direction
-    (as `Lazy[OutputHead]`), passing the sizes it knows.
-
-    # Parameters
-
-    input_dim : `int`
-        Size of the hidden states (the encoder's projection size).
-    target_dim : `int`
-        Size of the target embeddings (e.g. 300 for fastText); heads that predict ids may ignore it.
-
-    The model also offers `vocab` and `text_field_embedder` to a subclass that names them.
-    Subclasses over a vocabulary set `needs_target_ids = True`; heads whose loss is a negative
-    log-likelihood per token set `reports_perplexity = True`. Subclasses implement `score`.
+    The output layer of one direction of a language model: hidden states `(batch, timesteps,
+    input_dim)` to a loss against the targets (the next word forward, the previous backward).
+    The `elmo_c` model builds one per direction (`Lazy[OutputHead]`) with `input_dim`,
+    `target_dim` and, to a subclass that names them, `vocab` and `text_field_embedder`. Heads
+    over a vocabulary set `needs_target_ids`, those with a per-token negative log-likelihood
+    `reports_perplexity`; a subclass implements `score`.
     """
 
     needs_target_ids = False
@@ -41,22 +32,11 @@ class OutputHead(torch.nn.Module, Registrable):
         target_ids: Optional[torch.LongTensor] = None,
     ) -> Dict[str, torch.Tensor]:
         """
-        # Parameters
-
-        hidden : `torch.Tensor`
-            `(batch_size, timesteps, input_dim)`, the states that predict the targets.
-        mask : `torch.BoolTensor`
-            `(batch_size, timesteps)`: which positions have a target.
-        target_embeddings : `torch.Tensor`, optional
-            `(batch_size, timesteps, target_dim)`, the target words' embeddings.
-        target_ids : `torch.LongTensor`, optional
-            `(batch_size, timesteps)`, the target words' ids, for heads over a vocabulary.
-
-        # Returns
-
-        A dict with `"loss"`, the loss summed over the masked positions (a scalar), and `"count"`,
-        the number of those positions (a scalar tensor); heads that predict a vector also return
-        `"predictions"`, `(batch_size, timesteps, target_dim)`.
+        `hidden` `(batch, timesteps, input_dim)` predicts, where `mask` `(batch, timesteps)`,
+        the `target_embeddings` `(batch, timesteps, target_dim)` or (`needs_target_ids`) the
+        `target_ids` `(batch, timesteps)`. Returns `"loss"`, summed over the masked positions,
+        `"count"`, their number, and for heads that predict vectors `"predictions"` `(batch,
+        timesteps, target_dim)`.
         """
         targets = target_ids if self.needs_target_ids else target_embeddings
         if targets is None:
@@ -69,9 +49,5 @@ class OutputHead(torch.nn.Module, Registrable):
     def score(
         self, hidden: torch.Tensor, mask: torch.BoolTensor, targets: torch.Tensor
     ) -> Dict[str, torch.Tensor]:
-        """
-        What `forward` returns, once it has the targets this head needs: the target ids
-        `(batch_size, timesteps)` if `needs_target_ids`, else the target embeddings
-        `(batch_size, timesteps, target_dim)`.
-        """
+        """What `forward` returns, given the targets this head needs."""
         raise NotImplementedError

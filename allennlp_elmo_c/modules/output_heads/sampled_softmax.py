@@ -15,10 +15,8 @@ logger = logging.getLogger(__name__)
 
 
 def log_uniform_probabilities(ids: torch.Tensor, num_words: int) -> torch.Tensor:
-    """
-    P(id) = log((id + 2) / (id + 1)) / log(num_words + 1), the log-uniform (Zipfian) distribution
-    over `[0, num_words)` (TensorFlow's `log_uniform_candidate_sampler`), with `log1p`.
-    """
+    """P(id) = log((id + 2) / (id + 1)) / log(num_words + 1): TensorFlow's log-uniform
+    (Zipfian) distribution over `[0, num_words)`."""
     ids = ids.to(torch.float32)
     return torch.log1p(1.0 / (ids + 1.0)) / math.log(num_words + 1)
 
@@ -26,14 +24,9 @@ def log_uniform_probabilities(ids: torch.Tensor, num_words: int) -> torch.Tensor
 def sample_log_uniform(
     num_words: int, num_samples: int, device: torch.device, chunk_size: Optional[int] = None
 ) -> Tuple[torch.LongTensor, int]:
-    """
-    `num_samples` distinct ids from the log-uniform distribution over `[0, num_words)`, drawn as
-    TensorFlow's unique sampler does (repeats skipped).
-
-    # Returns
-
-    The ids `(num_samples,)` in order of first draw, and the number of draws (tries) it took.
-    """
+    """`num_samples` distinct ids `(num_samples,)` from the log-uniform distribution over
+    `[0, num_words)`, in order of first draw, as TensorFlow's unique sampler draws them, and
+    the number of draws it took."""
     if not 0 < num_samples <= num_words:
         raise ValueError(f"cannot draw {num_samples} distinct ids from {num_words}")
     chunk_size = chunk_size or max(2 * num_samples, 64)
@@ -69,33 +62,14 @@ def expected_counts(ids: torch.Tensor, num_words: int, num_tries: int) -> torch.
 @OutputHead.register("sampled_softmax")
 class SampledSoftmaxOutputHead(SoftmaxOutputHead):
     """
-    The original ELMo's output layer: in training, a sampled softmax (Jean et al. 2015) over the
-    true word and `num_samples` distinct words drawn from a log-uniform (Zipfian) distribution
-    over the candidate ids, shared by the batch; each logit is corrected by minus the log of its
-    expected count and samples equal to a position's true word ("accidental hits") are removed
-    from that position's softmax. In evaluation (`not self.training`) it is the full softmax of
-    its parent class, so validation perplexity is exact.
-
-    The candidates are the ids that can be targets: not `@@PADDING@@` (id 0 of a padded
-    namespace; its logit is -inf in evaluation), but `@@UNKNOWN@@`. The sampler draws their
-    ranks `r` in `[0, C)` with P(r) = log((r + 2) / (r + 1)) / log(C + 1), assuming ids sorted by
-    decreasing frequency (as a `Vocabulary` built from instances is), and the correction uses
-    the same distribution.
-
-    The output embedding options are those of `softmax`: with `freeze_output_embedding` and
-    `output_embedding_fasttext` this is the paper's FIXED layer. The training loss is the
-    sampled one, not comparable with the validation loss.
-
-    Registered as an `OutputHead` with name "sampled_softmax".
-
-    # Parameters
-
-    num_samples : `int`, optional (default = `8192`)
-        Distinct negative samples per batch (ELMo's setting), at most half the candidates.
-    positions_per_chunk : `int`, optional (default = `None`)
-        See `VocabularyOutputHead`; the samples are drawn once per batch, shared by the chunks.
-
-    The other parameters are those of `softmax`.
+    The original ELMo's output layer: in training, a sampled softmax (Jean et al. 2015) over
+    the true word and `num_samples` (default 8192, at most half the candidates) distinct words
+    drawn per batch from a log-uniform distribution over the candidates' ranks (ids sorted by
+    decreasing frequency, as a `Vocabulary` built from instances is; every id but padding's).
+    Each logit is corrected by minus the log of its expected count; samples equal to a
+    position's true word are removed from its softmax. In evaluation it is the full softmax
+    of `softmax`, whose parameters it takes: validation perplexity is exact, the training loss
+    is not comparable with it.
     """
 
     def __init__(
@@ -107,14 +81,12 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
         num_samples: int = 8192,
         **kwargs,
     ) -> None:
-        # `**kwargs` are `softmax`'s parameters (AllenNLP's from_params reads them from there).
         super().__init__(input_dim, target_dim, vocab, **kwargs)
         if num_samples < 1:
             raise ConfigurationError(
                 f"sampled_softmax: num_samples must be >= 1, got {num_samples}"
             )
-        # A padded namespace has @@PADDING@@ at id 0 (AllenNLP's Vocabulary always puts it
-        # there): the candidates are the ids after it.
+        # A padded namespace has @@PADDING@@ at id 0: the candidates are the ids after it.
         self.first_candidate_id = 1 if vocab.is_padded(self.vocab_namespace) else 0
         self.num_candidates = self.num_words - self.first_candidate_id
         self.num_samples = min(num_samples, max(self.num_candidates // 2, 1))
@@ -127,17 +99,12 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
             )
 
     def draw_samples(self, device: torch.device) -> Tuple[torch.LongTensor, int]:
-        """
-        `num_samples` distinct candidate ids from the log-uniform distribution over the
-        candidates' ranks (`sample_log_uniform`), `(num_samples,)` on `device`, and the number
-        of draws it took.
-        """
+        """`num_samples` distinct candidate ids on `device` and the number of draws it took."""
         ranks, num_tries = sample_log_uniform(self.num_candidates, self.num_samples, device)
         return ranks + self.first_candidate_id, num_tries
 
     def log_expected_counts(self, ids: torch.Tensor, num_tries: int) -> torch.Tensor:
-        """The sampled softmax's correction for candidate `ids` (any shape): the log of how
-        often each is expected among `num_tries` draws of `draw_samples`, float32."""
+        """The log of how often each of `ids` is expected among `num_tries` draws."""
         return expected_counts(ids - self.first_candidate_id, self.num_candidates, num_tries).log()
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -178,16 +145,12 @@ class SampledSoftmaxOutputHead(SoftmaxOutputHead):
         sample_offsets: torch.Tensor,
         num_tries: int,
     ) -> torch.Tensor:
-        """
-        The summed sampled-softmax negative log-likelihood of `target_ids` `(N,)` given
-        `hidden` `(N, input_dim)`, against `samples` `(S,)` (output vectors `sample_weights`
-        `(S, embedding_dim)`, bias minus log expected count `sample_offsets` `(S,)`).
-        """
+        """The summed sampled-softmax negative log-likelihood of `target_ids` `(N,)` against
+        `samples` `(S,)`, their output vectors and their bias minus log expected count."""
         projected = self.project(hidden)
         count = target_ids.size(0)
         target_weights = torch.nn.functional.embedding(target_ids, self.output_embedding)
-        # A batched matrix product, like the sampled logits' (under autocast both then run in the
-        # same precision; an elementwise product would stay in float32 and bias the softmax).
+        # A matrix product as the sampled logits', so both run in one precision under autocast.
         true_logits = torch.bmm(projected.unsqueeze(1), target_weights.unsqueeze(2)).view(count)
         # The corrections and the softmax in float32 whatever the autocast dtype.
         true_logits = (

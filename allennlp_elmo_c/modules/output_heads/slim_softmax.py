@@ -13,37 +13,11 @@ from allennlp_elmo_c.nn.slim import SlimTable
 @OutputHead.register("slim_softmax")
 class SlimSoftmaxOutputHead(VocabularyOutputHead):
     """
-    A full softmax over a closed vocabulary whose output word vectors are slim (Li et al.,
-    AAAI 2018; `allennlp_elmo_c.nn.slim.SlimTable`): the logit of `w` is
-    `b_w + sum_k <h_k, S_k[a(w, k)]>`, computed in the paper's two steps without building the
-    `(V, input_dim)` matrix. The word vectors have the hidden state's size.
-
-    Registered as an `OutputHead` with name "slim_softmax".
-
-    # Parameters
-
-    input_dim : `int`
-        d, the hidden state's size; must be divisible by `num_subvectors`.
-    target_dim : `int`
-        Filled in by the model (unused).
-    vocab : `Vocabulary`
-        Filled in by the model.
-    num_subvectors : `int`
-        K, the sub-vectors per word (and the number of sub-pools); must divide `input_dim`.
-    pool_size : `int`
-        M, the trainable sub-vectors of all K sub-pools together: a multiple of K, with
-        `(M / K) ** K >= vocabulary size`.
-    vocab_namespace : `str`, optional (default = `"tokens"`)
-        The namespace of the `single_id` indexer named by the model's `target_ids_key`.
-    embedding_dim : `int`, optional (default = `None`)
-        The word vector size, if stated; it must equal `input_dim` (a `ConfigurationError`
-        otherwise: put the projection in the encoder instead).
-    bias : `bool`, optional (default = `True`)
-        A per-word bias on the logits.
-    seed : `int`, optional (default = `0`)
-        Seeds the assignment of sub-vectors to words.
-    positions_per_chunk : `int`, optional (default = `None`)
-        See `VocabularyOutputHead`.
+    A full softmax whose output word vectors are slim (Li et al., AAAI 2018; `SlimTable`): the
+    logit of `w` is `b_w + sum_k <h_k, S_k[a(w, k)]>`, without the `(V, input_dim)` matrix.
+    `num_subvectors` K divides `input_dim`; `pool_size` M, a multiple of K, has `(M / K) ** K
+    >= vocabulary size`; `embedding_dim`, if given, must be `input_dim`; `bias`: per word;
+    `seed` assigns sub-vectors to words.
     """
 
     def __init__(
@@ -71,22 +45,11 @@ class SlimSoftmaxOutputHead(VocabularyOutputHead):
         self.bias = torch.nn.Parameter(torch.zeros(self.num_words)) if bias else None
 
     def scores(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The logits `(num_words, num_positions)`, words first, for `hidden`
-        `(num_positions, input_dim)` (`SlimTable.scores`, plus the biases)."""
+        """The logits `(num_words, num_positions)`, words first."""
         scores = self.table.scores(hidden)
         return scores if self.bias is None else scores + self.bias.unsqueeze(1)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """
-        # Parameters
-
-        hidden : `torch.Tensor`
-            `(num_positions, input_dim)`.
-
-        # Returns
-
-        `(num_positions, num_words)` (a transposed view of `scores`).
-        """
         return self.scores(hidden).t()
 
     def full_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:

@@ -19,22 +19,18 @@ logger = logging.getLogger(__name__)
 
 def fasttext_output_embedding(vocab: Vocabulary, namespace: str, path: str) -> torch.Tensor:
     """
-    The fastText vector (with subwords, so every string has one) of each word of `namespace`,
-    `(vocab_size, fasttext_dim)`, in id order. The padding row is zero (padding is never a
-    target); the OOV row is the mean of the other words' vectors (an "average rare word").
+    The fastText vector of each word of `namespace` in id order, `(vocab_size, dim)`: zeros for
+    padding, the mean of the others for the OOV row.
     """
     fasttext = FastTextBin.load(path)
     size = vocab.get_vocab_size(namespace)
-    # A received model is built within a budget from its weights, which do not hold these rows
-    # when they are frozen: their bytes (and those of the mean's copy below) are fixed by the
-    # archived vocabulary and the .bin's dimension, not by the config, and allowed as far as the
-    # .bin stores its rows (a header declaring a huge `dim` over no stored rows buys nothing).
+    # Frozen, these rows are not in the weights a received model's budget counts: allowed as
+    # far as the .bin stores them (and the mean's copy).
     allow(2 * min(size * fasttext.dim * 4, fasttext.stored_matrix_bytes))
     vectors = torch.zeros(size, fasttext.dim)
-    if vectors.is_meta:  # a dry run (`allocation_budget`): the shape is what counts
+    if vectors.is_meta:  # built on `meta`: filled once the weights are loaded
         return vectors
-    # AllenNLP's padded namespaces have padding at id 0 and the OOV token at id 1; other
-    # namespaces have neither.
+    # A padded namespace has padding at id 0 and the OOV token at id 1.
     padded = vocab.is_padded(namespace)
     padding_index = 0 if padded else None
     oov_index = 1 if padded and size > 1 else None
@@ -54,31 +50,12 @@ def fasttext_output_embedding(vocab: Vocabulary, namespace: str, path: str) -> t
 @OutputHead.register("softmax")
 class SoftmaxOutputHead(VocabularyOutputHead):
     """
-    A full softmax over the words of `vocab_namespace`: `logits = W h + b`, `W`
-    `(vocab_size, embedding_dim)`, `b` trainable. `W` is a trainable `N(0, 1 / input_dim)` matrix,
-    or tied to the input embedding (`tie_input_embedding`, ELMo-Sub: the input embedder's one
-    token embedder with a `weight` of shape `(vocab_size, input_dim)`), or initialised with the
-    words' fastText vectors (`output_embedding_fasttext`, with a trainable projection of `h` when
-    the sizes differ) and/or frozen (`freeze_output_embedding`): both give the paper's FIXED layer.
-
-    Registered as an `OutputHead` with name "softmax".
-
-    # Parameters
-
-    input_dim : `int`
-    target_dim : `int`
-    vocab : `Vocabulary`
-    text_field_embedder : `TextFieldEmbedder`, optional
-        Filled in by the model (the input embedder); used only by `tie_input_embedding`.
-    vocab_namespace : `str`, optional (default = `"tokens"`)
-        The namespace of the target ids.
-    tie_input_embedding : `bool`, optional (default = `False`)
-    freeze_output_embedding : `bool`, optional (default = `False`)
-        Keeps the output embedding at its initial value (the bias still trains).
-    output_embedding_fasttext : `str`, optional (default = `None`)
-        A fastText `.bin` whose word vectors initialise the output embedding.
-    positions_per_chunk : `int`, optional (default = `None`)
-        See `VocabularyOutputHead`.
+    A full softmax over the words of `vocab_namespace`: `logits = W h + b`. `W` `(vocab_size,
+    embedding_dim)` is a trainable `N(0, 1 / input_dim)` matrix, or the input embedding
+    (`tie_input_embedding`, ELMo-Sub: the input's one `embedding` of shape `(vocab_size,
+    input_dim)`), or the words' fastText vectors (`output_embedding_fasttext`, with a trainable
+    projection of `h` when the sizes differ), frozen with `freeze_output_embedding` (the bias
+    still trains): the paper's FIXED layer. Other parameters as `VocabularyOutputHead`'s.
     """
 
     def __init__(
@@ -112,8 +89,7 @@ class SoftmaxOutputHead(VocabularyOutputHead):
             else:
                 weight = torch.randn(self.num_words, input_dim) / input_dim**0.5
             if output_embedding_fasttext is not None and freeze_output_embedding:
-                # Rebuilt from the .bin and the archived vocabulary whenever the model is built:
-                # never in checkpoints or model.tar.gz (800K x 300 floats would be ~1 GB each).
+                # Rebuilt from the .bin whenever the model is built: never in checkpoints.
                 self.register_buffer("output_embedding", weight, persistent=False)
                 if weight.is_meta:  # built on `meta`: the rows are computed once loaded
                     self._fasttext_rows = (vocab, vocab_namespace, output_embedding_fasttext)
@@ -153,7 +129,6 @@ class SoftmaxOutputHead(VocabularyOutputHead):
                 f"{self.vocab_namespace!r} x input_dim; set embedding_dim to input_dim and no "
                 "projection_dim)"
             )
-        # `Embedding` keeps its namespace private: the shape check above is what ties the two.
         return weight
 
     def project(self, hidden: torch.Tensor) -> torch.Tensor:

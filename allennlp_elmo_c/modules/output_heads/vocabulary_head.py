@@ -15,22 +15,13 @@ EVAL_LOGITS_PER_CHUNK = 1 << 26
 
 class VocabularyOutputHead(OutputHead):
     """
-    The shared part of output heads that predict a word id from a closed vocabulary (softmax,
-    sampled, adaptive, slim): the targets, the real positions, the summed negative
-    log-likelihood, in chunks of positions (`loss`). A subclass implements `logits` and may
-    override `full_loss` (a cheaper exact loss) or `loss_function` (e.g. a sampled loss).
-
-    Not registered itself.
+    The shared part of the heads over a closed vocabulary (softmax, sampled, adaptive, slim):
+    the summed negative log-likelihood of the target ids of `vocab_namespace` (`"tokens"`) at
+    the real positions, in chunks of positions (`loss`). A subclass implements `logits` and may
+    override `full_loss` (a cheaper exact loss) or `loss_function` (a sampled one).
 
     # Parameters
 
-    input_dim : `int`
-    target_dim : `int`
-        Filled in by the model.
-    vocab : `Vocabulary`
-        Filled in by the model.
-    vocab_namespace : `str`, optional (default = `"tokens"`)
-        The namespace of the `single_id` indexer named by the model's `target_ids_key`.
     positions_per_chunk : `int`, optional (default = `None`)
         If given (>= 1), the training loss scores at most this many positions at a time, each
         chunk recomputed in the backward pass: memory O(positions_per_chunk x V), the same loss.
@@ -65,24 +56,16 @@ class VocabularyOutputHead(OutputHead):
             )
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """
-        # Parameters
-
-        hidden : `torch.Tensor`
-            `(num_positions, input_dim)`.
-
-        # Returns
-
-        Unnormalised scores `(num_positions, num_words)`.
-        """
+        """Unnormalised scores `(num_positions, num_words)` of `hidden` `(num_positions,
+        input_dim)`."""
         raise NotImplementedError
 
     def loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
         """
         Summed negative log-likelihood of `target_ids` `(num_positions,)` given `hidden`
-        `(num_positions, input_dim)`, by `loss_function`, in chunks of positions: in training,
-        of `positions_per_chunk` (if set), each recomputed in the backward pass; without
-        gradients, of at most `EVAL_LOGITS_PER_CHUNK` logits.
+        `(num_positions, input_dim)` (`loss_function`), in chunks: of `positions_per_chunk` in
+        training, recomputed in the backward pass; of `EVAL_LOGITS_PER_CHUNK` logits without
+        gradients.
         """
         chunk_loss, shared = self.loss_function(hidden, target_ids)
         recompute = torch.is_grad_enabled()
@@ -106,11 +89,8 @@ class VocabularyOutputHead(OutputHead):
     def loss_function(
         self, hidden: torch.Tensor, target_ids: torch.LongTensor
     ) -> Tuple[Callable[..., torch.Tensor], Tuple[torch.Tensor, ...]]:
-        """
-        What `loss` computes for the batch: `chunk_loss(hidden_chunk, target_ids_chunk, *shared)`,
-        the summed negative log-likelihood of a chunk, and `shared`, the tensors every chunk uses
-        (e.g. negative samples). By default `full_loss` and nothing shared.
-        """
+        """`chunk_loss(hidden_chunk, target_ids_chunk, *shared)`, a chunk's summed negative
+        log-likelihood, and `shared`, the tensors every chunk uses (e.g. negative samples)."""
         return self.full_loss, ()
 
     def full_loss(self, hidden: torch.Tensor, target_ids: torch.LongTensor) -> torch.Tensor:
