@@ -2,7 +2,7 @@ import contextlib
 import logging
 import math
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -26,16 +26,12 @@ logger = logging.getLogger(__name__)
 
 
 DIRECTIONS = ("forward", "backward")
+# Each direction with the positions of its states and of their targets.
+SHIFTS = (
+    ("forward", slice(None, -1), slice(1, None)),
+    ("backward", slice(1, None), slice(None, -1)),
+)
 PRECISIONS = ("float32", "bfloat16")
-
-
-class _HeadInputs(NamedTuple):
-    """One direction's inputs to its output head, all `(batch, timesteps - 1, ...)`."""
-
-    states: torch.Tensor
-    mask: torch.BoolTensor
-    target_vectors: torch.Tensor
-    target_ids: Optional[torch.LongTensor]
 
 
 def read_words(path: str) -> List[str]:
@@ -56,39 +52,31 @@ def _float32(value: Any) -> Any:
 @Model.register("elmo_c")
 class ElmoCLanguageModel(Model):
     """
-    A bidirectional language model in the shape of ELMo with a swappable output layer: with the
+    An ELMo-shaped bidirectional language model with a swappable output layer: with the
     `continuous` head it is ELMo-C, predicting the (frozen, e.g. fastText) embedding of the next
     (forward) or previous (backward) word. Sentences carry boundary tokens (`lm_corpus`); the
     loss is the mean of the two directions' mean losses.
 
-    Registered as a `Model` with name "elmo_c".
-
     # Parameters
 
-    vocab : `Vocabulary`
     text_field_embedder : `TextFieldEmbedder`
         The input embeddings (frozen fastText vectors for ELMo-C).
     contextualizer : `Seq2SeqEncoder`
-        A bidirectional encoder, output forward || backward (`elmo_lstm`).
+        Bidirectional, output forward || backward (`elmo_lstm`).
     output_head : `Lazy[OutputHead]`
-        Built once per direction (`input_dim`: half the contextualizer's output).
+        Built once per direction, or once with `share_output_head` (as ELMo's softmax).
     target_embedder : `TextFieldEmbedder`, optional
         The embeddings to predict; by default the input embeddings.
     dropout : `float`, optional (default = `0.0`)
         On the input embeddings and on the states fed to the heads.
     target_ids_key : `str`, optional
-        For heads over a vocabulary: the key of the `single_id` indexer whose ids are predicted
-        (removed before embedding if the input embedder has no embedder for it).
-    share_output_head : `bool`, optional (default = `False`)
-        One output head for both directions, as ELMo's softmax.
+        For heads over a vocabulary: the key of the `single_id` indexer whose ids are predicted.
     nearest_neighbour_words : `str`, optional
-        A file of candidate words: validation then reports `*_nn_accuracy` (the candidate
-        closest to the prediction is the target), with a fastText target embedder.
+        A file of candidate words: validation reports `*_nn_accuracy` (the candidate closest to
+        the prediction is the target's word), with a fastText target embedder.
     precision : `str`, optional (default = `"float32"`)
-        `"float32"` or `"bfloat16"` (bfloat16 autocast in `forward`, refused in training on a
-        device without fast bfloat16 products, float32 in evaluation there; `encode` is always
-        float32). The configs read it from `ELMO_C_PRECISION`.
-    initializer : `InitializerApplicator`, optional
+        Or `"bfloat16"`: autocast in `forward`, refused in training on a device without fast
+        bfloat16 products (float32 in evaluation there); `encode` is float32.
     """
 
     def __init__(
@@ -130,7 +118,6 @@ class ElmoCLanguageModel(Model):
         hidden_dim = contextualizer.get_output_dim() // 2
         target_dim = (target_embedder or text_field_embedder).get_output_dim()
 
-        # Heads take what they need of these (a vocabulary, the input embedder to tie to).
         def build_head() -> OutputHead:
             return output_head.construct(
                 input_dim=hidden_dim,
@@ -209,8 +196,8 @@ class ElmoCLanguageModel(Model):
         return self._contextualizer.num_layers + 1
 
     def encode(self, embeddings: torch.Tensor, mask: torch.BoolTensor) -> List[torch.Tensor]:
-        """Every layer for embedded tokens `(batch, timesteps, dim)` (with boundaries): the input
-        projection, then each LSTM layer (needs `return_all_layers`)."""
+        """Every layer for embedded tokens `(batch, timesteps, dim)`: the input projection, then
+        each LSTM layer (needs `return_all_layers`)."""
         layers = self._contextualizer(embeddings, mask)
         if not isinstance(layers, list):
             raise ConfigurationError("elmo_c.encode needs contextualizer.return_all_layers = True")
@@ -222,17 +209,10 @@ class ElmoCLanguageModel(Model):
 
     def forward(self, tokens: TextFieldTensors) -> Dict[str, torch.Tensor]:  # type: ignore
         """
-        # Parameters
-
-        tokens : `TextFieldTensors`
-            Sentences with boundary tokens, `(batch_size, timesteps)` per indexer.
-
-        # Returns
-
+        `tokens`: sentences with boundary tokens, `(batch, timesteps)` per indexer. Returns
         `loss`, `forward_loss`, `backward_loss` (with heads); `forward_predictions` /
-        `backward_predictions` `(batch_size, timesteps - 1, dim)` for heads that predict vectors;
-        `lm_embeddings` (the top layer, or all layers), `noncontextual_token_embeddings` and
-        `mask`.
+        `backward_predictions` `(batch, timesteps - 1, dim)` for heads that predict vectors;
+        `lm_embeddings` (the top layer, or all layers), `noncontextual_token_embeddings`, `mask`.
         """
         if self.training and self._missing_candidates is not None:
             raise ConfigurationError(
@@ -242,7 +222,6 @@ class ElmoCLanguageModel(Model):
         tokens, target_ids = self._take_target_ids(tokens)
         with self._autocast(get_text_field_mask(tokens).device):
             output = self._forward(tokens, target_ids)
-        # Outputs are float32 whatever the precision.
         return {key: _float32(value) for key, value in output.items()}
 
     def _autocast(self, device: torch.device) -> Any:
@@ -274,16 +253,29 @@ class ElmoCLanguageModel(Model):
         if self._heads is None:
             return output
         top = contextual[-1] if isinstance(contextual, list) else contextual
+        # (batch, timesteps, 2 * hidden) -> 2 x (batch, timesteps, hidden)
+        hidden = dict(zip(DIRECTIONS, self._dropout(top).chunk(2, dim=-1)))
+        targets = embeddings if self._target_embedder is None else self._target_embedder(tokens)
+        pair_mask = mask[:, 1:]  # positions t and t + 1 are both real tokens
         losses = []
-        shifted = self._shift_targets(top, embeddings, tokens, target_ids, mask)
-        for direction, step in shifted:
+        # The forward LM's state at t predicts token t + 1, the backward's at t + 1 token t.
+        for direction, states, target in SHIFTS:
+            target_vectors = targets[:, target]  # (batch, timesteps - 1, target_dim)
             result = self._heads[f"{direction}_lm"](
-                step.states,
-                step.mask,
-                target_embeddings=step.target_vectors,
-                target_ids=step.target_ids,
+                hidden[direction][:, states],
+                pair_mask,
+                target_embeddings=target_vectors,
+                target_ids=None if target_ids is None else target_ids[:, target],
             )
-            losses.append(self._direction_outputs(direction, result, step, output))
+            loss = result["loss"] / result["count"].clamp(min=1)
+            output[f"{direction}_loss"] = loss
+            self._record(f"{direction}_loss", result["loss"].detach(), result["count"])
+            if "predictions" in result:
+                output[f"{direction}_predictions"] = result["predictions"]
+                self._update_vector_metrics(
+                    direction, result["predictions"], target_vectors, pair_mask
+                )
+            losses.append(loss)
         output["loss"] = 0.5 * (losses[0] + losses[1])
         if self.training:
             self._check_finite(losses)
@@ -292,9 +284,8 @@ class ElmoCLanguageModel(Model):
     def _take_target_ids(
         self, tokens: TextFieldTensors
     ) -> Tuple[TextFieldTensors, Optional[torch.LongTensor]]:
-        """Validates `target_ids_key` against the field and takes out the `(batch, timesteps)`
-        ids to predict; the key is removed from `tokens` if the input embedder has no embedder
-        for it."""
+        """The `(batch, timesteps)` ids to predict, removed from `tokens` if the input embedder
+        does not read them."""
         if self._target_ids_key is None:
             return tokens, None
         if self._target_ids_key not in tokens:
@@ -312,60 +303,6 @@ class ElmoCLanguageModel(Model):
             tokens = {k: v for k, v in tokens.items() if k != self._target_ids_key}
         return tokens, target_ids
 
-    def _shift_targets(
-        self,
-        top: torch.Tensor,
-        embeddings: torch.Tensor,
-        tokens: TextFieldTensors,
-        target_ids: Optional[torch.LongTensor],
-        mask: torch.BoolTensor,
-    ) -> List[Tuple[str, "_HeadInputs"]]:
-        """Each direction's states and targets: the forward LM's state at t predicts token
-        t + 1, the backward LM's state at t + 1 predicts token t."""
-        # (batch, timesteps, 2 * hidden) -> 2 x (batch, timesteps, hidden)
-        hidden = dict(zip(DIRECTIONS, self._dropout(top).chunk(2, dim=-1)))
-        # (batch, timesteps, target_dim)
-        targets = embeddings if self._target_embedder is None else self._target_embedder(tokens)
-        # (batch, timesteps - 1): positions t and t + 1 are both real tokens
-        pair_mask = mask[:, 1:]
-        # direction -> (its states' positions, its targets' positions)
-        shifts = {
-            "forward": (slice(None, -1), slice(1, None)),
-            "backward": (slice(1, None), slice(None, -1)),
-        }
-        return [
-            (
-                direction,
-                _HeadInputs(
-                    states=hidden[direction][:, state_slice],  # (batch, timesteps - 1, hidden)
-                    mask=pair_mask,
-                    target_vectors=targets[:, target_slice],  # (batch, timesteps - 1, target_dim)
-                    target_ids=None if target_ids is None else target_ids[:, target_slice],
-                ),
-            )
-            for direction, (state_slice, target_slice) in shifts.items()
-        ]
-
-    def _direction_outputs(
-        self,
-        direction: str,
-        result: Dict[str, torch.Tensor],
-        step: "_HeadInputs",
-        output: Dict[str, Any],
-    ) -> torch.Tensor:
-        """Puts one direction's head result in `output`, updates its metrics and returns its
-        mean loss (a scalar)."""
-        count = result["count"]
-        loss = result["loss"] / count.clamp(min=1)
-        output[f"{direction}_loss"] = loss
-        self._record(f"{direction}_loss", result["loss"].detach(), count)
-        if "predictions" in result:  # (batch, timesteps - 1, target_dim)
-            output[f"{direction}_predictions"] = result["predictions"]
-            self._update_vector_metrics(
-                direction, result["predictions"], step.target_vectors, step.mask
-            )
-        return loss
-
     @staticmethod
     def _check_finite(losses: List[torch.Tensor]) -> None:
         # AllenNLP's trainer stops on NaN only; an infinite loss would train on silently.
@@ -378,11 +315,10 @@ class ElmoCLanguageModel(Model):
         for direction, value in zip(DIRECTIONS, values.tolist()):
             if not math.isfinite(value):
                 raise ValueError(
-                    f"elmo_c: the {direction} LM loss is {value} in this training batch "
-                    "(of this process or, in distributed training, another one); "
-                    "stopping instead of training on it. Typical causes: a learning rate too "
-                    "high for the batch size, corrupt input vectors, or fp16 overflow. The "
-                    "checkpoints in the serialization directory hold the weights from before."
+                    f"elmo_c: the {direction} LM loss is {value} in this training batch (of "
+                    "this process or another one); stopping instead of training on it (a "
+                    "learning rate too high, corrupt input vectors?). The checkpoints in the "
+                    "serialization directory hold the weights from before."
                 )
 
     @torch.no_grad()
@@ -411,25 +347,20 @@ class ElmoCLanguageModel(Model):
 
     @property
     def predicts_vectors(self) -> bool:
-        """Whether the output heads predict target vectors (`*_predictions` in the output, e.g.
-        ELMo-C's continuous head) rather than vocabulary ids (softmax-type heads); False once
-        `delete_softmax` has dropped them."""
+        """Whether the output heads predict target vectors (`*_predictions`), not ids."""
         return self._heads is not None and not any(
             head.needs_target_ids for head in self._heads.values()
         )
 
     @property
     def target_vocabulary(self) -> Optional[List[str]]:
-        """The words of the target embedder's own vocabulary, most frequent first (a fastText
-        model's words); None if it has none."""
+        """The target embedder's own words, most frequent first (fastText's); None if none."""
         embedder = self._single_target_token_embedder()
         words = getattr(embedder, "words", None)
         return list(words) if words is not None else None
 
     def target_vectors(self, words: List[str], device: torch.device) -> torch.Tensor:
-        """Unit-length target vectors of arbitrary `words`, `(len(words), target_dim)`, which
-        the `*_predictions` are compared to. Needs a target embedder with an `embed_strings`
-        method (the `fasttext` embedder has one)."""
+        """Unit-length target vectors of any `words`, `(len(words), target_dim)`."""
         embedder = self._single_target_token_embedder()
         if not hasattr(embedder, "embed_strings"):
             raise ConfigurationError(
@@ -453,8 +384,7 @@ class ElmoCLanguageModel(Model):
         return self._candidate_vectors
 
     def get_metrics(self, reset: bool = False) -> Dict[str, float]:
-        """Token-weighted means; only metrics that have counted something are reported
-        (`*_nn_accuracy` exists only during validation with `nearest_neighbour_words`)."""
+        """Token-weighted means of the metrics that have counted something."""
         if not self._totals:
             return {}
         device = next(iter(self._totals.values())).device
