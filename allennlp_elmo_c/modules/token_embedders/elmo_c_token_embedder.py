@@ -20,16 +20,12 @@ logger = logging.getLogger(__name__)
 @TokenEmbedder.register("elmo_c_token_embedder")
 class ElmoCTokenEmbedder(TokenEmbedder):
     """
-    A drop-in replacement for `elmo_token_embedder` over a trained `elmo_c` biLM: a learned
-    `ScalarMix` of its layers (parameters named as `Elmo`'s, so `scalar_parameters` regularizer
-    regexes match), with dropout. Index the words, under the same key, with the biLM's own
-    indexer (`fasttext_subwords` with `archive_file`, `elmo_characters`, `bpe_first_subword`).
-
-    The biLM's config and vocabulary (`PretrainedBiLM.record`) are kept in the task model's
-    vocabulary and its weights in the task model's state dict, so a task archive loads after the
-    biLM archive is moved or deleted (only its fastText `.bin` is still needed).
-
-    Registered as a `TokenEmbedder` with name "elmo_c_token_embedder".
+    `elmo_token_embedder` for a trained `elmo_c` biLM: a learned `ScalarMix` of its layers
+    (named as `Elmo`'s, so `scalar_parameters` regularizers match), with dropout. Index the
+    words under the same key with the biLM's own indexer (`fasttext_subwords` with
+    `archive_file`, `elmo_characters`, `bpe_first_subword`). The biLM's record
+    (`PretrainedBiLM.record`) is kept in the task model's vocabulary and its weights in its
+    state dict, so a task archive loads without the biLM's.
 
     # Parameters
 
@@ -42,15 +38,12 @@ class ElmoCTokenEmbedder(TokenEmbedder):
     fasttext_path, tokenizer_path : `str`, optional
         As for `PretrainedBiLM.from_archive`.
     num_output_representations : `int`, optional (default = `1`)
-        Several mixes, concatenated (mix k in slice k).
+        Several mixes, concatenated.
     expected_output_dim : `int`, optional
-        The biLM size the config assumes (`ELMO_C_DIM`); another is refused at construction.
+        The biLM size the config assumes (`ELMO_C_DIM`); another is refused.
     bundle_fasttext : `bool`, optional (default = `True`)
-        Read when the task run ends: the `elmo_c_run` callback links the biLM's fastText
-        `.bin` into `fasttext/`, which the config's `include_in_archive` puts in
-        `model.tar.gz`. False keeps a large `.bin` out of every task archive.
-    vocab : `Vocabulary`, optional
-        The task model's vocabulary, which keeps the biLM's record.
+        Whether the `elmo_c_run` callback links the biLM's `.bin` into `fasttext/` at the
+        run's end, for the config's `include_in_archive` to put in `model.tar.gz`.
     """
 
     def __init__(
@@ -111,7 +104,7 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         vocab: Optional[Vocabulary],
     ) -> PretrainedBiLM:
         """The biLM from its archive (its record then kept in `vocab`), or from the record in
-        `vocab`: when the archive is gone, and always while a task archive is loaded."""
+        `vocab` when the archive is gone or a task archive is being loaded."""
         namespace = record_namespace(archive_file)
         records = []
         if vocab is not None and namespace in vocab.get_namespaces():
@@ -140,7 +133,6 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         )
 
     def _wrong_indexer(self, got: str) -> ConfigurationError:
-        """The error for inputs that are not the outputs of the biLM's indexer."""
         if self._elmo_c.bilm.fasttext_path is not None:
             indexer = (
                 f"{{type: 'fasttext_subwords', archive_file: '{self._archive_file}'}} (or "
@@ -162,8 +154,8 @@ class ElmoCTokenEmbedder(TokenEmbedder):
         return self._elmo_c
 
     def forward(self, *tensors: torch.Tensor, **inputs: torch.Tensor) -> torch.Tensor:
-        """The outputs of the biLM's word indexer `(batch_size, timesteps, ...)` by keyword (one
-        positionally) to `(batch_size, timesteps, output_dim)`."""
+        """The biLM's word indexer's outputs by keyword (one may be positional) to `(batch,
+        timesteps, output_dim)`."""
         if tensors:
             if len(tensors) != 1 or inputs or len(self._input_names) != 1:
                 raise self._wrong_indexer(f"{len(tensors)} positional and {sorted(inputs)}")

@@ -19,25 +19,11 @@ _ACTIVATIONS = {"relu": torch.nn.functional.relu, "tanh": torch.tanh}
 @TokenEmbedder.register("elmo_char_cnn")
 class ElmoCharCnnEmbedder(TokenEmbedder):
     """
-    ELMo's character CNN (character embedding, max-pooled convolutions, highway layers, linear
-    projection), loaded from an ELMo options `.json` + weights `.hdf5` pair (the layout of the
-    released ELMo models; AllenNLP's `_ElmoCharacterEncoder` does the loading). Unlike that
-    encoder it adds no sentence boundaries (the `lm_corpus` reader already adds them). Use it
-    with AllenNLP's `elmo_characters` indexer (output key `elmo_tokens`), whose `<S>` and `</S>`
-    get the ids of ELMo's own boundaries. Each distinct token of a batch goes through the CNN
-    once.
-
-    Registered as a `TokenEmbedder` with name "elmo_char_cnn".
-
-    # Parameters
-
-    options_file : `str`
-        ELMo options `.json` (`char_cnn` section and `lstm.projection_dim`, the output size).
-    weight_file : `str`
-        ELMo weights `.hdf5` (`char_embed`, `CNN`, `CNN_high_*`, `CNN_proj`).
-    requires_grad : `bool`, optional (default = `False`)
-        Fine-tune the CNN. Do not train a CNN that serves as the *target* embedding: predicting
-        vectors that can move lets the model collapse them.
+    ELMo's character CNN (character embedding, max-pooled convolutions, highway layers,
+    projection) of a released ELMo's `options_file` `.json` and `weight_file` `.hdf5`, read by
+    AllenNLP's `_ElmoCharacterEncoder`, without its sentence boundaries (`lm_corpus` adds
+    them). Index with `elmo_characters`. Each distinct token of a batch runs once.
+    `requires_grad`: fine-tune it (not as the *target* embedder: the model would collapse it).
     """
 
     def __init__(self, options_file: str, weight_file: str, requires_grad: bool = False) -> None:
@@ -59,17 +45,8 @@ class ElmoCharCnnEmbedder(TokenEmbedder):
         return self._encoder.get_output_dim()
 
     def forward(self, elmo_tokens: torch.LongTensor) -> torch.Tensor:
-        """
-        # Parameters
-
-        elmo_tokens : `torch.LongTensor`
-            Shape `(batch_size, num_tokens, max_characters_per_token)`: ELMo character ids + 1
-            (the `elmo_characters` indexer's output); all-zero rows are padding.
-
-        # Returns
-
-        `(batch_size, num_tokens, output_dim)`, zeros at padding positions.
-        """
+        """`elmo_tokens` `(batch, num_tokens, max_characters_per_token)` from `elmo_characters`
+        (all-zero rows are padding) to `(batch, num_tokens, output_dim)`."""
         if elmo_tokens.size(-1) != self._max_characters:
             raise ConfigurationError(
                 f"elmo_char_cnn: got {elmo_tokens.size(-1)} characters per token, the ELMo "
@@ -95,15 +72,13 @@ class ElmoCharCnnEmbedder(TokenEmbedder):
     def embed_strings(
         self, words: List[str], device: Optional[torch.device] = None
     ) -> torch.Tensor:
-        """The vectors of arbitrary strings, shape `(len(words), output_dim)` (`<S>` / `</S>`
-        are ELMo's sentence boundaries)."""
+        """`(len(words), output_dim)`; `<S>` / `</S>` are ELMo's sentence boundaries."""
         ids = [self._mapper.convert_word_to_char_ids(word) for word in words]
         ids = torch.tensor(ids, dtype=torch.long).view(len(words), self._max_characters)
         return self.forward(ids.to(device or torch.device("cpu")).unsqueeze(0))[0]
 
 
 def _check_files(options_file: str, weight_file: str) -> None:
-    """ConfigurationErrors naming the file for a missing or unreadable options/weights pair."""
     try:
         options = read_received_json(
             cached_path(options_file), f"elmo_char_cnn: ELMo options {options_file}"
@@ -152,10 +127,8 @@ def _check_files(options_file: str, weight_file: str) -> None:
 
 
 def _checked_datasets(weights: h5py.File, names: List[str], weight_file: str) -> int:
-    """The bytes the datasets `names` of an ELMo weights file take once read (as declared), each
-    checked to be a plain dataset of this file: a link (soft, or to another file), a virtual
-    dataset or one with external storage (which would read other files of the receiver, or a
-    FIFO that never ends) is a `ConfigurationError`."""
+    """The bytes the datasets `names` take once read, each checked to be data of the file
+    itself (no link, virtual dataset or external storage: they would read other files)."""
     total = 0
     for name in names:
         parts = name.split("/")

@@ -16,31 +16,12 @@ from allennlp_elmo_c.fasttext.fasttext_source import (
 @TokenEmbedder.register("fasttext")
 class FastTextEmbedder(TokenEmbedder):
     """
-    Frozen fastText word vectors with subwords: a token's vector is the mean of the input-matrix
-    rows given by the `fasttext_subwords` indexer, which equals fastText's `get_word_vector` for
-    in- and out-of-vocabulary words alike.
-
-    The matrix is memory-mapped from the `.bin` and is neither a parameter nor a buffer (not
-    trained, not in `state_dict()` or archives, not broadcast by DDP, not copied by `deepcopy`);
-    it is copied once to each other device the ids are on. A `model_path` that does not exist is
-    resolved by `allennlp_elmo_c.fasttext.fasttext_source.resolve_missing_fasttext`.
-
-    Every batch's fingerprint (from the `fasttext_subwords` indexer) is checked against this
-    embedder's `.bin`: another model is a `ConfigurationError` naming both files.
-
-    Registered as a `TokenEmbedder` with name "fasttext".
-
-    # Parameters
-
-    model_path : `str`
-        The fastText `.bin`.
-    expected_dim : `int`, optional (default = `None`)
-        If given, a `.bin` of another dimension is a `ConfigurationError`.
-        If given, a `.bin` of another dimension is a `ConfigurationError` (e.g. a model trained
-        on 300-d vectors must not silently get 100-d ones).
-    fingerprint : `int`, optional (default = `None`)
-        The `FastTextBin.fingerprint` of the `.bin` the model was trained with: any other file is
-        a `ConfigurationError` naming both. Training records it in config.json.
+    Frozen fastText word vectors with subwords: a token's vector is the mean of the rows the
+    `fasttext_subwords` indexer gives, fastText's `get_word_vector` for any word. The matrix is
+    memory-mapped from `model_path` (resolved by `resolve_missing_fasttext` if missing), neither
+    a parameter nor a buffer, copied once to each other device. `expected_dim`: another
+    dimension is refused; `fingerprint`: the `.bin` it was trained with (recorded in
+    config.json), another file is refused, as is an indexer's batch from another file.
     """
 
     def __init__(
@@ -79,25 +60,12 @@ class FastTextEmbedder(TokenEmbedder):
         fasttext_fingerprint: Optional[torch.LongTensor] = None,
     ) -> torch.Tensor:
         """
-        # Parameters
-
-        subword_ids : `torch.LongTensor`
-            Shape `(batch_size, total_subwords)`: the `fasttext_subwords` indexer's ids, each
-            sentence's tokens' ids one after the other, padded with anything.
-        subword_counts : `torch.LongTensor`
-            Shape `(batch_size, num_tokens)`: how many of the ids each token has.
-        token_mask : `torch.BoolTensor`, optional
-            Shape `(batch_size, num_tokens)`; unused (padding tokens have count 0 and get zeros).
-        fasttext_fingerprint : `torch.LongTensor`, optional
-            Shape `(batch_size, 1)`: the fingerprint of the indexer's `.bin`, checked against this
-            embedder's on every batch that has one.
-
-        # Returns
-
-        `torch.Tensor` of shape `(batch_size, num_tokens, dim)`, float32; all zeros for tokens
-        with no subwords.
+        `subword_ids` `(batch, total_subwords)`: each sentence's tokens' ids one after the
+        other, padded with anything; `subword_counts` `(batch, num_tokens)`: how many each token
+        has; `fasttext_fingerprint` `(batch, 1)`: the indexer's `.bin`, checked. Returns
+        `(batch, num_tokens, dim)`, zeros for tokens without subwords.
         """
-        if fasttext_fingerprint is not None:  # the (batch_size, 1) values synced once per batch
+        if fasttext_fingerprint is not None:
             self.check_indexer_fingerprint(fasttext_fingerprint)
         matrix = self._fasttext.matrix_on(subword_ids.device)
         counts = subword_counts.reshape(-1)
@@ -110,10 +78,6 @@ class FastTextEmbedder(TokenEmbedder):
         return vectors.view(*subword_counts.shape, self._fasttext.dim)
 
     def check_indexer_fingerprint(self, fingerprints: torch.Tensor) -> None:
-        """
-        Raises a `ConfigurationError` naming both files unless every fingerprint in
-        `fingerprints` (from the `fasttext_subwords` indexer) is this embedder's `.bin`'s.
-        """
         mine = self._fasttext.fingerprint
         others = sorted({int(value) for value in fingerprints.reshape(-1).tolist()} - {mine})
         if others:

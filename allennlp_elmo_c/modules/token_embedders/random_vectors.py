@@ -12,18 +12,9 @@ from allennlp_elmo_c.nn.hashed_normal import hashed_normal
 @TokenEmbedder.register("random_vectors")
 class RandomVectorsEmbedder(TokenEmbedder):
     """
-    A fixed random N(0, 1) vector per word string, without a vocabulary or a table: the vector
-    is a function of the string's 64-bit hash (the `word_hash` indexer) and `seed`, generated on
-    the input's device (`allennlp_elmo_c.nn.hashed_normal`): the same everywhere, nothing trained
-    or stored. The random embedding of the paper's ELMo-C-Rnd ablation, for an open vocabulary.
-
-    Registered as a `TokenEmbedder` with name "random_vectors".
-
-    # Parameters
-
-    embedding_dim : `int`
-    seed : `int`, optional (default = `0`)
-        Another seed gives another, independent set of vectors.
+    A fixed random N(0, 1) vector per word string (the paper's ELMo-C-Rnd ablation, for an open
+    vocabulary): a function of the string's 64-bit hash (the `word_hash` indexer) and `seed`,
+    made on the input's device (`hashed_normal`); nothing trained or stored.
     """
 
     def __init__(self, embedding_dim: int, seed: int = 0) -> None:
@@ -41,18 +32,8 @@ class RandomVectorsEmbedder(TokenEmbedder):
     def forward(
         self, word_hashes: torch.LongTensor, token_mask: Optional[torch.BoolTensor] = None
     ) -> torch.Tensor:
-        """
-        # Parameters
-
-        word_hashes : `torch.LongTensor`
-            Shape `(batch_size, num_tokens)`, the `word_hash` indexer's output.
-        token_mask : `torch.BoolTensor`, optional
-            Shape `(batch_size, num_tokens)`; padding is also recognised by its hash (0).
-
-        # Returns
-
-        `(batch_size, num_tokens, embedding_dim)` float32, zeros at padding positions.
-        """
+        """The `word_hash` indexer's `(batch, num_tokens)` to `(batch, num_tokens,
+        embedding_dim)`, zeros at padding (hash 0 or masked)."""
         if word_hashes.dtype != torch.int64:
             raise ConfigurationError(
                 "random_vectors needs the word_hash indexer's int64 hashes, "
@@ -67,6 +48,5 @@ class RandomVectorsEmbedder(TokenEmbedder):
     def embed_strings(
         self, words: List[str], device: Optional[torch.device] = None
     ) -> torch.Tensor:
-        """The vectors of arbitrary strings, shape `(len(words), embedding_dim)`."""
         hashes = torch.tensor([word_hash(word) for word in words], dtype=torch.long)
         return self.forward(hashes.to(device or torch.device("cpu")))

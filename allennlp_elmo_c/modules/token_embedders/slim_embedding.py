@@ -12,29 +12,10 @@ from allennlp_elmo_c.nn.slim import SlimTable
 @TokenEmbedder.register("slim_embedding")
 class SlimEmbedding(TokenEmbedder):
     """
-    A trainable word embedding with slim storage (Li et al., AAAI 2018), the layout of the
-    `slim_softmax` head (`allennlp_elmo_c.nn.slim.SlimTable`). Used like AllenNLP's `embedding`
-    over a `single_id` indexer.
-
-    Registered as a `TokenEmbedder` with name "slim_embedding".
-
-    # Parameters
-
-    embedding_dim : `int`
-        Size of a word vector; must be divisible by `num_subvectors`.
-    num_subvectors : `int`
-        K, the number of sub-vectors per word (and of sub-pools).
-    pool_size : `int`
-        M, the trainable sub-vectors of all K sub-pools together: a multiple of K, with
-        `(M / K) ** K >= vocabulary size`.
-    num_embeddings : `int`, optional (default = `None`)
-        The vocabulary size; by default the size of `vocab_namespace` in `vocab`.
-    vocab_namespace : `str`, optional (default = `"tokens"`)
-        The namespace of the `single_id` indexer whose ids this embeds.
-    vocab : `Vocabulary`, optional (default = `None`)
-        Filled in by AllenNLP; needed unless `num_embeddings` is given, and by `embed_strings`.
-    seed : `int`, optional (default = `0`)
-        Seeds the assignment of sub-vectors to words.
+    A trainable word embedding over a `single_id` indexer with slim storage (Li et al., AAAI
+    2018), the layout of the `slim_softmax` head (`SlimTable`): `num_subvectors` K divides
+    `embedding_dim`; `pool_size` M, a multiple of K, has `(M / K) ** K >= num_embeddings`
+    (by default the size of `vocab_namespace`); `seed` assigns sub-vectors to words.
     """
 
     def __init__(
@@ -64,16 +45,6 @@ class SlimEmbedding(TokenEmbedder):
         return self.table.embedding_dim
 
     def forward(self, tokens: torch.LongTensor) -> torch.Tensor:
-        """
-        # Parameters
-
-        tokens : `torch.LongTensor`
-            Word ids, `(batch_size, num_tokens)` (or any shape).
-
-        # Returns
-
-        `(batch_size, num_tokens, embedding_dim)`.
-        """
         if tokens.numel():
             low, high = (int(value) for value in torch.aminmax(tokens))  # one host sync
             if low < 0 or high >= self.table.num_words:
@@ -86,8 +57,7 @@ class SlimEmbedding(TokenEmbedder):
     def embed_strings(
         self, words: List[str], device: Optional[torch.device] = None
     ) -> torch.Tensor:
-        """The vectors of `words` (out-of-vocabulary words get `@@UNKNOWN@@`'s), shape
-        `(len(words), embedding_dim)`."""
+        """`(len(words), embedding_dim)`; unknown words get `@@UNKNOWN@@`'s."""
         if self._vocab is None:
             raise ConfigurationError("slim_embedding.embed_strings needs the vocabulary")
         try:
