@@ -11,25 +11,10 @@ from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import BiLmEncoder
 @Seq2SeqEncoder.register("allennlp_elmo_lstm")
 class AllenNlpElmoLstmEncoder(BiLmEncoder):
     """
-    AllenNLP's own ELMo biLSTM (`allennlp.modules.elmo_lstm.ElmoLstm`: a per-step Python loop of
-    `LstmCellWithProjection`, residual connections from the second layer) as a registered
-    `Seq2SeqEncoder`, for the softmax baselines of allennlp-models' `language_model`. Stateless:
-    `ElmoLstm`'s carried state is reset before every batch.
-
-    Registered as a `Seq2SeqEncoder` with name "allennlp_elmo_lstm".
-
-    # Parameters
-
-    input_size : `int`
-    projection_size : `int`
-        `ElmoLstm`'s `hidden_size`: the projected state of each direction.
-    cell_size : `int`
-    num_layers : `int`
-    recurrent_dropout : `float`, optional (default = `0.1`)
-    cell_clip, projection_clip : `float`, optional (default = `3.0`)
-    return_all_layers : `bool`, optional (default = `False`)
-        Return the list of every layer's output, each `(batch, timesteps, 2 * projection_size)`
-        (as `language_model_token_embedder` asks), not the top layer alone.
+    AllenNLP's `ElmoLstm` (per-step `LstmCellWithProjection`, residual from the second layer),
+    stateless, for the softmax baselines of allennlp-models' `language_model`.
+    `projection_size` is its `hidden_size`; `return_all_layers` returns every layer's
+    `(batch, timesteps, 2 * projection_size)` (as `language_model_token_embedder` asks).
     """
 
     def __init__(
@@ -54,10 +39,6 @@ class AllenNlpElmoLstmEncoder(BiLmEncoder):
     def forward(
         self, inputs: torch.Tensor, mask: torch.BoolTensor
     ) -> Union[torch.Tensor, List[torch.Tensor]]:
-        """
-        `inputs` `(batch, timesteps, input_size)`, `mask` `(batch, timesteps)`; returns
-        `(batch, timesteps, 2 * projection_size)` (forward || backward), or every layer.
-        """
         self._lstm.reset_states()
         layers = self._lstm(inputs, mask)  # (num_layers, batch, timesteps, 2 * projection)
         if not self._return_all_layers:

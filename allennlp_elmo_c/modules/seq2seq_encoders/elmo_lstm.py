@@ -20,10 +20,7 @@ BACKENDS = ("reference", "fused")
 
 
 def reverse_padded(tensor: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """
-    Reverses each sequence of `tensor` (`(batch, timesteps, ...)`) within its own length, leaving
-    padding in place at the end. Applying it twice is the identity.
-    """
+    """Each sequence of `tensor` `(batch, timesteps, ...)` reversed within its length."""
     timesteps = tensor.size(1)
     positions = torch.arange(timesteps, device=tensor.device).unsqueeze(0)
     lengths = lengths.unsqueeze(1)
@@ -33,12 +30,8 @@ def reverse_padded(tensor: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 
 class BiLmEncoder(Seq2SeqEncoder):
-    """
-    What every biLM encoder here shares: `(batch, timesteps, input_size)` in, forward ||
-    backward states of `projection_size` each out, from `num_layers` LSTM layers (the attributes
-    the language model and `ElmoC` read). AllenNLP's stateful machinery is not
-    used (`stateful=False`).
-    """
+    """`(batch, timesteps, input_size)` in, forward || backward states of `projection_size`
+    each out, from `num_layers` LSTM layers (what the model and `ElmoC` read)."""
 
     def __init__(self, input_size: int, projection_size: int, num_layers: int) -> None:
         super().__init__(stateful=False)
@@ -57,11 +50,8 @@ class BiLmEncoder(Seq2SeqEncoder):
 
 
 class _DirectionStack(torch.nn.Module):
-    """
-    One direction: input projection + LayerNorm (LayerNorm alone for an input of the projection's
-    size), then `num_layers` LSTM layers, each made by
-    `make_layer` (residual from the 2nd).
-    """
+    """One direction: input projection (if the sizes differ) + LayerNorm, then `num_layers`
+    layers of `make_layer` (residual from the 2nd)."""
 
     def __init__(
         self,
@@ -104,43 +94,25 @@ class _DirectionStack(torch.nn.Module):
 @Seq2SeqEncoder.register("elmo_lstm")
 class ElmoLstmEncoder(BiLmEncoder):
     """
-    The encoder of an ELMo-shaped bidirectional language model: two independent stacks, one
-    reading left to right (forward LM) and one right to left (backward LM), neither seeing the
-    other's states.
-
-    Each direction: `Linear(input_size -> projection_size)` + LayerNorm (LayerNorm alone when
-    `input_size == projection_size`), then `num_layers` LSTM layers with a projection (cell
-    `cell_size`, output `projection_size`) and LayerNorm, residual from the second on.
-
-    Registered as a `Seq2SeqEncoder` with name "elmo_lstm".
+    The encoder of an ELMo-shaped biLM: two independent stacks, left to right (forward LM) and
+    right to left (backward LM). Each: `Linear(input_size -> projection_size)` + LayerNorm (no
+    Linear when the sizes are equal), then `num_layers` `ProjectedLstmLayer`s (cell
+    `cell_size`, output `projection_size`), residual from the second on.
 
     # Parameters
 
-    input_size : `int`
-        Size of the token embeddings (300 for fastText `cc.en.300.bin`).
-    projection_size : `int`, optional (default = `512`)
-    cell_size : `int`, optional (default = `4096`)
-    num_layers : `int`, optional (default = `2`)
     backend : `str`, optional (default = `"fused"`)
-        How the layers run, never what they compute: `"fused"` or `"reference"` (see
-        `ProjectedLstmLayer`).
-    cell_clip : `float`, optional (default = `3.0`)
-    projection_clip : `float`, optional (default = `3.0`)
-        Clipping of the cell and projected states inside the recurrence.
+        How the layers run, never what they compute: `"fused"` or `"reference"`.
+    cell_clip, projection_clip : `float`, optional (default = `3.0`)
     recurrent_dropout : `float`, optional (default = `0.1`)
-        Variational dropout (one mask per sequence) on each layer's state, fed back and emitted.
     recurrence_norm : `str`, optional (default = `"inside"`)
-        `"inside"` (the paper's cell) or `"outside"` (clips must be null); see
-        `ProjectedLstmLayer`.
-    residual : `bool`, optional (default = `True`)
+        As for `ProjectedLstmLayer`.
     stateful : `bool`, optional (default = `False`)
-        Carry each row's final states over to the next call (same batch size), detached, e.g. for
-        consecutive windows of a long text; `reset_states(mask)` clears them (for the rows where
-        `mask` is True, or all). Both directions carry their state, as in AllenNLP's ELMo.
+        Carry each row's final states, detached, over to the next call of the same batch size
+        (consecutive windows of a long text); `reset_states` clears them.
     return_all_layers : `bool`, optional (default = `False`)
-        Return a list of `num_layers + 1` tensors instead of the top layer alone: layer 0 is the
-        input projection of both directions concatenated, layer k the outputs of LSTM layer k of
-        both directions concatenated (forward first), each `(batch, timesteps, 2 * projection)`.
+        Return `num_layers + 1` tensors: the input projection, then each LSTM layer, each
+        `(batch, timesteps, 2 * projection_size)`, forward first.
     """
 
     def __init__(
@@ -158,8 +130,6 @@ class ElmoLstmEncoder(BiLmEncoder):
         return_all_layers: bool = False,
         recurrence_norm: str = "inside",
     ) -> None:
-        # AllenNLP's own stateful machinery (sort_and_run_forward) is not used; `stateful` is
-        # kept as the attribute AllenNLP code reads.
         super().__init__(input_size, projection_size, num_layers)
         self.stateful = stateful
         if backend not in BACKENDS:
@@ -195,8 +165,7 @@ class ElmoLstmEncoder(BiLmEncoder):
         )
 
     def reset_states(self, mask: torch.BoolTensor = None) -> None:
-        """Forgets the carried states: of every row, or of the rows where `mask` `(batch,)` is
-        True."""
+        """Forgets the carried states of every row, or of the rows where `mask` `(batch,)`."""
         if mask is None or self._states is None:
             self._states = None
             return
@@ -216,19 +185,9 @@ class ElmoLstmEncoder(BiLmEncoder):
     def forward(
         self, inputs: torch.Tensor, mask: torch.BoolTensor
     ) -> Union[torch.Tensor, List[torch.Tensor]]:
-        """
-        # Parameters
-
-        inputs : `torch.Tensor`
-            `(batch_size, timesteps, input_size)`.
-        mask : `torch.BoolTensor`
-            `(batch_size, timesteps)`, True for real tokens; sequences must be left-aligned.
-
-        # Returns
-
-        `(batch_size, timesteps, 2 * projection_size)`, forward || backward outputs of the top
-        layer, zeros at padding; or, with `return_all_layers`, the list of every layer.
-        """
+        """`inputs` `(batch, timesteps, input_size)`, `mask` left-aligned; returns forward ||
+        backward `(batch, timesteps, 2 * projection_size)`, zeros at padding, of the top layer
+        or (`return_all_layers`) of every layer."""
         mask = mask.bool()
         lengths = mask.sum(1)
         initial_states = self._initial_states(inputs.size(0))

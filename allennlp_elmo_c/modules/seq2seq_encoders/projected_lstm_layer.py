@@ -1,18 +1,12 @@
 """
-One layer, one direction of ELMo-C's LSTM with a projection (Sak et al. 2014): `cell_size`
-cell units, a `projection_size` hidden state fed back and passed on.
+One layer, one direction of ELMo-C's LSTM with a projection (Sak et al. 2014).
 
-`recurrence_norm` chooses the function (a model choice):
-
-- `"inside"` (the paper's cell, as AllenNLP's `LstmCellWithProjection`): per step, cell clip,
-  projection, projection clip, LayerNorm, then the variational dropout mask; the dropped state is
-  fed back, emitted and the final state.
-- `"outside"`: a plain LSTM with projection (what cuDNN runs), then LayerNorm and the dropout
-  mask on the layer's outputs; clips are a `ConfigurationError`.
-
-`backend` chooses how it runs, never what it computes: `reference`, a per-timestep loop through
-autograd; `fused`, `allennlp_elmo_c.nn.lstmp` (cuDNN for `"outside"` on a GPU). Parameter names
-do not match the `torch.nn.LSTM` initializer regexes (`.*weight_ih.*`, ...).
+`recurrence_norm` chooses the function: `"inside"` (the paper's cell, as AllenNLP's
+`LstmCellWithProjection`): per step, cell clip, projection, projection clip, LayerNorm, then
+the variational dropout mask, the dropped state fed back; `"outside"`: a plain LSTM with
+projection (cuDNN's, no clips), then LayerNorm and the dropout mask on the outputs.
+`backend` chooses how it runs: `reference`, a per-timestep loop; `fused`,
+`allennlp_elmo_c.nn.lstmp` (cuDNN for `"outside"` on a GPU).
 """
 
 from typing import Optional, Tuple
@@ -31,10 +25,7 @@ RECURRENCE_NORMS = ("inside", "outside")
 
 
 def layer_norm(norm: torch.nn.LayerNorm, inputs: torch.Tensor) -> torch.Tensor:
-    """
-    `norm(inputs)`, called functionally, so that AllenNLP's NormalizationBiasVerification hooks
-    do not flag a biased layer followed by a LayerNorm.
-    """
+    """`norm(inputs)` as a function: AllenNLP's NormalizationBiasVerification does not flag it."""
     return torch.nn.functional.layer_norm(
         inputs, norm.normalized_shape, norm.weight, norm.bias, norm.eps
     )
@@ -42,21 +33,8 @@ def layer_norm(norm: torch.nn.LayerNorm, inputs: torch.Tensor) -> torch.Tensor:
 
 class ProjectedLstmLayer(torch.nn.Module):
     """
-    # Parameters
-
-    input_size : `int`
-    cell_size : `int`
-    projection_size : `int`
-    cell_clip : `float`, optional
-        Clip the cell state to `[-cell_clip, cell_clip]` (`"inside"` only).
-    projection_clip : `float`, optional
-        Clip the projected state to `[-projection_clip, projection_clip]` before its LayerNorm
-        (`"inside"` only).
-    recurrent_dropout : `float`
-        Variational dropout probability: on the emitted state, which is also the one fed back
-        (`"inside"`), or on the layer's outputs only (`"outside"`).
-    recurrence_norm : `str`, optional (default = `"inside"`)
-        `"inside"` (the paper's cell) or `"outside"` (see the module docstring).
+    `cell_clip`, `projection_clip`: clip the cell and the projected state (`"inside"`);
+    `recurrent_dropout`: on the state fed back and emitted (`"inside"`) or on the outputs.
     """
 
     def __init__(
@@ -126,21 +104,10 @@ class ProjectedLstmLayer(torch.nn.Module):
         backend: str = "fused",
     ) -> Tuple[torch.Tensor, State]:
         """
-        # Parameters
-
-        inputs : `torch.Tensor`
-            `(batch_size, timesteps, input_size)`; sequences left-aligned (padding at the end).
-        mask : `torch.BoolTensor`
-            `(batch_size, timesteps)`.
-        state : `State`, optional
-            Initial `(hidden, cell)`; zeros if None.
-        backend : `str`, optional (default = `"fused"`)
-            `"reference"` or `"fused"`: the same function either way.
-
-        # Returns
-
-        outputs `(batch_size, timesteps, projection_size)` (zeros at padding) and the state after
-        each sequence's last real token.
+        `inputs` `(batch, timesteps, input_size)`, left-aligned, `mask` `(batch, timesteps)`,
+        `state` the initial `(hidden, cell)` (zeros if None). Returns outputs `(batch,
+        timesteps, projection_size)` (zeros at padding) and the state after each sequence's
+        last real token.
         """
         if state is None:
             state = self.initial_state(inputs.size(0), inputs)
