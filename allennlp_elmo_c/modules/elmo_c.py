@@ -435,69 +435,6 @@ def check_arguments(
         raise ConfigurationError(f"elmo-c-embed: {output_file} exists; remove it to re-embed")
 
 
-def _check_lengths(sentences: List[List[str]], input_file: Path, max_sentence_length: int) -> None:
-    """Stops before anything is embedded if a sentence is longer than the maximum."""
-    too_long = [
-        i + 1 for i, sentence in enumerate(sentences) if len(sentence) > max_sentence_length
-    ]
-    if too_long:
-        raise ConfigurationError(
-            f"elmo-c-embed: {input_file} has {len(too_long)} line(s) longer than "
-            f"{max_sentence_length} tokens (line {', '.join(map(str, too_long[:5]))}"
-            f"{', ...' if len(too_long) > 5 else ''}); split them or raise --max-sentence-length"
-        )
-
-
-def _sentences_to_do(out: h5py.File, sentences: List[List[str]], partial: Path) -> List[int]:
-    """The indices of the sentences not yet in `out` (a resumed run has some)."""
-    todo = [index for index in range(len(sentences)) if str(index) not in out]
-    if len(todo) < len(sentences):
-        logger.info(
-            "Resuming %s: %d of %d sentences done",
-            partial,
-            len(sentences) - len(todo),
-            len(sentences),
-        )
-    return todo
-
-
-def _write_embeddings(
-    out: h5py.File,
-    sentences: List[List[str]],
-    todo: List[int],
-    embedder: "ElmoCEmbedder",
-    output_mode: str,
-    batch_size: int,
-    input_file: Path,
-) -> None:
-    """Embeds the sentences of `todo` in batches and writes each, flushing after every batch (so
-    a resumed run loses at most one); an empty line is a 0-token entry."""
-    empty = sum(not sentences[i] for i in todo)
-    if empty:
-        logger.warning("%s: %d empty line(s) written as 0-token entries", input_file, empty)
-    # Longest first: padding stays small and a batch that does not fit fails at once.
-    todo = sorted(todo, key=lambda i: -len(sentences[i]))
-    for start in Tqdm.tqdm(range(0, len(todo), batch_size), desc="embedding"):
-        chunk = todo[start : start + batch_size]
-        vectors = embedder.embed_batch([sentences[i] for i in chunk])
-        for index, layers in zip(chunk, vectors):  # (num_layers, num_tokens, dim)
-            if output_mode == "top":
-                layers = layers[-1]  # (num_tokens, dim)
-            elif output_mode == "average":
-                layers = layers.mean(axis=0)  # (num_tokens, dim)
-            out.create_dataset(str(index), data=layers)
-        out.flush()
-
-
-def _write_sentence_index(out: h5py.File, sentences: List[List[str]]) -> None:
-    """The `sentence_to_index` JSON dataset (rewritten on a resumed run)."""
-    if "sentence_to_index" in out:
-        del out["sentence_to_index"]
-    mapping = {" ".join(sentence): str(index) for index, sentence in enumerate(sentences)}
-    out.create_dataset("sentence_to_index", data=numpy.array([json.dumps(mapping)], dtype=object),
-                       dtype=h5py.string_dtype())  # fmt: skip
-
-
 def read_sentences(input_file: Path) -> List[List[str]]:
     """Whitespace-tokenized lines, decoded by `decode_line`; lines with bytes that are not UTF-8
     and with NUL characters are counted and logged."""
@@ -513,13 +450,8 @@ def read_sentences(input_file: Path) -> List[List[str]]:
     for problem, numbers in (("bytes that are not UTF-8 (read as U+FFFD)", undecodable),
                              ("NUL characters (read as spaces)", with_nul)):  # fmt: skip
         if numbers:
-            logger.warning(
-                "%s: %d line(s) with %s, e.g. line %d",
-                input_file,
-                len(numbers),
-                problem,
-                numbers[0],
-            )
+            logger.warning("%s: %d line(s) with %s, e.g. line %d", input_file, len(numbers),
+                           problem, numbers[0])  # fmt: skip
     return sentences
 
 
@@ -551,21 +483,17 @@ class ElmoCEmbedder:
         bilm = PretrainedBiLM.from_archive(str(model), fasttext_path)
         self.representations = ElmoC(None, 0, dropout=0.0, module=bilm).eval().to(self.device)
 
-    def _empty(self) -> numpy.ndarray:
-        dim = self.representations.get_output_dim()
-        return numpy.zeros((self.representations.num_layers, 0, dim), dtype=numpy.float32)
-
     def embed_batch(self, batch: List[List[str]]) -> List[numpy.ndarray]:
-        """Each sentence's layers, `(num_layers, len(sentence), dim)`; `(num_layers, 0, dim)`
-        for an empty one."""
+        """Each sentence's layers, `(num_layers, len(sentence), dim)` (0 tokens if empty)."""
         check_sentences(batch, logger)
         filled = [index for index, sentence in enumerate(batch) if sentence]
-        result = [self._empty() for _ in batch]
-        if not filled:
-            return result
-        vectors = embed_sentences([batch[i] for i in filled], self.representations, self.device)
-        for index, layers in zip(filled, vectors):
-            result[index] = layers
+        shape = (self.representations.num_layers, 0, self.representations.get_output_dim())
+        result = [numpy.zeros(shape, dtype=numpy.float32) for _ in batch]
+        if filled:
+            vectors = embed_sentences([batch[i] for i in filled], self.representations,
+                                      self.device)  # fmt: skip
+            for index, layers in zip(filled, vectors):
+                result[index] = layers
         return result
 
     def embed_sentence(self, sentence: List[str]) -> numpy.ndarray:
@@ -596,9 +524,9 @@ class ElmoCEmbedder:
         max_sentence_length: int = 10_000,
     ) -> Path:
         """
-        Embeds each whitespace-tokenized line of `input_file` (a path or an open file) into
-        HDF5: a dataset per line, named by its index, `(num_layers, tokens, dim)` for "all",
-        `(tokens, dim)` for "top" or "average", and a JSON `sentence_to_index`. Written as
+        Each whitespace-tokenized line of `input_file` (a path or an open file) into HDF5: a
+        dataset per line named by its index, `(num_layers, tokens, dim)` for "all", `(tokens,
+        dim)` for "top" or "average", and a JSON `sentence_to_index`. Written as
         `OUTPUT.partial`, renamed when complete; a rerun resumes it. A line longer than
         `max_sentence_length` tokens stops it before anything is embedded.
         """
@@ -621,11 +549,36 @@ class ElmoCEmbedder:
     ) -> Path:  # fmt: skip
         check_arguments(input_file, output_file, output_mode, batch_size, max_sentence_length)
         sentences = read_sentences(input_file)
-        _check_lengths(sentences, input_file, max_sentence_length)
+        too_long = [i + 1 for i, words in enumerate(sentences) if len(words) > max_sentence_length]
+        if too_long:
+            raise ConfigurationError(
+                f"elmo-c-embed: {input_file} has {len(too_long)} line(s) longer than "
+                f"{max_sentence_length} tokens (line {', '.join(map(str, too_long[:5]))}"
+                f"{', ...' if len(too_long) > 5 else ''}); split them or raise "
+                "--max-sentence-length"
+            )
         partial = output_file.with_name(output_file.name + ".partial")
         with h5py.File(partial, "a") as out:
-            todo = _sentences_to_do(out, sentences, partial)
-            _write_embeddings(out, sentences, todo, self, output_mode, batch_size, input_file)
-            _write_sentence_index(out, sentences)
+            todo = [index for index in range(len(sentences)) if str(index) not in out]
+            if len(todo) < len(sentences):
+                logger.info("Resuming %s: %d sentences to do", partial, len(todo))
+            empty = sum(not sentences[i] for i in todo)
+            if empty:
+                logger.warning("%s: %d empty line(s) written as 0-token entries", input_file,
+                               empty)  # fmt: skip
+            # Longest first: padding stays small and a batch that does not fit fails at once.
+            todo.sort(key=lambda i: -len(sentences[i]))
+            for start in Tqdm.tqdm(range(0, len(todo), batch_size), desc="embedding"):
+                chunk = todo[start : start + batch_size]
+                for index, layers in zip(chunk, self.embed_batch([sentences[i] for i in chunk])):
+                    if output_mode != "all":  # (num_layers, tokens, dim) -> (tokens, dim)
+                        layers = layers[-1] if output_mode == "top" else layers.mean(axis=0)
+                    out.create_dataset(str(index), data=layers)
+                out.flush()  # a resumed run loses at most one batch
+            if "sentence_to_index" in out:
+                del out["sentence_to_index"]
+            mapping = {" ".join(words): str(index) for index, words in enumerate(sentences)}
+            out.create_dataset("sentence_to_index", dtype=h5py.string_dtype(),
+                               data=numpy.array([json.dumps(mapping)], dtype=object))  # fmt: skip
         os.replace(partial, output_file)
         return output_file
