@@ -19,25 +19,11 @@ logger = logging.getLogger(__name__)
 @Predictor.register("elmo_c_next_word")
 class NextWordPredictor(Predictor):
     """
-    For every word of a sentence, the `top_k` candidate words closest (cosine) to the forward
-    LM's prediction of the next word and the backward LM's of the previous one.
-
-    Input: `{"sentence": "..."}`. Output: `tokens`, `next_words` and `previous_words` (one list
-    of `{"word", "cosine"}` per token, best first). Candidates: `candidates_file`, else the
-    model's `nearest_neighbour_words`, else the `max_candidates` most frequent fastText words.
-
-    Registered as a `Predictor` with name "elmo_c_next_word".
-
-    # Parameters
-
-    model : `Model`
-        An `elmo_c` model whose output heads predict vectors.
-    dataset_reader : `DatasetReader`
-        Its `lm_corpus` reader.
-    top_k : `int`, optional (default = `5`)
-    candidates_file : `str`, optional
-        Candidate words, one per line.
-    max_candidates : `int`, optional (default = `100000`)
+    For every word of `{"sentence": "..."}`, the `top_k` candidate words closest (cosine) to
+    the forward LM's prediction of the next word and the backward LM's of the previous one:
+    `tokens`, `next_words` and `previous_words` (per token, `{"word", "cosine"}` best first).
+    The candidates: `candidates_file` (one per line), else the `elmo_c` model's
+    `nearest_neighbour_words`, else the `max_candidates` most frequent fastText words.
     """
 
     def __init__(
@@ -108,8 +94,6 @@ class NextWordPredictor(Predictor):
             self._dataset_reader.apply_token_indexers(instance)
         batch = Batch(instances)
         batch.index_instances(self._model.vocab)
-        # (The model's own forward_on_instances would also split its scalar losses, with a
-        # warning for each.)
         with torch.no_grad():
             tensors = move_to_device(batch.as_tensor_dict(), self._vectors.device)
             output = self._model(**tensors)
@@ -122,11 +106,8 @@ class NextWordPredictor(Predictor):
     def _neighbours(
         self, instance: Instance, forward: torch.Tensor, backward: torch.Tensor
     ) -> JsonDict:
-        """The result for one sentence from its `(timesteps - 1, dim)` forward and backward
-        predictions (padded to the batch's length)."""
-        # Tokens are <S> w_1 .. w_n </S>. The forward prediction at index t is for token t + 1,
-        # the backward one at index t for token t: word i's next word is forward[i], its
-        # previous word backward[i - 1].
+        # Tokens are <S> w_1 .. w_n </S>: the forward prediction at t is for token t + 1, the
+        # backward one at t for token t.
         tokens = [token.text for token in instance["tokens"].tokens][1:-1]  # type: ignore
         count = len(tokens)
         return {
@@ -136,7 +117,6 @@ class NextWordPredictor(Predictor):
         }
 
     def _top(self, predictions: torch.Tensor) -> List[List[JsonDict]]:
-        """The `top_k` candidates for each of `(positions, dim)` predictions."""
         if len(predictions) == 0:
             return []
         predictions = predictions.float()

@@ -14,18 +14,9 @@ from allennlp.modules.token_embedders.token_embedder import TokenEmbedder
 @TextFieldEmbedder.register("subset")
 class SubsetTextFieldEmbedder(BasicTextFieldEmbedder):
     """
-    A `basic` text field embedder that embeds only the indexer keys it has token embedders for
-    and ignores the field's other keys, so one `tokens` field can feed embedders that read
-    different indexers (the `elmo_c` model's input and target embedders). A key it has an
-    embedder for but the field lacks is still an error.
-
-    Registered as a `TextFieldEmbedder` with name "subset".
-
-    # Parameters
-
-    token_embedders : `Dict[str, TokenEmbedder]`
-        As for `basic`: one embedder per indexer key to embed; outputs are concatenated in sorted
-        key order.
+    A `basic` text field embedder that embeds only the keys it has token embedders for, so one
+    `tokens` field can feed embedders of different indexers (the `elmo_c` model's input and
+    target embedders). A key it has an embedder for but the field lacks is an error.
     """
 
     def __init__(self, token_embedders: Dict[str, TokenEmbedder]) -> None:

@@ -10,10 +10,8 @@ _PREFIX = "token_embedder_"
 
 
 def token_embedders(text_field_embedder: TextFieldEmbedder) -> Dict[str, TokenEmbedder]:
-    """
-    The token embedders of a `basic` (or `subset`) text field embedder by indexer key, read from
-    its public submodule names; `{}` for any other text field embedder.
-    """
+    """The token embedders of a `basic` (or `subset`) text field embedder by indexer key; `{}`
+    for any other."""
     if not isinstance(text_field_embedder, BasicTextFieldEmbedder):
         return {}
     return {
