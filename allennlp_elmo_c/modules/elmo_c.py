@@ -275,17 +275,6 @@ class ElmoC(torch.nn.Module):
         """The indexer of the words `forward` and `layers` read (`batch_to_ids` uses it)."""
         return self._word_indexer
 
-    @property
-    def fasttext_path(self) -> str:
-        """The fastText `.bin` the biLM reads, if its input is fastText."""
-        path = self._bilm.fasttext_path
-        if path is None:
-            raise ConfigurationError(
-                f"this biLM reads {type(self._token_embedder).__name__} input, not fastText: "
-                "index words with its word_indexer()"
-            )
-        return path
-
     def refresh_boundary_vectors(self) -> None:
         """Remakes the `<S>` / `</S>` vectors from the input embedder's weights (done after
         every `load_state_dict`; call it after changing a trainable input embedder's)."""

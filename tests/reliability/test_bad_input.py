@@ -252,4 +252,4 @@ def test_archive_whose_fasttext_file_moved(elmo_c_archive, tmp_path):
     archive = tmp_path / "model.tar.gz"
     shutil.copy(elmo_c_archive, archive)
     representations = ElmoC(None, 1, module=PretrainedBiLM.from_archive(str(archive), str(moved)))
-    assert representations.fasttext_path == str(moved)
+    assert representations.bilm.fasttext_path == str(moved)

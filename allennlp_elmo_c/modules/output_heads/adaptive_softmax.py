@@ -16,7 +16,7 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
     output layer: the `cutoffs[0]` most frequent words and one entry per tail cluster share
     the head softmax; tail cluster `i`, ids `[cutoffs[i], cutoffs[i + 1])`, has a softmax over
     a `input_dim / div_value^(i + 1)`-dimensional projection. Ids must be sorted by decreasing
-    frequency. `head_bias`: a bias in the head's layer. Log-softmaxes run in float32.
+    frequency. Log-softmaxes run in float32.
     """
 
     def __init__(
@@ -27,7 +27,6 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
         cutoffs: List[int],
         vocab_namespace: str = "tokens",
         div_value: float = 4.0,
-        head_bias: bool = False,
         positions_per_chunk: Optional[int] = None,
     ) -> None:
         super().__init__(input_dim, target_dim, vocab, vocab_namespace, positions_per_chunk)
@@ -49,7 +48,7 @@ class AdaptiveSoftmaxOutputHead(VocabularyOutputHead):
                 "a smaller div_value"
             )
         self.adaptive = torch.nn.AdaptiveLogSoftmaxWithLoss(
-            input_dim, self.num_words, cutoffs, div_value=div_value, head_bias=head_bias
+            input_dim, self.num_words, cutoffs, div_value=div_value
         )
 
     def _log_softmax(self, layer: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:

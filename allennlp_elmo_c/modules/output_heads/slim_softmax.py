@@ -2,7 +2,6 @@ from typing import Optional
 
 import torch
 
-from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
 
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
@@ -16,8 +15,8 @@ class SlimSoftmaxOutputHead(VocabularyOutputHead):
     A full softmax whose output word vectors are slim (Li et al., AAAI 2018; `SlimTable`): the
     logit of `w` is `b_w + sum_k <h_k, S_k[a(w, k)]>`, without the `(V, input_dim)` matrix.
     `num_subvectors` K divides `input_dim`; `pool_size` M, a multiple of K, has `(M / K) ** K
-    >= vocabulary size`; `embedding_dim`, if given, must be `input_dim`; `bias`: per word;
-    `seed` assigns sub-vectors to words.
+    >= vocabulary size`; `bias`: per word; `seed` assigns sub-vectors to words. The word
+    vectors have the hidden state's size.
     """
 
     def __init__(
@@ -28,17 +27,11 @@ class SlimSoftmaxOutputHead(VocabularyOutputHead):
         num_subvectors: int,
         pool_size: int,
         vocab_namespace: str = "tokens",
-        embedding_dim: Optional[int] = None,
         bias: bool = True,
         seed: int = 0,
         positions_per_chunk: Optional[int] = None,
     ) -> None:
         super().__init__(input_dim, target_dim, vocab, vocab_namespace, positions_per_chunk)
-        if embedding_dim is not None and embedding_dim != input_dim:
-            raise ConfigurationError(
-                f"slim_softmax: embedding_dim {embedding_dim} differs from the hidden size "
-                f"{input_dim}; the word vectors must have the hidden size (no projection)"
-            )
         self.table = SlimTable(
             self.num_words, input_dim, num_subvectors, pool_size, seed, "slim_softmax"
         )

@@ -28,7 +28,7 @@ def adaptive_batch(seed=0):
 
 
 def test_loss_equals_the_torch_modules_own_output():
-    adaptive = head(head_bias=True)
+    adaptive = head()
     hidden, targets, mask = adaptive_batch()
     result = adaptive(hidden, mask, target_ids=targets)
     own = adaptive.adaptive(hidden[mask], targets[mask])
@@ -68,7 +68,7 @@ def test_built_by_name_with_the_given_clusters():
 
 
 def test_every_parameter_gets_a_gradient_when_every_cluster_has_targets():
-    adaptive = head(cutoffs=[6, 15], div_value=2.0, head_bias=True)
+    adaptive = head(cutoffs=[6, 15], div_value=2.0)
     hidden, targets, mask = adaptive_batch()
     adaptive(hidden, mask, target_ids=targets)["loss"].backward()
     for name, parameter in adaptive.named_parameters():

@@ -166,7 +166,6 @@ def test_built_from_config_like_the_model_does():
         ({"num_subvectors": 5}, "embedding_dim 12 is not divisible"),
         ({"pool_size": 10}, "pool_size 10 is not divisible"),
         ({"pool_size": 9}, "too small"),  # sub-pools of 3: 3 ** 3 = 27 < 32 words
-        ({"embedding_dim": 16}, "differs from the hidden size"),
         ({"positions_per_chunk": 0}, "positions_per_chunk"),
         ({"vocab_namespace": "unseen_labels"}, "empty"),
     ],
