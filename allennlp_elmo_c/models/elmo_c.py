@@ -18,7 +18,7 @@ from allennlp.nn.util import get_text_field_mask
 
 from allennlp_elmo_c.common.config_defaults import ELMO_C_PRECISION
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
-from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
+from allennlp_elmo_c.modules.text_field_embedders import token_embedders
 from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 from allennlp_elmo_c.nn.products import bfloat16_unsupported
 

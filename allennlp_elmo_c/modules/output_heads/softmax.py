@@ -11,7 +11,7 @@ from allennlp.modules.token_embedders import Embedding
 from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 from allennlp_elmo_c.modules.output_heads.output_head import OutputHead
 from allennlp_elmo_c.modules.output_heads.vocabulary_head import VocabularyOutputHead
-from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
+from allennlp_elmo_c.modules.text_field_embedders import token_embedders
 from allennlp_elmo_c.received.allocation_budget import allow
 
 logger = logging.getLogger(__name__)

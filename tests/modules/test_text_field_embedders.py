@@ -6,7 +6,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
 from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder, TextFieldEmbedder
 
-from allennlp_elmo_c.modules.text_field_embedders.subset import SubsetTextFieldEmbedder
+from allennlp_elmo_c.modules.text_field_embedders import SubsetTextFieldEmbedder
 from allennlp_elmo_c.modules.token_embedders.random_vectors import RandomVectorsEmbedder
 
 FIELD = {

@@ -1,2 +1,0 @@
-from allennlp_elmo_c.modules.text_field_embedders.subset import SubsetTextFieldEmbedder
-from allennlp_elmo_c.modules.text_field_embedders.util import token_embedders
