@@ -57,26 +57,14 @@ class ElmoCLanguageModel(Model):
     (forward) or previous (backward) word. Sentences carry boundary tokens (`lm_corpus`); the
     loss is the mean of the two directions' mean losses.
 
-    # Parameters
-
-    text_field_embedder : `TextFieldEmbedder`
-        The input embeddings (frozen fastText vectors for ELMo-C).
-    contextualizer : `Seq2SeqEncoder`
-        Bidirectional, output forward || backward (`elmo_lstm`).
-    output_head : `Lazy[OutputHead]`
-        Built once per direction, or once with `share_output_head` (as ELMo's softmax).
-    target_embedder : `TextFieldEmbedder`, optional
-        The embeddings to predict; by default the input embeddings.
-    dropout : `float`, optional (default = `0.0`)
-        On the input embeddings and on the states fed to the heads.
-    target_ids_key : `str`, optional
-        For heads over a vocabulary: the key of the `single_id` indexer whose ids are predicted.
-    nearest_neighbour_words : `str`, optional
-        A file of candidate words: validation reports `*_nn_accuracy` (the candidate closest to
-        the prediction is the target's word), with a fastText target embedder.
-    precision : `str`, optional (default = `"float32"`)
-        Or `"bfloat16"`: autocast in `forward`, refused in training on a device without fast
-        bfloat16 products (float32 in evaluation there); `encode` is float32.
+    The `contextualizer` (`elmo_lstm`) is bidirectional, forward || backward. The
+    `output_head` is built once per direction, or once with `share_output_head`. The
+    `target_embedder` gives the vectors to predict (by default the input's); heads over a
+    vocabulary predict the ids of the `single_id` indexer `target_ids_key`. `dropout` applies to
+    the input embeddings and the heads' states. `nearest_neighbour_words`, a file of candidate
+    words, adds the validation metric `*_nn_accuracy` (fastText target embedder). `precision`
+    `"bfloat16"` autocasts `forward`, refused in training on a device without fast bfloat16
+    products (float32 in evaluation there); `encode` is float32.
     """
 
     def __init__(

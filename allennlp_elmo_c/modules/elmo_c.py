@@ -175,24 +175,16 @@ def index_sentences(
 
 class ElmoC(torch.nn.Module):
     """
-    AllenNLP's `Elmo` for a trained ELMo-C biLM (word-level or ELMo-Sub):
-    `num_output_representations` `ScalarMix`es of its layers (the input projection, then each
-    LSTM layer, forward || backward). The pretraining reader's sentence boundaries are added
-    around each sentence and, unless `keep_sentence_boundaries`, removed from the output. Over
-    BPE subwords each word is its first subword's vectors. Inputs come from `batch_to_ids`.
+    AllenNLP's `Elmo` for a trained ELMo-C biLM (word-level or ELMo-Sub), read from `model`
+    (model directory or `model.tar.gz`) or given as `module` (a `PretrainedBiLM`; its output
+    heads are dropped); the other parameters as `Elmo`'s, a frozen biLM always in inference
+    mode. Mixes the layers (the input projection, then each LSTM layer, forward || backward);
+    the pretraining reader's sentence boundaries are added around each sentence and, unless
+    `keep_sentence_boundaries`, removed from the output. Over BPE subwords each word is its
+    first subword's vectors.
 
         elmo = ElmoC("runs/elmo_c/model.tar.gz", num_output_representations=1, dropout=0.0)
         output = elmo(batch_to_ids([["The", "council", "met", "."]], elmo))
-
-    # Parameters
-
-    model : `str`
-        The trained biLM: its model directory (`package`) or `model.tar.gz`.
-    num_output_representations, requires_grad, do_layer_norm, dropout,
-    keep_sentence_boundaries, scalar_mix_parameters :
-        As for `Elmo`; a frozen biLM always runs in inference mode.
-    module : `PretrainedBiLM`, optional
-        The biLM already read, instead of `model` (its output heads are dropped).
     """
 
     def __init__(

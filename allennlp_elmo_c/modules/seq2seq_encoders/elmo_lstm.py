@@ -97,22 +97,12 @@ class ElmoLstmEncoder(BiLmEncoder):
     The encoder of an ELMo-shaped biLM: two independent stacks, left to right (forward LM) and
     right to left (backward LM). Each: `Linear(input_size -> projection_size)` + LayerNorm (no
     Linear when the sizes are equal), then `num_layers` `ProjectedLstmLayer`s (cell
-    `cell_size`, output `projection_size`), residual from the second on.
-
-    # Parameters
-
-    backend : `str`, optional (default = `"fused"`)
-        How the layers run, never what they compute: `"fused"` or `"reference"`.
-    cell_clip, projection_clip : `float`, optional (default = `3.0`)
-    recurrent_dropout : `float`, optional (default = `0.1`)
-    recurrence_norm : `str`, optional (default = `"inside"`)
-        As for `ProjectedLstmLayer`.
-    stateful : `bool`, optional (default = `False`)
-        Carry each row's final states, detached, over to the next call of the same batch size
-        (consecutive windows of a long text); `reset_states` clears them.
-    return_all_layers : `bool`, optional (default = `False`)
-        Return `num_layers + 1` tensors: the input projection, then each LSTM layer, each
-        `(batch, timesteps, 2 * projection_size)`, forward first.
+    `cell_size`, output `projection_size`; `cell_clip`, `projection_clip`, `recurrent_dropout`,
+    `recurrence_norm` as there), residual from the second on. `backend` (`"fused"` or
+    `"reference"`) is how the layers run, never what they compute. `stateful` carries each
+    row's final states, detached, to the next call of the same batch size (`reset_states`
+    clears them). `return_all_layers` returns `num_layers + 1` tensors, the input projection
+    then each LSTM layer, each `(batch, timesteps, 2 * projection_size)`, forward first.
     """
 
     def __init__(
@@ -141,7 +131,6 @@ class ElmoLstmEncoder(BiLmEncoder):
         if not 0.0 <= recurrent_dropout < 1.0:
             raise ConfigurationError("elmo_lstm: recurrent_dropout must be in [0, 1)")
         self.backend = backend
-        self.recurrence_norm = recurrence_norm
         self.return_all_layers = return_all_layers
         self._keep_states = stateful
         self._states: Optional[Dict[str, List[State]]] = None

@@ -84,12 +84,6 @@ class ProjectedLstmLayer(torch.nn.Module):
     def _layer_norm(self, hidden: torch.Tensor) -> torch.Tensor:
         return layer_norm(self.norm, hidden)
 
-    def initial_state(self, batch_size: int, like: torch.Tensor) -> State:
-        return (
-            like.new_zeros(batch_size, self.projection_size),
-            like.new_zeros(batch_size, self.cell_size),
-        )
-
     def _dropout_mask(self, batch_size: int, like: torch.Tensor) -> Optional[torch.Tensor]:
         if not self.training or self.recurrent_dropout == 0.0:
             return None
@@ -110,7 +104,9 @@ class ProjectedLstmLayer(torch.nn.Module):
         last real token.
         """
         if state is None:
-            state = self.initial_state(inputs.size(0), inputs)
+            batch = inputs.size(0)
+            state = (inputs.new_zeros(batch, self.projection_size),
+                     inputs.new_zeros(batch, self.cell_size))  # fmt: skip
         # Drawn first on both backends, so that the same seed gives the same mask.
         dropout = self._dropout_mask(inputs.size(0), inputs)
         inside = self.recurrence_norm == "inside"

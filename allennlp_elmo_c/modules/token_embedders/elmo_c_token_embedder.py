@@ -20,30 +20,19 @@ logger = logging.getLogger(__name__)
 @TokenEmbedder.register("elmo_c_token_embedder")
 class ElmoCTokenEmbedder(TokenEmbedder):
     """
-    `elmo_token_embedder` for a trained `elmo_c` biLM: a learned `ScalarMix` of its layers
-    (named as `Elmo`'s, so `scalar_parameters` regularizers match), with dropout. Index the
-    words under the same key with the biLM's own indexer (`fasttext_subwords` with
-    `archive_file`, `elmo_characters`, `bpe_first_subword`). The biLM's record
-    (`PretrainedBiLM.record`) is kept in the task model's vocabulary and its weights in its
-    state dict, so a task archive loads without the biLM's.
+    `elmo_token_embedder` for the trained `elmo_c` biLM of `archive_file` (model directory or
+    `model.tar.gz`): `num_output_representations` learned `ScalarMix`es of its layers (named as
+    `Elmo`'s, so `scalar_parameters` regularizers match), concatenated, with dropout, projected
+    to `projection_dim` if given; the other mixing parameters as `elmo_token_embedder`'s.
+    `fasttext_path`, `tokenizer_path`: as for `PretrainedBiLM.from_archive`.
+    `expected_output_dim`: the biLM size the config assumes (`ELMO_C_DIM`), another refused.
+    `bundle_fasttext`: whether the `elmo_c_run` callback links the biLM's `.bin` into
+    `fasttext/` at the run's end, for `include_in_archive` to put in `model.tar.gz`.
 
-    # Parameters
-
-    archive_file : `str`
-        The biLM's model directory or `model.tar.gz`.
-    do_layer_norm, dropout, requires_grad, scalar_mix_parameters, keep_sentence_boundaries :
-        As for `elmo_token_embedder`.
-    projection_dim : `int`, optional
-        Project the mix down to this size.
-    fasttext_path, tokenizer_path : `str`, optional
-        As for `PretrainedBiLM.from_archive`.
-    num_output_representations : `int`, optional (default = `1`)
-        Several mixes, concatenated.
-    expected_output_dim : `int`, optional
-        The biLM size the config assumes (`ELMO_C_DIM`); another is refused.
-    bundle_fasttext : `bool`, optional (default = `True`)
-        Whether the `elmo_c_run` callback links the biLM's `.bin` into `fasttext/` at the
-        run's end, for the config's `include_in_archive` to put in `model.tar.gz`.
+    Index the words under the same key with the biLM's own indexer (`fasttext_subwords` with
+    `archive_file`, `elmo_characters`, `bpe_first_subword`). The biLM's record is kept in the
+    task model's vocabulary and its weights in its state dict, so a task archive loads without
+    the biLM's.
     """
 
     def __init__(
