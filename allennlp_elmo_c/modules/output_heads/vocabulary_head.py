@@ -101,10 +101,6 @@ class VocabularyOutputHead(OutputHead):
     def score(
         self, hidden: torch.Tensor, mask: torch.BoolTensor, target_ids: torch.Tensor
     ) -> Dict[str, torch.Tensor]:
-        if target_ids.shape != mask.shape:
-            raise ValueError(
-                f"target ids {tuple(target_ids.shape)} do not match the mask {tuple(mask.shape)}"
-            )
         targets = target_ids[mask]
         if targets.numel() and int(targets.max()) >= self.num_words:
             raise ValueError(
