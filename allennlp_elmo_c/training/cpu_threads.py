@@ -16,28 +16,10 @@ logger = logging.getLogger(__name__)
 @TrainerCallback.register("cpu_threads")
 class CpuThreads(TrainerCallback):
     """
-    Runs a CPU training on as many torch threads as there are free CPUs: those of the CPUs the
-    process may use that no other process keeps busy (`common/threads.free_cpus`), measured as
-    training starts and again every `check_seconds`, so that a run shares a machine without its
-    threads waiting on a core another process holds (two threads beside one busy process run a
-    small step slower than one: `experiments/speed/shared_cores.py`). Other training processes
-    of a distributed run count as busy, so P processes on P cores get one thread each.
-
-    The user's choice wins: `threads` in the config, or `OMP_NUM_THREADS` in the environment,
-    fixes the count (at most one per usable CPU) and nothing is measured. On a GPU the callback
-    does nothing.
-
-    Registered as a `TrainerCallback` with name "cpu_threads".
-
-    # Parameters
-
-    serialization_dir : `str`
-        The run's directory (unused; every callback gets it).
-    threads : `int`, optional (default = `None`)
-        A fixed thread count instead of the free CPUs.
-    check_seconds : `float`, optional (default = `30.0`)
-        How often (in wall seconds, checked after each training batch) the free CPUs are
-        measured again, over the interval since the last check.
+    Runs a CPU training on as many torch threads as there are free CPUs (`common.threads
+    .free_cpus`: of those the process may use, the ones no other process keeps busy), measured
+    at the start and every `check_seconds`. `threads` in the config, or `OMP_NUM_THREADS`, fixes
+    the count instead. On a GPU it does nothing.
     """
 
     def __init__(

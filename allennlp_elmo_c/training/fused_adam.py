@@ -10,17 +10,8 @@ IMPLEMENTATIONS = ("fused", "foreach", "for-loop")
 
 @Optimizer.register("fused_adam")
 class FusedAdamOptimizer(Optimizer, torch.optim.Adam):
-    """
-    AllenNLP's `adam` (the same arguments and update, to float32 rounding) through torch's fused
-    implementation: one kernel over all parameters of a dtype and device instead of a loop.
-
-    Registered as an `Optimizer` with name "fused_adam".
-
-    # Parameters
-
-    implementation : `str`, optional (default = `"fused"`)
-        `"fused"`, `"foreach"` (torch's multi-tensor implementation) or `"for-loop"` (`adam`'s).
-    """
+    """AllenNLP's `adam` (its arguments and update, to float32 rounding) through torch's
+    `implementation`: "fused" (one kernel for all parameters), "foreach" or "for-loop"."""
 
     def __init__(
         self,

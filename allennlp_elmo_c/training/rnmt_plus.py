@@ -43,7 +43,8 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         `decay_end_fraction` of the run's updates (which AllenNLP hands over when the data loader
         knows its length). Updates win over fractions.
     batch_scale : `float`, optional
-        `n`; or `batch_size_per_worker`: `n` = it times the world size / 128.
+        `n`; or `batch_size` (sentences per update over all workers) / 128; or
+        `batch_size_per_worker` times the world size / 128.
     final_factor : `float`, optional (default = `0.5`)
     """
 
@@ -54,6 +55,7 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         decay_start: int = None,
         decay_end: int = None,
         batch_scale: float = None,
+        batch_size: int = None,
         batch_size_per_worker: int = None,
         decay_start_fraction: float = None,
         decay_end_fraction: float = None,
@@ -63,17 +65,19 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         num_steps_per_epoch: int = None,
     ) -> None:
         workers = world_size()
-        if (batch_scale is None) == (batch_size_per_worker is None):
+        given = {"batch_scale": batch_scale, "batch_size": batch_size,
+                 "batch_size_per_worker": batch_size_per_worker}  # fmt: skip
+        if sum(value is not None for value in given.values()) != 1:
             raise ConfigurationError(
-                "rnmt_plus needs exactly one of 'batch_scale' and 'batch_size_per_worker', got "
-                f"{batch_scale} and {batch_size_per_worker}"
+                "rnmt_plus needs exactly one of 'batch_scale', 'batch_size' and "
+                f"'batch_size_per_worker', got {given}"
             )
         if batch_size_per_worker is not None:
-            if batch_size_per_worker < 1:
-                raise ConfigurationError(
-                    f"rnmt_plus needs batch_size_per_worker >= 1, got {batch_size_per_worker}"
-                )
-            batch_scale = batch_size_per_worker * workers / REFERENCE_BATCH_SIZE
+            batch_size = batch_size_per_worker * workers
+        if batch_size is not None:
+            if batch_size < 1:
+                raise ConfigurationError(f"rnmt_plus needs a batch size >= 1, got {given}")
+            batch_scale = batch_size / REFERENCE_BATCH_SIZE
         if decay_start is not None:
             decay_start_fraction = None
         if decay_end is not None:
@@ -105,7 +109,7 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
             logger.info(f"rnmt_plus: final_factor {self.final_factor} >= batch scale "
                         f"{self.batch_scale}, so the learning rate holds at its peak after the "
                         "warm-up instead of rising")  # fmt: skip
-        total = "not given" if batch_size_per_worker is None else batch_size_per_worker * workers
+        total = "not given" if batch_size is None else batch_size
         logger.info(f"rnmt_plus: world size {workers}, total batch {total}, n = "
                     f"{self.batch_scale}, warm-up {self.warmup_steps} updates, decay from update "
                     f"{self.decay_start} to {self.decay_end}")  # fmt: skip

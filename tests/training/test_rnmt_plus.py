@@ -141,6 +141,7 @@ def test_holds_after_decay_end_as_elmo_c_code():
 def test_batch_size_per_worker_times_the_world_size():
     assert lr_at(make_scheduler(batch_scale=6), S) == pytest.approx(6 * BASE)
     assert make_scheduler(batch_size_per_worker=384).batch_scale == 3.0
+    assert make_scheduler(batch_size=768).batch_scale == 6.0
 
 
 def test_from_params_with_the_trainer_extras():
@@ -187,12 +188,13 @@ def test_every_param_group_receives_its_scaled_lr_and_sgd_uses_it():
         ({"batch_scale": 0.25, "warmup_steps": -1}, "0 <= warmup_steps <= decay_start"),
         ({"batch_scale": 0.25, "warmup_steps": S + 1}, "0 <= warmup_steps <= decay_start"),
         ({"batch_scale": 0.25, "decay_end": S}, "decay_start < decay_end"),
-        ({}, "exactly one of 'batch_scale' and 'batch_size_per_worker'"),
+        ({}, "exactly one of 'batch_scale', 'batch_size' and 'batch_size_per_worker'"),
+        ({"batch_size": 0}, "batch size >= 1"),
         ({"batch_scale": 0.0}, "batch_scale > 0"),
         ({"batch_scale": -1.0}, "batch_scale > 0"),
         ({"batch_scale": float("inf")}, "batch_scale > 0"),
         ({"batch_scale": 0.25, "final_factor": 0.0}, "final_factor > 0"),
-        ({"batch_size_per_worker": 0}, "batch_size_per_worker >= 1"),
+        ({"batch_size_per_worker": 0}, "batch size >= 1"),
         ({"batch_scale": 0.25, "batch_size_per_worker": 32}, "exactly one of"),
         ({"batch_scale": 0.25, "decay_end": None}, "exactly one of 'decay_end' and "),
         ({"batch_scale": 0.25, "decay_start": None, "decay_start_fraction": 0.4},
