@@ -355,31 +355,16 @@ def lstm_with_projection(
     dropout: Optional[torch.Tensor] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """
-    # Parameters
+    The layer over `inputs` `(batch, timesteps, input_size)`, left-aligned, of `lengths`
+    `(batch,)` (0 allowed), from the states `hidden` `(batch, projection)` and `cell` `(batch,
+    cell)`. `w_ih`, `w_hh`, `bias`, `w_hr`: `(4 * cell, input_size)`, `(4 * cell, projection)`,
+    `(4 * cell,)`, `(projection, cell)`; `norm_weight`, `norm_bias` `(projection,)`: both or
+    neither; the clips bound the cell and the projected state; `dropout` `(batch, projection)`,
+    scaled, multiplies the state fed back, emitted and returned (not the initial state).
 
-    inputs : `torch.Tensor`
-        `(batch, timesteps, input_size)`, each sequence left-aligned.
-    lengths : `torch.Tensor`
-        `(batch,)` sequence lengths (0 allowed).
-    hidden, cell : `torch.Tensor`
-        Initial states, `(batch, projection_size)` and `(batch, cell_size)`.
-    w_ih, w_hh, bias, w_hr : `torch.Tensor`
-        `(4 * cell, input_size)`, `(4 * cell, projection)`, `(4 * cell,)`, `(projection, cell)`.
-    norm_weight, norm_bias : `torch.Tensor`, optional
-        `(projection,)`: LayerNorm of the projected state inside the recurrence (both or neither).
-    norm_eps : `float`
-    cell_clip, projection_clip : `float`, optional
-        Clip the cell state / the projected state (before the LayerNorm) to `[-clip, clip]`.
-    dropout : `torch.Tensor`, optional
-        `(batch, projection)`: multiplies the state at every step (variational dropout, already
-        scaled): the dropped state is fed back, emitted and returned as the final state (the
-        initial state is not dropped); receives no gradient.
-
-    # Returns
-
-    outputs `(batch, timesteps, projection_size)` (zeros past each length), and the hidden and
-    cell states after each sequence's last step. Under bfloat16 autocast the matrix products take
-    bfloat16 operands with float32 results; under float16 autocast the layer runs in float32.
+    Returns outputs `(batch, timesteps, projection)` (zeros past each length) and the states
+    after each sequence's last step. Under bfloat16 autocast the matrix products take bfloat16
+    operands with float32 results; under float16 autocast the layer runs in float32.
     """
     if (norm_weight is None) != (norm_bias is None):
         raise ValueError("lstm_with_projection: give both norm_weight and norm_bias, or neither")

@@ -1,7 +1,6 @@
 """
-Slim embedding tables (Li et al., "Slim Embedding Layers for Recurrent Neural Language Models",
-AAAI 2018): a word vector of size `d` is the concatenation of `K` sub-vectors of size `d / K`,
-position `k`'s from its own sub-pool `S_k` of `M / K` trainable sub-vectors, through a fixed
+Slim embedding tables (Li et al., AAAI 2018): a word vector of size `d` is `K` sub-vectors of size
+`d / K`, the `k`-th from its own sub-pool `S_k` of `M / K` trainable sub-vectors through a fixed
 random assignment `a(w, k)`: `M * d / K` parameters instead of `V * d`.
 """
 

@@ -8,22 +8,14 @@ For a predicted vector `e` of dimension `m`, `kappa = ||e||` and a unit target `
     log C_m(kappa) = (m/2 - 1) log kappa - (m/2) log(2 pi) - log I_{m/2-1}(kappa),
     d log C_m / d kappa = -I_{m/2}(kappa) / I_{m/2-1}(kappa),
 
-with `I_v` the modified Bessel function of the first kind, which under- and overflows in floating
-point. Everything here is torch code in float64 on the tensor's device, working with
-
-    s_v(x) = log(I_v(x) / x^v)   and   q_v(x) = I_{v+1}(x) / (x I_v(x)),
-
-finite down to `x = 0`: `log C_m(kappa) = -(m/2) log(2 pi) - s_{m/2-1}(kappa)`, derivative
-`-kappa q_{m/2-1}(kappa)`. Two regions of the order `v` cover every `x >= 0`:
-
-1. `v >= 16`: the Debye uniform asymptotic expansion (DLMF 10.41.3) with 12 terms,
-   `I_v(v z) ~ exp(v eta) / (sqrt(2 pi v) (1 + z^2)^(1/4)) sum_k u_k(t) / v^k`. With
-   `rho = sqrt(v^2 + x^2)` and `t = v / rho` it reads
-   `s_v(x) = rho - v log(v + rho) - log(2 pi rho) / 2 + log(sum_k u_k(t) / v^k)`. It is uniform
-   in `x / v`; `q_v` is `exp(s_{v+1} - s_v)`.
-2. `v < 16`: the same expansion at the order `w = v + n >= 16` (`n` whole steps), brought down
-   by the backward recurrence `q_{k-1} = 1 / (2k + x^2 q_k)`, `s_{k-1} = s_k + log(2k + x^2 q_k)`
-   (from `I_{k-1} = I_{k+1} + (2k / x) I_k`), the stable direction.
+with `I_v` the modified Bessel function of the first kind, which under- and overflows. Here, in
+float64 on the tensor's device, `s_v(x) = log(I_v(x) / x^v)` and `q_v(x) = I_{v+1}(x) / (x I_v(x))`,
+finite down to `x = 0`, give `log C_m(kappa) = -(m/2) log(2 pi) - s_{m/2-1}(kappa)` and its
+derivative `-kappa q_{m/2-1}(kappa)`. For `v >= 16` they come from the Debye uniform asymptotic
+expansion (DLMF 10.41.3, 12 terms; `rho = sqrt(v^2 + x^2)`, `t = v / rho`):
+`s_v(x) = rho - v log(v + rho) - log(2 pi rho) / 2 + log(sum_k u_k(t) / v^k)`,
+`q_v = exp(s_{v+1} - s_v)`; below, from order `v + n >= 16` down the stable backward recurrence
+`q_{k-1} = 1 / (2k + x^2 q_k)`, `s_{k-1} = s_k + log(2k + x^2 q_k)`.
 """
 
 import functools
