@@ -2,16 +2,13 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
-from allennlp.common.checks import ConfigurationError
 from allennlp.training.optimizers import Optimizer, make_parameter_groups
-
-IMPLEMENTATIONS = ("fused", "foreach", "for-loop")
 
 
 @Optimizer.register("fused_adam")
 class FusedAdamOptimizer(Optimizer, torch.optim.Adam):
-    """AllenNLP's `adam` (its arguments and update, to float32 rounding) through torch's
-    `implementation`: "fused" (one kernel for all parameters), "foreach" or "for-loop"."""
+    """AllenNLP's `adam` (its arguments and update, to float32 rounding) through torch's fused
+    implementation: one kernel for all parameters of a dtype and device."""
 
     def __init__(
         self,
@@ -22,13 +19,7 @@ class FusedAdamOptimizer(Optimizer, torch.optim.Adam):
         eps: float = 1e-08,
         weight_decay: float = 0.0,
         amsgrad: bool = False,
-        implementation: str = "fused",
     ) -> None:
-        if implementation not in IMPLEMENTATIONS:
-            raise ConfigurationError(
-                f"fused_adam: implementation must be one of {IMPLEMENTATIONS}, got "
-                f"{implementation!r}"
-            )
         super().__init__(
             params=make_parameter_groups(model_parameters, parameter_groups),
             lr=lr,
@@ -36,6 +27,5 @@ class FusedAdamOptimizer(Optimizer, torch.optim.Adam):
             eps=eps,
             weight_decay=weight_decay,
             amsgrad=amsgrad,
-            fused=implementation == "fused",
-            foreach=implementation == "foreach",
+            fused=True,
         )
