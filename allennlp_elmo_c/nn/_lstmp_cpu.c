@@ -1,24 +1,13 @@
 /*
  * The per-step pointwise work of the LSTMP cell (allennlp_elmo_c/nn/lstmp.py) on CPU, float32:
- * the functions of lstmp_triton.py, as plain loops. Each replaces 5-15 torch operators (each a
- * dispatch of a few microseconds, which dominates a step at small sizes) with one pass over
- * memory. Built by setup.py; lstmp_cpu.py checks the tensors and passes their addresses.
+ * lstmp_torch.py's functions as plain loops, one pass over memory instead of 5-15 torch
+ * operators. Gate order i, f, g, o; rows contiguous; `keep` masks are bytes (torch.bool).
  *
- * Gate order i, f, g, o; rows are contiguous; `keep` masks are bytes (torch.bool). The math is
- * lstmp._forward_steps / lstmp._backward_steps' (tests/nn/test_lstmp_cpu.py compares them).
- *
- * The forward step rounds exactly as torch's operators do (the backends must agree to 1e-5 over
- * long clipped sequences, where float32 rounding differences grow): products and sums one
- * operation at a time (no contraction into FMA: setup.py passes -ffp-contract=off), and the
- * transcendental functions are torch's own, whose addresses lstmp_cpu.py hands to `set_math`
- * from libtorch_cpu: sigmoid as torch's vector kernel computes it, 1 / (1 + exp(0 - x)) with
- * SLEEF's vector expf on the elements torch's vector loop covers and glibc's expf on the ones its
- * scalar remainder loop does (`sigmoid_row`), and tanh with MKL's vmsTanh in torch's mode.
- * lstmp_cpu.py checks the result against torch bit for bit before it uses them.
- *
- * With several intra-op threads (torch's count, passed in), the rows of a step are split
- * between OpenMP threads: setup.py links libgomp, which resolves to the copy torch has already
- * loaded, so these kernels share torch's thread pool.
+ * The forward step rounds exactly as torch's operators do: one operation at a time (setup.py
+ * passes -ffp-contract=off), with torch's own transcendental functions (`set_math`): sigmoid as
+ * torch's vector kernel computes it, with SLEEF's vector expf where torch's vector loop runs and
+ * glibc's expf in its scalar remainder (`sigmoid_row`), and tanh with MKL's vmsTanh. Rows are
+ * split between torch's OpenMP threads (setup.py links libgomp, the copy torch has loaded).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,9 +20,8 @@
 #define F(address) ((float *)(uintptr_t)(address))
 #define B(address) ((uint8_t *)(uintptr_t)(address))
 
-/* torch's math, set by set_math: a vector expf of `vector_width` lanes (SLEEF; 0: none) and
- * MKL's vmsTanh (LP64: MKL_INT is int) with torch's mode, VML_HA | VML_FTZDAZ_OFF |
- * VML_ERRMODE_IGNORE. */
+/* Set by set_math: a vector expf of `vector_width` lanes (0: none) and MKL's vmsTanh, called in
+ * torch's mode, VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE. */
 typedef void (*vml_function)(int, const float *, float *, long long);
 static void *vector_exp = NULL;
 static int vector_width = 0;
@@ -101,9 +89,7 @@ static void sigmoid_row(float *x, Py_ssize_t row, Py_ssize_t length, Py_ssize_t 
     }
 }
 
-/* Whether to split a kernel's rows between `threads` OpenMP threads (torch's own libgomp, so
- * torch's thread pool): only when there is enough work to pay for waking them. Elementwise
- * results do not depend on it. */
+/* Split rows between threads only when the work pays for waking them. */
 #define PARALLEL(threads, elements) ((threads) > 1 && (elements) >= 8192)
 
 static PyObject *set_math(PyObject *self, PyObject *args) {
@@ -170,9 +156,8 @@ static PyObject *cell_forward(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    /* As lstmp._forward_steps: sigmoid_ of the (batch, 2 * cell) i, f view of the gates, tanh_
-     * of g, sigmoid_ of the (batch, cell) o view, then c_t, its clip, tanh(c_t) and o * tanh(c_t);
-     * row by row (every function is elementwise). */
+    /* As lstmp_torch.cell_forward: sigmoid_ of the (batch, 2 * cell) i, f view, tanh_ of g,
+     * sigmoid_ of the o view, then c_t, its clip, tanh(c_t) and o * tanh(c_t), row by row. */
     const Py_ssize_t if_chunk = sigmoid_chunk(batch * 2 * cell, threads);
     const Py_ssize_t o_chunk = sigmoid_chunk(batch * cell, threads);
 #pragma omp parallel for num_threads(threads) schedule(static) if (PARALLEL(threads, batch * cell))

@@ -1,11 +1,7 @@
 """
-CPU buffers handed out again once nothing holds them, for `allennlp_elmo_c.nn.lstmp`'s loops.
-
-A buffer is free again when no tensor but the pool's refers to its memory (the storage's
-reference count): buffers saved for a backward stay taken until autograd drops them. The pool
-holds at most twice the most memory its buffers had in use at once, evicting the idle ones used
-least recently; `POOL.clear()` gives the idle memory back. Only normal CPU tensors are pooled
-(not fake tensors, nor those made while a dispatch mode traces).
+CPU buffers for `allennlp_elmo_c.nn.lstmp`'s loops, handed out again once no tensor but the
+pool's refers to their memory. The pool holds at most twice the most memory its buffers had in
+use at once, evicting the idle ones used least recently. Only normal CPU tensors are pooled.
 """
 import sys
 import threading
@@ -19,17 +15,14 @@ _use_count = torch._C._storage_Use_Count
 
 
 def _holders(buffer: torch.Tensor) -> int:
-    # Tensors (and storage objects) referring to the buffer's memory. The storage object asked
-    # adds one reference while it lives, unless Python code holds it already (torch hands out one
-    # object per storage): then that code counts, by its references to the object (3 here when
-    # only this function refers to it: `storage`, getrefcount's argument, torch's own).
+    # Tensors and storage objects referring to the buffer's memory (the storage object asked
+    # for adds one, and 3 Python references when nothing else holds it).
     storage = buffer.untyped_storage()
     return _use_count(storage._cdata) - 1 + sys.getrefcount(storage) - 3
 
 
 def _rounded(numel: int) -> int:
-    # Up to a number with three significant bits (at most 12.5% more): batches whose lengths
-    # differ by a few steps share buffers.
+    # Up to three significant bits (at most 12.5% more): nearby lengths share buffers.
     if numel <= 8:
         return max(numel, 1)
     step = 1 << (numel.bit_length() - 3)
@@ -37,10 +30,8 @@ def _rounded(numel: int) -> int:
 
 
 class BufferPool:
-    """
-    `empty(shape, like)`: an uninitialised tensor of `shape` with `like`'s dtype (or `dtype`)
-    and device, from the pool on CPU.
-    """
+    """`empty(shape, like)`: an uninitialised tensor like `like` (or of `dtype`), pooled on
+    CPU."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -70,8 +61,7 @@ class BufferPool:
                     if best is None or buffer.numel() < buffers[best].numel():
                         best = key
             if best is None:
-                # A normal CPU tensor whatever the default device and inference mode (an
-                # inference tensor could not be written in place outside inference mode).
+                # (Not an inference tensor: those cannot be written outside inference mode.)
                 with torch.inference_mode(False):
                     buffer = torch.empty(_rounded(numel), dtype=dtype, device="cpu")
                 best = id(buffer)
@@ -81,8 +71,7 @@ class BufferPool:
             return buffers[best][:numel].view(shape)
 
     def _evict(self, dtype: torch.dtype, keep: int) -> None:
-        # Drops idle buffers, least recently used first, until the pool holds at most twice the
-        # most it ever had in use at once. `keep`: the buffer about to be handed out (busy).
+        # `keep`: the buffer about to be handed out.
         buffers = self._buffers[dtype]
         idle = [k for k, buffer in buffers.items() if k != keep and _holders(buffer) == 1]
         total = sum(buffer.numel() for buffer in buffers.values())
@@ -92,22 +81,6 @@ class BufferPool:
             if total <= 2 * peak:
                 break
             total -= buffers.pop(key).numel()
-
-    def idle_bytes(self) -> int:
-        """Bytes of pooled buffers nothing holds now."""
-        with self._lock:
-            return sum(
-                b.numel() * b.element_size()
-                for buffers in self._buffers.values()
-                for b in buffers.values()
-                if _holders(b) == 1
-            )
-
-    def clear(self) -> None:
-        """Forget every buffer (those still held live on with their holders)."""
-        with self._lock:
-            self._buffers.clear()
-            self._peak_busy.clear()
 
 
 POOL = BufferPool()

@@ -1,8 +1,6 @@
 """
-Losses between predicted vectors and target word vectors, all `(..., dim) x (..., dim) -> (...)`,
-finite (value and gradient) for zero vectors and large norms. The von Mises-Fisher loss is in
-`vmf.py`, the in-batch softmax in `in_batch_softmax.py`; the continuous head's registered losses
-(`allennlp_elmo_c/modules/output_heads/losses/`) call them.
+Losses between predicted and target word vectors, `(..., dim) x (..., dim) -> (...)`, finite for
+zero vectors and large norms (the vMF and in-batch softmax losses have modules of their own).
 """
 
 import torch

@@ -1,13 +1,6 @@
 """
-Replaying a captured CUDA graph for a loop of small kernels (the recurrence of
-`allennlp_elmo_c.nn.lstmp` on a GPU).
-
-`replay` captures `function` once per key into a `torch.cuda.CUDAGraph` over static copies of
-its tensor arguments, then copies new arguments in and replays it.
-
-The tensors returned are the graph's own static outputs, overwritten by the next replay of the
-key: a caller clones what it keeps. A shape is captured once seen `CAPTURE_AFTER` times, eager
-until then; `ELMO_C_CUDA_GRAPHS=0` always runs eagerly.
+CUDA graphs for the recurrence of `allennlp_elmo_c.nn.lstmp` on a GPU (`ELMO_C_CUDA_GRAPHS=0`:
+eager).
 """
 
 import logging
@@ -23,10 +16,8 @@ Tensors = Tuple[Optional[torch.Tensor], ...]
 
 # Most graphs one process keeps (each holds its own memory pool); the oldest go first.
 MAX_GRAPHS = 16
-# A shape is captured the CAPTURE_AFTER-th time it is seen; before that the loop runs eagerly.
-# Pretraining windows have one shape, so it is captured at once; downstream batches bucketed by
-# length bring a new shape every few batches, and capturing each (a warm-up, a synchronising
-# capture, a memory pool kept) would cost more than it saves.
+# A shape is captured the CAPTURE_AFTER-th time it is seen (eager before): downstream batches
+# bring a new shape every few batches, each not worth a capture.
 CAPTURE_AFTER = 3
 
 _graphs: "OrderedDict[Hashable, Tuple[torch.cuda.CUDAGraph, Tensors, Tensors]]" = OrderedDict()
@@ -46,8 +37,7 @@ def _signature(tensors: Sequence[Optional[torch.Tensor]]) -> Tuple[Hashable, ...
     shapes = tuple(
         None if t is None else (tuple(t.shape), t.dtype, t.device.index) for t in tensors
     )
-    # What else changes the kernels a capture records: the float32 matrix-product precision
-    # (TF32 or not) and inference mode (whose static tensors could not be written outside it).
+    # What else changes the captured kernels: TF32, and inference mode (its static tensors).
     modes = (
         torch.backends.cuda.matmul.allow_tf32,
         torch.get_float32_matmul_precision(),
@@ -60,9 +50,9 @@ def replay(
     key: Hashable, function: Callable[..., Tensors], tensors: Sequence[Optional[torch.Tensor]]
 ) -> Tensors:
     """
-    `function(*tensors)`, run from a graph captured the first time this `key` and these tensor
-    shapes are seen. `function` must be capturable (no host synchronisation, no randomness) and
-    depend on nothing but its tensor arguments and what `key` fixes.
+    `function(*tensors)`, replayed from a graph captured for this `key` and these shapes over
+    static copies of `tensors`. `function` must be capturable and depend on nothing but its
+    tensors and `key`. The outputs are the graph's own, overwritten by the next replay.
     """
     full_key = (key, _signature(tensors))
     entry = _graphs.get(full_key)
@@ -80,8 +70,7 @@ def replay(
             function(*static)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        # thread_local: other threads (a data loader's pin-memory thread, NCCL's watchdog) may
-        # keep making CUDA calls while this thread captures.
+        # thread_local: other threads (pin memory, NCCL's watchdog) may call CUDA meanwhile.
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             outputs = function(*static)
         entry = (graph, static, outputs)

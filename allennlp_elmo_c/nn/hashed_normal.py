@@ -1,12 +1,8 @@
 """
-Standard normal vectors that are a pure function of a 64-bit key, computed with int64 tensor ops
-on the key's own device: no table, no generator state, the same numbers on every machine.
-
-Each key seeds a splitmix64 stream (the generator behind Java's `SplittableRandom`): output i
-is `mix(mix(key ^ mix(seed ^ salt)) + i * 0x9E3779B97F4A7C15)`; Box-Muller turns the top 53 bits
-of two outputs into two N(0, 1) values. The unsigned arithmetic runs on int64 tensors (wrapping
-multiplication, right shifts masked to be logical), so the bits are the same on every device;
-the Gaussians are computed in float64 and rounded to float32.
+Standard normal vectors that are a pure function of a 64-bit key, the same on every device: each
+key seeds a splitmix64 stream, output i = `mix(mix(key ^ mix(seed ^ salt)) + i * GOLDEN_GAMMA)`
+(unsigned arithmetic on int64 tensors), and Box-Muller turns the top 53 bits of two outputs into
+two N(0, 1) values (in float64).
 """
 
 import math
@@ -17,8 +13,7 @@ _MASK64 = (1 << 64) - 1
 
 
 def to_int64(value: int) -> int:
-    """An unsigned 64-bit value (any Python int, reduced mod 2^64) as the signed int64 value
-    with the same bits."""
+    """`value` mod 2^64 as the signed int64 with the same bits."""
     value &= _MASK64
     return value - (1 << 64) if value >= 1 << 63 else value
 
@@ -43,21 +38,8 @@ def splitmix64_mix(values: torch.Tensor) -> torch.Tensor:
 
 
 def hashed_random_bits(keys: torch.Tensor, count: int, seed: int = 0) -> torch.Tensor:
-    """
-    The first `count` outputs of each key's splitmix64 stream.
-
-    # Parameters
-
-    keys : `torch.Tensor`
-        int64, any shape `(...)`.
-    count : `int`
-    seed : `int`, optional (default = `0`)
-        Any Python int (reduced mod 2^64); another seed gives unrelated streams.
-
-    # Returns
-
-    int64 `(..., count)` (unsigned 64-bit patterns).
-    """
+    """The first `count` outputs `(..., count)` of the splitmix64 stream of each int64 key
+    `(...)` under `seed` (any int)."""
     if keys.dtype != torch.int64:
         raise TypeError(f"hashed_random_bits needs int64 keys, got {keys.dtype}")
     seed_key = splitmix64_mix(torch.tensor(to_int64(seed ^ _SEED_SALT), dtype=torch.int64))
@@ -69,23 +51,8 @@ def hashed_random_bits(keys: torch.Tensor, count: int, seed: int = 0) -> torch.T
 def hashed_normal(
     keys: torch.Tensor, dim: int, seed: int = 0, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
-    """
-    A standard normal vector per key, a deterministic function of (key, seed, dim index):
-    dimensions and keys are independent N(0, 1) draws for all practical purposes.
-
-    # Parameters
-
-    keys : `torch.Tensor`
-        int64, any shape `(...)`.
-    dim : `int`
-    seed : `int`, optional (default = `0`)
-    dtype : `torch.dtype`, optional (default = `torch.float32`)
-
-    # Returns
-
-    `(..., dim)` of `dtype`, on the keys' device. Box-Muller pairs are laid out as
-    `[r cos(theta) ..., r sin(theta) ...]`, so vectors of different `dim` are unrelated.
-    """
+    """A standard normal vector `(..., dim)` of `dtype` per int64 key `(...)`, a function of
+    (key, seed, dim) alone."""
     pairs = (dim + 1) // 2
     bits = hashed_random_bits(keys, 2 * pairs, seed)
     # 53-bit uniforms in [0, 1); 1 - u lies in (0, 1], so the logarithm is finite.

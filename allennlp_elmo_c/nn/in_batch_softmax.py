@@ -15,11 +15,8 @@ DEFAULT_TEMPERATURE = 0.05
 
 
 def distinct_rows(vectors: torch.Tensor) -> Tuple[torch.LongTensor, torch.LongTensor]:
-    """
-    Groups the rows of `vectors` `(N, d)` by exact equality: returns `first` `(K,)`, the index of
-    the first row of each of the K distinct vectors, and `inverse` `(N,)`, the group of each row,
-    so that `vectors[first][inverse]` equals `vectors`.
-    """
+    """`first` `(K,)`, the first row of each of the K distinct rows of `vectors` `(N, d)`, and
+    `inverse` `(N,)`, each row's group: `vectors[first][inverse]` equals `vectors`."""
     _, inverse = torch.unique(vectors, dim=0, return_inverse=True)
     count = int(inverse.max()) + 1 if inverse.numel() else 0
     positions = torch.arange(inverse.numel(), device=inverse.device)
@@ -32,27 +29,14 @@ def in_batch_softmax_loss(
     predictions: torch.Tensor, targets: torch.Tensor, temperature: float = DEFAULT_TEMPERATURE
 ) -> torch.Tensor:
     """
-    `-log p(true word)` at each of N positions (the batch's real positions), where the words are
-    the distinct target vectors of the batch: `(N, d) x (N, d) -> (N,)`.
-
-    Rows of `targets` that are exactly equal are one word, `u_1 ... u_K` (K <= N, found by
-    `torch.unique`); `y_i` is the word of position i. With `x / max(||x||, EPSILON)` written `x^`
-    (a zero vector stays zero, so its cosine with anything is 0, as in `cosine_loss`),
+    `-log p(true word)` at each of N positions, `(N, d) x (N, d) -> (N,)`, the words being the
+    distinct target vectors `u_1 ... u_K` of the batch (`y_i` position i's). With
+    `x^ = x / max(||x||, EPSILON)`:
 
         s_ik = p_i^ . u_k^ / temperature                       (N, K) logits
         loss_i = log sum_k exp(s_ik) - s_(i, y_i)              (cross-entropy, labels y)
 
-    A repeat of the true word is never a negative: it is the same u_k. O(N K d) time, O(N K)
-    memory. Runs in the inputs' dtype with autocast disabled; pass float32 or float64.
-
-    # Parameters
-
-    predictions : `torch.Tensor`
-        `(N, d)`, one prediction per real position.
-    targets : `torch.Tensor`
-        `(N, d)`, the target vector of each position.
-    temperature : `float`, optional (default = `DEFAULT_TEMPERATURE`)
-        Divides the cosines; finite and > 0 (smaller: sharper distributions).
+    A repeat of the true word is never a negative. Runs in the inputs' dtype, autocast off.
     """
     if not 0 < temperature < math.inf:
         raise ValueError(

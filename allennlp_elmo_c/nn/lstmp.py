@@ -9,10 +9,8 @@ variable-length sequences, with a hand-written backward pass. Per timestep (torc
     h_t = n_t * d                                      (d: recurrent dropout mask, optional)
 
 `(h_t, c_t)` is the output and the state fed back (h_0 is not dropped), as in
-`ProjectedLstmLayer`'s reference loop, in one autograd node: the forward pass writes every step
-into time-major buffers, the backward loop does two small products per step, and the weight
-gradients are a few large products at the end. Each step's pointwise work runs in the kernel
-module `pointwise_kernels` picks; on a GPU the loops are replayed from CUDA graphs.
+`ProjectedLstmLayer`'s reference loop, in one autograd node; each step's pointwise work runs in
+the kernel module `pointwise_kernels` picks; on a GPU the loops are replayed from CUDA graphs.
 """
 
 import contextlib
@@ -35,10 +33,10 @@ logger = logging.getLogger(__name__)
 
 def pointwise_kernels(tensor: torch.Tensor, stage: str = "forward") -> ModuleType:
     """
-    The module that runs the per-step pointwise work of `stage` ("forward" or "backward") on
-    `tensor`'s device and dtype: `lstmp_triton` on a GPU (float32, `ELMO_C_TRITON` not "0"),
-    `lstmp_cpu` on CPU (float32, built, `ELMO_C_CPU_KERNELS` not "0"; its forward only where it
-    rounds as torch does, `FORWARD_AS_TORCH`), else `lstmp_torch`.
+    The kernels for `stage` ("forward" or "backward") on `tensor`'s device and dtype:
+    `lstmp_triton` on a GPU (float32, `ELMO_C_TRITON` not "0"), `lstmp_cpu` on CPU (float32,
+    built, `ELMO_C_CPU_KERNELS` not "0"; its forward only if `FORWARD_AS_TORCH`), else
+    `lstmp_torch`.
     """
     if tensor.dtype == torch.float32 and tensor.device.type == "cuda":
         if os.environ.get("ELMO_C_TRITON", "1") != "0":
@@ -73,15 +71,14 @@ def _cpu_kernels() -> Optional[ModuleType]:
 
 
 def _empty_after(like: torch.Tensor, written: int, shape: Tuple[int, ...], dtype=None):
-    # A pooled buffer whose first `written` steps (dimension 0) the loop writes: the rest zeroed.
+    # A pooled buffer whose steps (dimension 0) from `written` on are zero.
     buffer = POOL.empty(shape, like, dtype)
     buffer[written:] = 0
     return buffer
 
 
 class Buffers(NamedTuple):
-    """What the forward pass writes and the backward pass reads, time-major; the steps after the
-    first `steps` are zero."""
+    """What the forward pass writes and the backward pass reads, time-major."""
 
     gates: torch.Tensor  # (timesteps, batch, 4 * cell): W_ih x + b, then the activations
     cells: torch.Tensor  # (timesteps + 1, batch, cell): c_0, then c_t
@@ -92,8 +89,6 @@ class Buffers(NamedTuple):
     rstds: Optional[torch.Tensor]
     cell_keep: torch.Tensor  # (timesteps, batch, cell) bool: true where no clip ran
     projection_keep: torch.Tensor  # (timesteps, batch, projection) bool
-    # (timesteps + 1, batch, projection): `hiddens` in the products' dtype, when that is not
-    # float32 (the operand of W_hh's products, forward and for its gradient).
     low_hiddens: Optional[torch.Tensor]
 
     @property
@@ -102,7 +97,6 @@ class Buffers(NamedTuple):
         return self.hiddens if self.low_hiddens is None else self.low_hiddens
 
     def step(self, t: int, rows: Optional[int] = None) -> Step:
-        """Step t's first `rows` rows (all by default), as the step kernels take them."""
         statistics = (None, None) if self.means is None else (self.means[t, :rows],
                                                                self.rstds[t, :rows])  # fmt: skip
         return Step(
@@ -123,11 +117,7 @@ def _forward_steps(
     steps: int,
     product_dtype: Optional[torch.dtype] = None,
 ) -> Buffers:
-    """
-    The recurrence over `steps` steps; `gates` `(timesteps, batch, 4 * cell)` holds W_ih x + b
-    and becomes the buffers' `gates`. The products take `product_dtype` operands (by default
-    `gates.dtype`). Every step runs on all rows, as the reference loop does.
-    """
+    """The recurrence over `steps` steps on all rows; `gates` holds W_ih x + b."""
     timesteps, batch, _ = gates.shape
     cell_size, projection_size = w_hh.size(0) // 4, w_hr.size(0)
     product_dtype = gates.dtype if product_dtype is None else product_dtype
@@ -176,16 +166,14 @@ def _backward_steps(
     product_dtype: Optional[torch.dtype] = None,
 ) -> Tuple[torch.Tensor, ...]:
     """
-    Backpropagation through the `steps` steps. `dh_carry` and `dc_carry` `(batch, *)` start as
-    the final states' gradients and are updated in place. With `running` `(timesteps, batch, 1)`
-    every step works on all rows and keeps the running ones' results (fixed shapes, for CUDA
-    graphs); with `batch_sizes` (`lstmp_torch` only) step t works on `[:batch_sizes[t]]`.
-    Returns dL/d(gates), dL/dn_t, dL/dp_t, the carries, and dL/d(gates) in `product_dtype`.
+    Backpropagation through the `steps` steps, the carries updated in place: with `running`
+    `(timesteps, batch, 1)` on all rows (fixed shapes, for CUDA graphs), with `batch_sizes`
+    (`lstmp_torch` only) on `[:batch_sizes[t]]`. Returns dL/d(gates), dL/dn_t, dL/dp_t, the
+    carries, and dL/d(gates) in `product_dtype`.
     """
     timesteps, batch, four_cells = buffers.gates.shape
     projection_size = w_hr.size(0)
     product_dtype = buffers.gates.dtype if product_dtype is None else product_dtype
-    # Zero where the loop writes nothing.
     written = steps if batch_sizes is None else 0
     grad_gates, grad_hiddens, grad_projected = (
         _empty_after(buffers.gates, written, (timesteps, batch, size))
@@ -243,7 +231,6 @@ class _LstmpFunction(torch.autograd.Function):
         # inputs: (batch, timesteps, in), rows sorted by length, descending.
         batch, timesteps, _ = inputs.shape
         steps = sum(1 for n in batch_sizes if n > 0)
-        # (timesteps, batch, 4 * cell): W_ih x + b, overwritten step by step by the activations.
         gates = POOL.empty((timesteps, batch, w_ih.size(0)), inputs)
         Products(inputs, product_dtype).affine(
             bias, inputs.transpose(0, 1).reshape(-1, inputs.size(2)), w_ih,
@@ -324,12 +311,10 @@ class _LstmpFunction(torch.autograd.Function):
         time_major_inputs = inputs.transpose(0, 1).reshape(timesteps * batch, input_size)
         grad_inputs = products.linear(flat_gates, w_ih.t())
         grad_inputs = grad_inputs.view(timesteps, batch, input_size).transpose(0, 1)
-        # Into pooled buffers: autograd hands them on as `.grad`; the pool takes them back.
         grad_w_ih = products.linear(
             flat_gates.t(), time_major_inputs.t(), out=POOL.empty(w_ih.shape, w_ih)
         )
         grad_bias = grad_gates.view(timesteps * batch, -1).sum(0)
-        # h_{t-1} as fed back (dropped already).
         recurrent = buffers.recurrent[:timesteps].reshape(timesteps * batch, -1)
         grad_w_hh = products.linear(
             flat_gates.t(), recurrent.t(), out=POOL.empty(w_hh.shape, w_hh)
@@ -370,36 +355,16 @@ def lstm_with_projection(
     dropout: Optional[torch.Tensor] = None,
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """
-    # Parameters
+    The layer over `inputs` `(batch, timesteps, input_size)`, left-aligned, of `lengths`
+    `(batch,)` (0 allowed), from the states `hidden` `(batch, projection)` and `cell` `(batch,
+    cell)`. `w_ih`, `w_hh`, `bias`, `w_hr`: `(4 * cell, input_size)`, `(4 * cell, projection)`,
+    `(4 * cell,)`, `(projection, cell)`; `norm_weight`, `norm_bias` `(projection,)`: both or
+    neither; the clips bound the cell and the projected state; `dropout` `(batch, projection)`,
+    scaled, multiplies the state fed back, emitted and returned (not the initial state).
 
-    inputs : `torch.Tensor`
-        `(batch, timesteps, input_size)`, each sequence left-aligned.
-    lengths : `torch.Tensor`
-        `(batch,)` sequence lengths (0 allowed).
-    hidden, cell : `torch.Tensor`
-        Initial states, `(batch, projection_size)` and `(batch, cell_size)`.
-    w_ih, w_hh, bias, w_hr : `torch.Tensor`
-        `(4 * cell, input_size)`, `(4 * cell, projection)`, `(4 * cell,)`, `(projection, cell)`.
-    norm_weight, norm_bias : `torch.Tensor`, optional
-        `(projection,)`: LayerNorm of the projected state inside the recurrence (both or neither).
-    norm_eps : `float`
-    cell_clip, projection_clip : `float`, optional
-        Clip the cell state / the projected state (before the LayerNorm) to `[-clip, clip]`.
-    dropout : `torch.Tensor`, optional
-        `(batch, projection)`: multiplies the state at every step (variational dropout, already
-        scaled): the dropped state is fed back, emitted and returned as the final state (the
-        initial state is not dropped); receives no gradient.
-
-    # Returns
-
-    outputs `(batch, timesteps, projection_size)` (zeros past each length), and the hidden and
-    cell states after each sequence's last step.
-
-    # Precision
-
-    Under bfloat16 autocast the three matrix products take bfloat16 operands with float32
-    accumulation (`allennlp_elmo_c.nn.products`); everything else, and every output and gradient,
-    is float32. Under float16 autocast the layer runs in float32. Otherwise in the inputs' dtype.
+    Returns outputs `(batch, timesteps, projection)` (zeros past each length) and the states
+    after each sequence's last step. Under bfloat16 autocast the matrix products take bfloat16
+    operands with float32 results; under float16 autocast the layer runs in float32.
     """
     if (norm_weight is None) != (norm_bias is None):
         raise ValueError("lstm_with_projection: give both norm_weight and norm_bias, or neither")
@@ -412,7 +377,6 @@ def lstm_with_projection(
             None if t is None else t.float()
             for t in (inputs, hidden, cell, w_ih, w_hh, bias, w_hr, norm_weight, norm_bias, dropout)
         )
-        # Autocast off inside: the hand-written passes choose each operation's precision.
         autocast = torch.autocast(device_type, enabled=False)
     order = torch.argsort(lengths, descending=True, stable=True)
     unsort = torch.argsort(order)

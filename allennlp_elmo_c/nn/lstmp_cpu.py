@@ -1,16 +1,8 @@
 """
-The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s cell on CPU, in C (`_lstmp_cpu.c`,
-built by `setup.py`): the five functions of `lstmp_torch`, same arguments, same results, each one
-call instead of a dozen torch operators.
-
-The forward functions round exactly as `lstmp_torch`'s torch ops do (torch's own sigmoid, tanh
-and LayerNorm arithmetic, from the libraries torch runs); `FORWARD_AS_TORCH` says whether that
-was reproduced bit for bit on this machine (checked at import), else the forward steps run as
-torch ops. The backward functions give gradients within float32 rounding of the torch ops'. Rows
-are split between torch's OpenMP threads; results do not depend on their number.
-
-Every tensor must be float32 (masks: bool), contiguous, on the CPU, with the shapes documented
-in `lstmp_torch`; this is checked before the C code reads their memory.
+`lstmp_torch`'s five functions on CPU in C (`_lstmp_cpu.c`, built by `setup.py`), float32. The
+forward ones call torch's own expf and tanh; `FORWARD_AS_TORCH` says whether they round as
+torch's operators bit for bit here (checked at import; else `lstmp` runs the forward as torch
+ops). Every tensor is checked (dtype, device, layout, size) before the C code reads it.
 """
 import ctypes
 import logging
@@ -24,15 +16,13 @@ from allennlp_elmo_c.nn.lstmp_torch import Cell, Step, StepGradients
 
 logger = logging.getLogger(__name__)
 
-# The vector width (float lanes) of torch's `Vectorized<float>` per CPU capability, and the
-# SLEEF expf it calls; without vectors (DEFAULT) torch's loops call glibc's expf.
+# torch's `Vectorized<float>` width and SLEEF expf per capability (DEFAULT: glibc's expf).
 _VECTOR_EXP = {"AVX512": (16, "Sleef_expf16_u10"), "AVX2": (8, "Sleef_expf8_u10")}
 
 
 def _torch_math() -> Tuple[int, int, int]:
-    """The vector width and the addresses of torch's vector expf (0 without) and of MKL's
-    vmsTanh, looked up in the libtorch_cpu this process runs (KeyError, OSError or
-    AttributeError where they are not there)."""
+    """The vector width and the addresses of torch's vector expf (0 without) and MKL's vmsTanh
+    in this process's libtorch_cpu."""
     capability = torch.backends.cpu.get_cpu_capability()
     width, exp_name = _VECTOR_EXP.get(capability, (0, None))
     library = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
@@ -57,9 +47,8 @@ def _same_bits(ours: torch.Tensor, theirs: torch.Tensor) -> bool:
 
 
 def _telling_values(count: int) -> torch.Tensor:
-    """Values whose sigmoid torch's vector loop and its scalar loop round differently (so that
-    a probe made of them fails wherever an element is assigned to the wrong loop), or random
-    ones where the two loops agree everywhere."""
+    """Values whose sigmoid torch's vector and scalar loops round differently (random ones
+    where they never do): a probe of them fails where an element is given to the wrong loop."""
     values = _probe_values(1 << 16, seed=99)
     by_vector = torch.sigmoid(values)  # contiguous, a multiple of 32 long: the vector loop
     by_scalar = torch.sigmoid(values.repeat_interleave(2)[::2])  # strided: the scalar loop
@@ -70,15 +59,13 @@ def _telling_values(count: int) -> torch.Tensor:
 
 
 def check_math_against_torch(threads: int) -> bool:
-    """
-    Whether `_lstmp_cpu`'s sigmoid and tanh give torch's results bit for bit on probe values
-    (views split as torch splits them over `threads` threads).
-    """
+    """Whether `_lstmp_cpu`'s sigmoid and tanh give torch's results bit for bit over
+    `threads` threads."""
     saved = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        # (rows, length, row stride): lengths of every remainder modulo 8, 16 and 32 (the
-        # vector loop's step per capability), and views torch splits mid-row between threads.
+        # (rows, length, row stride): every remainder modulo 8, 16 and 32, and views torch
+        # splits mid-row between threads.
         shapes = [(3, 64, 256), (3, 61, 256), (5, 45, 180), (7, 250, 1000), (7, 301, 1204),
                   (16, 8192, 16384), (65, 530, 2120), (1, 40027, 40027),
                   (5, 8216, 16432)]  # fmt: skip
@@ -123,11 +110,8 @@ FORWARD_AS_TORCH = _set_up_forward()
 
 
 def _address(tensor: Optional[torch.Tensor], dtype: torch.dtype, numel: int) -> int:
-    # The C code trusts these: dtype, device, layout and size are checked here.
     if tensor is None:
         return 0
-    # (Each step calls this a few dozen times: `is`/`is_cpu` rather than building dtype and
-    # device objects to compare.)
     if (
         tensor.dtype is not dtype
         or not tensor.is_cpu

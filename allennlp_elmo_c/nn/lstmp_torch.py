@@ -1,10 +1,8 @@
 """
-The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s LSTMP cell: the interface of the step
-kernels (`Cell`, `Step`, `StepGradients` and five functions) and its implementation as torch
-operators, on any device and dtype. `lstmp_cpu` (C) and `lstmp_triton` (GPU) implement the same
-five functions for float32 and are tested against this one; `lstmp.pointwise_kernels` picks it
-where neither serves. The forward functions round as the reference loop does. Its backward
-functions also take `running` None: `lstmp` then hands them only the rows still running.
+The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s cell as torch operators, on any device
+and dtype: the interface (`Cell`, `Step`, `StepGradients`, five functions) that `lstmp_cpu` and
+`lstmp_triton` implement for float32. The backward functions also take `running` None (only the
+rows still running).
 """
 from typing import NamedTuple, Optional
 
@@ -23,11 +21,7 @@ class Cell(NamedTuple):
 
 
 class Step(NamedTuple):
-    """
-    Step t of the forward buffers, `rows` wide (every row, or those still running): what the
-    forward writes and the backward reads. Without a LayerNorm `means` and `rstds` are None;
-    without a clip its mask stays true.
-    """
+    """Step t of the forward buffers, `rows` wide."""
 
     gates: torch.Tensor  # (rows, 4 * cell): W_ih x + b + W_hh h, then i, f, g, o in place
     cells_prev: torch.Tensor  # (rows, cell): c_{t-1}
@@ -42,11 +36,8 @@ class Step(NamedTuple):
 
 
 class StepGradients(NamedTuple):
-    """
-    Step t of the backward pass, `rows` wide. The carries are dL/dh_t and dL/dc_t from the
-    steps after t (the final states' gradients before the last step), updated in place to those
-    of step t - 1; `dm` and `dr` receive the two products of the step (by `lstmp`).
-    """
+    """Step t of the backward pass, `rows` wide; the carries are updated in place to step
+    t - 1's."""
 
     dh_carry: torch.Tensor  # (rows, projection)
     dc_carry: torch.Tensor  # (rows, cell)

@@ -1,21 +1,7 @@
 """
-The per-step pointwise work of `allennlp_elmo_c.nn.lstmp`'s LSTMP cell as Triton kernels (GPU).
-
-Five kernels, each reading its inputs once and writing everything the rest of the pass needs:
-
-forward, per step t, after `gates[t] += h_{t-1} W_hh^T`:
-    `cell_forward`        over (row, cell): activations written over `gates[t]`, c_t (clipped),
-                          the clip's keep mask, tanh(c_t), and m_t = o * tanh(c_t) for `W_hr`;
-    `projection_forward`  over rows: p_t clipped in place (and its keep mask), LayerNorm (mean,
-                          1 / std) and h_t = LayerNorm(p_t) * dropout, emitted and fed back;
-backward, per step t (every row, results kept for the rows still running):
-    `projection_backward` over rows: (carry + dL/dh_t) * dropout, LayerNorm backward, clip mask;
-    `gate_backward`       over (row, cell): dL/d(gate pre-activations), the cell carry;
-    `carry_backward`      over (row, projection): the hidden carry dL/d(gates) W_hh.
-
-The math is `lstmp_torch`'s, on float32 only; LayerNorm statistics as
-`torch.native_layer_norm`'s, accumulated in float32. Each launch has a grid fixed by the shapes
-and no host synchronisation: capturable in a CUDA graph. A LayerNorm's row lives in one program.
+`lstmp_torch`'s five functions as Triton kernels (GPU, float32), one launch each, every one
+reading its inputs once; LayerNorm statistics as `torch.native_layer_norm`'s, a row in one
+program. No host synchronisation: capturable in a CUDA graph.
 """
 
 from typing import Optional
@@ -32,9 +18,8 @@ CELL_BLOCK = 1024
 
 @triton.jit
 def _tanh(x):
-    # libdevice's tanh is not available to Triton's CPU interpreter (the tests run the kernels
-    # there); this is accurate to a few float32 ulps: an odd Taylor polynomial near zero (terms
-    # to x^9, truncation below 4e-9 relative for |x| < 1/4), (1 - e^-2|x|) / (1 + e^-2|x|) beyond.
+    # (libdevice's tanh is not in Triton's CPU interpreter, where the tests run.) A few ulps:
+    # an odd Taylor polynomial to x^9 for |x| < 1/4, (1 - e^-2|x|) / (1 + e^-2|x|) beyond.
     a = tl.abs(x)
     e = tl.exp(-2.0 * a)
     far = (1.0 - e) / (1.0 + e)

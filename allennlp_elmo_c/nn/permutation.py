@@ -25,24 +25,6 @@ def _take(tensor: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
 def permute(
     tensor: torch.Tensor, dim: int, index: torch.Tensor, inverse: torch.Tensor
 ) -> torch.Tensor:
-    """
-    # Parameters
-
-    tensor : `torch.Tensor`
-        Any shape.
-    dim : `int`
-        The dimension permuted.
-    index : `torch.Tensor`
-        Either `(tensor.size(dim),)`, one permutation for every slice (as `index_select`), or
-        `tensor`'s shape, a permutation along `dim` for each position of the other dimensions
-        (as `gather`).
-    inverse : `torch.Tensor`
-        The inverse permutation, in the same form (`index` itself for a permutation that is its
-        own inverse).
-
-    # Returns
-
-    `torch.Tensor`
-        `tensor`'s shape: `tensor.index_select(dim, index)` or `tensor.gather(dim, index)`.
-    """
+    """`tensor.index_select(dim, index)` for a 1-d `index`, else `tensor.gather(dim, index)`;
+    `inverse` is the inverse permutation in the same form."""
     return _Permute.apply(tensor, dim, index, inverse)

@@ -1,15 +1,9 @@
 """
-The matrix products of `allennlp_elmo_c.nn.lstmp`, forward and backward: on CPU through MKL
-(`torch.mm`) or oneDNN (`torch.ops.mkldnn._linear_pointwise`), whichever multiplies float32 with
-the wider vectors here (`onednn_preferred`; `ELMO_C_ONEDNN=1` takes oneDNN wherever it works,
-`0` never); on a GPU through cuBLAS. oneDNN is used outside grad mode only (the op has no
-derivative), after a check against float64 products on first use. The backends round
-differently; they are judged against a float64 run of the reference.
-
-`Products(tensor, torch.bfloat16)` multiplies bfloat16 operands with float32 accumulation and
-float32 results: cuBLAS writes them directly (`out_dtype`); oneDNN's bfloat16 linear rounds its
-result to bfloat16 once (one more relative error of 2^-9), then adds or copies it into the
-float32 buffer.
+The matrix products of `allennlp_elmo_c.nn.lstmp`: on CPU through MKL (`torch.mm`) or oneDNN,
+whichever has the wider float32 vectors here (`onednn_preferred`; `ELMO_C_ONEDNN=1` takes oneDNN
+wherever it works, `0` never), oneDNN outside grad mode only and after a check against float64
+products; on a GPU through cuBLAS. bfloat16 operands give float32 results (oneDNN's rounded to
+bfloat16 once on the way).
 """
 import functools
 import logging
@@ -27,22 +21,13 @@ _BLOCK_BYTES = 8 << 20
 
 class Products:
     """
-    `linear(inputs, weight)` = `inputs @ weight.T` through oneDNN where it serves `like`'s
-    device and dtype, `torch.mm` elsewhere.
-
-    # Parameters
-
-    like : `torch.Tensor`
-        A tensor with the device and dtype of the results.
-    dtype : `torch.dtype`, optional (default = `like.dtype`)
-        The operands' dtype: `like.dtype`, or `torch.bfloat16` for float32 results of bfloat16
-        operands (see the module docstring).
+    Products with the results' device and dtype of `like` and operands of `dtype` (`like.dtype`,
+    or `torch.bfloat16`).
     """
 
     def __init__(self, like: torch.Tensor, dtype: Optional[torch.dtype] = None) -> None:
         self.dtype = like.dtype if dtype is None else dtype
         self.result_dtype = like.dtype
-        # Operands cast to `dtype` (otherwise taken as they come).
         self.mixed = self.dtype != like.dtype
         self.onednn = (
             like.device.type == "cpu"
@@ -51,49 +36,28 @@ class Products:
             and not torch.is_grad_enabled()
             and _onednn_chosen(self.dtype)
         )
-        # Whether cuBLAS writes the results of reduced-precision operands in the results' dtype.
         self.cublas_results = self.mixed and like.is_cuda and _cublas_results_work(self.dtype)
 
     def weight(self, weight: torch.Tensor, rows: Optional[int] = None) -> torch.Tensor:
-        """
-        `weight` `(out, in)` in the layout and dtype `linear` reads fastest, for a weight used in
-        many products of `rows` rows: contiguous for oneDNN, cast once to the operands' dtype,
-        and, given `rows`, reordered once for oneDNN's bfloat16 kernels.
-        """
+        """`weight` `(out, in)` as `linear` reads it fastest in many products (of `rows` rows):
+        cast once, contiguous for oneDNN, reordered for oneDNN's bfloat16 kernels."""
         if self.mixed and weight.dtype != self.dtype:
-            # Cast in the weight's own layout (a transposed view stays one) ...
             low = weight.to(self.dtype)
             if self.onednn and rows is not None:
                 return torch.ops.mkldnn._reorder_linear_weight(low, rows)
-            # ... then transposed if it is a view: torch's copy that casts and transposes at
-            # once is slower than the two.
+            # (A cast, then a copy: faster than one copy that casts and transposes.)
             return POOL.empty(weight.shape, weight, self.dtype).copy_(low)
         if not self.onednn or weight.is_contiguous():
             return weight
         return POOL.empty(weight.shape, weight).copy_(weight)
 
     def _operand(self, tensor: torch.Tensor) -> torch.Tensor:
-        # In the operands' dtype (a cast keeps a transposed view's strides).
         return tensor.to(self.dtype) if self.mixed and tensor.dtype != self.dtype else tensor
 
     def linear(
         self, inputs: torch.Tensor, weight: torch.Tensor, out: Optional[torch.Tensor] = None
     ) -> torch.Tensor:
-        """
-        # Parameters
-
-        inputs : `torch.Tensor`
-            `(rows, in)`, any strides.
-        weight : `torch.Tensor`
-            `(out, in)`, any strides.
-        out : `torch.Tensor`, optional
-            `(rows, out)`, where the product is written (allocating nothing with `torch.mm`).
-
-        # Returns
-
-        `torch.Tensor`
-            `(rows, out)`, contiguous: `inputs @ weight.T`, in `like`'s dtype.
-        """
+        """`inputs @ weight.T` `(rows, out)` in the results' dtype (into `out` if given)."""
         inputs, weight = self._operand(inputs), self._operand(weight)
         # (oneDNN has no empty inner dimension; its linear copies strided inputs first.)
         rows_or_reordered = inputs.stride(1) == 1 or weight.is_mkldnn
@@ -139,17 +103,13 @@ class Products:
 
 
 def onednn_preferred(capability: str, vendor: str) -> bool:
-    """
-    Whether oneDNN multiplies float32 with wider vectors than MKL on a CPU of torch's
-    `capability` and `vendor` (`/proc/cpuinfo`'s `vendor_id`): AMD with AVX-512, where MKL runs
-    its AVX2 code.
-    """
+    """Whether oneDNN multiplies float32 with wider vectors than MKL: AMD with AVX-512, where
+    MKL runs its AVX2 code."""
     return capability == "AVX512" and vendor == "AuthenticAMD"
 
 
 @functools.lru_cache(maxsize=None)
 def _cpu_vendor() -> str:
-    """This machine's `vendor_id` (`/proc/cpuinfo`; "" where there is none)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
             for line in cpuinfo:
@@ -161,47 +121,29 @@ def _cpu_vendor() -> str:
 
 
 def _onednn_chosen(dtype: torch.dtype) -> bool:
-    # `ELMO_C_ONEDNN`: "0" never, "1" wherever it works; unset, for bfloat16 operands wherever
-    # it works (MKL has no faster bfloat16 product on CPU), for float32 ones where
-    # `onednn_preferred`.
+    # Unset: bfloat16 operands wherever it works (MKL has no faster bfloat16 product).
     setting = os.environ.get("ELMO_C_ONEDNN")
     if setting == "0":
         return False
-    if dtype != torch.float32:
-        return _onednn_bfloat16_works()
-    if setting != "1" and not onednn_preferred(
+    if dtype == torch.float32 and setting != "1" and not onednn_preferred(
         torch.backends.cpu.get_cpu_capability(), _cpu_vendor()
     ):
         return False
-    return _onednn_works()
+    return _onednn_multiplies(dtype)
 
 
 def _onednn_linear(inputs: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return torch.ops.mkldnn._linear_pointwise(inputs, weight, None, "none", [], "")
 
 
-# How far a product of the check's operands may be from their float64 product (absolute for
-# float32, relative for bfloat16 operands accumulated in float32).
+# The largest error from float64 products (absolute for float32, relative for bfloat16).
 _CHECK_TOLERANCE = {torch.float32: 1e-3, torch.bfloat16: 2.0**-7}
 
 
 @functools.lru_cache(maxsize=None)
-def _onednn_works() -> bool:
-    """Whether torch's oneDNN linear runs here and multiplies in float32 (checked once, on
-    transposed operands, against float64 products)."""
-    return _onednn_multiplies(torch.float32)
-
-
-@functools.lru_cache(maxsize=None)
-def _onednn_bfloat16_works() -> bool:
-    """Whether torch's oneDNN linear runs here on bfloat16 operands and accumulates in float32
-    (checked once, as `_onednn_works`)."""
-    return _onednn_multiplies(torch.bfloat16)
-
-
 def _onednn_multiplies(dtype: torch.dtype) -> bool:
-    # oneDNN's linear on `dtype` operands (transposed) against the float64 products of the same
-    # operands, within `_CHECK_TOLERANCE`.
+    """Whether oneDNN's linear runs here on `dtype` operands (transposed) within
+    `_CHECK_TOLERANCE` of float64 products."""
     if not torch.backends.mkldnn.is_available():
         logger.info("products: torch has no oneDNN; the LSTM's products use torch.mm")
         return False
@@ -211,7 +153,7 @@ def _onednn_multiplies(dtype: torch.dtype) -> bool:
     try:
         with torch.no_grad():
             product = _onednn_linear(inputs, weight)
-            if dtype != torch.float32:  # and through a weight reordered once (`Products.weight`)
+            if dtype != torch.float32:  # and through a reordered weight (`Products.weight`)
                 reordered = torch.ops.mkldnn._reorder_linear_weight(weight, inputs.size(0))
                 if not torch.equal(_onednn_linear(inputs, reordered), product):
                     raise RuntimeError("a reordered weight gives another product")
@@ -236,8 +178,7 @@ def _onednn_multiplies(dtype: torch.dtype) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _cublas_results_work(dtype: torch.dtype) -> bool:
-    """Whether this torch's `mm` and `addmm` take `out_dtype` (float32 results of `dtype`
-    operands) on a GPU. Never read back, so it may run inside a CUDA graph capture."""
+    """Whether `mm` and `addmm` take `out_dtype` on a GPU (capturable: nothing read back)."""
     operands = torch.ones(1, 1, dtype=dtype, device="cuda")
     total = torch.ones(1, 1, device="cuda")
     try:
@@ -248,11 +189,9 @@ def _cublas_results_work(dtype: torch.dtype) -> bool:
         return False
     return True
 
+
 def bfloat16_unsupported(device: torch.device) -> Optional[str]:
-    """
-    Why `device` has no fast bfloat16 matrix products (None where it has them: bfloat16 tensor
-    cores on a GPU, oneDNN's bfloat16 kernels on CPU).
-    """
+    """Why `device` has no fast bfloat16 matrix products (None where it has them)."""
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported(including_emulation=False):
             return None

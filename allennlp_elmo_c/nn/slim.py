@@ -1,7 +1,6 @@
 """
-Slim embedding tables (Li et al., "Slim Embedding Layers for Recurrent Neural Language Models",
-AAAI 2018): a word vector of size `d` is the concatenation of `K` sub-vectors of size `d / K`,
-position `k`'s from its own sub-pool `S_k` of `M / K` trainable sub-vectors, through a fixed
+Slim embedding tables (Li et al., AAAI 2018): a word vector of size `d` is `K` sub-vectors of size
+`d / K`, the `k`-th from its own sub-pool `S_k` of `M / K` trainable sub-vectors through a fixed
 random assignment `a(w, k)`: `M * d / K` parameters instead of `V * d`.
 """
 
@@ -19,15 +18,9 @@ def balanced_assignment(
     num_words: int, num_subvectors: int, pool_size: int, seed: int
 ) -> torch.LongTensor:
     """
-    The fixed random assignment, as in the paper: for each position `k`, copies of
-    `range(M / K)` (the last one a random part of it) shuffled once; word `w` takes entry `w`.
-    Every sub-vector is used `floor(V * K / M)` or `ceil(V * K / M)` times. Only `seed` decides
-    it (a private generator).
-
-    # Returns
-
-    `(num_words, num_subvectors)`: entry `(w, k)` is `a(w, k)`, in `[0, pool_size /
-    num_subvectors)`.
+    The paper's fixed random assignment `(num_words, num_subvectors)`, entry `(w, k)` = `a(w, k)`:
+    for each `k`, copies of `range(M / K)` (the last a random part of it) shuffled by `seed`'s
+    own generator, so every sub-vector is used `floor(V K / M)` or `ceil(V K / M)` times.
     """
     if pool_size % num_subvectors:
         raise ValueError(f"pool_size {pool_size} is not a multiple of {num_subvectors}")
@@ -47,25 +40,10 @@ def balanced_assignment(
 class SlimTable(torch.nn.Module):
     """
     `num_words` (V) word vectors of size `embedding_dim` (d), word `w`'s being
-    `[S_1[a(w, 1)]; ...; S_K[a(w, K)]]`; `pool` `(K, M / K, d / K)` holds the sub-pools. The
-    assignment (`balanced_assignment`) is a persistent int32 buffer `(V, K)`, so an archive
-    reloads the one it was trained with. The `(V, d)` matrix is never built.
-
-    # Parameters
-
-    num_words : `int`
-        V.
-    embedding_dim : `int`
-        d; must be divisible by `num_subvectors`.
-    num_subvectors : `int`
-        K, the number of sub-vectors per word (and of sub-pools).
-    pool_size : `int`
-        M, the sub-vectors of all K sub-pools together: a multiple of K, with
-        `(M / K) ** K >= num_words`.
-    seed : `int`
-        Seeds the assignment.
-    owner : `str`, optional (default = `"slim"`)
-        Names the component in error messages.
+    `[S_1[a(w, 1)]; ...; S_K[a(w, K)]]`, without building the `(V, d)` matrix. `pool`
+    `(K, M / K, d / K)` holds the `num_subvectors` (K) sub-pools of `pool_size` (M) sub-vectors
+    in all; the assignment of `seed` is a persistent int32 buffer `(V, K)`. `owner` names the
+    component in error messages.
     """
 
     def __init__(
@@ -102,14 +80,9 @@ class SlimTable(torch.nn.Module):
                 f"{num_words} words to have distinct vectors"
             )
         if subpool_size > num_words:
-            logger.warning(
-                "%s: each sub-pool has %d sub-vectors for %d words; %d per sub-pool are never "
-                "used",
-                owner,
-                subpool_size,
-                num_words,
-                subpool_size - num_words,
-            )
+            logger.warning("%s: each sub-pool has %d sub-vectors for %d words; %d per sub-pool "
+                           "are never used", owner, subpool_size, num_words,
+                           subpool_size - num_words)  # fmt: skip
         self.num_words = num_words
         self.embedding_dim = embedding_dim
         self.num_subvectors = num_subvectors
@@ -122,8 +95,7 @@ class SlimTable(torch.nn.Module):
         )
         assignment = balanced_assignment(num_words, num_subvectors, pool_size, seed)
         self.register_buffer("assignment", assignment.to(torch.int32), persistent=True)
-        # Derived from the assignment, built on first use on each device. Not buffers: DDP
-        # would broadcast them at every step.
+        # `score_index`, per device (not buffers: DDP would broadcast them every step).
         self._index: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
 
     def rows(self, ids: torch.Tensor) -> torch.LongTensor:
@@ -138,16 +110,7 @@ class SlimTable(torch.nn.Module):
         return assignment.long() + offsets
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """
-        # Parameters
-
-        ids : `torch.LongTensor`
-            Word ids of any shape `(...)`, in `[0, num_words)`.
-
-        # Returns
-
-        The word vectors, `(..., embedding_dim)`.
-        """
+        """The word vectors `(..., embedding_dim)` of `ids` `(...)`."""
         flat_pool = self.pool.view(self.pool_size, -1)
         subvectors = torch.nn.functional.embedding(self.rows(ids), flat_pool)
         return subvectors.reshape(*ids.shape, self.embedding_dim)
@@ -160,11 +123,8 @@ class SlimTable(torch.nn.Module):
     def score_index(
         self, device: torch.device
     ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """
-        The index `slim_scores` needs, built once per device (int32): `rows` `(V, K)`, the flat
-        pool's rows each word sums; and, for the backward pass, the words that use each row
-        (`slot_words[row_starts[r]:...]`).
-        """
+        """`slim_scores`'s int32 index on `device`: `rows` `(V, K)`, the flat pool's rows each
+        word sums; for the backward, the words that use each row (`slot_words`, `row_starts`)."""
         if self._index is None or self._index[0].device != device:
             k = self.num_subvectors
             rows = self._global_rows(self.assignment.to(device)).reshape(-1)
@@ -191,22 +151,9 @@ def slim_scores(
     row_starts: torch.Tensor,
 ) -> torch.Tensor:
     """
-    The paper's two-step output layer: word `w`'s score for `h = [h_1; ...; h_K]` is
-    `sum_k <h_k, S_k[a(w, k)]>`. Step 1 takes each chunk against its own sub-pool (O(M d / K) per
-    position), step 2 sums each word's K partial products (O(V K)), with a custom backward.
-
-    # Parameters
-
-    pool : `torch.Tensor`
-        `(K, M / K, d / K)`, the sub-pools.
-    hidden : `torch.Tensor`
-        `(N, d)`.
-    rows, slot_words, row_starts : `torch.Tensor`
-        `SlimTable.score_index`.
-
-    # Returns
-
-    `(V, N)`, words first.
+    The paper's two-step output layer `(V, N)`: word `w`'s score for `h = [h_1; ...; h_K]` `(N,
+    d)` is `sum_k <h_k, S_k[a(w, k)]>`: each chunk against its own sub-pool `(K, M / K, d / K)`
+    (O(M d / K) a position), then each word's K partial products summed (O(V K)).
     """
     num_subvectors, subpool_size, subvector_dim = pool.shape
     num_positions = hidden.size(0)

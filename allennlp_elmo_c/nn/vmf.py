@@ -8,22 +8,14 @@ For a predicted vector `e` of dimension `m`, `kappa = ||e||` and a unit target `
     log C_m(kappa) = (m/2 - 1) log kappa - (m/2) log(2 pi) - log I_{m/2-1}(kappa),
     d log C_m / d kappa = -I_{m/2}(kappa) / I_{m/2-1}(kappa),
 
-with `I_v` the modified Bessel function of the first kind, which under- and overflows in floating
-point. Everything here is torch code in float64 on the tensor's device, working with
-
-    s_v(x) = log(I_v(x) / x^v)   and   q_v(x) = I_{v+1}(x) / (x I_v(x)),
-
-finite down to `x = 0`: `log C_m(kappa) = -(m/2) log(2 pi) - s_{m/2-1}(kappa)`, derivative
-`-kappa q_{m/2-1}(kappa)`. Two regions of the order `v` cover every `x >= 0`:
-
-1. `v >= 16`: the Debye uniform asymptotic expansion (DLMF 10.41.3) with 12 terms,
-   `I_v(v z) ~ exp(v eta) / (sqrt(2 pi v) (1 + z^2)^(1/4)) sum_k u_k(t) / v^k`. With
-   `rho = sqrt(v^2 + x^2)` and `t = v / rho` it reads
-   `s_v(x) = rho - v log(v + rho) - log(2 pi rho) / 2 + log(sum_k u_k(t) / v^k)`. It is uniform
-   in `x / v`; `q_v` is `exp(s_{v+1} - s_v)`.
-2. `v < 16`: the same expansion at the order `w = v + n >= 16` (`n` whole steps), brought down
-   by the backward recurrence `q_{k-1} = 1 / (2k + x^2 q_k)`, `s_{k-1} = s_k + log(2k + x^2 q_k)`
-   (from `I_{k-1} = I_{k+1} + (2k / x) I_k`), the stable direction.
+with `I_v` the modified Bessel function of the first kind, which under- and overflows. Here, in
+float64 on the tensor's device, `s_v(x) = log(I_v(x) / x^v)` and `q_v(x) = I_{v+1}(x) / (x I_v(x))`,
+finite down to `x = 0`, give `log C_m(kappa) = -(m/2) log(2 pi) - s_{m/2-1}(kappa)` and its
+derivative `-kappa q_{m/2-1}(kappa)`. For `v >= 16` they come from the Debye uniform asymptotic
+expansion (DLMF 10.41.3, 12 terms; `rho = sqrt(v^2 + x^2)`, `t = v / rho`):
+`s_v(x) = rho - v log(v + rho) - log(2 pi rho) / 2 + log(sum_k u_k(t) / v^k)`,
+`q_v = exp(s_{v+1} - s_v)`; below, from order `v + n >= 16` down the stable backward recurrence
+`q_{k-1} = 1 / (2k + x^2 q_k)`, `s_{k-1} = s_k + log(2k + x^2 q_k)`.
 """
 
 import functools
@@ -85,10 +77,7 @@ def _debye_log_scaled_bessel(order: float, x: torch.Tensor) -> torch.Tensor:
 def _log_scaled_bessel_and_ratio(
     order: float, x: torch.Tensor
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """
-    Returns `s_v(x) = log(I_v(x) / x^v)` and `q_v(x) = I_{v+1}(x) / (x I_v(x))` for `v = order`,
-    in float64, finite for every `x >= 0`.
-    """
+    """`s_v(x)` and `q_v(x)` for `v = order`, in float64, finite for every `x >= 0`."""
     x = x.to(torch.float64)
     steps = max(0, math.ceil(_MIN_DEBYE_ORDER - order))
     top = order + steps
@@ -101,30 +90,6 @@ def _log_scaled_bessel_and_ratio(
         ratio = 1 / denominator
         log_scaled = log_scaled + torch.log(denominator)
     return log_scaled, ratio
-
-
-def log_bessel_iv(order: float, x: torch.Tensor) -> torch.Tensor:
-    """
-    `log I_order(x)` without underflow or overflow, in float64 on the device of `x`.
-
-    # Parameters
-
-    order : `float`
-        The order `v >= 0`.
-    x : `torch.Tensor`
-        The arguments, any shape, `x >= 0` (`x = 0` gives `-inf`, or `0` when `v = 0`).
-
-    # Returns
-
-    `torch.Tensor`
-        `log I_v(x)`, same shape as `x`, in the dtype of `x` (float64 if `x` is not floating).
-    """
-    order = float(order)
-    if not (math.isfinite(order) and order >= 0):
-        raise ValueError(f"log_bessel_iv needs a finite order >= 0, got {order}.")
-    log_scaled, _ = _log_scaled_bessel_and_ratio(order, x)
-    result = log_scaled + torch.xlogy(order, x.to(torch.float64))
-    return result.to(x.dtype) if x.is_floating_point() else result
 
 
 class _LogVmfNormalizer(torch.autograd.Function):
@@ -145,23 +110,8 @@ class _LogVmfNormalizer(torch.autograd.Function):
 
 
 def log_vmf_normalizer(kappa: torch.Tensor, dim: int) -> torch.Tensor:
-    """
-    `log C_m(kappa) = (m/2 - 1) log kappa - (m/2) log(2 pi) - log I_{m/2-1}(kappa)`, the log
-    normalising constant of the vMF density on the unit sphere of `R^m`, finite for every
-    `kappa >= 0` (the uniform density at 0). Not differentiable twice.
-
-    # Parameters
-
-    kappa : `torch.Tensor`
-        The concentrations `kappa >= 0`, any shape, floating point.
-    dim : `int`
-        The dimension `m >= 2` of the vectors.
-
-    # Returns
-
-    `torch.Tensor`
-        `log C_m(kappa)`, same shape and dtype as `kappa`.
-    """
+    """`log C_m(kappa)` of the vMF density on the unit sphere of `R^dim` for floating
+    `kappa >= 0` (any shape, its dtype kept), finite at 0; not differentiable twice."""
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
         raise ValueError(f"log_vmf_normalizer needs an int dim >= 2, got {dim!r}.")
     return _LogVmfNormalizer.apply(kappa, dim)
@@ -174,27 +124,10 @@ def vmf_loss(
     lambda_2: float = 1.0,
 ) -> torch.Tensor:
     """
-    NLLvMF (Kumar & Tsvetkov, 2019) with both of the paper's regularisers:
-    `-log C_m(||e||) - lambda_2 * e . (t / ||t||) + lambda_1 * ||e||`. A zero prediction gives
-    the uniform density's value, a zero target no direction term.
-
-    # Parameters
-
-    predictions : `torch.Tensor`
-        Predicted vectors `e`, shape `(..., m)`.
-    targets : `torch.Tensor`
-        Target vectors `t` (e.g. fastText embeddings, need not be unit), shape `(..., m)`,
-        broadcastable with `predictions`.
-    lambda_1 : `float`, optional (default = `0.0`)
-        Weight `>= 0` of the penalty on `||e||` (regulariser 1).
-    lambda_2 : `float`, optional (default = `1.0`)
-        Weight in `(0, 1]` of the dot product (regulariser 2; `1` disables it).
-
-    # Returns
-
-    `torch.Tensor`
-        The loss of each vector, shape `(...)`, in the dtype of the inputs (their promoted dtype
-        if they differ).
+    NLLvMF with the paper's regularisers, `(..., m) x (..., m) -> (...)` in the inputs' promoted
+    dtype: `-log C_m(||e||) - lambda_2 * e . (t / ||t||) + lambda_1 * ||e||` (`lambda_1 >= 0`,
+    `0 < lambda_2 <= 1`). A zero prediction gives the uniform density's value, a zero target no
+    direction term.
     """
     if not 0.0 < lambda_2 <= 1.0:
         raise ValueError(f"vmf_loss needs 0 < lambda_2 <= 1, got {lambda_2}.")

@@ -7,7 +7,6 @@ from allennlp_elmo_c.training.elmo_c_trainer import ElmoCTrainer
 from allennlp_elmo_c.training.fused_adam import FusedAdamOptimizer
 from allennlp_elmo_c.training.rnmt_plus import RnmtPlusLearningRateScheduler
 from allennlp_elmo_c.training.rng_state import RngStateCallback
-from allennlp_elmo_c.training.step_phases import StepPhases
 from allennlp_elmo_c.training.tokens_seen import TokensSeen
 from allennlp_elmo_c.training.skip_trained_batches import SkipTrainedBatches
 from allennlp_elmo_c.training.update_timings import UpdateTimings

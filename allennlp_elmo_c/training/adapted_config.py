@@ -15,12 +15,9 @@ logger = logging.getLogger(__name__)
 
 def standalone_config(config: Dict[str, Any]) -> Dict[str, Any]:
     """
-    The config of a run whose model is AllenNLP's `{"type": "from_archive", "archive_file": A}`
-    (continued pretraining, `training_config/elmo_c_adapt.jsonnet`) rewritten as an ordinary
-    `elmo_c` config: its `model` and dataset readers are the source archive A's, everything else
-    (data paths, trainer) stays. The weights of such a run have the source model's parameter
-    names, so the rewritten config loads them without A; a config whose model is not
-    `from_archive` is returned unchanged.
+    A config whose model is `{"type": "from_archive", "archive_file": A}` (continued
+    pretraining) with A's `model` and dataset readers in place, so that it loads the run's
+    weights without A; any other config unchanged.
     """
     model = config.get("model") or {}
     if model.get("type") != "from_archive":
@@ -36,16 +33,9 @@ def standalone_config(config: Dict[str, Any]) -> Dict[str, Any]:
 @TrainerCallback.register("adapted_config")
 class AdaptedConfigCallback(TrainerCallback):
     """
-    At the end of a training run whose model is `from_archive` (continued pretraining of an
-    ELMo-C archive), rewrites the serialization directory's config.json with `standalone_config`,
-    before `allennlp train` packs it into model.tar.gz: the adapted archive is then an ordinary
-    `elmo_c` archive (what `read_archive_config`, `elmo_c_token_embedder`, `elmo-c-embed` and
-    the `elmo_c_next_word` predictor read) that no longer needs the source archive. It is
-    rewritten at the end only: `allennlp train --recover` compares the config it is given with
-    config.json. A run stopped early (Ctrl-C) keeps the `from_archive` config, which AllenNLP's
-    `load_archive` loads while the source archive exists.
-
-    Registered as a `TrainerCallback` with name "adapted_config".
+    At the end of training, before it is archived, rewrites the run's config.json with
+    `standalone_config`: the adapted archive is an ordinary `elmo_c` one. (At the end only:
+    `--recover` compares the config it is given with config.json.)
     """
 
     def on_end(self, trainer, metrics=None, epoch=None, is_primary=True, **kwargs) -> None:

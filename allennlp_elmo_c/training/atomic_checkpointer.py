@@ -40,57 +40,25 @@ class AtomicCheckpointer(Checkpointer):
     AllenNLP's checkpointer, with checkpoints that survive the crash that interrupts them and a
     `--recover` that resumes from the newest checkpoint that loads.
 
-    Saving: each `model_state_e*_b*.th` and `training_state_e*_b*.th` is written atomically
-    (`allennlp_elmo_c.common.atomic`: a temporary name, fsync, rename), the training state first
-    and the model state, which is what AllenNLP lists checkpoints by, last. A save that fails (a
-    full disk) removes what it wrote of that checkpoint and raises, leaving the older checkpoints
-    as they were. A file of the same name is replaced (AllenNLP keeps it). Stale temporaries of
-    a killed run are removed when the checkpointer is created.
+    Each `training_state_e*_b*.th`, then `model_state_e*_b*.th` (what AllenNLP lists
+    checkpoints by), is written atomically (`common.atomic`); a failed save removes what it wrote
+    of that checkpoint and raises. Stale temporaries of a killed run are removed at creation.
 
-    Loading (`allennlp train --recover`): the checkpoints are tried newest first; the first whose
-    model state and training state both load (and whose training state is for that point in
-    training) is used. Each checkpoint skipped is logged as a warning naming its files and what
-    is wrong with each, and its files are renamed with the suffix `.unusable` (kept for
-    inspection, no longer counted, listed or overwritten). If none loads, a
-    `ConfigurationError` lists every file and its problem, and nothing is renamed. Both files
-    are loaded with `weights_only=True` (the training state by `load_training_state`: a run
-    directory received from elsewhere runs no code), and the best model is read from this run's
-    directory, whatever path the training state names.
+    `--recover` tries the checkpoints newest first and takes the first whose two files load
+    (`weights_only`; the training state through `load_training_state`) and agree on the point in
+    training; the newer ones are logged and renamed with `.unusable`. If none loads, a
+    `ConfigurationError` lists every file and its problem. The best model is read from this
+    run's directory, whatever path the training state names.
 
-    Distributed training (AllenNLP's `distributed` setting, on one machine or several): the
-    first process of each machine writes that machine's `-s` directory, so every machine holds
-    the checkpoints and keeps `keep_most_recent_by_count` of them (AllenNLP's `Checkpointer`
-    prunes on global rank 0 only: the other machines would keep every checkpoint). A time-based
-    save (`save_every_num_seconds`, which AllenNLP refuses in distributed training) happens
-    after the same batch on every process: rank 0's clock decides, and its decision reaches the
-    others in one small all-reduce per batch. `--recover` checks that every process resumes
-    from the same point in training and otherwise raises a `ConfigurationError` that names each
-    directory's checkpoint: processes that resumed from different checkpoints would train
-    different weights without any error.
+    Distributed: the first process of each machine writes and prunes that machine's `-s`
+    directory; `save_every_num_seconds` follows rank 0's clock (one small all-reduce per batch)
+    so that every process saves after the same batch; `--recover` raises unless every process
+    resumes from the same point.
 
-    Everything else (when to save, which checkpoints to keep) is AllenNLP's `Checkpointer`.
-
-    Registered as a `Checkpointer` with name "atomic": a run gets it when its config names it
-    (`trainer.checkpointer.type: 'atomic'`), and the `elmo_c` trainer's checkpointer is this one
-    when none is named with a type. AllenNLP's "default" stays AllenNLP's own `Checkpointer`.
-
-    # Parameters
-
-    serialization_dir : `Union[str, os.PathLike]`
-        The run's directory (given by the trainer).
-    save_completed_epochs : `bool`, optional (default = `True`)
-        Save at the end of each epoch.
-    save_every_num_seconds : `float`, optional (default = `None`)
-        Save at least this often (in distributed training: by rank 0's clock, on every process
-        after the same batch).
-    save_every_num_batches : `int`, optional (default = `None`)
-        Save at least every this many batches.
-    keep_most_recent_by_count : `int`, optional (default = `2`)
-        Keep this many most recent checkpoints (`None`: keep all, unless
-        `keep_most_recent_by_age` is set). At least 1; 1 is allowed but warned about, because
-        a damaged newest checkpoint then has nothing to fall back to.
-    keep_most_recent_by_age : `int`, optional (default = `None`)
-        Also keep the checkpoints younger than this many seconds.
+    Registered as a `Checkpointer` with name "atomic"; the `elmo_c` trainer uses it when its
+    checkpointer has no `type`. The parameters are AllenNLP's `Checkpointer`'s;
+    `keep_most_recent_by_count` must be at least 1 (1 is warned about: a damaged newest
+    checkpoint then has nothing to fall back to).
     """
 
     def __init__(
@@ -127,9 +95,7 @@ class AtomicCheckpointer(Checkpointer):
 
     @property
     def _is_primary(self) -> bool:
-        """Whether this process writes, prunes and tidies this directory: the first process of
-        its machine in AllenNLP's distributed training (the trainer gives the state to save to
-        local rank 0 of every machine), rank 0 in other distributed setups, else the only one."""
+        """Whether this process writes this directory: local rank 0 of each machine."""
         per_node = os.environ.get("ALLENNLP_PROCS_PER_NODE")  # set by `allennlp train`'s workers
         if not is_distributed() or per_node is None:
             return self._rank == 0
@@ -138,10 +104,6 @@ class AtomicCheckpointer(Checkpointer):
     def maybe_save_checkpoint(
         self, trainer: Trainer, num_epochs_completed: int, num_batches_in_epoch_completed: int
     ) -> bool:
-        """
-        AllenNLP's decision (the end of an epoch, `save_every_num_batches`), then
-        `save_every_num_seconds` by rank 0's clock, agreed on by every process.
-        """
         if super().maybe_save_checkpoint(
             trainer, num_epochs_completed, num_batches_in_epoch_completed
         ):
@@ -150,7 +112,6 @@ class AtomicCheckpointer(Checkpointer):
             return False
         due = time.time() - self._last_save_time >= self._every_num_seconds
         if is_distributed():
-            # Every process calls this after every batch; all save after the same one.
             due = bool(nn_util.dist_reduce(int(due and self._rank == 0), dist.ReduceOp.MAX))
         if due:
             self.save_checkpoint(trainer)
@@ -173,16 +134,11 @@ class AtomicCheckpointer(Checkpointer):
                     if os.path.exists(path):
                         os.remove(path)
                 raise
-        # AllenNLP's bookkeeping and pruning; its own writes are skipped, the files exist.
+        # AllenNLP's bookkeeping and pruning, without its writes.
         super().save_checkpoint(_SavedState(state))  # type: ignore[arg-type]
 
     def load_checkpoint(self) -> Optional[TrainerCheckpoint]:
-        """
-        Loads the newest checkpoint whose model state and training state both load (see the
-        class description); `None` if there are no checkpoint files at all. In distributed
-        training every process must call it (the trainer does, at the start of `train`): it
-        raises a `ConfigurationError` on every process unless all resume from the same point.
-        """
+        """The newest checkpoint that loads; `None` without checkpoint files."""
         try:
             state, failure = self._load_newest(), None
         except ConfigurationError as error:
@@ -278,8 +234,7 @@ class AtomicCheckpointer(Checkpointer):
         )
 
     def _find_all_checkpoint_points(self) -> Set[Tuple[int, int]]:
-        """The points in training of every model or training state file (AllenNLP's
-        `_find_all_checkpoints` lists model states only, and so misses a lone training state)."""
+        # (AllenNLP's `_find_all_checkpoints` lists model states only.)
         shard = f"_w{self._rank}" if self.state_is_sharded else None
         points = set()
         for name in os.listdir(self._serialization_dir):
@@ -290,10 +245,6 @@ class AtomicCheckpointer(Checkpointer):
         return points
 
     def _set_aside(self, skipped: List[Tuple[Tuple[int, int], List[Tuple[str, str]]]]) -> None:
-        """Renames the files of the checkpoints `load_checkpoint` skipped, which are newer than
-        the one it resumes from, so that they are neither kept in their place by the pruning nor
-        listed by `find_latest_checkpoint`. In non-sharded distributed training every process
-        reads the same files, and only the primary renames them."""
         if not (self._is_primary or self.state_is_sharded):
             return
         for point, _ in skipped:
@@ -318,8 +269,7 @@ def _load_weights(path: str) -> Any:
 def _load(
     path: str, loader: Callable[[str], Any], problems: List[Tuple[str, str]]
 ) -> Optional[Any]:
-    """`loader(path)` (onto the CPU: the trainer moves the states to the device); on failure
-    records the problem and returns `None`."""
+    """`loader(path)`, or `None` with the problem recorded."""
     if not os.path.exists(path):
         problems.append((path, "missing"))
         return None

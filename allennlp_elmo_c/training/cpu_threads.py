@@ -5,49 +5,26 @@ from typing import Optional
 
 import torch
 
-from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.common.threads import CpuLoad, free_cpus, set_torch_threads
 
 logger = logging.getLogger(__name__)
+CHECK_SECONDS = 30.0
 
 
 @TrainerCallback.register("cpu_threads")
 class CpuThreads(TrainerCallback):
     """
-    Runs a CPU training on as many torch threads as there are free CPUs: those of the CPUs the
-    process may use that no other process keeps busy (`common/threads.free_cpus`), measured as
-    training starts and again every `check_seconds`, so that a run shares a machine without its
-    threads waiting on a core another process holds (two threads beside one busy process run a
-    small step slower than one: `experiments/speed/shared_cores.py`). Other training processes
-    of a distributed run count as busy, so P processes on P cores get one thread each.
-
-    The user's choice wins: `threads` in the config, or `OMP_NUM_THREADS` in the environment,
-    fixes the count (at most one per usable CPU) and nothing is measured. On a GPU the callback
-    does nothing.
-
-    Registered as a `TrainerCallback` with name "cpu_threads".
-
-    # Parameters
-
-    serialization_dir : `str`
-        The run's directory (unused; every callback gets it).
-    threads : `int`, optional (default = `None`)
-        A fixed thread count instead of the free CPUs.
-    check_seconds : `float`, optional (default = `30.0`)
-        How often (in wall seconds, checked after each training batch) the free CPUs are
-        measured again, over the interval since the last check.
+    Runs a CPU training on as many torch threads as there are free CPUs (`common.threads
+    .free_cpus`: of those the process may use, the ones no other process keeps busy), measured
+    at the start and every `CHECK_SECONDS`. `threads` in the config, or `OMP_NUM_THREADS`, fixes
+    the count instead. On a GPU it does nothing.
     """
 
-    def __init__(
-        self, serialization_dir: str, threads: Optional[int] = None, check_seconds: float = 30.0
-    ) -> None:
+    def __init__(self, serialization_dir: str, threads: Optional[int] = None) -> None:
         super().__init__(serialization_dir)
-        if check_seconds <= 0:
-            raise ConfigurationError(f"cpu_threads: check_seconds must be > 0, got {check_seconds}")
         self.threads = threads
-        self.check_seconds = check_seconds
         self._load: Optional[CpuLoad] = None
         self._checked = 0.0
 
@@ -66,7 +43,7 @@ class CpuThreads(TrainerCallback):
         count = free_cpus()
         torch.set_num_threads(count)
         logger.info("Training on %d torch thread(s): the free CPUs of those this process may use "
-                    "(measured again every %g s)", count, self.check_seconds)  # fmt: skip
+                    "(measured again every %g s)", count, CHECK_SECONDS)  # fmt: skip
         self._load = CpuLoad()
         self._checked = time.monotonic()
 
@@ -76,7 +53,7 @@ class CpuThreads(TrainerCallback):
         if self._load is None or not is_training:
             return
         now = time.monotonic()
-        if now - self._checked < self.check_seconds:
+        if now - self._checked < CHECK_SECONDS:
             return
         self._checked = now
         count = free_cpus(self._load)

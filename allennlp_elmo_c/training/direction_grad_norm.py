@@ -33,19 +33,10 @@ def direction_groups(model: torch.nn.Module) -> Dict[str, List[torch.nn.Paramete
 @TrainerCallback.register("grad_norm_per_direction")
 class GradNormPerDirection(TrainerCallback):
     """
-    Clips the gradient norm of each language model on its own, as the paper's code does: the
-    forward LM's parameters to `max_norm`, the backward LM's to `max_norm`, and the parameters
-    both share (`direction_groups`) as a third group. It replaces the trainer's
-    `rescale_gradients` (once per update, after unscaling mixed-precision gradients); a trainer
-    `grad_norm` still applies afterwards to all parameters. The logged gradient norm is the
-    norm over all parameters before clipping.
-
-    Registered as a `TrainerCallback` with name "grad_norm_per_direction".
-
-    # Parameters
-
-    max_norm : `float`, optional (default = `1.0`)
-        The largest gradient norm of each group.
+    Clips the gradient norm of each language model on its own to `max_norm`, as the paper's code
+    does (the parameters both share, `direction_groups`, as a third group), in place of the
+    trainer's `rescale_gradients`; a trainer `grad_norm` still applies afterwards to all. The
+    logged gradient norm is the one over all parameters before clipping.
     """
 
     def __init__(self, serialization_dir: str, max_norm: float = 1.0) -> None:

@@ -26,21 +26,9 @@ logger = logging.getLogger(__name__)
 @TrainerCallback.register("elmo_c_run")
 class ElmoCRun(TrainerCallback):
     """
-    What an ELMo-C run leaves for its archive, written when training ends and before `allennlp
-    train` archives the run:
-
-    - the machine, appended to the run's `hardware.json` (`run_info.record_hardware`), for the
-      model card (after a failed session too);
-    - after a finished run, config.json with absolute fastText paths and the fingerprint of each
-      fastText `.bin` (`record_run_files`), so that the archive works from any directory and
-      refuses any other `.bin` (rewritten at the end only: `--recover` compares the config it is
-      given with config.json);
-    - the fastText `.bin` of the biLM of each `elmo_c_token_embedder` (unless it says
-      `bundle_fasttext: false`), linked into `fasttext/<fingerprint>.bin`, which the configs'
-      `include_in_archive: ['fasttext/*.bin']` puts into a task archive, so that it loads after
-      the biLM is moved or deleted.
-
-    Registered as a `TrainerCallback` with name "elmo_c_run".
+    When training ends, before `allennlp train` archives the run: appends the machine to
+    `hardware.json` (`run_info`), and after a finished run `record_run_files` (at the end only:
+    `--recover` compares the config it is given with config.json).
     """
 
     def on_end(self, trainer, metrics=None, epoch=None, is_primary=True, **kwargs) -> None:
@@ -52,8 +40,8 @@ class ElmoCRun(TrainerCallback):
 
 
 def record_run_files(serialization_dir: str) -> List[str]:
-    """Rewrites the run's config.json with absolute fastText paths and fingerprints, and links
-    its biLMs' fastText models into `fasttext/`; returns their names relative to the run."""
+    """Rewrites the run's config.json with absolute fastText paths and fingerprints (so that
+    the archive works from anywhere and refuses another `.bin`), and `bundle_fasttext`s."""
     path = Path(serialization_dir) / CONFIG_NAME
     config = json.loads(path.read_text(encoding="utf-8"))
     changed = absolute_config_paths(config) + record_fingerprints(config)
@@ -83,9 +71,10 @@ def _record_indexer_fingerprints(config: Dict[str, Any]) -> List[Any]:
 
 
 def bundle_fasttext(config: Dict[str, Any], serialization_dir: str) -> List[str]:
-    """Links (or copies) into `serialization_dir/fasttext/` the fastText `.bin` of the biLM of
-    every `elmo_c_token_embedder` of `config` (unless it says `bundle_fasttext: false`) as
-    `<fingerprint>.bin`; returns their names. A biLM that cannot be read is skipped, warned."""
+    """Links (or copies) the fastText `.bin` of the biLM of every `elmo_c_token_embedder`
+    (unless `bundle_fasttext: false`) to `fasttext/<fingerprint>.bin` in the run, which the
+    configs' `include_in_archive` puts into a task archive; returns their names. A biLM that
+    cannot be read is skipped, warned."""
     names: List[str] = []
     for key, node in component_nodes(config, ("elmo_c_token_embedder",)):
         if not node.get("bundle_fasttext", True) or not isinstance(node.get("archive_file"), str):

@@ -24,13 +24,10 @@ AUTOCAST_WARNING = {
 @Trainer.register("elmo_c", constructor="from_partial_objects")
 class ElmoCTrainer(GradientDescentTrainer):
     """
-    AllenNLP's `gradient_descent` trainer for the plugin's configs, with three differences:
-    a checkpointer given without a `type`, or none at all, is the `atomic` one (`-o
-    '{"trainer.checkpointer": {...}}'` replaces the config's object, `type` included); `best.th`
-    is written atomically; the trainer's one `torch.cuda.amp.autocast` FutureWarning is not shown.
-    Its parameters are `gradient_descent`'s.
-
-    Registered as a `Trainer` with name "elmo_c".
+    AllenNLP's `gradient_descent` trainer (its parameters) with three differences: a
+    checkpointer without a `type` (as an `-o` override of it leaves it), or none, is `atomic`;
+    `best.th` is written atomically; the trainer's `torch.cuda.amp.autocast` FutureWarning is not
+    shown.
     """
 
     @classmethod

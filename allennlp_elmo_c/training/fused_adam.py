@@ -2,25 +2,13 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
-from allennlp.common.checks import ConfigurationError
 from allennlp.training.optimizers import Optimizer, make_parameter_groups
-
-IMPLEMENTATIONS = ("fused", "foreach", "for-loop")
 
 
 @Optimizer.register("fused_adam")
 class FusedAdamOptimizer(Optimizer, torch.optim.Adam):
-    """
-    AllenNLP's `adam` (the same arguments and update, to float32 rounding) through torch's fused
-    implementation: one kernel over all parameters of a dtype and device instead of a loop.
-
-    Registered as an `Optimizer` with name "fused_adam".
-
-    # Parameters
-
-    implementation : `str`, optional (default = `"fused"`)
-        `"fused"`, `"foreach"` (torch's multi-tensor implementation) or `"for-loop"` (`adam`'s).
-    """
+    """AllenNLP's `adam` (its arguments and update, to float32 rounding) through torch's fused
+    implementation: one kernel for all parameters of a dtype and device."""
 
     def __init__(
         self,
@@ -31,13 +19,7 @@ class FusedAdamOptimizer(Optimizer, torch.optim.Adam):
         eps: float = 1e-08,
         weight_decay: float = 0.0,
         amsgrad: bool = False,
-        implementation: str = "fused",
     ) -> None:
-        if implementation not in IMPLEMENTATIONS:
-            raise ConfigurationError(
-                f"fused_adam: implementation must be one of {IMPLEMENTATIONS}, got "
-                f"{implementation!r}"
-            )
         super().__init__(
             params=make_parameter_groups(model_parameters, parameter_groups),
             lr=lr,
@@ -45,6 +27,5 @@ class FusedAdamOptimizer(Optimizer, torch.optim.Adam):
             eps=eps,
             weight_decay=weight_decay,
             amsgrad=amsgrad,
-            fused=implementation == "fused",
-            foreach=implementation == "foreach",
+            fused=True,
         )

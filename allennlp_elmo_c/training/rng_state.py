@@ -12,13 +12,8 @@ logger = logging.getLogger(__name__)
 
 @TrainerCallback.register("rng_state")
 class RngStateCallback(TrainerCallback):
-    """
-    Saves torch's random generator states (CPU and CUDA) with each checkpoint and restores them
-    on `allennlp train --recover` (single-process runs only), so a resumed run draws the same
-    dropout masks as the uninterrupted one.
-
-    Registered as a `TrainerCallback` with name "rng_state".
-    """
+    """Saves torch's random generator states with each checkpoint and restores them on
+    `--recover` (single-process runs): a resumed run draws the uninterrupted one's dropout."""
 
     def state_dict(self) -> Dict[str, Any]:
         state: Dict[str, Any] = {"torch": torch.get_rng_state()}

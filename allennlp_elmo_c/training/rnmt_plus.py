@@ -10,7 +10,8 @@ from allennlp.training.learning_rate_schedulers.learning_rate_scheduler import L
 
 logger = logging.getLogger(__name__)
 # What defines the schedule (the rest of the state is the position in it).
-SCHEDULE = ("warmup_steps", "decay_start", "decay_end", "batch_scale", "final_factor", "min_lr")
+SCHEDULE = ("warmup_steps", "decay_start", "decay_end", "batch_scale", "final_factor")
+REFERENCE_BATCH_SIZE = 128
 
 
 def world_size() -> int:
@@ -23,14 +24,13 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
     The RNMT+ learning rate schedule (Chen et al. 2018) that ELMo-C trains with. For the `t`-th
     update, a parameter group's base learning rate `base` and `n` = total batch / 128:
 
-    - warm-up, `t < p`: `base * (1 + (n - 1) * t / p)`, a convex combination of `base` and
-      `base * n`, so never negative (the paper's `1 + t(n - 1)/(np)` is, for `n < 1`);
+    - warm-up, `t < p`: `base * (1 + (n - 1) * t / p)`, never negative (the paper's
+      `1 + t(n - 1)/(np)` is, for `n < 1`);
     - hold at `base * n` until `decay_start`;
     - exponential decay to `base * final_factor` at `decay_end`, never a rise (with
-      `final_factor >= n` it holds at `base * n`), then a hold; floored at `min_lr`.
+      `final_factor >= n` it holds at `base * n`), then a hold.
 
-    The trainer calls `step_batch` before each update. A run resumed (`--recover`) keeps its
-    position and follows its own schedule (its world size and config).
+    A run resumed (`--recover`) keeps its position and follows its own config's schedule.
 
     Registered as a `LearningRateScheduler` with name "rnmt_plus".
 
@@ -39,15 +39,13 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
     warmup_steps : `int`
         `p`, cut to `decay_start` when a run given by fractions is shorter.
     decay_start, decay_end : `int`, optional
-        The updates where the decay starts and ends. Or `decay_start_examples` /
-        `decay_end_examples`: examples over all workers, divided by the total batch; or
-        `decay_start_fraction` / `decay_end_fraction`: of the run's updates (AllenNLP hands the
-        run's length over when the data loader knows it). Steps or examples win over fractions.
+        The updates where the decay starts and ends; or `decay_start_fraction` /
+        `decay_end_fraction` of the run's updates (which AllenNLP hands over when the data loader
+        knows its length). Updates win over fractions.
     batch_scale : `float`, optional
-        `n`. Or `batch_size` (sentences per update over all workers) or `batch_size_per_worker`
-        (times the world size), over `reference_batch_size`.
+        `n`; or `batch_size` (sentences per update over all workers) / 128; or
+        `batch_size_per_worker` times the world size / 128.
     final_factor : `float`, optional (default = `0.5`)
-    min_lr : `float`, optional (default = `0.0`)
     """
 
     def __init__(
@@ -59,13 +57,9 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
         batch_scale: float = None,
         batch_size: int = None,
         batch_size_per_worker: int = None,
-        decay_start_examples: float = None,
-        decay_end_examples: float = None,
         decay_start_fraction: float = None,
         decay_end_fraction: float = None,
-        reference_batch_size: int = 128,
         final_factor: float = 0.5,
-        min_lr: float = 0.0,
         last_epoch: int = -1,
         num_epochs: int = None,
         num_steps_per_epoch: int = None,
@@ -79,22 +73,20 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
                 f"'batch_size_per_worker', got {given}"
             )
         if batch_size_per_worker is not None:
-            if batch_size_per_worker < 1:
-                raise ConfigurationError(
-                    f"rnmt_plus needs batch_size_per_worker >= 1, got {batch_size_per_worker}"
-                )
             batch_size = batch_size_per_worker * workers
-        if decay_start is not None or decay_start_examples is not None:
+        if batch_size is not None:
+            if batch_size < 1:
+                raise ConfigurationError(f"rnmt_plus needs a batch size >= 1, got {given}")
+            batch_scale = batch_size / REFERENCE_BATCH_SIZE
+        if decay_start is not None:
             decay_start_fraction = None
-        if decay_end is not None or decay_end_examples is not None:
+        if decay_end is not None:
             decay_end_fraction = None
         run = _run_updates(
             num_epochs, num_steps_per_epoch, decay_start_fraction, decay_end_fraction
         )
-        decay_start = self._steps("decay_start", decay_start, decay_start_examples, batch_size,
-                                  decay_start_fraction, run)  # fmt: skip
-        decay_end = self._steps("decay_end", decay_end, decay_end_examples, batch_size,
-                                decay_end_fraction, run)  # fmt: skip
+        decay_start = self._steps("decay_start", decay_start, decay_start_fraction, run)
+        decay_end = self._steps("decay_end", decay_end, decay_end_fraction, run)
         if run is not None and warmup_steps > decay_start:
             logger.warning("rnmt_plus: the run has %d updates, so the warm-up of %d is cut to the "
                            "decay's start, %d", run, warmup_steps, decay_start)  # fmt: skip
@@ -104,24 +96,14 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
                 "rnmt_plus needs 0 <= warmup_steps <= decay_start < decay_end, got "
                 f"warmup_steps={warmup_steps}, decay_start={decay_start}, decay_end={decay_end}"
             )
-        if batch_size is not None:
-            if batch_size < 1 or reference_batch_size < 1:
-                raise ConfigurationError(
-                    "rnmt_plus needs batch_size >= 1 and reference_batch_size >= 1, got "
-                    f"{batch_size} and {reference_batch_size}"
-                )
-            batch_scale = batch_size / reference_batch_size
         for name, value in (("batch_scale", batch_scale), ("final_factor", final_factor)):
             if not (0 < value < math.inf):
                 raise ConfigurationError(f"rnmt_plus needs a finite {name} > 0, got {value}")
-        if not (0 <= min_lr < math.inf):
-            raise ConfigurationError(f"rnmt_plus needs a finite min_lr >= 0, got {min_lr}")
         self.warmup_steps = int(warmup_steps)
         self.decay_start = int(decay_start)
         self.decay_end = int(decay_end)
         self.batch_scale = float(batch_scale)
         self.final_factor = float(final_factor)
-        self.min_lr = float(min_lr)
         super().__init__(optimizer, last_epoch=last_epoch)
         if self.final_factor >= self.batch_scale:
             logger.info(f"rnmt_plus: final_factor {self.final_factor} >= batch scale "
@@ -136,31 +118,18 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
 
     @staticmethod
     def _steps(
-        name: str,
-        steps: Optional[int],
-        examples: Optional[float],
-        batch_size: Optional[int],
-        fraction: Optional[float] = None,
-        run: Optional[int] = None,
+        name: str, steps: Optional[int], fraction: Optional[float], run: Optional[int]
     ) -> int:
-        if sum(value is not None for value in (steps, examples, fraction)) != 1:
+        if (steps is None) == (fraction is None):
             raise ConfigurationError(
-                f"rnmt_plus needs exactly one of '{name}', '{name}_examples' and "
-                f"'{name}_fraction', got {name}={steps}, {name}_examples={examples}, "
-                f"{name}_fraction={fraction}"
+                f"rnmt_plus needs exactly one of '{name}' and '{name}_fraction', got "
+                f"{name}={steps}, {name}_fraction={fraction}"
             )
         if steps is not None:
             return int(steps)
-        if examples is None:
-            if not (0 <= fraction < math.inf):
-                raise ConfigurationError(f"rnmt_plus needs {name}_fraction >= 0, got {fraction}")
-            return int(fraction * run)
-        if batch_size is None:
-            raise ConfigurationError(
-                f"rnmt_plus: '{name}_examples' needs the total batch: give 'batch_size' or "
-                "'batch_size_per_worker' (not 'batch_scale')"
-            )
-        return int(examples // batch_size)
+        if not (0 <= fraction < math.inf):
+            raise ConfigurationError(f"rnmt_plus needs {name}_fraction >= 0, got {fraction}")
+        return int(fraction * run)
 
     def step(self, metric: float = None) -> None:
         pass
@@ -186,7 +155,7 @@ class RnmtPlusLearningRateScheduler(LearningRateScheduler):
 
     def get_values(self) -> List[float]:
         factor = self._factor(self.last_epoch)
-        return [max(self.min_lr, base * factor) for base in self.base_values]
+        return [base * factor for base in self.base_values]
 
     def _factor(self, step: int) -> float:
         n = self.batch_scale

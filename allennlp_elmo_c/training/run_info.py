@@ -1,8 +1,4 @@
-"""
-`hardware.json` in a training run's directory: the machine each session of the run (the first
-one and every `--recover`) ended on, for the model card that `package` writes. Appended to by the
-`elmo_c_run` callback when training ends.
-"""
+"""`hardware.json`: the machine each session of a run ended on, for `package`'s model card."""
 
 import json
 import os

@@ -9,16 +9,10 @@ logger = logging.getLogger(__name__)
 
 @TrainerCallback.register("skip_trained_batches")
 class SkipTrainedBatches(TrainerCallback):
-    """
-    On `allennlp train --recover`, tells a data loader that can skip (`lm_stream`) where the
-    checkpoint left off, so that it makes nothing for the epochs done and cheap placeholders for
-    the batches done instead of re-reading them; the data order stays the uninterrupted run's.
-
-    Registered as a `TrainerCallback` with name "skip_trained_batches".
-    """
+    """On `--recover`, tells a data loader that can skip (`lm_stream.resume`) where the
+    checkpoint left off, instead of re-reading the trained batches."""
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
-        # The position restored from the checkpoint (set by the trainer before `on_start`).
         where = "skip_trained_batches: the checkpoint's"
         epochs = checked_count(getattr(trainer, "_start_after_epochs_completed", 0),
                                "epochs_completed", where)  # fmt: skip

@@ -1,7 +1,3 @@
-"""
-How much text a language-model run has trained on, for the model card and `describe`.
-"""
-
 import logging
 from typing import Any, Dict
 
@@ -27,12 +23,8 @@ def predicted_tokens(batch: Dict[str, Any]) -> int:
 
 @TrainerCallback.register("tokens_seen")
 class TokensSeen(TrainerCallback):
-    """
-    Counts the `predicted_tokens` of every training batch (summed over distributed workers, kept
-    with the checkpoints) into the run's metrics as `tokens_seen` at the end of every epoch.
-
-    Registered as a `TrainerCallback` with name "tokens_seen".
-    """
+    """The `predicted_tokens` of every training batch so far (over all workers, kept with the
+    checkpoints), in the run's metrics as `tokens_seen` after every epoch (for `describe`)."""
 
     def __init__(self, serialization_dir: str) -> None:
         super().__init__(serialization_dir)

@@ -1,9 +1,3 @@
-"""
-Reading a checkpoint's training state (`training_state_e*_b*.th`) without running code: torch's
-`weights_only` unpickler with numpy scalars (what metric trackers may hold) allowed, and its
-counters checked.
-"""
-
 import os
 from typing import Any, List, Union
 
@@ -17,7 +11,7 @@ from allennlp_elmo_c.received.weights_only import load_weights_only
 # The largest counter (epochs, batches, tokens) a training state may hold.
 MAX_COUNT = 1 << 53
 
-# What a numpy scalar pickles as: `numpy._core.multiarray.scalar(dtype, bytes)`.
+# What a numpy scalar (a metric tracker's) pickles as.
 _NUMERIC_TYPE_CODES = "?bhilqBHILQefd"
 TRAINING_STATE_GLOBALS: List[Any] = [
     np._core.multiarray.scalar,
@@ -27,10 +21,8 @@ TRAINING_STATE_GLOBALS: List[Any] = [
 
 
 def load_training_state(path: Union[str, os.PathLike]) -> Any:
-    """
-    The training state in `path`, loaded onto the CPU; any other global in the pickle, or a
-    counter that is not a `checked_count`, is a `ConfigurationError` naming the file.
-    """
+    """The training state in `path` (`training_state_e*_b*.th`), loaded `weights_only` onto the
+    CPU with numpy scalars allowed and its counters checked."""
     state = load_weights_only(
         path,
         TRAINING_STATE_GLOBALS,

@@ -23,12 +23,9 @@ def with_update_timings(
 @TrainerCallback.register("update_timings")
 class UpdateTimings(TrainerCallback):
     """
-    Writes `update_timings.json` to the serialization directory: when each update and
-    validation batch ended (seconds since the trainer was built, `start_wall` its `time.time()`),
-    and the peak resident and GPU memory; at the end and every `write_every` updates. `plan`
-    measures a machine with it.
-
-    Registered as a `TrainerCallback` with name "update_timings".
+    Writes `update_timings.json` into the run's directory (at the end and every `write_every`
+    updates): when each update and validation batch ended, in seconds since the callback was
+    built (`start_wall` its `time.time()`), and the peak resident and GPU memory. `plan` reads it.
     """
 
     def __init__(self, serialization_dir: str, write_every: int = 50) -> None:
@@ -56,7 +53,6 @@ class UpdateTimings(TrainerCallback):
             "update_ends": self._ends,
             "validation_batch_ends": self._validation_ends,
             "start_wall": self._start_wall,
-            "end": self._now(),
             "peak_rss_bytes": _peak_rss_bytes(),
             "peak_gpu_bytes": (
                 torch.cuda.max_memory_allocated() if torch.cuda.is_initialized() else 0

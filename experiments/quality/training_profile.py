@@ -35,7 +35,7 @@ from experiments.quality import per_minute as quality_per_minute
 from experiments.common.machine import machine
 from experiments.common.markers import markers, replace_section
 
-from allennlp_elmo_c.training.step_phases import RESULT_FILE
+from experiments.quality.step_phases import RESULT_FILE
 
 SECTION = "step-phases"
 TITLE = "Where each system's pretraining time goes"
@@ -93,6 +93,7 @@ def profile_system(args, system: str, corpus: dict, vectors: dict) -> dict:
     config = BILMS[system].config
     command = [sys.executable, "-m", "allennlp_elmo_c", "train",
                str(TRAINING_CONFIG / config), "-s", str(run), "-o", json.dumps(overrides),
+               "--include-package", "experiments.quality.step_phases",
                "--file-friendly-logging"]  # fmt: skip
     environment = dict(os.environ, ELMO_C_DATA_DIR=str(args.data_dir),
                        OMP_NUM_THREADS=str(args.threads))  # fmt: skip
@@ -147,7 +148,7 @@ def render(args, results: Dict[str, dict]) -> str:
              f"{provenance(args, list(results))}{conditions}). A short `allennlp train` of each "
              "system with its "
              "pretraining overrides and the `step_phases` callback "
-             f"(`allennlp_elmo_c/training/step_phases.py`): {args.skip} batches of warm-up, "
+             f"(`experiments/quality/step_phases.py`): {args.skip} batches of warm-up, "
              f"then the mean share of a step of each part over {args.batches} batches "
              "(forward and backward together; `step_phases.json` has each).", "",
              "| system | tokens / step | step (median) | tokens/s here | tokens/s in pretraining | "

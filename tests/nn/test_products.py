@@ -63,7 +63,7 @@ def test_torch_mm_writes_into_out():
 
 def test_onednn_only_for_float32_cpu_outside_grad_mode(monkeypatch):
     monkeypatch.setenv("ELMO_C_ONEDNN", "1")
-    available = products_module._onednn_works()
+    available = products_module._onednn_multiplies(torch.float32)
     with torch.no_grad():
         assert Products(torch.zeros(1)).onednn == available
         assert not Products(torch.zeros(1, dtype=torch.float64)).onednn
@@ -87,7 +87,7 @@ def test_float32_products_take_onednn_by_default_where_mkl_has_narrower_vectors(
     monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
     monkeypatch.setattr(products_module.torch.backends.cpu, "get_cpu_capability", lambda: capability)
     monkeypatch.setattr(products_module, "_cpu_vendor", lambda: vendor)
-    available = products_module._onednn_works()
+    available = products_module._onednn_multiplies(torch.float32)
     with torch.no_grad():
         assert Products(torch.zeros(1)).onednn == (preferred and available)
         monkeypatch.setenv("ELMO_C_ONEDNN", "1")
@@ -108,24 +108,24 @@ def test_onednn_works_on_x86():
     """torch's x86-64 wheels ship oneDNN; its linear passes the float64 check there."""
     if platform.machine() != "x86_64" or not torch.backends.mkldnn.is_available():
         pytest.skip("oneDNN is checked on x86-64 builds of torch only")
-    assert products_module._onednn_works()
+    assert products_module._onednn_multiplies(torch.float32)
 
 
 def test_the_check_rejects_a_wrong_product(monkeypatch):
     if not torch.backends.mkldnn.is_available():
         pytest.skip("without oneDNN the check returns before multiplying")
-    products_module._onednn_works.cache_clear()
+    products_module._onednn_multiplies.cache_clear()
     try:
         monkeypatch.setattr(products_module, "_onednn_linear",
                             lambda inputs, weight: (inputs @ weight.t()).bfloat16().float())  # fmt: skip
-        assert not products_module._onednn_works()
+        assert not products_module._onednn_multiplies(torch.float32)
         monkeypatch.setattr(products_module, "_onednn_linear",
                             lambda inputs, weight: (inputs @ weight.t())[:-1])  # fmt: skip
-        products_module._onednn_works.cache_clear()
-        assert not products_module._onednn_works()
+        products_module._onednn_multiplies.cache_clear()
+        assert not products_module._onednn_multiplies(torch.float32)
     finally:
         monkeypatch.undo()
-        products_module._onednn_works.cache_clear()
+        products_module._onednn_multiplies.cache_clear()
 
 
 @pytest.mark.parametrize("loops", ["c_kernels", "torch_ops"])
@@ -133,7 +133,7 @@ def test_fused_cpu_backward_runs_its_products_through_onednn(monkeypatch, loops)
     """With `ELMO_C_ONEDNN=1`, every product of the fused layer's CPU backward (2 per step, 4
     over all steps) goes through oneDNN where it works, with the C kernels or the torch ops
     doing the pointwise work; the forward's (2 per step) too where the C kernels run."""
-    if not products_module._onednn_works():
+    if not products_module._onednn_multiplies(torch.float32):
         pytest.skip("torch's oneDNN linear does not work here")
     monkeypatch.setenv("ELMO_C_ONEDNN", "1")
     monkeypatch.setenv("ELMO_C_CPU_KERNELS", "1" if loops == "c_kernels" else "0")
@@ -206,7 +206,7 @@ def test_bfloat16_products_of_the_fused_layer(monkeypatch):
     through oneDNN where it works, the weight gradients (whose inputs are transposed views)
     through `torch.mm`; no product sees a float32 operand. Without autocast, none sees a
     bfloat16 one."""
-    if not products_module._onednn_bfloat16_works():
+    if not products_module._onednn_multiplies(torch.bfloat16):
         pytest.skip("torch's oneDNN bfloat16 linear does not work here")
     monkeypatch.delenv("ELMO_C_ONEDNN", raising=False)
     calls = []

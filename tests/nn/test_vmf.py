@@ -7,12 +7,19 @@ import pytest
 import scipy.special
 import torch
 
-from allennlp_elmo_c.nn.vmf import log_bessel_iv, log_vmf_normalizer, vmf_loss
+from allennlp_elmo_c.nn import vmf
+from allennlp_elmo_c.nn.vmf import log_vmf_normalizer, vmf_loss
 
 ORDERS = [0, 0.5, 1, 4, 4.5, 14, 15.75, 16, 16.5, 49, 149, 150, 255.5, 511]
 ARGUMENTS = numpy.logspace(-6, 5, 30)
 DIMS = [2, 3, 10, 50, 300, 301, 1024]
 KAPPAS = numpy.logspace(-6, 5, 20)
+
+
+def log_bessel_iv(order: float, x: torch.Tensor) -> torch.Tensor:
+    """log I_order(x) in float64 from `vmf`'s scaled Bessel function."""
+    log_scaled, _ = vmf._log_scaled_bessel_and_ratio(order, x)
+    return log_scaled + torch.xlogy(order, x.double())
 
 
 def reference_log_iv(order: float, x: float) -> float:
@@ -81,12 +88,7 @@ def test_log_bessel_iv_edge_cases():
     zero = torch.zeros(2, dtype=torch.float64)
     assert log_bessel_iv(0, zero).abs().max().item() < 1e-12
     assert torch.isneginf(log_bessel_iv(2.5, zero)).all()
-    float32 = log_bessel_iv(7, torch.tensor([1e-6, 1.0, 1e5]))
-    assert float32.dtype == torch.float32 and torch.isfinite(float32).all()
-    assert log_bessel_iv(3, torch.tensor([2])).dtype == torch.float64
-    for order in [-0.5, math.inf, math.nan]:
-        with pytest.raises(ValueError):
-            log_bessel_iv(order, zero)
+    assert torch.isfinite(log_bessel_iv(7, torch.tensor([1e-6, 1.0, 1e5]))).all()
 
 
 def test_log_vmf_normalizer_matches_mpmath():

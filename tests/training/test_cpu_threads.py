@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from allennlp.common import Params
-from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_elmo_c.training import cpu_threads
@@ -44,13 +43,13 @@ def test_a_cpu_run_starts_on_the_free_cpus_and_follows_them(monkeypatch, tmp_pat
     monkeypatch.setattr(cpu_threads, "free_cpus", free)
     clock = [100.0]
     monkeypatch.setattr(cpu_threads.time, "monotonic", lambda: clock[0])
-    callback = TrainerCallback.from_params(Params({"type": "cpu_threads", "check_seconds": 30}),
+    callback = TrainerCallback.from_params(Params({"type": "cpu_threads"}),
                                            serialization_dir=str(tmp_path))  # fmt: skip
     with caplog.at_level(logging.INFO, logger=cpu_threads.__name__):
         callback.on_start(CPU)
         assert torch.get_num_threads() == 1
         clock[0] += 10
-        training_batch(callback)  # before check_seconds: not measured
+        training_batch(callback)  # before CHECK_SECONDS: not measured
         assert free.calls == 1
         clock[0] += 25
         training_batch(callback)
@@ -80,7 +79,3 @@ def test_the_users_count_or_a_gpu_run_is_left_as_it_is(monkeypatch, tmp_path, ho
     assert free.calls == 0
     assert torch.get_num_threads() == (1 if how == "config" else 2)
 
-
-def test_a_check_interval_of_zero_is_refused_by_name(tmp_path):
-    with pytest.raises(ConfigurationError, match="cpu_threads: check_seconds must be > 0, got 0"):
-        cpu_threads.CpuThreads(str(tmp_path), check_seconds=0)

@@ -78,41 +78,41 @@ BATCH_32 = [
 
 @pytest.mark.parametrize("step, factor", BATCH_768)
 def test_exact_values_batch_768(step, factor):
-    assert lr_at(make_scheduler(batch_size=768), step) == pytest.approx(BASE * factor, rel=1e-12)
+    assert lr_at(make_scheduler(batch_scale=6.0), step) == pytest.approx(BASE * factor, rel=1e-12)
 
 
 @pytest.mark.parametrize("step, factor", BATCH_32)
 def test_exact_values_batch_32(step, factor):
-    assert lr_at(make_scheduler(batch_size=32), step) == pytest.approx(BASE * factor, rel=1e-12)
+    assert lr_at(make_scheduler(batch_scale=0.25), step) == pytest.approx(BASE * factor, rel=1e-12)
 
 
 def test_small_batch_still_decays_when_the_target_is_below_the_peak():
     # n = 0.25 with final_factor 0.1: 0.25 at s, 0.1 at e and after.
-    scheduler = make_scheduler(batch_size=32, final_factor=0.1)
+    scheduler = make_scheduler(batch_scale=0.25, final_factor=0.1)
     assert lr_at(scheduler, S) == pytest.approx(BASE * 0.25)
     assert lr_at(scheduler, (S + E) // 2) == pytest.approx(BASE * 0.25 * math.sqrt(0.4))
     assert lr_at(scheduler, E) == pytest.approx(BASE * 0.1)
     assert lr_at(scheduler, 2 * E) == pytest.approx(BASE * 0.1)
     # n = 0.75 (batch 96) with the default final_factor: 0.75 -> 0.5.
-    assert lr_at(make_scheduler(batch_size=96), E) == pytest.approx(BASE * 0.5)
+    assert lr_at(make_scheduler(batch_scale=0.75), E) == pytest.approx(BASE * 0.5)
 
 
 def test_reference_formulas_go_negative_for_small_batches():
     n = 32 / 128
     assert reference_rnmt_plus(P, n, P, S, E) == pytest.approx(-2.0)
     assert reference_elmo_c(2 * P, n, P, S, E) == pytest.approx(-0.5)
-    scheduler = make_scheduler(batch_size=32)
+    scheduler = make_scheduler(batch_scale=0.25)
     for t in range(0, 2 * P + 1):
         assert lr_at(scheduler, t) >= BASE * 0.25
     # ... while for n >= 1 ELMo-C's code and ours agree up to e, and so does RNMT+'s formula
     # (with p' = n p, s' = s / n, e' = e / n).
     for batch_size in (128, 768):
-        ours = make_scheduler(batch_size=batch_size)
+        ours = make_scheduler(batch_scale=batch_size / 128)
         for t in range(0, E, 7):
             expected = reference_elmo_c(t, batch_size / 128, P, S, E)
             assert lr_at(ours, t) == pytest.approx(BASE * expected)
     s, e = 6000, 18000
-    ours = make_scheduler(batch_size=768, warmup_steps=6 * P, decay_start=s // 6, decay_end=e // 6)
+    ours = make_scheduler(batch_scale=6.0, warmup_steps=6 * P, decay_start=s // 6, decay_end=e // 6)
     for t in range(0, e // 6 + 1, 7):  # RNMT+ keeps decaying after e' = e / 6; ours holds
         assert lr_at(ours, t) == pytest.approx(BASE * reference_rnmt_plus(t, 6, P, s, e))
 
@@ -120,7 +120,8 @@ def test_reference_formulas_go_negative_for_small_batches():
 @pytest.mark.parametrize("batch_size", [1, 8, 32, 64, 127, 128, 768, 4096])
 @pytest.mark.parametrize("p, s, e", [(0, 0, 1), (0, 5, 6), (10, 100, 200), (100, 100, 101)])
 def test_never_negative_finite_and_never_rising_after_the_warmup(batch_size, p, s, e):
-    scheduler = make_scheduler(batch_size=batch_size, warmup_steps=p, decay_start=s, decay_end=e)
+    scheduler = make_scheduler(batch_scale=batch_size / 128, warmup_steps=p, decay_start=s,
+                               decay_end=e)  # fmt: skip
     n = batch_size / 128
     rates = [lr_at(scheduler, t) for t in range(0, 5 * e + 1)]
     assert all(math.isfinite(lr) and lr >= 0 for lr in rates)
@@ -131,24 +132,16 @@ def test_never_negative_finite_and_never_rising_after_the_warmup(batch_size, p, 
 
 
 def test_holds_after_decay_end_as_elmo_c_code():
-    scheduler = make_scheduler(batch_size=768)
+    scheduler = make_scheduler(batch_scale=6.0)
     for t in (E, E + 1, 2 * E, 100 * E):
         assert lr_at(scheduler, t) == pytest.approx(BASE * 0.5)
     assert lr_at(scheduler, E - 1) > lr_at(scheduler, E)
 
 
-def test_min_lr_floor():
-    scheduler = make_scheduler(batch_size=768, min_lr=2e-3)
-    assert lr_at(scheduler, 0) == 2e-3  # warm-up starts at BASE = 1e-3
-    assert lr_at(scheduler, S) == pytest.approx(6e-3)
-    assert lr_at(scheduler, E) == 2e-3
-
-
-def test_batch_scale_and_reference_batch_size():
+def test_batch_size_per_worker_times_the_world_size():
     assert lr_at(make_scheduler(batch_scale=6), S) == pytest.approx(6 * BASE)
-    assert lr_at(make_scheduler(batch_size=768, reference_batch_size=256), S) == pytest.approx(
-        3 * BASE
-    )
+    assert make_scheduler(batch_size_per_worker=384).batch_scale == 3.0
+    assert make_scheduler(batch_size=768).batch_scale == 6.0
 
 
 def test_from_params_with_the_trainer_extras():
@@ -161,7 +154,7 @@ def test_from_params_with_the_trainer_extras():
                 "warmup_steps": 1,
                 "decay_start": 2,
                 "decay_end": 3,
-                "batch_size": 256,
+                "batch_scale": 2.0,
             }
         ),
         num_epochs=3,
@@ -173,7 +166,7 @@ def test_from_params_with_the_trainer_extras():
 
 def test_every_param_group_receives_its_scaled_lr_and_sgd_uses_it():
     optimizer = make_optimizer(1e-3, 1e-2)
-    scheduler = make_scheduler(optimizer, batch_size=768)
+    scheduler = make_scheduler(optimizer, batch_scale=6.0)
     # At construction the groups hold the step-0 rate (the base) and remember their base.
     assert [g["lr"] for g in optimizer.param_groups] == [1e-3, 1e-2]
     scheduler.step_batch(P)
@@ -192,28 +185,22 @@ def test_every_param_group_receives_its_scaled_lr_and_sgd_uses_it():
 @pytest.mark.parametrize(
     "config, message",
     [
-        ({"batch_size": 32, "warmup_steps": -1}, "0 <= warmup_steps <= decay_start"),
-        ({"batch_size": 32, "warmup_steps": S + 1}, "0 <= warmup_steps <= decay_start"),
-        ({"batch_size": 32, "decay_end": S}, "decay_start < decay_end"),
+        ({"batch_scale": 0.25, "warmup_steps": -1}, "0 <= warmup_steps <= decay_start"),
+        ({"batch_scale": 0.25, "warmup_steps": S + 1}, "0 <= warmup_steps <= decay_start"),
+        ({"batch_scale": 0.25, "decay_end": S}, "decay_start < decay_end"),
         ({}, "exactly one of 'batch_scale', 'batch_size' and 'batch_size_per_worker'"),
-        ({"batch_size": 32, "batch_scale": 0.25}, "exactly one of"),
+        ({"batch_size": 0}, "batch size >= 1"),
         ({"batch_scale": 0.0}, "batch_scale > 0"),
         ({"batch_scale": -1.0}, "batch_scale > 0"),
         ({"batch_scale": float("inf")}, "batch_scale > 0"),
-        ({"batch_size": 0}, "batch_size >= 1"),
-        ({"batch_size": 32, "reference_batch_size": 0}, "reference_batch_size >= 1"),
-        ({"batch_size": 32, "final_factor": 0.0}, "final_factor > 0"),
-        ({"batch_size": 32, "min_lr": -1e-5}, "min_lr >= 0"),
-        ({"batch_size_per_worker": 0}, "batch_size_per_worker >= 1"),
-        ({"batch_size": 32, "batch_size_per_worker": 32}, "exactly one of"),
-        ({"batch_size": 32, "decay_start_examples": 1e6}, "exactly one of 'decay_start', "),
-        ({"batch_size": 32, "decay_end": None}, "exactly one of 'decay_end', "),
-        ({"batch_size": 32, "decay_start": None, "decay_start_fraction": 0.4},
+        ({"batch_scale": 0.25, "final_factor": 0.0}, "final_factor > 0"),
+        ({"batch_size_per_worker": 0}, "batch size >= 1"),
+        ({"batch_scale": 0.25, "batch_size_per_worker": 32}, "exactly one of"),
+        ({"batch_scale": 0.25, "decay_end": None}, "exactly one of 'decay_end' and "),
+        ({"batch_scale": 0.25, "decay_start": None, "decay_start_fraction": 0.4},
          "need the run's length.*'lm_stream'"),
-        ({"batch_size": 32, "decay_start": None, "decay_start_fraction": -0.1, "num_epochs": 1,
-          "num_steps_per_epoch": 10}, "decay_start_fraction >= 0"),
-        ({"batch_scale": 2.0, "decay_start": None, "decay_start_examples": 1e6},
-         "needs the total batch"),  # fmt: skip
+        ({"batch_scale": 0.25, "decay_start": None, "decay_start_fraction": -0.1,
+          "num_epochs": 1, "num_steps_per_epoch": 10}, "decay_start_fraction >= 0"),  # fmt: skip
     ],
 )
 def test_bad_configs(config, message):
@@ -222,11 +209,11 @@ def test_bad_configs(config, message):
 
 
 def test_state_dict_round_trip_resumes_the_same_sequence():
-    uninterrupted = make_scheduler(batch_size=768)
+    uninterrupted = make_scheduler(batch_scale=6.0)
     expected = [lr_at(uninterrupted, t) for t in range(1, 4001)]
 
     first_optimizer = make_optimizer(BASE)
-    first = make_scheduler(first_optimizer, batch_size=768)
+    first = make_scheduler(first_optimizer, batch_scale=6.0)
     head = [lr_at(first, t) for t in range(1, 1501)]
     buffer = io.BytesIO()
     torch.save({"optimizer": first_optimizer.state_dict(), "scheduler": first.state_dict()}, buffer)
@@ -237,7 +224,7 @@ def test_state_dict_round_trip_resumes_the_same_sequence():
 
     # As `--recover` does: a fresh optimizer and scheduler, then both states loaded.
     second_optimizer = make_optimizer(BASE)
-    second = make_scheduler(second_optimizer, batch_size=768)
+    second = make_scheduler(second_optimizer, batch_scale=6.0)
     second_optimizer.load_state_dict(saved["optimizer"])
     second.load_state_dict(saved["scheduler"])
     assert second.last_epoch == 1500 and second.base_values == [BASE]
@@ -274,7 +261,7 @@ def test_trainer_recover_continues_the_schedule(tmp_path):
         model = Regression()
         optimizer = torch.optim.SGD(model.parameters(), lr=BASE)
         scheduler = make_scheduler(
-            optimizer, batch_size=768, warmup_steps=4, decay_start=8, decay_end=14
+            optimizer, batch_scale=6.0, warmup_steps=4, decay_start=8, decay_end=14
         )
         instances = [Instance({"x": TensorField(torch.tensor([float(i)]))}) for i in range(12)]
         loader = SimpleDataLoader(instances, batch_size=2, vocab=model.vocab)
@@ -303,7 +290,7 @@ def test_trainer_recover_continues_the_schedule(tmp_path):
 
 def test_fractions_of_the_run_follow_the_epochs_and_the_updates_an_epoch():
     fractions = {"decay_start": None, "decay_end": None, "decay_start_fraction": 0.4,
-                 "decay_end_fraction": 2.0, "batch_size": 256}  # fmt: skip
+                 "decay_end_fraction": 2.0, "batch_scale": 2.0}  # fmt: skip
     one = make_scheduler(**fractions, num_epochs=1, num_steps_per_epoch=5_000)
     three = make_scheduler(**fractions, num_epochs=3, num_steps_per_epoch=5_000)
     assert (one.warmup_steps, one.decay_start, one.decay_end) == (P, 2_000, 10_000)
@@ -311,17 +298,17 @@ def test_fractions_of_the_run_follow_the_epochs_and_the_updates_an_epoch():
 
 
 def test_an_update_number_given_wins_over_a_fraction():
-    """A config's fraction and a user's override of `decay_start` / `decay_end` (in updates or
-    examples): the override is the schedule."""
-    scheduler = make_scheduler(decay_start=700, decay_end=None, decay_start_fraction=0.4,
-                               decay_end_fraction=1.0, decay_end_examples=64_000, batch_size=32,
+    """A config's fraction and a user's override of `decay_start` / `decay_end`: the override
+    is the schedule."""
+    scheduler = make_scheduler(decay_start=700, decay_end=2_000, decay_start_fraction=0.4,
+                               decay_end_fraction=1.0, batch_scale=0.25,
                                num_epochs=1, num_steps_per_epoch=100)  # fmt: skip
     assert (scheduler.decay_start, scheduler.decay_end) == (700, 2_000)
 
 
 def test_a_warm_up_longer_than_the_decay_start_is_cut_to_it(caplog):
     scheduler = make_scheduler(decay_start=None, decay_end=None, decay_start_fraction=0.4,
-                               decay_end_fraction=1.0, warmup_steps=10_000, batch_size=256,
+                               decay_end_fraction=1.0, warmup_steps=10_000, batch_scale=2.0,
                                num_epochs=1, num_steps_per_epoch=1_000)  # fmt: skip
     assert (scheduler.warmup_steps, scheduler.decay_start, scheduler.decay_end) == (400, 400, 1_000)
     assert "the warm-up of 10000 is cut to the decay's start, 400" in caplog.text

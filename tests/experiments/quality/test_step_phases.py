@@ -15,9 +15,9 @@ from allennlp.nn.util import get_text_field_mask
 from allennlp.training import GradientDescentTrainer
 from allennlp.training.callbacks.callback import TrainerCallback
 
-from allennlp_elmo_c.training.step_phases import RESULT_FILE, StepPhases
+from experiments.quality.step_phases import RESULT_FILE, StepPhases
 
-from allennlp_elmo_c.training import step_phases
+from experiments.quality import step_phases
 
 FORWARD_SLEEP, BACKWARD_SLEEP, OPTIMIZER_SLEEP = 0.03, 0.05, 0.02
 STEP = FORWARD_SLEEP + BACKWARD_SLEEP + OPTIMIZER_SLEEP  # all the time a toy step takes
