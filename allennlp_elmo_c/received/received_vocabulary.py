@@ -16,7 +16,7 @@ from allennlp.data import Vocabulary
 from allennlp.data.vocabulary import DEFAULT_OOV_TOKEN, NAMESPACE_PADDING_FILE
 
 from allennlp_elmo_c.received import limits
-from allennlp_elmo_c.received.shown_text import printable, quoted
+from allennlp_elmo_c.received.limits import printable, quoted
 
 _CHUNK = 1 << 20
 
