@@ -312,7 +312,7 @@ def record_params(
         raise ConfigurationError(f"{where}: not a record of a biLM's config and vocabulary")
     config = data.get("config")
     parts = checked_bilm(config, archive_file, where)
-    config, _, overrides, _ = prepared(config, parts, archive_file, fasttext_path, tokenizer_path)
+    overrides = prepared(config, parts, archive_file, fasttext_path, tokenizer_path)
     files = _record_files(data["vocabulary"], archive_file, where)
     with tempfile.TemporaryDirectory() as directory:
         for name, text in files.items():

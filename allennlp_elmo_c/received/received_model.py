@@ -1,12 +1,12 @@
 """
 From a received model's files (a model directory or an archive) to a checked description,
-`ReceivedModel`: its config, weights' tensors (which give its allocation budget) and, for a biLM
-(`ReceivedBiLM`), its fastText `.bin` and load-time overrides.
+`ReceivedModel`: its config, weights' tensors (which give its allocation budget) and, for a biLM,
+the load-time overrides that give it its checked fastText `.bin`.
 """
 import contextlib
 import re
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Tuple
 
@@ -73,7 +73,7 @@ def is_model_archive_member(name: str) -> bool:
 @dataclass
 class ReceivedModel:
     """A received model, checked (`root`: the directory of its files; `weights`: its tensors;
-    `parts`: what checking its config found)."""
+    `parts`: what checking its config found; `overrides`: a biLM's load-time overrides)."""
 
     source: str
     root: Path
@@ -82,6 +82,7 @@ class ReceivedModel:
     weights_file: Path
     weights: Dict[str, Tensor]
     parts: BiLMConfigParts
+    overrides: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def where(self) -> str:
@@ -94,16 +95,6 @@ class ReceivedModel:
     @property
     def vocabulary_directory(self) -> Path:
         return self.root / VOCABULARY_DIR
-
-
-@dataclass(kw_only=True)
-class ReceivedBiLM(ReceivedModel):
-    """A received `elmo_c` biLM: its load-time `overrides`, the fastText `.bin` found, a model
-    directory's whole config.json."""
-
-    overrides: Dict[str, Any]
-    fasttext_path: Optional[str]
-    directory_config: Optional[Dict[str, Any]] = None
 
 
 def read_directory(directory: str, resolve: bool = True) -> Tuple[Dict[str, Any], BiLMConfigParts]:
@@ -237,10 +228,9 @@ def checked_fasttext_of(
 def prepared(
     config: Dict[str, Any], parts: BiLMConfigParts, source: str, fasttext_path: Optional[str],
     tokenizer_path: Optional[str], is_directory: bool = False,
-) -> Tuple[Dict[str, Any], BiLMConfigParts, Dict[str, Any], Optional[str]]:  # fmt: skip
-    """The config and its parts, the load-time overrides (all layers, no candidate list, every
-    fastText path the checked `.bin` found, a BPE tokenizer at `tokenizer_path`), and the `.bin`
-    found."""
+) -> Dict[str, Any]:  # fmt: skip
+    """The load-time overrides of a checked biLM config: all layers, no candidate list, every
+    fastText path the checked `.bin` found, a BPE tokenizer at `tokenizer_path`."""
     subword = is_subword_config(config)
     if subword and fasttext_path is not None:
         raise ConfigurationError(f"{source} is a BPE subword biLM: it reads no fastText")
@@ -250,7 +240,6 @@ def prepared(
         "model.contextualizer.return_all_layers": True,
         "model.nearest_neighbour_words": None,
     }
-    resolved = None
     if not subword and recorded_fasttext(parts, source) is not None:
         resolved, _ = checked_fasttext_of(parts, source, fasttext_path, is_directory)
         overrides.update({path: resolved for path, _, _ in parts.fasttext_keys})
@@ -258,18 +247,18 @@ def prepared(
         raise ConfigurationError(f"{source}: the biLM reads no fastText file (fasttext_path)")
     if tokenizer_path is not None:
         overrides["dataset_reader.tokenizer.tokenizer_path"] = tokenizer_path
-    return config, parts, overrides, resolved
+    return overrides
 
 
 @contextlib.contextmanager
 def received_bilm(
     path: str, fasttext_path: Optional[str] = None, tokenizer_path: Optional[str] = None
-) -> Iterator[ReceivedBiLM]:
-    """The `ReceivedBiLM` of a model directory or a biLM archive (extracted while inside)."""
+) -> Iterator[ReceivedModel]:
+    """The `ReceivedModel` of a model directory or a biLM archive (extracted while inside)."""
     if Path(path).is_dir():
-        directory_config, parts = read_directory(path)
-        yield _described(path, Path(path), directory_config["bilm"], parts, fasttext_path,
-                         tokenizer_path, Path(path) / WEIGHTS_FILE, directory_config)  # fmt: skip
+        config, parts = read_directory(path)
+        yield _described(path, Path(path), True, config["bilm"], parts, fasttext_path,
+                         tokenizer_path, Path(path) / WEIGHTS_FILE)  # fmt: skip
         return
     if not Path(path).is_file():
         raise ConfigurationError(f"ELMo-C archive {path} does not exist")
@@ -278,26 +267,19 @@ def received_bilm(
             root = Path(extracted)
             check_vocabulary_directory(root, path)
             config = read_received_json(root / CONFIG_FILE, f"{path}: {CONFIG_FILE}")
-            parts = checked_bilm(config, path)
-            yield _described(path, root, config, parts, fasttext_path, tokenizer_path,
-                             root / ARCHIVE_WEIGHTS)  # fmt: skip
+            yield _described(path, root, False, config, checked_bilm(config, path), fasttext_path,
+                             tokenizer_path, root / ARCHIVE_WEIGHTS)  # fmt: skip
     except (tarfile.TarError, EOFError) as error:
         raise unreadable_archive(path, error) from error
 
 
 def _described(
-    source: str, root: Path, config: Dict[str, Any], parts: BiLMConfigParts,
+    source: str, root: Path, is_directory: bool, config: Dict[str, Any], parts: BiLMConfigParts,
     fasttext_path: Optional[str], tokenizer_path: Optional[str], weights_file: Path,
-    directory_config: Optional[Dict[str, Any]] = None,
-) -> ReceivedBiLM:  # fmt: skip
-    is_directory = directory_config is not None
+) -> ReceivedModel:  # fmt: skip
     where = f"{'model directory ' if is_directory else ''}{source}: {weights_file.name}"
     if not weights_file.is_file():
         raise ConfigurationError(f"{where} is missing")
-    config, parts, overrides, resolved = prepared(
-        config, parts, source, fasttext_path, tokenizer_path, is_directory
-    )
-    return ReceivedBiLM(
-        source, root, is_directory, config, weights_file, weights_table(weights_file, where),
-        parts, overrides=overrides, fasttext_path=resolved, directory_config=directory_config,
-    )  # fmt: skip
+    overrides = prepared(config, parts, source, fasttext_path, tokenizer_path, is_directory)
+    table = weights_table(weights_file, where)
+    return ReceivedModel(source, root, is_directory, config, weights_file, table, parts, overrides)

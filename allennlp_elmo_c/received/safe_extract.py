@@ -8,18 +8,15 @@ extraction goes through it too; beside it, a received archive may hold no absolu
 symbolic link, a hard link only to a regular file before it, each name once. What it extracts,
 and what `tarfile` reads before a member is known, is bounded by the archive limits of `limits`.
 """
-import bz2
 import contextlib
-import gzip
-import io
 import lzma
 import os
 import shutil
 import tarfile
 import tempfile
 import zlib
-from pathlib import Path, PurePosixPath
-from typing import IO, Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
+from pathlib import PurePosixPath
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple, Union
 
 from allennlp.common.checks import ConfigurationError
 
@@ -28,8 +25,6 @@ from allennlp_elmo_c.received.limits import quoted
 
 PathOrStr = Union[str, "os.PathLike[str]"]
 Wanted = Optional[Callable[[str], bool]]
-_COMPRESSIONS = ((b"\x1f\x8b", gzip.GzipFile), (b"BZh", bz2.BZ2File),
-                 (b"\xfd7zXZ\x00", lzma.LZMAFile))  # fmt: skip
 _EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
              tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)  # fmt: skip
 _FILTERED = {  # what `tarfile.data_filter` refuses, said for a message
@@ -62,11 +57,14 @@ class _Refused(Exception):
 
 
 class _BoundedTarInfo(tarfile.TarInfo):
-    """Refuses an extended header over `MAX_HEADER_BYTES` before `tarfile` reads it, more than
-    `MAX_CHAINED_HEADERS` of them in a row, and a name over `MAX_NAME_BYTES`."""
+    """Refuses, before `tarfile` reads them, an extended header over `MAX_HEADER_BYTES`, more
+    than `MAX_CHAINED_HEADERS` of them in a row and sparse maps; then a name over
+    `MAX_NAME_BYTES`. The members' sizes bound the rest of what is read (`_checked_members`)."""
 
     def _proc_member(self, tarfile_):  # tarfile's hook, called once the 512-byte header is read
         chained = getattr(tarfile_, "_elmo_c_chained_headers", 0)
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            self._proc_gnusparse_10(None, None, tarfile_)
         if self.type in _EXTENDED:
             if self.size > limits.MAX_HEADER_BYTES:
                 raise _Refused(
@@ -92,52 +90,14 @@ class _BoundedTarInfo(tarfile.TarInfo):
                                f"{limits.MAX_NAME_BYTES} bytes; nothing was extracted. {_PLAIN}")
         return member
 
+    def _proc_gnusparse_10(self, next, pax_headers, tarfile_):  # a sparse map of any length
+        raise _Refused(f"member {shown_name(self.name)} is a sparse file; nothing was extracted. "
+                       + _PLAIN)
+
 
 def extracted_bytes_limit(archive_size: int) -> int:
     ratio_bound = max(limits.RATIO_FLOOR_BYTES, limits.MAX_COMPRESSION_RATIO * archive_size)
     return min(limits.MAX_EXTRACTED_BYTES, ratio_bound)
-
-
-class _BoundedStream(io.RawIOBase):
-    """A decompressed stream that refuses to be read or sought beyond `limit` bytes."""
-
-    def __init__(self, stream: IO[bytes], limit: int, archive_file: str) -> None:
-        super().__init__()
-        self._stream, self._limit, self._archive_file = stream, limit, archive_file
-
-    def _check(self, end: int) -> None:
-        if end > self._limit:
-            raise ConfigurationError(
-                f"archive {self._archive_file} decompresses to more than {self._limit} bytes "
-                f"({_limits_text()}); refused before extraction. {_FIX}"
-            )
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        position = self._stream.tell()
-        data = self._stream.read(min(len(buffer), max(self._limit + 1 - position, 0)))
-        self._check(position + len(data))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_END:
-            raise io.UnsupportedOperation("a decompressed archive cannot seek from its end")
-        offset += self._stream.tell() if whence == io.SEEK_CUR else 0
-        self._check(offset)
-        return self._stream.seek(offset)
-
-    def tell(self) -> int:
-        return self._stream.tell()
-
-    def close(self) -> None:
-        self._stream.close()
-        super().close()
 
 
 def _refused(archive_file: PathOrStr, member: str, why: str, fix: str = _PLAIN):
@@ -208,23 +168,14 @@ def _checked_members(
 
 @contextlib.contextmanager
 def _bounded_archive(archive_file: PathOrStr) -> Iterator[Tuple[tarfile.TarFile, int]]:
-    """The archive opened for reading through `_BoundedStream`, and its size."""
-    path = Path(archive_file)
-    size = path.stat().st_size
-    with open(path, "rb") as probe:
-        magic = probe.read(6)
-    opener = next((o for prefix, o in _COMPRESSIONS if magic.startswith(prefix)), open)
-    bound = extracted_bytes_limit(size) + (limits.MAX_MEMBERS + 20) * 3 * tarfile.BLOCKSIZE
-    stream = _BoundedStream(opener(path, "rb"), bound, str(archive_file))
+    """The archive opened for reading (any compression), and its size."""
     try:
-        with tarfile.open(fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo) as archive:
-            yield archive, size
+        with tarfile.open(archive_file, "r:*", tarinfo=_BoundedTarInfo) as archive:
+            yield archive, os.path.getsize(archive_file)
     except (zlib.error, lzma.LZMAError, EOFError) as error:
         raise tarfile.ReadError(f"{archive_file}: corrupt compressed data ({error})") from error
     except _Refused as error:
         raise ConfigurationError(f"archive {archive_file}: {error}") from None
-    finally:
-        stream.close()
 
 
 @contextlib.contextmanager
