@@ -5,6 +5,7 @@ the one that would pass the budget, so a config declaring huge sizes is refused 
 is allocated. `dry` builds on `meta`, counting the same.
 """
 import contextlib
+import math
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
@@ -39,7 +40,7 @@ class _Budget(TorchDispatchMode):
         kwargs = kwargs or {}
         if self.dry and not _aliases_a_real_tensor(func, args):
             args, kwargs = _on_meta(func, args, kwargs)
-        predicted = None if self.dry else _predicted_bytes(func, args, kwargs)
+        predicted = _predicted_bytes(func, args, kwargs, count_meta=self.dry)
         if predicted is not None:
             self.add(predicted)
         result = func(*args, **kwargs)
@@ -73,18 +74,22 @@ def _on_meta(func, args, kwargs) -> Tuple[Any, Dict[str, Any]]:
     return args, kwargs
 
 
-def _predicted_bytes(func, args, kwargs) -> Optional[int]:
-    """The bytes `func` will create, found by running it on `meta` (0 for views, in-place and
-    `meta` outputs; None where its size depends on values, counted after it runs)."""
+def _predicted_bytes(func, args, kwargs, count_meta: bool) -> Optional[int]:
+    """The bytes `func` will create: from its `size`, else by running it on `meta` (0 for views,
+    in-place and uncounted `meta` outputs; None where its size depends on values)."""
     if _is_view(func):
         return 0
     bound = dict(zip((argument.name for argument in func._schema.arguments), args), **kwargs)
     device = bound.get("device")
     tensors = [v for v in tree_flatten((args, kwargs))[0] if isinstance(v, torch.Tensor)]
-    if (device is not None and torch.device(device).type == "meta") or (
+    if not count_meta and ((device is not None and torch.device(device).type == "meta") or (
         tensors and all(t.is_meta for t in tensors)
-    ):
+    )):
         return 0
+    size, source = bound.get("size"), bound.get("self")
+    if isinstance(size, (list, tuple)) and all(isinstance(n, int) for n in size):
+        dtype = bound.get("dtype") or getattr(source, "dtype", None) or torch.get_default_dtype()
+        return math.prod(size) * dtype.itemsize
     try:
         meta_args, meta_kwargs = _on_meta(func, args, kwargs)
         result = func(*meta_args, **meta_kwargs)

@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Set, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.received.contained_files import inside_path, refuse_links
-from allennlp_elmo_c.received.limits import printable
+from allennlp_elmo_c.received.limits import quoted
 
 MODEL_TYPE = "elmo_c"  # its config.json's `model_type` (Hugging Face's `AutoConfig` key too)
 DIRECTORY_FORMAT = 1
@@ -86,6 +86,10 @@ def _is_empty_lock(root: Path, name: str) -> bool:
     return name == VOCABULARY_LOCK and (root / name).stat().st_size == 0
 
 
+def _shown(name: str) -> str:
+    return name if name.isprintable() and name == name.strip() else quoted(name)
+
+
 def _refused(root: Path, what: str) -> ConfigurationError:
     return ConfigurationError(f"model directory {root}: {what}")
 
@@ -109,7 +113,7 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
             name = name[2:]
         inside_path(root, name, f"the file listed on line {number} of {CHECKSUMS_FILE}")
         if name == CHECKSUMS_FILE or name in listed:
-            raise _refused(root, f"{CHECKSUMS_FILE} lists {printable(name)} twice or itself")
+            raise _refused(root, f"{CHECKSUMS_FILE} lists {_shown(name)} twice or itself")
         listed[name] = expected.lower()
     lock = VOCABULARY_LOCK
     if lock in present and lock not in listed and _is_empty_lock(root, lock):
@@ -117,10 +121,12 @@ def read_listing(root: Path) -> Tuple[Dict[str, str], Set[str]]:
     if lock not in present and listed.get(lock) == _EMPTY_SHA256:
         del listed[lock]
     for name in sorted(set(listed) - present):
-        raise _refused(root, f"{printable(name)}, listed in {CHECKSUMS_FILE}, is missing (or not "
-                       "a regular file)")  # fmt: skip
+        similar = [f" (the directory has {_shown(file)}: the names differ in spaces)"
+                   for file in present if file.strip() == name.strip()]  # fmt: skip
+        raise _refused(root, f"{_shown(name)}, listed in {CHECKSUMS_FILE}, is missing (or not a "
+                       f"regular file){''.join(similar[:1])}")  # fmt: skip
     for name in sorted(present - set(listed)):
-        raise _refused(root, f"{printable(name)} is not listed in {CHECKSUMS_FILE} (a model "
+        raise _refused(root, f"{_shown(name)} is not listed in {CHECKSUMS_FILE} (a model "
                        "directory holds only the files it lists); remove it, or package the "
                        "model again")  # fmt: skip
     return listed, present
@@ -130,7 +136,7 @@ def check_digests(root: Path, listed: Dict[str, str], names: Iterable[str]) -> N
     """Every file of `names` matches its digest in `listed`."""
     for name in names:
         if file_sha256(root / name) != listed[name]:
-            raise _refused(root, f"{printable(name)} does not match its checksum in "
+            raise _refused(root, f"{_shown(name)} does not match its checksum in "
                            f"{CHECKSUMS_FILE} (changed or corrupt); package the model again")
 
 
@@ -142,22 +148,22 @@ def check_directory_files(
     of `FILE_KINDS`; no directory but `vocabulary/`, no name Hugging Face's loaders read."""
     named = set(named)
     for kind, name in files.items():
-        entry = f"`files.{printable(kind)}` of {CONFIG_FILE}"
+        entry = f"`files.{_shown(kind)}` of {CONFIG_FILE}"
         inside_path(root, name, entry)
         if kind not in FILE_KINDS:
             raise _refused(root, f"{entry} is not a kind of file a model directory holds "
                            f"(`package` writes {', '.join(FILE_KINDS)}); remove it, or package "
                            "the model again")  # fmt: skip
         if os.path.normpath(str(name)) not in {os.path.normpath(n) for n in named}:
-            raise _refused(root, f"{entry} names {printable(name)}, which its biLM does not "
+            raise _refused(root, f"{entry} names {_shown(name)}, which its biLM does not "
                            "read (`files` names only the biLM's own files); package the model "
                            "again")  # fmt: skip
     for path in sorted(root.rglob("*")):  # no link: `refuse_links` refused them
         if path.is_dir() and path.relative_to(root).as_posix() != VOCABULARY_DIR:
-            raise _refused(root, f"{printable(path.relative_to(root).as_posix())} is a "
+            raise _refused(root, f"{_shown(path.relative_to(root).as_posix())} is a "
                            f"directory; a model directory holds no directory but {VOCABULARY_DIR}/")
     for name in sorted(named & HUGGING_FACE_FILES):
-        raise _refused(root, f"its biLM reads {printable(name)}, a name Hugging Face's loaders "
+        raise _refused(root, f"its biLM reads {_shown(name)}, a name Hugging Face's loaders "
                        "read from a directory (`AutoTokenizer` before any check); `package` "
                        "never writes it: package the model again")  # fmt: skip
     for name in sorted(present):
@@ -167,7 +173,7 @@ def check_directory_files(
             vocabulary and not parts[1].startswith(".")
         ):
             continue
-        raise _refused(root, f"{printable(name)} is not a file a model directory holds (`package` "
+        raise _refused(root, f"{_shown(name)} is not a file a model directory holds (`package` "
                        f"writes {', '.join(FIXED_FILES)}, {VOCABULARY_DIR}/*.txt and the files its "
                        "config.json names); a received directory holding others is refused: "
                        "remove it, or package the model again")  # fmt: skip
