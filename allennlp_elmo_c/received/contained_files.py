@@ -71,9 +71,9 @@ def check_run_directory(serialization_dir: PathOrStr) -> None:
     """Refuses a run directory to resume (`--recover`) holding a link or a special file: AllenNLP
     writes into it by name. The directory itself may be a link; none at all is fine."""
     root = Path(serialization_dir)
-    if root.exists() and not root.is_dir():
-        raise ConfigurationError(f"--recover: the run directory {root} is not a directory")
     if root.exists():
+        if not root.is_dir():
+            raise ConfigurationError(f"--recover: the run directory {root} is not a directory")
         refuse_links(root.resolve(), f"--recover: run directory {root}")
 
 

@@ -9,7 +9,7 @@ import pickle
 import re
 import struct
 from pathlib import Path
-from typing import Any, Dict, Iterable, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, NamedTuple, Tuple, Union
 
 import numpy as np
 import torch
@@ -161,6 +161,5 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
     }
 
 
-def held_total(table: Dict[str, Tensor], names: Optional[Iterable[str]] = None) -> int:
-    chosen = table.values() if names is None else (table[name] for name in names if name in table)
-    return sum(min(tensor.held, tensor.bytes) for tensor in chosen)
+def held_total(table: Dict[str, Tensor]) -> int:
+    return sum(min(tensor.held, tensor.bytes) for tensor in table.values())
