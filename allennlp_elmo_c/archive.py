@@ -32,12 +32,12 @@ from allennlp.models.archival import (
 from allennlp_elmo_c.fasttext.fasttext_source import loading_archive
 from allennlp_elmo_c.received.allocation_budget import allocation_budget, spend
 from allennlp_elmo_c.received.contained_files import refuse_links
-from allennlp_elmo_c.received.hub_models import check_hub_models
-from allennlp_elmo_c.received.limits import ENTRY_BYTES
+from allennlp_elmo_c.received.limits import ENTRY_BYTES, quoted
 from allennlp_elmo_c.received.model_directory import MODEL_TYPE
 from allennlp_elmo_c.received.received_config import (
     REMOVED_ON_LOAD,
     check_bilm_config,
+    check_hub_models,
     check_received_config,
     drop_training_only,
     is_bilm_config,
@@ -57,10 +57,8 @@ from allennlp_elmo_c.received.received_model import (
     unreadable_archive,
 )
 from allennlp_elmo_c.received.received_vocabulary import read_vocabulary
-from allennlp_elmo_c.received.received_weights import weights_table
+from allennlp_elmo_c.received.received_weights import load_weights_only, weights_table
 from allennlp_elmo_c.received.safe_extract import extracted_archive
-from allennlp_elmo_c.received.shown_text import quoted
-from allennlp_elmo_c.received.weights_only import load_weights_only
 
 # The most vocabulary files a biLM record may hold (a biLM's vocabulary has a few namespaces).
 MAX_RECORD_FILES = 64
@@ -146,10 +144,10 @@ def load_elmo_c_archive(
         check_vocabulary_directory(root, source)
         where = f"{source}: {CONFIG_NAME}"
         config = read_received_json(root / CONFIG_NAME, where)
-        check_received_config(config, where)
+        parts = check_received_config(config, where)
         weights = Path(weights_file or get_weights_path(directory))
         table = weights_table(weights, f"{source}: {weights.name}")
-        spec = ReceivedModel(source, root, False, config, weights, table)
+        spec = ReceivedModel(source, root, False, config, weights, table, parts)
         return _built(spec, overrides or {}, cuda_device)
 
 
@@ -189,7 +187,7 @@ def _built(spec: ReceivedModel, overrides: Dict[str, Any], cuda_device: int = -1
     if not on_meta:
         check_hub_models(params.as_dict(quiet=True), spec.source)  # fails fast where unreachable
     limit = spec.budget - vocabulary_cost
-    with allocation_budget(limit, spec.where, spec.config, dry=on_meta, sizes=spec.sizes):
+    with allocation_budget(limit, spec.where, spec.parts.sizes, dry=on_meta):
         model = Model.from_params(
             vocab=vocab, params=model_params, serialization_dir=str(spec.root)
         )
@@ -314,7 +312,7 @@ def record_params(
         raise ConfigurationError(f"{where}: not a record of a biLM's config and vocabulary")
     config = data.get("config")
     parts = checked_bilm(config, archive_file, where)
-    config, _, overrides, _ = prepared(config, parts, archive_file, fasttext_path, tokenizer_path)
+    overrides = prepared(config, parts, archive_file, fasttext_path, tokenizer_path)
     files = _record_files(data["vocabulary"], archive_file, where)
     with tempfile.TemporaryDirectory() as directory:
         for name, text in files.items():

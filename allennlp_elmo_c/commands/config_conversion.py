@@ -16,11 +16,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_elmo_c.archive import checked_fasttext, read_archive_config
 from allennlp_elmo_c.commands.describe import downstream_snippet
 from allennlp_elmo_c.common.config_tree import Key, join_key, walk
-from allennlp_elmo_c.received.received_json import (
-    MAX_CONFIG_BYTES,
-    parse_received_json,
-    read_received_json,
-)
+from allennlp_elmo_c.received.limits import MAX_CONFIG_BYTES
+from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
 from allennlp_elmo_c.received.safe_extract import read_member
 
 # AllenNLP's contextual embedders over a trained language_model archive (allennlp-models' lm).

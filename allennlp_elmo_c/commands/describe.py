@@ -37,7 +37,7 @@ from allennlp_elmo_c.received.received_json import parse_received_json, read_rec
 from allennlp_elmo_c.received.received_model import is_subword_config, unreadable_archive
 from allennlp_elmo_c.received.received_weights import safetensors_header, weights_table
 from allennlp_elmo_c.received.safe_extract import open_checked_archive
-from allennlp_elmo_c.received.shown_text import printable
+from allennlp_elmo_c.received.limits import printable
 
 WEIGHTS_NAME = "weights.th"
 METRICS_NAME = "metrics.json"
@@ -273,7 +273,7 @@ def precision_text(precision: str) -> str:
 
 def format_description(info: Dict[str, Any]) -> str:
     """`describe`'s text: every value read from the received files printed with its control
-    characters escaped and cut (`received.shown_text.printable`); the snippet lines as JSON."""
+    characters escaped and cut (`received.limits.printable`); the snippet lines as JSON."""
     shown = printable
     training = info["training"]
     if training is None:

@@ -37,7 +37,7 @@ from allennlp_elmo_c.received.model_directory import (
     write_checksums,
 )
 from allennlp_elmo_c.received.received_json import read_received_json
-from allennlp_elmo_c.received.shown_text import printable
+from allennlp_elmo_c.received.limits import printable
 
 logger = logging.getLogger(__name__)
 

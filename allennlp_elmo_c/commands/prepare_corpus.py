@@ -32,7 +32,8 @@ from allennlp_elmo_c.common.recent_set import RecentSet
 from allennlp_elmo_c.common.sentence_tokenizer import SentenceTokenizer
 from allennlp_elmo_c.common.text import decode_line
 from allennlp_elmo_c.data.corpus import PIECE_BYTES, file_problem, line_pieces
-from allennlp_elmo_c.received.received_json import MAX_DEPTH, json_depth
+from allennlp_elmo_c.received.limits import MAX_JSON_DEPTH as MAX_DEPTH
+from allennlp_elmo_c.received.received_json import json_depth
 
 logger = logging.getLogger(__name__)
 

@@ -49,7 +49,7 @@ from allennlp.predictors import predictor as predictor_module
 
 from allennlp_elmo_c.archive import is_model_directory, load_elmo_c_archive
 from allennlp_elmo_c.received.received_config import is_elmo_c_config, plugin_component_names
-from allennlp_elmo_c.received.received_json import MAX_CONFIG_BYTES
+from allennlp_elmo_c.received.limits import MAX_CONFIG_BYTES
 from allennlp_elmo_c.received.safe_extract import read_member
 
 # AllenNLP's functions, kept so that their tests can show the patch is still needed.

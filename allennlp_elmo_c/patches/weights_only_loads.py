@@ -11,7 +11,7 @@ training state with numpy's numeric scalars allowed and nothing else
 from allennlp.nn import util as nn_util
 from allennlp.training.checkpointer import Checkpointer, TrainerCheckpoint
 
-from allennlp_elmo_c.received.weights_only import load_weights_only
+from allennlp_elmo_c.received.received_weights import load_weights_only
 from allennlp_elmo_c.training.training_state import load_training_state
 
 # AllenNLP's function, kept so that its test can show the patch is still needed.

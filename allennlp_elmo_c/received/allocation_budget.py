@@ -1,8 +1,8 @@
 """
 A received model is built within a memory budget derived from the bytes its used weights hold
-(`budget_of`, from `received.limits`): a `TorchDispatchMode` counts every operation's output
-before it runs and refuses the one that would pass the budget, so that a config declaring huge
-sizes is refused before the memory is allocated. `dry` builds on `meta`, counting the same.
+(`budget_of`): a `TorchDispatchMode` counts every operation's output before it runs and refuses
+the one that would pass the budget, so a config declaring huge sizes is refused before the memory
+is allocated. `dry` builds on `meta`, counting the same.
 """
 import contextlib
 import math
@@ -10,11 +10,10 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.common.config_tree import walk
 from allennlp_elmo_c.received import limits
 
 
@@ -28,17 +27,13 @@ class _OverBudget(MemoryError):
 
 
 class _Budget(TorchDispatchMode):
-    """Counts and bounds the bytes operations create (with `dry`, on `meta`, counted anyway)."""
-
     def __init__(self, limit: int, dry: bool = False) -> None:
         super().__init__()
-        self.limit = limit
-        self.used = 0
-        self.dry = dry
+        self.limit, self.used, self.dry = limit, 0, dry
 
-    def _add(self, size: int) -> None:
+    def add(self, size: int, *what: str) -> None:
         if self.used + size > self.limit:
-            raise _OverBudget(size)
+            raise _OverBudget(size, *what)
         self.used += size
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -47,64 +42,54 @@ class _Budget(TorchDispatchMode):
             args, kwargs = _on_meta(func, args, kwargs)
         predicted = _predicted_bytes(func, args, kwargs, count_meta=self.dry)
         if predicted is not None:
-            self._add(predicted)
+            self.add(predicted)
         result = func(*args, **kwargs)
         if predicted is None:
-            self._add(sum(_fresh_bytes(func, result, count_meta=self.dry)))
+            self.add(sum(_fresh_bytes(func, result, count_meta=self.dry)))
         return result
 
 
-def _aliases_a_real_tensor(func, args) -> bool:
-    """Whether `func` views or changes in place a real tensor (made outside the build: a dry run
-    leaves it real)."""
+def _is_view(func) -> bool:
+    """Whether `func` is a view or an in-place operation (it creates no memory)."""
     returns = func._schema.returns
-    if not returns or any(r.alias_info is None for r in returns):
-        return False
+    return bool(returns) and all(r.alias_info is not None for r in returns)
+
+
+def _aliases_a_real_tensor(func, args) -> bool:
+    """Whether `func` views or changes in place a real tensor (a dry run leaves it real)."""
     first = next((value for value in args if isinstance(value, torch.Tensor)), None)
-    return first is not None and not first.is_meta
+    return _is_view(func) and first is not None and not first.is_meta
 
 
 def _on_meta(func, args, kwargs) -> Tuple[Any, Dict[str, Any]]:
     """`func`'s arguments with every tensor on the `meta` device (a factory's `device` too)."""
-    args = tree_map(_meta, args)
-    kwargs = {key: None if key == "generator" else _meta(value) for key, value in kwargs.items()}
+    def meta(value: Any) -> Any:
+        return value.to("meta") if isinstance(value, torch.Tensor) and not value.is_meta else value
+
+    args = tree_map(meta, args)
+    kwargs = {key: None if key == "generator" else meta(value) for key, value in kwargs.items()}
     if "device" in (argument.name for argument in func._schema.arguments):
         kwargs["device"] = torch.device("meta")
         kwargs.pop("pin_memory", None)
     return args, kwargs
 
 
-def _meta(value: Any) -> Any:
-    return value.to("meta") if isinstance(value, torch.Tensor) and not value.is_meta else value
-
-
-def _predicted_bytes(func, args, kwargs, count_meta: bool = False) -> Optional[int]:
-    """The bytes `func` will create (0 for views, in-place and uncounted `meta` outputs; None
-    where its size depends on values, counted after it runs)."""
-    schema = func._schema
-    returns = schema.returns
-    if returns and all(r.alias_info is not None for r in returns):
-        return 0  # a view or an in-place operation
-    names = [argument.name for argument in schema.arguments]
-    bound = dict(zip(names, args), **kwargs)
-    size = bound.get("size")
-    if isinstance(size, (list, tuple)) and all(isinstance(n, int) for n in size):
-        source = bound.get("self")
-        device = bound.get("device") or (
-            source.device if isinstance(source, torch.Tensor) else None
-        )
-        if not count_meta and device is not None and torch.device(device).type == "meta":
-            return 0
-        dtype = bound.get("dtype") or (
-            source.dtype if isinstance(source, torch.Tensor) else torch.get_default_dtype()
-        )
-        return math.prod(size) * dtype.itemsize
-    tensors = [value for value in _leaves(args, kwargs) if isinstance(value, torch.Tensor)]
-    if not count_meta and tensors and all(t.is_meta for t in tensors):
+def _predicted_bytes(func, args, kwargs, count_meta: bool) -> Optional[int]:
+    """The bytes `func` will create: from its `size`, else by running it on `meta` (0 for views,
+    in-place and uncounted `meta` outputs; None where its size depends on values)."""
+    if _is_view(func):
         return 0
+    bound = dict(zip((argument.name for argument in func._schema.arguments), args), **kwargs)
     device = bound.get("device")
-    if not count_meta and device is not None and torch.device(device).type == "meta":
+    tensors = [v for v in tree_flatten((args, kwargs))[0] if isinstance(v, torch.Tensor)]
+    if not count_meta and ((device is not None and torch.device(device).type == "meta") or (
+        tensors and all(t.is_meta for t in tensors)
+    )):
         return 0
+    size, source = bound.get("size"), bound.get("self")
+    if isinstance(size, (list, tuple)) and all(isinstance(n, int) for n in size):
+        dtype = bound.get("dtype") or getattr(source, "dtype", None) or torch.get_default_dtype()
+        return math.prod(size) * dtype.itemsize
     try:
         meta_args, meta_kwargs = _on_meta(func, args, kwargs)
         result = func(*meta_args, **meta_kwargs)
@@ -113,39 +98,24 @@ def _predicted_bytes(func, args, kwargs, count_meta: bool = False) -> Optional[i
     return sum(_fresh_bytes(func, result, count_meta=True))
 
 
-def _leaves(args, kwargs) -> Iterator[Any]:
-    for value in list(args) + list(kwargs.values()):
-        if isinstance(value, (list, tuple)):
-            yield from value
-        else:
-            yield value
-
-
 def _fresh_bytes(func, result, count_meta: bool = False) -> Iterator[int]:
     """The bytes of the tensors an operation returned that are new (not a view or an input)."""
-    results = result if isinstance(result, (tuple, list)) else [result]
     returns = func._schema.returns
-    for index, tensor in enumerate(results):
+    for index, tensor in enumerate(result if isinstance(result, (tuple, list)) else [result]):
         if not isinstance(tensor, torch.Tensor) or (tensor.is_meta and not count_meta):
             continue
-        if index < len(returns) and returns[index].alias_info is not None:
-            continue
-        yield tensor.numel() * tensor.element_size()
+        if index >= len(returns) or returns[index].alias_info is None:
+            yield tensor.numel() * tensor.element_size()
 
 
-# The budgets being enforced, the innermost last.
-_ENFORCED: List[_Budget] = []
+_ENFORCED: List[_Budget] = []  # the budgets being enforced, the innermost last
 
 
 def spend(size: int, what: str) -> None:
-    """Counts `size` bytes about to be allocated outside torch (`what`) against the budget
-    being enforced, if any."""
+    """Counts `size` bytes about to be allocated outside torch (`what`) against the budget being
+    enforced, if any."""
     if _ENFORCED:
-        budget = _ENFORCED[-1]
-        if budget.used + size > budget.limit:
-            raise _OverBudget(size, what)
-        budget.used += size
-
+        _ENFORCED[-1].add(size, what)
 
 
 def allow(size: int) -> None:
@@ -157,53 +127,29 @@ def allow(size: int) -> None:
 
 @contextlib.contextmanager
 def allocation_budget(
-    limit: int,
-    where: str,
-    config: Optional[Dict[str, Any]] = None,
-    dry: bool = False,
-    sizes: Optional[List[Tuple[str, int]]] = None,
-) -> Iterator["_Budget"]:
-    """While inside, tensors past `limit` bytes in all are refused: a `ConfigurationError`
-    naming `where` and the config's largest `sizes` (else found in `config`). With `dry`, every
-    tensor is made on `meta` and counted. Yields the budget."""
+    limit: int, where: str, sizes: Optional[List[Tuple[str, int]]] = None, dry: bool = False
+) -> Iterator[_Budget]:
+    """While inside, tensors past `limit` bytes in all are refused: a `ConfigurationError` naming
+    `where` and the config's largest `sizes` (`(key path, value)`). With `dry`, every tensor is
+    made on `meta` and counted."""
     budget = _Budget(limit, dry)
     _ENFORCED.append(budget)
     try:
         with budget:
             yield budget
     except _OverBudget as error:
-        if sizes is not None:
-            found = sorted(sizes, key=lambda item: -item[1])[:3]
-        else:
-            found = largest_sizes(config or {})
-        sizes_text = ", ".join(f"{key} = {value}" for key, value in found)
+        start = (f"{where}: building the model would allocate more than {budget.limit:,} bytes "
+                 f"({budget.used:,} so far, then {error.args[0]:,} more")  # fmt: skip
         if len(error.args) > 1:  # counted by `spend`
             raise ConfigurationError(
-                f"{where}: building the model would allocate more than {budget.limit:,} bytes "
-                f"({budget.used:,} so far, then {error.args[0]:,} more for {error.args[1]}), far "
-                "more than its weights hold. Refused before allocating."
+                f"{start} for {error.args[1]}), far more than its weights hold. Refused before "
+                "allocating."
             ) from None
-        largest = f" (largest: {sizes_text})" if sizes_text else ""
+        found = sorted(sizes or [], key=lambda item: -item[1])[:3]
+        largest = ", ".join(f"{key} = {value}" for key, value in found)
         raise ConfigurationError(
-            f"{where}: building the model would allocate more than {budget.limit:,} bytes "
-            f"({budget.used:,} so far, then {error.args[0]:,} more), far more than its weights "
-            f"hold; its config declares sizes its weights do not have{largest}. "
-            "Refused before allocating."
+            f"{start}), far more than its weights hold; its config declares sizes its weights do "
+            f"not have{f' (largest: {largest})' if largest else ''}. Refused before allocating."
         ) from None
     finally:
         _ENFORCED.remove(budget)
-
-
-# Integers of a config that are no sizes.
-_NOT_SIZES = frozenset({"fingerprint", "seed", "cache_size", "max_instances"})
-
-
-def largest_sizes(config: Dict[str, Any], count: int = 3) -> List[Tuple[str, int]]:
-    """The `count` largest sizes (integers) of a config's model and readers, by dotted key."""
-    found = [
-        (path, value)
-        for section in ("model", "dataset_reader") if section in config
-        for path, key, value in walk(config[section], section)
-        if isinstance(value, int) and not isinstance(value, bool) and key not in _NOT_SIZES
-    ]  # fmt: skip
-    return sorted(found, key=lambda item: -item[1])[:count]

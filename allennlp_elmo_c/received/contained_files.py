@@ -1,7 +1,7 @@
 """
-The files of a directory received from someone else, read and copied only as what they are
-inside it: names resolve inside it, symbolic links are refused rather than followed (they would
-carry the receiver's files into what they read and later share), copies take regular files only.
+The files of a directory received from someone else, read and copied only as what they are inside
+it: names resolve inside it, symbolic links are refused rather than followed (they would carry the
+receiver's files into what they read and later share), copies take regular files only.
 """
 import os
 import shutil
@@ -12,68 +12,73 @@ from typing import List, Union
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.common.atomic import atomic_path
-from allennlp_elmo_c.received.shown_text import printable, quoted
+from allennlp_elmo_c.received.limits import printable, quoted
 
 PathOrStr = Union[str, "os.PathLike[str]"]
 
 
 def inside_path(root: PathOrStr, name: object, what: str) -> Path:
     """`root / name` for a plain relative `name` inside `root` through no link (`what` names it
-    in the `ConfigurationError` otherwise)."""
+    in the refusal)."""
     root = Path(root)
-    if not isinstance(name, str) or not name or "\x00" in name or "\\" in name:
-        raise ConfigurationError(
-            f"{root}: {what} {quoted(name)} is not a file name inside the directory"
-        )
-    pure = PurePosixPath(name)
-    if pure.is_absolute() or os.path.isabs(name):
-        raise ConfigurationError(
-            f"{root}: {what} {quoted(name)} is an absolute path; a directory's files are named "
-            "relative to it"
-        )
-    if ".." in pure.parts or not pure.parts or pure.parts == (".",):
-        raise ConfigurationError(
-            f"{root}: {what} {quoted(name)} is not inside the directory (a name without '..')"
-        )
-    path = root
-    for part in pure.parts:
-        path = path / part
-        if path.is_symlink():
-            raise ConfigurationError(
-                f"{root}: {what} {quoted(name)} goes through the symbolic link {path} (to "
-                f"{quoted(os.readlink(path))}); a received directory holds its own files, not links"
-            )
-    return path
+    pure = PurePosixPath(name) if isinstance(name, str) else None
+    if pure is None or not name or "\x00" in name or "\\" in name:  # type: ignore[operator]
+        why = "is not a file name inside the directory"
+    elif pure.is_absolute() or os.path.isabs(name):  # type: ignore[arg-type]
+        why = "is an absolute path; a directory's files are named relative to it"
+    elif ".." in pure.parts or pure.parts in ((), (".",)):
+        why = "is not inside the directory (a name without '..')"
+    else:
+        path = root
+        for part in pure.parts:
+            path = path / part
+            if path.is_symlink():
+                raise ConfigurationError(
+                    f"{root}: {what} {quoted(name)} goes through the symbolic link {path} (to "
+                    f"{quoted(os.readlink(path))}); a received directory holds its own files, "
+                    "not links"
+                )
+        return path
+    raise ConfigurationError(f"{root}: {what} {quoted(name)} {why}")
 
 
 def refuse_links(root: PathOrStr, source: str = "") -> List[str]:
-    """The relative names of the regular files under `root`, sorted; a `ConfigurationError`
-    names the first link or other non-regular file (`source` names the directory)."""
+    """The relative names of the regular files under `root`, sorted; the first link or other
+    non-regular file is refused (`source` names the directory)."""
     root = Path(root)
-    source = source or str(root)
     files: List[str] = []
     for directory, subdirectories, names in os.walk(root, followlinks=False):
         for name in sorted(subdirectories + names):
             path = Path(directory) / name
-            relative = path.relative_to(root).as_posix()
+            relative = printable(path.relative_to(root).as_posix())
             mode = path.lstat().st_mode
             if stat.S_ISLNK(mode):
                 raise ConfigurationError(
-                    f"{source}: {printable(relative)} is a symbolic link (to "
+                    f"{source or root}: {relative} is a symbolic link (to "
                     f"{quoted(os.readlink(path))}); a received directory must hold its own files, "
                     "not links: replace the link by the file"
                 )
             if stat.S_ISREG(mode):
-                files.append(relative)
+                files.append(path.relative_to(root).as_posix())
             elif not stat.S_ISDIR(mode):
                 raise ConfigurationError(
-                    f"{source}: {printable(relative)} is not a regular file or directory"
+                    f"{source or root}: {relative} is not a regular file or directory"
                 )
     return sorted(files)
 
 
+def check_run_directory(serialization_dir: PathOrStr) -> None:
+    """Refuses a run directory to resume (`--recover`) holding a link or a special file: AllenNLP
+    writes into it by name. The directory itself may be a link; none at all is fine."""
+    root = Path(serialization_dir)
+    if root.exists():
+        if not root.is_dir():
+            raise ConfigurationError(f"--recover: the run directory {root} is not a directory")
+        refuse_links(root.resolve(), f"--recover: run directory {root}")
+
+
 def copy_regular_file(source: PathOrStr, target: PathOrStr, link: bool = True) -> str:
-    """`target` made atomically a hard link to (or with `link` false, a copy of) the regular file
+    """`target` made atomically a hard link to (with `link` false, a copy of) the regular file
     `source`, never through a link; returns `target`."""
     descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
     try:
@@ -99,8 +104,8 @@ def copy_regular_file(source: PathOrStr, target: PathOrStr, link: bool = True) -
 
 
 def copy_regular_tree(source: PathOrStr, target: PathOrStr) -> None:
-    """Copies (hard-links where it can) the regular files under `source` to `target`, keeping
-    their names, after `refuse_links` found no link under `source`."""
+    """Copies (hard-links where it can) the regular files under `source` to `target`, refusing
+    any link under `source`."""
     for name in refuse_links(source):
         destination = Path(target) / name
         destination.parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,11 @@
 """
-Every limit a received file, archive, config or model build is held to, in one table. Checks read
-this module when they run: a trusted input beyond a limit is read after raising it here, e.g.
-`allennlp_elmo_c.received.limits.MAX_EXTRACTED_BYTES = 100 << 30`.
+Every limit a received file, archive, config or model build is held to, and how a received value
+is shown in a message. Checks read this module when they run: to read a trusted input beyond a
+limit, raise it here first, e.g. `allennlp_elmo_c.received.limits.MAX_EXTRACTED_BYTES = 100 << 30`.
 """
+from typing import Any
 
-# Received JSON: a config.json (a biLM's is ~3 KB), an archive's meta.json, a safetensors header.
+# Received JSON: a config.json, an archive's meta.json, a safetensors header.
 MAX_CONFIG_BYTES = 4 << 20
 MAX_META_BYTES = 4096
 MAX_SAFETENSORS_HEADER_BYTES = 1 << 20
@@ -36,3 +37,16 @@ BUDGET_SLACK = 64 << 20
 
 # The most characters of one received value shown in a message.
 SHOWN_CHARACTERS = 200
+
+
+def printable(value: Any, limit: int = SHOWN_CHARACTERS) -> str:
+    """`str(value)`, its non-printable characters as Python escapes (`\\x1b`, `\\n`), cut to
+    `limit` characters, its length then said."""
+    text = str(value)
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:limit])
+    return shown + (f"... ({len(text)} characters)" if len(text) > limit else "")
+
+
+def quoted(value: Any, limit: int = SHOWN_CHARACTERS) -> str:
+    """`printable(value, limit)` in quotes."""
+    return f"'{printable(value, limit)}'"

@@ -1,22 +1,20 @@
 """
-What the config of a received model may say: it is data, not a program, read with
-`read_received_json` and checked here before anything is built; a refusal is one
-`ConfigurationError` line naming the file, the key path and why.
+The config of a received model is data, not a program: read as plain JSON and checked here before
+anything is built, a refusal one `ConfigurationError` line naming the file, the key path and why.
 
 One walk (`_Walk`) checks the built sections against AllenNLP's registries and the registered
-constructors' signatures, as `from_params` will read them: registered types, known parameters,
-values of their annotated kind (sizes within `received.limits`). Refused whatever the component:
+constructors' signatures, as `from_params` reads them: registered types, known parameters, values
+of their annotated kind (sizes within `received.limits`). Refused whatever the component:
 `trust_remote_code`, `*_kwargs`, URLs, archive names and nested archives; parameters that read a
 file (`_LOADS`) on other packages' components; model names in a biLM, local paths as model names
 in a task model; `REFUSED_KEYS` in a biLM, and in a task model inside lists.
 """
-
 import inspect
 import os
-from collections import abc
 import re
 import typing
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from collections import abc
+from typing import Any, Dict, List, NamedTuple, Tuple
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.from_params import FromParams, infer_params, is_base_registrable
@@ -26,22 +24,21 @@ from allennlp.common.registrable import Registrable
 from allennlp_elmo_c.common.config_tree import walk
 from allennlp_elmo_c.fasttext.fasttext_source import FASTTEXT_COMPONENTS, FASTTEXT_KEYS
 from allennlp_elmo_c.received import limits
+from allennlp_elmo_c.received.limits import printable, quoted
 from allennlp_elmo_c.received.model_directory import CONFIG_KEYS
-from allennlp_elmo_c.received.shown_text import printable, quoted
 
-# Integer parameters that are identifiers, not sizes.
-NOT_SIZES = frozenset({"seed", "fingerprint"})
-# The sections of an AllenNLP training config that no loader reads (a record of the training).
+NOT_SIZES = frozenset({"seed", "fingerprint"})  # integer parameters that are identifiers
+# The sections of a training config that no loader reads (a record of the training).
 TRAINING_ONLY = frozenset({
     "train_data_path", "validation_data_path", "test_data_path", "datasets_for_vocab_creation",
     "evaluate_on_test", "data_loader", "validation_data_loader", "test_data_loader", "trainer",
     "distributed", "random_seed", "numpy_seed", "pytorch_seed", "batch_weight_key", "type",
     "include_in_archive",
 })  # fmt: skip
-BUILT = ("model", "dataset_reader", "validation_dataset_reader")
+BUILT = {"model": "Model", "dataset_reader": "DatasetReader",
+         "validation_dataset_reader": "DatasetReader"}  # fmt: skip
 # Keys AllenNLP's `Model.load` removes from a model's config before building it.
 REMOVED_ON_LOAD = frozenset({"pretrained_file", "initializer"})
-# Why a known key is refused.
 REFUSED_KEYS = {
     "initializer": "an initializer rewrites or reads weights when the model is built (the "
     "`pretrained` one from any file)",
@@ -58,13 +55,18 @@ _URL = re.compile(
     r"^(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?:https?|s3|gs|gcs|hf|file|ftp|sftp|data|az|abfs|r2):)"
 )
 _ARCHIVE = re.compile(r"\.(?:tar\.gz|tgz|tar\.bz2|tbz2?|tar\.xz|txz|tar|zip)(?:!|$)", re.IGNORECASE)
+_NESTED = "'from_archive' loads another archive (a nested archive)"
 PLUGIN_PACKAGE = "allennlp_elmo_c"
-_SECTION_BASES = {"model": "Model", "dataset_reader": "DatasetReader",
-                  "validation_dataset_reader": "DatasetReader"}  # fmt: skip
+# Keys of a model directory's config.json that would make Hugging Face load code, other
+# components or another config than the one checked.
+DIRECTORY_REFUSED = frozenset({
+    "auto_map", "custom_pipelines", "tokenizer_class", "processor_class", "configuration_files",
+})  # fmt: skip
+PROBE_SECONDS = 5.0  # how long the Hugging Face Hub may take to answer
 
 
 class BiLMConfigParts(NamedTuple):
-    """What the walk of a biLM's config found, by dotted key path (without the message prefix)."""
+    """What the walk of a config found, by dotted key path (without the message prefix)."""
 
     fasttext_components: List[Tuple[str, Dict[str, Any]]]  # `(path, node)`
     fasttext_keys: List[Tuple[str, Dict[str, Any], str]]  # `(path, node, key)`, a `.bin` path
@@ -92,16 +94,15 @@ def plugin_component_names() -> frozenset:
 
 
 def is_elmo_c_config(config: Any) -> bool:
-    """Whether a config's built sections build a component this plugin registers (a name other
-    packages register too counts only as a section's own type). Only these configs are checked
-    as received; AllenNLP loads any other one as it would without the plugin."""
+    """Whether a config's built sections build a component of this plugin (a name other packages
+    register too counts only as a section's own type): only these are checked as received."""
     if not isinstance(config, dict):
         return False
     mine, others = _plugin_registrations()
-    for section in BUILT:
+    for section, base in BUILT.items():
         node = config.get(section)
         own = node.get("type") if isinstance(node, dict) else None
-        if isinstance(own, str) and _SECTION_BASES[section] in mine.get(own, ()):
+        if isinstance(own, str) and base in mine.get(own, ()):
             return True
         for _, _, item in walk(node, section):
             kind = item.get("type") if isinstance(item, dict) else None
@@ -111,39 +112,35 @@ def is_elmo_c_config(config: Any) -> bool:
 
 
 def is_bilm_config(config: Any) -> bool:
-    """Whether a config's model is an `elmo_c` biLM."""
     model = config.get("model") if isinstance(config, dict) else None
     return isinstance(model, dict) and model.get("type") == "elmo_c"
 
 
-def check_received_config(config: Any, where: str) -> None:
+def check_received_config(config: Any, where: str) -> BiLMConfigParts:
     """`check_bilm_config` for an `elmo_c` model's config, `check_task_config` for any other."""
     if is_bilm_config(config):
-        check_bilm_config(config, where)
-    else:
-        check_task_config(config, where)
+        return check_bilm_config(config, where)
+    return check_task_config(config, where)
 
 
 def check_bilm_config(
     config: Any, where: str, prefix: str = "", in_directory: bool = False
 ) -> BiLMConfigParts:
-    """Refuses a received biLM's config that is not plain registered components (see the module
-    docstring); `prefix` is its key in the file (`bilm.` in a model directory's config.json),
-    `in_directory` refuses `model.nearest_neighbour_words` (`package` never writes it). Returns
-    what the walk found."""
-    walker = _Walk(where, prefix, BiLMConfigParts([], [], [], []))
-    walker.config(config)
+    """Refuses a received biLM's config that is not plain registered components; `prefix` is its
+    key in the file (`bilm.` in a model directory), `in_directory` refuses
+    `model.nearest_neighbour_words` (`package` never writes it). Returns what the walk found."""
+    parts = _Walk(where, prefix, True).config(config)
     if in_directory and config["model"].get("nearest_neighbour_words") is not None:
         raise _refusal(where, prefix + "model.nearest_neighbour_words",
                        "names a word list outside the model (a training-time setting that "
                        "`package` never writes)")  # fmt: skip
-    return walker.parts  # type: ignore[return-value]
+    return parts
 
 
-def check_task_config(config: Any, where: str, prefix: str = "") -> None:
+def check_task_config(config: Any, where: str, prefix: str = "") -> BiLMConfigParts:
     """Refuses a received task model's config that asks for code, a fetch, a nested archive or
-    an outside file, or is not plain registered components (see the module docstring)."""
-    _Walk(where, prefix, None).config(config)
+    an outside file, or is not plain registered components."""
+    return _Walk(where, prefix, False).config(config)
 
 
 def drop_training_only(config: Dict[str, Any]) -> Dict[str, Any]:
@@ -155,50 +152,46 @@ def drop_training_only(config: Dict[str, Any]) -> Dict[str, Any]:
 
 
 class _Walk:
-    """One walk of a config's built sections; `parts` collects a biLM's parts (None: a task)."""
+    """One walk of a config's built sections (`bilm`: a biLM's), collecting `parts`."""
 
-    def __init__(self, where: str, prefix: str, parts: Optional[BiLMConfigParts]) -> None:
-        self.where = where
-        self.prefix = prefix
-        self.parts = parts
+    def __init__(self, where: str, prefix: str, bilm: bool) -> None:
+        self.where, self.prefix, self.bilm = where, prefix, bilm
+        self.parts = BiLMConfigParts([], [], [], [])
 
     def refuse(self, path: str, why: str) -> ConfigurationError:
         return _refusal(self.where, self.prefix + path, why)
 
-    def config(self, config: Any) -> None:
-        if not isinstance(config, dict):
-            raise _refusal(self.where, self.prefix.rstrip(".") or "(top level)",
-                           "is not a JSON object")  # fmt: skip
-        for path, key, _ in walk(config):
-            if key == "trust_remote_code":
-                raise self.refuse(path, "a received model may not ask to run code it brings")
-        for key in config:
-            if key not in BUILT and key != "vocabulary" and key not in TRAINING_ONLY:
-                raise self.refuse(key, "is not a key of an AllenNLP model's config")
+    def config(self, config: Any) -> BiLMConfigParts:
         from allennlp.data import DatasetReader, Vocabulary
         from allennlp.models import Model
 
+        if not isinstance(config, dict):
+            raise self.refuse(self.prefix.rstrip(".") or "(top level)", "is not a JSON object")
+        _refuse_remote_code(config, self.refuse)
+        for key in config:
+            if key not in BUILT and key != "vocabulary" and key not in TRAINING_ONLY:
+                raise self.refuse(key, "is not a key of an AllenNLP model's config")
         if not isinstance(config.get("model"), dict):
             raise self.refuse("model", "is not a component (a JSON object with a type)")
         vocabulary = config.get("vocabulary", {})
         if not isinstance(vocabulary, dict):
             raise self.refuse("vocabulary", "is not a JSON object")
-        self.resolve({"type": vocabulary.get("type", "from_instances")}, Vocabulary,
-                     "vocabulary")  # fmt: skip
-        skip = frozenset() if self.parts is not None else REMOVED_ON_LOAD
+        self.resolve({"type": vocabulary.get("type", "from_instances")}, Vocabulary, "vocabulary")
+        skip = frozenset() if self.bilm else REMOVED_ON_LOAD
         self.component(config["model"], Model, "model", skip)
-        for section in BUILT[1:]:
+        for section in ("dataset_reader", "validation_dataset_reader"):
             if section in config:
                 self.component(config[section], DatasetReader, section, frozenset())
+        return self.parts
 
-    def resolve(self, node: Dict[str, Any], base: type, path: str) -> Tuple[type, Optional[str]]:
+    def resolve(self, node: Dict[str, Any], base: type, path: str) -> Tuple[type, Any]:
         """The class (and constructor name) `node` builds where `base` is expected."""
         if not is_base_registrable(base):
             return base, None
         kind = node.get("type", base.default_implementation)  # type: ignore[attr-defined]
         at = path + ".type" if "type" in node else path
         if kind == "from_archive":
-            raise self.refuse(at, "'from_archive' loads another archive (a nested archive)")
+            raise self.refuse(at, _NESTED)
         registry = Registrable._registry.get(base, {})
         if not isinstance(kind, str) or kind not in registry:
             given = f"type {quoted(kind, 60)}" if "type" in node else "no type"
@@ -218,22 +211,23 @@ class _Walk:
         params = infer_params(cls, getattr(cls, constructor) if constructor else cls.__init__)
         plugin = cls.__module__.split(".")[0] == PLUGIN_PACKAGE
         takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
-        if self.parts is not None and node.get("type") in FASTTEXT_COMPONENTS:
+        if node.get("type") in FASTTEXT_COMPONENTS:
             self.parts.fasttext_components.append((path, node))
         for key, value in node.items():
             if key == "type" or key in skip:
                 continue
             key_path = f"{path}.{key}"
             parameter = params.get(key)
-            self.key(key, value, key_path, plugin, node, bool(skip) or self.parts is not None)
+            self.key(key, value, key_path, plugin, node, bool(skip) or self.bilm)
             if key == "archive_file":
                 continue
             if parameter is None or parameter.kind == parameter.VAR_KEYWORD:
                 # Another package's `**kwargs` may take keys of its own; the plugin's pass theirs
                 # on to AllenNLP's base classes, whose parameters `infer_params` gives.
                 if plugin or not takes_any or key in REFUSED_KEYS:
-                    why = REFUSED_KEYS.get(key, f"is not a parameter of {cls.__name__}")
-                    raise self.refuse(key_path, why)
+                    raise self.refuse(
+                        key_path, REFUSED_KEYS.get(key, f"is not a parameter of {cls.__name__}")
+                    )
                 self.value(value, Any, key_path, key, skip)
             else:
                 self.value(value, parameter.annotation, key_path, key, skip)
@@ -243,7 +237,7 @@ class _Walk:
         if isinstance(key, str) and key.endswith("_kwargs"):
             raise self.refuse(path, "a `*_kwargs` key passes arbitrary arguments to another "
                               "library (e.g. trust_remote_code to Hugging Face)")  # fmt: skip
-        if self.parts is not None and key in _BILM_REFUSED:
+        if self.bilm and key in _BILM_REFUSED:
             raise self.refuse(path, REFUSED_KEYS[key])
         if key in REMOVED_ON_LOAD:  # reached in a list, where AllenNLP's loader leaves it
             if not removed:
@@ -251,13 +245,13 @@ class _Walk:
                 raise self.refuse(path, why)
             return
         if key == "archive_file":
-            if not plugin or self.parts is not None:
+            if not plugin or self.bilm:
                 raise self.refuse(path, REFUSED_KEYS["archive_file"])
             return
         if value is None or not isinstance(key, str):
             return
         if _MODEL_NAME.search(key):
-            if self.parts is not None:
+            if self.bilm:
                 raise self.refuse(path, "a received biLM is built from its own files: it names no "
                                   "Hugging Face or spaCy model to fetch")  # fmt: skip
             _check_model_name(value, self.where, self.prefix + path)
@@ -265,10 +259,9 @@ class _Walk:
             if not plugin:
                 raise self.refuse(path, "it names a file or program outside the model to load "
                                   "or run; a received model leaves it out")  # fmt: skip
-            if self.parts is not None:
-                self.parts.files.append((path, node, key))
-                if key in FASTTEXT_KEYS and isinstance(value, str):
-                    self.parts.fasttext_keys.append((path, node, key))
+            self.parts.files.append((path, node, key))
+            if key in FASTTEXT_KEYS and isinstance(value, str):
+                self.parts.fasttext_keys.append((path, node, key))
 
     def value(self, value: Any, annotation: Any, path: str, key: Any, skip: frozenset) -> None:
         """A value as its parameter's `annotation` says `from_params` reads it."""
@@ -308,21 +301,18 @@ class _Walk:
 
     def plain(self, value: Any, annotation: Any, path: str, key: Any) -> None:
         """A value that builds nothing: of its annotated kind, its strings no URL or archive."""
+        kinds = {float: (_is_number, "a number"), str: (lambda v: isinstance(v, str), "a string"),
+                 bool: (lambda v: isinstance(v, bool), "true or false")}  # fmt: skip
         if annotation is int:
             self.size(value, path, key)
-        elif annotation is float and not _is_number(value):
-            raise self.refuse(path, f"{quoted(value, 40)} is not a number")
-        elif annotation is str and not isinstance(value, str):
-            raise self.refuse(path, f"{quoted(value, 40)} is not a string")
-        elif annotation is bool and not isinstance(value, bool):
-            raise self.refuse(path, f"{quoted(value, 40)} is not true or false")
+        elif annotation in kinds and not kinds[annotation][0](value):
+            raise self.refuse(path, f"{quoted(value, 40)} is not {kinds[annotation][1]}")
         for item_path, item_key, item in walk(value, path):
             if isinstance(item_key, str):
                 in_list = any(part.isdigit() for part in item_path[len(path):].split("."))
                 self.key(item_key, item, item_path, False, {}, not in_list)
             if isinstance(item, dict) and item.get("type") == "from_archive":
-                raise self.refuse(item_path + ".type", "'from_archive' loads another archive "
-                                  "(a nested archive)")  # fmt: skip
+                raise self.refuse(item_path + ".type", _NESTED)
             if isinstance(item, str):
                 _check_string(item, self.where, self.prefix + item_path)
 
@@ -334,8 +324,7 @@ class _Walk:
         limit = limits.MAX_LAYERS if key == "num_layers" else limits.MAX_SIZE
         if not 0 <= value <= limit:
             raise self.refuse(path, f"{value} is not a size between 0 and {limit}")
-        if self.parts is not None:
-            self.parts.sizes.append((path, value))
+        self.parts.sizes.append((path, value))
 
 
 def _is_number(value: Any) -> bool:
@@ -361,6 +350,12 @@ def _check_string(value: str, where: str, path: str) -> None:
         raise _refusal(where, path, f"{value!r} names an archive (a nested archive is not loaded)")
 
 
+def _refuse_remote_code(config: Any, refuse) -> None:
+    for key_path, key, _ in walk(config):
+        if key == "trust_remote_code":
+            raise refuse(key_path, "a received model may not ask to run code it brings")
+
+
 def _refusal(where: str, path: str, why: str) -> ConfigurationError:
     return ConfigurationError(
         f"{where}: {printable(path)}: {printable(why, 400)}. A received model's config is data, "
@@ -368,24 +363,15 @@ def _refusal(where: str, path: str, why: str) -> ConfigurationError:
     )
 
 
-# Keys of a model directory's config.json that would make Hugging Face load code, other
-# components or another config than the one checked.
-DIRECTORY_REFUSED = frozenset({
-    "auto_map", "custom_pipelines", "tokenizer_class", "processor_class", "configuration_files",
-})  # fmt: skip
-
-
 def check_directory_config(config: Dict[str, Any], where: str) -> None:
-    """A model directory's config.json outside its `bilm`: no `trust_remote_code` anywhere, no
-    key of `DIRECTORY_REFUSED` and no `*_kwargs`; every other key one `package` writes or of
-    transformers' `PretrainedConfig`, and `num_labels` a size within `MAX_LABELS`."""
+    """A model directory's config.json outside its `bilm`: no `trust_remote_code`, no key of
+    `DIRECTORY_REFUSED` or `*_kwargs`; every other key one `package` writes or of transformers'
+    `PretrainedConfig`, and `num_labels` a size within `MAX_LABELS`."""
     from transformers import PretrainedConfig
 
-    for key_path, key, _ in walk(config):
-        if key == "trust_remote_code":
-            raise _refusal(where, key_path, "a received model may not ask to run code it brings")
+    _refuse_remote_code(config, lambda path, why: _refusal(where, path, why))
     known = CONFIG_KEYS | set(PretrainedConfig().to_dict()) | {"num_labels"}
-    for key, value in config.items():
+    for key in config:
         if key in DIRECTORY_REFUSED or key.endswith("_kwargs"):
             raise _refusal(where, key, "it would make Hugging Face load code, components or a "
                            "config the directory names; a model directory's config.json has none")
@@ -393,7 +379,43 @@ def check_directory_config(config: Dict[str, Any], where: str) -> None:
             raise _refusal(where, key, "is not a key of a model directory's config.json (its "
                            "own, or one of transformers' PretrainedConfig)")  # fmt: skip
     labels = config.get("num_labels", 0)
-    is_size = isinstance(labels, int) and not isinstance(labels, bool)
-    if not is_size or not 0 <= labels <= limits.MAX_LABELS:
+    if type(labels) is not int or not 0 <= labels <= limits.MAX_LABELS:
         raise _refusal(where, "num_labels", f"{printable(labels, 40)} is not a size between 0 and "
                        f"{limits.MAX_LABELS}")  # fmt: skip
+
+
+def check_hub_models(config: Any, source: str) -> None:
+    """Refuses a config naming (`*model_name`) a Hugging Face model missing from the local cache
+    when `HF_HUB_OFFLINE=1` or the Hub does not answer within `PROBE_SECONDS` (transformers would
+    retry for a minute, then fail)."""
+    import requests
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    def cached(name: str) -> bool:
+        try:
+            return isinstance(try_to_load_from_cache(name, "config.json"), str)
+        except ValueError:  # not a valid repository id
+            return False
+
+    missing = [
+        (where, value) for where, key, value in walk(config)
+        if isinstance(key, str) and key.endswith("model_name") and isinstance(value, str)
+        and not cached(value)
+    ]  # fmt: skip
+    if not missing:
+        return
+    key, name = missing[0]
+    if constants.HF_HUB_OFFLINE:
+        why = "HF_HUB_OFFLINE=1 forbids downloading it:"
+    else:
+        try:
+            requests.head(constants.ENDPOINT, timeout=PROBE_SECONDS, allow_redirects=False)
+            return
+        except requests.RequestException as error:
+            why = (f"the Hub at {constants.ENDPOINT} cannot be reached ({type(error).__name__}): "
+                   "set HF_HUB_OFFLINE=1 to load only what your cache holds, or")  # fmt: skip
+    raise ConfigurationError(
+        f"{source}: {key} names the Hugging Face model {name!r}, which is not in your Hugging "
+        f"Face cache, and {why} download it first (`huggingface-cli download {name}`, on a "
+        "machine with network, into the cache this one uses)"
+    )

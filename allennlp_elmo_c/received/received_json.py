@@ -1,12 +1,13 @@
 """
-Reading JSON received from elsewhere (a config.json, meta.json, a safetensors header, a corpus's
-`.jsonl` line, a run's records): plain JSON only, its size capped before it is read and its
-nesting depth before it is parsed; a refusal is one `ConfigurationError` line naming the file.
+JSON received from elsewhere (a config.json, meta.json, a safetensors header, a corpus's line, a
+run's records): plain JSON only, its size capped before it is read and its nesting depth before
+it is parsed; a refusal is one `ConfigurationError` line naming the file.
 """
 import json
 import math
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -15,29 +16,29 @@ import numpy
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.received import limits
-from allennlp_elmo_c.received.limits import MAX_CONFIG_BYTES
-from allennlp_elmo_c.received.limits import MAX_JSON_DEPTH as MAX_DEPTH  # noqa: F401 (callers')
 
 # A JSON string (a `"` up to the next `"` not escaped), whose brackets do not nest.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
 def read_received_json(
-    path: Union[str, Path], where: str, max_bytes: int = MAX_CONFIG_BYTES, follow_links: bool = True
+    path: Union[str, Path],
+    where: str,
+    max_bytes: int = limits.MAX_CONFIG_BYTES,
+    follow_links: bool = True,
 ) -> Any:
-    """A received JSON file as plain JSON of at most `max_bytes`, nested at most `MAX_JSON_DEPTH`
-    (with `follow_links` false, a link or anything but a regular file is refused, unopened)."""
+    """The file `path` as `parse_received_json` reads it; with `follow_links` false, a link or
+    anything but a regular file is refused, unopened."""
     try:
-        flags = os.O_RDONLY | (0 if follow_links else os.O_NOFOLLOW | os.O_NONBLOCK)
-        descriptor = os.open(path, flags)
+        descriptor = os.open(
+            path, os.O_RDONLY | (0 if follow_links else os.O_NOFOLLOW | os.O_NONBLOCK)
+        )
     except OSError as error:
         if not follow_links and os.path.islink(path):
-            raise ConfigurationError(
-                f"{where}: a symbolic link, not a file; it is not followed"
-            ) from None
+            raise ConfigurationError(f"{where}: a symbolic link, not a file; it is not followed")
         raise ConfigurationError(f"{where}: unreadable ({error.strerror})") from None
     with os.fdopen(descriptor, "rb") as stream:
-        if not follow_links and not _is_regular(stream):
+        if not follow_links and not stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise ConfigurationError(f"{where}: not a regular file; it is not read")
         try:
             data = stream.read(max_bytes + 1)
@@ -46,16 +47,11 @@ def read_received_json(
     return parse_received_json(data, where, max_bytes)
 
 
-def _is_regular(stream) -> bool:
-    import stat
-
-    return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
-
-
 def parse_received_json(
-    data: Union[bytes, str], where: str, max_bytes: Optional[int] = MAX_CONFIG_BYTES
+    data: Union[bytes, str], where: str, max_bytes: Optional[int] = limits.MAX_CONFIG_BYTES
 ) -> Any:
-    """`read_received_json` of JSON text already read (`max_bytes=None`: no size cap)."""
+    """JSON text as plain JSON (no NaN, finite floats, 64-bit integers) of at most `max_bytes`
+    (None: no cap), nested at most `MAX_JSON_DEPTH`."""
     if max_bytes is not None and len(data) > max_bytes:
         raise ConfigurationError(
             f"{where}: larger than {max_bytes} bytes; a model's config is a few KB, so it is not "
@@ -69,10 +65,6 @@ def parse_received_json(
         return json.loads(
             data, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int64
         )
-    except RecursionError:
-        raise ConfigurationError(
-            f"{where}: nested deeper than {limits.MAX_JSON_DEPTH} levels"
-        ) from None
     except ValueError as error:  # UnicodeDecodeError included
         raise ConfigurationError(
             f"{where} is not plain JSON ({str(error)[:200]}); a received file is read as JSON "
@@ -81,8 +73,7 @@ def parse_received_json(
 
 
 def json_depth(data: Union[bytes, str]) -> int:
-    """How deep the arrays and objects of the JSON text `data` nest, counted without parsing it
-    (brackets inside strings are not counted; an unterminated string's are)."""
+    """How deep the arrays and objects of the JSON text `data` nest, without parsing it."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     brackets = numpy.frombuffer(_STRING.sub(b'""', raw), dtype=numpy.uint8)
     steps = numpy.zeros(len(brackets), dtype=numpy.int32)
@@ -96,8 +87,7 @@ def _refuse_constant(name: str) -> Any:
 
 
 def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
+    if not math.isfinite(value := float(text)):
         raise ValueError(f"the number {text[:40]} is too large for a float (not a finite number)")
     return value
 

@@ -1,22 +1,23 @@
 """
-From a received biLM's files (a model directory or an archive) to a checked description,
-`ReceivedBiLM`: its listing, config, fastText `.bin` and fingerprint, load-time overrides and the
-weights' tensors, which give the allocation budget `archive` builds it within.
+From a received model's files (a model directory or an archive) to a checked description,
+`ReceivedModel`: its config, weights' tensors (which give its allocation budget) and, for a biLM,
+the load-time overrides that give it its checked fastText `.bin`.
 """
-
 import contextlib
 import re
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Meta, _check_version_compatibility
 
 from allennlp_elmo_c.fasttext.fasttext_source import check_fingerprint, resolve_fasttext_path
+from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.allocation_budget import budget_of
 from allennlp_elmo_c.received.contained_files import inside_path
+from allennlp_elmo_c.received.limits import quoted
 from allennlp_elmo_c.received.model_directory import (
     CONFIG_FILE,
     DIRECTORY_FORMAT,
@@ -25,7 +26,6 @@ from allennlp_elmo_c.received.model_directory import (
     WEIGHTS_FILE,
     check_digests,
     check_directory_files,
-    check_files_list,
     read_listing,
 )
 from allennlp_elmo_c.received.received_config import (
@@ -33,37 +33,30 @@ from allennlp_elmo_c.received.received_config import (
     check_bilm_config,
     check_directory_config,
 )
-from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.received_json import parse_received_json, read_received_json
 from allennlp_elmo_c.received.received_weights import Tensor, held_total, weights_table
 from allennlp_elmo_c.received.safe_extract import extracted_archive, read_member
-from allennlp_elmo_c.received.shown_text import quoted
 
-# AllenNLP's names for an archive's files.
 ARCHIVE_WEIGHTS = "weights.th"
 ARCHIVE_META = "meta.json"
-BUNDLE_DIR = "fasttext"
 ARCHIVE_FILES = frozenset({CONFIG_FILE, ARCHIVE_META, ARCHIVE_WEIGHTS})
-ARCHIVE_DIRECTORIES = frozenset({VOCABULARY_DIR, BUNDLE_DIR})
-
-
+ARCHIVE_DIRECTORIES = frozenset({VOCABULARY_DIR, "fasttext"})
 _VERSION = re.compile(r"^\d{1,9}\.\d{1,9}\.[0-9A-Za-z.+\-]{1,40}$")
 
 
 def read_meta(root: Path, source: str) -> Optional[Meta]:
-    """The `meta.json` of the extracted archive `root` (`source` names it in messages), checked
-    and compared with this AllenNLP's version as AllenNLP does; `None` if there is none."""
+    """The `meta.json` of the extracted archive `root`, checked and compared with this AllenNLP's
+    version as AllenNLP does; `None` if there is none."""
     path = Path(root) / ARCHIVE_META
     if not path.exists() and not path.is_symlink():
         return None
     where = f"{source}: {ARCHIVE_META}"
     data = read_received_json(path, where, limits.MAX_META_BYTES, follow_links=False)
-    version = data.get("version") if isinstance(data, dict) else None
-    if not isinstance(version, str) or not _VERSION.match(version):
-        got = version if isinstance(data, dict) else type(data).__name__
+    version = data.get("version") if isinstance(data, dict) else type(data).__name__
+    if not isinstance(version, str) or not _VERSION.match(version) or not isinstance(data, dict):
         raise ConfigurationError(
             f"{where}: not AllenNLP's record of its version (an object with a version such as "
-            f"'2.10.1'; got {quoted(got, 60)}); remove it, or save the archive again"
+            f"'2.10.1'; got {quoted(version, 60)}); remove it, or save the archive again"
         )
     meta = Meta(version=version)
     _check_version_compatibility(source, meta)
@@ -71,16 +64,16 @@ def read_meta(root: Path, source: str) -> Optional[Meta]:
 
 
 def is_model_archive_member(name: str) -> bool:
-    """Whether the member `name` (without `./`) of a model archive is one a loader reads: its
-    config, weights and meta files, and the files directly in `vocabulary/` and `fasttext/`."""
+    """Whether the member `name` of a model archive is one a loader reads: its config, weights and
+    meta files, and the files directly in `vocabulary/` and `fasttext/`."""
     parts = name.split("/")
     return name in ARCHIVE_FILES or (parts[0] in ARCHIVE_DIRECTORIES and len(parts) <= 2)
 
 
 @dataclass
 class ReceivedModel:
-    """A received model, checked (`root`: the directory of its files, a model directory or the
-    archive's extraction directory; `weights`: its tensors with the bytes each holds)."""
+    """A received model, checked (`root`: the directory of its files; `weights`: its tensors;
+    `parts`: what checking its config found; `overrides`: a biLM's load-time overrides)."""
 
     source: str
     root: Path
@@ -88,6 +81,8 @@ class ReceivedModel:
     config: Dict[str, Any]
     weights_file: Path
     weights: Dict[str, Tensor]
+    parts: BiLMConfigParts
+    overrides: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def where(self) -> str:
@@ -101,90 +96,57 @@ class ReceivedModel:
     def vocabulary_directory(self) -> Path:
         return self.root / VOCABULARY_DIR
 
-    @property
-    def sizes(self) -> Optional[List[Tuple[str, int]]]:
-        return None
 
-
-@dataclass(kw_only=True)
-class ReceivedBiLM(ReceivedModel):
-    """A received `elmo_c` biLM: what checking its config found (`parts`), its load-time
-    `overrides`, the fastText `.bin` found, a model directory's whole config.json."""
-
-    parts: BiLMConfigParts
-    overrides: Dict[str, Any]
-    fasttext_path: Optional[str]
-    directory_config: Optional[Dict[str, Any]] = None
-
-    @property
-    def sizes(self) -> Optional[List[Tuple[str, int]]]:
-        return self.parts.sizes
-
-
-def read_directory(
-    directory: str, resolve: bool = True
-) -> Tuple[Dict[str, Any], BiLMConfigParts]:
-    """A model directory's config.json, checked (see the module docstring), with the file names of
-    its biLM config made paths into the directory (unless not `resolve`: as the file says them);
-    and what checking its biLM found."""
+def read_directory(directory: str, resolve: bool = True) -> Tuple[Dict[str, Any], BiLMConfigParts]:
+    """A model directory's config.json, checked with its files, the file names of its biLM made
+    paths into the directory (unless not `resolve`); and what checking its biLM found."""
     root = Path(directory)
     listed, present = read_listing(root)
     if CONFIG_FILE not in listed:
-        raise ConfigurationError(
-            f"model directory {directory}: {CONFIG_FILE} is missing; package the model again"
-        )
+        raise ConfigurationError(f"model directory {directory}: {CONFIG_FILE} is missing; "
+                                 "package the model again")  # fmt: skip
     check_digests(root, listed, [CONFIG_FILE])
     where = f"model directory {directory}: {CONFIG_FILE}"
     config = read_received_json(root / CONFIG_FILE, where)
     if not isinstance(config, dict) or config.get("model_type") != MODEL_TYPE:
         raise ConfigurationError(f"{directory} is not an ELMo-C model directory (no model_type "
                                  f"{MODEL_TYPE!r} in its {CONFIG_FILE})")  # fmt: skip
-    if (
-        not isinstance(config.get("elmo_c_format", 0), int)
-        or config.get("elmo_c_format", 0) > DIRECTORY_FORMAT
-    ):
+    version = config.get("elmo_c_format", 0)
+    if not isinstance(version, int) or version > DIRECTORY_FORMAT:
         raise ConfigurationError(
-            f"model directory {directory} has format {config['elmo_c_format']!r}; this version of "
+            f"model directory {directory} has format {version!r}; this version of "
             f"allennlp-elmo-c reads up to {DIRECTORY_FORMAT}: upgrade allennlp-elmo-c"
         )
     check_directory_config(config, where)
     files = config.get("files", {})
     if not isinstance(files, dict):
-        raise ConfigurationError(
-            f"model directory {directory}: `files` in {CONFIG_FILE} is not a mapping"
-        )
+        raise ConfigurationError(f"model directory {directory}: `files` in {CONFIG_FILE} is "
+                                 "not a mapping")  # fmt: skip
     check_vocabulary_directory(root, str(root))
-    bilm = config.get("bilm")
-    parts = checked_bilm(bilm, directory, where, prefix="bilm.", in_directory=True)
-    inside = root.resolve()
-    named = []
+    parts = checked_bilm(config.get("bilm"), directory, where, prefix="bilm.", in_directory=True)
     fasttext = config.get("fasttext")
     if isinstance(fasttext, dict) and "file" in fasttext:
         inside_path(root, fasttext["file"], f"`fasttext.file` of {CONFIG_FILE}")
+    inside = root.resolve()
+    named = []
     for key, node, name in parts.files:  # each a file of the directory, by a plain name
         value = node[name]
         if value is None:
             continue
-        if (
-            isinstance(value, str)
-            and Path(value).is_absolute()
-            and Path(value).is_relative_to(inside)
-        ):
+        if isinstance(value, str) and Path(value).is_relative_to(inside):  # absolute, inside
             value = Path(value).relative_to(inside).as_posix()
         path = inside_path(inside, value, f"`bilm.{key}` of {CONFIG_FILE}")
         if resolve:
             node[name] = str(path)
         named.append(value)
-    check_files_list(root, files, named)
-    check_directory_files(root, present, named)
+    check_directory_files(root, present, files, named)
     check_digests(root, listed, sorted(set(listed) - {CONFIG_FILE}))
     return config, parts
 
 
 def check_vocabulary_directory(root: Path, source: str) -> None:
     """`vocabulary` must be a real directory (AllenNLP would extract a file there)."""
-    vocabulary = inside_path(root, VOCABULARY_DIR, "vocabulary")
-    if not vocabulary.is_dir():
+    if not inside_path(root, VOCABULARY_DIR, "vocabulary").is_dir():
         raise ConfigurationError(
             f"{source}: `{VOCABULARY_DIR}` must be a real directory (of the vocabulary's .txt "
             "files); an archive or other file there is not read"
@@ -192,18 +154,16 @@ def check_vocabulary_directory(root: Path, source: str) -> None:
 
 
 def checked_bilm(
-    config: Any,
-    source: str,
-    where: Optional[str] = None,
-    prefix: str = "",
+    config: Any, source: str, where: Optional[str] = None, prefix: str = "",
     in_directory: bool = False,
-) -> BiLMConfigParts:
+) -> BiLMConfigParts:  # fmt: skip
     """An `elmo_c` biLM's config, checked (`check_bilm_config`); what the check found."""
     if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
         raise ConfigurationError(f"ELMo-C archive {source} has no model in its config.json")
-    model_type = config["model"].get("type")
-    if model_type != "elmo_c":
-        raise ConfigurationError(f"{source} holds a {model_type} model, not an elmo_c model")
+    if config["model"].get("type") != "elmo_c":
+        raise ConfigurationError(
+            f"{source} holds a {config['model'].get('type')} model, not an elmo_c model"
+        )
     return check_bilm_config(config, where or f"{source}: {CONFIG_FILE}", prefix, in_directory)
 
 
@@ -221,9 +181,8 @@ def read_bilm_config(path: str) -> Tuple[Dict[str, Any], BiLMConfigParts]:
 
 
 def unreadable_archive(archive_file: str, error: Exception) -> ConfigurationError:
-    return ConfigurationError(
-        f"ELMo-C archive {archive_file} is not a readable model.tar.gz ({error})"
-    )
+    return ConfigurationError(f"ELMo-C archive {archive_file} is not a readable model.tar.gz "
+                              f"({error})")  # fmt: skip
 
 
 def is_subword_config(config: Dict[str, Any]) -> bool:
@@ -236,19 +195,15 @@ def recorded_fasttext(parts: BiLMConfigParts, source: str) -> Optional[str]:
     """The one fastText path a checked config records; `None` if it reads no fastText."""
     paths = {node[key] for _, node, key in parts.fasttext_keys}
     if len(paths) > 1:
-        raise ConfigurationError(
-            f"{source} refers to several fastText files ({sorted(paths)}): fasttext_path cannot "
-            "say which to replace"
-        )
+        raise ConfigurationError(f"{source} refers to several fastText files ({sorted(paths)}): "
+                                 "fasttext_path cannot say which to replace")  # fmt: skip
     return next(iter(paths), None)
 
 
 def checked_fasttext_of(
-    parts: BiLMConfigParts,
-    source: str,
-    fasttext_path: Optional[str] = None,
+    parts: BiLMConfigParts, source: str, fasttext_path: Optional[str] = None,
     is_directory: bool = False,
-) -> Tuple[str, int]:
+) -> Tuple[str, int]:  # fmt: skip
     """The fastText `.bin` of a checked config (`fasttext_path`, else as `fasttext_source` finds
     it; a directory's own) and the fingerprint it recorded and the `.bin` matched."""
     recorded = recorded_fasttext(parts, source)
@@ -271,16 +226,11 @@ def checked_fasttext_of(
 
 
 def prepared(
-    config: Dict[str, Any],
-    parts: BiLMConfigParts,
-    source: str,
-    fasttext_path: Optional[str],
-    tokenizer_path: Optional[str],
-    is_directory: bool = False,
-) -> Tuple[Dict[str, Any], BiLMConfigParts, Dict[str, Any], Optional[str]]:
-    """The config and its parts, the load-time overrides (all layers, no candidate list, every
-    fastText path the checked `.bin` found, a BPE tokenizer at `tokenizer_path`), and the `.bin`
-    found."""
+    config: Dict[str, Any], parts: BiLMConfigParts, source: str, fasttext_path: Optional[str],
+    tokenizer_path: Optional[str], is_directory: bool = False,
+) -> Dict[str, Any]:  # fmt: skip
+    """The load-time overrides of a checked biLM config: all layers, no candidate list, every
+    fastText path the checked `.bin` found, a BPE tokenizer at `tokenizer_path`."""
     subword = is_subword_config(config)
     if subword and fasttext_path is not None:
         raise ConfigurationError(f"{source} is a BPE subword biLM: it reads no fastText")
@@ -290,7 +240,6 @@ def prepared(
         "model.contextualizer.return_all_layers": True,
         "model.nearest_neighbour_words": None,
     }
-    resolved = None
     if not subword and recorded_fasttext(parts, source) is not None:
         resolved, _ = checked_fasttext_of(parts, source, fasttext_path, is_directory)
         overrides.update({path: resolved for path, _, _ in parts.fasttext_keys})
@@ -298,18 +247,18 @@ def prepared(
         raise ConfigurationError(f"{source}: the biLM reads no fastText file (fasttext_path)")
     if tokenizer_path is not None:
         overrides["dataset_reader.tokenizer.tokenizer_path"] = tokenizer_path
-    return config, parts, overrides, resolved
+    return overrides
 
 
 @contextlib.contextmanager
 def received_bilm(
     path: str, fasttext_path: Optional[str] = None, tokenizer_path: Optional[str] = None
-) -> Iterator[ReceivedBiLM]:
-    """The `ReceivedBiLM` of a model directory or a biLM archive (extracted while inside)."""
+) -> Iterator[ReceivedModel]:
+    """The `ReceivedModel` of a model directory or a biLM archive (extracted while inside)."""
     if Path(path).is_dir():
-        directory_config, parts = read_directory(path)
-        yield _described(path, Path(path), True, directory_config["bilm"], parts, fasttext_path,
-                         tokenizer_path, Path(path) / WEIGHTS_FILE, directory_config)  # fmt: skip
+        config, parts = read_directory(path)
+        yield _described(path, Path(path), True, config["bilm"], parts, fasttext_path,
+                         tokenizer_path, Path(path) / WEIGHTS_FILE)  # fmt: skip
         return
     if not Path(path).is_file():
         raise ConfigurationError(f"ELMo-C archive {path} does not exist")
@@ -318,36 +267,19 @@ def received_bilm(
             root = Path(extracted)
             check_vocabulary_directory(root, path)
             config = read_received_json(root / CONFIG_FILE, f"{path}: {CONFIG_FILE}")
-            parts = checked_bilm(config, path)
-            yield _described(path, root, False, config, parts, fasttext_path, tokenizer_path,
-                             root / ARCHIVE_WEIGHTS)  # fmt: skip
+            yield _described(path, root, False, config, checked_bilm(config, path), fasttext_path,
+                             tokenizer_path, root / ARCHIVE_WEIGHTS)  # fmt: skip
     except (tarfile.TarError, EOFError) as error:
         raise unreadable_archive(path, error) from error
 
 
 def _described(
-    source: str,
-    root: Path,
-    is_directory: bool,
-    config: Dict[str, Any],
-    parts: BiLMConfigParts,
-    fasttext_path: Optional[str],
-    tokenizer_path: Optional[str],
-    weights_file: Path,
-    directory_config: Optional[Dict[str, Any]] = None,
-) -> ReceivedBiLM:
-    where = (
-        f"model directory {source}: {weights_file.name}"
-        if is_directory
-        else f"{source}: {weights_file.name}"
-    )
+    source: str, root: Path, is_directory: bool, config: Dict[str, Any], parts: BiLMConfigParts,
+    fasttext_path: Optional[str], tokenizer_path: Optional[str], weights_file: Path,
+) -> ReceivedModel:  # fmt: skip
+    where = f"{'model directory ' if is_directory else ''}{source}: {weights_file.name}"
     if not weights_file.is_file():
         raise ConfigurationError(f"{where} is missing")
-    config, parts, overrides, resolved = prepared(
-        config, parts, source, fasttext_path, tokenizer_path, is_directory
-    )
-    weights = weights_table(weights_file, where)
-    return ReceivedBiLM(
-        source, root, is_directory, config, weights_file, weights, parts=parts,
-        overrides=overrides, fasttext_path=resolved, directory_config=directory_config,
-    )  # fmt: skip
+    overrides = prepared(config, parts, source, fasttext_path, tokenizer_path, is_directory)
+    table = weights_table(weights_file, where)
+    return ReceivedModel(source, root, is_directory, config, weights_file, table, parts, overrides)

@@ -1,14 +1,15 @@
 """
-The tensors of a received model's weights, known before any is loaded: names, dtypes, shapes and
-the bytes each really holds (its 4 KiB pages that are not all zeros: a sparse or all-zero tensor,
-or a header's claims, hold nothing). A `.safetensors` header is bounded (`received.limits`)
-before it is parsed and must fill the file exactly; a torch file (`weights.th`) is loaded
-weights-only and memory-mapped.
+A received model's weights: loaded weights-only, and known before loading (names, dtypes, shapes
+and the bytes each holds: its 4 KiB pages that are not all zeros, so a sparse file or a header's
+claims hold nothing).
 """
 import math
+import os
+import pickle
+import re
 import struct
 from pathlib import Path
-from typing import Dict, Iterable, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, NamedTuple, Tuple, Union
 
 import numpy as np
 import torch
@@ -16,24 +17,54 @@ import torch
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.received import limits
+from allennlp_elmo_c.received.limits import printable
 from allennlp_elmo_c.received.received_json import parse_received_json
-from allennlp_elmo_c.received.shown_text import printable
 
-# A page: the unit of a file's content that counts as held (one non-zero byte makes it held).
 PAGE_BYTES = 4096
 _CHUNK_PAGES = 1024
-
 SAFETENSORS_DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
     "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
     "BOOL": torch.bool,
 }  # fmt: skip
+_GLOBAL_IN_MESSAGE = re.compile(
+    r"GLOBAL (\S+)|unrecognized function (.+?)(?: which|$)|but got (<class [^>]*>|\S+)", re.M
+)
+PathOrStr = Union[str, "os.PathLike[str]"]
 
-PathOrStr = Union[str, Path]
+
+def load_weights_only(
+    path: PathOrStr,
+    allowed_globals: Iterable[Any] = (),
+    holds: str = "tensors",
+    advice: str = "",
+    **load_options: Any,
+) -> Any:
+    """`torch.load(path, weights_only=True, **load_options)` with `allowed_globals` allowed too.
+    A pickle naming another Python global, or no pickle at all, is a one-line
+    `ConfigurationError` naming the file, saying it should hold `holds`, then `advice`."""
+    present = set(map(id, torch.serialization.get_safe_globals()))
+    added = [item for item in allowed_globals if id(item) not in present]
+    try:
+        with torch.serialization.safe_globals(added):
+            return torch.load(path, weights_only=True, **load_options)
+    except pickle.UnpicklingError as error:
+        found = _GLOBAL_IN_MESSAGE.search(str(error))
+        if found is None:
+            first = str(error).strip().split(". ")[0]  # torch's advice that follows is not ours
+            raise ConfigurationError(
+                f"{path}: does not load ({os.path.getsize(path)} bytes): not a torch file of "
+                f"{holds} ({printable(first, 160)}); "
+                f"{advice or 'replace it with the file as it was saved'}"
+            ) from None
+        named = next(group for group in found.groups() if group)
+        raise ConfigurationError(
+            f"{path}: refused: it holds the Python global {named}, where only {holds} belong "
+            f"(loading it could run code){'. ' + advice if advice else ''}"
+        ) from error
 
 
 class Tensor(NamedTuple):
-
     dtype: torch.dtype
     shape: Tuple[int, ...]
     held: int
@@ -46,15 +77,13 @@ class Tensor(NamedTuple):
 def safetensors_header(
     path: PathOrStr, where: str
 ) -> Dict[str, Tuple[torch.dtype, Tuple[int, ...], int, int]]:
-    """`{name: (dtype, shape, begin, end)}` of a `.safetensors` file, its header checked."""
-    path = Path(path)
-    size = path.stat().st_size
+    """`{name: (dtype, shape, begin, end)}` of a `.safetensors` file, its header checked: bounded
+    before it is parsed, each entry a tensor filling its bytes, no two overlapping."""
+    size = Path(path).stat().st_size
     with open(path, "rb") as stream:
         prefix = stream.read(8)
         if len(prefix) < 8:
-            raise ConfigurationError(
-                f"{where}: not a safetensors file (shorter than its header's length)"
-            )
+            raise ConfigurationError(f"{where}: not a safetensors file (shorter than 8 bytes)")
         (length,) = struct.unpack("<Q", prefix)
         readable = min(limits.MAX_SAFETENSORS_HEADER_BYTES, size - 8)
         if length > readable:
@@ -66,31 +95,24 @@ def safetensors_header(
     header = parse_received_json(text, f"{where} (its header)", limits.MAX_SAFETENSORS_HEADER_BYTES)
     if not isinstance(header, dict):
         raise ConfigurationError(f"{where}: its safetensors header is not a JSON object")
-    data_start = 8 + length
     tensors = {}
-    spans = []
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        shown = name if len(name) <= 80 else f"{name[:80]}..."
         try:
             dtype = SAFETENSORS_DTYPES[entry["dtype"]]
             shape = tuple(entry["shape"])
             begin, end = entry["data_offsets"]
-            valid = all(
-                isinstance(n, int) and not isinstance(n, bool) and n >= 0
-                for n in (*shape, begin, end)
-            )
+            valid = all(type(n) is int and n >= 0 for n in (*shape, begin, end))
         except (KeyError, TypeError, ValueError):
             valid = False
-        if not valid or end - begin != math.prod(shape) * dtype.itemsize or data_start + end > size:
+        if not valid or end - begin != math.prod(shape) * dtype.itemsize or 8 + length + end > size:
             raise ConfigurationError(
-                f"{where}: the safetensors entry {shown!r} is not a tensor of a known dtype whose "
-                "shape fills its bytes in the file"
+                f"{where}: the safetensors entry {printable(name, 80)!r} is not a tensor of a "
+                "known dtype whose shape fills its bytes in the file"
             )
-        tensors[name] = (dtype, shape, data_start + begin, data_start + end)
-        spans.append((begin, end))
-    spans.sort()
+        tensors[name] = (dtype, shape, 8 + length + begin, 8 + length + end)
+    spans = sorted((begin, end) for _, _, begin, end in tensors.values())
     if any(end > next_begin for (_, end), (next_begin, _) in zip(spans, spans[1:])):
         raise ConfigurationError(f"{where}: safetensors entries overlap")
     return tensors
@@ -109,18 +131,15 @@ def _held(data: np.ndarray) -> int:
 
 
 def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
-    """The tensors of a weights file by name, with the bytes each holds."""
+    """The tensors of a weights file (`.safetensors`, else a torch file) by name."""
     path = Path(path)
     try:
         if path.suffix == ".safetensors":
-            header = safetensors_header(path, where)
             data = np.memmap(path, dtype=np.uint8, mode="r")
             return {
                 name: Tensor(dtype, shape, _held(data[begin:end]))
-                for name, (dtype, shape, begin, end) in header.items()
+                for name, (dtype, shape, begin, end) in safetensors_header(path, where).items()
             }
-        from allennlp_elmo_c.received.weights_only import load_weights_only
-
         try:
             state = load_weights_only(path, map_location="cpu", mmap=True)
         except RuntimeError as error:  # a file in torch's legacy format cannot be memory-mapped
@@ -142,7 +161,5 @@ def weights_table(path: PathOrStr, where: str) -> Dict[str, Tensor]:
     }
 
 
-def held_total(table: Dict[str, Tensor], names: Optional[Iterable[str]] = None) -> int:
-    chosen = table.values() if names is None else (table[name] for name in names if name in table)
-    return sum(min(tensor.held, tensor.bytes) for tensor in chosen)
-
+def held_total(table: Dict[str, Tensor]) -> int:
+    return sum(min(tensor.held, tensor.bytes) for tensor in table.values())

@@ -13,7 +13,7 @@ from allennlp.training.checkpointer import Checkpointer
 from allennlp.training.trainer import Trainer, TrainerCheckpoint
 
 from allennlp_elmo_c.common.atomic import atomic_path, remove_stale_temporaries
-from allennlp_elmo_c.received.weights_only import load_weights_only
+from allennlp_elmo_c.received.received_weights import load_weights_only
 from allennlp_elmo_c.training.training_state import load_training_state
 
 logger = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ import numpy as np
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.received.shown_text import printable
-from allennlp_elmo_c.received.weights_only import load_weights_only
+from allennlp_elmo_c.received.limits import printable
+from allennlp_elmo_c.received.received_weights import load_weights_only
 
 # The largest counter (epochs, batches, tokens) a training state may hold.
 MAX_COUNT = 1 << 53

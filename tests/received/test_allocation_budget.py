@@ -10,24 +10,20 @@ from allennlp.data import Vocabulary
 from allennlp.models import Model
 
 from allennlp_elmo_c.received.limits import BUDGET_FACTOR, BUDGET_SLACK
-from allennlp_elmo_c.received.allocation_budget import (
-    allocation_budget,
-    budget_of,
-    largest_sizes,
-)
+from allennlp_elmo_c.received.allocation_budget import allocation_budget, budget_of
 from allennlp_elmo_c.received.received_weights import held_total, weights_table
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 
 
 def test_a_creation_past_the_budget_is_refused_before_it_runs():
-    config = {"model": {"contextualizer": {"cell_size": 1 << 30, "fingerprint": 1 << 60}}}
+    sizes = [("model.contextualizer.cell_size", 1 << 30), ("model.a", 3)]
     with pytest.raises(ConfigurationError) as error:
-        with allocation_budget(1 << 20, "received", config):
+        with allocation_budget(1 << 20, "received", sizes):
             torch.nn.Linear(4, 4)
             torch.empty(1 << 30, 8)  # 32 GiB: refused before it is asked of the allocator
     message = str(error.value)
     assert message.startswith("received: building the model would allocate more than 1,048,576 bytes")
-    assert "(largest: model.contextualizer.cell_size = 1073741824)" in message  # not the fingerprint
+    assert "(largest: model.contextualizer.cell_size = 1073741824, model.a = 3)" in message
     assert "Refused before allocating" in message
 
 
@@ -77,15 +73,6 @@ def test_the_budget_counts_what_the_weights_hold(name, tmp_path):
     assert budget_of(held_total(table)) == BUDGET_FACTOR * 116 + BUDGET_SLACK
 
 
-def test_largest_sizes_reads_the_model_and_readers_only():
-    config = {
-        "model": {"a": [1, 5, {"b": 7}], "seed": 99, "flag": True},
-        "dataset_reader": {"max_sequence_length": 3, "token_indexers": {"t": {"cache_size": 10**6}}},
-        "trainer": {"num_epochs": 1000},
-    }
-    assert largest_sizes(config) == [("model.a.2.b", 7), ("model.a.1", 5), ("dataset_reader.max_sequence_length", 3)]
-
-
 def test_a_legitimate_biLM_builds_well_within_the_budget_of_its_weights(monkeypatch):
     """The fixture biLM's config, built with the budget of its own weights: building allocates a
     few times the weights (each parameter, and its initialisation's temporaries)."""
@@ -96,7 +83,7 @@ def test_a_legitimate_biLM_builds_well_within_the_budget_of_its_weights(monkeypa
     config["model"].pop("nearest_neighbour_words")
     model = Model.from_params(vocab=Vocabulary(), params=Params(json.loads(json.dumps(config["model"]))))
     stored = sum(t.numel() * t.element_size() for t in model.state_dict().values())
-    with allocation_budget(BUDGET_FACTOR * stored, "received", config):
+    with allocation_budget(BUDGET_FACTOR * stored, "received"):
         Model.from_params(vocab=Vocabulary(), params=Params(json.loads(json.dumps(config["model"]))))
 
 

@@ -320,6 +320,6 @@ def test_every_registered_component_can_be_walked():
     for base, names in list(Registrable._registry.items()):
         for name in names:
             try:
-                _Walk("x", "", None).component({"type": name}, base, "c", frozenset())
+                _Walk("x", "", False).component({"type": name}, base, "c", frozenset())
             except ConfigurationError:
                 pass

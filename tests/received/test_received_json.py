@@ -5,7 +5,8 @@ import pytest
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.received import received_json
-from allennlp_elmo_c.received.received_json import MAX_DEPTH, json_depth, parse_received_json, read_received_json
+from allennlp_elmo_c.received.limits import MAX_JSON_DEPTH as MAX_DEPTH
+from allennlp_elmo_c.received.received_json import json_depth, parse_received_json, read_received_json
 
 
 def test_depth_is_counted_without_parsing_and_ignores_brackets_in_strings():

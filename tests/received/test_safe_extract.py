@@ -1,8 +1,8 @@
 """
 `safe_extract` on small archives built here: what a plain archive keeps (files, directories,
 `./` names, a hard link `tarfile` writes for a file added twice, any compression `tarfile`
-writes), and the stream bound that stops a header declaring more than the archive may hold
-before it is read into memory. The attacks through the loaders are in
+writes), and the caps that stop a header declaring more than the archive may hold before it is
+read into memory. The attacks through the loaders are in
 tests/security/test_archive_extraction.py.
 """
 
@@ -16,7 +16,6 @@ import pytest
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.received import limits
 from allennlp_elmo_c.received.safe_extract import extract_archive, extracted_archive, read_member
 
 
@@ -93,17 +92,21 @@ def test_read_member_refuses_a_member_over_its_bound(tmp_path):
 
 
 @pytest.mark.parametrize("format", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT])
-def test_read_member_stops_at_a_long_name_beyond_the_stream_bound(format, tmp_path, monkeypatch):
+def test_read_member_stops_at_a_long_name_before_reading_it(format, tmp_path):
     """A 4 MB member name (read into memory whole by tarfile) before config.json, in an archive
-    of a few KB, with the bounds lowered to keep the test small (and the caps on one header and
-    one name raised: they would refuse it first)."""
-    monkeypatch.setattr(limits, "MAX_HEADER_BYTES", 1 << 30)
-    monkeypatch.setattr(limits, "MAX_NAME_BYTES", 1 << 30)
-    monkeypatch.setattr(limits, "RATIO_FLOOR_BYTES", 1 << 16)
-    monkeypatch.setattr(limits, "MAX_COMPRESSION_RATIO", 1)
-    monkeypatch.setattr(limits, "MAX_MEMBERS", 10)
+    of a few KB: refused from its header's size."""
     members = [("a" * (4 << 20), b"x"), ("config.json", b"{}")]
     archive = _archive_of(tmp_path / "model.tar.gz", members, format)
     assert archive.stat().st_size < 1 << 16
-    with pytest.raises(ConfigurationError, match="decompresses to more than"):
+    with pytest.raises(ConfigurationError, match="extended header .* holds 41943"):
         read_member(archive, "config.json", 100)
+
+
+def test_a_sparse_map_is_refused_before_it_is_read(tmp_path):
+    """A GNU sparse member's map of extended blocks (each read into memory by tarfile)."""
+    info = tarfile.TarInfo("vocabulary/tokens.txt")
+    info.type = tarfile.GNUTYPE_SPARSE
+    archive = tmp_path / "model.tar"
+    archive.write_bytes(info.tobuf(format=tarfile.GNU_FORMAT) + bytes(2 * tarfile.BLOCKSIZE))
+    with pytest.raises(ConfigurationError, match="'vocabulary/tokens.txt' is a sparse file"):
+        extract_archive(archive, tmp_path / "out")

@@ -20,7 +20,7 @@ from allennlp_elmo_c.commands.package import package_model
 from allennlp_elmo_c.commands.prepare_corpus import prepare_corpus
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
 from allennlp_elmo_c.received.allocation_budget import allocation_budget
-from allennlp_elmo_c.received.run_directory import check_run_directory
+from allennlp_elmo_c.received.contained_files import check_run_directory
 from tests.helpers import write_elmo_files
 
 SECRET = "the receiver's own file: not to be shared\n"
@@ -134,7 +134,7 @@ def test_prepare_corpus_counts_a_deeply_nested_json_line_without_parsing_it(tmp_
     """A line nested deeper than `MAX_DEPTH` is counted as invalid before Python's parser sees
     it (which recurses once per level: a process with a raised recursion limit would overflow
     its stack)."""
-    from allennlp_elmo_c.received.received_json import MAX_DEPTH
+    from allennlp_elmo_c.received.limits import MAX_JSON_DEPTH as MAX_DEPTH
 
     received = tmp_path / "received"
     received.mkdir()

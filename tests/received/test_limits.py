@@ -1,4 +1,4 @@
-from allennlp_elmo_c.received.shown_text import SHOWN_CHARACTERS, printable, quoted
+from allennlp_elmo_c.received.limits import SHOWN_CHARACTERS, printable, quoted
 
 
 def test_control_characters_are_shown_as_escapes_and_other_text_kept():
