@@ -1,11 +1,8 @@
-"""
-`allennlp convert-config`: a stock AllenNLP task config that uses ELMo, converted to use an ELMo-C
-model (`config_conversion.py`), read from .json / .jsonnet and written as .json / .jsonnet.
-"""
+"""`convert-config`: a stock AllenNLP task config that uses ELMo, converted to use an ELMo-C
+model (`config_conversion.py`) and written as JSON."""
 
 import argparse
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -16,6 +13,7 @@ from allennlp.common.params import Params
 
 from allennlp_elmo_c.commands.config_conversion import Conversion, convert_config
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
+from allennlp_elmo_c.common.atomic import atomic_open
 
 _UNDEFINED = re.compile(r"undefined external variable: (\S+)")
 
@@ -66,40 +64,13 @@ def convert_config_file(
     fasttext_path: Optional[str] = None,
     stock_dim: Optional[int] = None,
 ) -> Conversion:
-    """Converts `config_file` and writes `output_file`: a `.jsonnet` keeps the stock config's
-    `std.extVar`s where their values stand, a `.json` has the values (a note names them)."""
+    """Converts `config_file` (`convert_config`) and writes it to `output_file` as JSON, the
+    values of its external variables in it."""
     stock = load_stock_config(config_file, ext_vars)
     conversion = convert_config(stock, archive_file, fasttext_path, stock_dim)
-    variables = _used_variables(config_file, ext_vars)
-    output = Path(output_file)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(conversion.config, indent=2)
-    if output.suffix == ".jsonnet":
-        kept = []
-        for name, value in sorted(variables.items(), key=lambda item: -len(item[1])):
-            quoted = json.dumps(value)
-            if quoted in text:
-                text = text.replace(quoted, f"std.extVar({json.dumps(name)})")
-                kept.append(name)
-        if kept:
-            conversion.notes.append(f"kept as std.extVar: {', '.join(sorted(kept))}")
-    elif variables:
-        baked = ", ".join(f"{name}={value}" for name, value in sorted(variables.items()))
-        conversion.notes.append(
-            f"baked into the JSON: {baked} (write a .jsonnet output to keep them as std.extVar)"
-        )
-    output.write_text(text + "\n", encoding="utf-8")
+    with atomic_open(output_file) as output:
+        json.dump(conversion.config, output, indent=2)
     return conversion
-
-
-_EXT_VAR = re.compile(r"std\.extVar\(\s*['\"]([^'\"]+)['\"]\s*\)")
-
-
-def _used_variables(config_file: str, ext_vars: Optional[Dict[str, str]]) -> Dict[str, str]:
-    """The non-empty external variables `config_file` reads, with their values."""
-    names = set(_EXT_VAR.findall(Path(config_file).read_text(encoding="utf-8")))
-    values = {**os.environ, **(ext_vars or {})}
-    return {name: values[name] for name in names if values.get(name)}
 
 
 def format_conversion(conversion: Conversion, output_file: str) -> str:
@@ -130,7 +101,7 @@ class ConvertConfig(PluginSubcommand):
         subparser.add_argument("archive_file", type=str,
                                help="the ELMo-C model.tar.gz or model directory")
         subparser.add_argument("output_file", type=str,
-                               help="where to write the converted config (.json or .jsonnet)")
+                               help="where to write the converted config (JSON)")
         subparser.add_argument(
             "--ext-var", type=_ext_var, action="append", default=[], metavar="NAME=VALUE",
             help="an external variable (std.extVar) of the config; overrides the environment",
