@@ -40,16 +40,16 @@ logger = logging.getLogger(__name__)
 ARCHIVE_NAME = "model.tar.gz"
 
 
-def package_model(source: str, output: str, force: bool = False, copy: bool = False) -> Path:
+def package_model(source: str, output: str, copy: bool = False) -> Path:
     """
     Writes the model directory of `source` (a training run directory, its `model.tar.gz`, or a
-    model directory) to `output`, which must not exist or be empty unless `force`, and returns
+    model directory) to `output`, which must not exist or be empty, and returns
     its path. `copy` copies the fastText `.bin` where a hard link would do.
     """
     archive, run_dir = _locate(Path(source))
     target = Path(output)
-    if target.exists() and not force and (not target.is_dir() or any(target.iterdir())):
-        raise ConfigurationError(f"package: {target} exists; choose a new directory or --force")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ConfigurationError(f"package: {target} exists; choose a new directory")
     bilm = PretrainedBiLM.from_archive(str(archive))
     config = bilm.config
     assert config is not None  # read from an archive or directory
@@ -71,7 +71,8 @@ def package_model(source: str, output: str, force: bool = False, copy: bool = Fa
         (staging / MODEL_CARD).write_text(model_card(directory_config, bilm), encoding="utf-8")
         write_checksums(staging)
         fsync_directory(staging)
-        _replace_directory(staging, target)
+        os.replace(staging, target)  # onto an empty directory, if any
+        fsync_directory(target.parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -260,17 +261,6 @@ def _directory_config(
     }
 
 
-def _replace_directory(staging: Path, target: Path) -> None:
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.{os.getpid()}.old")
-        os.replace(target, old)
-    os.replace(staging, target)
-    fsync_directory(target.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def _best_validation(training: Dict[str, Any]) -> str:
     best = dict(training.get("best_validation") or {})
     if not best:
@@ -380,7 +370,6 @@ class Package(PluginSubcommand):
         subparser.add_argument("source",
                                help="training run directory, model.tar.gz or model directory")
         subparser.add_argument("output", help="the model directory to write")
-        subparser.add_argument("--force", action="store_true", help="replace an existing output")
         subparser.add_argument(
             "--copy", action="store_true",
             help="copy the fastText .bin even where a hard link would do",
@@ -388,6 +377,6 @@ class Package(PluginSubcommand):
 
     def run(self, args: argparse.Namespace) -> None:
         start = time.perf_counter()
-        path = package_model(args.source, args.output, force=args.force, copy=args.copy)
+        path = package_model(args.source, args.output, copy=args.copy)
         size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
         print(f"{path}: {size / 2**20:.1f} MiB in {time.perf_counter() - start:.1f} s")
