@@ -16,8 +16,12 @@ import allennlp_models.structured_prediction  # noqa: F401  (registers srl, biaf
 import allennlp_models.tagging  # noqa: F401  (registers crf_tagger, conll2003)
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.commands.config_conversion import DIM_KEYS, convert_config
-from allennlp_elmo_c.commands.convert_config import convert_config_file, load_stock_config
+from allennlp_elmo_c.commands.convert_config import (
+    DIM_KEYS,
+    convert_config,
+    convert_config_file,
+    load_stock_config,
+)
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.helpers import TINY_ELMO_C_DIM, run_plugin_command, train_config
 

@@ -264,7 +264,7 @@ def test_task_archive_works_after_the_model_directory_is_gone(model_directory, t
 
 
 def test_another_bin_for_the_converter_is_refused(elmo_c_archive, other_fasttext):
-    from allennlp_elmo_c.commands.config_conversion import convert_config
+    from allennlp_elmo_c.commands.convert_config import convert_config
     from allennlp_elmo_c.commands.convert_config import load_stock_config
 
     data = str(FIXTURES_ROOT / "data" / "conll2003.txt")
