@@ -349,13 +349,11 @@ def load_data(tasks: Dict[str, str], max_train: Dict[str, int]) -> Dict[str, Tup
 
 
 def task_formats() -> str:
-    lines = [
+    rows = [f"  {task:<9}  {SPLIT_FILES[task]:<6}  {TASK_FORMATS[task]}" for task in SPLIT_FILES]
+    return "\n".join([
         "tasks (--task TASK=DIR, DIR holding the files train and dev with the task's suffix):",
-        "  TASK       SUFFIX  FORMAT",
-    ]
-    for task, suffix in SPLIT_FILES.items():
-        lines.append(f"  {task:<9}  {suffix:<6}  {TASK_FORMATS[task]}")
-    return "\n".join(lines)
+        "  TASK       SUFFIX  FORMAT", *rows,
+    ])  # fmt: skip
 
 
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
@@ -410,15 +408,11 @@ class ProbeScreen(PluginSubcommand):
         "sentiment, STS-B): minutes per biLM."
     )
 
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = super().add_subparser(parser)
-        subparser.description = textwrap.fill(self.description, 79)
-        subparser.epilog = task_formats()
-        subparser.formatter_class = argparse.RawDescriptionHelpFormatter
-        return subparser
-
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         add_screen_arguments(subparser)
+        subparser.description = textwrap.fill(self.description, 79)  # shown as written:
+        subparser.formatter_class = argparse.RawDescriptionHelpFormatter
+        subparser.epilog = task_formats()
 
     def run(self, args: argparse.Namespace) -> None:
         screen(args)
