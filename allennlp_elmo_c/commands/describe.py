@@ -168,24 +168,21 @@ def _output_head(head: Dict[str, Any]) -> Dict[str, Any]:
 def _fasttext(config: Dict[str, Any], archive_file: str) -> Dict[str, Any]:
     """The recorded fastText path and where it resolves now (`fasttext_source`'s order)."""
     recorded = recorded_fasttext_path(config, archive_file)
+    found = {"recorded": recorded, "resolved": None, "resolves": None}
     if recorded is None:
-        return {
-            "recorded": None, "resolved": None, "resolves": None,
-            "text": "none (reads no fastText)",
-        }
+        return {**found, "text": "none (reads no fastText)"}
     try:
         resolved = resolve_fasttext_path(recorded, archive_file)
     except ConfigurationError as error:
-        return {"recorded": recorded, "resolved": None, "resolves": False,
-                "text": f"{recorded} (recorded); NOT FOUND now: {error}"}  # fmt: skip
-    if resolved == os.environ.get(FASTTEXT_ENV):
-        how = f"${FASTTEXT_ENV}"
-    elif resolved == recorded:
-        how = "the recorded path"
-    else:
-        how = "beside the archive"
-    return {"recorded": recorded, "resolved": resolved, "resolves": True,
-            "text": f"{recorded} (recorded); resolves now to {resolved} ({how})"}  # fmt: skip
+        text = f"{recorded} (recorded); NOT FOUND now: {error}"
+        return {**found, "resolves": False, "text": text}
+    how = (
+        f"${FASTTEXT_ENV}" if resolved == os.environ.get(FASTTEXT_ENV)
+        else "the recorded path" if resolved == recorded
+        else "beside the archive"
+    )  # fmt: skip
+    text = f"{recorded} (recorded); resolves now to {resolved} ({how})"
+    return {**found, "resolved": resolved, "resolves": True, "text": text}
 
 
 def _stores_frozen_parameters(config: Any) -> bool:
