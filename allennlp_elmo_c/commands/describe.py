@@ -1,8 +1,5 @@
-"""
-`allennlp describe` (`python -m allennlp_elmo_c describe model.tar.gz`): what a pretrained biLM
-archive is and how to use it downstream, read from its `config.json` (and `weights.th` for the
-parameter count, `metrics.json` for the training run) without building the model where possible.
-"""
+"""`describe`: what a pretrained biLM archive or model directory is and the lines that use it
+downstream, read without building the model where its config allows (docs/using-a-model.md)."""
 
 import argparse
 import json
@@ -54,7 +51,7 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
     lstm_layers = int(contextualizer["num_layers"])
     output_dim = representation_dim(config)
     input_embedder = input_embedder_config(config)[1]
-    stored, metrics = _read_members(archive_file)
+    stored, training = _read_members(archive_file)
     fasttext = _fasttext(config, archive_file)
     parameters, counted_from = _trainable_parameters(archive_file, config, stored)
     return {
@@ -73,22 +70,24 @@ def describe_archive(archive_file: str) -> Dict[str, Any]:
         "fasttext": fasttext,
         "trainable_parameters": parameters,
         "parameters_counted_from": counted_from,
-        "training": _training(config, metrics),
+        "training": None if training is None else {"epochs": None, "training_duration": None,
+                                                   "tokens_seen": None, **training},
         "training_precision": model.get("precision", "float32"),
         "config_snippet": downstream_snippet(config, archive_file),
     }
 
 
-def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, Any]]]:
-    """
-    The number of values stored in `weights.th` (its tensors are memory-mapped, not read) and
-    the archive's `metrics.json`, else the one beside it (the training directory's).
-    """
+def _read_members(archive_file: str) -> Tuple[int, Optional[Dict[str, Any]]]:
+    """The number of values the weights store (memory-mapped or from a header, not read) and
+    the training record (`run_record`) of the archive's `metrics.json`, else of the one beside
+    it, or the one `package` wrote into a model directory."""
     if Path(archive_file).is_dir():
-        return _directory_members(archive_file)
+        where = f"model directory {archive_file}: {WEIGHTS_FILE}"
+        header = safetensors_header(Path(archive_file) / WEIGHTS_FILE, where)
+        training = read_directory_config(archive_file).get("training") or None
+        return sum(math.prod(shape) for _, shape, _, _ in header.values()), training
     stored = metrics = None
     try:
-        # Every member checked first (names, types, sizes), as for any received archive.
         with (
             open_checked_archive(archive_file) as (archive, members),
             tempfile.TemporaryDirectory() as directory,
@@ -100,7 +99,6 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
                     metrics = _metrics(parse_received_json(data, where, MAX_CONFIG_BYTES), where)
                 elif member.name == WEIGHTS_NAME:
                     archive.extract(member, directory, filter="data")
-                    # A state dict of tensors, memory-mapped, else one line naming the file.
                     where = f"{archive_file}: {WEIGHTS_NAME}"
                     table = weights_table(Path(directory) / WEIGHTS_NAME, where)
                     stored = sum(math.prod(tensor.shape) for tensor in table.values())
@@ -111,29 +109,44 @@ def _read_members(archive_file: str) -> Tuple[Optional[int], Optional[Dict[str, 
     beside = Path(archive_file).parent / METRICS_NAME
     if metrics is None and beside.is_file():
         try:
-            received = read_received_json(beside, str(beside), MAX_CONFIG_BYTES)
-            metrics = _metrics(received, str(beside))
+            metrics = _metrics(read_received_json(beside, str(beside), MAX_CONFIG_BYTES), "-")
         except ConfigurationError:
             metrics = None
-    return stored, metrics
+    return stored, None if metrics is None else run_record(metrics)
 
 
 def _metrics(value: Any, where: str) -> Dict[str, Any]:
-    """A `metrics.json` read as received JSON (`where` names it): an object, else a
-    `ConfigurationError`."""
     if not isinstance(value, dict):
         raise ConfigurationError(f"{where} is not a JSON object of metrics; remove or fix it")
     return value
 
 
-def _directory_members(directory: str) -> Tuple[Optional[int], Optional[Dict[str, Any]]]:
-    """`_read_members` of a model directory: its safetensors' sizes (from the header) and the
-    training record `package` wrote."""
-    training = read_directory_config(directory).get("training") or None
-    where = f"model directory {directory}: {WEIGHTS_FILE}"
-    # The header's size is bounded before it is parsed.
-    header = safetensors_header(Path(directory) / WEIGHTS_FILE, where)
-    return sum(math.prod(shape) for _, shape, _, _ in header.values()), training
+def is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def run_record(metrics: Dict[str, Any]) -> Dict[str, Any]:
+    """What a run's `metrics.json` says of its training: `epochs`, `training_duration`,
+    `tokens_seen` (the `tokens_seen` callback's) and `best_validation` (with its epoch)."""
+    record: Dict[str, Any] = {}
+    if is_count(metrics.get("epoch")):  # AllenNLP's index of the last epoch, from 0
+        record["epochs"] = metrics["epoch"] + 1
+    if isinstance(metrics.get("training_duration"), str):
+        record["training_duration"] = metrics["training_duration"]
+    if is_count(metrics.get("tokens_seen")):
+        record["tokens_seen"] = metrics["tokens_seen"]
+    best = {key[len("best_validation_"):]: value for key, value in metrics.items()
+            if key.startswith("best_validation_") and isinstance(value, (int, float))
+            and not isinstance(value, bool)}  # fmt: skip
+    if best and is_count(metrics.get("best_epoch")):
+        record["best_validation"] = dict(best, epoch=metrics["best_epoch"] + 1)
+    return record
+
+
+def tokens_seen_text(training: Dict[str, Any]) -> str:
+    if not is_count(training.get("tokens_seen")):
+        return "not recorded (the run's trainer had no `tokens_seen` callback)"
+    return f"{training['tokens_seen']:,} (the positions each direction was trained to predict)"
 
 
 def _output_head(head: Dict[str, Any]) -> Dict[str, Any]:
@@ -155,24 +168,21 @@ def _output_head(head: Dict[str, Any]) -> Dict[str, Any]:
 def _fasttext(config: Dict[str, Any], archive_file: str) -> Dict[str, Any]:
     """The recorded fastText path and where it resolves now (`fasttext_source`'s order)."""
     recorded = recorded_fasttext_path(config, archive_file)
+    found = {"recorded": recorded, "resolved": None, "resolves": None}
     if recorded is None:
-        return {
-            "recorded": None, "resolved": None, "resolves": None,
-            "text": "none (reads no fastText)",
-        }
+        return {**found, "text": "none (reads no fastText)"}
     try:
         resolved = resolve_fasttext_path(recorded, archive_file)
     except ConfigurationError as error:
-        return {"recorded": recorded, "resolved": None, "resolves": False,
-                "text": f"{recorded} (recorded); NOT FOUND now: {error}"}  # fmt: skip
-    if resolved == os.environ.get(FASTTEXT_ENV):
-        how = f"${FASTTEXT_ENV}"
-    elif resolved == recorded:
-        how = "the recorded path"
-    else:
-        how = "beside the archive"
-    return {"recorded": recorded, "resolved": resolved, "resolves": True,
-            "text": f"{recorded} (recorded); resolves now to {resolved} ({how})"}  # fmt: skip
+        text = f"{recorded} (recorded); NOT FOUND now: {error}"
+        return {**found, "resolves": False, "text": text}
+    how = (
+        f"${FASTTEXT_ENV}" if resolved == os.environ.get(FASTTEXT_ENV)
+        else "the recorded path" if resolved == recorded
+        else "beside the archive"
+    )  # fmt: skip
+    text = f"{recorded} (recorded); resolves now to {resolved} ({how})"
+    return {**found, "resolved": resolved, "resolves": True, "text": text}
 
 
 def _stores_frozen_parameters(config: Any) -> bool:
@@ -209,38 +219,6 @@ def _trainable_parameters(
     return sum(p.numel() for p in model.parameters() if p.requires_grad), (
         "the loaded model (its config freezes some stored parameters)"
     )
-
-
-def _training(
-    config: Dict[str, Any], metrics: Optional[Dict[str, Any]]
-) -> Optional[Dict[str, Any]]:
-    if metrics is None:
-        return None
-    # AllenNLP's index of the last epoch, from 0 (anything else: not counted).
-    epoch = metrics.get("epoch")
-    valid_epoch = isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0
-    epochs = epoch + 1 if valid_epoch else None
-    loader = config.get("data_loader")
-    loader = loader if isinstance(loader, dict) else {}  # a training record: not checked
-    batches = loader.get("batches_per_epoch")
-    window = config.get("dataset_reader", {}).get("max_sequence_length")
-    batch_size = loader.get("batch_size")
-    sizes = (batches, window, batch_size)
-    tokens, counted = None, None
-    if isinstance(metrics.get("tokens_seen"), int):
-        tokens = metrics["tokens_seen"]
-        counted = "positions each direction predicted, counted by the tokens_seen callback"
-    elif epochs and all(isinstance(size, int) and size > 0 for size in sizes):
-        # As experiments/quality/table2.py counts them: windows of max_sequence_length tokens.
-        tokens = epochs * batches * batch_size * window
-        counted = "epochs x batches_per_epoch x batch_size x max_sequence_length"
-    return {
-        "training_duration": metrics.get("training_duration"),
-        "epochs": epochs,
-        "tokens_seen": tokens,
-        "tokens_counted": counted,
-        "best_validation_loss": metrics.get("best_validation_loss"),
-    }
 
 
 def downstream_snippet(config: Dict[str, Any], archive_file: str) -> Dict[str, Any]:
@@ -281,14 +259,10 @@ def format_description(info: Dict[str, Any]) -> str:
         tokens = "unknown (no metrics.json)"
     else:
         run = (
-            f"{shown(training['training_duration'])} over {training['epochs']} epoch(s) "
+            f"{shown(training['training_duration'])} over {shown(training['epochs'])} epoch(s) "
             "(metrics.json)"
         )
-        tokens = (
-            f"{training['tokens_seen']:,} ({training['tokens_counted']})"
-            if training["tokens_seen"] is not None
-            else "not recorded (no tokens_seen callback, and no data_loader.batches_per_epoch)"
-        )
+        tokens = tokens_seen_text(training)
     snippet = info["config_snippet"]
     lines = [
         f"ELMo-C biLM archive {shown(info['archive'], 1000)}",

@@ -42,19 +42,9 @@ class ElmoCEmbed(PluginSubcommand):
         subparser.add_argument("input_file", help="one whitespace-tokenized sentence per line")
         subparser.add_argument("output_file", help="the HDF5 file to write")
         mode = subparser.add_mutually_exclusive_group()
-        mode.add_argument(
-            "--all", action="store_const", const="all", dest="mode", help="every layer (default)"
-        )
-        mode.add_argument(
-            "--top", action="store_const", const="top", dest="mode", help="the top layer"
-        )
-        mode.add_argument(
-            "--average",
-            action="store_const",
-            const="average",
-            dest="mode",
-            help="mean of the layers",
-        )
+        for name, help in (("all", "every layer (default)"), ("top", "the top layer"),
+                           ("average", "mean of the layers")):  # fmt: skip
+            mode.add_argument(f"--{name}", action="store_const", const=name, dest="mode", help=help)
         subparser.add_argument("--batch-size", type=int, default=64)
         subparser.add_argument("--cuda-device", type=int, default=-1)
         subparser.add_argument("--fasttext-path", default=None, help="the biLM's .bin, if moved")

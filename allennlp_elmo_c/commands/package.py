@@ -1,9 +1,5 @@
-"""
-`python -m allennlp_elmo_c package RUN_DIR_OR_ARCHIVE OUT_DIR`: a trained biLM as one
-self-contained model directory (docs/using-a-model.md): `config.json`, `model.safetensors`,
-`vocabulary/`, the fastText `.bin`, `checksums.sha256` and a model card, written under a
-temporary name and renamed into place. Every consumer of an archive takes its path.
-"""
+"""`package`: a trained biLM as one self-contained model directory (docs/using-a-model.md),
+written under a temporary name and renamed into place."""
 
 import argparse
 import json
@@ -18,7 +14,7 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_elmo_c.archive import is_model_directory, read_directory_config
-from allennlp_elmo_c.commands.describe import precision_text
+from allennlp_elmo_c.commands.describe import is_count, precision_text, run_record, tokens_seen_text
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.atomic import fsync_directory, link_or_copy
 from allennlp_elmo_c.common.config_tree import lookup_dotted
@@ -44,16 +40,16 @@ logger = logging.getLogger(__name__)
 ARCHIVE_NAME = "model.tar.gz"
 
 
-def package_model(source: str, output: str, force: bool = False, copy: bool = False) -> Path:
+def package_model(source: str, output: str, copy: bool = False) -> Path:
     """
     Writes the model directory of `source` (a training run directory, its `model.tar.gz`, or a
-    model directory) to `output`, which must not exist or be empty unless `force`, and returns
+    model directory) to `output`, which must not exist or be empty, and returns
     its path. `copy` copies the fastText `.bin` where a hard link would do.
     """
     archive, run_dir = _locate(Path(source))
     target = Path(output)
-    if target.exists() and not force and (not target.is_dir() or any(target.iterdir())):
-        raise ConfigurationError(f"package: {target} exists; choose a new directory or --force")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ConfigurationError(f"package: {target} exists; choose a new directory")
     bilm = PretrainedBiLM.from_archive(str(archive))
     config = bilm.config
     assert config is not None  # read from an archive or directory
@@ -75,7 +71,8 @@ def package_model(source: str, output: str, force: bool = False, copy: bool = Fa
         (staging / MODEL_CARD).write_text(model_card(directory_config, bilm), encoding="utf-8")
         write_checksums(staging)
         fsync_directory(staging)
-        _replace_directory(staging, target)
+        os.replace(staging, target)  # onto an empty directory, if any
+        fsync_directory(target.parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -151,30 +148,19 @@ def _save_weights(bilm: PretrainedBiLM, path: Path) -> None:
 def _training_record(
     config: Dict[str, Any], run_dir: Optional[Path], archive: Path
 ) -> Dict[str, Any]:
-    """What the run directory says of the training (corpus manifest, time, tokens, validation
+    """What the run directory says of the training (corpus manifest, `run_record` of its
     metrics, hardware), each file checked to the shape the run writes; of a model directory,
     its own record, checked the same way."""
     record: Dict[str, Any] = {"train_data_path": config.get("train_data_path")}
-    manifest = _corpus_manifest(config.get("train_data_path")) if run_dir is not None else None
+    if run_dir is None:
+        if not is_model_directory(str(archive)):
+            return record
+        received = read_directory_config(str(archive)).get("training", {})
+        return _checked_record(dict(received, **record), f"model directory {archive}: config.json")
+    manifest = _corpus_manifest(config.get("train_data_path"))
     if manifest is not None:
         record["corpus"] = manifest
-    if run_dir is None and is_model_directory(str(archive)):
-        received = read_directory_config(str(archive)).get("training", {})
-        where = f"model directory {archive}: config.json training"
-        return _checked_record(dict(received, **record), where)
-    if run_dir is None:
-        return record
-    metrics = _run_file(run_dir / "metrics.json", dict) or {}
-    if _is_count(metrics.get("epoch")):  # AllenNLP's index of the last epoch, from 0
-        record["epochs"] = metrics["epoch"] + 1
-    if isinstance(metrics.get("training_duration"), str):
-        record["training_duration"] = metrics["training_duration"]
-    best = {key[len("best_validation_"):]: value for key, value in metrics.items()
-            if key.startswith("best_validation_") and _is_number(value)}  # fmt: skip
-    if best and _is_count(metrics.get("best_epoch")):
-        record["best_validation"] = dict(best, epoch=metrics["best_epoch"] + 1)
-    if _is_count(metrics.get("tokens_seen")):  # the `tokens_seen` callback
-        record["tokens_seen"] = metrics["tokens_seen"]
+    record.update(run_record(_run_file(run_dir / "metrics.json", dict) or {}))
     hardware = _run_file(run_dir / "hardware.json", list)
     if hardware:
         record["hardware"] = hardware
@@ -235,7 +221,7 @@ def _record_problem(record: Any) -> Optional[str]:
     if not isinstance(corpus.get("stats", {}), dict):
         return "corpus.stats is not an object"
     for key in ("epochs", "tokens_seen"):
-        if key in record and not _is_count(record[key]):
+        if key in record and not is_count(record[key]):
             return f"{key} is not a count"
     if not isinstance(record.get("best_validation", {}), dict):
         return "best_validation is not an object"
@@ -249,14 +235,6 @@ def _is_flat(value: Any) -> bool:
         or (isinstance(item, list) and all(isinstance(x, _SCALARS) for x in item))
         for item in value.values()
     )
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _directory_config(
@@ -281,23 +259,6 @@ def _directory_config(
         "training": training,
         "bilm": stored,
     }
-
-
-def _replace_directory(staging: Path, target: Path) -> None:
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.{os.getpid()}.old")
-        os.replace(target, old)
-    os.replace(staging, target)
-    fsync_directory(target.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def _tokens_seen(training: Dict[str, Any]) -> str:
-    if not isinstance(training.get("tokens_seen"), int):
-        return "not recorded (the run's trainer had no `tokens_seen` callback)"
-    return f"{training['tokens_seen']:,} (the positions each direction was trained to predict)"
 
 
 def _best_validation(training: Dict[str, Any]) -> str:
@@ -355,7 +316,7 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
         lines.append(f"Corpus: {training.get('train_data_path')} (no manifest found beside it)")
     lines.append("")
     lines += [
-        f"- tokens seen: {_tokens_seen(training)}",
+        f"- tokens seen: {tokens_seen_text(training)}",
         f"- training time: {training.get('training_duration', 'not recorded')}",
         f"- epochs: {training.get('epochs', 'not recorded')}",
         f"- best validation: {_best_validation(training)}",
@@ -370,31 +331,31 @@ def model_card(config: Dict[str, Any], bilm: PretrainedBiLM) -> str:
                 f"{session.get('torch_threads')} torch threads), {gpus}; "
                 f"torch {session.get('torch')}"
             )
-    lines += [
-        "",
-        "## Use it",
-        "",
-        "Give this directory's path (`MODEL` below) wherever a model is asked for; nothing else "
-        "is needed.",
-        "",
-        "```python",
-        "from allennlp_elmo_c import ElmoC, batch_to_ids",
-        "elmo = ElmoC(MODEL, num_output_representations=1, dropout=0.0)",
-        'vectors = elmo(batch_to_ids([["The", "council", "met"]], elmo))'
-        '["elmo_representations"][0]',
-        "```",
-        "",
-        "- NumPy: `ElmoCEmbedder(MODEL).embed_sentence(tokens)`; HDF5: "
-        "`python -m allennlp_elmo_c elmo-c-embed MODEL input.txt output.hdf5`.",
-        "- AllenNLP configs: `{type: 'elmo_c_token_embedder', archive_file: MODEL}` with the "
-        "indexer `{type: 'fasttext_subwords', archive_file: MODEL}`; or "
-        "`python -m allennlp_elmo_c convert-config` on an ELMo config.",
-        "- spaCy: `import allennlp_elmo_c; nlp.add_pipe('elmo_c', config={'model': MODEL})`.",
-        "- Hugging Face: `import allennlp_elmo_c; AutoModel.from_pretrained(MODEL)`.",
-        "",
-        "`sha256sum -c checksums.sha256` checks every file.",
-    ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + USE_IT
+
+
+USE_IT = """
+## Use it
+
+Give this directory's path (`MODEL` below) wherever a model is asked for; nothing else is needed.
+
+```python
+from allennlp_elmo_c import ElmoC, batch_to_ids
+elmo = ElmoC(MODEL, num_output_representations=1, dropout=0.0)
+vectors = elmo(batch_to_ids([["The", "council", "met"]], elmo))["elmo_representations"][0]
+```
+
+- NumPy: `ElmoCEmbedder(MODEL).embed_sentence(tokens)`; HDF5: `python -m allennlp_elmo_c \
+elmo-c-embed MODEL input.txt output.hdf5`.
+- AllenNLP configs: `{type: 'elmo_c_token_embedder', archive_file: MODEL}` with the indexer
+`{type: 'fasttext_subwords', archive_file: MODEL}`; or `python -m allennlp_elmo_c convert-config`
+on an ELMo config.
+- spaCy: `import allennlp_elmo_c; nlp.add_pipe('elmo_c', config={'model': MODEL})`.
+- Hugging Face: `import allennlp_elmo_c; AutoModel.from_pretrained(MODEL)`.
+
+`sha256sum -c checksums.sha256` checks every file.
+"""
+
 
 
 @Subcommand.register("package")
@@ -409,7 +370,6 @@ class Package(PluginSubcommand):
         subparser.add_argument("source",
                                help="training run directory, model.tar.gz or model directory")
         subparser.add_argument("output", help="the model directory to write")
-        subparser.add_argument("--force", action="store_true", help="replace an existing output")
         subparser.add_argument(
             "--copy", action="store_true",
             help="copy the fastText .bin even where a hard link would do",
@@ -417,6 +377,6 @@ class Package(PluginSubcommand):
 
     def run(self, args: argparse.Namespace) -> None:
         start = time.perf_counter()
-        path = package_model(args.source, args.output, force=args.force, copy=args.copy)
+        path = package_model(args.source, args.output, copy=args.copy)
         size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
         print(f"{path}: {size / 2**20:.1f} MiB in {time.perf_counter() - start:.1f} s")

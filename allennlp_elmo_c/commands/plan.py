@@ -1,8 +1,6 @@
-"""
-`python -m allennlp_elmo_c plan CORPUS --config CONFIG`: how long a pretraining run takes on this
-machine and the memory and disk it needs, from the corpus's size and a few real updates of the
-config trained in a child `allennlp train`, extrapolated.
-"""
+"""`plan`: how long a pretraining run takes on this machine and the memory and disk it needs,
+from the corpus's size and a few real updates trained in a child `allennlp train`
+(docs/pretraining.md)."""
 
 import argparse
 import json
@@ -35,8 +33,7 @@ from allennlp_elmo_c.training.update_timings import TIMINGS, with_update_timings
 
 logger = logging.getLogger(__name__)
 
-# Updates trained before the timed ones.
-WARMUP_UPDATES = 2
+WARMUP_UPDATES = 2  # trained before the timed ones
 VALIDATION_BATCHES = 3
 CHECKPOINT_PATTERNS = ("model_state_*", "training_state_*")
 
@@ -49,13 +46,11 @@ def plan(
     ext_vars: Optional[Dict[str, str]] = None,
     work_dir: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """
-    The plan of training `config` (with `overrides`) on `corpus` (a file or a pattern), timing
-    `updates` updates. The config's external variables are the environment's and `ext_vars`,
-    with `corpus` as `ELMO_C_TRAIN_DATA`; the short run writes to a temporary directory in
-    `work_dir`.
-    """
-    environment = _environment(corpus, ext_vars or {})
+    """The plan of training `config` (with `overrides`) on `corpus` (a file or a pattern), timing
+    `updates` updates; the config reads the environment and `ext_vars`, with `corpus` as
+    `ELMO_C_TRAIN_DATA` (and, unless set, `ELMO_C_VALIDATION_DATA`)."""
+    environment = {"ELMO_C_VALIDATION_DATA": corpus, **os.environ, **(ext_vars or {}),
+                   "ELMO_C_TRAIN_DATA": corpus}  # fmt: skip
     params = Params.from_file(config, overrides, ext_vars=environment)
     return plan_params(params, corpus, updates, environment, work_dir)
 
@@ -73,7 +68,8 @@ def plan_params(
     environment = dict(os.environ) if environment is None else environment
     sizes = _sizes(params, corpus)
     trainer = params.get("trainer", {})
-    device = _device(trainer.get("cuda_device", -1))
+    cuda_device = trainer.get("cuda_device", -1)
+    device = torch.device("cuda", cuda_device) if _is_device(cuda_device) else torch.device("cpu")
     precision = params.get("model", {}).get("precision", "float32")
     notes: List[str] = []
     measured_precision = precision
@@ -94,13 +90,6 @@ def plan_params(
         params["train_data_path"] = corpus
         run = _short_run(params, updates, measured_precision, environment, Path(scratch))
     return _estimate(sizes, run, precision, measured_precision, device, notes)
-
-
-def _environment(corpus: str, ext_vars: Dict[str, str]) -> Dict[str, str]:
-    environment = {**os.environ, **ext_vars}
-    environment["ELMO_C_TRAIN_DATA"] = corpus
-    environment.setdefault("ELMO_C_VALIDATION_DATA", corpus)
-    return environment
 
 
 def _sizes(params: Params, corpus: str) -> Dict[str, Any]:
@@ -167,10 +156,8 @@ def _validation_batches(params: Params, reader: LmCorpusReader) -> int:
         return 0
 
 
-def _device(cuda_device: Any) -> torch.device:
-    if isinstance(cuda_device, int) and cuda_device >= 0:
-        return torch.device("cuda", cuda_device)
-    return torch.device("cpu")
+def _is_device(cuda_device: Any) -> bool:
+    return isinstance(cuda_device, int) and cuda_device >= 0
 
 
 def _short_run(
@@ -216,12 +203,11 @@ def _short_run(
         "process_start": started,
         "checkpoint_bytes": checkpoint,
         "archive_bytes": archive.stat().st_size if archive.is_file() else 0,
-        "keep_checkpoints": _kept_checkpoints(trainer),
+        "keep_checkpoints": _kept_checkpoints(trainer.get("checkpointer") or {}),
     }
 
 
-def _kept_checkpoints(trainer: Dict[str, Any]) -> int:
-    checkpointer = trainer.get("checkpointer", {}) or {}
+def _kept_checkpoints(checkpointer: Dict[str, Any]) -> int:
     keep = checkpointer.get("keep_most_recent_by_count", 2)
     return 2 if keep is None else int(keep)
 
@@ -271,6 +257,7 @@ def _estimate(
 
 def render(result: Dict[str, Any]) -> str:
     """The plan as the command prints it."""
+    each = "" if result["processes"] == 1 else f" in each of {result['processes']} processes"
     lines = [
         f"plan for {result['corpus']} on {result['device']} ({result['cpu']}, "
         f"{result['cpus_usable']} usable CPUs)",
@@ -278,7 +265,7 @@ def render(result: Dict[str, Any]) -> str:
         f"{result['files']} file(s) (counted from: {result['counted_from']})",
         f"  run         {result['windows']:,} windows of {result['window_tokens']} tokens; "
         f"{result['updates_per_epoch']:,} updates an epoch of {result['batch_size']} windows"
-        f"{_per_process(result['processes'])} x {result['epochs']} epoch(s) = "
+        f"{each} x {result['epochs']} epoch(s) = "
         f"{result['updates']:,} updates",
         f"  measured    {result['seconds_per_update']:.3f} s an update (median of "
         f"{result['measured_updates']}, {result['measured_precision']}); first update "
@@ -297,10 +284,6 @@ def render(result: Dict[str, Any]) -> str:
     ]
     lines.extend(f"  note        {note}" for note in result["notes"])
     return "\n".join(lines)
-
-
-def _per_process(processes: int) -> str:
-    return "" if processes == 1 else f" in each of {processes} processes"
 
 
 def _duration(seconds: float) -> str:

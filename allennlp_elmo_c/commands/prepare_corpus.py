@@ -1,14 +1,12 @@
-"""
-`allennlp prepare-corpus INPUT... OUTPUT_DIR`: raw text (`.txt`, `.jsonl`, gzipped or not) into
-the corpus format of this package (one tokenized sentence a line), split by document into
-`train.txt` (or shards) and `validation.txt`, with a `manifest.json` of counts and problems.
-docs/your-data.md describes the options.
-"""
+"""`prepare-corpus`: raw text into the corpus format (one tokenized sentence a line), split by
+document into train and validation, with a `manifest.json` of counts and problems
+(docs/your-data.md)."""
 
 import argparse
 import contextlib
 import gzip
 import hashlib
+import io
 import json
 import logging
 import os
@@ -40,6 +38,7 @@ logger = logging.getLogger(__name__)
 RECIPE_VERSION = 1
 TEXT_SUFFIXES = (".txt", ".txt.gz")
 JSON_SUFFIXES = (".jsonl", ".jsonl.gz")
+KINDS = ".txt, .txt.gz, .jsonl or .jsonl.gz"
 # The longest text given to spaCy at once (its `max_length` is 1,000,000).
 CHUNK_CHARACTERS = PIECE_BYTES
 # Sentence hashes held to find duplicates (`--duplicate-window`), about 80 bytes of memory each.
@@ -54,8 +53,6 @@ BINARY_UNDECODABLE_FRACTION = 0.3
 # What a read of a damaged file (a truncated or corrupt .gz) raises.
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 _OUTPUT_NAME = re.compile(r"^(train(-\d{5})?|validation)\.txt$")
-_BLOCK_SEPARATOR = re.compile(r"\n[ \t\r\f\v]*\n")
-_WHITESPACE = (" ", "\t", "\n", "\r", "\x0b", "\x0c", "\u00a0", "\u3000")
 
 PathOrStr = Union[str, "os.PathLike[str]"]
 
@@ -91,21 +88,12 @@ def prepare_corpus(
     force: bool = False,
     show_progress: bool = True,
 ) -> Path:
-    """
-    Writes the corpus of `inputs` (files or directories) into `output_directory` and returns it;
-    the options are the command's (docs/your-data.md). An identical second run is a no-op unless
-    `force`.
-    """
+    """Writes the corpus of `inputs` (files or directories) into `output_directory` and returns
+    it, unless it is up to date or `force`; the options are the command's."""
     output_directory = Path(output_directory)
-    options = {
-        "language": language,
-        "validation_fraction": validation_fraction,
-        "shard_tokens": shard_tokens,
-        "seed": seed,
-        "text_field": text_field,
-        "paragraphs": paragraphs,
-        "duplicate_window": duplicate_window,
-    }
+    options = dict(language=language, validation_fraction=validation_fraction, seed=seed,
+                   shard_tokens=shard_tokens, text_field=text_field, paragraphs=paragraphs,
+                   duplicate_window=duplicate_window)  # fmt: skip
     _check_options(inputs, options)
     files, skipped = _find_inputs([Path(p) for p in inputs], output_directory)
     recipe = _recipe(files, skipped, options)
@@ -146,17 +134,12 @@ def prepare_corpus(
             "fraction %g; give more documents (--paragraphs makes each block one) or a larger "
             "--validation-fraction", splits["train"]["documents"], validation_fraction,
         )
-    stats = {
-        "files": writer.files,
-        "splits": splits,
-        "duplicates_removed": splitter.duplicates,
-        "duplicate_window": {"sentences": duplicate_window, "forgotten": splitter.seen.forgotten},
-        "inputs_read": len(usable),
-        "skipped": skipped,
-        "problems": problems,
-    }
+    window = {"sentences": duplicate_window, "forgotten": splitter.seen.forgotten}
     _remove_stale_outputs(output_directory, set(writer.files))
-    write_manifest(output_directory, recipe, stats)
+    write_manifest(output_directory, recipe, dict(
+        files=writer.files, splits=splits, duplicates_removed=splitter.duplicates,
+        duplicate_window=window, inputs_read=len(usable), skipped=skipped, problems=problems,
+    ))  # fmt: skip
     total_tokens = splits["train"]["tokens"] + splits["validation"]["tokens"]
     logger.info(
         "prepare-corpus wrote %s: train %d / validation %d sentences, %d tokens, %d duplicate "
@@ -328,8 +311,8 @@ def _find_inputs(
         if given.is_file():
             if not given.name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
                 raise ConfigurationError(
-                    f"prepare-corpus: input {given} is not a .txt, .txt.gz, .jsonl or .jsonl.gz "
-                    "file; rename it if it is UTF-8 text (.txt) or JSON lines (.jsonl)"
+                    f"prepare-corpus: input {given} is not a {KINDS} file; rename it if it is "
+                    "UTF-8 text (.txt) or JSON lines (.jsonl)"
                 )
             files.append(_InputFile(given, given.name))
             continue
@@ -340,18 +323,17 @@ def _find_inputs(
             )
             for name in sorted(names):
                 path = here / name
-                source = path.relative_to(given).as_posix()
                 if path.resolve().parent == output and _OUTPUT_NAME.match(name):
                     continue  # this command's own output
-                if name.startswith("."):
-                    skipped.append({"path": str(path), "reason": "hidden file"})
-                elif not name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES):
-                    skipped.append({"path": str(path), "reason": "not .txt, .txt.gz, .jsonl or "
-                                    ".jsonl.gz"})
-                elif problem := file_problem(str(path)):  # a link may point anywhere
-                    skipped.append({"path": str(path), "reason": problem})
+                reason = (
+                    "hidden file" if name.startswith(".")
+                    else f"not {KINDS}" if not name.endswith(TEXT_SUFFIXES + JSON_SUFFIXES)
+                    else file_problem(str(path))  # a link may point anywhere
+                )  # fmt: skip
+                if reason:
+                    skipped.append({"path": str(path), "reason": reason})
                 else:
-                    files.append(_InputFile(path, source))
+                    files.append(_InputFile(path, path.relative_to(given).as_posix()))
     return files, skipped
 
 
@@ -377,20 +359,6 @@ def _sniff(file: _InputFile) -> Optional[str]:
     return None
 
 
-def _text_chunks(text: str, file: _InputFile) -> Iterator[str]:
-    """`text` in pieces of at most `CHUNK_CHARACTERS`, cut at whitespace where there is some."""
-    if len(text) > CHUNK_CHARACTERS:
-        file.count("long_texts_cut")
-    while len(text) > CHUNK_CHARACTERS:
-        cut = max(text.rfind(space, 0, CHUNK_CHARACTERS) for space in _WHITESPACE) + 1
-        if cut <= 0:
-            file.count("long_words_cut")
-            cut = CHUNK_CHARACTERS
-        yield text[:cut]
-        text = text[cut:]
-    yield text
-
-
 def _decode(raw: bytes, first: bool, file: _InputFile) -> str:
     text, undecodable, had_nul = decode_line(raw, first=first)
     if undecodable:
@@ -403,7 +371,9 @@ def _decode(raw: bytes, first: bool, file: _InputFile) -> str:
 def _read_documents(
     file: _InputFile, text_field: str, paragraphs: bool
 ) -> Iterator[Tuple[str, str]]:
-    """`(document key, text)` for the texts of `file`, each at most `CHUNK_CHARACTERS` long."""
+    """`(document key, text)` for the texts of `file`, each at most `CHUNK_CHARACTERS` long: a
+    `.txt` file's lines joined, and cut at blank lines (`paragraphs`: each block a document);
+    each text of a `.jsonl` file alike."""
     try:
         with file.open() as stream:
             if file.path.name.endswith(JSON_SUFFIXES):
@@ -419,20 +389,16 @@ def _read_error(file: _InputFile, error: BaseException) -> None:
 
 
 def _lines(stream: IO[bytes], file: _InputFile) -> Iterator[bytes]:
-    """The lines of `stream` up to its end or a read error; a line longer than
-    `MAX_JSON_LINE_BYTES` is read past (counted) and given as an empty one."""
+    """The lines of `stream`; a line longer than `MAX_JSON_LINE_BYTES` is read past (counted) and
+    given as an empty one."""
     while True:
-        try:
-            line = stream.readline(MAX_JSON_LINE_BYTES + 1)
-            if len(line) > MAX_JSON_LINE_BYTES and not line.endswith(b"\n"):
-                file.count("lines_over_max_json_line_bytes")
-                while line and not line.endswith(b"\n"):
-                    line = stream.readline(CHUNK_CHARACTERS)
-                yield b""
-                continue
-        except _READ_ERRORS as error:
-            _read_error(file, error)
-            return
+        line = stream.readline(MAX_JSON_LINE_BYTES + 1)
+        if len(line) > MAX_JSON_LINE_BYTES and not line.endswith(b"\n"):
+            file.count("lines_over_max_json_line_bytes")
+            while line and not line.endswith(b"\n"):
+                line = stream.readline(CHUNK_CHARACTERS)
+            yield b""
+            continue
         if not line:
             return
         yield line
@@ -485,12 +451,9 @@ def _json_documents(
         if not isinstance(text, str):
             file.count(f"lines_without_text_field_{text_field}")
             continue
-        text = text.replace("\x00", " ")
-        blocks = _BLOCK_SEPARATOR.split(text) if paragraphs else [text]
-        for index, block in enumerate(blocks):
-            key = f"{number}:{index}" if paragraphs else str(number)
-            for chunk in _text_chunks(block, file):
-                yield key, chunk
+        encoded = io.BytesIO(text.encode("utf-8", errors="replace"))
+        for key, chunk in _text_documents(encoded, file, paragraphs):  # as a .txt file's text
+            yield (f"{number}:{key}" if paragraphs else str(number)), chunk
 
 
 class _Writer(contextlib.ExitStack):

@@ -1,11 +1,7 @@
 """
-`allennlp probe-screen`: pretrained biLMs compared by linear probes (`linear_probes.probe`) on
-frozen features, fitted on a task's training split and scored on its development split: the
-biLM's fastText input beside the average of its layers, and fastText alone as the floor. POS
-and NER probe a row per token (accuracy, exact-span entity F1), SST-5 and sentiment a row per
-sentence (averaged over its tokens), STS-B a row per pair (`[u; v; |u - v|; u * v]`), all three
-by accuracy. Each later `--archive` is set against the first: the difference of their mean
-scores with a 95% interval from a paired bootstrap over the development items.
+`allennlp probe-screen`: pretrained biLMs compared by linear probes on frozen features, fitted
+on a task's training split and scored on its development split (docs/choosing-a-bilm.md). Each
+later `--archive` is set against the first by a paired bootstrap over the development items.
 """
 
 import argparse
@@ -14,29 +10,27 @@ import json
 import re
 import textwrap
 import time
+import warnings
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
+import torch
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.dataset_readers.dataset_utils.span_utils import bio_tags_to_spans
 
-from allennlp_elmo_c.commands.linear_probes import (
-    AVERAGE,
-    FASTTEXT,
-    Tagged,
-    named_paths,
-    probe,
-    read_tagged,
-    token_features,
-)
 from allennlp_elmo_c.commands.subcommand import PluginSubcommand
 from allennlp_elmo_c.common.threads import set_torch_threads
+from allennlp_elmo_c.modules.elmo_c import embed_sentences
+from allennlp_elmo_c.modules.token_embedders.string_embedder import StringEmbedder
 
+FASTTEXT = "fastText (the biLM's input)"
+AVERAGE = "average of all layers"
 WITH_BILM = "fastText + average of all layers"
 
+Tagged = List[Tuple[List[str], List[str]]]
 Labelled = List[Tuple[List[str], str]]
 
 TOKEN_TASKS = ("pos", "ner")
@@ -53,13 +47,32 @@ TASK_FORMATS = {
 _LEAF = re.compile(r"\(\d+ ([^()\s]+)\)")
 
 
+def read_tagged(path: Path, limit: Optional[int] = None) -> Tagged:
+    """`(words, tags)` per non-empty line of `word###tag` tokens (the first `limit` lines)."""
+    sentences: Tagged = []
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if limit is not None and len(sentences) >= limit:
+                break
+            pairs = [token.rsplit("###", 1) for token in line.split()]
+            bad = [pair for pair in pairs if len(pair) != 2 or not pair[0]]
+            if bad:
+                token = "###".join(bad[0])
+                raise ConfigurationError(f"{path}:{number}: not word###tag: {token!r}")
+            if pairs:
+                sentences.append(([w for w, _ in pairs], [t for _, t in pairs]))
+    if not sentences:
+        raise ConfigurationError(f"{path}: no tagged sentences")
+    return sentences
+
+
 def read_conll(path: Path) -> Tagged:
     """`(words, tags)` per sentence of CoNLL lines."""
     sentences: Tagged = []
     words: List[str] = []
     tags: List[str] = []
     with open(path, encoding="utf-8") as lines:
-        for line in lines:
+        for line in [*lines, ""]:
             columns = line.split()
             if columns and not columns[0].startswith("-DOCSTART-"):
                 words.append(columns[0])
@@ -67,8 +80,6 @@ def read_conll(path: Path) -> Tagged:
             elif words:
                 sentences.append((words, tags))
                 words, tags = [], []
-    if words:
-        sentences.append((words, tags))
     if not sentences:
         raise ConfigurationError(f"{path}: no tagged sentences")
     return sentences
@@ -85,14 +96,9 @@ def read_trees(path: Path) -> Labelled:
     return _lines(path, lambda line: (_LEAF.findall(line), line.strip()[1:].split(None, 1)[0]))
 
 
-def _json_item(line: str) -> Tuple[List[str], str]:
-    record = json.loads(line)
-    return record["text"].split(), str(record["label"])
-
-
 def read_jsonl(path: Path) -> Labelled:
     """`(whitespace tokens of text, label)` per JSON line."""
-    return _lines(path, _json_item)
+    return [(record["text"].split(), str(record["label"])) for record in _lines(path, json.loads)]
 
 
 def read_pairs(path: Path) -> List[Tuple[Tuple[List[str], List[str]], str]]:
@@ -111,6 +117,85 @@ def read_split(task: str, directory: Path, split: str):
     if not path.is_file():
         raise ConfigurationError(f"--task {task}={directory}: no {path.name} in it")
     return READERS[task](path)
+
+
+def layer_name(k: int, half: Optional[str] = None) -> str:
+    name = f"layer {k}" + (" (input projection, no context)" if k == 0 else "")
+    return name if half is None else f"layer {k} {half} half"
+
+
+def token_features(
+    representations, sentences: List[List[str]], batch_size: int
+) -> Dict[str, numpy.ndarray]:
+    """Each layer, their average and the fastText input (`layer_name`, AVERAGE, FASTTEXT) ->
+    `(num_tokens, dim)` over all tokens of `sentences` in order."""
+    order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))  # as elmo-c-embed
+    per_sentence: List[Optional[numpy.ndarray]] = [None] * len(sentences)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        vectors = embed_sentences([sentences[i] for i in chunk], representations,
+                                  torch.device("cpu"))  # fmt: skip
+        for index, layers in zip(chunk, vectors):  # (num_layers, num_tokens, dim)
+            per_sentence[index] = layers
+    layers = numpy.concatenate(per_sentence, axis=1)  # type: ignore[arg-type]
+    features = {layer_name(k): layer for k, layer in enumerate(layers)}
+    features[AVERAGE] = layers.mean(axis=0)
+    embedder = representations.bilm.token_embedder
+    if not representations.bilm.is_subword and isinstance(embedder, StringEmbedder):
+        vocabulary = sorted({word for sentence in sentences for word in sentence})
+        with torch.no_grad():
+            table = embedder.embed_strings(vocabulary).float().cpu().numpy()
+        row = {word: i for i, word in enumerate(vocabulary)}
+        features[FASTTEXT] = table[[row[word] for sentence in sentences for word in sentence]]
+    return features
+
+
+def probe(
+    train_x: numpy.ndarray,
+    train_y: Sequence[str],
+    dev_x: numpy.ndarray,
+    dev_y: Sequence[str],
+    c: float,
+    max_iter: int,
+    seed: int,
+    keep_predictions: bool = False,
+) -> Dict[str, object]:
+    """The dev accuracy and fitting facts (and dev predictions, `keep_predictions`) of a
+    standardized multinomial logistic regression."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(train_x)
+    model = LogisticRegression(C=c, max_iter=max_iter, random_state=seed)
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        model.fit(scaler.transform(train_x), train_y)
+    predictions = model.predict(scaler.transform(dev_x))
+    result = {
+        "accuracy": float(numpy.mean(predictions == numpy.asarray(dev_y))),
+        "dim": int(train_x.shape[1]),
+        "iterations": int(numpy.max(model.n_iter_)),
+        "converged": not any(issubclass(w.category, ConvergenceWarning) for w in caught),
+        "fit_seconds": round(time.perf_counter() - started, 2),
+    }
+    if keep_predictions:
+        result["predictions"] = predictions.tolist()
+    return result
+
+
+def named_paths(values: Sequence[str], option: str) -> Dict[str, str]:
+    """`{name: path}` from `NAME=PATH` values of `option`, each name once."""
+    result = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise ConfigurationError(f"{option} takes NAME=PATH, not {value!r}")
+        if name in result:
+            raise ConfigurationError(f"{option}: {name!r} given twice")
+        result[name] = path
+    return result
 
 
 def features(representations, sentences: List[List[str]], batch_size: int, pooled: bool):
@@ -149,26 +234,22 @@ def task_features(representations, task: str, items: list, batch_size: int):
 
 
 def score(task: str, train, dev, train_x, dev_x, args) -> Dict[str, object]:
-    """One probe: accuracy, or entity F1 for `ner`."""
-    if task in TOKEN_TASKS:
-        train_y = [t for _, tags in train for t in tags]
-        dev_y = [t for _, tags in dev for t in tags]
-    else:
-        train_y = [label for _, label in train]
-        dev_y = [label for _, label in dev]
-    result = probe(train_x, train_y, dev_x, dev_y, args.c, args.max_iter, args.seed,
+    """One probe: accuracy, or entity F1 for `ner`, and its development `items`."""
+    tokens = task in TOKEN_TASKS
+
+    def labels(items: list) -> list:
+        return [y for _, ys in items for y in ys] if tokens else [y for _, y in items]
+
+    result = probe(train_x, labels(train), dev_x, labels(dev), args.c, args.max_iter, args.seed,
                    keep_predictions=True)  # fmt: skip
-    predicted = result.pop("predictions")
-    if task in TOKEN_TASKS:
-        flat = iter(predicted)
-        guessed = [[next(flat) for _ in tags] for _, tags in dev]
-        result["items"] = item_counts(task, [tags for _, tags in dev], guessed)
-    else:
-        result["items"] = item_counts(task, [label for _, label in dev], predicted)
+    predicted = iter(result.pop("predictions"))  # type: ignore[call-overload]
+    gold = [y for _, y in dev]
+    guessed = [[next(predicted) for _ in y] if tokens else next(predicted) for y in gold]
+    result["items"] = item_counts(task, gold, guessed)
     if task == "ner":
         totals = numpy.asarray(result["items"], dtype=numpy.float64).sum(0)
         result["f1"] = float(items_score(task, totals))
-    result["score"] = result["f1"] if task == "ner" else result["accuracy"]
+    result["score"] = result.get("f1", result["accuracy"])
     return result
 
 
@@ -267,13 +348,11 @@ def load_data(tasks: Dict[str, str], max_train: Dict[str, int]) -> Dict[str, Tup
 
 
 def task_formats() -> str:
-    lines = [
+    rows = [f"  {task:<9}  {SPLIT_FILES[task]:<6}  {TASK_FORMATS[task]}" for task in SPLIT_FILES]
+    return "\n".join([
         "tasks (--task TASK=DIR, DIR holding the files train and dev with the task's suffix):",
-        "  TASK       SUFFIX  FORMAT",
-    ]
-    for task, suffix in SPLIT_FILES.items():
-        lines.append(f"  {task:<9}  {suffix:<6}  {TASK_FORMATS[task]}")
-    return "\n".join(lines)
+        "  TASK       SUFFIX  FORMAT", *rows,
+    ])  # fmt: skip
 
 
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
@@ -328,15 +407,11 @@ class ProbeScreen(PluginSubcommand):
         "sentiment, STS-B): minutes per biLM."
     )
 
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = super().add_subparser(parser)
-        subparser.description = textwrap.fill(self.description, 79)
-        subparser.epilog = task_formats()
-        subparser.formatter_class = argparse.RawDescriptionHelpFormatter
-        return subparser
-
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         add_screen_arguments(subparser)
+        subparser.description = textwrap.fill(self.description, 79)  # shown as written:
+        subparser.formatter_class = argparse.RawDescriptionHelpFormatter
+        subparser.epilog = task_formats()
 
     def run(self, args: argparse.Namespace) -> None:
         screen(args)

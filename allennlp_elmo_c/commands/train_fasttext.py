@@ -1,7 +1,5 @@
-"""
-`allennlp train-fasttext`: the frozen input and target vectors of ELMo-C, a skipgram fastText
-model with character n-grams, written as a standard `.bin`.
-"""
+"""`train-fasttext`: ELMo-C's frozen input and target vectors, a skipgram fastText model with
+character n-grams, written as a standard `.bin`."""
 
 import argparse
 import json
@@ -44,27 +42,17 @@ def train_fasttext(
 ) -> Path:
     """
     Trains a skipgram fastText model on `corpus` and saves it to `output`, unless it is up to
-    date (same corpus file and settings) or `force`.
-
-    # Parameters
-
-    minn, maxn : `int`
-        Character n-gram lengths; `maxn = 0` disables subwords.
-    bucket : `int`
-        Hash buckets for n-grams (fastText's 2M makes a 100-d `.bin` of ~800 MB).
-    verbose : `int`
-        fastText's verbosity: 2 shows its progress line, 0 is silent.
+    date (same corpus file and settings) or `force`. `minn` and `maxn` are the character n-gram
+    lengths (`maxn = 0`: no subwords); `verbose` is fastText's (2: progress, 0: silent).
     """
     corpus, output = Path(corpus), Path(output)
-    corpus_entries = corpus_recipe(corpus, "train-fasttext")
-    for name, value in (
-        ("dim", dim),
-        ("bucket", bucket),
-        ("epoch", epoch),
-        ("min_count", min_count),
-    ):
-        if value < 1:
-            raise ConfigurationError(f"train-fasttext: {name} must be >= 1, got {value}")
+    chosen = dict(dim=dim, minn=minn, maxn=maxn, bucket=bucket, epoch=epoch, min_count=min_count,
+                  lr=lr)  # fmt: skip
+    recipe: Dict[str, Any] = {**corpus_recipe(corpus, "train-fasttext"), "model": "skipgram",
+                              **chosen}  # fmt: skip
+    for name in ("dim", "bucket", "epoch", "min_count"):
+        if chosen[name] < 1:
+            raise ConfigurationError(f"train-fasttext: {name} must be >= 1, got {chosen[name]}")
     if not 0 <= minn <= maxn or (maxn > 0 and minn < 1):
         raise ConfigurationError(
             f"train-fasttext: need 1 <= minn <= maxn (or maxn = 0), got {minn}, {maxn}"
@@ -72,30 +60,16 @@ def train_fasttext(
     if not (lr > 0 and math.isfinite(lr)):
         raise ConfigurationError(f"train-fasttext: lr must be a positive number, got {lr}")
     threads = thread_count(threads, "train-fasttext: threads")
-    recipe: Dict[str, Any] = {
-        **corpus_entries,
-        "model": "skipgram",
-        "dim": dim,
-        "minn": minn,
-        "maxn": maxn,
-        "bucket": bucket,
-        "epoch": epoch,
-        "min_count": min_count,
-        "lr": lr,
-    }
     manifest = output.name + ".json"
     if not force and is_built(output.parent, recipe, name=manifest):
         logger.info("%s is up to date (trained from %s with the same settings)", output, corpus)
         return output
 
-    settings = dict(
-        dim=dim, minn=minn, maxn=maxn, bucket=bucket, epoch=epoch, minCount=min_count, lr=lr
-    )
     # fastText initialises its input matrix in ten blocks of rows, one per thread: fewer threads
     # leave rows uninitialised.
-    settings.update(
-        input=str(corpus), model="skipgram", thread=max(threads, INIT_BLOCKS), verbose=verbose
-    )
+    settings = dict(chosen, input=str(corpus), model="skipgram", thread=max(threads, INIT_BLOCKS),
+                    verbose=verbose)  # fmt: skip
+    settings["minCount"] = settings.pop("min_count")
     logger.info("Training fastText on %s with %s", corpus, settings)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")

@@ -39,7 +39,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy
 
-from allennlp_elmo_c.commands.linear_probes import (
+from allennlp_elmo_c.commands.probe_screen import (
     Tagged,
     layer_name,
     named_paths,

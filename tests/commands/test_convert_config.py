@@ -16,8 +16,12 @@ import allennlp_models.structured_prediction  # noqa: F401  (registers srl, biaf
 import allennlp_models.tagging  # noqa: F401  (registers crf_tagger, conll2003)
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_elmo_c.commands.config_conversion import DIM_KEYS, convert_config
-from allennlp_elmo_c.commands.convert_config import convert_config_file, load_stock_config
+from allennlp_elmo_c.commands.convert_config import (
+    DIM_KEYS,
+    convert_config,
+    convert_config_file,
+    load_stock_config,
+)
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.helpers import TINY_ELMO_C_DIM, run_plugin_command, train_config
 
@@ -255,16 +259,6 @@ def test_size_from_a_local_language_model_archive(elmo_c_archive, tmp_path):
         convert_config(config, str(elmo_c_archive))
 
 
-def test_pre_allennlp_1_text_field_embedder_is_nested(elmo_c_archive):
-    config = stock("esim_elmo")
-    config["model"]["text_field_embedder"] = dict(config["model"]["text_field_embedder"]["token_embedders"])
-    conversion = convert_config(config, str(elmo_c_archive))
-    embedders = conversion.config["model"]["text_field_embedder"]["token_embedders"]
-    assert list(embedders) == ["elmo"] and embedders["elmo"]["type"] == "elmo_c_token_embedder"
-    assert conversion.config["model"]["encoder"]["input_size"] == D
-    assert conversion.changes[0].path == "model.text_field_embedder"
-
-
 # --- the converted models build and train --------------------------------------------------------
 
 SMALL = {"trainer.num_epochs": 1, "trainer.cuda_device": -1}
@@ -466,23 +460,6 @@ def test_a_size_it_cannot_decide_is_named(elmo_c_archive):
     conversion = convert_config(config, str(elmo_c_archive))
     assert conversion.config["model"]["feedforward"]["input_dim"] == 1500
     assert any(note.startswith("undecided: model.feedforward.input_dim = 1500") for note in conversion.notes)
-
-
-def test_jsonnet_output_keeps_the_external_variables(elmo_c_archive, tmp_path):
-    names = ("NER_TRAIN_DATA_PATH", "NER_TEST_DATA_PATH", "GLOVE_50D")
-    variables = {name: EXT_VARS[name] for name in names}
-    variables["NER_TEST_DATA_PATH"] = "test.conll"  # distinct values: each one found again
-    kept = convert_config_file(str(STOCK / "ner_elmo.jsonnet"), str(elmo_c_archive),
-                               str(tmp_path / "ner.jsonnet"), variables)  # fmt: skip
-    text = (tmp_path / "ner.jsonnet").read_text()
-    for name in names:
-        assert f'std.extVar("{name}")' in text
-    assert any(note.startswith("kept as std.extVar") for note in kept.notes)
-    # It evaluates to the same config as the JSON output, which bakes the values in (and says so).
-    baked = convert_config_file(str(STOCK / "ner_elmo.jsonnet"), str(elmo_c_archive),
-                                str(tmp_path / "ner.json"), variables)  # fmt: skip
-    assert any(note.startswith("baked into the JSON") for note in baked.notes)
-    assert load_stock_config(str(tmp_path / "ner.jsonnet"), variables) == json.loads((tmp_path / "ner.json").read_text())
 
 
 def test_a_model_directory_converts_as_its_archive(model_directory):

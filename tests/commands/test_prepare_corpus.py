@@ -277,7 +277,7 @@ def test_word_longer_than_a_piece_is_cut_between_characters(tmp_path, monkeypatc
     assert "".join("".join(written).split()) == f"Shortstarthere{word}tail." + "ж" * 70 + "next"
     problems = manifest(out)["stats"]["problems"]
     assert problems[str(tmp_path / "a.txt")] == {"long_lines_cut": 1, "long_words_cut": 1}
-    assert problems[str(tmp_path / "b.jsonl")] == {"long_texts_cut": 1, "long_words_cut": 1}
+    assert problems[str(tmp_path / "b.jsonl")] == {"long_lines_cut": 1, "long_words_cut": 2}
 
 
 @pytest.mark.parametrize(

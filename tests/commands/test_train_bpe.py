@@ -62,16 +62,6 @@ def test_up_to_date_output_is_not_retrained(varied_corpus, tmp_path):
     assert (output / "tokenizer.json").stat().st_mtime_ns != stamp
 
 
-def test_new_namespace_replaces_the_old_vocabulary(varied_corpus, tmp_path):
-    train_bpe(varied_corpus, tmp_path, **SMALL)
-    train_bpe(varied_corpus, tmp_path, namespace="bpe", **SMALL)
-    assert sorted(p.name for p in (tmp_path / "vocabulary").glob("*.txt")) == [
-        "bpe.txt",
-        "non_padded_namespaces.txt",
-    ]
-    assert Vocabulary.from_files(str(tmp_path / "vocabulary")).get_vocab_size("bpe") == 101
-
-
 def test_blank_corpus(tmp_path):
     # A missing or empty corpus: tests/commands/test_corpus_checks.py.
     (tmp_path / "blank.txt").write_text(" \n\t\n\x00\n")
@@ -85,9 +75,6 @@ def test_blank_corpus(tmp_path):
     [
         ({"vocab_size": 3}, "vocab_size must be > 3"),
         ({"min_frequency": 0}, "min_frequency must be"),
-        ({"limit_alphabet": 0}, "limit_alphabet must be"),
-        ({"namespace": "bpe_tags"}, "padded namespace"),
-        ({"namespace": ""}, "padded namespace"),
     ],
 )
 def test_bad_settings(varied_corpus, tmp_path, bad, message):
@@ -112,18 +99,6 @@ def test_odd_bytes_and_unicode_in_corpus(tmp_path):
     for word in ["café", "\U0001f600", "日本", "plain", "words"]:
         assert "@@UNKNOWN@@" not in tokenizer.encode(word, add_special_tokens=False).tokens
     assert tokenizer.encode("ü", add_special_tokens=False).tokens == ["@@UNKNOWN@@"]
-
-
-def test_limit_alphabet_maps_rare_characters_to_unknown(varied_corpus, tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text(varied_corpus.read_text() + "qqq\n")
-    full = Tokenizer.from_file(
-        str(train_bpe(corpus, tmp_path / "full", **SMALL) / "tokenizer.json")
-    )
-    assert full.encode("q", add_special_tokens=False).tokens == ["q"]
-    limited = train_bpe(corpus, tmp_path / "limited", limit_alphabet=12, **SMALL)
-    limited = Tokenizer.from_file(str(limited / "tokenizer.json"))
-    assert limited.encode("q", add_special_tokens=False).tokens == ["@@UNKNOWN@@"]
 
 
 def test_cli_registered_with_allennlp(varied_corpus, tmp_path):
