@@ -124,6 +124,7 @@ class ProjectedLstmLayer(torch.nn.Module):
         mask: torch.BoolTensor,
         state: Optional[State] = None,
         backend: str = "fused",
+        dropout: Optional[torch.Tensor] = None,
     ) -> Tuple[torch.Tensor, State]:
         """
         # Parameters
@@ -136,6 +137,8 @@ class ProjectedLstmLayer(torch.nn.Module):
             Initial `(hidden, cell)`; zeros if None.
         backend : `str`, optional (default = `"fused"`)
             `"reference"` or `"fused"`: the same function either way.
+        dropout : `torch.Tensor`, optional
+            The recurrent dropout mask, drawn here if None.
 
         # Returns
 
@@ -145,7 +148,8 @@ class ProjectedLstmLayer(torch.nn.Module):
         if state is None:
             state = self.initial_state(inputs.size(0), inputs)
         # Drawn first on both backends, so that the same seed gives the same mask.
-        dropout = self._dropout_mask(inputs.size(0), inputs)
+        if dropout is None:
+            dropout = self._dropout_mask(inputs.size(0), inputs)
         inside = self.recurrence_norm == "inside"
         recurrent_dropout = dropout if inside else None
         if backend == "reference":
