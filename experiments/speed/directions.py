@@ -10,7 +10,9 @@ thread, the directions in turn), `2 cores, in turn` (two threads, the directions
 other: the path before `nn.concurrent`) and `2 cores, at once` (the directions concurrently, one
 thread each: what the encoder chooses on two free CPUs). The rows run in turn, `--repeats` times.
 Prints each process's tokens/s, its CPU seconds over wall seconds (about 2 when both cores
-worked) and each two-core row's ratio to the one-core row of the same repeat.
+worked), its CPU milliseconds a step (all threads: what a loaded machine changes least) and each
+two-core row's ratio to the one-core row of the same repeat. OpenMP's threads spin a while at each
+barrier unless `OMP_WAIT_POLICY=PASSIVE` is set (inherited by the rows).
 """
 
 import argparse
@@ -50,7 +52,7 @@ def child(row: str, steps: int, warmup: int, fasttext_rows: int) -> None:
     cpu = (after.user - before.user) + (after.system - before.system)
     tokens = 64 * (TIMESTEPS - 1) * steps
     print(RESULT + json.dumps({"tokens_per_second": tokens / wall, "cpu_per_wall": cpu / wall,
-                               "threads": torch.get_num_threads()}))  # fmt: skip
+                               "cpu_ms_per_step": 1000 * cpu / steps}))  # fmt: skip
 
 
 def run_row(row: str, cpus: List[int], args: argparse.Namespace) -> Dict[str, float]:
@@ -77,7 +79,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         return child(args.child, args.steps, args.warmup, args.fasttext_rows)
     ratios: Dict[str, List[float]] = {row: [] for row in ROWS if row != "1 core"}
     print(f"CPUs {args.cpus}, {args.steps} steps after {args.warmup}, {args.repeats} repeats")
-    print("| repeat | row | tokens/s | CPU s / wall s | vs 1 core |\n|---|---|---:|---:|---:|")
+    print("| repeat | row | tokens/s | CPU s / wall s | CPU ms / step | vs 1 core |\n"
+          "|---|---|---:|---:|---:|---:|")  # fmt: skip
     for repeat in range(args.repeats):
         base = None
         for row in ROWS:
@@ -87,7 +90,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             if row in ratios:
                 ratios[row].append(ratio)
             print(f"| {repeat + 1} | {row} | {result['tokens_per_second']:,.0f} | "
-                  f"{result['cpu_per_wall']:.2f} | {ratio:.2f}x |", flush=True)  # fmt: skip
+                  f"{result['cpu_per_wall']:.2f} | {result['cpu_ms_per_step']:.0f} | {ratio:.2f}x |",
+                  flush=True)  # fmt: skip
     for row, values in ratios.items():
         print(f"{row}: median {statistics.median(values):.2f}x one core "
               f"({min(values):.2f}-{max(values):.2f})")  # fmt: skip
