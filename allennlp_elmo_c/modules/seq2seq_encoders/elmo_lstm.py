@@ -11,6 +11,7 @@ from allennlp_elmo_c.modules.seq2seq_encoders.projected_lstm_layer import (
     State,
     layer_norm,
 )
+from allennlp_elmo_c.nn.concurrent import concurrently, threads_each
 from allennlp_elmo_c.nn.permutation import permute
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class _DirectionStack(torch.nn.Module):
         mask: torch.BoolTensor,
         states: List[Optional[State]],
         backend: str,
+        dropouts: Optional[List[Optional[torch.Tensor]]] = None,
     ) -> Tuple[List[torch.Tensor], List[State]]:
         if self.input_projection is not None:
             inputs = self.input_projection(inputs)  # (batch, timesteps, projection_size)
@@ -84,7 +86,8 @@ class _DirectionStack(torch.nn.Module):
         hidden = hidden * mask.unsqueeze(-1)
         outputs, final_states = [hidden], []
         for index, layer in enumerate(self.layers):
-            output, state = layer(hidden, mask, states[index], backend)
+            dropout = None if dropouts is None else dropouts[index]
+            output, state = layer(hidden, mask, states[index], backend, dropout)
             hidden = output + hidden if (self.residual and index > 0) else output
             outputs.append(hidden)
             final_states.append(state)
@@ -180,23 +183,41 @@ class ElmoLstmEncoder(BiLmEncoder):
         mask = mask.bool()
         lengths = mask.sum(1)
         initial_states = self._initial_states(inputs.size(0))
-        layers_per_direction: Dict[str, List[torch.Tensor]] = {}
         final_states: Dict[str, List[State]] = {}
-        for direction in DIRECTIONS:
-            backward = direction == "backward_lm"
-            sequence = reverse_padded(inputs, lengths) if backward else inputs
-            outputs, final_states[direction] = self.stacks[direction](
-                sequence, mask, initial_states[direction], self.backend
+
+        def direction_outputs(direction: str, dropouts=None):
+            def run(inputs: torch.Tensor) -> List[torch.Tensor]:
+                backward = direction == "backward_lm"
+                sequence = reverse_padded(inputs, lengths) if backward else inputs
+                outputs, final_states[direction] = self.stacks[direction](
+                    sequence, mask, initial_states[direction], self.backend, dropouts
+                )
+                if not self.return_all_layers:
+                    outputs = outputs[-1:]  # only the top layer is turned back and returned
+                if backward:
+                    outputs = [reverse_padded(output, lengths) for output in outputs]
+                return outputs
+
+            return run
+
+        # Both directions at once, each on its share of the threads (see `nn.concurrent`), on a
+        # CPU with at least two; their dropout masks drawn first, in the order of the loop.
+        threads = threads_each(len(DIRECTIONS)) if inputs.device.type == "cpu" else 0
+        if threads and not torch.is_autocast_enabled("cpu"):
+            stacks = [self.stacks[direction] for direction in DIRECTIONS]
+            masks = [[layer._dropout_mask(inputs.size(0), inputs) for layer in stack.layers]
+                     for stack in stacks]  # fmt: skip
+            runs = [direction_outputs(*pair) for pair in zip(DIRECTIONS, masks)]
+            parameters = [list(stack.parameters()) for stack in stacks]
+            layers_per_direction = dict(
+                zip(DIRECTIONS, concurrently(runs, inputs, parameters, threads))
             )
-            if not self.return_all_layers:
-                outputs = outputs[-1:]  # only the top layer is turned back and returned
-            if backward:
-                outputs = [reverse_padded(output, lengths) for output in outputs]
-            layers_per_direction[direction] = outputs
+        else:
+            layers_per_direction = {d: direction_outputs(d)(inputs) for d in DIRECTIONS}
         if self._keep_states:
             self._states = {
-                direction: [(h.detach(), c.detach()) for h, c in states]
-                for direction, states in final_states.items()
+                direction: [(h.detach(), c.detach()) for h, c in final_states[direction]]
+                for direction in DIRECTIONS
             }
         layers = [
             torch.cat([forward, backward], dim=-1)

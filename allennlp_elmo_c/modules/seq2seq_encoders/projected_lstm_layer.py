@@ -96,19 +96,21 @@ class ProjectedLstmLayer(torch.nn.Module):
         mask: torch.BoolTensor,
         state: Optional[State] = None,
         backend: str = "fused",
+        dropout: Optional[torch.Tensor] = None,
     ) -> Tuple[torch.Tensor, State]:
         """
         `inputs` `(batch, timesteps, input_size)`, left-aligned, `mask` `(batch, timesteps)`,
         `state` the initial `(hidden, cell)` (zeros if None). Returns outputs `(batch,
         timesteps, projection_size)` (zeros at padding) and the state after each sequence's
-        last real token.
+        last real token. `dropout`: the recurrent dropout mask, drawn here if None.
         """
         if state is None:
             batch = inputs.size(0)
             state = (inputs.new_zeros(batch, self.projection_size),
                      inputs.new_zeros(batch, self.cell_size))  # fmt: skip
         # Drawn first on both backends, so that the same seed gives the same mask.
-        dropout = self._dropout_mask(inputs.size(0), inputs)
+        if dropout is None:
+            dropout = self._dropout_mask(inputs.size(0), inputs)
         inside = self.recurrence_norm == "inside"
         recurrent_dropout = dropout if inside else None
         if backend == "reference":

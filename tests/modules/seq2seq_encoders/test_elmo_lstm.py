@@ -1,4 +1,5 @@
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder
 from allennlp.nn import InitializerApplicator
 
+from allennlp_elmo_c.modules.seq2seq_encoders import elmo_lstm
 from allennlp_elmo_c.modules.seq2seq_encoders.elmo_lstm import (
     BACKENDS,
     ElmoLstmEncoder,
@@ -735,3 +737,48 @@ def test_input_of_the_projection_size_gets_layer_norm_alone():
     assert all(
         stack.input_projection is not None for stack in encoder(projection_size=8).stacks.values()
     )
+
+
+@pytest.mark.parametrize("return_all_layers", [False, True])
+def test_directions_at_once_compute_what_they_compute_in_turn(return_all_layers, monkeypatch):
+    # On two torch threads the directions run concurrently (`nn.concurrent`), one thread each:
+    # outputs, final states and gradients bit for bit those of one thread running them in turn.
+    stack_forward, ran_on = elmo_lstm._DirectionStack.forward, set()
+
+    def spied(*args, **kwargs):
+        ran_on.add((threading.get_ident(), torch.get_num_threads()))
+        return stack_forward(*args, **kwargs)
+
+    monkeypatch.setattr(elmo_lstm._DirectionStack, "forward", spied)
+    model = encoder("fused", recurrent_dropout=0.3, stateful=True,
+                    return_all_layers=return_all_layers)  # fmt: skip
+    randomise_norms(model)
+    inputs, mask = padded_batch()
+    inputs.requires_grad_()
+    layers = model.num_layers + 1 if return_all_layers else 1
+    weights = torch.randn(len(LENGTHS), mask.size(1), 2 * PROJECTION * layers)
+    joined = (lambda outputs: torch.cat(outputs, -1)) if return_all_layers else (lambda top: top)
+    results = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        try:
+            model.reset_states()
+            ran_on.clear()
+            torch.manual_seed(0)
+            outputs = joined(model(inputs, mask))
+            states = [t for direction in model._states.values() for state in direction
+                      for t in state]  # fmt: skip
+            inputs.grad = None
+            model.zero_grad()
+            (outputs * weights).sum().backward()
+            model.eval()
+            with torch.no_grad():
+                evaluated = joined(model(inputs, mask))
+            model.train()
+        finally:
+            torch.set_num_threads(1)
+        gradients = [inputs.grad] + [parameter.grad for parameter in model.parameters()]
+        results.append([outputs, evaluated, *states, *gradients])
+        assert len({thread for thread, _ in ran_on}) == threads
+        assert {count for _, count in ran_on} == {1}
+    assert all(torch.equal(ours, theirs) for ours, theirs in zip(results[0], results[1]))
