@@ -7,6 +7,7 @@ matrix memory-mapped; subword ids as fastText's `Dictionary::getSubwords`, by th
 import functools
 import hashlib
 import logging
+import mmap
 import os
 import struct
 from pathlib import Path
@@ -64,15 +65,16 @@ class FastTextBin:
         if not self.path.is_file():
             raise ConfigurationError(f"fastText model {self.path} does not exist")
         try:
-            with open(self.path, "rb") as stream:
-                matrix_offset = self._read_header(_Reader(stream))
-        except (struct.error, UnicodeDecodeError, EOFError, MemoryError) as error:
+            with open(self.path, "rb") as stream, mmap.mmap(
+                stream.fileno(), 0, access=mmap.ACCESS_READ
+            ) as data:
+                matrix_offset = self._read_header(_Reader(data))
+                rows, columns = self.num_rows, self.dim
+                expected = _expected_size(data, matrix_offset + rows * columns * 4)
+        except (struct.error, UnicodeDecodeError, EOFError, MemoryError, ValueError) as error:
             raise ConfigurationError(
                 f"{self.path} is not a valid fastText .bin file (truncated or corrupt: {error})"
             ) from error
-        rows, columns = self.num_rows, self.dim
-        end = matrix_offset + rows * columns * 4
-        expected = self._expected_size(end)
         if os.path.getsize(self.path) < expected:
             raise ConfigurationError(
                 f"{self.path} is truncated: a complete model has {expected} bytes, the file has "
@@ -118,16 +120,6 @@ class FastTextBin:
     @functools.lru_cache(maxsize=8)
     def load(cls, path: Union[str, Path]) -> "FastTextBin":
         return cls(Path(path).resolve())
-
-    def _expected_size(self, input_matrix_end: int) -> int:
-        """Size of the whole file, from the output matrix header after the input matrix."""
-        with open(self.path, "rb") as stream:
-            stream.seek(input_matrix_end)
-            header = stream.read(17)
-        if len(header) < 17:
-            return input_matrix_end + 17
-        quantized, rows, columns = struct.unpack("<?qq", header)
-        return input_matrix_end + 17 + (0 if quantized else rows * columns * 4)
 
     def _read_header(self, reader: "_Reader") -> int:
         """Parses everything before the input matrix; returns the matrix's byte offset."""
@@ -268,44 +260,32 @@ class FastTextBin:
         self.__dict__ = FastTextBin.load(state["path"]).__dict__
 
 
+def _expected_size(data: mmap.mmap, input_matrix_end: int) -> int:
+    """Size of the whole file, from the output matrix header after the input matrix."""
+    if len(data) < input_matrix_end + 17:
+        return input_matrix_end + 17
+    quantized, rows, columns = struct.unpack_from("<?qq", data, input_matrix_end)
+    return input_matrix_end + 17 + (0 if quantized else rows * columns * 4)
+
+
 class _Reader:
-    """Buffered reads of fixed-size fields and NUL-terminated strings from a binary stream."""
+    """Fixed-size fields and NUL-terminated strings of a memory-mapped file, in order."""
 
-    def __init__(self, stream, chunk_size: int = 1 << 20) -> None:
-        self._stream = stream
-        self._chunk_size = chunk_size
-        self._buffer = b""
-        self._position = 0
-        self._consumed = 0  # bytes of the stream before the buffer
-
-    @property
-    def offset(self) -> int:
-        return self._consumed + self._position
-
-    def _fill(self, needed: int) -> None:
-        while len(self._buffer) - self._position < needed:
-            data = self._stream.read(self._chunk_size)
-            if not data:
-                raise EOFError("unexpected end of file in the header")
-            self._consumed += self._position
-            self._buffer = self._buffer[self._position :] + data
-            self._position = 0
+    def __init__(self, data: mmap.mmap) -> None:
+        self.data = data
+        self.offset = 0
 
     def unpack(self, fmt: str) -> tuple:
-        size = struct.calcsize(fmt)
-        self._fill(size)
-        values = struct.unpack_from(fmt, self._buffer, self._position)
-        self._position += size
+        values = struct.unpack_from(fmt, self.data, self.offset)
+        self.offset += struct.calcsize(fmt)
         return values
 
     def cstring(self) -> str:
-        while True:
-            end = self._buffer.find(b"\x00", self._position)
-            if end >= 0:
-                break
-            self._fill(len(self._buffer) - self._position + 1)
-        text = self._buffer[self._position : end].decode("utf-8", errors="replace")
-        self._position = end + 1
+        end = self.data.find(b"\x00", self.offset)
+        if end < 0:
+            raise EOFError("unexpected end of file in the header")
+        text = self.data[self.offset : end].decode("utf-8", errors="replace")
+        self.offset = end + 1
         return text
 
 
