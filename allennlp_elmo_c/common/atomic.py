@@ -117,8 +117,8 @@ def _process_is_running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True  # someone else's process
+    except PermissionError:  # someone else's process
+        pass
     return True
 
 

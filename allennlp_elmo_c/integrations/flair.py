@@ -160,14 +160,8 @@ class ElmoCEmbeddings(TokenEmbeddings):
         return f"ElmoCEmbeddings({self.model!r}, embedding_mode={self.embedding_mode!r})"
 
     def to_params(self) -> Dict[str, Any]:
-        return {
-            "model": self.model,
-            "embedding_mode": self.embedding_mode,
-            "fine_tune": self.fine_tune,
-            "batch_size": self.batch_size,
-            "name": self.name,
-            "fingerprint": self.fingerprint,
-        }
+        names = ("model", "embedding_mode", "fine_tune", "batch_size", "name", "fingerprint")
+        return {name: getattr(self, name) for name in names}
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> "ElmoCEmbeddings":

@@ -7,7 +7,6 @@ JSON, else from whether its text names a component only the plugin registers) lo
 import it by name (`LOOKED_UP_IN`, and `LOOKED_UP_IN_IF_IMPORTED` where already imported).
 """
 
-import inspect
 import json
 import os
 import sys
@@ -36,7 +35,6 @@ LOOKED_UP_IN_IF_IMPORTED = (
     "allennlp.common.testing.model_test_case",
     "allennlp.interpret.influence_interpreters.influence_interpreter",
 )
-_SIGNATURE = inspect.signature(archival.load_archive)
 
 
 def _is_plugin_archive(resolved: str) -> bool:
@@ -63,17 +61,10 @@ def _is_plugin_archive(resolved: str) -> bool:
         return any(f'"{name}"' in text or f"'{name}'" in text for name in plugin_component_names())
 
 
-def _load_archive(archive_file, *args, **kwargs):
-    arguments = _SIGNATURE.bind(archive_file, *args, **kwargs)
-    arguments.apply_defaults()
-    options = arguments.arguments
-    if not is_model_directory(str(archive_file)) and not _is_plugin_archive(
-        cached_path(archive_file)
-    ):
-        return ORIGINALS["load_archive"](*arguments.args, **arguments.kwargs)
-    return load_elmo_c_archive(
-        archive_file, options["overrides"], options["cuda_device"], options["weights_file"]
-    )
+def _load_archive(archive_file, cuda_device=-1, overrides="", weights_file=None):
+    if is_model_directory(str(archive_file)) or _is_plugin_archive(cached_path(archive_file)):
+        return load_elmo_c_archive(archive_file, overrides, cuda_device, weights_file)
+    return ORIGINALS["load_archive"](archive_file, cuda_device, overrides, weights_file)
 
 
 def apply() -> None:
