@@ -71,6 +71,7 @@ class FastTextBin:
                 matrix_offset = self._read_header(_Reader(data))
                 rows, columns = self.num_rows, self.dim
                 expected = _expected_size(data, matrix_offset + rows * columns * 4)
+                self.fingerprint: int = _fingerprint(data, matrix_offset)
         except (struct.error, UnicodeDecodeError, EOFError, MemoryError, ValueError) as error:
             raise ConfigurationError(
                 f"{self.path} is not a valid fastText .bin file (truncated or corrupt: {error})"
@@ -85,25 +86,7 @@ class FastTextBin:
         )
         self._cpu_matrix = torch.from_numpy(self.input_matrix)
         self._device_matrices: Dict[torch.device, torch.Tensor] = {}
-        self.fingerprint: int = self._fingerprint(matrix_offset)
         _FINGERPRINT_PATHS.setdefault(self.fingerprint, str(self.path))
-
-    def _fingerprint(self, matrix_offset: int) -> int:
-        """A 52-bit hash (exact as a jsonnet double) of the file's size, everything before the
-        input matrix, the matrix's first MB and the file's last MB."""
-        size = os.path.getsize(self.path)
-        digest = hashlib.blake2b(str(size).encode(), digest_size=8)
-        with open(self.path, "rb") as stream:
-            remaining = matrix_offset + _FINGERPRINT_SPAN
-            while remaining > 0:
-                chunk = stream.read(min(remaining, 1 << 22))
-                if not chunk:
-                    break
-                digest.update(chunk)
-                remaining -= len(chunk)
-            stream.seek(max(size - _FINGERPRINT_SPAN, 0))
-            digest.update(stream.read())
-        return int.from_bytes(digest.digest(), "little") >> 12
 
     @property
     def stored_matrix_bytes(self) -> int:
@@ -266,6 +249,16 @@ def _expected_size(data: mmap.mmap, input_matrix_end: int) -> int:
         return input_matrix_end + 17
     quantized, rows, columns = struct.unpack_from("<?qq", data, input_matrix_end)
     return input_matrix_end + 17 + (0 if quantized else rows * columns * 4)
+
+
+def _fingerprint(data: mmap.mmap, matrix_offset: int) -> int:
+    """A 52-bit hash (exact as a jsonnet double) of the file's size, everything before the input
+    matrix, the matrix's first MB and the file's last MB."""
+    digest = hashlib.blake2b(str(len(data)).encode(), digest_size=8)
+    with memoryview(data) as view:
+        digest.update(view[: matrix_offset + _FINGERPRINT_SPAN])
+        digest.update(view[max(len(data) - _FINGERPRINT_SPAN, 0) :])
+    return int.from_bytes(digest.digest(), "little") >> 12
 
 
 class _Reader:
