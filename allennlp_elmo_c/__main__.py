@@ -1,5 +1,4 @@
-"""`python -m allennlp_elmo_c ...`: the `allennlp` command line with this plugin loaded, on torch
-threads chosen from the free CPUs (`allennlp_elmo_c.use_free_cpus`)."""
+"""`python -m allennlp_elmo_c ...`: `allennlp` with the plugin, on the free CPUs' threads."""
 
 from allennlp.commands import main
 

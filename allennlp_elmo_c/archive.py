@@ -1,8 +1,6 @@
 """
-The one way into a trained ELMo-C model: its `model.tar.gz`, an extracted archive or run
-directory, or a model directory (`package`). Every file is read and checked as received
-(`received`), and the model is built once: a biLM on `meta`, checked against its weights' names
-and shapes, then given them.
+Loading a trained ELMo-C model (a `model.tar.gz`, an extracted archive or run directory, or a
+model directory), every file checked as received, the model built once.
 """
 
 import contextlib
@@ -60,7 +58,6 @@ from allennlp_elmo_c.received.received_vocabulary import read_vocabulary
 from allennlp_elmo_c.received.received_weights import load_weights_only, weights_table
 from allennlp_elmo_c.received.safe_extract import extracted_archive
 
-# The most vocabulary files a biLM record may hold (a biLM's vocabulary has a few namespaces).
 MAX_RECORD_FILES = 64
 # elmo_lstm's defaults for the sizes a config may leave out.
 ELMO_LSTM_DEFAULTS = {"projection_size": 512, "cell_size": 4096, "num_layers": 2}
@@ -117,11 +114,8 @@ def load_elmo_c_archive(
     cuda_device: int = -1,
     weights_file: Optional[str] = None,
 ) -> Archive:
-    """
-    AllenNLP's `load_archive` for a model with ELMo-C components: a model directory, an archive
-    (extracted here, its members checked) or an extracted one; its config.json read as plain
-    JSON and checked as a received config, never evaluated as jsonnet.
-    """
+    """AllenNLP's `load_archive` for a model with ELMo-C components; its config.json read as
+    plain JSON and checked as a received config, never evaluated as jsonnet."""
     if isinstance(overrides, str):
         overrides = parse_overrides(overrides)
     source = str(archive_file)
@@ -171,11 +165,8 @@ def bilm_archive(
 
 
 def _built(spec: ReceivedModel, overrides: Dict[str, Any], cuda_device: int = -1) -> Archive:
-    """
-    The model of `spec` with `overrides`, built once within the budget its weights allow: a
-    biLM on `meta`, checked against the weights' names and shapes, then given them (`assign`);
-    a task model for real, its Hugging Face models checked first. Its readers too.
-    """
+    """The model of `spec` with `overrides` and its readers, built within the budget its
+    weights allow; a biLM on `meta`, checked against the weights, then given them."""
     params = Params(with_overrides(drop_training_only(spec.config), overrides))
     vocabulary = params.get("vocabulary", Params({})).as_dict(quiet=True)
     vocab, vocabulary_cost = read_vocabulary(
@@ -226,9 +217,8 @@ def _read_weights(spec: ReceivedModel) -> Dict[str, torch.Tensor]:
 def _load_weights(
     model: Model, state: Dict[str, torch.Tensor], spec: ReceivedModel, tied: List[Tuple[str, str]]
 ) -> None:
-    """`model.load_state_dict(state, strict=True, assign=True)` with the missing tensors a module
-    authorizes (as `Model.load`), tied parameters kept tied; a mismatch refused naming the
-    weights. A model directory's weights may be `ElmoCModel`'s (under `bilm.`, no output heads)."""
+    """`model.load_state_dict(state, strict=True, assign=True)` allowing the missing tensors a
+    module authorizes (as `Model.load`), tied parameters kept tied."""
     from allennlp.nn.module import _check_incompatible_keys
 
     if spec.is_directory:
@@ -254,7 +244,7 @@ def _load_weights(
 
 
 def _tied_parameters(model: Model) -> List[Tuple[str, str]]:
-    """`(alias, name)` of each parameter that is another's (a tied output embedding)."""
+    """`(alias, name)` of each parameter that is another's."""
     first: Dict[int, str] = {}
     tied = []
     for name, parameter in model.named_parameters(remove_duplicate=False):
@@ -322,11 +312,8 @@ def record_params(
 
 
 def _record_files(files: Dict[Any, Any], archive_file: str, where: str) -> Dict[str, str]:
-    """
-    The vocabulary files of a biLM record, checked before any is written: plain
-    `<namespace>.txt` names of text, at most `MAX_RECORD_FILES`, their memory spent from the
-    budget being enforced (`received.allocation_budget`).
-    """
+    """The vocabulary files of a biLM record, checked before any is written, their memory
+    spent from the budget being enforced."""
     if len(files) > MAX_RECORD_FILES:
         raise ConfigurationError(
             f"{where}: its vocabulary has {len(files):,} files, more than the {MAX_RECORD_FILES} "

@@ -1,12 +1,8 @@
 """
-Atomic file writes: a file appears under its final name complete or not at all.
-
-The content is written to a temporary file in the same directory (`.<name>.<pid>.<8 hex>.tmp`,
-hidden, so no glob of the final names matches it), flushed and fsynced, then `os.replace`d onto
-the final name and the directory fsynced. If the writer fails (a full disk, an exception, Ctrl-C)
-the temporary is removed and a previous file of that name is left untouched; if the process is
-killed the temporary stays behind, never the final name, and `remove_stale_temporaries` clears
-it on the next run.
+Atomic file writes: a file appears under its final name complete or not at all. It is written to
+a hidden temporary in the same directory (`.<name>.<pid>.<8 hex>.tmp`), fsynced and `os.replace`d
+onto its name; a failed writer's temporary is removed, a killed one's by
+`remove_stale_temporaries`.
 """
 
 import contextlib
@@ -23,8 +19,7 @@ PathOrStr = Union[str, "os.PathLike[str]"]
 
 _TEMPORARY_RE = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$")
 
-# The temporaries this process is writing now: a killed run restarted in a fresh container often
-# gets the same process id, so the id alone does not tell its leftovers from live writes.
+# The temporaries this process is writing now (a restarted run may get a killed one's pid).
 _IN_PROGRESS: Set[Path] = set()
 
 
@@ -59,17 +54,12 @@ def _fsync_file(path: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: PathOrStr) -> Iterator[Path]:
-    """
-    Yields a temporary file name (an empty file, created for this call) in the directory of
-    `path`, for a writer that takes a file name (`torch.save`, `tarfile.open`, ...). When the
-    block ends normally the temporary is fsynced and renamed onto `path`; when it raises, the
-    temporary is removed and `path` is left as it was.
-    """
+    """Yields a new empty temporary file beside `path`, renamed onto `path` when the block
+    ends normally and removed when it raises."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = temporary_name(path)
-    # Created exclusively, so the name is this call's, with the umask's permissions (not
-    # mkstemp's 0600): the final file gets the permissions a plain open() would give it.
+    # Exclusive, with the umask's permissions (not mkstemp's 0600).
     os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     _IN_PROGRESS.add(temporary.absolute())
     try:
@@ -87,10 +77,7 @@ def atomic_path(path: PathOrStr) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def atomic_open(path: PathOrStr, mode: str = "w") -> Iterator[IO]:
-    """
-    Opens `path` for writing (`mode` "w" or "wb"; text is UTF-8 with "\\n" line ends); the file
-    appears under its name, complete, only if the block succeeds (see `atomic_path`).
-    """
+    """`path` opened for writing (`mode` "w", UTF-8, or "wb") through `atomic_path`."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open writes a whole file: mode 'w' or 'wb', not {mode!r}")
     with atomic_path(path) as temporary:
@@ -103,11 +90,8 @@ def atomic_open(path: PathOrStr, mode: str = "w") -> Iterator[IO]:
 
 
 def remove_stale_temporaries(directory: PathOrStr) -> List[Path]:
-    """
-    Removes the temporaries that `atomic_path` left in `directory` (not
-    below it) when their process was killed: those of processes that no longer run, and this
-    process's own that it is not writing now. Returns what it removed.
-    """
+    """Removes (and returns) the temporaries in `directory` of processes that no longer run
+    and this process's own that it is not writing now."""
     removed: List[Path] = []
     directory = Path(directory)
     if not directory.is_dir():
@@ -133,18 +117,14 @@ def _process_is_running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True  # someone else's process
+    except PermissionError:  # someone else's process
+        pass
     return True
 
 
 def link_or_copy(source: PathOrStr, target: PathOrStr, link: bool = True) -> str:
-    """
-    `target` made a hard link to `source` (no new disk space; rewriting one in place changes
-    both), or a copy where a link cannot be made (another filesystem, a filesystem without hard
-    links) or `link` is false; atomically, replacing a `target` that exists. Returns `target`
-    (so that it serves as `shutil.copytree`'s `copy_function`).
-    """
+    """`target` made, atomically, a hard link to `source`, or a copy where a link cannot be
+    made or `link` is false. Returns `target` (a `shutil.copytree` `copy_function`)."""
     with atomic_path(target) as temporary:
         if link:
             os.unlink(temporary)  # a link needs a free name

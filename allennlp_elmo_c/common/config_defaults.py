@@ -1,9 +1,7 @@
 """
-The environment variables our configs read with `std.extVar` (every one is listed, with who reads
-it, in docs/environment-variables.md): the defaults of those that have one (`CONFIG_DEFAULTS`)
-and what each one without a default must name (`REQUIRED`), for the `ConfigurationError` that
-names every unset one. `allennlp_elmo_c.patches.config_defaults` makes AllenNLP's config parsing
-use both.
+The environment variables the plugin's configs read (docs/environment-variables.md): the defaults
+of those that have one (`CONFIG_DEFAULTS`) and what each other one must name (`REQUIRED`), used
+by `allennlp_elmo_c.patches.config_defaults`.
 """
 
 from typing import Dict, List
@@ -11,27 +9,13 @@ from typing import Dict, List
 from allennlp.common.checks import ConfigurationError
 
 ELMO_C_DIM = "ELMO_C_DIM"
-"""The output size of the ELMo-C biLM (2 x projection size) that the downstream configs size
-their layers for and check the archive against (`expected_output_dim`)."""
-
-ELMO_C_BASELINE = "ELMO_C_BASELINE"
-"""`fasttext` puts the fastText vectors where a downstream config would put ELMo-C (the
-no-context baseline); anything else, e.g. the default `none`, uses ELMo-C."""
-
-ELMO_C_FASTTEXT_DIM = "ELMO_C_FASTTEXT_DIM"
-"""The size of the fastText vectors (`ELMO_C_FASTTEXT`) that a downstream config's fastText-only
-row (`ELMO_C_BASELINE=fasttext`) sizes its layers for and checks the `.bin` against."""
-
 ELMO_C_PRECISION = "ELMO_C_PRECISION"
-"""The precision the pretraining configs train the biLM in (the `elmo_c` model's `precision`):
-`float32`, or `bfloat16` (mixed precision: bfloat16 matrix products under autocast, on CPU or
-GPU)."""
 
 CONFIG_DEFAULTS: Dict[str, str] = {
-    ELMO_C_DIM: "1024",  # the paper's biLM: 2 x 512
-    ELMO_C_BASELINE: "none",  # ELMo-C, not the fastText-only baseline
-    ELMO_C_FASTTEXT_DIM: "300",  # cc.en.300.bin, the paper's vectors
-    ELMO_C_PRECISION: "float32",
+    ELMO_C_DIM: "1024",  # the biLM's output size (2 x projection) downstream configs expect
+    "ELMO_C_BASELINE": "none",  # `fasttext`: the fastText-only row instead of ELMo-C
+    "ELMO_C_FASTTEXT_DIM": "300",  # the fastText vectors' size, for that row
+    ELMO_C_PRECISION: "float32",  # or bfloat16
 }
 
 _DATA = "a file of one tokenized sentence per line (a glob pattern of shards works too)"
@@ -73,12 +57,10 @@ REQUIRED: Dict[str, str] = {
     "COREF_TEST_DATA_PATH": "the CoNLL-2012 coreference test file",
     "GLOVE_6B_300D": "glove.6B.300d.txt(.gz), downloaded by you",
 }
-"""What each variable without a default must name, for the error when it is unset."""
 
 class UnsetVariableError(ConfigurationError, RuntimeError):
-    """A config reads `std.extVar`s that are not set. A `ConfigurationError`, and still the
-    `RuntimeError` jsonnet raised before (its message keeps jsonnet's words), so code that
-    caught that one keeps working (`convert-config` collects every unset variable that way)."""
+    """A config reads `std.extVar`s that are not set; still jsonnet's `RuntimeError`, its words
+    last (`convert-config` catches it so)."""
 
 
 def unset_variable_message(config: str, names: List[str]) -> str:
@@ -92,6 +74,5 @@ def unset_variable_message(config: str, names: List[str]) -> str:
         f"Set {them} in the environment ({example} allennlp train ...) "
         "or pass ext_vars; every variable: docs/environment-variables.md."
     )
-    # jsonnet's own words last, the name alone after them, for code that reads them.
     lines.append(f"jsonnet: undefined external variable: {names[0]}")
     return "\n".join(lines)

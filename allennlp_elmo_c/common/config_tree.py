@@ -16,19 +16,9 @@ def walk(
     skip: frozenset = frozenset(),
     join: Callable[[str, Key], str] = join_key,
 ) -> Iterator[Tuple[str, Optional[Key], Any]]:
-    """
-    `(key path, key, value)` of `node` and of everything in it, parents first, in the config's
-    order, without recursion; `key` is `None` for `node`.
-
-    # Parameters
-
-    path : `str`, optional (default = `""`)
-        The key path of `node`.
-    skip : `frozenset`, optional (default = `frozenset()`)
-        Keys left out with all they hold, outside lists (as AllenNLP's `remove_keys_from_params`).
-    join : `Callable[[str, Key], str]`, optional (default = `join_key`)
-        The key path of a key or index in the part at a path.
-    """
+    """`(key path, key, value)` of `node` (at `path`, key `None`) and of everything in it,
+    parents first, in order, without recursion; dict keys in `skip` are left out with what they
+    hold; `join` makes a child's key path."""
     stack: List[Tuple[str, Optional[Key], Any, frozenset]] = [(path, None, node, skip)]
     while stack:
         item_path, item_key, item, item_skip = stack.pop()

@@ -1,6 +1,3 @@
-"""
-A set of hashable keys whose memory is bounded by a number of keys, not by how many are added.
-"""
 
 from typing import Hashable
 

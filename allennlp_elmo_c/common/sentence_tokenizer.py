@@ -1,6 +1,4 @@
-"""
-Deterministic sentence splitting and word tokenization of raw text (`prepare-corpus`).
-"""
+"""Deterministic sentence splitting and word tokenization of raw text (`prepare-corpus`)."""
 
 import re
 import unicodedata
@@ -13,18 +11,14 @@ from allennlp.common.checks import ConfigurationError
 
 # Zero-width and byte-order characters, removed before tokenizing.
 _INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
-# The most texts and characters tokenized in one spaCy memory zone (see `split`).
 ZONE_TEXTS = 1000
 ZONE_CHARACTERS = 2_000_000
 
 
 class SentenceTokenizer:
     """
-    Splits raw text into sentences and tokens with spaCy's blank pipeline for `language` and its
-    `sentencizer` (nothing is downloaded), after NFC normalisation, whitespace runs made single
-    spaces and zero-width characters dropped. A quote the sentencizer leaves at the end of a
-    sentence with an odd number of `"` opens the next one and is moved there. A text must be
-    shorter than spaCy's `max_length` (1,000,000 characters).
+    Splits NFC-normalised text into sentences and tokens with spaCy's blank pipeline and its
+    `sentencizer`; a quote left ending a sentence with an odd number of `"` opens the next one.
 
     # Parameters
 
@@ -60,11 +54,8 @@ class SentenceTokenizer:
         return " ".join(text.split())
 
     def split(self, texts: Iterable[str]) -> Iterator[List[List[str]]]:
-        """
-        Each text's sentences as lists of tokens, read lazily in groups of at most `ZONE_TEXTS`
-        texts and `ZONE_CHARACTERS` characters, each in a spaCy memory zone (so memory does not
-        grow with the distinct words of a long stream).
-        """
+        """Each text's sentences as lists of tokens, in groups of texts each in a spaCy memory
+        zone (so memory does not grow with a long stream's distinct words)."""
         normalized = (self.normalize(text) for text in texts)
         while True:
             group: List[str] = []

@@ -1,26 +1,22 @@
-"""
-What every reader of raw text does the same way: decoding a line, checking tokenized sentences,
-and warnings throttled to the 1st, 10th, 100th and every 10,000th.
-"""
+"""Decoding corpus lines, checking tokenized sentences, and warnings throttled to the 1st, 10th,
+100th and every 10,000th."""
 
 import logging
 from typing import Tuple
 
-BYTE_ORDER_MARK = "\ufeff"
+from allennlp.common.checks import ConfigurationError
 
 
 def decode_line(raw: bytes, first: bool = False) -> Tuple[str, bool, bool]:
-    """
-    `(line, undecodable, had_nul)` of one raw corpus line: UTF-8 with U+FFFD for other bytes,
-    NUL characters as spaces, a byte order mark removed from the file's `first` line.
-    """
+    """`(line, undecodable, had_nul)` of a raw line: UTF-8 (U+FFFD for other bytes), NULs as
+    spaces, a byte order mark dropped from the file's `first` line."""
     try:
         line = raw.decode("utf-8")
         undecodable = False
     except UnicodeDecodeError:
         line = raw.decode("utf-8", errors="replace")
         undecodable = True
-    if first and line.startswith(BYTE_ORDER_MARK):
+    if first and line.startswith("\ufeff"):
         line = line[1:]
     had_nul = "\x00" in line
     if had_nul:
@@ -33,10 +29,7 @@ def _worth_logging(count: int) -> bool:
 
 
 class TruncationWarnings:
-    """
-    Counts the words an indexer cut to `max_subwords` and logs some of them (`_worth_logging`).
-    `what` names the units (e.g. "token(s)"), `subwords` the subwords.
-    """
+    """Counts the words (`what`) an indexer cut to `max_subwords` `subwords`, logging some."""
 
     def __init__(
         self, logger: logging.Logger, what: str, max_subwords: int, subwords: str = "subwords"
@@ -61,13 +54,8 @@ _ODD_WORDS = {"count": 0}
 
 
 def check_sentences(sentences: object, logger: logging.Logger) -> None:
-    """
-    Refuses, naming the first bad item, anything but a list of sentences that are lists of
-    strings (what the Python front doors take). Words that are empty, whitespace or hold control
-    characters are kept but counted and logged, as they are usually a tokenization mistake.
-    """
-    from allennlp.common.checks import ConfigurationError
-
+    """Refuses, naming the first bad item, anything but a list of lists of strings; words that
+    are empty, whitespace or hold control characters are kept, but counted and logged."""
     if isinstance(sentences, (str, bytes)) or not isinstance(sentences, (list, tuple)):
         raise ConfigurationError(
             "expected a list of tokenized sentences (lists of strings), e.g. "

@@ -1,19 +1,8 @@
 """
-How many threads this process runs its CPU work on: one per CPU it may use, never more.
-
-A process may be allowed fewer CPUs than the machine has (`taskset`, a container's or a batch
-scheduler's cpuset); `os.cpu_count()` counts the machine's. More threads than allowed CPUs only
-wait for each other, so every thread count the plugin chooses or is given goes through
-`thread_count`.
-
-A CPU this process may use is not free when another process keeps it busy (a browser, a second
-training run, a neighbour on a shared server). A thread of ours on it waits for the other
-process's time slices, and the threads that wait for that thread at each of a step's hundreds of
-barriers wait with it: two threads beside one busy process run a small step slower than one.
-`CpuLoad` measures, from the kernel's per-CPU counters and this process's own CPU time, how many
-of the usable CPUs others kept busy over an interval, and `free_cpus` is what is left.
-`use_free_cpus` is the one call that sets torch's threads so: the plugin's commands and its
-`cpu_threads` training callback make it, and a user's own process can.
+Thread counts: at most one per CPU this process may use (its affinity mask, not the machine's
+count), and by default one per free CPU: one that no other process keeps busy, measured from the
+kernel's per-CPU counters (a thread on a busy CPU holds up the threads waiting for it at every
+barrier).
 """
 
 import logging
@@ -25,8 +14,7 @@ logger = logging.getLogger(__name__)
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask), or the machine's count where the
-    platform has no affinity mask (macOS, Windows)."""
+    """The CPUs this process may run on (its affinity mask, where the platform has one)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
@@ -34,17 +22,8 @@ def usable_cpus() -> int:
 
 
 def thread_count(requested: Optional[int] = None, what: str = "threads") -> int:
-    """
-    `requested` threads, at most one per usable CPU (a warning says so when that is fewer);
-    `None`: one per usable CPU.
-
-    # Parameters
-
-    requested : `Optional[int]`
-        Threads asked for (a `--threads` argument); at least 1.
-    what : `str`
-        What the threads are for, in the messages (e.g. `"train-fasttext: threads"`).
-    """
+    """`requested` threads (`None`: one per usable CPU), at most one per usable CPU, with a
+    warning when that cuts them; `what` names them in messages."""
     usable = usable_cpus()
     if requested is None:
         return usable
@@ -73,14 +52,12 @@ def _read_proc_stat() -> str:
 
 
 def _busy_ticks(stat: str, cpus: List[int]) -> Optional[int]:
-    """The clock ticks `cpus` spent busy (all but idle and iowait) since boot, from the text of
-    `/proc/stat`; `None` when a CPU's line is missing."""
+    """The clock ticks `cpus` spent busy (all but idle and iowait), from `/proc/stat`'s text."""
     wanted = {f"cpu{cpu}" for cpu in cpus}
     busy, found = 0, 0
     for line in stat.splitlines():
         fields = line.split()
         if fields and fields[0] in wanted:
-            # user nice system idle iowait irq softirq steal [guest guest_nice, inside user]
             ticks = [int(value) for value in fields[1:9]]
             busy += sum(ticks) - ticks[3] - ticks[4]
             found += 1
@@ -89,21 +66,9 @@ def _busy_ticks(stat: str, cpus: List[int]) -> Optional[int]:
 
 class CpuLoad:
     """
-    How many of the CPUs this process may use other processes kept busy, measured between two
-    calls of `busy_elsewhere` (or since the object was made): the kernel's busy ticks of those
-    CPUs over the interval, less this process's own CPU time, in CPUs. `None` where the platform
-    has no `/proc/stat` (macOS, Windows) or the interval is too short to tell.
-
-    # Parameters
-
-    read_stat : `Callable[[], str]`, optional
-        Returns the text of `/proc/stat` (tests give their own).
-    own_seconds : `Callable[[], float]`, optional
-        This process's CPU seconds, all threads (default: `time.process_time`).
-    clock : `Callable[[], float]`, optional
-        Wall seconds (default: `time.monotonic`).
-    cpus : `List[int]`, optional
-        The CPUs to watch (default: this process's affinity mask).
+    How many of `cpus` (default: the usable ones) other processes kept busy between two calls of
+    `busy_elsewhere`: their busy ticks less this process's CPU time (`own_seconds`), per wall
+    second (`clock`). `read_stat` returns `/proc/stat`'s text.
     """
 
     def __init__(
@@ -147,11 +112,8 @@ class CpuLoad:
 
 
 def free_cpus(load: Optional[CpuLoad] = None, interval: float = 0.25) -> int:
-    """
-    The usable CPUs that no other process kept busy (a CPU counts as taken from half of it busy
-    on), at least one. With no `load`, measures `interval` seconds now; with one, the interval
-    since its last call. Where the load can't be measured: `usable_cpus()`.
-    """
+    """The usable CPUs no other process kept busy (half busy counts as taken), at least one,
+    over `load`'s interval since its last call, else over `interval` seconds now."""
     usable = usable_cpus()
     if load is None:
         load = CpuLoad()
@@ -163,14 +125,10 @@ def free_cpus(load: Optional[CpuLoad] = None, interval: float = 0.25) -> int:
 
 
 def use_free_cpus(threads: Optional[int] = None) -> int:
-    """
-    Sets torch's intra-op threads to the free CPUs of this process (`free_cpus`, measured over a
-    quarter of a second), or to `threads` (at most one per usable CPU) when given or when
-    `OMP_NUM_THREADS` is set (torch's count, left as it is); returns the count. What the
-    plugin's commands do as they start; for a user's own process: `allennlp_elmo_c.use_free_cpus()`.
-    """
+    """Sets torch's threads to `threads`, else to `OMP_NUM_THREADS` (torch's count, left as
+    it is), else to the free CPUs; returns the count."""
     import torch
 
     if threads is None and os.environ.get("OMP_NUM_THREADS"):
-        return torch.get_num_threads()  # torch read it as it loaded
+        return torch.get_num_threads()
     return set_torch_threads(threads if threads is not None else free_cpus())

@@ -1,8 +1,6 @@
 """
-How every command reads a corpus: which files a corpus path names (`corpus_files`) and their
-lines in pieces of at most `PIECE_BYTES` (`line_pieces`, `corpus_lines`), whatever a line's
-length. A symbolic link is never read: listed by a pattern or a directory it is skipped with
-one warning line, named on its own it is refused.
+How every command reads a corpus: the files a corpus path names (never a symbolic link) and their
+lines in pieces of at most `PIECE_BYTES`.
 """
 
 import glob
@@ -18,7 +16,6 @@ from allennlp_elmo_c.common.text import decode_line
 
 logger = logging.getLogger(__name__)
 
-# The longest piece of a line read at once (spaCy's `max_length` is 1,000,000 characters).
 PIECE_BYTES = 100_000
 _ASCII_WHITESPACE = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
 
@@ -35,11 +32,7 @@ def file_problem(path: str) -> Optional[str]:
 
 
 def corpus_files(file_path: str, command: str = "lm_corpus") -> List[str]:
-    """
-    The files of a corpus path, in reading order: one file (local, or a URL through
-    `cached_path`), or a glob pattern of local files (`corpus/train-*.txt`, the shards of
-    `prepare-corpus --shard-tokens`) in sorted order. `command` names the caller in errors.
-    """
+    """The files of a corpus path: one file (or URL), or a glob pattern's files, sorted."""
     file_path = str(file_path)
     if glob.has_magic(file_path):
         paths = []
@@ -71,12 +64,8 @@ def corpus_files(file_path: str, command: str = "lm_corpus") -> List[str]:
 def line_pieces(
     stream: IO[bytes], count: Callable[[str], None] = lambda problem: None
 ) -> Iterator[Tuple[bytes, bool]]:
-    """
-    The lines of `stream` as `(bytes, ends_line)`. A line longer than `PIECE_BYTES` is cut after
-    its last ASCII whitespace (never inside a UTF-8 character) into pieces, or, in a word that
-    long, before a UTF-8 lead byte; `count` is told of each ("long_lines_cut",
-    "long_words_cut").
-    """
+    """The lines of `stream` as `(bytes, ends_line)`, a longer line than `PIECE_BYTES` cut at
+    whitespace, else before a UTF-8 lead byte; `count` is told of each cut."""
     carry = b""
     in_long_line = False
     while True:
@@ -106,11 +95,8 @@ Line = Iterator[Tuple[str, bool, bool]]
 
 
 def corpus_lines(paths: Iterable[str]) -> Iterator[Line]:
-    """
-    Every line of the files `paths`, in order, each as an iterator of its pieces decoded by
-    `decode_line` (`(text, undecodable, had_nul)`). A line's pieces must be taken before the
-    next line is asked for; those not taken are read past.
-    """
+    """Every line of `paths`, as an iterator of its pieces decoded by `decode_line`; those not
+    taken before the next line is asked for are read past."""
     for path in paths:
         with open(path, "rb") as stream:
             pieces = line_pieces(stream)

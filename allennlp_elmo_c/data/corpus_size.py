@@ -1,8 +1,7 @@
 """
-How big a language-modelling corpus is before it is read (for `lm_stream`'s length and `plan`):
-a file's counts come from the `prepare-corpus` manifest beside it when they agree with the file,
-else from one read, cached under `$XDG_CACHE_HOME/allennlp_elmo_c/corpus_counts/` by the file's
-path, size and modification time.
+How big a corpus is before it is read (`lm_stream`'s length, `plan`): from the `prepare-corpus`
+manifest beside a file when it agrees with the file, else counted once and cached under
+`$XDG_CACHE_HOME/allennlp_elmo_c/corpus_counts/`.
 """
 
 import hashlib
@@ -24,7 +23,6 @@ logger = logging.getLogger(__name__)
 
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 COUNT_VERSION = 2
-# A manifest's counts are checked against the rate of tokens in a file's first SAMPLE_BYTES.
 SAMPLE_BYTES = 1 << 16
 MAX_COUNT = 1 << 62
 
@@ -60,8 +58,7 @@ def _stream_windows(tokens: int, window: int) -> int:
 def corpus_windows(
     size: CorpusSize, window: Optional[int], boundary_tokens: int, streams: int = 1
 ) -> int:
-    """The instances `lm_corpus` makes of a corpus read as `streams` streams (one per process
-    and worker): exact for one, within one window per stream for several."""
+    """The instances `lm_corpus` makes of a corpus read as `streams` streams (exact for one)."""
     if window is None:
         return size.sentences
     total = size.tokens + boundary_tokens * size.sentences
@@ -116,7 +113,7 @@ def _counts(record: Any, size: int = MAX_COUNT) -> Optional[Dict[str, int]]:
 
 def _from_manifest(path: Path, stat: os.stat_result) -> Optional[Dict[str, int]]:
     """The file's counts from a manifest beside it, if they agree with its size and, within a
-    factor of 2, with its first `SAMPLE_BYTES` (a smaller file is counted)."""
+    factor of 2, with its first `SAMPLE_BYTES`."""
     if stat.st_size <= SAMPLE_BYTES:
         return None
     record = _read_record(path.parent / MANIFEST)

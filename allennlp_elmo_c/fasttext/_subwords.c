@@ -1,23 +1,15 @@
 /*
- * fastText subword ids of many words in one call: what `FastTextBin.subword_ids_and_cuts`
- * computes in pure Python (allennlp_elmo_c/fasttext/fasttext_bin.py), in C; used whenever it
- * is built. Its int objects are shared through a table (`shared_int`): the ids of a sentence cost references to
- * existing ints, not new objects, and a cache of a million words' ids a fraction of the memory.
- *
- * Ids of a word, as fastText's Dictionary::getSubwords: its own row if the word is in the
- * dictionary, then (unless it is "</s>") the rows `num_words + hash % bucket` of the character
- * n-grams of "<word>" computed as Dictionary::computeSubwords does: characters are UTF-8
- * characters (lone surrogates encoded with "surrogatepass", as the Python implementation does),
- * n-grams of `minn` to `maxn` characters by start then length, no 1-gram of the "<" or ">", and
- * FNV-1a over the bytes read as *signed* chars (bytes >= 0x80 sign-extended to 32 bits).
+ * `FastTextBin.subword_ids_and_cuts` (fasttext_bin.py) in C, its ints shared through a table.
+ * Ids of a word, as fastText's Dictionary::getSubwords: its own row if in the dictionary, then
+ * (unless it is "</s>") `num_words + hash % bucket` of the UTF-8 character n-grams of "<word>"
+ * (`minn` to `maxn` characters, no 1-gram of "<" or ">"), FNV-1a over signed chars.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-/* What fasttext_bin.py checks before it uses this module: a build of another version of this
- * file (an old `build_ext --inplace` left in place) is not used. */
+/* Checked by fasttext_bin.py: a build of another version of this file is not used. */
 #define SUBWORDS_API 2
 
 typedef struct {
@@ -85,10 +77,8 @@ static int wrap_utf8(PyObject *word, Buffer *bytes)
     return 0;
 }
 
-/*
- * Appends the n-gram ids of `word` ("<...>" in UTF-8) to `ids` in fastText's order, until `ids`
- * holds `stop` ids (all of them if `stop` < 0): a huge token costs only the ids a limit keeps.
- */
+/* Appends the n-gram ids of `word` ("<...>" in UTF-8) to `ids`, until it holds `stop` (< 0:
+ * all). */
 static int push_ngrams(const Buffer *word, const Settings *settings, Buffer *ids, Py_ssize_t stop)
 {
     const unsigned char *bytes = word->data;
@@ -140,12 +130,7 @@ static int word_subword_ids(PyObject *word, PyObject *word_ids, const Settings *
     return push_ngrams(bytes, settings, ids, limit < 0 ? -1 : limit + 1);
 }
 
-/*
- * The table of shared ints, indexed by row id in pages of PAGE_SLOTS slots that are allocated
- * when a row of theirs is first met: it grows with the rows met, not with the rows a model
- * declares (a `bucket` of 2^28 costs its page directory, 8 bytes per PAGE_SLOTS rows, until its
- * rows are used), and a lookup is two loads, as an index into a list of every row would be.
- */
+/* The table of shared ints by row id, in pages allocated when a row of theirs is first met. */
 #define PAGE_BITS 12
 #define PAGE_SLOTS ((Py_ssize_t)1 << PAGE_BITS)
 
@@ -227,10 +212,7 @@ static PyTypeObject IntTableType = {
     .tp_as_sequence = &int_table_as_sequence,
 };
 
-/*
- * The int `id` from `ints`, made and kept there if missing: ids repeat across words (every word
- * ending in "ing" has the id of "ing>"), so most cost a reference, not an object.
- */
+/* The int `id` from `ints`, made and kept there if missing (ids repeat across words). */
 static PyObject *shared_int(IntTable *ints, long long id)
 {
     if (id < 0 || id >= ints->rows)
@@ -304,8 +286,7 @@ static PyObject *subword_ids(PyObject *module, PyObject *args)
         PyList_SET_ITEM(result, w, tuple); /* owned by the list from here on */
         const long long *word_ids = ids.data;
         for (Py_ssize_t k = 0; k < kept; k++) {
-            /* The table's slots are met at random: fetching one a few ids ahead hides part of
-             * the wait for memory. */
+            /* Slots are met at random: fetch a few ids ahead. */
             if (k + 4 < kept)
                 prefetch_int(ints, word_ids[k + 4]);
             PyObject *id = shared_int(ints, word_ids[k]);
@@ -313,9 +294,7 @@ static PyObject *subword_ids(PyObject *module, PyObject *args)
                 goto error;
             PyTuple_SET_ITEM(tuple, k, id);
         }
-        /* A tuple of ints can hold no reference cycle: untracked, the garbage collector never
-         * visits it (nor a dict caching only such tuples), as it would do itself after its
-         * first collection; a cache of a million words costs collections nothing. */
+        /* A tuple of ints holds no cycle: the garbage collector need not track it. */
         if (kept > 0)
             PyObject_GC_UnTrack(tuple);
     }

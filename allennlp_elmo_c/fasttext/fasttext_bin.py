@@ -1,13 +1,13 @@
 """
-A fastText `.bin` model read without the fastText library: its dictionary and arguments parsed
-into Python, its input matrix memory-mapped (no RAM until rows are touched, shared by every
-process that maps it). Subword ids are computed as fastText's `Dictionary::getSubwords` does, for
-many words at once: by the C extension `_subwords` when it is built, else in pure Python.
+A fastText `.bin` model read without the fastText library: its dictionary parsed, its input
+matrix memory-mapped; subword ids as fastText's `Dictionary::getSubwords`, by the C extension
+`_subwords` when it is built, else in pure Python.
 """
 
 import functools
 import hashlib
 import logging
+import mmap
 import os
 import struct
 from pathlib import Path
@@ -26,16 +26,14 @@ EOS = "</s>"
 NATIVE_API = 2  # SUBWORDS_API of the _subwords.c this module calls
 _MIN_ENTRY_BYTES = 10  # a dictionary entry: its word's NUL, an int64 count, an int8 type
 _FINGERPRINT_SPAN = 1 << 20  # bytes of the matrix start and of the file end that are hashed
-# Every fingerprint computed in this process, with the file it came from (for messages naming the
-# file another component read).
+# Every fingerprint computed in this process, with its file (for messages).
 _FINGERPRINT_PATHS: Dict[int, str] = {}
 # The twelve int32 arguments at the start of a `.bin` header, in file order.
 ARG_NAMES = (
     "dim", "ws", "epoch", "min_count", "neg", "word_ngrams", "loss", "model",
     "bucket", "minn", "maxn", "lr_update_rate",
 )  # fmt: skip
-# False forces the pure-Python subword ids even where the C extension is built (the tests and
-# `experiments/speed/indexing_speed.py` compare the two).
+# False forces the pure-Python subword ids (the tests compare the two).
 USE_NATIVE = True
 
 
@@ -45,36 +43,21 @@ def native_subwords():
     try:
         from allennlp_elmo_c.fasttext import _subwords
     except ImportError as error:
-        logger.info(
-            "fastText subword ids: the C extension is not built (%s); using the slower "
-            "pure-Python implementation (build it with `python setup.py build_ext --inplace`)",
-            error,
-        )
+        _subwords, problem = None, f"not built ({error})"
+    else:
+        problem = None if getattr(_subwords, "API", None) == NATIVE_API else "of another version"
+    if problem is not None:
+        logger.info("fastText subword ids: the C extension is %s; using the pure-Python ids "
+                    "(build it: `python setup.py build_ext --inplace`)", problem)  # fmt: skip
         return None
-    if getattr(_subwords, "API", None) != NATIVE_API:
-        logger.info(
-            "fastText subword ids: the C extension %s was built from another version of "
-            "_subwords.c; using the slower pure-Python implementation (rebuild it with "
-            "`python setup.py build_ext --inplace`)",
-            _subwords.__file__,
-        )
-        return None
-    logger.debug("fastText subword ids: using the C extension %s", _subwords.__file__)
     return _subwords
 
 
 class FastTextBin:
     """
-    The parts of a fastText `.bin` that ELMo-C needs: the word dictionary, the subword settings
-    (`minn`, `maxn`, `bucket`) and the input matrix of shape `(num_words + bucket, dim)` as a
-    read-only memory map.
-
-    Use `FastTextBin.load(path)`, which caches one instance per file in each process.
-
-    # Parameters
-
-    path : `Union[str, Path]`
-        A model written by fastText's `save_model` (format version 12, not quantized).
+    A fastText `.bin` (format 12, not quantized): its dictionary, subword settings (`minn`,
+    `maxn`, `bucket`) and input matrix `(num_words + bucket, dim)` as a read-only memory map.
+    `FastTextBin.load(path)` caches one instance per file.
     """
 
     def __init__(self, path: Union[str, Path]) -> None:
@@ -82,53 +65,32 @@ class FastTextBin:
         if not self.path.is_file():
             raise ConfigurationError(f"fastText model {self.path} does not exist")
         try:
-            with open(self.path, "rb") as stream:
-                matrix_offset = self._read_header(_Reader(stream))
-        except (struct.error, UnicodeDecodeError, EOFError, MemoryError) as error:
+            with open(self.path, "rb") as stream, mmap.mmap(
+                stream.fileno(), 0, access=mmap.ACCESS_READ
+            ) as data:
+                matrix_offset = self._read_header(_Reader(data))
+                rows, columns = self.num_rows, self.dim
+                expected = _expected_size(data, matrix_offset + rows * columns * 4)
+                self.fingerprint: int = _fingerprint(data, matrix_offset)
+        except (struct.error, UnicodeDecodeError, EOFError, MemoryError, ValueError) as error:
             raise ConfigurationError(
                 f"{self.path} is not a valid fastText .bin file (truncated or corrupt: {error})"
             ) from error
-        rows, columns = self.num_rows, self.dim
-        end = matrix_offset + rows * columns * 4
-        expected = self._expected_size(end)
         if os.path.getsize(self.path) < expected:
             raise ConfigurationError(
                 f"{self.path} is truncated: a complete model has {expected} bytes, the file has "
                 f"{os.path.getsize(self.path)}"
             )
-        # Copy-on-write mapping: pages are shared with every other process mapping the file;
-        # nothing ever writes to it (the embedder is frozen).
         self.input_matrix = np.memmap(
             self.path, dtype="<f4", mode="c", offset=matrix_offset, shape=(rows, columns)
         )
         self._cpu_matrix = torch.from_numpy(self.input_matrix)
         self._device_matrices: Dict[torch.device, torch.Tensor] = {}
-        self.fingerprint: int = self._fingerprint(matrix_offset)
         _FINGERPRINT_PATHS.setdefault(self.fingerprint, str(self.path))
-
-    def _fingerprint(self, matrix_offset: int) -> int:
-        """
-        A 52-bit identity of the model's content (exact as a jsonnet double): a hash of the file
-        size, everything before the input matrix, the matrix's first MB and the file's last MB.
-        """
-        size = os.path.getsize(self.path)
-        digest = hashlib.blake2b(str(size).encode(), digest_size=8)
-        with open(self.path, "rb") as stream:
-            remaining = matrix_offset + _FINGERPRINT_SPAN
-            while remaining > 0:
-                chunk = stream.read(min(remaining, 1 << 22))
-                if not chunk:
-                    break
-                digest.update(chunk)
-                remaining -= len(chunk)
-            stream.seek(max(size - _FINGERPRINT_SPAN, 0))
-            digest.update(stream.read())
-        return int.from_bytes(digest.digest(), "little") >> 12
 
     @property
     def stored_matrix_bytes(self) -> int:
-        """The bytes of the input matrix the file really stores: its declared size, at most the
-        file's blocks on disk (a hole in a sparse file stores nothing)."""
+        """The input matrix's bytes, at most the file's blocks on disk (a sparse file's holes)."""
         stored = os.stat(self.path).st_blocks * 512
         return min(self.num_rows * self.dim * 4, stored)
 
@@ -141,16 +103,6 @@ class FastTextBin:
     @functools.lru_cache(maxsize=8)
     def load(cls, path: Union[str, Path]) -> "FastTextBin":
         return cls(Path(path).resolve())
-
-    def _expected_size(self, input_matrix_end: int) -> int:
-        """Size of the whole file, from the output matrix header after the input matrix."""
-        with open(self.path, "rb") as stream:
-            stream.seek(input_matrix_end)
-            header = stream.read(17)
-        if len(header) < 17:
-            return input_matrix_end + 17
-        quantized, rows, columns = struct.unpack("<?qq", header)
-        return input_matrix_end + 17 + (0 if quantized else rows * columns * 4)
 
     def _read_header(self, reader: "_Reader") -> int:
         """Parses everything before the input matrix; returns the matrix's byte offset."""
@@ -229,10 +181,7 @@ class FastTextBin:
         return reader.offset
 
     def matrix_on(self, device: torch.device) -> torch.Tensor:
-        """
-        The input matrix as a tensor on `device`: the memory map itself on CPU, one shared copy
-        per other device (every embedder using this file shares it).
-        """
+        """The input matrix on `device`: the memory map on CPU, one shared copy elsewhere."""
         device = torch.device(device)
         if device.type == "cpu":
             return self._cpu_matrix
@@ -245,16 +194,12 @@ class FastTextBin:
 
     @functools.cached_property
     def _row_ints(self):
-        """The C extension's table of shared int objects (`_subwords.IntTable`), one per row id
-        met: every indexer reading this file shares them."""
+        """The C extension's table of shared int objects, one per row id met."""
         return native_subwords().IntTable(self.num_rows)
 
     def subword_ids(self, word: str, limit: Optional[int] = None) -> List[int]:
-        """
-        The input-matrix rows whose mean is `word`'s vector, as fastText's `get_subwords`: the
-        word's own row if it is in the dictionary, then its hashed character n-grams (maybe none).
-        With `limit`, at most the first `limit` ids.
-        """
+        """The rows whose mean is `word`'s vector, as fastText's `get_subwords` (its own row if
+        in the dictionary, then its n-grams'), at most `limit`."""
         return self.subword_ids_batch([word], limit)[0]
 
     def subword_ids_batch(
@@ -266,18 +211,14 @@ class FastTextBin:
     def subword_ids_and_cuts(
         self, words: Sequence[str], limit: Optional[int] = None
     ) -> Tuple[List[Tuple[int, ...]], List[int]]:
-        """
-        `subword_ids_batch(words, limit)` as tuples, and the indices of the words that have more
-        than `limit` ids (cut to `limit`; `limit >= 0`). Tuples: Python's garbage collector
-        stops tracking them, so caching millions costs no collection time.
-        """
+        """`subword_ids_batch(words, limit)` as tuples (which the garbage collector does not
+        track), and the indices of the words cut to `limit`."""
         native = native_subwords() if USE_NATIVE else None
         if native is not None:
             return native.subword_ids(
                 words, self.word_ids, self._row_ints, self.minn, self.maxn, self.bucket,
                 self.num_words, -1 if limit is None else limit,
             )
-        # One id past `limit` tells which words are cut.
         longer = None if limit is None else limit + 1
         ids = [tuple(reference_subword_ids(self, word, longer)) for word in words]
         cut = [] if limit is None else [i for i, row in enumerate(ids) if len(row) > limit]
@@ -296,51 +237,48 @@ class FastTextBin:
         return self  # read-only and shared: copying a module that uses it must not copy the matrix
 
     def __getstate__(self):
-        # Pickled (e.g. to a spawned worker) as its path: the receiver re-maps the file.
         return {"path": str(self.path)}
 
     def __setstate__(self, state):
         self.__dict__ = FastTextBin.load(state["path"]).__dict__
 
 
+def _expected_size(data: mmap.mmap, input_matrix_end: int) -> int:
+    """Size of the whole file, from the output matrix header after the input matrix."""
+    if len(data) < input_matrix_end + 17:
+        return input_matrix_end + 17
+    quantized, rows, columns = struct.unpack_from("<?qq", data, input_matrix_end)
+    return input_matrix_end + 17 + (0 if quantized else rows * columns * 4)
+
+
+def _fingerprint(data: mmap.mmap, matrix_offset: int) -> int:
+    """A 52-bit hash (exact as a jsonnet double) of the file's size, everything before the input
+    matrix, the matrix's first MB and the file's last MB."""
+    digest = hashlib.blake2b(str(len(data)).encode(), digest_size=8)
+    with memoryview(data) as view:
+        digest.update(view[: matrix_offset + _FINGERPRINT_SPAN])
+        digest.update(view[max(len(data) - _FINGERPRINT_SPAN, 0) :])
+    return int.from_bytes(digest.digest(), "little") >> 12
+
+
 class _Reader:
-    """Buffered reads of fixed-size fields and NUL-terminated strings from a binary stream."""
+    """Fixed-size fields and NUL-terminated strings of a memory-mapped file, in order."""
 
-    def __init__(self, stream, chunk_size: int = 1 << 20) -> None:
-        self._stream = stream
-        self._chunk_size = chunk_size
-        self._buffer = b""
-        self._position = 0
-        self._consumed = 0  # bytes of the stream before the buffer
-
-    @property
-    def offset(self) -> int:
-        return self._consumed + self._position
-
-    def _fill(self, needed: int) -> None:
-        while len(self._buffer) - self._position < needed:
-            data = self._stream.read(self._chunk_size)
-            if not data:
-                raise EOFError("unexpected end of file in the header")
-            self._consumed += self._position
-            self._buffer = self._buffer[self._position :] + data
-            self._position = 0
+    def __init__(self, data: mmap.mmap) -> None:
+        self.data = data
+        self.offset = 0
 
     def unpack(self, fmt: str) -> tuple:
-        size = struct.calcsize(fmt)
-        self._fill(size)
-        values = struct.unpack_from(fmt, self._buffer, self._position)
-        self._position += size
+        values = struct.unpack_from(fmt, self.data, self.offset)
+        self.offset += struct.calcsize(fmt)
         return values
 
     def cstring(self) -> str:
-        while True:
-            end = self._buffer.find(b"\x00", self._position)
-            if end >= 0:
-                break
-            self._fill(len(self._buffer) - self._position + 1)
-        text = self._buffer[self._position : end].decode("utf-8", errors="replace")
-        self._position = end + 1
+        end = self.data.find(b"\x00", self.offset)
+        if end < 0:
+            raise EOFError("unexpected end of file in the header")
+        text = self.data[self.offset : end].decode("utf-8", errors="replace")
+        self.offset = end + 1
         return text
 
 
@@ -354,8 +292,7 @@ def _fnv1a(data: bytes) -> int:
 
 
 def reference_subword_ids(model: FastTextBin, word: str, limit: Optional[int] = None) -> List[int]:
-    """`model.subword_ids(word, limit)` in pure Python: the fallback where the C extension is not
-    built, and the tests' reference."""
+    """`model.subword_ids(word, limit)` in pure Python."""
     ids = []
     word_id = model.word_ids.get(word)
     if word_id is not None:

@@ -1,23 +1,10 @@
 """
-Where a biLM archive's fastText `.bin` is found when the archive is used, in this order:
-
-1. the explicit argument (`fasttext_path` of `elmo_c_token_embedder`, `ElmoC`,
-   `PretrainedBiLM.from_archive`; `--fasttext-path` of `elmo-c-embed`);
-2. the environment variable `ELMO_C_FASTTEXT`, if it names an existing file (the downstream and
-   training configs read the same variable);
-3. the path recorded in the archive's config, if it exists. Training records it absolute
-   (`absolute_config_paths`: `allennlp train` writes config.json, and so the archive, with the
-   absolute path of every existing relative fastText file), so it holds from any directory; a
-   relative one is relative to the current directory;
-4. a file with the recorded file name beside the archive (copy the `.bin` next to
-   `model.tar.gz` and the pair works anywhere).
-
-The `fasttext_subwords` indexer built from an archive (`archive_file`) resolves the same way.
-
-Plain AllenNLP commands on a biLM archive build the `fasttext` embedder and indexer from the
-archived config: a `model_path` that does not exist is resolved by `resolve_missing_fasttext`
-(the archive's bundled copy, `ELMO_C_FASTTEXT`, the file of that name beside the archive being
-loaded), else a `ConfigurationError` lists every place tried and the command-line fixes.
+Where a biLM archive's fastText `.bin` is found when the archive is used (`resolve_fasttext_path`):
+the explicit argument (`fasttext_path`, `--fasttext-path`); the copy a task archive bundles; the
+file `ELMO_C_FASTTEXT` names; the path recorded in the config (training records it absolute);
+the file of that name beside the archive. A `fasttext` embedder or `fasttext_subwords` indexer
+built from an archived config whose `model_path` does not exist resolves it likewise
+(`resolve_missing_fasttext`); else a `ConfigurationError` lists every place tried.
 """
 
 import contextlib
@@ -36,36 +23,26 @@ from allennlp_elmo_c.fasttext.fasttext_bin import FastTextBin
 logger = logging.getLogger(__name__)
 
 FASTTEXT_ENV = "ELMO_C_FASTTEXT"
-# The keys that name a fastText `.bin`, and the components whose `model_path` is one (the
-# `fasttext` embedder, the `fasttext_subwords` indexer).
 FASTTEXT_KEYS = ("model_path", "output_embedding_fasttext")
 FASTTEXT_COMPONENTS = ("fasttext", "fasttext_subwords")
-# How the explicit argument is named in messages (the elmo-c-embed command names its flag only).
 ARGUMENT_HINT = (
     "fasttext_path (elmo_c_token_embedder, ElmoC; --fasttext-path of elmo-c-embed)"
 )
 
 
 def recorded_fasttext_paths(config: Dict[str, Any]) -> Dict[str, str]:
-    """Every fastText path of an archived config, by its dotted override key (input and target
-    embedders, indexers, a fastText-initialised output layer)."""
+    """Every fastText path of an archived config, by its dotted override key."""
     return {path: value for path, key, value in walk(config)
             if key in FASTTEXT_KEYS and isinstance(value, str)}  # fmt: skip
 
-
-# Files only read for training-time metrics, made absolute as well (a missing one never stops
-# loading: `elmo_c` warns and drops the metric).
-TRAINING_FILE_KEYS = ("nearest_neighbour_words",)
 
 
 def absolute_config_paths(
     config: Dict[str, Any], keep: Optional[Dict[str, Any]] = None
 ) -> List[Tuple[str, str, str]]:
     """
-    Rewrites in place, as absolute paths, the relative paths of `config` that name existing files
-    the biLM reads (fastText `model_path`s, `output_embedding_fasttext`, `fasttext_path`,
-    `nearest_neighbour_words`); returns `(dotted key, old, new)` for each. A path that `keep`
-    (the config.json of a run being recovered) has at the same key is left as it is.
+    Makes absolute, in place, the relative paths of existing files the biLM reads, except those
+    `keep` (a recovered run's config) has at the same key; returns `(dotted key, old, new)`.
     """
     changed: List[Tuple[str, str, str]] = []
 
@@ -83,7 +60,7 @@ def absolute_config_paths(
             continue
         for key in list(node):
             if (key == "model_path" and node.get("type") in FASTTEXT_COMPONENTS) or (
-                key in ("output_embedding_fasttext", "fasttext_path", *TRAINING_FILE_KEYS)
+                key in ("output_embedding_fasttext", "fasttext_path", "nearest_neighbour_words")
             ):
                 rewrite(node, key, join_key(path, key))
     return changed
@@ -95,24 +72,15 @@ def component_nodes(config: Any, types: Tuple[str, ...]) -> List[Tuple[str, Dict
             if isinstance(node, dict) and node.get("type") in types]  # fmt: skip
 
 
-def fasttext_nodes(config: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
-    """`(dotted key, node)` of every `fasttext` embedder and `fasttext_subwords` indexer of a
-    config that reads a `model_path` (the components that take a `fingerprint`)."""
-    return [(key, node) for key, node in component_nodes(config, FASTTEXT_COMPONENTS)
-            if "model_path" in node]  # fmt: skip
-
-
 def record_fingerprints(
     config: Dict[str, Any], keep: Optional[Dict[str, Any]] = None
 ) -> List[Tuple[str, int]]:
     """
-    Adds, in place, `fingerprint` to every `fasttext` embedder and `fasttext_subwords` indexer of
-    `config` whose `model_path` exists here, so that what is built from it later refuses another
-    `.bin`. A node that `keep` (a recovered run's config.json) has without one is left as it is.
-    Returns `(dotted key, fingerprint)` for each node changed.
+    Adds, in place, the `fingerprint` of its `.bin` to every fastText component of `config` whose
+    `model_path` exists, except those `keep` has without one; returns `(dotted key, fingerprint)`.
     """
     changed: List[Tuple[str, int]] = []
-    for key, node in fasttext_nodes(config):
+    for key, node in component_nodes(config, FASTTEXT_COMPONENTS):
         path = node.get("model_path")
         if "fingerprint" in node or not isinstance(path, str) or not Path(path).is_file():
             continue
@@ -130,10 +98,7 @@ def trained_with(fingerprint: int) -> str:
 
 
 def check_fingerprint(path: str, expected: int, trained_with: str) -> None:
-    """
-    A `ConfigurationError` naming both files unless the fastText `.bin` at `path` is the model of
-    fingerprint `expected` (`trained_with` says which file, or what, that was).
-    """
+    """Refuses, naming both files, a `.bin` at `path` whose fingerprint is not `expected`."""
     found = FastTextBin.load(path).fingerprint
     if found != expected:
         raise ConfigurationError(
@@ -144,14 +109,11 @@ def check_fingerprint(path: str, expected: int, trained_with: str) -> None:
         )
 
 
-# The archive AllenNLP's `load_archive` is loading and the directory it is extracted to (set by
-# `loading_archive`), so that a fastText file of the archived config can be looked for beside it
-# or among the files the archive bundles.
+# The archive being loaded (`loading_archive`) and the directory it is extracted to.
 _LOADING_ARCHIVE: contextvars.ContextVar[Tuple[Optional[str], Optional[str]]] = (
     contextvars.ContextVar("elmo_c_loading_archive", default=(None, None))
 )
-# Where a task archive keeps the fastText models it reads: `fasttext/<fingerprint>.bin`
-# (the `elmo_c_run` callback links them there; the configs' `include_in_archive` archives them).
+# Where a task archive keeps the fastText models it reads: `fasttext/<fingerprint>.bin`.
 BUNDLE_DIR = "fasttext"
 
 
@@ -162,8 +124,8 @@ def bundled_name(fingerprint: int) -> str:
 
 @contextlib.contextmanager
 def loading_archive(archive_file: Optional[str], extracted: Optional[str] = None) -> Iterator[None]:
-    """While inside, the fastText `.bin` of a missing path is also looked for beside
-    `archive_file` (a local file) and among the files bundled in it (extracted to `extracted`)."""
+    """While inside, a missing fastText `.bin` is also looked for beside `archive_file` and among
+    the files bundled in it (extracted to `extracted`)."""
     local = (
         str(archive_file) if archive_file is not None and Path(archive_file).is_file() else None
     )
@@ -180,8 +142,7 @@ def archive_being_loaded() -> Optional[str]:
 
 
 def bundled_fasttext(fingerprint: Optional[int]) -> Optional[str]:
-    """The bundled copy of the fastText model of `fingerprint` in the archive being loaded (or
-    in the run directory beside it), if there is one."""
+    """The copy of the `.bin` of `fingerprint` that the archive being loaded bundles, if any."""
     if fingerprint is None:
         return None
     archive_file, extracted = _LOADING_ARCHIVE.get()
@@ -196,11 +157,8 @@ def bundled_fasttext(fingerprint: Optional[int]) -> Optional[str]:
 def resolve_missing_fasttext(
     model_path: str, component: str, fingerprint: Optional[int] = None
 ) -> str:
-    """
-    The copy the archive being loaded bundles (by `fingerprint`); else `model_path` if it exists;
-    else `$ELMO_C_FASTTEXT`, then the file of that name beside the archive being loaded (with a
-    warning); else a `ConfigurationError` listing every place tried and the fixes.
-    """
+    """The bundled copy, else `model_path` if it exists, else `$ELMO_C_FASTTEXT`, else the file
+    of that name beside the archive being loaded (with a warning)."""
     bundled = bundled_fasttext(fingerprint)
     if bundled is not None:
         logger.info("%s: fastText model %s: using the archive's copy", component, model_path)
@@ -243,8 +201,7 @@ def resolve_missing_fasttext(
 
 
 def _overrides_hint(extracted: Optional[str]) -> Optional[str]:
-    """The `-o` argument that points every fastText path of the archive being loaded (extracted
-    to `extracted`) at a new file."""
+    """The `-o` argument that points every fastText path of the archive being loaded elsewhere."""
     try:
         config = json.loads((Path(extracted) / "config.json").read_text(encoding="utf-8"))
     except (TypeError, OSError, ValueError):
@@ -272,11 +229,7 @@ def resolve_fasttext_path(
     fasttext_path: Optional[str] = None,
     fingerprint: Optional[int] = None,
 ) -> str:
-    """
-    The biLM's fastText `.bin` (see the module docstring for the order; the copy a task archive
-    being loaded bundles, by `fingerprint`, comes right after `fasttext_path`); a
-    `ConfigurationError` listing every place tried if none exists.
-    """
+    """The biLM's fastText `.bin`, in the order the module docstring gives."""
     if fasttext_path is not None:
         if not Path(fasttext_path).is_file():
             raise ConfigurationError(

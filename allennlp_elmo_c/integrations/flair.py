@@ -1,20 +1,8 @@
 """
-Flair's front door: `ElmoCEmbeddings`, a `flair.embeddings.TokenEmbeddings` over a trained
-ELMo-C biLM (its model directory or `model.tar.gz`), to stack with other embeddings in Flair's
-`StackedEmbeddings` and `SequenceTagger`.
-
-    from flair.embeddings import StackedEmbeddings
-    from allennlp_elmo_c.integrations.flair import ElmoCEmbeddings
-    embeddings = StackedEmbeddings([word_embeddings, ElmoCEmbeddings("my-elmo-c")])
-
-The layers as Flair's `ELMoEmbeddings` gave them (`embedding_mode`): `"all"` (every layer,
-concatenated: the input projection first), `"top"`, `"average"`, or `"mix"`: AllenNLP's
-`ScalarMix` of the layers, trained by the tagger with `fine_tune=True`; the biLM itself stays
-frozen. The vectors are `ElmoCEmbedder`'s. A saved tagger does not hold the biLM: it records its
-absolute path and its weights' fingerprint (`to_params`), and `SequenceTagger.load` refuses a
-missing biLM, or one with other weights, with a one-line `ConfigurationError`. (The tagger file
-is Flair's pickle: load it only from a trusted source.) Import this module before
-`SequenceTagger.load`, so that Flair finds the class.
+Flair's front door: `ElmoCEmbeddings`, a `TokenEmbeddings` over a trained ELMo-C biLM (a model
+directory or `model.tar.gz`), to stack in Flair's `StackedEmbeddings` and `SequenceTagger`. A
+saved tagger records the biLM's path and weights' fingerprint, not the biLM. Import this module
+before `SequenceTagger.load`, so that Flair finds the class.
 """
 
 import hashlib
@@ -32,13 +20,8 @@ from allennlp_elmo_c.modules.elmo_c import ElmoCEmbedder
 
 
 def _import_flair() -> None:
-    """
-    Imports Flair, leaving the process's logging handlers open: Flair's import configures its
-    logger with `logging.config.dictConfig`, which closes every handler there is, among them the
-    `out.log` handler an AllenNLP training run leaves on the root logger (a later line reopens
-    that file, and raises if the run's directory is gone). Flair's own logger is set up as Flair
-    asks.
-    """
+    """Imports Flair, whose `logging.config.dictConfig` would close every logging handler (an
+    AllenNLP run's `out.log` among them)."""
     clear = logging.config._clearExistingHandlers  # type: ignore[attr-defined]
     logging.config._clearExistingHandlers = lambda: None  # type: ignore[attr-defined]
     try:
@@ -65,25 +48,22 @@ EMBEDDING_MODES = ("all", "top", "average", "mix")
 @register_embeddings
 class ElmoCEmbeddings(TokenEmbeddings):
     """
-    Every token's ELMo-C vector, as a Flair token embedding (see the module docstring).
+    Every token's ELMo-C vector, as a Flair token embedding.
 
     # Parameters
 
     model : `str`
         The trained biLM: its model directory or `model.tar.gz` (kept as an absolute path).
     embedding_mode : `str`, optional (default = `"all"`)
-        `"all"`, `"top"`, `"average"` or `"mix"`.
+        `"all"` (every layer, concatenated), `"top"`, `"average"` or `"mix"` (a `ScalarMix`).
     fine_tune : `bool`, optional (default = `False`)
-        With `"mix"`: the tagger trains the mix's weights and gamma (otherwise they stay at their
-        start, the average of the layers). The other modes have nothing to train.
+        With `"mix"`: the tagger trains the mix (the biLM stays frozen).
     batch_size : `int`, optional (default = `32`)
         Sentences per forward pass of the biLM.
     name : `str`, optional
-        The embedding's name in Flair (a token's vector is stored under it); by default
-        `elmo-c-MODE-` and the model's file or directory name.
+        The embedding's name in Flair; by default `elmo-c-MODE-` and the model's file name.
     fingerprint : `str`, optional
-        The fingerprint of the biLM's weights that the model must have (what `to_params`
-        records, so that a saved tagger refuses another biLM at the recorded path).
+        The fingerprint the biLM's weights must have (what `to_params` records).
     """
 
     def __init__(
@@ -122,9 +102,8 @@ class ElmoCEmbeddings(TokenEmbeddings):
         self.to(flair.device)
 
     def _load(self, fingerprint: Optional[str]) -> ElmoCEmbedder:
-        """Reads the biLM, on `flair.device`, and records its fingerprint; with `fingerprint`,
-        refuses a biLM whose weights have another. The biLM is kept outside the module's
-        parameters: a saved tagger records where it is, not its weights."""
+        """Reads the biLM on `flair.device`, outside the module's parameters, refusing one whose
+        weights' fingerprint is not `fingerprint`."""
         if not Path(self.model).exists():
             raise ConfigurationError(
                 f"ElmoCEmbeddings: the ELMo-C biLM {self.model} does not exist (a saved tagger "
@@ -168,8 +147,7 @@ class ElmoCEmbeddings(TokenEmbeddings):
         return sentences
 
     def vectors(self, layers: torch.Tensor) -> torch.Tensor:
-        """One sentence's token vectors, `(tokens, embedding_length)`, from its biLM layers
-        `(num_layers, tokens, dim)` (`ElmoCEmbedder.embed_sentence`'s)."""
+        """One sentence's `(tokens, embedding_length)` vectors from its `(layers, tokens, dim)`."""
         if self.embedding_mode == "all":
             return layers.permute(1, 0, 2).reshape(layers.size(1), -1)
         if self.embedding_mode == "top":
@@ -181,17 +159,9 @@ class ElmoCEmbeddings(TokenEmbeddings):
     def __str__(self) -> str:
         return f"ElmoCEmbeddings({self.model!r}, embedding_mode={self.embedding_mode!r})"
 
-    # -- saving: the path and fingerprint, not the biLM -------------------------------------------
-
     def to_params(self) -> Dict[str, Any]:
-        return {
-            "model": self.model,
-            "embedding_mode": self.embedding_mode,
-            "fine_tune": self.fine_tune,
-            "batch_size": self.batch_size,
-            "name": self.name,
-            "fingerprint": self.fingerprint,
-        }
+        names = ("model", "embedding_mode", "fine_tune", "batch_size", "name", "fingerprint")
+        return {name: getattr(self, name) for name in names}
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> "ElmoCEmbeddings":
@@ -208,8 +178,7 @@ class ElmoCEmbeddings(TokenEmbeddings):
 
 
 def weights_fingerprint(embedder: ElmoCEmbedder) -> str:
-    """SHA-256 (hex) of the biLM's trained tensors (their names, dtypes, shapes and values), the
-    same for its model directory and its archive."""
+    """SHA-256 of the biLM's tensors (names, dtypes, shapes, values), as a directory or archive."""
     digest = hashlib.sha256()
     for key, tensor in sorted(embedder.representations.state_dict().items()):
         data = tensor.detach().cpu().contiguous().reshape(-1)

@@ -1,30 +1,14 @@
 """
-Hugging Face transformers' front door to a model directory (`python -m allennlp_elmo_c package`).
-After `import allennlp_elmo_c`:
+Hugging Face transformers' front door to a model directory (`package`); importing this module
+registers `ElmoCConfig`, `ElmoCModel` and `ElmoCTokenizer` with the Auto classes:
 
-    from transformers import AutoModel, AutoTokenizer
-    model = AutoModel.from_pretrained("my-elmo-c")          # an ElmoCModel
-    tokenizer = AutoTokenizer.from_pretrained("my-elmo-c")  # an ElmoCTokenizer
+    model = AutoModel.from_pretrained("my-elmo-c")
+    tokenizer = AutoTokenizer.from_pretrained("my-elmo-c")
     inputs = tokenizer([["The", "council", "met"]], is_split_into_words=True)
     hidden = model(**inputs, output_hidden_states=True).hidden_states  # one per layer
 
-- `ElmoCConfig` is the directory's config.json (`model_type: "elmo_c"`), registered with
-  `AutoConfig`.
-- `ElmoCModel` (a `PreTrainedModel`, registered with `AutoModel`) runs the biLM and returns one
-  vector per word: `last_hidden_state` is the top LSTM layer, `hidden_states` every layer (the
-  input projection first), each `(batch, words, hidden_size)`, the sentence boundaries removed,
-  as `ElmoC` gives them. `save_pretrained` writes a complete model directory again (the fastText
-  `.bin`, vocabulary, checksums and card included).
-- `ElmoCTokenizer` (registered with `AutoTokenizer`) turns raw text (split with the pretraining
-  reader's tokenizer) or pre-tokenized words into the model's inputs.
-
-Why the tokenizer is not a `PreTrainedTokenizer`: those map each token to one id of a fixed
-vocabulary (`input_ids`). ELMo-C has no vocabulary: a word is the bag of its fastText subword
-rows (the word's own row, then its hashed character n-grams), so its inputs are `subword_ids`
-(each sentence's words' rows one after the other) with `subword_counts` (rows per word), and
-`attention_mask` over words. `ElmoCTokenizer` is the closest natural shape: the same
-`from_pretrained` / `save_pretrained` / `__call__` returning a `BatchEncoding`, keyed by what the
-model's `forward` takes.
+The tokenizer is not a `PreTrainedTokenizer`: ELMo-C has no vocabulary of ids, a word is the bag
+of its fastText subword rows (`subword_ids`, `subword_counts`).
 """
 
 import copy
@@ -71,8 +55,7 @@ from allennlp_elmo_c.received.received_model import is_subword_config, read_dire
 from allennlp_elmo_c.received.received_vocabulary import read_vocabulary
 
 
-# The options of Hugging Face's `from_pretrained` about where a model's files are found (which a
-# local model directory does not use), and those `AutoModel` passes on.
+# The options of `from_pretrained` about where files are found, which a local directory ignores.
 HUB_OPTIONS = frozenset({
     "cache_dir", "force_download", "local_files_only", "proxies", "resume_download", "revision",
     "subfolder", "use_auth_token", "token", "use_safetensors", "adapter_kwargs", "_from_auto",
@@ -81,12 +64,8 @@ HUB_OPTIONS = frozenset({
 
 
 class ElmoCConfig(PretrainedConfig):
-    """
-    A model directory's config.json: `bilm` (the biLM's AllenNLP config, its files by name),
-    `files`, `fasttext` (file, fingerprint, size), `hidden_size` (each layer's size),
-    `num_hidden_layers` (the input projection and each LSTM layer). Any other key of the file is
-    kept as an attribute.
-    """
+    """A model directory's config.json: `bilm` (the biLM's AllenNLP config), `files`,
+    `fasttext`, `hidden_size`, `num_hidden_layers` (the input projection and each LSTM layer)."""
 
     model_type = MODEL_TYPE
 
@@ -110,9 +89,7 @@ class ElmoCConfig(PretrainedConfig):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, **kwargs):  # type: ignore[override]
-        """A model directory's config as the plugin read and checked it (transformers reads none
-        of its files); the Hub's download options, which a local directory does not use, are
-        dropped."""
+        """A model directory's config as the plugin read and checked it."""
         path = pretrained_model_name_or_path
         if not isinstance(path, (str, os.PathLike)) or not os.path.isdir(path):
             return super().from_pretrained(path, **kwargs)
@@ -122,9 +99,7 @@ class ElmoCConfig(PretrainedConfig):
 
     @classmethod
     def from_dict(cls, config_dict: Dict[str, Any], **kwargs: Any):  # type: ignore[override]
-        # `AutoConfig.from_pretrained(DIR)` reads config.json itself (following its
-        # `configuration_files` elsewhere) and builds the config here, with DIR as
-        # `name_or_path`: what it read is replaced by the config the plugin checked.
+        # `AutoConfig.from_pretrained(DIR)` reads config.json itself: replaced by the checked one.
         path = kwargs.get("name_or_path")
         if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
             config_dict, _ = read_directory(str(path), resolve=False)
@@ -132,11 +107,8 @@ class ElmoCConfig(PretrainedConfig):
 
 
 class ElmoCModel(PreTrainedModel):
-    """
-    The biLM of a model directory as a Hugging Face model: `AutoModel.from_pretrained(DIR)`.
-    Its weights are the directory's `model.safetensors` (the biLM's AllenNLP parameter names,
-    under `bilm.`); its fastText `.bin` is the directory's own.
-    """
+    """The biLM of a model directory: `last_hidden_state` is the top layer, `hidden_states`
+    every layer, `(batch, words, hidden_size)` each, the sentence boundaries removed."""
 
     config_class = ElmoCConfig
     base_model_prefix = "bilm"
@@ -153,7 +125,7 @@ class ElmoCModel(PreTrainedModel):
         self.directory = str(directory)
         pretrained = PretrainedBiLM.from_archive(self.directory)
         self.bilm = pretrained.model
-        # Not a submodule (its biLM is `self.bilm`): runs the layers with the boundaries added.
+        # Not a submodule (its biLM is `self.bilm`).
         self._layers: List[ElmoC] = [
             ElmoC(None, 0, dropout=0.0, module=pretrained)
         ]
@@ -164,16 +136,8 @@ class ElmoCModel(PreTrainedModel):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):  # type: ignore[override]
-        """
-        The model directory's biLM, read once by the plugin's loader (`PretrainedBiLM.from_archive`:
-        built within the budget of its weights, which are loaded there, strictly, and not read
-        again), in evaluation mode. Besides `config` and the config's attributes (as
-        `ElmoCConfig.from_pretrained` takes them), it takes the Hub's download options, which a
-        local directory does not use (`HUB_OPTIONS`); any other option (`torch_dtype`,
-        `device_map`, ...) is a `ConfigurationError`.
-        """
-        # (Transformers reads no file of it here: `ElmoCConfig` checks the directory before it reads
-        # config.json, and the loader checks it all again before it reads the weights.)
+        """The model directory's biLM, read by the plugin's loader, in evaluation mode; options
+        other than `config`, its attributes and `HUB_OPTIONS` are refused."""
         directory = str(pretrained_model_name_or_path)
         config = kwargs.pop("config", None)
         options = {
@@ -202,20 +166,7 @@ class ElmoCModel(PreTrainedModel):
         return_dict: Optional[bool] = None,
         **inputs: torch.Tensor,
     ) -> Union[BaseModelOutput, tuple]:
-        """
-        # Parameters
-
-        attention_mask : `torch.Tensor`, optional
-            `(batch, words)`, True (1) for real words; `ElmoCTokenizer` gives it.
-        **inputs : `torch.Tensor`
-            The rest of `ElmoCTokenizer`'s output (`subword_ids`, `subword_counts`, ... for a
-            fastText biLM; the biLM's own indexer's outputs otherwise).
-
-        # Returns
-
-        `BaseModelOutput`: `last_hidden_state` `(batch, words, hidden_size)`, the top layer;
-        `hidden_states`, with `output_hidden_states`, every layer, the same shape each.
-        """
+        """`ElmoCTokenizer`'s outputs in, a `BaseModelOutput` out."""
         if output_hidden_states is None:
             output_hidden_states = self.config.output_hidden_states
         return_dict = return_dict if return_dict is not None else self.config.use_return_dict
@@ -230,9 +181,8 @@ class ElmoCModel(PreTrainedModel):
         return BaseModelOutput(last_hidden_state=words[-1], hidden_states=hidden_states)
 
     def save_pretrained(self, save_directory: Union[str, os.PathLike], **kwargs: Any) -> None:
-        """Hugging Face's `save_pretrained`, then the rest of a model directory: the fastText
-        `.bin` (hard-linked where it can be), the vocabulary, the card and the checksums. Only
-        the model directory's own regular files are copied (a symbolic link is refused)."""
+        """Hugging Face's `save_pretrained`, then the rest of a model directory (its own regular
+        files only), and its checksums."""
         super().save_pretrained(save_directory, **kwargs)
         target = Path(save_directory)
         source = Path(self.directory)
@@ -247,14 +197,7 @@ class ElmoCModel(PreTrainedModel):
 
 
 class ElmoCTokenizer:
-    """
-    Raw or pre-tokenized text as `ElmoCModel`'s inputs: `AutoTokenizer.from_pretrained(DIR)`.
-
-    # Parameters
-
-    directory : `str`
-        A model directory.
-    """
+    """Raw or pre-tokenized text as `ElmoCModel`'s inputs, for the model `directory`."""
 
     model_input_names = ["subword_ids", "subword_counts", "attention_mask"]
 
@@ -262,7 +205,6 @@ class ElmoCTokenizer:
         if not is_model_directory(directory):
             raise ConfigurationError(f"ElmoCTokenizer: {directory} is not a model directory")
         self.directory = str(directory)
-        # The pretraining reader's tokenizer and input indexer, from the config: no weights read.
         config = read_directory_config(self.directory)["bilm"]
         if is_subword_config(config):
             raise ConfigurationError(
@@ -284,8 +226,7 @@ class ElmoCTokenizer:
         return cls(str(pretrained_model_name_or_path))
 
     def save_pretrained(self, save_directory: Union[str, os.PathLike], **kwargs: Any) -> None:
-        """Nothing to add: the model directory holds what the tokenizer reads (its config and
-        fastText `.bin`), and `ElmoCModel.save_pretrained` writes them."""
+        """Nothing to add: `ElmoCModel.save_pretrained` writes what the tokenizer reads."""
         Path(save_directory).mkdir(parents=True, exist_ok=True)
 
     def tokenize(self, text: str) -> List[str]:
@@ -299,18 +240,8 @@ class ElmoCTokenizer:
         return_tensors: Optional[str] = "pt",
         **kwargs: Any,
     ) -> BatchEncoding:
-        """
-        # Parameters
-
-        text : a string, a list of strings, or (with `is_split_into_words`) a list of words or a
-            list of lists of words.
-
-        # Returns
-
-        A `BatchEncoding` of `(batch, ...)` tensors: the biLM's indexer outputs (for fastText:
-        `subword_ids`, `subword_counts`, `fasttext_fingerprint`) and `attention_mask`
-        `(batch, words)`.
-        """
+        """A `BatchEncoding` of the biLM's indexer outputs and `attention_mask` `(batch, words)`
+        for a text, texts, or (`is_split_into_words`) words or lists of words."""
         if return_tensors not in ("pt", None):
             raise ValueError("ElmoCTokenizer returns torch tensors (return_tensors='pt')")
         if is_split_into_words:

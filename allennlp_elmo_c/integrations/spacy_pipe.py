@@ -1,24 +1,14 @@
 """
-spaCy's front door: a pipeline component that gives every token its ELMo-C vector.
+spaCy's `elmo_c` pipeline component, which gives every token its ELMo-C vector:
 
-    import spacy, allennlp_elmo_c
-    nlp = spacy.blank("en")
-    nlp.add_pipe("elmo_c", config={"model": "my-elmo-c"})  # a model directory (or model.tar.gz)
+    nlp.add_pipe("elmo_c", config={"model": "my-elmo-c"})  # a model directory or model.tar.gz
     doc = nlp("The council met on Friday.")
-    doc[1].vector           # the mix of the layers (or the chosen layer), also doc.tensor
+    doc[1].vector           # the mean of the layers (or `layer`), also doc.tensor
     doc._.elmo_c_layers     # every layer: (layers, tokens, dim)
 
-Settings (`config={...}`):
-- `model`: the model directory or archive;
-- `layer`: which layer is the token vector (0 the input projection, -1 the top LSTM layer); by
-  default (`null`) the average of all layers, what ELMo's scalar mix starts from;
-- `batch_size`: documents per forward pass (also `nlp.pipe(..., batch_size=...)`);
-- `device`: `"cpu"`, `"cuda"`, `"cuda:N"`; by default (`null`) the GPU when torch sees one.
-
-The vectors come from `ElmoCEmbedder` (the code path of `elmo-c-embed`), on spaCy's tokens.
-`nlp.to_disk` stores the model directory inside the pipeline (its files hard-linked where they
-can be), so `spacy.load` needs nothing else. The factory is `allennlp_elmo_c_spacy.make_elmo_c`
-(spaCy's `spacy_factories` entry point), which imports this module when a component is made.
+Settings: `model`, `layer` (default: the mean), `batch_size`, `device` (default: the GPU torch
+sees). `nlp.to_disk` stores the model inside the pipeline. The factory is
+`allennlp_elmo_c_spacy.make_elmo_c` (spaCy's entry point).
 """
 
 import os
@@ -48,11 +38,8 @@ if not Doc.has_extension(LAYERS_EXTENSION):
 
 
 class ElmoCComponent:
-    """
-    The `elmo_c` pipeline component (see the module docstring for its settings). The model is
-    read when the first document is processed (or by `from_disk`), so that `spacy.load` can
-    point it at the copy stored in the pipeline before anything is read.
-    """
+    """The `elmo_c` component; the model is read when the first document is processed, so that
+    `from_disk` can point it at the pipeline's copy first."""
 
     def __init__(
         self,
@@ -118,13 +105,10 @@ class ElmoCComponent:
         vectors = layers.mean(0) if self.layer is None else layers[self.layer]  # (tokens, dim)
         doc._.set(LAYERS_EXTENSION, layers)
         doc.tensor = numpy.ascontiguousarray(vectors, dtype=numpy.float32)
-        # Token and span vectors from the tensor even where the vocabulary has static vectors.
         doc.user_token_hooks["vector"] = _token_vector
         doc.user_token_hooks["has_vector"] = _has_vector
         doc.user_span_hooks["vector"] = _span_vector
         doc.user_hooks["vector"] = _doc_vector
-
-    # -- serialization: the model directory travels inside the pipeline --------------------------
 
     def to_disk(self, path: Union[str, Path], exclude: Iterable[str] = ()) -> None:
         target = Path(path) / MODEL_SUBDIRECTORY

@@ -1,18 +1,9 @@
 """
-The environment variables of this plugin's configs, in AllenNLP's config parsing
-(`allennlp.common.params`: every `allennlp` command, `Params.from_file`).
-
-1. Defaults. Jsonnet has no default for an unset external variable (`std.extVar` of one is an
-   error), and AllenNLP passes the environment as the external variables. The patched
-   `_environment_variables` adds `CONFIG_DEFAULTS` (`allennlp_elmo_c.common.config_defaults`:
-   the `ELMO_C_*` variables of the plugin's configs) wherever the environment does not set the
-   variable. The environment itself is not changed, and an explicit `ext_vars` or environment
-   value always wins. A config that reads no `ELMO_C_*` variable evaluates as without the plugin.
-2. Unset variables. A config that reads variables of the plugin's configs (`REQUIRED`, e.g. a
-   data path or an archive) that are not set stops with an `UnsetVariableError` (a
-   `ConfigurationError`, and still jsonnet's `RuntimeError`) naming every unset one it reads and
-   what to set it to, instead of jsonnet's bare "undefined external variable" for the first one.
-   A config whose unset variables are none of the plugin's gets jsonnet's own error, unchanged.
+AllenNLP passes the environment to jsonnet as its external variables, and jsonnet has no default
+for an unset one. The patched `allennlp.common.params` adds `CONFIG_DEFAULTS` (the plugin
+configs' `ELMO_C_*` variables) where the environment does not set them, and a config that reads
+unset variables of the plugin's configs stops with an `UnsetVariableError` naming every one and
+what to set it to. Other configs evaluate, and fail, as without the plugin.
 """
 
 import re
@@ -27,7 +18,6 @@ from allennlp_elmo_c.common.config_defaults import (
     unset_variable_message,
 )
 
-# AllenNLP's functions, kept so that their tests can show the patch is still needed.
 ORIGINALS = {
     "environment_variables": params._environment_variables,
     "evaluate_file": params.evaluate_file,
@@ -44,8 +34,7 @@ def _environment_with_defaults() -> Dict[str, str]:
 
 def _naming_unset_variables(evaluate: Callable[..., str], name: Callable[..., str]) -> Callable:
     """`evaluate` (jsonnet's evaluate_file or evaluate_snippet) raising `UnsetVariableError`
-    that names every unset variable the config reads, in place of jsonnet's error for the first,
-    when one of them is a variable of the plugin's configs."""
+    naming every unset variable when one of them is a variable of the plugin's configs."""
 
     def evaluate_naming_unset(*args, **kwargs) -> str:
         try:
@@ -55,7 +44,6 @@ def _naming_unset_variables(evaluate: Callable[..., str], name: Callable[..., st
             if found is None or isinstance(error, UnsetVariableError):
                 raise
             first_error = error
-        # Find the others: evaluate again with each unset one given a placeholder.
         ext_vars = dict(kwargs.get("ext_vars") or {})
         unset = [found.group(1)]
         while len(unset) < _MAX_UNSET:

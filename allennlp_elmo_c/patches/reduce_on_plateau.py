@@ -1,9 +1,7 @@
 """
-AllenNLP's `reduce_on_plateau` learning rate scheduler always passes `verbose` to torch's
-`ReduceLROnPlateau`, which torch 2.7 removed, so the scheduler cannot be constructed on the torch
-pinned in `constraints.txt`. The patched constructor keeps AllenNLP's signature (configs still
-give `verbose`, which is logged and ignored: AllenNLP's trainer logs learning rates itself) and
-builds torch's scheduler without it. For every model (a torch-2 compatibility fix).
+AllenNLP's `reduce_on_plateau` scheduler passes `verbose` to torch's `ReduceLROnPlateau`, which
+torch 2.7 removed. The patched constructor keeps AllenNLP's signature (`verbose` is ignored) and
+builds torch's scheduler without it. A torch-2 fix, every model.
 """
 
 import logging
@@ -21,7 +19,6 @@ from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
 
 logger = logging.getLogger(__name__)
 
-# AllenNLP's constructor, kept so that its test can show the patch is still needed.
 ORIGINAL = ReduceOnPlateauLearningRateScheduler.__init__
 
 
@@ -43,7 +40,6 @@ def _reduce_on_plateau_init(
             "reduce_on_plateau: 'verbose' is ignored (removed from torch); "
             "the trainer logs learning rates itself."
         )
-    # In torch's parameter order (threshold before threshold_mode, unlike AllenNLP's).
     lr_scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimizer, mode, factor, patience, threshold, threshold_mode, cooldown, min_lr, eps
     )

@@ -1,11 +1,8 @@
 """
-AllenNLP's `Checkpointer.load_checkpoint` (`allennlp train --recover` with AllenNLP's own
-checkpointer) loads the training state with `torch.load`'s default, which torch 2.6 made
-`weights_only=True`; AllenNLP's training state holds numpy scalars (the metric tracker's best
-value, a scheduler's), which that refuses, so `--recover` fails on the torch pinned in
-`constraints.txt`. The patched loader reads the model state with `weights_only=True` and the
-training state with numpy's numeric scalars allowed and nothing else
-(`allennlp_elmo_c.training.training_state`). For every model (a torch-2 compatibility fix).
+AllenNLP's `Checkpointer.load_checkpoint` (`--recover`) loads the training state with
+`torch.load`'s default, `weights_only=True` since torch 2.6, which refuses the numpy scalars the
+state holds. The patched loader allows numpy's numeric scalars and nothing else. A torch-2 fix,
+every model.
 """
 
 from allennlp.nn import util as nn_util
@@ -14,7 +11,6 @@ from allennlp.training.checkpointer import Checkpointer, TrainerCheckpoint
 from allennlp_elmo_c.received.received_weights import load_weights_only
 from allennlp_elmo_c.training.training_state import load_training_state
 
-# AllenNLP's function, kept so that its test can show the patch is still needed.
 ORIGINAL = Checkpointer.load_checkpoint
 
 

@@ -20,10 +20,9 @@ logger = logging.getLogger(__name__)
 @DataLoader.register("lm_stream")
 class LmStreamDataLoader(MultiProcessDataLoader):
     """
-    AllenNLP's `multiprocess` loader for a streamed corpus that knows its length (from
-    `corpus_size` with `lm_corpus`'s whitespace tokenizer, else counted), shuffles each chunk of
-    `max_instances_in_memory` instances from `seed`, the epoch, chunk, rank and worker alone, and
-    skips the batches already trained on `--recover` (with `skip_trained_batches`).
+    AllenNLP's `multiprocess` loader for a streamed `lm_corpus` that knows its length, shuffles
+    each chunk from `seed`, epoch, chunk, rank and worker alone, and skips trained batches on
+    `--recover`.
 
     Registered as a `DataLoader` with name "lm_stream".
 
@@ -33,9 +32,7 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         A multiple of `batch_size`.
     shuffle : `bool`, optional (default = `False`)
     seed : `int`, optional (default = `None`)
-        The shuffles' seed; `None` draws one from Python's `random` (seeded by the config).
-
-    The others are as for AllenNLP's `multiprocess` loader.
+        The shuffles' seed; `None` draws one from Python's `random`.
     """
 
     def __init__(
@@ -102,8 +99,8 @@ class LmStreamDataLoader(MultiProcessDataLoader):
         return length
 
     def resume(self, epochs_completed: int, batches_completed: int) -> None:
-        """Before a resumed run's first epoch: the epochs trained make no batches, and the first
-        `batches_completed` of the next are empty placeholders that the trainer skips."""
+        """The trained epochs make no batches, the next one's first `batches_completed` empty
+        placeholders the trainer skips."""
         if self.num_workers > 1:
             logger.warning(
                 "lm_stream: %d data-loader workers deliver batches in no fixed order, so the "

@@ -6,13 +6,8 @@ from allennlp_elmo_c.archive import read_archive_config
 
 class ArchivedReader(DatasetReader):
     """
-    The dataset reader an `elmo_c` archive was trained with, built from its config.json (no
-    weights read): `{"type": "elmo_c_from_archive", "archive_file": ...}`, as AllenNLP's
-    `from_archive` model type gives an archive's model. Continued pretraining
-    (`elmo_c_adapt.jsonnet`) reads new text with it, windowed, tokenized and indexed as the
-    source biLM's corpus was.
-
-    Registered as a `DatasetReader` with name "elmo_c_from_archive".
+    The dataset reader an `elmo_c` archive was trained with (no weights read), for continued
+    pretraining. Registered as a `DatasetReader` with name "elmo_c_from_archive".
     """
 
     @classmethod

@@ -15,11 +15,8 @@ logger = logging.getLogger(__name__)
 
 
 class WindowTextField(TextField):
-    """
-    The `TextField` of one window of `lm_corpus`'s stream. If `shares_first_token`, its first
-    token (the previous window's last) is not counted for a vocabulary, so every token of the
-    corpus is counted once.
-    """
+    """A window of `lm_corpus`'s stream; if `shares_first_token` (the previous window's last),
+    that token is not counted for a vocabulary."""
 
     __slots__ = ["shares_first_token"]
 
@@ -39,7 +36,6 @@ class WindowTextField(TextField):
                 indexer.count_vocab_items(token, counter)
 
     def duplicate(self) -> "WindowTextField":
-        # `TextField.duplicate` would make a plain `TextField`.
         copy = WindowTextField(deepcopy(self.tokens), self._token_indexers, self.shares_first_token)
         copy._indexed_tokens = deepcopy(self._indexed_tokens)
         return copy
@@ -48,14 +44,10 @@ class WindowTextField(TextField):
 @DatasetReader.register("lm_corpus")
 class LmCorpusReader(DatasetReader):
     """
-    Reads a language modelling corpus, one sentence a line (a file or a glob pattern of files,
-    through `allennlp_elmo_c.data.corpus`), into instances with one `WindowTextField`.
-
-    Every sentence gets its start and end tokens and the sentences are concatenated into one
-    stream, cut into windows of `max_sequence_length` tokens that share one token with the next,
-    so that `elmo_c` predicts every token once per direction; without it every sentence is one
-    instance. With several workers or ranks, line i goes to rank i mod W and to that rank's
-    worker (i div W) mod K.
+    Reads a corpus of one sentence a line (a file or a glob pattern) into one stream of sentences
+    with their start and end tokens, cut into windows of `max_sequence_length` tokens that share
+    one token with the next; without it, one instance per sentence. Lines are sharded over ranks
+    and workers.
 
     Registered as a `DatasetReader` with name "lm_corpus".
 
@@ -64,12 +56,11 @@ class LmCorpusReader(DatasetReader):
     tokenizer : `Tokenizer`, optional (default = `WhitespaceTokenizer()`)
     token_indexers : `Dict[str, TokenIndexer]`, optional (default = `{"tokens": single_id}`)
     max_sequence_length : `int`, optional (default = `None`)
-        The tokens of one window (>= 2), the token shared with the previous window included.
+        The tokens of one window (>= 2), the shared one included.
     start_tokens : `List[str]`, optional (default = `["<S>"]`)
     end_tokens : `List[str]`, optional (default = `["</S>"]`)
     field_name : `str`, optional (default = `"tokens"`)
-        The model's `forward` argument that takes the field (`"source"` for allennlp-models'
-        `language_model`).
+        The field's name (`"source"` for allennlp-models' `language_model`).
     """
 
     def __init__(
@@ -102,7 +93,6 @@ class LmCorpusReader(DatasetReader):
         shares_first_token = False
         for window in windows:
             yield Instance({self._field_name: WindowTextField(window, None, shares_first_token)})
-            # (With max_sequence_length, every window after the first shares its first token.)
             shares_first_token = self.max_sequence_length is not None
 
     def _read_pieces(self, file_path) -> Iterator[Tuple[List[Token], bool]]:
@@ -134,8 +124,7 @@ class LmCorpusReader(DatasetReader):
 
     def _windows(self, pieces: Iterable[Tuple[List[Token], bool]]) -> Iterator[List[Token]]:
         length = self.max_sequence_length
-        # `pending` holds the stream from the last window's last token on (only the stream's
-        # start before the first window): `pending[0]` is shared with the next window.
+        # The stream from the last window's last token (shared with the next window) on.
         pending: List[Token] = []
         made_one = False
         for tokens, ends in pieces:

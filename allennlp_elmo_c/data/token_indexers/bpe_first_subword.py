@@ -18,9 +18,8 @@ logger = logging.getLogger(__name__)
 @TokenIndexer.register("bpe_first_subword")
 class BpeFirstSubwordIndexer(TokenIndexer):
     """
-    Feeds word-level tasks to an ELMo-Sub biLM, as `pretrained_transformer_mismatched` does to a
-    transformer: words in, the sentence's BPE subwords (pretraining vocabulary ids, between `<S>`
-    and `</S>`) out, with the position of each word's first subword, which represents the word.
+    Words in, the sentence's BPE subword ids (between `<S>` and `</S>`) and each word's first
+    subword out, as `pretrained_transformer_mismatched` does for a transformer (ELMo-Sub).
 
     Registered as a `TokenIndexer` with name "bpe_first_subword".
 
@@ -29,8 +28,7 @@ class BpeFirstSubwordIndexer(TokenIndexer):
     tokenizer_path : `str`
         The BPE tokenizer JSON the biLM was pretrained with.
     vocabulary : `Union[str, Vocabulary]`
-        The pretraining vocabulary: `train-bpe`'s output directory (or its `vocabulary/`), the
-        ELMo-Sub model.tar.gz or model directory, or a `Vocabulary`.
+        The pretraining vocabulary: `train-bpe`'s output (or its `vocabulary/`), or the biLM.
     namespace : `str`, optional (default = `"subwords"`)
     start_token, end_token : `str`, optional (default = `"<S>"`, `"</S>"`)
     max_subwords_per_word : `int`, optional (default = `50`)

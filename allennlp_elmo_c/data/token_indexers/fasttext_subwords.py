@@ -29,41 +29,30 @@ logger = logging.getLogger(__name__)
 @TokenIndexer.register("fasttext_subwords")
 class FastTextSubwordsIndexer(TokenIndexer):
     """
-    Maps each token to its fastText subword rows: the word's own row if it is in the model's
-    dictionary, then the rows of its hashed character n-grams, as fastText's `get_subwords`
-    does. Their mean (the `fasttext` token embedder) is fastText's word vector, so every string
-    gets a vector without an AllenNLP `Vocabulary`. Ids are cached per token string; only the
-    `.bin`'s dictionary is read.
+    Maps each token to its fastText subword rows, as fastText's `get_subwords`; their mean (the
+    `fasttext` embedder) is fastText's word vector, for any string, without a `Vocabulary`.
 
     Registered as a `TokenIndexer` with name "fasttext_subwords".
 
     # Parameters
 
     model_path : `str`, optional
-        The fastText `.bin`. If it does not exist, `$ELMO_C_FASTTEXT`, then the file of that name
-        beside the archive being loaded (`fasttext_source.resolve_missing_fasttext`).
+        The fastText `.bin` (if missing, found as `fasttext_source.resolve_missing_fasttext` says).
     archive_file : `str`, optional
-        Instead of `model_path`: an ELMo-C biLM archive whose fastText model is used, found as its
-        users find it (`allennlp_elmo_c.fasttext.fasttext_source`); a missing archive falls back
-        to `ELMO_C_FASTTEXT`. Give exactly one of the two.
+        Instead of `model_path`: an ELMo-C biLM archive whose fastText model is used.
     max_subwords_per_token : `int`, optional (default = `256`)
-        A token with more subwords keeps the first this many (its own row first); such tokens
-        are counted and logged.
+        A token with more keeps its first this many (counted and logged).
     cache_size : `int`, optional (default = `1_000_000`)
         Token strings whose ids are kept; the cache is emptied when full.
     token_min_padding_length : `int`, optional (default = `0`)
-        See `TokenIndexer`.
     fingerprint : `int`, optional (default = `None`)
-        The `FastTextBin.fingerprint` of the `.bin` the model was trained with (recorded by
-        training): any other file is a `ConfigurationError` naming both.
+        The fingerprint of the `.bin` the model was trained with; another is refused.
 
     # Output
 
-    `token_mask` `(num_tokens,)`; `subword_ids` `(total_subwords,)`, each token's ids one after
-    the other, padded to the batch's longest sentence; `subword_counts` `(num_tokens,)` (which ids
-    are whose); `fasttext_fingerprint` `(1,)`, which the embedder checks against its own `.bin` on
-    every batch. The mask is not called `mask`: AllenNLP's `get_text_field_mask` refuses two
-    `mask` outputs in one text field, and a task may index the same tokens twice.
+    `token_mask` `(num_tokens,)` (not `mask`: a field may hold two indexers); `subword_ids`
+    `(total_subwords,)`, each token's ids one after the other; `subword_counts` `(num_tokens,)`;
+    `fasttext_fingerprint` `(1,)`, which the embedder checks.
     """
 
     def __init__(
@@ -102,22 +91,15 @@ class FastTextSubwordsIndexer(TokenIndexer):
 
     @staticmethod
     def _archive_fasttext(archive_file: str, fingerprint: Optional[int]) -> str:
-        # A task archive being loaded: the copy of the .bin it bundles, whether the biLM
-        # archive exists or not (its embedder builds the biLM from the task's record; the
-        # fingerprint check still guards the pair).
+        # A task archive being loaded: the copy of the .bin it bundles.
         bundled = bundled_fasttext(fingerprint)
         if bundled is not None:
             return bundled
         if not Path(archive_file).exists():
-            # E.g. a task archive used after the biLM archive was deleted, bundling no .bin.
             from_environment = os.environ.get(FASTTEXT_ENV)
             if from_environment and Path(from_environment).is_file():
-                logger.warning(
-                    "fasttext_subwords: %s does not exist; using $%s = %s",
-                    archive_file,
-                    FASTTEXT_ENV,
-                    from_environment,
-                )
+                logger.warning("fasttext_subwords: %s does not exist; using $%s = %s",
+                               archive_file, FASTTEXT_ENV, from_environment)  # fmt: skip
                 return from_environment
             raise ConfigurationError(
                 f"fasttext_subwords: ELMo-C archive {archive_file} does not exist; give model_path "
@@ -147,15 +129,11 @@ class FastTextSubwordsIndexer(TokenIndexer):
         return self.subword_ids_of([text])[0]
 
     def subword_ids_of(self, texts: List[str]) -> List[Tuple[int, ...]]:
-        """
-        `subword_ids` of each of `texts`: cached strings from the cache, the others hashed all at
-        once (`FastTextBin.subword_ids_batch`) and cached.
-        """
+        """`subword_ids` of each of `texts`, the uncached ones computed at once and cached."""
         cache = self._cache
         found = list(map(cache.get, texts))
         if None not in found:
             return found
-        # (A word missing twice is hashed twice: rarer and cheaper than removing repeats.)
         missing = [text for text, ids in zip(texts, found) if ids is None]
         computed, cut = self._model.subword_ids_and_cuts(missing, limit=self._max_subwords)
         for index in cut:
@@ -165,14 +143,12 @@ class FastTextSubwordsIndexer(TokenIndexer):
             cache.clear()
         if len(new) <= self._cache_size:
             cache.update(new)
-        # A cached word's ids as found; each other word's from `new` (found None).
         return list(map(new.get, texts, found))
 
     def count_vocab_items(self, token: Token, counter: Dict[str, Dict[str, int]]):
         pass  # open vocabulary: nothing to count
 
     def tokens_to_indices(self, tokens: List[Token], vocabulary: Vocabulary) -> IndexedTokenList:
-        # Lists (AllenNLP's convention), fresh ones: the cached tuples cannot be changed by users.
         subwords = list(map(list, self.subword_ids_of([token.text or "" for token in tokens])))
         return {
             "subword_ids": subwords,
@@ -212,8 +188,7 @@ class FastTextSubwordsIndexer(TokenIndexer):
         all_counts[: len(counts)] = torch.tensor(counts, dtype=torch.long)
         mask = torch.zeros(num_tokens, dtype=torch.bool)
         mask[: min(len(tokens["token_mask"]), num_tokens)] = True
-        # The mask first: here `subword_ids` has as many dimensions as the mask, and AllenNLP's
-        # get_text_field_mask takes the first lowest-dimensional output.
+        # The mask first: `get_text_field_mask` takes the first lowest-dimensional output.
         return {
             "token_mask": mask,
             "subword_ids": ids,

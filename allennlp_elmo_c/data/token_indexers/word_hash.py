@@ -12,8 +12,7 @@ PADDING_HASH = 0
 
 
 def word_hash(text: str) -> int:
-    """A stable signed 64-bit hash of a string, never `PADDING_HASH`: the first 8 bytes of its
-    BLAKE2b digest (a digest of 0 becomes 1)."""
+    """A stable signed 64-bit hash of a string (BLAKE2b), never `PADDING_HASH`."""
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True) or 1
 
@@ -21,15 +20,10 @@ def word_hash(text: str) -> int:
 @TokenIndexer.register("word_hash")
 class WordHashIndexer(TokenIndexer):
     """
-    Maps each token to its `word_hash`: an open-vocabulary id without a `Vocabulary`, for
-    embedders whose vectors are a function of the string (`random_vectors`).
+    Each token's `word_hash`, an id without a `Vocabulary` (for `random_vectors`): `word_hashes`
+    and `token_mask` `(num_tokens,)`.
 
     Registered as a `TokenIndexer` with name "word_hash".
-
-    # Output
-
-    `word_hashes` `(num_tokens,)`, padded with `PADDING_HASH` (0); `token_mask` `(num_tokens,)`,
-    not named `mask` so that the field can hold other indexers as well.
     """
 
     def count_vocab_items(self, token: Token, counter: Dict[str, Dict[str, int]]):

@@ -14,11 +14,8 @@ _WORD = re.compile(r"\S+")
 @Tokenizer.register("bpe")
 class BpeTokenizer(Tokenizer):
     """
-    Splits whitespace-tokenized text into the BPE subwords of a `train-bpe` tokenizer JSON, each
-    word on its own (and cached), so a sentence's subwords are its words' subwords in order; a
-    word's first subword comes first. Special tokens are never split; characters never seen in
-    training become `@@UNKNOWN@@`. Tokens carry their character offsets; ids come from the
-    AllenNLP vocabulary.
+    Splits whitespace-tokenized text into the BPE subwords of a `train-bpe` tokenizer JSON, word
+    by word (cached), with their character offsets.
 
     Registered as a `Tokenizer` with name "bpe".
 
@@ -43,7 +40,6 @@ class BpeTokenizer(Tokenizer):
             raise ConfigurationError(
                 f"bpe: {tokenizer_path} is not a `tokenizers` JSON file ({error})"
             ) from error
-        # Words are encoded one at a time: a file's padding is dropped.
         self._tokenizer.no_padding()
         self.tokenizer_path = str(path)
         self._cache_size = cache_size
