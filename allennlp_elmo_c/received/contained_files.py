@@ -67,16 +67,6 @@ def refuse_links(root: PathOrStr, source: str = "") -> List[str]:
     return sorted(files)
 
 
-def check_run_directory(serialization_dir: PathOrStr) -> None:
-    """Refuses a run directory to resume (`--recover`) holding a link or a special file: AllenNLP
-    writes into it by name. The directory itself may be a link; none at all is fine."""
-    root = Path(serialization_dir)
-    if root.exists():
-        if not root.is_dir():
-            raise ConfigurationError(f"--recover: the run directory {root} is not a directory")
-        refuse_links(root.resolve(), f"--recover: run directory {root}")
-
-
 def copy_regular_file(source: PathOrStr, target: PathOrStr, link: bool = True) -> str:
     """`target` made atomically a hard link to (with `link` false, a copy of) the regular file
     `source`, never through a link; returns `target`."""

@@ -20,7 +20,6 @@ from allennlp_elmo_c.commands.package import package_model
 from allennlp_elmo_c.commands.prepare_corpus import prepare_corpus
 from allennlp_elmo_c.modules.token_embedders.elmo_char_cnn import ElmoCharCnnEmbedder
 from allennlp_elmo_c.received.allocation_budget import allocation_budget
-from allennlp_elmo_c.received.contained_files import check_run_directory
 from tests.helpers import write_elmo_files
 
 SECRET = "the receiver's own file: not to be shared\n"
@@ -39,35 +38,6 @@ def one_line(error: BaseException) -> str:
 
 
 # --- a received training run --------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", ["out.log", "vocabulary", "metrics.json", "stderr.log"])
-def test_a_run_directory_holding_a_link_is_refused_before_recovering(name, elmo_c_archive, tmp_path):
-    """`--recover` appends to the run's logs and writes into its vocabulary by name: a link there
-    would write into the receiver's file, so the run is refused first, naming the link."""
-    run = received_run(elmo_c_archive, tmp_path / "run")
-    secret = tmp_path / "secret"
-    secret.mkdir()
-    (secret / "profile").write_text(SECRET)
-    target = secret if name == "vocabulary" else secret / "profile"
-    if (run / name).is_dir():
-        shutil.rmtree(run / name)
-    else:
-        (run / name).unlink(missing_ok=True)
-    (run / name).symlink_to(target)
-    with pytest.raises(ConfigurationError) as refused:
-        check_run_directory(run)
-    assert name in one_line(refused.value) and "symbolic link" in str(refused.value)
-    assert (secret / "profile").read_text() == SECRET and sorted(p.name for p in secret.iterdir()) == ["profile"]
-
-
-def test_a_run_directory_of_regular_files_may_be_recovered(elmo_c_archive, tmp_path):
-    run = received_run(elmo_c_archive, tmp_path / "run")
-    check_run_directory(run)
-    check_run_directory(tmp_path / "not yet created")  # a new run: nothing to check
-    linked = tmp_path / "linked-run"
-    linked.symlink_to(run)  # the directory the user names may itself be a link
-    check_run_directory(linked)
 
 
 @pytest.mark.parametrize("name", ["hardware.json", "metrics.json"])
