@@ -127,7 +127,7 @@ def layer_name(k: int, half: Optional[str] = None) -> str:
 def token_features(
     representations, sentences: List[List[str]], batch_size: int
 ) -> Dict[str, numpy.ndarray]:
-    """Each layer, their average and the fastText input (`layer_name`, AVERAGE, FASTTEXT) ->
+    """The fastText input, each layer and their average (FASTTEXT, `layer_name`, AVERAGE) ->
     `(num_tokens, dim)` over all tokens of `sentences` in order."""
     order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))  # as elmo-c-embed
     per_sentence: List[Optional[numpy.ndarray]] = [None] * len(sentences)
@@ -138,8 +138,7 @@ def token_features(
         for index, layers in zip(chunk, vectors):  # (num_layers, num_tokens, dim)
             per_sentence[index] = layers
     layers = numpy.concatenate(per_sentence, axis=1)  # type: ignore[arg-type]
-    features = {layer_name(k): layer for k, layer in enumerate(layers)}
-    features[AVERAGE] = layers.mean(axis=0)
+    features: Dict[str, numpy.ndarray] = {}
     embedder = representations.bilm.token_embedder
     if not representations.bilm.is_subword and isinstance(embedder, StringEmbedder):
         vocabulary = sorted({word for sentence in sentences for word in sentence})
@@ -147,6 +146,8 @@ def token_features(
             table = embedder.embed_strings(vocabulary).float().cpu().numpy()
         row = {word: i for i, word in enumerate(vocabulary)}
         features[FASTTEXT] = table[[row[word] for sentence in sentences for word in sentence]]
+    features.update((layer_name(k), layer) for k, layer in enumerate(layers))
+    features[AVERAGE] = layers.mean(axis=0)
     return features
 
 
